@@ -1,0 +1,1 @@
+//! The file server behind `jsontp serve` (issue 4).

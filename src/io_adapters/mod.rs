@@ -1,0 +1,1 @@
+//! Thin drivers that run the [`machine`](crate::machine) over real TCP.

@@ -1,0 +1,125 @@
+//! What the machine tells its caller, and the errors it can report.
+
+use crate::message::{Forgiven, Rejection, Request, Response};
+
+/// Identifies one exchange on a connection, in order: the first request is
+/// 0, the next 1, …
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RequestId(pub(crate) u64);
+
+impl RequestId {
+    /// The exchange's number on its connection, from 0.
+    pub fn index(self) -> u64 {
+        self.0
+    }
+}
+
+/// Something that happened on the connection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Event {
+    /// Server: a complete, valid request to answer with
+    /// [`Connection::send_response`](super::Connection::send_response).
+    Request {
+        /// Which exchange.
+        id: RequestId,
+        /// The request.
+        request: Request,
+    },
+    /// Server, with [`ContinuePolicy::Ask`](super::ContinuePolicy::Ask): the
+    /// first request of a 100-continue handshake. Answer with
+    /// [`Connection::accept_continue`](super::Connection::accept_continue) or
+    /// a final response via `send_response`.
+    ContinueRequested {
+        /// Which exchange.
+        id: RequestId,
+        /// The preliminary request; its body is empty (D10).
+        request: Request,
+    },
+    /// Client: the server acknowledged with `100`; the full request has been
+    /// queued for sending.
+    Continue {
+        /// Which exchange.
+        id: RequestId,
+    },
+    /// Client: the final response to a request.
+    Response {
+        /// Which exchange.
+        id: RequestId,
+        /// The response.
+        response: Response,
+        /// What lenient validation forgave (D13); empty when strict.
+        forgiven: Vec<Forgiven>,
+    },
+    /// The peer did something wrong. A server has already queued its error
+    /// response.
+    PeerError(PeerError),
+    /// The connection is finished: write out what is pending, then close.
+    Closed,
+}
+
+/// What the peer did wrong.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PeerError {
+    /// A message was refused (framing, syntax, validation, limits); the
+    /// rejection carries the status D5 gives.
+    Rejected {
+        /// The refused exchange, if it had an id.
+        id: Option<RequestId>,
+        /// Why.
+        rejection: Rejection,
+        /// Whether the connection closes after the error response.
+        closes: bool,
+    },
+    /// Client: the response echoed another resource than the request's (D13).
+    ResourceMismatch {
+        /// Which exchange.
+        id: RequestId,
+        /// What we sent.
+        sent: String,
+        /// What came back.
+        received: String,
+    },
+    /// A timer ran out (D3).
+    TimedOut {
+        /// Which exchange was under way, if any.
+        id: Option<RequestId>,
+    },
+    /// The stream ended in the middle of a message (D1) or before a
+    /// response that was owed.
+    UnexpectedEof,
+}
+
+/// What the local application did wrong: a bug in the caller, not the peer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UsageError {
+    /// This exchange was already answered, or never existed.
+    UnknownRequest(RequestId),
+    /// A `1xx` other than the acknowledgement of D10.
+    InformationalResponse,
+    /// This call does not fit the connection's role.
+    WrongRole,
+    /// The connection is closed or closing.
+    Closed,
+    /// A 100-continue call for an exchange that is not awaiting one.
+    NotAwaitingContinue(RequestId),
+}
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            UsageError::UnknownRequest(id) => {
+                write!(f, "request {} was already answered or does not exist", id.0)
+            }
+            UsageError::InformationalResponse => {
+                f.write_str("a 1xx response other than the 100-continue acknowledgement")
+            }
+            UsageError::WrongRole => f.write_str("this call does not fit the connection's role"),
+            UsageError::Closed => f.write_str("the connection is closed"),
+            UsageError::NotAwaitingContinue(id) => {
+                write!(f, "request {} is not awaiting a 100-continue answer", id.0)
+            }
+        }
+    }
+}
+
+impl std::error::Error for UsageError {}

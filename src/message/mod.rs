@@ -1,0 +1,45 @@
+//! The message layer: jsontp messages as types, and the pure functions that
+//! parse, validate and serialize them.
+//!
+//! Nothing here touches sockets, threads, files or the clock: where a `date`
+//! is written, the current time is an argument.
+//!
+//! - [`parse_request`] / [`parse_response`] turn the bytes of one message into
+//!   a validated [`Request`] or [`Response`], or a [`Rejection`] that carries
+//!   the status code D5 gives and a `human-message` naming the field.
+//! - [`Request::to_bytes`] / [`Response::to_bytes`] write compact JSON plus
+//!   `\n` (D1).
+//! - [`negotiate`] holds the helpers an application uses to answer
+//!   `accept-*` and conditional headers; [`codec`] the body encodings (D9).
+
+pub mod codec;
+pub mod cookies;
+pub mod date;
+pub mod form;
+mod headers;
+mod json;
+pub mod language;
+pub mod media;
+mod method;
+pub mod negotiate;
+mod parse;
+mod rejection;
+pub mod resource;
+mod serialize;
+mod status;
+mod types;
+mod version;
+
+pub use codec::Encoding;
+pub use cookies::Cookies;
+pub use date::Date;
+pub use headers::Headers;
+pub use language::{LanguageRange, LanguageTag};
+pub use media::{MediaRange, MediaType};
+pub use method::Method;
+pub use parse::{Forgiven, Parsed, RequestContext, Validation, parse_request, parse_response};
+pub use rejection::{Rejection, ValueError};
+pub use resource::Resource;
+pub use status::{Status, StatusCode};
+pub use types::{Body, MessageLimits, Request, Response};
+pub use version::Version;

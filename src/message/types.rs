@@ -1,0 +1,225 @@
+//! Requests, responses and bodies.
+
+use serde_json::{Map, Value};
+
+use super::{Encoding, Headers, Method, Resource, Status, ValueError, Version};
+
+/// Limits on one message (D3). Every one is configurable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MessageLimits {
+    /// Size of one message on the wire, in bytes (`413`).
+    pub max_message_bytes: usize,
+    /// Size of the decoded body content, in bytes (`413`).
+    pub max_decoded_body: usize,
+    /// Nesting depth of objects and arrays inside a message; the envelope
+    /// object itself is depth 1 (`400`).
+    pub max_depth: usize,
+    /// Number of headers (`431`).
+    pub max_headers: usize,
+}
+
+impl Default for MessageLimits {
+    /// The D3 defaults: 1 MiB, 8 MiB, 64, 100.
+    fn default() -> Self {
+        MessageLimits {
+            max_message_bytes: 1 << 20,
+            max_decoded_body: 8 << 20,
+            max_depth: 64,
+            max_headers: 100,
+        }
+    }
+}
+
+/// The `body` of a message (D9): the decoded content, the encoding it
+/// travels in, and any other keys.
+///
+/// The content is held decoded. On the wire it is written in `encoding`
+/// (base64 of the compressed bytes for gzip, deflate and br). `identity`
+/// content must be UTF-8 text, so a `Body` never holds invalid identity
+/// content.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Body {
+    content: Vec<u8>,
+    encoding: Encoding,
+    extra: Map<String, Value>,
+}
+
+impl Default for Body {
+    fn default() -> Self {
+        Body::empty()
+    }
+}
+
+impl Body {
+    /// Empty `identity` content.
+    pub fn empty() -> Body {
+        Body {
+            content: Vec::new(),
+            encoding: Encoding::Identity,
+            extra: Map::new(),
+        }
+    }
+
+    /// Text content sent as `identity`.
+    pub fn text(text: impl Into<String>) -> Body {
+        Body {
+            content: text.into().into_bytes(),
+            encoding: Encoding::Identity,
+            extra: Map::new(),
+        }
+    }
+
+    /// Content in the given encoding. `identity` requires UTF-8.
+    pub fn new(content: Vec<u8>, encoding: Encoding) -> Result<Body, ValueError> {
+        if encoding == Encoding::Identity && std::str::from_utf8(&content).is_err() {
+            return Err(ValueError::new(
+                "is not UTF-8 text, so it cannot be sent as identity",
+            ));
+        }
+        Ok(Body {
+            content,
+            encoding,
+            extra: Map::new(),
+        })
+    }
+
+    /// The same content in another encoding (fails for non-UTF-8 content
+    /// and `identity`).
+    pub fn with_encoding(self, encoding: Encoding) -> Result<Body, ValueError> {
+        let extra = self.extra;
+        let mut body = Body::new(self.content, encoding)?;
+        body.extra = extra;
+        Ok(body)
+    }
+
+    /// Adds another key (D9). `content` and `encoding` are refused, as is a
+    /// `null` value.
+    pub fn with_extra(mut self, key: impl Into<String>, value: Value) -> Result<Body, ValueError> {
+        let key = key.into();
+        if key == "content" || key == "encoding" {
+            return Err(ValueError::new("is a reserved body key"));
+        }
+        if value.is_null() {
+            return Err(ValueError::new("is null, which a body key may not be"));
+        }
+        self.extra.insert(key, value);
+        Ok(self)
+    }
+
+    /// The decoded content, as bytes.
+    pub fn content(&self) -> &[u8] {
+        &self.content
+    }
+
+    /// The decoded content as text, when it is UTF-8 (D9).
+    pub fn as_text(&self) -> Option<&str> {
+        std::str::from_utf8(&self.content).ok()
+    }
+
+    /// Takes the content out.
+    pub fn into_content(self) -> Vec<u8> {
+        self.content
+    }
+
+    /// The encoding the content travels in.
+    pub fn encoding(&self) -> Encoding {
+        self.encoding
+    }
+
+    /// The other keys of `body` (e.g. `allowed-methods`).
+    pub fn extra(&self) -> &Map<String, Value> {
+        &self.extra
+    }
+
+    /// Built by the parser, which has already checked every part.
+    pub(crate) fn from_parts(content: Vec<u8>, encoding: Encoding, extra: Map<String, Value>) -> Body {
+        Body {
+            content,
+            encoding,
+            extra,
+        }
+    }
+}
+
+/// A validated jsontp request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Request {
+    /// The `jsontp` version (D6).
+    pub version: Version,
+    /// The `resource` (D7).
+    pub resource: Resource,
+    /// The `method`.
+    pub method: Method,
+    /// The `headers` (D8).
+    pub headers: Headers,
+    /// The `body` (D9). For the first request of a 100-continue handshake it
+    /// is empty: that body is ignored (D10).
+    pub body: Body,
+}
+
+impl Request {
+    /// A request with version `1.0`, no headers and an empty body.
+    pub fn new(method: Method, resource: Resource) -> Request {
+        Request {
+            version: Version::V1_0,
+            resource,
+            method,
+            headers: Headers::new(),
+            body: Body::empty(),
+        }
+    }
+
+    /// Sets the headers (builder style).
+    pub fn with_headers(mut self, headers: Headers) -> Request {
+        self.headers = headers;
+        self
+    }
+
+    /// Sets the body (builder style).
+    pub fn with_body(mut self, body: Body) -> Request {
+        self.body = body;
+        self
+    }
+}
+
+/// A jsontp response.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Response {
+    /// The `jsontp` version (D6).
+    pub version: Version,
+    /// The `status` object.
+    pub status: Status,
+    /// The echoed `resource` string, byte for byte (D7, D12).
+    pub resource: String,
+    /// The `headers`; `date` and `language` are filled in when the
+    /// connection writes the response, if the application left them out.
+    pub headers: Headers,
+    /// The `body`.
+    pub body: Body,
+}
+
+impl Response {
+    /// A response to `resource` (the request's string, echoed) with a
+    /// status, no headers and an empty body.
+    pub fn new(status: Status, resource: impl Into<String>) -> Response {
+        Response {
+            version: Version::V1_0,
+            status,
+            resource: resource.into(),
+            headers: Headers::new(),
+            body: Body::empty(),
+        }
+    }
+
+    /// Sets the headers (builder style).
+    pub fn with_headers(mut self, headers: Headers) -> Response {
+        self.headers = headers;
+        self
+    }
+
+    /// Sets the body (builder style).
+    pub fn with_body(mut self, body: Body) -> Response {
+        self.body = body;
+        self
+    }
+}

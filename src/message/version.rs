@@ -1,0 +1,112 @@
+//! The `jsontp` version field (D6).
+
+use std::fmt;
+use std::str::FromStr;
+
+use super::ValueError;
+
+/// A protocol version, `MAJOR.MINOR` or `MAJOR.MINOR-rcN` (D6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Version {
+    /// Incremented on breaking changes; we support `1`.
+    pub major: u32,
+    /// Incremented on compatible changes.
+    pub minor: u32,
+    /// The release-candidate number, if any.
+    pub rc: Option<u32>,
+}
+
+impl Version {
+    /// `1.0`, the version our messages carry (D6).
+    pub const V1_0: Version = Version {
+        major: 1,
+        minor: 0,
+        rc: None,
+    };
+
+    /// Whether this implementation speaks this version: every major `1` (D6).
+    pub const fn is_supported(self) -> bool {
+        self.major == 1
+    }
+}
+
+impl Default for Version {
+    fn default() -> Self {
+        Version::V1_0
+    }
+}
+
+/// Decimal digits only, no sign, fits in a u32.
+fn number(s: &str) -> Option<u32> {
+    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    s.parse().ok()
+}
+
+impl FromStr for Version {
+    type Err = ValueError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let bad = || ValueError::new("is not a version of the form MAJOR.MINOR or MAJOR.MINOR-rcN");
+        let (numbers, rc) = match s.split_once("-rc") {
+            Some((numbers, rc)) => (numbers, Some(number(rc).ok_or_else(bad)?)),
+            None => (s, None),
+        };
+        let (major, minor) = numbers.split_once('.').ok_or_else(bad)?;
+        Ok(Version {
+            major: number(major).ok_or_else(bad)?,
+            minor: number(minor).ok_or_else(bad)?,
+            rc,
+        })
+    }
+}
+
+impl fmt::Display for Version {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}", self.major, self.minor)?;
+        if let Some(rc) = self.rc {
+            write!(f, "-rc{rc}")?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn d6_forms() {
+        for ok in ["1.0", "1.0-rc1", "1.0-rc2", "1.3", "2.3", "10.20-rc30"] {
+            let v: Version = ok.parse().unwrap();
+            assert_eq!(v.to_string(), ok);
+        }
+        for bad in [
+            "1",
+            "1.0.0",
+            "",
+            "1.",
+            ".1",
+            "+1.0",
+            "1.-1",
+            "1.0-rc",
+            "1.0-rc+1",
+            "1.0rc1",
+            "a.b",
+            " 1.0",
+            "1.0-RC1",
+            "99999999999.0",
+        ] {
+            assert!(bad.parse::<Version>().is_err(), "{bad:?} must be refused");
+        }
+    }
+
+    #[test]
+    fn d6_only_major_one_is_supported() {
+        assert!("1.0-rc1".parse::<Version>().unwrap().is_supported());
+        assert!("1.3".parse::<Version>().unwrap().is_supported());
+        assert!(!"2.0".parse::<Version>().unwrap().is_supported());
+        assert!(!"0.9".parse::<Version>().unwrap().is_supported());
+    }
+}
