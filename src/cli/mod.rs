@@ -1,0 +1,4 @@
+//! The subcommands of `jsontp`.
+
+pub mod client;
+pub mod serve;
