@@ -74,22 +74,33 @@ impl Peer {
         let mut line = String::new();
         let n = self.reader.read_line(&mut line).expect("read a request");
         assert!(n > 0, "the client closed instead of sending a request");
-        assert!(line.ends_with('\n'), "a request ends with a newline (D1): {line:?}");
+        assert!(
+            line.ends_with('\n'),
+            "a request ends with a newline (D1): {line:?}"
+        );
         serde_json::from_str(line.trim_end()).expect("the request is strict JSON")
     }
 
     fn send(&mut self, text: &str) {
-        self.writer.write_all(text.as_bytes()).expect("write the response");
+        self.writer
+            .write_all(text.as_bytes())
+            .expect("write the response");
     }
 
     /// Whether the client writes nothing more for `wait`.
     fn stays_silent(&mut self, wait: Duration) -> bool {
-        self.reader.get_ref().set_read_timeout(Some(wait)).expect("timeout");
+        self.reader
+            .get_ref()
+            .set_read_timeout(Some(wait))
+            .expect("timeout");
         let mut byte = [0u8; 1];
         match self.reader.read(&mut byte) {
             Ok(0) => true,
             Ok(_) => false,
-            Err(e) => matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut),
+            Err(e) => matches!(
+                e.kind(),
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+            ),
         }
     }
 }
@@ -194,7 +205,14 @@ fn pipelined_requests_all_go_out_before_the_first_answer() {
     let results = client.send_all([get("/a"), get("/b"), get("/c")]);
     let contents: Vec<String> = results
         .into_iter()
-        .map(|r| r.expect("answered").response.body.as_text().unwrap_or("").to_owned())
+        .map(|r| {
+            r.expect("answered")
+                .response
+                .body
+                .as_text()
+                .unwrap_or("")
+                .to_owned()
+        })
         .collect();
     assert_eq!(contents, ["content of /a", "content of /b", "content of /c"]);
     server.join().expect("server script");
@@ -216,7 +234,8 @@ fn a_long_pipeline_keeps_reading_while_it_writes() {
         }
     });
     let requests = (0..COUNT).map(|i| {
-        Request::new(Method::Put, format!("/item/{i}").parse().expect("resource")).with_body(Body::text(big.clone()))
+        Request::new(Method::Put, format!("/item/{i}").parse().expect("resource"))
+            .with_body(Body::text(big.clone()))
     });
     let mut client = Client::connect(addr.as_str(), quick()).expect("connect");
     let started = Instant::now();
@@ -263,8 +282,16 @@ fn lenient_mode_forgives_and_reports_what_it_forgave() {
     });
     let mut client = Client::connect(addr.as_str(), quick().lenient()).expect("connect");
     let exchange = client.send(get("/")).expect("forgiven");
-    for expected in [Forgiven::MissingDate, Forgiven::MissingLanguage, Forgiven::EmptyEncoding] {
-        assert!(exchange.forgiven.contains(&expected), "{expected:?} in {:?}", exchange.forgiven);
+    for expected in [
+        Forgiven::MissingDate,
+        Forgiven::MissingLanguage,
+        Forgiven::EmptyEncoding,
+    ] {
+        assert!(
+            exchange.forgiven.contains(&expected),
+            "{expected:?} in {:?}",
+            exchange.forgiven
+        );
     }
     assert_eq!(exchange.response.body.encoding(), Encoding::Identity);
     server.join().expect("server script");
@@ -312,7 +339,10 @@ fn a_server_that_closes_after_its_answer_leaves_a_closed_connection() {
     server.join().expect("server script");
     let second = client.send(get("/"));
     assert!(
-        matches!(second, Err(ClientError::ConnectionClosed | ClientError::ClosedEarly)),
+        matches!(
+            second,
+            Err(ClientError::ConnectionClosed | ClientError::ClosedEarly)
+        ),
         "{second:?}"
     );
 }
@@ -321,7 +351,10 @@ fn a_server_that_closes_after_its_answer_leaves_a_closed_connection() {
 fn a_silent_server_times_out_on_read() {
     let (addr, server) = scripted(|mut peer| {
         peer.request();
-        assert!(peer.stays_silent(Duration::from_secs(2)), "the client closes, sends nothing");
+        assert!(
+            peer.stays_silent(Duration::from_secs(2)),
+            "the client closes, sends nothing"
+        );
     });
     let options = ClientOptions {
         read_timeout: Some(Duration::from_millis(300)),
@@ -330,7 +363,10 @@ fn a_silent_server_times_out_on_read() {
     let mut client = Client::connect(addr.as_str(), options).expect("connect");
     let started = Instant::now();
     let result = client.send(get("/"));
-    assert!(matches!(result, Err(ClientError::TimedOut(Timeout::Read))), "{result:?}");
+    assert!(
+        matches!(result, Err(ClientError::TimedOut(Timeout::Read))),
+        "{result:?}"
+    );
     assert!(started.elapsed() < Duration::from_secs(2));
     assert!(client.is_closed(), "a timed-out connection is not reused");
     drop(client);
@@ -357,7 +393,10 @@ fn a_trickling_server_hits_the_exchange_timeout() {
     };
     let mut client = Client::connect(addr.as_str(), options).expect("connect");
     let result = client.send(get("/"));
-    assert!(matches!(result, Err(ClientError::TimedOut(Timeout::Exchange))), "{result:?}");
+    assert!(
+        matches!(result, Err(ClientError::TimedOut(Timeout::Exchange))),
+        "{result:?}"
+    );
     drop(client);
     server.join().expect("server script");
 }
@@ -435,7 +474,10 @@ fn continue_goes_ahead_when_the_server_stays_silent() {
         assert_eq!(first["headers"]["expect"], "100-continue");
         let waited = Instant::now();
         let full = peer.request();
-        assert!(waited.elapsed() >= Duration::from_millis(150), "the client waited for 100");
+        assert!(
+            waited.elapsed() >= Duration::from_millis(150),
+            "the client waited for 100"
+        );
         assert_eq!(full["body"]["content"], "the payload");
         peer.send(&response("/upload", 201, "Created", ""));
     });
@@ -460,7 +502,10 @@ fn garbage_from_the_server_is_an_invalid_response() {
     });
     let mut client = Client::connect(addr.as_str(), quick()).expect("connect");
     let result = client.send(get("/"));
-    assert!(matches!(result, Err(ClientError::InvalidResponse(_))), "{result:?}");
+    assert!(
+        matches!(result, Err(ClientError::InvalidResponse(_))),
+        "{result:?}"
+    );
     server.join().expect("server script");
 }
 

@@ -12,7 +12,8 @@ use std::time::Duration;
 
 use jsontp::io_adapters::std_client::{Client, ClientOptions, Direction, Exchange};
 use jsontp::message::{
-    Body, Encoding, Forgiven, MessageLimits, Method, Request, RequestContext, Response, Validation, parse_request,
+    Body, Encoding, Forgiven, MessageLimits, Method, Request, RequestContext, Response, Validation,
+    parse_request,
 };
 use serde_json::{Map, Value};
 
@@ -144,7 +145,11 @@ fn describe(forgiven: Forgiven) -> &'static str {
 /// methods, one line.
 fn print_content(method: Method, response: &Response) -> io::Result<()> {
     let mut out = io::stdout().lock();
-    let allowed = response.body.extra().get("allowed-methods").and_then(Value::as_array);
+    let allowed = response
+        .body
+        .extra()
+        .get("allowed-methods")
+        .and_then(Value::as_array);
     match allowed {
         Some(methods) if method == Method::Options && response.body.content().is_empty() => {
             let names: Vec<&str> = methods.iter().filter_map(Value::as_str).collect();
@@ -370,10 +375,19 @@ mod tests {
 
     #[test]
     fn url_forms_with_a_host() {
-        assert_eq!(target("jsontp://example.com:9000/a/b?x=1"), pair("example.com:9000", "/a/b?x=1"));
+        assert_eq!(
+            target("jsontp://example.com:9000/a/b?x=1"),
+            pair("example.com:9000", "/a/b?x=1")
+        );
         assert_eq!(target("jsontp://example.com/a"), pair("example.com:8080", "/a"));
-        assert_eq!(target("localhost:9000/index.html"), pair("localhost:9000", "/index.html"));
-        assert_eq!(target("localhost/index.html"), pair("localhost:8080", "/index.html"));
+        assert_eq!(
+            target("localhost:9000/index.html"),
+            pair("localhost:9000", "/index.html")
+        );
+        assert_eq!(
+            target("localhost/index.html"),
+            pair("localhost:8080", "/index.html")
+        );
         assert_eq!(target("127.0.0.1:1"), pair("127.0.0.1:1", "/"));
         assert_eq!(target("host?q#f"), pair("host:8080", "/?q#f"));
         assert_eq!(target("[::1]:9000/x"), pair("[::1]:9000", "/x"));
@@ -382,7 +396,11 @@ mod tests {
 
     #[test]
     fn bad_urls_say_why() {
-        assert!(target("http://example.com/").unwrap_err().contains("not a jsontp:// URL"));
+        assert!(
+            target("http://example.com/")
+                .unwrap_err()
+                .contains("not a jsontp:// URL")
+        );
         assert!(target("/path").unwrap_err().contains("names no host"));
         assert!(target("jsontp:///path").unwrap_err().contains("names no host"));
         assert!(target("host:0/").unwrap_err().contains("port"));
@@ -393,14 +411,26 @@ mod tests {
 
     #[test]
     fn header_values_are_strings_unless_json_or_the_boolean() {
-        assert_eq!(header_value("accept", "text/plain"), Value::String("text/plain".into()));
+        assert_eq!(
+            header_value("accept", "text/plain"),
+            Value::String("text/plain".into())
+        );
         assert_eq!(
             header_value("accept", "[\"text/plain\"]"),
             serde_json::json!(["text/plain"])
         );
-        assert_eq!(header_value("cookies", "{\"a\":\"b\"}"), serde_json::json!({"a": "b"}));
-        assert_eq!(header_value("cookies", "{not json"), Value::String("{not json".into()));
+        assert_eq!(
+            header_value("cookies", "{\"a\":\"b\"}"),
+            serde_json::json!({"a": "b"})
+        );
+        assert_eq!(
+            header_value("cookies", "{not json"),
+            Value::String("{not json".into())
+        );
         assert_eq!(header_value("ignore-invalid-headers", "true"), Value::Bool(true));
-        assert_eq!(header_value("authorization", "true"), Value::String("true".into()));
+        assert_eq!(
+            header_value("authorization", "true"),
+            Value::String("true".into())
+        );
     }
 }
