@@ -270,7 +270,10 @@ fn inflate_zlib(input: &[u8], output: &mut BoundedOutput) -> Result<(), DecodeEr
 
 /// Brotli (RFC 7932), driven by hand for the same reasons as zlib.
 fn decompress_brotli(input: &[u8], output: &mut BoundedOutput) -> Result<(), DecodeError> {
-    let mut state = BrotliState::new(
+    // `new_strict`: RFC 7932 windows only (at most 16 MiB). `new` would also
+    // take the non-standard "large window" streams, whose ring buffer may be
+    // 1 GiB: a bomb that needs no output to exhaust memory.
+    let mut state = BrotliState::new_strict(
         StandardAlloc::default(),
         StandardAlloc::default(),
         StandardAlloc::default(),
@@ -475,6 +478,20 @@ mod tests {
         let mut compressed = STANDARD.decode(encode(b"hello", Encoding::Gzip)).unwrap();
         compressed.extend_from_slice(&[0x1f, 0x8b]);
         let r = decode(&STANDARD.encode(&compressed), Encoding::Gzip, LIMIT);
+        assert!(matches!(r, Err(DecodeError::Corrupt(_))), "{r:?}");
+    }
+
+    #[test]
+    fn d9_large_window_brotli_is_not_rfc_7932() {
+        let params = brotli::enc::BrotliEncoderParams {
+            large_window: true,
+            lgwin: 30,
+            quality: 5,
+            ..Default::default()
+        };
+        let mut compressed = Vec::new();
+        brotli::BrotliCompress(&mut &b"hello hello hello"[..], &mut compressed, &params).unwrap();
+        let r = decode(&STANDARD.encode(&compressed), Encoding::Br, LIMIT);
         assert!(matches!(r, Err(DecodeError::Corrupt(_))), "{r:?}");
     }
 
