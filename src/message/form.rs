@@ -73,7 +73,7 @@ mod tests {
         assert_eq!(form("a=1&b=two"), pairs(&[("a", "1"), ("b", "two")]));
         assert_eq!(
             form("name=J%C3%BCrgen+M%c3%bcller"),
-            Some(vec![("name", "Jürgen Müller")])
+            pairs(&[("name", "Jürgen Müller")])
         );
         assert_eq!(form("q=%41%2b%25%26%3D"), pairs(&[("q", "A+%&=")]));
         assert_eq!(form("a=x=y"), pairs(&[("a", "x=y")]));
