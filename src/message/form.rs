@@ -35,9 +35,7 @@ fn decode_component(s: &str) -> Option<String> {
         match b {
             b'+' => bytes.push(b' '),
             b'%' => {
-                let (&[hi, lo], tail) = rest.split_first_chunk::<2>()? else {
-                    return None;
-                };
+                let (&[hi, lo], tail) = rest.split_first_chunk::<2>()?;
                 bytes.push(hex(hi)? << 4 | hex(lo)?);
                 rest = tail;
             }

@@ -290,7 +290,16 @@ mod tests {
     }
 
     /// (host, port, path, query, fragment, scheme)
-    fn parts(r: &Resource) -> (Option<&str>, Option<u16>, &str, Option<&str>, Option<&str>, bool) {
+    type Parts<'a> = (
+        Option<&'a str>,
+        Option<u16>,
+        &'a str,
+        Option<&'a str>,
+        Option<&'a str>,
+        bool,
+    );
+
+    fn parts(r: &Resource) -> Parts<'_> {
         (
             r.host(),
             r.port(),
