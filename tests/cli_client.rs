@@ -3,7 +3,8 @@
 //! server for `--lenient`.
 #![allow(clippy::disallowed_methods)] // the reference server blocks: a thread
 
-use std::net::{TcpListener, TcpStream};
+use std::io::{BufRead, BufReader};
+use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
 use std::thread;
@@ -16,15 +17,33 @@ fn free_port() -> u16 {
     listener.local_addr().expect("addr").port()
 }
 
-fn wait_until_accepting(port: u16, child: &mut Child) {
-    let started = Instant::now();
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        if started.elapsed() > LIMIT {
-            let _ = child.kill();
-            panic!("the server on port {port} did not start");
-        }
-        thread::sleep(Duration::from_millis(20));
-    }
+/// Starts `jsontp serve` on port 0 and reads the port it bound from its
+/// start line (`… on jsontp://127.0.0.1:PORT`): no race with other tests for
+/// a free port, and no probing connect that could meet itself.
+fn spawn_serve(root: &std::path::Path) -> (Child, u16) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_jsontp"))
+        .args(["serve", "--quiet", "--root"])
+        .arg(root)
+        .args(["--addr", "127.0.0.1:0"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start jsontp serve");
+    let mut stderr = BufReader::new(child.stderr.take().expect("piped stderr"));
+    let mut line = String::new();
+    // The server writes this line once it listens, or exits with an error.
+    let _ = stderr.read_line(&mut line);
+    let port = line
+        .trim_end()
+        .rsplit_once(':')
+        .and_then(|(_, port)| port.parse::<u16>().ok());
+    let Some(port) = port else {
+        let _ = child.kill();
+        panic!("jsontp serve did not start: {line:?}");
+    };
+    // Keep draining its stderr so that it never blocks on a full pipe.
+    thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+    (child, port)
 }
 
 /// `jsontp serve` on a fresh folder; killed and cleaned up on drop.
@@ -41,16 +60,7 @@ impl Served {
         std::fs::create_dir_all(&root).expect("temp root");
         std::fs::write(root.join("hello.txt"), "Hello, world!").expect("fixture");
         std::fs::write(root.join("binary.bin"), (0..=255u8).collect::<Vec<u8>>()).expect("fixture");
-        let port = free_port();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_jsontp"))
-            .args(["serve", "--quiet", "--root"])
-            .arg(&root)
-            .args(["--addr", &format!("127.0.0.1:{port}")])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start jsontp serve");
-        wait_until_accepting(port, &mut child);
+        let (child, port) = spawn_serve(&root);
         Served { child, port, root }
     }
 
@@ -299,7 +309,10 @@ fn lenient_reads_the_reference_server_and_strict_refuses_it() {
         server.start();
     });
     // Ready when a lenient request gets through (a bare connect would make
-    // its handler thread panic on an empty read).
+    // its handler thread panic on an empty read). Give it time to bind
+    // first: a connect to a port nobody listens on can, rarely, connect to
+    // itself and hold the port.
+    thread::sleep(Duration::from_millis(100));
     let url = format!("127.0.0.1:{port}/");
     let started = Instant::now();
     let lenient = loop {
@@ -313,6 +326,12 @@ fn lenient_reads_the_reference_server_and_strict_refuses_it() {
     assert_eq!(stdout(&lenient), "hello from the reference");
     let note = stderr(&lenient);
     assert!(note.contains("forgave") && note.contains("date"), "{note}");
+
+    // Its response ends without a newline; -vv still ends the raw line
+    // before the status line.
+    let raw = jsontp(&["get", &url, "--lenient", "-vv"]);
+    let err = stderr(&raw);
+    assert!(err.contains("}\n< jsontp 1.0-rc1 200 OK"), "{err}");
 
     let strict = jsontp(&["get", &url]);
     assert_eq!(strict.status.code(), Some(2));

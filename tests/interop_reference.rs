@@ -64,19 +64,23 @@ fn reference_server() -> u16 {
         });
         // Ready when it answers a whole request (a bare connect would make
         // its handler thread panic on an empty read).
+        // Give it time to bind before probing: a connect to a port nobody
+        // listens on can, rarely, connect to itself and hold the port.
+        thread::sleep(Duration::from_millis(100));
         let started = Instant::now();
         loop {
             assert!(started.elapsed() < LIMIT, "the reference server did not start");
             if let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) {
-                let _ = stream.set_read_timeout(Some(LIMIT));
+                let _ = stream.set_read_timeout(Some(Duration::from_secs(1)));
                 if stream.write_all(raw_get("/hello").as_bytes()).is_ok() {
                     let mut answer = Vec::new();
-                    if stream.read_to_end(&mut answer).is_ok() && !answer.is_empty() {
+                    let _ = stream.read_to_end(&mut answer);
+                    if answer.windows(8).any(|w| w == b"response") {
                         break;
                     }
                 }
             }
-            thread::sleep(Duration::from_millis(20));
+            thread::sleep(Duration::from_millis(50));
         }
         port
     })
@@ -243,23 +247,28 @@ fn the_reference_client_gets_a_file_from_jsontp_serve() {
     let root = std::env::temp_dir().join(format!("jsontp-interop-{}", std::process::id()));
     std::fs::create_dir_all(&root).expect("temp root");
     std::fs::write(root.join("hello.txt"), "Hello, world!").expect("fixture");
-    let port = free_port();
+    // Port 0, and the bound port read from its start line: no race for a
+    // free port with the other tests.
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_jsontp"))
         .args(["serve", "--quiet", "--root"])
         .arg(&root)
-        .args(["--addr", &format!("127.0.0.1:{port}")])
+        .args(["--addr", "127.0.0.1:0"])
         .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("start jsontp serve");
-    let started = Instant::now();
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        if started.elapsed() > LIMIT {
-            let _ = child.kill();
-            panic!("jsontp serve did not start");
-        }
-        thread::sleep(Duration::from_millis(20));
-    }
+    let mut stderr = std::io::BufReader::new(child.stderr.take().expect("piped stderr"));
+    let mut line = String::new();
+    let _ = std::io::BufRead::read_line(&mut stderr, &mut line);
+    let Some(port) = line
+        .trim_end()
+        .rsplit_once(':')
+        .and_then(|(_, p)| p.parse::<u16>().ok())
+    else {
+        let _ = child.kill();
+        panic!("jsontp serve did not start: {line:?}");
+    };
+    thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
     let outcome = std::panic::catch_unwind(|| {
         let answer = reference_get(port, "/hello.txt");
         assert_eq!(answer.status.code, 200);

@@ -8,6 +8,7 @@
 use std::io::{self, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use jsontp::io_adapters::std_client::{Client, ClientOptions, Direction, Exchange};
@@ -96,11 +97,20 @@ fn exchange(method: Method, args: &ClientArgs) -> Result<Exchange, Failure> {
         ..ClientOptions::default()
     };
     let mut client = Client::connect(target.address.as_str(), options)?;
+    let echo = Arc::new(Mutex::new(RawEcho::default()));
     if args.verbose >= 2 {
-        let mut echo = RawEcho::default();
-        client.set_tracer(move |direction, bytes| echo.show(direction, bytes));
+        let echo = Arc::clone(&echo);
+        client.set_tracer(move |direction, bytes| {
+            if let Ok(mut echo) = echo.lock() {
+                echo.show(direction, bytes);
+            }
+        });
     }
-    Ok(client.send(request)?)
+    let outcome = client.send(request);
+    if let Ok(mut echo) = echo.lock() {
+        echo.finish();
+    }
+    Ok(outcome?)
 }
 
 /// Prints the outcome and picks the exit status.
@@ -197,10 +207,18 @@ fn header_text(value: &Value) -> String {
 }
 
 /// `-vv`: every byte sent (`> `) and received (`< `), line by line.
-#[derive(Default)]
 struct RawEcho {
     last: Option<Direction>,
     at_line_start: bool,
+}
+
+impl Default for RawEcho {
+    fn default() -> Self {
+        RawEcho {
+            last: None,
+            at_line_start: true,
+        }
+    }
 }
 
 impl RawEcho {
@@ -224,6 +242,15 @@ impl RawEcho {
             }
             let _ = err.write_all(piece.as_bytes());
             self.at_line_start = piece.ends_with('\n');
+        }
+    }
+
+    /// Ends the last line: the published reference writes no newline
+    /// after its responses.
+    fn finish(&mut self) {
+        if !self.at_line_start {
+            eprintln!();
+            self.at_line_start = true;
         }
     }
 }
