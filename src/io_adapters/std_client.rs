@@ -257,7 +257,8 @@ pub(crate) struct Outstanding {
 }
 
 struct Slot {
-    id: RequestId,
+    /// `None` for a request the machine did not take.
+    id: Option<RequestId>,
     continued: bool,
     result: Option<Result<Exchange, ClientError>>,
 }
@@ -272,7 +273,7 @@ impl Outstanding {
     /// Waits for exchange `id` too.
     pub(crate) fn push(&mut self, id: RequestId) {
         self.slots.push_back(Slot {
-            id,
+            id: Some(id),
             continued: false,
             result: None,
         });
@@ -281,7 +282,7 @@ impl Outstanding {
     /// Records an outcome for a request that could not even be queued.
     pub(crate) fn push_failed(&mut self, error: ClientError) {
         self.slots.push_back(Slot {
-            id: RequestId(u64::MAX),
+            id: None,
             continued: false,
             result: Some(Err(error)),
         });
@@ -294,7 +295,10 @@ impl Outstanding {
 
     fn slot(&mut self, id: Option<RequestId>) -> Option<&mut Slot> {
         match id {
-            Some(id) => self.slots.iter_mut().find(|s| s.id == id && s.result.is_none()),
+            Some(id) => self
+                .slots
+                .iter_mut()
+                .find(|s| s.id == Some(id) && s.result.is_none()),
             // No id: the failure belongs to the oldest unanswered exchange,
             // since responses come in request order (D2).
             None => self.slots.iter_mut().find(|s| s.result.is_none()),
@@ -787,6 +791,13 @@ mod tests {
         d.on_read(t0 + Duration::from_secs(2));
         assert_eq!(d.expired(t0 + Duration::from_secs(3)), None);
         assert_eq!(d.expired(t0 + Duration::from_secs(5)), Some(Timeout::Exchange));
+    }
+
+    #[test]
+    fn clients_can_move_between_threads() {
+        fn is_send<T: Send>() {}
+        is_send::<Client>();
+        is_send::<ClientError>();
     }
 
     #[test]
