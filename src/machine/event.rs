@@ -87,6 +87,15 @@ pub enum PeerError {
     /// The stream ended in the middle of a message (D1) or before a
     /// response that was owed.
     UnexpectedEof,
+    /// Client: a well-formed response that fits no request: a `100` to a
+    /// request that did not ask for one, another `1xx` (D12), or a response
+    /// when none is owed.
+    UnexpectedResponse {
+        /// The exchange it arrived for, if one was outstanding.
+        id: Option<RequestId>,
+        /// The status code it carried.
+        code: u16,
+    },
 }
 
 /// What the local application did wrong: a bug in the caller, not the peer.
@@ -102,6 +111,9 @@ pub enum UsageError {
     Closed,
     /// A 100-continue call for an exchange that is not awaiting one.
     NotAwaitingContinue(RequestId),
+    /// The exchange cannot take this now: e.g. a final response while the
+    /// full request of a handshake is still awaited (D10).
+    OutOfTurn(RequestId),
 }
 
 impl std::fmt::Display for UsageError {
@@ -117,6 +129,13 @@ impl std::fmt::Display for UsageError {
             UsageError::Closed => f.write_str("the connection is closed"),
             UsageError::NotAwaitingContinue(id) => {
                 write!(f, "request {} is not awaiting a 100-continue answer", id.0)
+            }
+            UsageError::OutOfTurn(id) => {
+                write!(
+                    f,
+                    "request {} cannot take that now (its full request is awaited)",
+                    id.0
+                )
             }
         }
     }

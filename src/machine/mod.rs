@@ -13,11 +13,14 @@
 //!   timers              ◄── poll_timeout(); handle_timeout(now)
 //! ```
 
+mod client;
 mod config;
 mod connection;
 mod event;
+mod responses;
 pub mod scan;
-mod state;
+mod server;
+pub mod state;
 
 pub use config::{Config, ContinuePolicy, Limits, Now};
 pub use connection::Connection;
