@@ -1,0 +1,1 @@
+//! The mio event-loop server (issue 4).

@@ -1,0 +1,1 @@
+//! The std blocking client (issue 5).

@@ -1,0 +1,1 @@
+//! The std blocking server (issue 4).

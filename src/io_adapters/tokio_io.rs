@@ -1,0 +1,1 @@
+//! The tokio server and client, behind the `tokio` feature (issue 5).
