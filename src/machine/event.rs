@@ -12,6 +12,13 @@ impl RequestId {
     pub fn index(self) -> u64 {
         self.0
     }
+
+    /// The id of exchange number `index` (for tests and logs; a machine
+    /// answers an id it never gave out with
+    /// [`UsageError::UnknownRequest`]).
+    pub fn from_index(index: u64) -> RequestId {
+        RequestId(index)
+    }
 }
 
 /// Something that happened on the connection.

@@ -220,15 +220,14 @@ impl Connection {
         if cut_short {
             // D1: `400` if the peer can still read, then the close.
             self.server_reject(full_of, refusal::incomplete(), true, now);
+            self.replace_last_peer_error(PeerError::UnexpectedEof);
         } else if let Some(id) = full_of {
             // The full request never came: nothing left to answer.
             if let Some(slot) = self.server.slot_mut(id) {
                 slot.abandoned = true;
             }
-        } else {
-            return;
+            self.events.push_back(Event::PeerError(PeerError::UnexpectedEof));
         }
-        self.events.push_back(Event::PeerError(PeerError::UnexpectedEof));
     }
 
     /// D3: a message began but did not end in time.
@@ -255,7 +254,8 @@ impl Connection {
         self.replace_last_peer_error(PeerError::TimedOut { id: Some(id) });
     }
 
-    /// A timeout is reported as such, not as the rejection that answers it.
+    /// A timeout or an end of stream is reported as such, not as the
+    /// rejection that answers it.
     fn replace_last_peer_error(&mut self, error: PeerError) {
         if let Some(last) = self.events.back_mut() {
             *last = Event::PeerError(error);
