@@ -203,9 +203,15 @@ proptest! {
     ) {
         let text = format!("{{{}", parts.concat());
         if parsers_accept(&text) {
-            let found = scan(format!("{text}\n}}").as_bytes());
-            let ends_at_text = matches!(found, Scan::Complete { start: 0, end, .. } if end == text.len());
-            prop_assert!(ends_at_text, "{:?} for {:?}", found, text);
+            // The scanner's end is the object's: what it frames parses, and
+            // what it leaves is only whitespace and comments (`{}` followed
+            // by it still parses).
+            let found = scan(text.as_bytes());
+            let Scan::Complete { start: 0, end, .. } = found else {
+                return Err(TestCaseError::fail(format!("{found:?} for {text:?}")));
+            };
+            prop_assert!(parsers_accept(&text[..end]), "framed {:?} of {:?}", &text[..end], text);
+            prop_assert!(parsers_accept(&format!("{{}}{}", &text[end..])), "left {:?}", &text[end..]);
         }
     }
 }

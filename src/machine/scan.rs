@@ -279,7 +279,7 @@ impl Scanner {
                         _ => self.state = State::Slash,
                     }
                 }
-                State::Str { quote } => match memchr2(quote, b'\\', &buf[at..end]) {
+                State::Str { quote } => match find_string_end(quote, &buf[at..end]) {
                     None => self.pos = end,
                     Some(offset) => {
                         let hit = at + offset;
@@ -387,6 +387,21 @@ impl Scanner {
         }
         true
     }
+}
+
+/// The first quote or backslash in a string body. Most strings in a
+/// message are short (keys, header values): a plain loop finds their end
+/// before a vectorised search would have started; long ones go to memchr.
+fn find_string_end(quote: u8, bytes: &[u8]) -> Option<usize> {
+    const SHORT: usize = 16;
+    let head = &bytes[..bytes.len().min(SHORT)];
+    if let Some(offset) = head.iter().position(|&b| b == quote || b == b'\\') {
+        return Some(offset);
+    }
+    if bytes.len() <= SHORT {
+        return None;
+    }
+    memchr2(quote, b'\\', &bytes[SHORT..]).map(|offset| offset + SHORT)
 }
 
 /// Scans a whole buffer at once, httparse-style: where the first message in
