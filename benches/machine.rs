@@ -45,7 +45,10 @@ fn scan_all(buf: &[u8]) -> usize {
 }
 
 fn scanner(c: &mut Criterion) {
-    for (name, buf) in [("small messages", small_messages()), ("one big string", one_big_string())] {
+    for (name, buf) in [
+        ("small messages", small_messages()),
+        ("one big string", one_big_string()),
+    ] {
         let mut group = c.benchmark_group(format!("scan/{name}"));
         group.throughput(Throughput::Bytes(buf.len() as u64));
         group.bench_function("scanner", |b| b.iter(|| scan_all(black_box(&buf))));

@@ -444,7 +444,7 @@ fn a_100_to_a_plain_request_is_unexpected() {
     conn.receive_data(ack.as_bytes(), clock.now());
     assert_eq!(
         drain(&mut conn, &clock),
-        ["peer error UnexpectedResponse { id: Some(RequestId(0)), code: 100 }"]
+        ["peer error #0 400 \"a 100 Continue arrived for request 0, which did not ask for one\" echo \"\""]
     );
     // The exchange is still open for its real response.
     conn.receive_data(

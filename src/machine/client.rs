@@ -192,11 +192,12 @@ impl Connection {
         };
         let code = parsed.message.status.code;
         let Some((id, state)) = front else {
-            self.events
-                .push_back(Event::PeerError(PeerError::UnexpectedResponse {
-                    id: None,
-                    code: code.as_u16(),
-                }));
+            let rejection = refusal::unexpected_response(code, None);
+            self.events.push_back(Event::PeerError(PeerError::Rejected {
+                id: None,
+                rejection,
+                closes: false,
+            }));
             return;
         };
         let sent_resource = self
@@ -266,12 +267,14 @@ impl Connection {
             }
             // A late `100` to the full request we already sent.
             Some(_) if state == ExchangeState::AwaitingResponseUnacknowledged => {}
-            _ => self
-                .events
-                .push_back(Event::PeerError(PeerError::UnexpectedResponse {
+            _ => {
+                let rejection = refusal::unexpected_response(code, id);
+                self.events.push_back(Event::PeerError(PeerError::Rejected {
                     id,
-                    code: code.as_u16(),
-                })),
+                    rejection,
+                    closes: false,
+                }));
+            }
         }
     }
 

@@ -68,7 +68,10 @@ pub enum Event {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PeerError {
     /// A message was refused (framing, syntax, validation, limits); the
-    /// rejection carries the status D5 gives.
+    /// rejection carries the status D5 gives. A client also reports this
+    /// way a well-formed response that fits no request: a `100` to a
+    /// request that did not ask for one, another `1xx` (D12), or a
+    /// response when none is owed.
     Rejected {
         /// The refused exchange, if it had an id.
         id: Option<RequestId>,
@@ -94,15 +97,6 @@ pub enum PeerError {
     /// The stream ended in the middle of a message (D1) or before a
     /// response that was owed.
     UnexpectedEof,
-    /// Client: a well-formed response that fits no request: a `100` to a
-    /// request that did not ask for one, another `1xx` (D12), or a response
-    /// when none is owed.
-    UnexpectedResponse {
-        /// The exchange it arrived for, if one was outstanding.
-        id: Option<RequestId>,
-        /// The status code it carried.
-        code: u16,
-    },
 }
 
 /// What the local application did wrong: a bug in the caller, not the peer.

@@ -94,6 +94,26 @@ pub(super) mod refusal {
         )
     }
 
+    /// Client: a well-formed response that fits no request (D10, D12).
+    pub(in super::super) fn unexpected_response(
+        code: StatusCode,
+        id: Option<super::super::RequestId>,
+    ) -> Rejection {
+        let message = match id {
+            None => format!("a {} response arrived when no request was waiting", code.as_u16()),
+            Some(id) if code == StatusCode::CONTINUE => format!(
+                "a 100 Continue arrived for request {}, which did not ask for one",
+                id.index()
+            ),
+            Some(id) => format!(
+                "a {} response arrived for request {}; only the 100 acknowledgement may be 1xx",
+                code.as_u16(),
+                id.index()
+            ),
+        };
+        Rejection::new(StatusCode::BAD_REQUEST, message, "")
+    }
+
     /// D10: a server configured without 100-continue.
     pub(in super::super) fn continue_refused(resource: &str) -> Rejection {
         Rejection::new(
