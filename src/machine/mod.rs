@@ -18,7 +18,7 @@
 //! # Framing
 //!
 //! [`Scanner`] finds where each message ends on the stream (D1), resuming
-//! where it stopped; [`scan`] does the same for a whole buffer,
+//! where it stopped; [`scan()`] does the same for a whole buffer,
 //! httparse-style. Every limit of D3 is checked as bytes arrive, so the
 //! outcome never depends on how TCP split them.
 //!
