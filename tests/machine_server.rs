@@ -475,3 +475,26 @@ fn usage_errors_are_typed() {
     let request = jsontp::message::Request::new(jsontp::message::Method::Get, "/x".parse().unwrap());
     assert_eq!(s.conn.send_request(request, now), Err(UsageError::WrongRole));
 }
+
+#[test]
+fn the_100_waits_for_the_responses_owed_before_it() {
+    // D2 holds for the acknowledgement too: a handshake pipelined behind a
+    // request the application has not answered gets its 100 after that
+    // response.
+    let mut s = Server::new(Config::default(), App::Hold);
+    s.send(
+        [get("/first"), put_expecting_continue("/up.txt")]
+            .concat()
+            .as_bytes(),
+    );
+    assert!(s.output_codes().is_empty());
+    let (id, request) = s.held.remove(0);
+    s.answer(id, echo_response(&request));
+    assert_eq!(s.output_codes(), [200, 100]);
+    s.send(put("/up.txt", "late").as_bytes());
+    let (id, request) = s.held.remove(0);
+    assert_eq!(id.index(), 1);
+    s.answer(id, echo_response(&request));
+    assert_eq!(s.output_codes(), [200, 100, 200]);
+    insta::assert_snapshot!("machine_server_continue_in_order", s.transcript());
+}
