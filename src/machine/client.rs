@@ -78,7 +78,8 @@ impl Connection {
             let mut full = request;
             full.headers = full.headers.with_expect_continue(false);
             self.client.full_request = Some((id, full));
-            self.client.continue_deadline = Some(now.instant + self.config.continue_wait);
+            // A wait too long to represent never ends.
+            self.client.continue_deadline = now.instant.checked_add(self.config.continue_wait);
         } else {
             let _ = exchange.apply(Role::Client, Input::Request);
             self.queue_output(|out| request.write_to(out));

@@ -384,7 +384,8 @@ impl Connection {
         }
     }
 
-    /// The deadlines that run now.
+    /// The deadlines that run now. A timeout too long to represent as an
+    /// `Instant` never fires.
     fn timers(&self) -> Timers {
         let limits = &self.config.limits;
         let mut timers = Timers::default();
@@ -394,18 +395,20 @@ impl Connection {
         match self.role {
             Role::Server => {
                 if let Some(since) = self.server.continue_since() {
-                    timers.continue_wait = Some(since + limits.continue_timeout);
+                    timers.continue_wait = since.checked_add(limits.continue_timeout);
                 } else if let Some(started) = self.message_started {
                     if self.server_ready_for_message() {
-                        timers.message = Some(started + limits.message_timeout);
+                        timers.message = started.checked_add(limits.message_timeout);
                     }
                 } else if self.server_idle() {
-                    timers.idle = Some(self.idle_since + limits.idle_timeout);
+                    timers.idle = self.idle_since.checked_add(limits.idle_timeout);
                 }
             }
             Role::Client => {
                 timers.continue_wait = self.client.continue_deadline;
-                timers.message = self.message_started.map(|t| t + limits.message_timeout);
+                timers.message = self
+                    .message_started
+                    .and_then(|t| t.checked_add(limits.message_timeout));
             }
         }
         timers
