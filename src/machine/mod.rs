@@ -74,9 +74,13 @@
 //! # Timers
 //!
 //! Timers are data (D3): the message timer runs from a message's first
-//! byte, the idle timer while nothing is under way or owed, the continue
-//! timer (server: the full request after `100`; client: the wait for
-//! `100`). [`Connection::poll_timeout`] gives the earliest deadline;
+//! byte (`{`) to its last; the server's idle timer runs while nothing is
+//! under way or owed, from the end of the last message or the moment the
+//! peer took the last response (whitespace between messages does not reset
+//! it); the continue timer is, on a server, the wait for the full request
+//! after `100` (it replaces the message timer for that request) and, on a
+//! client, the wait for `100`. While reading is paused for backpressure no
+//! message timer runs: the delay is ours, not the peer's. [`Connection::poll_timeout`] gives the earliest deadline;
 //! call [`Connection::handle_timeout`] once it has passed.
 //!
 //! # Example: a server driven by hand
