@@ -538,3 +538,20 @@ fn the_tracer_sees_every_byte_both_ways() {
     assert_eq!(request["resource"], "/t");
     server.join().expect("server script");
 }
+
+#[test]
+fn a_100_nobody_asked_for_is_an_invalid_response() {
+    let (addr, server) = scripted(|mut peer| {
+        peer.request();
+        peer.send(&response("/", 100, "Continue", ""));
+    });
+    let mut client = Client::connect(addr.as_str(), quick()).expect("connect");
+    let result = client.send(get("/"));
+    match result {
+        Err(ClientError::InvalidResponse(rejection)) => {
+            assert!(!rejection.message.is_empty());
+        }
+        other => panic!("a 100 to a request without expect is refused (D10, D12), got {other:?}"),
+    }
+    server.join().expect("server script");
+}

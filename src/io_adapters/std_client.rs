@@ -155,15 +155,10 @@ pub enum ClientError {
     },
     /// A clock ran out.
     TimedOut(Timeout),
-    /// The response broke the protocol; the rejection says how.
+    /// The response broke the protocol, or fits no request of ours (a
+    /// `1xx` other than the `100` of a handshake we asked for, D10, D12);
+    /// the rejection says how.
     InvalidResponse(Rejection),
-    /// A well-formed response that fits no request: a `1xx` other than
-    /// the `100` of a handshake this client asked for (D10, D12), or a
-    /// response when none was owed.
-    UnexpectedResponse {
-        /// Its status code.
-        code: u16,
-    },
     /// The connection was already closed (by the server after an earlier
     /// exchange, or after an error): connect again.
     ConnectionClosed,
@@ -189,7 +184,6 @@ impl ClientError {
             },
             ClientError::TimedOut(t) => ClientError::TimedOut(*t),
             ClientError::InvalidResponse(r) => ClientError::InvalidResponse(r.clone()),
-            ClientError::UnexpectedResponse { code } => ClientError::UnexpectedResponse { code: *code },
             ClientError::ConnectionClosed => ClientError::ConnectionClosed,
             ClientError::Usage(u) => ClientError::Usage(u.clone()),
             ClientError::Io(e) => ClientError::Io(io::Error::new(e.kind(), e.to_string())),
@@ -216,9 +210,6 @@ impl fmt::Display for ClientError {
             ),
             ClientError::TimedOut(t) => write!(f, "timed out: {t}"),
             ClientError::InvalidResponse(r) => write!(f, "invalid response: {}", r.message),
-            ClientError::UnexpectedResponse { code } => {
-                write!(f, "unexpected response: status {code} answers no request of ours")
-            }
             ClientError::ConnectionClosed => f.write_str("the connection is closed; connect again"),
             ClientError::Usage(u) => write!(f, "{u}"),
             ClientError::Io(e) => write!(f, "I/O error: {e}"),
