@@ -59,3 +59,12 @@ impl FromStr for Cookies {
         todo!("issue 2: cookie strings")
     }
 }
+
+impl Cookies {
+    /// Built by the message parser from pairs whose names it has already
+    /// checked to be unique (with a hash set: `set` is linear, and a message
+    /// may carry very many cookies).
+    pub(crate) fn from_unique_pairs(pairs: Vec<(String, String)>) -> Cookies {
+        Cookies { pairs }
+    }
+}
