@@ -1,3 +1,816 @@
 //! The JSON syntax layer (D4): strict serde_json fast path, JSON5 fallback,
 //! duplicate keys, UTF-8 and the depth limit checked before any recursive
 //! parser runs.
+//!
+//! Parsing happens in two steps. This module does the first: it turns the
+//! text into an [`Envelope`], a shallow, borrowed picture of the message in
+//! which every field is kept with whatever JSON type it had. No field is
+//! judged here except for duplicate keys (D4), so one malformed field never
+//! hides a syntax error later in the text (D5 level 1 comes first). The
+//! second step, in `parse.rs`, judges the envelope in D5's order.
+//!
+//! The same serde visitors run under serde_json (strict JSON, strings
+//! borrowed from the input when they hold no escapes) and under the json5
+//! crate (lenient; it always hands over owned strings).
+
+use std::borrow::Cow;
+use std::collections::HashSet;
+use std::fmt;
+
+use memchr::{memchr2, memchr3, memmem};
+use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde_json::{Map, Value};
+
+use super::headers::HEADER_NAMES;
+
+// ---------------------------------------------------------------------------
+// The pre-scan: depth (D3) and lone surrogates (D4), without recursion.
+// ---------------------------------------------------------------------------
+
+/// What the pre-scan refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PrescanError {
+    /// Objects and arrays nest deeper than the limit.
+    TooDeep { limit: usize },
+    /// A `\uD800`-`\uDFFF` escape that is not half of a surrogate pair.
+    LoneSurrogate { at: usize },
+}
+
+impl fmt::Display for PrescanError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PrescanError::TooDeep { limit } => write!(
+                f,
+                "message nests objects and arrays deeper than the limit of {limit} levels"
+            ),
+            PrescanError::LoneSurrogate { at } => write!(
+                f,
+                "message holds a lone surrogate escape at byte {at}, which is not a character"
+            ),
+        }
+    }
+}
+
+/// Checks, in one pass and without recursion, that objects and arrays nest
+/// no deeper than `max_depth` (the message object is depth 1, D3) and that
+/// every `\u` escape in the D800-DFFF range is a proper surrogate pair (D4).
+///
+/// It reads the text the way the D1 framing scanner and JSON5 do: `"…"` and
+/// `'…'` strings with backslash escapes, `// …` comments ended by LF, CR,
+/// U+2028 or U+2029, and `/* … */` comments. It must agree with the parsers
+/// on where strings are, or brackets hidden in a "string" could reach the
+/// json5 crate, which has no depth limit of its own and overflows the stack.
+/// Whatever it does not understand it leaves for the parser to refuse.
+///
+/// serde_json skips escapes without checking them in values it ignores, and
+/// json5 hides the check behind a recursive parse, so the surrogate check
+/// lives here, where it covers both.
+pub(crate) fn prescan(bytes: &[u8], max_depth: usize) -> Result<(), PrescanError> {
+    let mut depth = 0usize;
+    let mut i = 0usize;
+    while let Some(&b) = bytes.get(i) {
+        match b {
+            b'{' | b'[' => {
+                depth += 1;
+                if depth > max_depth {
+                    return Err(PrescanError::TooDeep { limit: max_depth });
+                }
+                i += 1;
+            }
+            b'}' | b']' => {
+                depth = depth.saturating_sub(1);
+                i += 1;
+            }
+            b'"' | b'\'' => i = skip_string(bytes, i + 1, b)?,
+            b'/' => {
+                i = match bytes.get(i + 1) {
+                    Some(b'/') => skip_line_comment(bytes, i + 2),
+                    Some(b'*') => match memmem::find(&bytes[i + 2..], b"*/") {
+                        Some(end) => i + 2 + end + 2,
+                        None => bytes.len(),
+                    },
+                    _ => i + 1,
+                }
+            }
+            // A backslash outside a string can only be a `\u` escape in a
+            // JSON5 unquoted key; it must not smuggle a surrogate either.
+            b'\\' => i = skip_escape(bytes, i)?,
+            _ => i += 1,
+        }
+    }
+    Ok(())
+}
+
+/// From just after an opening quote, returns the index just after the
+/// closing one (or the end of the text).
+fn skip_string(bytes: &[u8], mut i: usize, quote: u8) -> Result<usize, PrescanError> {
+    loop {
+        let rest = bytes.get(i..).unwrap_or_default();
+        match memchr2(quote, b'\\', rest) {
+            None => return Ok(bytes.len()),
+            Some(off) if rest[off] == quote => return Ok(i + off + 1),
+            Some(off) => i = skip_escape(bytes, i + off)?,
+        }
+    }
+}
+
+/// `bytes[at]` is a backslash: returns the index after its escape, checking
+/// `\u` surrogates. A multi-byte character after the backslash (a line
+/// continuation) is skipped by its first byte; the rest cannot be a quote.
+fn skip_escape(bytes: &[u8], at: usize) -> Result<usize, PrescanError> {
+    if bytes.get(at + 1) != Some(&b'u') {
+        return Ok(at + 2);
+    }
+    match hex4(bytes, at + 2) {
+        Some(0xDC00..=0xDFFF) => Err(PrescanError::LoneSurrogate { at }),
+        Some(0xD800..=0xDBFF) => {
+            let low = if bytes.get(at + 6..at + 8) == Some(b"\\u") {
+                hex4(bytes, at + 8)
+            } else {
+                None
+            };
+            match low {
+                Some(0xDC00..=0xDFFF) => Ok(at + 12),
+                _ => Err(PrescanError::LoneSurrogate { at }),
+            }
+        }
+        // Not four hex digits: the parser refuses it.
+        _ => Ok(at + 2),
+    }
+}
+
+fn hex4(bytes: &[u8], at: usize) -> Option<u32> {
+    let digits = bytes.get(at..at + 4)?;
+    digits.iter().try_fold(0u32, |acc, &d| {
+        let v = (d as char).to_digit(16)?;
+        Some(acc * 16 + v)
+    })
+}
+
+/// Returns the index of the line end that closes a `//` comment (the end
+/// itself is ordinary whitespace to the caller).
+fn skip_line_comment(bytes: &[u8], mut i: usize) -> usize {
+    loop {
+        let rest = bytes.get(i..).unwrap_or_default();
+        match memchr3(b'\n', b'\r', 0xE2, rest) {
+            None => return bytes.len(),
+            Some(off) if rest[off] != 0xE2 => return i + off,
+            Some(off) => {
+                // U+2028 and U+2029 are E2 80 A8 and E2 80 A9.
+                if matches!(rest.get(off + 1..off + 3), Some([0x80, 0xA8 | 0xA9])) {
+                    return i + off;
+                }
+                i += off + 1;
+            }
+        }
+    }
+}
+
+/// Whether the text may hold a `\u` escape, so that the surrogate check is
+/// needed even when the depth is already known (the scanned entry points).
+pub(crate) fn may_hold_unicode_escape(bytes: &[u8]) -> bool {
+    memmem::find(bytes, b"\\u").is_some()
+}
+
+// ---------------------------------------------------------------------------
+// The shallow picture of a message.
+// ---------------------------------------------------------------------------
+
+/// The JSON type of a value, for messages such as `must be a string, not an
+/// array`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Null,
+    Boolean,
+    Number,
+    String,
+    Array,
+    Object,
+}
+
+impl Kind {
+    /// With its article: `a string`, `an array`, `null`.
+    pub(crate) fn described(self) -> &'static str {
+        match self {
+            Kind::Null => "null",
+            Kind::Boolean => "a boolean",
+            Kind::Number => "a number",
+            Kind::String => "a string",
+            Kind::Array => "an array",
+            Kind::Object => "an object",
+        }
+    }
+}
+
+/// A JSON number as the parser handed it over.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Number {
+    Unsigned(u64),
+    Signed(i64),
+    Float(f64),
+}
+
+/// A value whose type is kept but whose insides are only kept where some
+/// field could need them: strings, arrays of strings, objects of strings.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Loose<'a> {
+    Null,
+    Bool(bool),
+    Number(Number),
+    Str(Cow<'a, str>),
+    /// Each element, `None` when it was not a string (its kind is kept).
+    Array(Vec<Result<Cow<'a, str>, Kind>>),
+    /// Each entry in order, the value `Err` when it was not a string.
+    Object(Vec<(Cow<'a, str>, Result<Cow<'a, str>, Kind>)>),
+}
+
+impl Loose<'_> {
+    pub(crate) fn kind(&self) -> Kind {
+        match self {
+            Loose::Null => Kind::Null,
+            Loose::Bool(_) => Kind::Boolean,
+            Loose::Number(_) => Kind::Number,
+            Loose::Str(_) => Kind::String,
+            Loose::Array(_) => Kind::Array,
+            Loose::Object(_) => Kind::Object,
+        }
+    }
+}
+
+/// A string, borrowed from the input when the parser can (no escapes).
+pub(crate) struct Text<'a>(pub(crate) Cow<'a, str>);
+
+impl<'de> Deserialize<'de> for Text<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_str(TextVisitor).map(Text)
+    }
+}
+
+struct TextVisitor;
+
+impl<'de> Visitor<'de> for TextVisitor {
+    type Value = Cow<'de, str>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a string")
+    }
+
+    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+        Ok(Cow::Borrowed(v))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+        Ok(Cow::Owned(v.to_owned()))
+    }
+
+    fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
+        Ok(Cow::Owned(v))
+    }
+}
+
+/// Drains a sequence or map the caller does not look into.
+fn drain_seq<'de, A: SeqAccess<'de>>(mut seq: A) -> Result<(), A::Error> {
+    while seq.next_element::<IgnoredAny>()?.is_some() {}
+    Ok(())
+}
+
+fn drain_map<'de, A: MapAccess<'de>>(mut map: A) -> Result<(), A::Error> {
+    while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+    Ok(())
+}
+
+/// Implements the scalar `visit_*` methods of a visitor whose value is
+/// built from a `Loose` scalar by `$wrap`.
+macro_rules! scalar_visits {
+    ($wrap:expr) => {
+        fn visit_unit<E>(self) -> Result<Self::Value, E> {
+            Ok($wrap(Loose::Null))
+        }
+        fn visit_none<E>(self) -> Result<Self::Value, E> {
+            Ok($wrap(Loose::Null))
+        }
+        fn visit_bool<E>(self, v: bool) -> Result<Self::Value, E> {
+            Ok($wrap(Loose::Bool(v)))
+        }
+        fn visit_u64<E>(self, v: u64) -> Result<Self::Value, E> {
+            Ok($wrap(Loose::Number(Number::Unsigned(v))))
+        }
+        fn visit_i64<E>(self, v: i64) -> Result<Self::Value, E> {
+            Ok($wrap(Loose::Number(Number::Signed(v))))
+        }
+        fn visit_f64<E>(self, v: f64) -> Result<Self::Value, E> {
+            Ok($wrap(Loose::Number(Number::Float(v))))
+        }
+        fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+            Ok($wrap(Loose::Str(Cow::Borrowed(v))))
+        }
+        fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+            Ok($wrap(Loose::Str(Cow::Owned(v.to_owned()))))
+        }
+        fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
+            Ok($wrap(Loose::Str(Cow::Owned(v))))
+        }
+    };
+}
+
+/// A string, or the kind of whatever else it was (insides drained).
+struct StrOrKind<'a>(Result<Cow<'a, str>, Kind>);
+
+impl<'de> Deserialize<'de> for StrOrKind<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(StrOrKindVisitor)
+    }
+}
+
+struct StrOrKindVisitor;
+
+impl<'de> Visitor<'de> for StrOrKindVisitor {
+    type Value = StrOrKind<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    scalar_visits!(|l: Loose<'de>| StrOrKind(match l {
+        Loose::Str(s) => Ok(s),
+        other => Err(other.kind()),
+    }));
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+        drain_seq(seq)?;
+        Ok(StrOrKind(Err(Kind::Array)))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+        drain_map(map)?;
+        Ok(StrOrKind(Err(Kind::Object)))
+    }
+}
+
+impl<'de> Deserialize<'de> for Loose<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(LooseVisitor)
+    }
+}
+
+struct LooseVisitor;
+
+impl<'de> Visitor<'de> for LooseVisitor {
+    type Value = Loose<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    scalar_visits!(|l| l);
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let mut items = Vec::new();
+        while let Some(StrOrKind(item)) = seq.next_element()? {
+            items.push(item);
+        }
+        Ok(Loose::Array(items))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut entries = Vec::new();
+        while let Some(Text(key)) = map.next_key()? {
+            let StrOrKind(value) = map.next_value()?;
+            entries.push((key, value));
+        }
+        Ok(Loose::Object(entries))
+    }
+}
+
+/// Records the first duplicate key of one object (D4).
+fn note_duplicate(first: &mut Option<String>, place: &str, key: &str) {
+    if first.is_none() {
+        *first = Some(format!(
+            "{place} has the key {} twice",
+            serde_json::to_string(key).unwrap_or_default()
+        ));
+    }
+}
+
+/// Keeps names outside a fixed list, to find duplicates among them. The set
+/// is only allocated once such a name appears.
+#[derive(Debug, Default)]
+struct OtherNames(Option<HashSet<String>>);
+
+impl OtherNames {
+    /// Whether `name` was new.
+    fn insert(&mut self, name: String) -> bool {
+        self.0.get_or_insert_with(HashSet::new).insert(name)
+    }
+}
+
+// ---------------------------------------------------------------------------
+// headers
+// ---------------------------------------------------------------------------
+
+/// The `headers` object, entries in document order.
+#[derive(Debug, Default)]
+pub(crate) struct RawHeaders<'a> {
+    /// Each entry: the name as written, the index of the listed name it
+    /// matches case-insensitively (D8), and the value.
+    pub(crate) entries: Vec<(Cow<'a, str>, Option<usize>, Loose<'a>)>,
+    pub(crate) duplicate: Option<String>,
+}
+
+/// Builds one of the three nested objects (`headers`, `body`, `status`)
+/// from a map; [`ObjectOr`] handles a value that is not an object.
+pub(crate) trait FromMap<'de>: Sized {
+    fn from_map<A: MapAccess<'de>>(map: A) -> Result<Self, A::Error>;
+}
+
+impl<'de> FromMap<'de> for RawHeaders<'de> {
+    fn from_map<A: MapAccess<'de>>(mut map: A) -> Result<Self, A::Error> {
+        let mut headers = RawHeaders::default();
+        let mut seen = 0u16;
+        let mut others = OtherNames::default();
+        while let Some(Text(name)) = map.next_key()? {
+            let value: Loose = map.next_value()?;
+            let listed = HEADER_NAMES
+                .iter()
+                .position(|known| known.eq_ignore_ascii_case(&name));
+            let new = match listed {
+                Some(i) => {
+                    let bit = 1u16 << i;
+                    let new = seen & bit == 0;
+                    seen |= bit;
+                    new
+                }
+                None => others.insert(name.to_ascii_lowercase()),
+            };
+            if !new {
+                note_duplicate(&mut headers.duplicate, "headers", &name.to_ascii_lowercase());
+            }
+            headers.entries.push((name, listed, value));
+        }
+        Ok(headers)
+    }
+}
+
+// ---------------------------------------------------------------------------
+// body
+// ---------------------------------------------------------------------------
+
+/// The `body` object.
+#[derive(Debug, Default)]
+pub(crate) struct RawBody<'a> {
+    pub(crate) content: Option<Loose<'a>>,
+    pub(crate) encoding: Option<Loose<'a>>,
+    /// The other keys (D9), except those whose value is `null`.
+    pub(crate) extra: Map<String, Value>,
+    /// The first other key whose value is `null` (D9: `400`).
+    pub(crate) null_key: Option<String>,
+    pub(crate) duplicate: Option<String>,
+}
+
+impl<'de> FromMap<'de> for RawBody<'de> {
+    fn from_map<A: MapAccess<'de>>(mut map: A) -> Result<Self, A::Error> {
+        let mut body = RawBody::default();
+        let mut null_seen = OtherNames::default();
+        while let Some(Text(key)) = map.next_key()? {
+            let slot = match &*key {
+                "content" => Some(&mut body.content),
+                "encoding" => Some(&mut body.encoding),
+                _ => None,
+            };
+            let duplicate = match slot {
+                Some(slot) => {
+                    let value: Loose = map.next_value()?;
+                    slot.replace(value).is_some()
+                }
+                None => {
+                    let value: Value = map.next_value()?;
+                    if value.is_null() {
+                        if body.null_key.is_none() {
+                            body.null_key = Some(key.clone().into_owned());
+                        }
+                        !null_seen.insert(key.clone().into_owned()) || body.extra.contains_key(&*key)
+                    } else {
+                        body.extra.insert(key.clone().into_owned(), value).is_some()
+                            || null_seen.0.as_ref().is_some_and(|s| s.contains(&*key))
+                    }
+                }
+            };
+            if duplicate {
+                note_duplicate(&mut body.duplicate, "body", &key);
+            }
+        }
+        Ok(body)
+    }
+}
+
+// ---------------------------------------------------------------------------
+// status (responses)
+// ---------------------------------------------------------------------------
+
+/// The `status` object of a response.
+#[derive(Debug, Default)]
+pub(crate) struct RawStatus<'a> {
+    pub(crate) code: Option<Loose<'a>>,
+    pub(crate) formal_message: Option<Loose<'a>>,
+    pub(crate) human_message: Option<Loose<'a>>,
+    /// The first key that is none of the three.
+    pub(crate) unknown: Option<String>,
+    pub(crate) duplicate: Option<String>,
+}
+
+impl<'de> FromMap<'de> for RawStatus<'de> {
+    fn from_map<A: MapAccess<'de>>(mut map: A) -> Result<Self, A::Error> {
+        let mut status = RawStatus::default();
+        let mut others = OtherNames::default();
+        while let Some(Text(key)) = map.next_key()? {
+            let slot = match &*key {
+                "code" => Some(&mut status.code),
+                "formal-message" => Some(&mut status.formal_message),
+                "human-message" => Some(&mut status.human_message),
+                _ => None,
+            };
+            let duplicate = match slot {
+                Some(slot) => {
+                    let value: Loose = map.next_value()?;
+                    slot.replace(value).is_some()
+                }
+                None => {
+                    map.next_value::<IgnoredAny>()?;
+                    if status.unknown.is_none() {
+                        status.unknown = Some(key.clone().into_owned());
+                    }
+                    !others.insert(key.clone().into_owned())
+                }
+            };
+            if duplicate {
+                note_duplicate(&mut status.duplicate, "status", &key);
+            }
+        }
+        Ok(status)
+    }
+}
+
+/// An object of type `T`, or the kind of the value that stood there.
+pub(crate) struct ObjectOr<T>(pub(crate) Result<T, Kind>);
+
+impl<'de, T: FromMap<'de>> Deserialize<'de> for ObjectOr<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(ObjectOrVisitor(std::marker::PhantomData))
+    }
+}
+
+struct ObjectOrVisitor<T>(std::marker::PhantomData<T>);
+
+impl<'de, T: FromMap<'de>> Visitor<'de> for ObjectOrVisitor<T> {
+    type Value = ObjectOr<T>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    scalar_visits!(|l: Loose<'de>| ObjectOr(Err(l.kind())));
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+        drain_seq(seq)?;
+        Ok(ObjectOr(Err(Kind::Array)))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+        T::from_map(map).map(|t| ObjectOr(Ok(t)))
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The envelope
+// ---------------------------------------------------------------------------
+
+/// The top-level fields of a request or a response, each as it was found.
+/// `None`: the field is missing.
+#[derive(Debug, Default)]
+pub(crate) struct Envelope<'a> {
+    pub(crate) jsontp: Option<Loose<'a>>,
+    pub(crate) type_: Option<Loose<'a>>,
+    pub(crate) resource: Option<Loose<'a>>,
+    pub(crate) method: Option<Loose<'a>>,
+    pub(crate) status: Option<Result<RawStatus<'a>, Kind>>,
+    pub(crate) headers: Option<Result<RawHeaders<'a>, Kind>>,
+    pub(crate) body: Option<Result<RawBody<'a>, Kind>>,
+    /// Top-level keys outside the seven above, in document order (only the
+    /// first is reported, but all are kept to find duplicates).
+    pub(crate) unknown: Option<String>,
+    pub(crate) duplicate: Option<String>,
+    resource_twice: bool,
+}
+
+impl Envelope<'_> {
+    /// The first duplicate key anywhere in the envelope (D4), top level
+    /// first, then `status`, `headers`, `body`.
+    pub(crate) fn first_duplicate(&self) -> Option<&str> {
+        self.duplicate
+            .as_deref()
+            .or_else(|| nested_dup(&self.status, |s| &s.duplicate))
+            .or_else(|| nested_dup(&self.headers, |h| &h.duplicate))
+            .or_else(|| nested_dup(&self.body, |b| &b.duplicate))
+    }
+
+    /// The string to echo as `resource` (D12): the request's own string
+    /// whenever it is a string, even an invalid one; `""` when it is
+    /// missing, not a string, or written twice (no one can say which).
+    pub(crate) fn resource_echo(&self) -> String {
+        match &self.resource {
+            Some(Loose::Str(s)) if !self.resource_twice => s.clone().into_owned(),
+            _ => String::new(),
+        }
+    }
+}
+
+fn nested_dup<T>(slot: &Option<Result<T, Kind>>, f: impl Fn(&T) -> &Option<String>) -> Option<&str> {
+    match slot {
+        Some(Ok(t)) => f(t).as_deref(),
+        _ => None,
+    }
+}
+
+/// What the top level of a message was.
+#[derive(Debug)]
+pub(crate) enum Top<'a> {
+    Object(Envelope<'a>),
+    /// Not an object (D5 level 1).
+    NotObject(Kind),
+}
+
+impl<'de> Deserialize<'de> for Top<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(TopVisitor)
+    }
+}
+
+struct TopVisitor;
+
+impl<'de> Visitor<'de> for TopVisitor {
+    type Value = Top<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON object")
+    }
+
+    scalar_visits!(|l: Loose<'de>| Top::NotObject(l.kind()));
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+        drain_seq(seq)?;
+        Ok(Top::NotObject(Kind::Array))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut env = Envelope::default();
+        let mut others = OtherNames::default();
+        while let Some(Text(key)) = map.next_key()? {
+            let duplicate = match &*key {
+                "jsontp" => env.jsontp.replace(map.next_value()?).is_some(),
+                "type" => env.type_.replace(map.next_value()?).is_some(),
+                "resource" => {
+                    let twice = env.resource.replace(map.next_value()?).is_some();
+                    env.resource_twice |= twice;
+                    twice
+                }
+                "method" => env.method.replace(map.next_value()?).is_some(),
+                "status" => {
+                    let ObjectOr(v) = map.next_value()?;
+                    env.status.replace(v).is_some()
+                }
+                "headers" => {
+                    let ObjectOr(v) = map.next_value()?;
+                    env.headers.replace(v).is_some()
+                }
+                "body" => {
+                    let ObjectOr(v) = map.next_value()?;
+                    env.body.replace(v).is_some()
+                }
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                    if env.unknown.is_none() {
+                        env.unknown = Some(key.clone().into_owned());
+                    }
+                    !others.insert(key.clone().into_owned())
+                }
+            };
+            if duplicate {
+                note_duplicate(&mut env.duplicate, "the message", &key);
+            }
+        }
+        Ok(Top::Object(env))
+    }
+}
+
+/// Parses the text of one message: strict JSON first, JSON5 when strict
+/// JSON fails (D4). The error is the strict parser's, which says where.
+///
+/// The caller has checked UTF-8 and run [`prescan`]: neither parser may see
+/// text nested deeper than the limit.
+pub(crate) fn parse_top(text: &str) -> Result<Top<'_>, String> {
+    match serde_json::from_str::<Top>(text) {
+        Ok(top) => Ok(top),
+        // Our visitors accept every JSON value, so a strict failure is a
+        // syntax failure: try the lenient grammar.
+        Err(strict) => {
+            json5::from_str::<Top>(text).map_err(|_| format!("message is not valid JSON or JSON5: {strict}"))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn nest(open: &str, n: usize) -> String {
+        open.repeat(n)
+    }
+
+    #[test]
+    fn d3_depth_counts_objects_and_arrays() {
+        assert_eq!(prescan(b"{}", 1), Ok(()));
+        assert_eq!(prescan(b"{\"a\":[]}", 1), Err(PrescanError::TooDeep { limit: 1 }));
+        assert_eq!(prescan(b"{\"a\":[]}", 2), Ok(()));
+        let deep = format!("{{\"a\":{}", nest("[", 64));
+        assert_eq!(
+            prescan(deep.as_bytes(), 64),
+            Err(PrescanError::TooDeep { limit: 64 })
+        );
+        let ok = format!("{{\"a\":{}{}}}", nest("[", 63), nest("]", 63));
+        assert_eq!(prescan(ok.as_bytes(), 64), Ok(()));
+    }
+
+    #[test]
+    fn d3_brackets_in_strings_and_comments_do_not_count() {
+        let text = br#"{"a":"[[[[", 'b':'{{{\'[[', "c\"[[":1 // [[[[
+            /* [[[[ */ }"#;
+        assert_eq!(prescan(text, 1), Ok(()));
+        // A comment ends at U+2028, as in JSON5: the bracket after it counts.
+        let text = "{ // x\u{2028}[] }".as_bytes();
+        assert_eq!(prescan(text, 1), Err(PrescanError::TooDeep { limit: 1 }));
+        let text = "{ // x\u{2027}[] }".as_bytes();
+        assert_eq!(prescan(text, 1), Ok(()));
+    }
+
+    #[test]
+    fn d4_lone_surrogates_are_found_everywhere() {
+        assert!(prescan(br#"{"a":"\ud800"}"#, 64).is_err());
+        assert!(prescan(br#"{"a":"\uDC00"}"#, 64).is_err());
+        assert!(prescan(br#"{"a":"\ud800\u0041"}"#, 64).is_err());
+        assert!(prescan(br#"{'a':'x\ud800'}"#, 64).is_err());
+        assert!(prescan(br#"{\ud800a:1}"#, 64).is_err());
+        assert_eq!(prescan(br#"{"a":"\ud83d\ude00"}"#, 64), Ok(()));
+        assert_eq!(prescan(br#"{"a":"\\ud800"}"#, 64), Ok(()));
+        assert_eq!(prescan(br#"{"a":"\u00e9"}"#, 64), Ok(()));
+    }
+
+    #[test]
+    fn d4_what_the_parsers_do_with_lone_surrogates() {
+        // serde_json refuses one in a string it decodes but skips it in a
+        // value it ignores; json5 refuses it. Hence the pre-scan.
+        assert!(serde_json::from_str::<String>(r#""\ud800""#).is_err());
+        assert!(serde_json::from_str::<IgnoredAny>(r#""\ud800""#).is_ok());
+        assert!(json5::from_str::<String>(r#""\ud800""#).is_err());
+    }
+
+    #[test]
+    fn strict_strings_are_borrowed_and_json5_parses() {
+        let Ok(Top::Object(env)) = parse_top(r#"{"resource":"/a","jsontp":"1.0"}"#) else {
+            panic!("must parse");
+        };
+        assert!(matches!(env.resource, Some(Loose::Str(Cow::Borrowed("/a")))));
+        let Ok(Top::Object(env)) = parse_top("{resource: '/a', // c\n jsontp: \"1.0\",}") else {
+            panic!("json5 must parse");
+        };
+        assert_eq!(env.resource, Some(Loose::Str("/a".into())));
+    }
+
+    #[test]
+    fn d4_duplicates_compare_decoded_keys() {
+        let Ok(Top::Object(env)) = parse_top(r#"{"method":"GET","\u006dethod":"PUT"}"#) else {
+            panic!("must parse");
+        };
+        assert_eq!(
+            env.first_duplicate(),
+            Some("the message has the key \"method\" twice")
+        );
+        let Ok(Top::Object(env)) = parse_top(r#"{"headers":{"Accept":"*/*","accept":"*/*"}}"#) else {
+            panic!("must parse");
+        };
+        assert_eq!(
+            env.first_duplicate(),
+            Some("headers has the key \"accept\" twice")
+        );
+        let Ok(Top::Object(env)) = parse_top(r#"{"body":{"m":null,"m":1}}"#) else {
+            panic!("must parse");
+        };
+        assert!(env.first_duplicate().is_some());
+    }
+
+    #[test]
+    fn syntax_errors_name_the_place() {
+        let err = parse_top(r#"{"a":1 "b":2}"#).unwrap_err();
+        assert!(err.starts_with("message is not valid JSON or JSON5: "), "{err}");
+        assert!(err.contains("line 1 column"), "{err}");
+    }
+}
