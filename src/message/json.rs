@@ -18,7 +18,7 @@ use std::collections::HashSet;
 use std::fmt;
 
 use memchr::{memchr2, memchr3, memmem};
-use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{Deserialize, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
 use super::headers::HEADER_NAMES;
@@ -631,38 +631,37 @@ fn nested_dup<T>(slot: &Option<Result<T, Kind>>, f: impl Fn(&T) -> &Option<Strin
     }
 }
 
-/// What the top level of a message was.
-#[derive(Debug)]
-pub(crate) enum Top<'a> {
-    Object(Envelope<'a>),
-    /// Not an object (D5 level 1).
-    NotObject(Kind),
-}
+/// Reads the top level of a message into an [`Envelope`] in place (the
+/// envelope is a few hundred bytes: filling it where it lives, rather than
+/// returning it through serde's layers, saves copying it around). The value
+/// is `None` for an object, or the kind of whatever else the message was
+/// (D5 level 1).
+struct TopSeed<'e, 'a>(&'e mut Envelope<'a>);
 
-impl<'de> Deserialize<'de> for Top<'de> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(TopVisitor)
+impl<'de> DeserializeSeed<'de> for TopSeed<'_, 'de> {
+    type Value = Option<Kind>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
     }
 }
 
-struct TopVisitor;
-
-impl<'de> Visitor<'de> for TopVisitor {
-    type Value = Top<'de>;
+impl<'de> Visitor<'de> for TopSeed<'_, 'de> {
+    type Value = Option<Kind>;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a JSON object")
     }
 
-    scalar_visits!(|l: Loose<'de>| Top::NotObject(l.kind()));
+    scalar_visits!(|l: Loose<'de>| Some(l.kind()));
 
     fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
         drain_seq(seq)?;
-        Ok(Top::NotObject(Kind::Array))
+        Ok(Some(Kind::Array))
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let mut env = Envelope::default();
+        let env = self.0;
         let mut others = OtherNames::default();
         while let Some(Text(key)) = map.next_key()? {
             let duplicate = match &*key {
@@ -698,24 +697,31 @@ impl<'de> Visitor<'de> for TopVisitor {
                 note_duplicate(&mut env.duplicate, "the message", &key);
             }
         }
-        Ok(Top::Object(env))
+        Ok(None)
     }
 }
 
-/// Parses the text of one message: strict JSON first, JSON5 when strict
-/// JSON fails (D4). The error is the strict parser's, which says where.
+/// Parses the text of one message into `env`: strict JSON first, JSON5
+/// when strict JSON fails (D4). Returns `None` for an object, or the kind
+/// of the value the message was instead. The error is the strict parser's,
+/// which says where.
 ///
 /// The caller has checked UTF-8 and run [`prescan`]: neither parser may see
 /// text nested deeper than the limit.
-pub(crate) fn parse_top(text: &str) -> Result<Top<'_>, String> {
-    match serde_json::from_str::<Top>(text) {
-        Ok(top) => Ok(top),
+pub(crate) fn parse_top<'a>(text: &'a str, env: &mut Envelope<'a>) -> Result<Option<Kind>, String> {
+    let mut strict = serde_json::Deserializer::from_str(text);
+    let strict_error = match TopSeed(env)
+        .deserialize(&mut strict)
+        .and_then(|kind| strict.end().map(|()| kind))
+    {
+        Ok(kind) => return Ok(kind),
         // Our visitors accept every JSON value, so a strict failure is a
         // syntax failure: try the lenient grammar.
-        Err(strict) => {
-            json5::from_str::<Top>(text).map_err(|_| format!("message is not valid JSON or JSON5: {strict}"))
-        }
-    }
+        Err(e) => e,
+    };
+    *env = Envelope::default();
+    let lenient = json5::Deserializer::from_str(text).and_then(|mut de| TopSeed(env).deserialize(&mut de));
+    lenient.map_err(|_| format!("message is not valid JSON or JSON5: {strict_error}"))
 }
 
 #[cfg(test)]
@@ -775,41 +781,44 @@ mod tests {
 
     #[test]
     fn strict_strings_are_borrowed_and_json5_parses() {
-        let Ok(Top::Object(env)) = parse_top(r#"{"resource":"/a","jsontp":"1.0"}"#) else {
-            panic!("must parse");
-        };
+        let text = r#"{"resource":"/a","jsontp":"1.0"}"#;
+        let mut env = Envelope::default();
+        assert_eq!(parse_top(text, &mut env), Ok(None));
         assert!(matches!(env.resource, Some(Loose::Str(Cow::Borrowed("/a")))));
-        let Ok(Top::Object(env)) = parse_top("{resource: '/a', // c\n jsontp: \"1.0\",}") else {
-            panic!("json5 must parse");
-        };
+        let text = "{resource: '/a', // c\n jsontp: \"1.0\",}";
+        let mut env = Envelope::default();
+        assert_eq!(parse_top(text, &mut env), Ok(None));
         assert_eq!(env.resource, Some(Loose::Str("/a".into())));
     }
 
     #[test]
     fn d4_duplicates_compare_decoded_keys() {
-        let Ok(Top::Object(env)) = parse_top(r#"{"method":"GET","\u006dethod":"PUT"}"#) else {
-            panic!("must parse");
-        };
+        let mut env = Envelope::default();
+        assert_eq!(
+            parse_top(r#"{"method":"GET","\u006dethod":"PUT"}"#, &mut env),
+            Ok(None)
+        );
         assert_eq!(
             env.first_duplicate(),
             Some("the message has the key \"method\" twice")
         );
-        let Ok(Top::Object(env)) = parse_top(r#"{"headers":{"Accept":"*/*","accept":"*/*"}}"#) else {
-            panic!("must parse");
-        };
+        let mut env = Envelope::default();
+        assert_eq!(
+            parse_top(r#"{"headers":{"Accept":"*/*","accept":"*/*"}}"#, &mut env),
+            Ok(None)
+        );
         assert_eq!(
             env.first_duplicate(),
             Some("headers has the key \"accept\" twice")
         );
-        let Ok(Top::Object(env)) = parse_top(r#"{"body":{"m":null,"m":1}}"#) else {
-            panic!("must parse");
-        };
+        let mut env = Envelope::default();
+        assert_eq!(parse_top(r#"{"body":{"m":null,"m":1}}"#, &mut env), Ok(None));
         assert!(env.first_duplicate().is_some());
     }
 
     #[test]
     fn syntax_errors_name_the_place() {
-        let err = parse_top(r#"{"a":1 "b":2}"#).unwrap_err();
+        let err = parse_top(r#"{"a":1 "b":2}"#, &mut Envelope::default()).unwrap_err();
         assert!(err.starts_with("message is not valid JSON or JSON5: "), "{err}");
         assert!(err.contains("line 1 column"), "{err}");
     }

@@ -27,7 +27,7 @@ use std::borrow::Cow;
 
 use super::codec::{self, DecodeError};
 use super::header_values::{quoted, request_headers, response_headers};
-use super::json::{Envelope, Kind, Loose, Number, RawBody, Top, may_hold_unicode_escape, parse_top, prescan};
+use super::json::{Envelope, Kind, Loose, Number, RawBody, may_hold_unicode_escape, parse_top, prescan};
 use super::{
     Body, Encoding, MessageLimits, Method, Rejection, Request, Resource, Response, Status, StatusCode,
     Version,
@@ -105,15 +105,12 @@ pub(crate) fn parse_request_scanned(
     context: RequestContext,
     limits: &MessageLimits,
 ) -> Result<Request, Rejection> {
-    let env = match syntax(bytes, max_depth_seen, limits)? {
-        Top::Object(env) => env,
-        Top::NotObject(kind) => return Err(not_an_object(kind)),
-    };
-    let echo = env.resource_echo();
+    let mut env = Envelope::default();
+    syntax(bytes, max_depth_seen, limits, &mut env)?;
     validate_request(&env, context, limits).map_err(|(status, message)| Rejection {
         status,
         message,
-        resource: echo,
+        resource: env.resource_echo(),
     })
 }
 
@@ -136,15 +133,12 @@ pub(crate) fn parse_response_scanned(
     validation: Validation,
     limits: &MessageLimits,
 ) -> Result<Parsed<Response>, Rejection> {
-    let env = match syntax(bytes, max_depth_seen, limits)? {
-        Top::Object(env) => env,
-        Top::NotObject(kind) => return Err(not_an_object(kind)),
-    };
-    let echo = env.resource_echo();
+    let mut env = Envelope::default();
+    syntax(bytes, max_depth_seen, limits, &mut env)?;
     validate_response(&env, validation, limits).map_err(|(status, message)| Rejection {
         status,
         message,
-        resource: echo,
+        resource: env.resource_echo(),
     })
 }
 
@@ -162,7 +156,8 @@ fn syntax<'a>(
     bytes: &'a [u8],
     max_depth_seen: Option<usize>,
     limits: &MessageLimits,
-) -> Result<Top<'a>, Rejection> {
+    env: &mut Envelope<'a>,
+) -> Result<(), Rejection> {
     let refuse = |status, message: String| Rejection::new(status, message, "");
     if bytes.len() > limits.max_message_bytes {
         return Err(refuse(
@@ -189,26 +184,21 @@ fn syntax<'a>(
         Some(_) => Ok(()),
     };
     prescanned.map_err(|e| refuse(StatusCode::BAD_REQUEST, e.to_string()))?;
-    let top = parse_top(text).map_err(|m| refuse(StatusCode::BAD_REQUEST, m))?;
-    if let Top::Object(env) = &top {
-        if let Some(dup) = env.first_duplicate() {
-            // Still level 1 (D4), but the message was read: echo it.
-            return Err(Rejection::new(
-                StatusCode::BAD_REQUEST,
-                format!("{dup} (D4)"),
-                env.resource_echo(),
-            ));
-        }
+    if let Some(kind) = parse_top(text, env).map_err(|m| refuse(StatusCode::BAD_REQUEST, m))? {
+        return Err(refuse(
+            StatusCode::BAD_REQUEST,
+            format!("message is {}, not a JSON object", kind.described()),
+        ));
     }
-    Ok(top)
-}
-
-fn not_an_object(kind: Kind) -> Rejection {
-    Rejection::new(
-        StatusCode::BAD_REQUEST,
-        format!("message is {}, not a JSON object", kind.described()),
-        "",
-    )
+    if let Some(dup) = env.first_duplicate() {
+        // Still level 1 (D4), but the message was read: echo it.
+        return Err(Rejection::new(
+            StatusCode::BAD_REQUEST,
+            format!("{dup} (D4)"),
+            env.resource_echo(),
+        ));
+    }
+    Ok(())
 }
 
 /// A top-level string field: missing, another type, or the string.
@@ -544,5 +534,26 @@ fn number_text(n: Number) -> Cow<'static, str> {
         Number::Unsigned(u) => u.to_string().into(),
         Number::Signed(i) => i.to_string().into(),
         Number::Float(f) => f.to_string().into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GET: &str = r#"{"jsontp":"1.0","type":"request","resource":"/a","method":"GET","headers":{},"body":{"encoding":"identity","x":"\ud800"}}"#;
+
+    #[test]
+    fn scanned_entry_trusts_the_depth_but_still_checks_surrogates() {
+        let limits = MessageLimits::default();
+        // The caller's depth decides: over the limit is 400 without a scan.
+        let e = parse_request_scanned(b"{}", Some(65), RequestContext::Fresh, &limits).unwrap_err();
+        assert_eq!(e.status, StatusCode::BAD_REQUEST);
+        assert!(e.message.contains("deeper than the limit of 64"), "{e}");
+        // A lone surrogate is found even when the depth is known (D4).
+        let e = parse_request_scanned(GET.as_bytes(), Some(3), RequestContext::Fresh, &limits).unwrap_err();
+        assert!(e.message.contains("lone surrogate"), "{e}");
+        let e = parse_response_scanned(GET.as_bytes(), Some(3), Validation::Lenient, &limits).unwrap_err();
+        assert!(e.message.contains("lone surrogate"), "{e}");
     }
 }

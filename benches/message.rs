@@ -1,0 +1,67 @@
+//! The message layer's speed (issue 2): parsing and validating a typical
+//! small request must cost no more than `serde_json::from_slice::<Value>`
+//! of the same bytes; and the cost of writing a typical response.
+//!
+//! `cargo bench --bench message -- --warm-up-time 1 --measurement-time 3`
+
+use std::hint::black_box;
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use jsontp::message::{
+    Body, Date, Headers, LanguageTag, MediaType, MessageLimits, RequestContext, Response, Status, StatusCode,
+    parse_request,
+};
+
+/// Requests of the kind the conformance cases send.
+const REQUESTS: &[(&str, &str)] = &[
+    (
+        "minimal GET",
+        r#"{"jsontp":"1.0","type":"request","resource":"/hello.txt","method":"GET","headers":{},"body":{"content":"","encoding":"identity"}}"#,
+    ),
+    (
+        "GET with headers",
+        r#"{"jsontp":"1.0","type":"request","resource":"/hello.txt","method":"GET","headers":{"accept-encoding":["gzip","identity"],"accept-language":"en-US","if-modified-since":"2021-06-01T00:00:00Z+0000"},"body":{"content":"","encoding":"identity"}}"#,
+    ),
+    (
+        "PUT with content",
+        r#"{"jsontp":"1.0","type":"request","resource":"/cont-put.txt","method":"PUT","headers":{"content-type":"text/plain","authorization":"s3cret"},"body":{"content":"sent after continue","encoding":"identity"}}"#,
+    ),
+];
+
+fn parse(c: &mut Criterion) {
+    let limits = MessageLimits::default();
+    for (name, text) in REQUESTS {
+        let bytes = text.as_bytes();
+        assert!(parse_request(bytes, RequestContext::Fresh, &limits).is_ok());
+        let mut group = c.benchmark_group(*name);
+        group.bench_function("parse_request", |b: &mut criterion::Bencher| {
+            b.iter(|| parse_request(black_box(bytes), RequestContext::Fresh, &limits))
+        });
+        group.bench_function("serde_json Value", |b: &mut criterion::Bencher| {
+            b.iter(|| serde_json::from_slice::<serde_json::Value>(black_box(bytes)))
+        });
+        group.finish();
+    }
+}
+
+fn serialize(c: &mut Criterion) {
+    let response = Response::new(Status::new(StatusCode::OK, "here it is"), "/hello.txt")
+        .with_headers(
+            Headers::new()
+                .with_content_type("text/plain".parse::<MediaType>().expect("a media type"))
+                .with_date(Date::from_unix_seconds(1_700_000_000))
+                .with_language(LanguageTag::EN_US),
+        )
+        .with_body(Body::text("Hello, world!"));
+    let mut out = Vec::with_capacity(512);
+    c.bench_function("serialize 200 text response", |b| {
+        b.iter(|| {
+            out.clear();
+            black_box(&response).write_to(&mut out);
+            out.len()
+        })
+    });
+}
+
+criterion_group!(benches, parse, serialize);
+criterion_main!(benches);
