@@ -106,7 +106,7 @@ fn json_value() -> impl Strategy<Value = Value> {
 
 fn body() -> impl Strategy<Value = Body> {
     let content = prop_oneof![
-        any::<String>().prop_map(|s| Body::text(s)),
+        any::<String>().prop_map(Body::text),
         (vec(any::<u8>(), 0..64), encoding())
             .prop_filter_map("identity needs UTF-8", |(bytes, e)| Body::new(bytes, e).ok()),
     ];

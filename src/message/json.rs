@@ -210,6 +210,9 @@ pub(crate) enum Number {
     Float(f64),
 }
 
+/// A string, or the kind of the value that stood where one was wanted.
+pub(crate) type StrOr<'a> = Result<Cow<'a, str>, Kind>;
+
 /// A value whose type is kept but whose insides are only kept where some
 /// field could need them: strings, arrays of strings, objects of strings.
 #[derive(Debug, Clone, PartialEq)]
@@ -218,10 +221,10 @@ pub(crate) enum Loose<'a> {
     Bool(bool),
     Number(Number),
     Str(Cow<'a, str>),
-    /// Each element, `None` when it was not a string (its kind is kept).
-    Array(Vec<Result<Cow<'a, str>, Kind>>),
+    /// Each element, `Err` with its kind when it was not a string.
+    Array(Vec<StrOr<'a>>),
     /// Each entry in order, the value `Err` when it was not a string.
-    Object(Vec<(Cow<'a, str>, Result<Cow<'a, str>, Kind>)>),
+    Object(Vec<(Cow<'a, str>, StrOr<'a>)>),
 }
 
 impl Loose<'_> {
@@ -408,12 +411,14 @@ impl OtherNames {
 // headers
 // ---------------------------------------------------------------------------
 
+/// One header: the name as written, the index in [`HEADER_NAMES`] of the
+/// listed name it matches case-insensitively (D8), and the value.
+pub(crate) type HeaderEntry<'a> = (Cow<'a, str>, Option<usize>, Loose<'a>);
+
 /// The `headers` object, entries in document order.
 #[derive(Debug, Default)]
 pub(crate) struct RawHeaders<'a> {
-    /// Each entry: the name as written, the index of the listed name it
-    /// matches case-insensitively (D8), and the value.
-    pub(crate) entries: Vec<(Cow<'a, str>, Option<usize>, Loose<'a>)>,
+    pub(crate) entries: Vec<HeaderEntry<'a>>,
     pub(crate) duplicate: Option<String>,
 }
 
