@@ -69,8 +69,19 @@ impl Response {
 
 /// A JSON string, escaped.
 fn string(out: &mut Vec<u8>, s: &str) {
-    // serde_json's writer only fails when the io::Write does; a Vec does not.
-    let _ = serde_json::to_writer(&mut *out, s);
+    // Most strings need no escape: copy them whole (serde_json's writer
+    // goes byte by byte through io::Write, a third of the time of a small
+    // response).
+    if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+        out.reserve(s.len() + 2);
+        out.push(b'"');
+        out.extend_from_slice(s.as_bytes());
+        out.push(b'"');
+    } else {
+        // serde_json's writer only fails when the io::Write does; a Vec
+        // does not.
+        let _ = serde_json::to_writer(&mut *out, s);
+    }
 }
 
 /// A value whose `Display` form never needs escaping (digits, letters,
@@ -118,12 +129,23 @@ fn write_headers(out: &mut Vec<u8>, h: &Headers) {
         if !first {
             out.push(b',');
         }
-        string(out, name);
-        out.push(b':');
+        // Header names are lower-case ASCII letters and hyphens.
+        out.push(b'"');
+        out.extend_from_slice(name.as_bytes());
+        out.extend_from_slice(b"\":");
         let written = match name {
             "content-type" => h.content_type.as_ref().map(|v| display_string(out, v)),
             "accept" => h.accept.as_deref().map(|v| string_array(out, v)),
-            "accept-encoding" => h.accept_encoding.as_deref().map(|v| string_array(out, v)),
+            "accept-encoding" => h.accept_encoding.as_deref().map(|v| {
+                out.push(b'[');
+                for (i, e) in v.iter().enumerate() {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    string(out, e.as_str());
+                }
+                out.push(b']');
+            }),
             "accept-language" => h.accept_language.as_deref().map(|v| string_array(out, v)),
             "authorization" => h.authorization.as_deref().map(|v| string(out, v)),
             "cookies" => h.cookies.as_ref().map(|v| cookie_object(out, v)),
@@ -132,7 +154,7 @@ fn write_headers(out: &mut Vec<u8>, h: &Headers) {
             "expect" => h.expect_continue.then(|| string(out, "100-continue")),
             "ignore-invalid-headers" => h.ignore_invalid_headers.then(|| out.extend_from_slice(b"true")),
             "date" => h.date.map(|v| plain_string(out, &v)),
-            "language" => h.language.map(|v| plain_string(out, &v)),
+            "language" => h.language.map(|v| string(out, v.as_str())),
             "set-cookies" => h.set_cookies.as_ref().map(|v| cookie_object(out, v)),
             _ => None,
         };
