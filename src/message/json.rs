@@ -104,6 +104,19 @@ pub(crate) fn prescan(bytes: &[u8], max_depth: usize) -> Result<(), PrescanError
 /// From just after an opening quote, returns the index just after the
 /// closing one (or the end of the text).
 fn skip_string(bytes: &[u8], mut i: usize, quote: u8) -> Result<usize, PrescanError> {
+    // Most strings of an envelope are short: a plain loop over the first
+    // bytes beats the set-up of a vectorised search.
+    let short_end = bytes.len().min(i + 24);
+    while let Some(&b) = bytes.get(i).filter(|_| i < short_end) {
+        if b == quote {
+            return Ok(i + 1);
+        }
+        if b == b'\\' {
+            i = skip_escape(bytes, i)?;
+        } else {
+            i += 1;
+        }
+    }
     loop {
         let rest = bytes.get(i..).unwrap_or_default();
         match memchr2(quote, b'\\', rest) {
@@ -761,6 +774,20 @@ mod tests {
         assert_eq!(prescan(text, 1), Err(PrescanError::TooDeep { limit: 1 }));
         let text = "{ // x\u{2027}[] }".as_bytes();
         assert_eq!(prescan(text, 1), Ok(()));
+    }
+
+    #[test]
+    fn d3_long_strings_hide_brackets_past_the_short_loop() {
+        for pad in [0, 10, 23, 24, 25, 40, 100] {
+            let x = "x".repeat(pad);
+            let text = format!(r#"{{"a":"{x}\"[[[[{x}[[\\","b":'{x}\'[[{x}'}}"#);
+            assert_eq!(prescan(text.as_bytes(), 1), Ok(()), "{text}");
+            // The string ends where it should: the array after it counts.
+            let text = format!(r#"{{"a":"{x}\"{x}","b":[]}}"#);
+            assert!(prescan(text.as_bytes(), 1).is_err(), "{text}");
+            let text = format!(r#"{{"a":"{x}\ud800"}}"#);
+            assert!(prescan(text.as_bytes(), 64).is_err(), "{text}");
+        }
     }
 
     #[test]
