@@ -66,9 +66,16 @@ impl fmt::Display for PrescanError {
 /// json5 hides the check behind a recursive parse, so the surrogate check
 /// lives here, where it covers both.
 pub(crate) fn prescan(bytes: &[u8], max_depth: usize) -> Result<(), PrescanError> {
+    let n = bytes.len();
     let mut depth = 0usize;
     let mut i = 0usize;
-    while let Some(&b) = bytes.get(i) {
+    // Every index below is checked against `n` before use.
+    while i < n {
+        let b = bytes[i];
+        if !STRUCTURAL[b as usize] {
+            i += 1;
+            continue;
+        }
         match b {
             b'{' | b'[' => {
                 depth += 1;
@@ -87,27 +94,41 @@ pub(crate) fn prescan(bytes: &[u8], max_depth: usize) -> Result<(), PrescanError
                     Some(b'/') => skip_line_comment(bytes, i + 2),
                     Some(b'*') => match memmem::find(&bytes[i + 2..], b"*/") {
                         Some(end) => i + 2 + end + 2,
-                        None => bytes.len(),
+                        None => n,
                     },
                     _ => i + 1,
                 }
             }
             // A backslash outside a string can only be a `\u` escape in a
             // JSON5 unquoted key; it must not smuggle a surrogate either.
-            b'\\' => i = skip_escape(bytes, i)?,
-            _ => i += 1,
+            _ => i = skip_escape(bytes, i)?,
         }
     }
     Ok(())
 }
 
+/// The bytes the pre-scan stops at outside strings.
+static STRUCTURAL: [bool; 256] = {
+    let mut table = [false; 256];
+    let special = b"{}[]\"'/\\";
+    let mut k = 0;
+    while k < special.len() {
+        table[special[k] as usize] = true;
+        k += 1;
+    }
+    table
+};
+
 /// From just after an opening quote, returns the index just after the
 /// closing one (or the end of the text).
+#[inline]
 fn skip_string(bytes: &[u8], mut i: usize, quote: u8) -> Result<usize, PrescanError> {
+    let n = bytes.len();
     // Most strings of an envelope are short: a plain loop over the first
     // bytes beats the set-up of a vectorised search.
-    let short_end = bytes.len().min(i + 24);
-    while let Some(&b) = bytes.get(i).filter(|_| i < short_end) {
+    let short_end = n.min(i + 32);
+    while i < short_end {
+        let b = bytes[i];
         if b == quote {
             return Ok(i + 1);
         }
@@ -120,7 +141,7 @@ fn skip_string(bytes: &[u8], mut i: usize, quote: u8) -> Result<usize, PrescanEr
     loop {
         let rest = bytes.get(i..).unwrap_or_default();
         match memchr2(quote, b'\\', rest) {
-            None => return Ok(bytes.len()),
+            None => return Ok(n),
             Some(off) if rest[off] == quote => return Ok(i + off + 1),
             Some(off) => i = skip_escape(bytes, i + off)?,
         }
