@@ -18,7 +18,7 @@ use std::collections::HashSet;
 use std::fmt;
 
 use memchr::{memchr2, memchr3, memmem};
-use serde::de::{Deserialize, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{Deserialize, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
 use super::headers::HEADER_NAMES;
@@ -200,12 +200,6 @@ fn skip_line_comment(bytes: &[u8], mut i: usize) -> usize {
     }
 }
 
-/// Whether the text may hold a `\u` escape, so that the surrogate check is
-/// needed even when the depth is already known (the scanned entry points).
-pub(crate) fn may_hold_unicode_escape(bytes: &[u8]) -> bool {
-    memmem::find(bytes, b"\\u").is_some()
-}
-
 // ---------------------------------------------------------------------------
 // The shallow picture of a message.
 // ---------------------------------------------------------------------------
@@ -305,17 +299,6 @@ impl<'de> Visitor<'de> for TextVisitor {
     }
 }
 
-/// Drains a sequence or map the caller does not look into.
-fn drain_seq<'de, A: SeqAccess<'de>>(mut seq: A) -> Result<(), A::Error> {
-    while seq.next_element::<IgnoredAny>()?.is_some() {}
-    Ok(())
-}
-
-fn drain_map<'de, A: MapAccess<'de>>(mut map: A) -> Result<(), A::Error> {
-    while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-    Ok(())
-}
-
 /// Implements the scalar `visit_*` methods of a visitor whose value is
 /// built from a `Loose` scalar by `$wrap`.
 macro_rules! scalar_visits {
@@ -350,8 +333,69 @@ macro_rules! scalar_visits {
     };
 }
 
-/// A string, or the kind of whatever else it was (insides drained).
-struct StrOrKind<'a>(Result<Cow<'a, str>, Kind>);
+/// A value the caller does not look into, read only for its nesting depth
+/// (a scalar is 0, `[]` is 1). Unlike serde's `IgnoredAny` it makes
+/// serde_json decode every string, so lone surrogates are refused there
+/// too (D4).
+struct Depth(usize);
+
+impl<'de> Deserialize<'de> for Depth {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(DepthVisitor)
+    }
+}
+
+struct DepthVisitor;
+
+impl<'de> Visitor<'de> for DepthVisitor {
+    type Value = Depth;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    scalar_visits!(|_| Depth(0));
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+        drain_seq(seq).map(Depth)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+        drain_map(map).map(Depth)
+    }
+}
+
+/// Drains a sequence the caller does not look into; returns its depth.
+fn drain_seq<'de, A: SeqAccess<'de>>(mut seq: A) -> Result<usize, A::Error> {
+    let mut inner = 0;
+    while let Some(Depth(d)) = seq.next_element()? {
+        inner = inner.max(d);
+    }
+    Ok(inner + 1)
+}
+
+/// Drains a map the caller does not look into; returns its depth.
+fn drain_map<'de, A: MapAccess<'de>>(mut map: A) -> Result<usize, A::Error> {
+    let mut inner = 0;
+    while let Some((Depth(_), Depth(d))) = map.next_entry()? {
+        inner = inner.max(d);
+    }
+    Ok(inner + 1)
+}
+
+/// The depth of a JSON value (a scalar is 0). Recursive, but only ever
+/// called on values a parser has built within its own depth limit.
+fn value_depth(value: &Value) -> usize {
+    match value {
+        Value::Array(items) => 1 + items.iter().map(value_depth).max().unwrap_or(0),
+        Value::Object(map) => 1 + map.values().map(value_depth).max().unwrap_or(0),
+        _ => 0,
+    }
+}
+
+/// A string, or the kind of whatever else it was (insides drained), and
+/// its depth.
+struct StrOrKind<'a>(StrOr<'a>, usize);
 
 impl<'de> Deserialize<'de> for StrOrKind<'de> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -368,23 +412,27 @@ impl<'de> Visitor<'de> for StrOrKindVisitor {
         f.write_str("any JSON value")
     }
 
-    scalar_visits!(|l: Loose<'de>| StrOrKind(match l {
-        Loose::Str(s) => Ok(s),
-        other => Err(other.kind()),
-    }));
+    scalar_visits!(|l: Loose<'de>| StrOrKind(
+        match l {
+            Loose::Str(s) => Ok(s),
+            other => Err(other.kind()),
+        },
+        0
+    ));
 
     fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
-        drain_seq(seq)?;
-        Ok(StrOrKind(Err(Kind::Array)))
+        Ok(StrOrKind(Err(Kind::Array), drain_seq(seq)?))
     }
 
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
-        drain_map(map)?;
-        Ok(StrOrKind(Err(Kind::Object)))
+        Ok(StrOrKind(Err(Kind::Object), drain_map(map)?))
     }
 }
 
-impl<'de> Deserialize<'de> for Loose<'de> {
+/// A [`Loose`] value and its depth.
+struct Measured<'a>(Loose<'a>, usize);
+
+impl<'de> Deserialize<'de> for Measured<'de> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         d.deserialize_any(LooseVisitor)
     }
@@ -393,29 +441,33 @@ impl<'de> Deserialize<'de> for Loose<'de> {
 struct LooseVisitor;
 
 impl<'de> Visitor<'de> for LooseVisitor {
-    type Value = Loose<'de>;
+    type Value = Measured<'de>;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("any JSON value")
     }
 
-    scalar_visits!(|l| l);
+    scalar_visits!(|l| Measured(l, 0));
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
         let mut items = Vec::new();
-        while let Some(StrOrKind(item)) = seq.next_element()? {
+        let mut inner = 0;
+        while let Some(StrOrKind(item, d)) = seq.next_element()? {
             items.push(item);
+            inner = inner.max(d);
         }
-        Ok(Loose::Array(items))
+        Ok(Measured(Loose::Array(items), inner + 1))
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let mut entries = Vec::new();
+        let mut inner = 0;
         while let Some(Text(key)) = map.next_key()? {
-            let StrOrKind(value) = map.next_value()?;
+            let StrOrKind(value, d) = map.next_value()?;
             entries.push((key, value));
+            inner = inner.max(d);
         }
-        Ok(Loose::Object(entries))
+        Ok(Measured(Loose::Object(entries), inner + 1))
     }
 }
 
@@ -454,12 +506,15 @@ pub(crate) type HeaderEntry<'a> = (Cow<'a, str>, Option<usize>, Loose<'a>);
 pub(crate) struct RawHeaders<'a> {
     pub(crate) entries: Vec<HeaderEntry<'a>>,
     pub(crate) duplicate: Option<String>,
+    depth: usize,
 }
 
 /// Builds one of the three nested objects (`headers`, `body`, `status`)
 /// from a map; [`ObjectOr`] handles a value that is not an object.
 pub(crate) trait FromMap<'de>: Sized {
     fn from_map<A: MapAccess<'de>>(map: A) -> Result<Self, A::Error>;
+    /// Its nesting depth (the object itself is 1).
+    fn depth(&self) -> usize;
 }
 
 impl<'de> FromMap<'de> for RawHeaders<'de> {
@@ -468,7 +523,8 @@ impl<'de> FromMap<'de> for RawHeaders<'de> {
         let mut seen = 0u16;
         let mut others = OtherNames::default();
         while let Some(Text(name)) = map.next_key()? {
-            let value: Loose = map.next_value()?;
+            let Measured(value, depth) = map.next_value()?;
+            headers.depth = headers.depth.max(depth);
             let listed = HEADER_NAMES
                 .iter()
                 .position(|known| known.eq_ignore_ascii_case(&name));
@@ -486,7 +542,12 @@ impl<'de> FromMap<'de> for RawHeaders<'de> {
             }
             headers.entries.push((name, listed, value));
         }
+        headers.depth += 1;
         Ok(headers)
+    }
+
+    fn depth(&self) -> usize {
+        self.depth
     }
 }
 
@@ -504,6 +565,7 @@ pub(crate) struct RawBody<'a> {
     /// The first other key whose value is `null` (D9: `400`).
     pub(crate) null_key: Option<String>,
     pub(crate) duplicate: Option<String>,
+    depth: usize,
 }
 
 impl<'de> FromMap<'de> for RawBody<'de> {
@@ -518,11 +580,13 @@ impl<'de> FromMap<'de> for RawBody<'de> {
             };
             let duplicate = match slot {
                 Some(slot) => {
-                    let value: Loose = map.next_value()?;
+                    let Measured(value, depth) = map.next_value()?;
+                    body.depth = body.depth.max(depth);
                     slot.replace(value).is_some()
                 }
                 None => {
                     let value: Value = map.next_value()?;
+                    body.depth = body.depth.max(value_depth(&value));
                     if value.is_null() {
                         if body.null_key.is_none() {
                             body.null_key = Some(key.clone().into_owned());
@@ -538,7 +602,12 @@ impl<'de> FromMap<'de> for RawBody<'de> {
                 note_duplicate(&mut body.duplicate, "body", &key);
             }
         }
+        body.depth += 1;
         Ok(body)
+    }
+
+    fn depth(&self) -> usize {
+        self.depth
     }
 }
 
@@ -555,6 +624,7 @@ pub(crate) struct RawStatus<'a> {
     /// The first key that is none of the three.
     pub(crate) unknown: Option<String>,
     pub(crate) duplicate: Option<String>,
+    depth: usize,
 }
 
 impl<'de> FromMap<'de> for RawStatus<'de> {
@@ -570,11 +640,13 @@ impl<'de> FromMap<'de> for RawStatus<'de> {
             };
             let duplicate = match slot {
                 Some(slot) => {
-                    let value: Loose = map.next_value()?;
+                    let Measured(value, depth) = map.next_value()?;
+                    status.depth = status.depth.max(depth);
                     slot.replace(value).is_some()
                 }
                 None => {
-                    map.next_value::<IgnoredAny>()?;
+                    let Depth(depth) = map.next_value()?;
+                    status.depth = status.depth.max(depth);
                     if status.unknown.is_none() {
                         status.unknown = Some(key.clone().into_owned());
                     }
@@ -585,12 +657,18 @@ impl<'de> FromMap<'de> for RawStatus<'de> {
                 note_duplicate(&mut status.duplicate, "status", &key);
             }
         }
+        status.depth += 1;
         Ok(status)
+    }
+
+    fn depth(&self) -> usize {
+        self.depth
     }
 }
 
-/// An object of type `T`, or the kind of the value that stood there.
-pub(crate) struct ObjectOr<T>(pub(crate) Result<T, Kind>);
+/// An object of type `T`, or the kind of the value that stood there; and
+/// the value's depth.
+pub(crate) struct ObjectOr<T>(pub(crate) Result<T, Kind>, usize);
 
 impl<'de, T: FromMap<'de>> Deserialize<'de> for ObjectOr<T> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -607,15 +685,17 @@ impl<'de, T: FromMap<'de>> Visitor<'de> for ObjectOrVisitor<T> {
         f.write_str("any JSON value")
     }
 
-    scalar_visits!(|l: Loose<'de>| ObjectOr(Err(l.kind())));
+    scalar_visits!(|l: Loose<'de>| ObjectOr(Err(l.kind()), 0));
 
     fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
-        drain_seq(seq)?;
-        Ok(ObjectOr(Err(Kind::Array)))
+        Ok(ObjectOr(Err(Kind::Array), drain_seq(seq)?))
     }
 
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
-        T::from_map(map).map(|t| ObjectOr(Ok(t)))
+        T::from_map(map).map(|t| {
+            let depth = t.depth();
+            ObjectOr(Ok(t), depth)
+        })
     }
 }
 
@@ -639,6 +719,8 @@ pub(crate) struct Envelope<'a> {
     pub(crate) unknown: Option<String>,
     pub(crate) duplicate: Option<String>,
     resource_twice: bool,
+    /// The nesting depth of the whole message (the envelope is 1, D3).
+    pub(crate) depth: usize,
 }
 
 impl Envelope<'_> {
@@ -695,37 +777,46 @@ impl<'de> Visitor<'de> for TopSeed<'_, 'de> {
     scalar_visits!(|l: Loose<'de>| Some(l.kind()));
 
     fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
-        drain_seq(seq)?;
+        self.0.depth = drain_seq(seq)?;
         Ok(Some(Kind::Array))
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let env = self.0;
         let mut others = OtherNames::default();
+        let mut inner = 0;
         while let Some(Text(key)) = map.next_key()? {
+            let mut loose = |slot: &mut Option<Loose<'de>>, Measured(value, depth): Measured<'de>| {
+                inner = inner.max(depth);
+                slot.replace(value).is_some()
+            };
             let duplicate = match &*key {
-                "jsontp" => env.jsontp.replace(map.next_value()?).is_some(),
-                "type" => env.type_.replace(map.next_value()?).is_some(),
+                "jsontp" => loose(&mut env.jsontp, map.next_value()?),
+                "type" => loose(&mut env.type_, map.next_value()?),
                 "resource" => {
-                    let twice = env.resource.replace(map.next_value()?).is_some();
+                    let twice = loose(&mut env.resource, map.next_value()?);
                     env.resource_twice |= twice;
                     twice
                 }
-                "method" => env.method.replace(map.next_value()?).is_some(),
+                "method" => loose(&mut env.method, map.next_value()?),
                 "status" => {
-                    let ObjectOr(v) = map.next_value()?;
+                    let ObjectOr(v, depth) = map.next_value()?;
+                    inner = inner.max(depth);
                     env.status.replace(v).is_some()
                 }
                 "headers" => {
-                    let ObjectOr(v) = map.next_value()?;
+                    let ObjectOr(v, depth) = map.next_value()?;
+                    inner = inner.max(depth);
                     env.headers.replace(v).is_some()
                 }
                 "body" => {
-                    let ObjectOr(v) = map.next_value()?;
+                    let ObjectOr(v, depth) = map.next_value()?;
+                    inner = inner.max(depth);
                     env.body.replace(v).is_some()
                 }
                 _ => {
-                    map.next_value::<IgnoredAny>()?;
+                    let Depth(depth) = map.next_value()?;
+                    inner = inner.max(depth);
                     if env.unknown.is_none() {
                         env.unknown = Some(key.clone().into_owned());
                     }
@@ -736,28 +827,42 @@ impl<'de> Visitor<'de> for TopSeed<'_, 'de> {
                 note_duplicate(&mut env.duplicate, "the message", &key);
             }
         }
+        env.depth = inner + 1;
         Ok(None)
     }
 }
 
 /// Parses the text of one message into `env`: strict JSON first, JSON5
 /// when strict JSON fails (D4). Returns `None` for an object, or the kind
-/// of the value the message was instead. The error is the strict parser's,
-/// which says where.
+/// of the value the message was instead. The error says what is wrong: for
+/// syntax, the strict parser's message, which says where.
 ///
-/// The caller has checked UTF-8 and run [`prescan`]: neither parser may see
-/// text nested deeper than the limit.
-pub(crate) fn parse_top<'a>(text: &'a str, env: &mut Envelope<'a>) -> Result<Option<Kind>, String> {
+/// The depth limit (D3) and lone surrogates (D4) are checked without a
+/// separate pass on the strict path: serde_json stops at 128 levels on its
+/// own, decodes (and checks) every string our visitors ask for, and the
+/// visitors measure the depth. Only when strict parsing fails does the
+/// [`prescan`] run, before the json5 crate, which has no depth limit, sees
+/// the text.
+pub(crate) fn parse_top<'a>(
+    text: &'a str,
+    env: &mut Envelope<'a>,
+    max_depth: usize,
+) -> Result<Option<Kind>, String> {
     let mut strict = serde_json::Deserializer::from_str(text);
     let strict_error = match TopSeed(env)
         .deserialize(&mut strict)
         .and_then(|kind| strict.end().map(|()| kind))
     {
+        Ok(_) if env.depth > max_depth => {
+            return Err(PrescanError::TooDeep { limit: max_depth }.to_string());
+        }
         Ok(kind) => return Ok(kind),
         // Our visitors accept every JSON value, so a strict failure is a
-        // syntax failure: try the lenient grammar.
+        // syntax failure (or a lone surrogate, or past 128 levels): try the
+        // lenient grammar, once the pre-scan has cleared the text.
         Err(e) => e,
     };
+    prescan(text.as_bytes(), max_depth).map_err(|e| e.to_string())?;
     *env = Envelope::default();
     let lenient = json5::Deserializer::from_str(text).and_then(|mut de| TopSeed(env).deserialize(&mut de));
     lenient.map_err(|_| format!("message is not valid JSON or JSON5: {strict_error}"))
@@ -828,19 +933,52 @@ mod tests {
         // serde_json refuses one in a string it decodes but skips it in a
         // value it ignores; json5 refuses it. Hence the pre-scan.
         assert!(serde_json::from_str::<String>(r#""\ud800""#).is_err());
-        assert!(serde_json::from_str::<IgnoredAny>(r#""\ud800""#).is_ok());
+        assert!(serde_json::from_str::<serde::de::IgnoredAny>(r#""\ud800""#).is_ok());
         assert!(json5::from_str::<String>(r#""\ud800""#).is_err());
+    }
+
+    #[test]
+    fn d4_lone_surrogates_in_values_nobody_reads_are_refused() {
+        for text in [
+            r#"{"x":["\ud800"]}"#,
+            r#"{"status":{"q":{"r":"\udc00"}}}"#,
+            r#"{"headers":{"x":[1,{"\ud800":2}]}}"#,
+            r#"{"body":{"x":{"y":"\ud800"}}}"#,
+            "{x: ['\\ud800']}",
+        ] {
+            let err = parse_top(text, &mut Envelope::default(), 64).unwrap_err();
+            assert!(err.contains("lone surrogate"), "{text}: {err}");
+        }
+    }
+
+    #[test]
+    fn d3_depth_is_measured_on_the_strict_path() {
+        // 65 levels: serde_json parses it (its own limit is 128), the
+        // visitors measure it.
+        let text = format!("{{\"x\":{}{}}}", "[".repeat(64), "]".repeat(64));
+        let mut env = Envelope::default();
+        assert!(parse_top(&text, &mut env, 64).unwrap_err().contains("deeper"));
+        assert_eq!(parse_top(&text, &mut Envelope::default(), 65), Ok(None));
+        for field in ["status", "headers", "body", "resource"] {
+            let text = format!("{{\"{field}\":{{\"x\":{}{}}}}}", "[".repeat(63), "]".repeat(63));
+            assert!(parse_top(&text, &mut Envelope::default(), 64).is_err(), "{field}");
+            assert_eq!(
+                parse_top(&text, &mut Envelope::default(), 65),
+                Ok(None),
+                "{field}"
+            );
+        }
     }
 
     #[test]
     fn strict_strings_are_borrowed_and_json5_parses() {
         let text = r#"{"resource":"/a","jsontp":"1.0"}"#;
         let mut env = Envelope::default();
-        assert_eq!(parse_top(text, &mut env), Ok(None));
+        assert_eq!(parse_top(text, &mut env, 64), Ok(None));
         assert!(matches!(env.resource, Some(Loose::Str(Cow::Borrowed("/a")))));
         let text = "{resource: '/a', // c\n jsontp: \"1.0\",}";
         let mut env = Envelope::default();
-        assert_eq!(parse_top(text, &mut env), Ok(None));
+        assert_eq!(parse_top(text, &mut env, 64), Ok(None));
         assert_eq!(env.resource, Some(Loose::Str("/a".into())));
     }
 
@@ -848,7 +986,7 @@ mod tests {
     fn d4_duplicates_compare_decoded_keys() {
         let mut env = Envelope::default();
         assert_eq!(
-            parse_top(r#"{"method":"GET","\u006dethod":"PUT"}"#, &mut env),
+            parse_top(r#"{"method":"GET","\u006dethod":"PUT"}"#, &mut env, 64),
             Ok(None)
         );
         assert_eq!(
@@ -857,7 +995,7 @@ mod tests {
         );
         let mut env = Envelope::default();
         assert_eq!(
-            parse_top(r#"{"headers":{"Accept":"*/*","accept":"*/*"}}"#, &mut env),
+            parse_top(r#"{"headers":{"Accept":"*/*","accept":"*/*"}}"#, &mut env, 64),
             Ok(None)
         );
         assert_eq!(
@@ -865,13 +1003,13 @@ mod tests {
             Some("headers has the key \"accept\" twice")
         );
         let mut env = Envelope::default();
-        assert_eq!(parse_top(r#"{"body":{"m":null,"m":1}}"#, &mut env), Ok(None));
+        assert_eq!(parse_top(r#"{"body":{"m":null,"m":1}}"#, &mut env, 64), Ok(None));
         assert!(env.first_duplicate().is_some());
     }
 
     #[test]
     fn syntax_errors_name_the_place() {
-        let err = parse_top(r#"{"a":1 "b":2}"#, &mut Envelope::default()).unwrap_err();
+        let err = parse_top(r#"{"a":1 "b":2}"#, &mut Envelope::default(), 64).unwrap_err();
         assert!(err.starts_with("message is not valid JSON or JSON5: "), "{err}");
         assert!(err.contains("line 1 column"), "{err}");
     }

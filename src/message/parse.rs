@@ -4,7 +4,7 @@
 //! duplicate keys, types as found), then the functions here judge it in the
 //! order of D5 and stop at the first level that finds a problem:
 //!
-//! 1. size (`413`), UTF-8, depth and surrogates (the pre-scan), syntax,
+//! 1. size (`413`), UTF-8, syntax, depth and lone surrogates,
 //!    not an object, duplicate keys (`400`);
 //! 2. `jsontp` (`400`, or `505` for another major);
 //!
@@ -27,7 +27,7 @@ use std::borrow::Cow;
 
 use super::codec::{self, DecodeError};
 use super::header_values::{quoted, request_headers, response_headers};
-use super::json::{Envelope, Kind, Loose, Number, RawBody, may_hold_unicode_escape, parse_top, prescan};
+use super::json::{Envelope, Kind, Loose, Number, PrescanError, RawBody, parse_top};
 use super::{
     Body, Encoding, MessageLimits, Method, Rejection, Request, Resource, Response, Status, StatusCode,
     Version,
@@ -95,10 +95,10 @@ pub fn parse_request(
 
 /// [`parse_request`] for a caller that already knows how deep the message
 /// nests: the connection's framing scanner counts `{ [` outside strings
-/// and comments as the pre-scan would, so `max_depth_seen` (the message
-/// object is depth 1) replaces the depth part of the pre-scan. The
-/// surrogate check still runs when the bytes hold a `\u` at all. `None`
-/// runs the full pre-scan.
+/// and comments, so `max_depth_seen` (the message object is depth 1) over
+/// the limit is refused at once, before any parser runs. Within the limit
+/// the parse is the same as [`parse_request`]'s (which measures the depth
+/// itself, D3); `None` says the depth is not known.
 pub(crate) fn parse_request_scanned(
     bytes: &[u8],
     max_depth_seen: Option<usize>,
@@ -150,7 +150,7 @@ fn bad(message: String) -> Problem {
     (StatusCode::BAD_REQUEST, message)
 }
 
-/// D5 level 1 up to the envelope: size, UTF-8, pre-scan, syntax. A
+/// D5 level 1 up to the envelope: size, UTF-8, syntax, depth. A
 /// failure here echoes `""`: the message could not be read.
 fn syntax<'a>(
     bytes: &'a [u8],
@@ -175,16 +175,20 @@ fn syntax<'a>(
             format!("message is not valid UTF-8 (byte {}) (D4)", e.valid_up_to()),
         )
     })?;
-    let prescanned = match max_depth_seen {
-        None => prescan(bytes, limits.max_depth),
-        Some(depth) if depth > limits.max_depth => Err(super::json::PrescanError::TooDeep {
-            limit: limits.max_depth,
-        }),
-        Some(_) if may_hold_unicode_escape(bytes) => prescan(bytes, usize::MAX),
-        Some(_) => Ok(()),
-    };
-    prescanned.map_err(|e| refuse(StatusCode::BAD_REQUEST, e.to_string()))?;
-    if let Some(kind) = parse_top(text, env).map_err(|m| refuse(StatusCode::BAD_REQUEST, m))? {
+    // The framing scanner's count, when given, refuses a deep message
+    // before any parser runs; otherwise `parse_top` measures the depth.
+    if max_depth_seen.is_some_and(|depth| depth > limits.max_depth) {
+        return Err(refuse(
+            StatusCode::BAD_REQUEST,
+            PrescanError::TooDeep {
+                limit: limits.max_depth,
+            }
+            .to_string(),
+        ));
+    }
+    if let Some(kind) =
+        parse_top(text, env, limits.max_depth).map_err(|m| refuse(StatusCode::BAD_REQUEST, m))?
+    {
         return Err(refuse(
             StatusCode::BAD_REQUEST,
             format!("message is {}, not a JSON object", kind.described()),
