@@ -158,22 +158,27 @@ fn parse_string<T: FromStr<Err = ValueError>>(name: &str, value: &Loose<'_>) -> 
     parse_one(name, string(name, value)?)
 }
 
-/// The entries of a list header: a comma-separated string or an array of
-/// strings (D8). Empty items of the string form are skipped, as HTTP does.
-fn list_items<'v>(name: &str, value: &'v Loose<'_>) -> Result<Vec<&'v str>, String> {
+/// Calls `each` on every entry of a list header: a comma-separated string
+/// or an array of strings (D8). Empty items of the string form are skipped,
+/// as HTTP does. No intermediate list is built.
+fn for_each_item<'v>(
+    name: &str,
+    value: &'v Loose<'_>,
+    mut each: impl FnMut(&'v str) -> Result<(), String>,
+) -> Result<(), String> {
     match value {
-        Loose::Str(s) => Ok(s.split(',').map(str::trim).filter(|i| !i.is_empty()).collect()),
-        Loose::Array(items) => items
-            .iter()
-            .enumerate()
-            .map(|(i, item)| match item {
-                Ok(s) => Ok(&**s),
-                Err(kind) => Err(format!(
-                    "header \"{name}\": element {i} is {}, not a string",
-                    kind.described()
-                )),
-            })
-            .collect(),
+        Loose::Str(s) => s
+            .split(',')
+            .map(str::trim)
+            .filter(|item| !item.is_empty())
+            .try_for_each(each),
+        Loose::Array(items) => items.iter().enumerate().try_for_each(|(i, item)| match item {
+            Ok(s) => each(s),
+            Err(kind) => Err(format!(
+                "header \"{name}\": element {i} is {}, not a string",
+                kind.described()
+            )),
+        }),
         other => Err(format!(
             "header \"{name}\" must be a string or an array of strings, not {}",
             other.kind().described()
@@ -182,19 +187,23 @@ fn list_items<'v>(name: &str, value: &'v Loose<'_>) -> Result<Vec<&'v str>, Stri
 }
 
 fn parse_list<T: FromStr<Err = ValueError>>(name: &str, value: &Loose<'_>) -> Result<Vec<T>, String> {
-    list_items(name, value)?
-        .into_iter()
-        .map(|item| parse_one(name, item))
-        .collect()
+    let mut parsed = Vec::new();
+    for_each_item(name, value, |item| {
+        parsed.push(parse_one(name, item)?);
+        Ok(())
+    })?;
+    Ok(parsed)
 }
 
 /// `accept-encoding`: the known encodings in the client's order; unknown
 /// ones are skipped (D8), so the result may be empty.
 fn known_encodings(name: &str, value: &Loose<'_>) -> Result<Vec<Encoding>, String> {
-    Ok(list_items(name, value)?
-        .into_iter()
-        .filter_map(|item| item.parse::<Encoding>().ok())
-        .collect())
+    let mut known = Vec::new();
+    for_each_item(name, value, |item| {
+        known.extend(item.parse::<Encoding>().ok());
+        Ok(())
+    })?;
+    Ok(known)
 }
 
 /// `cookies` (object or string form) or `set-cookies` (object only), D15.
