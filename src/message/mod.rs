@@ -18,6 +18,7 @@ pub mod date;
 pub mod form;
 mod header_values;
 mod headers;
+mod iso_codes;
 mod json;
 pub mod language;
 pub mod media;
