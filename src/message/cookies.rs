@@ -154,12 +154,3 @@ mod tests {
         assert!(Cookies::new().is_empty());
     }
 }
-
-impl Cookies {
-    /// Built by the message parser from pairs whose names it has already
-    /// checked to be unique (with a hash set: `set` is linear, and a message
-    /// may carry very many cookies).
-    pub(crate) fn from_unique_pairs(pairs: Vec<(String, String)>) -> Cookies {
-        Cookies { pairs }
-    }
-}

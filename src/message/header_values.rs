@@ -222,7 +222,7 @@ fn cookies(name: &str, value: &Loose<'_>, string_form: bool) -> Result<Cookies, 
                     ));
                 }
                 match v {
-                    Ok(v) => pairs.push((cookie.clone().into_owned(), v.clone().into_owned())),
+                    Ok(v) => pairs.push((&**cookie, &**v)),
                     Err(kind) => {
                         return Err(format!(
                             "header \"{name}\": cookie {} is {}, not a string",
@@ -232,7 +232,7 @@ fn cookies(name: &str, value: &Loose<'_>, string_form: bool) -> Result<Cookies, 
                     }
                 }
             }
-            Ok(Cookies::from_unique_pairs(pairs))
+            Ok(pairs.into_iter().collect())
         }
         Loose::Str(s) if string_form => parse_one(name, s),
         other => Err(format!(
