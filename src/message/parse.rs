@@ -99,6 +99,7 @@ pub fn parse_request(
 /// the limit is refused at once, before any parser runs. Within the limit
 /// the parse is the same as [`parse_request`]'s (which measures the depth
 /// itself, D3); `None` says the depth is not known.
+#[inline]
 pub(crate) fn parse_request_scanned(
     bytes: &[u8],
     max_depth_seen: Option<usize>,
@@ -366,6 +367,7 @@ fn decode_content(content: &str, encoding: Encoding, limits: &MessageLimits) -> 
     }
 }
 
+#[inline]
 fn validate_request(
     env: &Envelope<'_>,
     context: RequestContext,
