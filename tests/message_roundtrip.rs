@@ -209,3 +209,40 @@ proptest! {
         prop_assert_eq!(strict, Ok((response, vec![])));
     }
 }
+
+/// A valid request with one byte replaced, inserted or removed.
+fn mutated() -> impl Strategy<Value = Vec<u8>> {
+    let base = br#"{"jsontp":"1.0","type":"request","resource":"/a?b#c","method":"PUT","headers":{"accept":["text/*"],"cookies":{"a":"b"},"if-modified-since":"2021-06-01T00:00:00Z+0000"},"body":{"content":"x","encoding":"identity","k":[1,{"z":null}]}}"#;
+    (0..base.len(), any::<u8>(), 0..3u8).prop_map(move |(at, byte, how)| {
+        let mut v = base.to_vec();
+        match how {
+            0 => v[at] = byte,
+            1 => v.insert(at, byte),
+            _ => {
+                v.remove(at);
+            }
+        }
+        v
+    })
+}
+
+proptest! {
+    /// Bad input never panics, and every refusal is an error status with a
+    /// message (D12: the human-message is never empty).
+    #[test]
+    fn parsing_never_panics(bytes in prop_oneof![vec(any::<u8>(), 0..256), mutated()]) {
+        let limits = MessageLimits::default();
+        for context in [RequestContext::Fresh, RequestContext::AfterContinue] {
+            if let Err(e) = parse_request(&bytes, context, &limits) {
+                prop_assert!(e.status.is_error());
+                prop_assert!(!e.message.is_empty());
+            }
+        }
+        for validation in [Validation::Strict, Validation::Lenient] {
+            if let Err(e) = parse_response(&bytes, validation, &limits) {
+                prop_assert!(e.status.is_error());
+                prop_assert!(!e.message.is_empty());
+            }
+        }
+    }
+}
