@@ -511,15 +511,16 @@ pub(crate) struct RawHeaders<'a> {
 
 /// Builds one of the three nested objects (`headers`, `body`, `status`)
 /// from a map; [`ObjectOr`] handles a value that is not an object.
-pub(crate) trait FromMap<'de>: Sized {
-    fn from_map<A: MapAccess<'de>>(map: A) -> Result<Self, A::Error>;
+pub(crate) trait FromMap<'de>: Sized + Default {
+    /// Reads the entries of the map into `self`, a fresh default value.
+    fn fill<A: MapAccess<'de>>(&mut self, map: A) -> Result<(), A::Error>;
     /// Its nesting depth (the object itself is 1).
     fn depth(&self) -> usize;
 }
 
 impl<'de> FromMap<'de> for RawHeaders<'de> {
-    fn from_map<A: MapAccess<'de>>(mut map: A) -> Result<Self, A::Error> {
-        let mut headers = RawHeaders::default();
+    fn fill<A: MapAccess<'de>>(&mut self, mut map: A) -> Result<(), A::Error> {
+        let headers = self;
         let mut seen = 0u16;
         let mut others = OtherNames::default();
         while let Some(Text(name)) = map.next_key()? {
@@ -543,7 +544,7 @@ impl<'de> FromMap<'de> for RawHeaders<'de> {
             headers.entries.push((name, listed, value));
         }
         headers.depth += 1;
-        Ok(headers)
+        Ok(())
     }
 
     fn depth(&self) -> usize {
@@ -569,8 +570,8 @@ pub(crate) struct RawBody<'a> {
 }
 
 impl<'de> FromMap<'de> for RawBody<'de> {
-    fn from_map<A: MapAccess<'de>>(mut map: A) -> Result<Self, A::Error> {
-        let mut body = RawBody::default();
+    fn fill<A: MapAccess<'de>>(&mut self, mut map: A) -> Result<(), A::Error> {
+        let body = self;
         let mut null_seen = OtherNames::default();
         while let Some(Text(key)) = map.next_key()? {
             let slot = match &*key {
@@ -603,7 +604,7 @@ impl<'de> FromMap<'de> for RawBody<'de> {
             }
         }
         body.depth += 1;
-        Ok(body)
+        Ok(())
     }
 
     fn depth(&self) -> usize {
@@ -628,8 +629,8 @@ pub(crate) struct RawStatus<'a> {
 }
 
 impl<'de> FromMap<'de> for RawStatus<'de> {
-    fn from_map<A: MapAccess<'de>>(mut map: A) -> Result<Self, A::Error> {
-        let mut status = RawStatus::default();
+    fn fill<A: MapAccess<'de>>(&mut self, mut map: A) -> Result<(), A::Error> {
+        let status = self;
         let mut others = OtherNames::default();
         while let Some(Text(key)) = map.next_key()? {
             let slot = match &*key {
@@ -658,7 +659,7 @@ impl<'de> FromMap<'de> for RawStatus<'de> {
             }
         }
         status.depth += 1;
-        Ok(status)
+        Ok(())
     }
 
     fn depth(&self) -> usize {
@@ -666,36 +667,71 @@ impl<'de> FromMap<'de> for RawStatus<'de> {
     }
 }
 
-/// An object of type `T`, or the kind of the value that stood there; and
-/// the value's depth.
-pub(crate) struct ObjectOr<T>(pub(crate) Result<T, Kind>, usize);
+/// Reads an object of type `T` into its slot in the envelope, in place (a
+/// `RawBody` is some 150 bytes: returned through serde's layers it would be
+/// copied several times), or the kind of the value that stood there. The
+/// value says whether the slot was already filled (a duplicate key, D4) and
+/// how deep the value nests.
+pub(crate) struct ObjectSeed<'s, T>(&'s mut Option<Result<T, Kind>>);
 
-impl<'de, T: FromMap<'de>> Deserialize<'de> for ObjectOr<T> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(ObjectOrVisitor(std::marker::PhantomData))
+impl<'s, T> ObjectSeed<'s, T> {
+    fn other(self, kind: Kind, depth: usize) -> (bool, usize) {
+        let duplicate = self.0.replace(Err(kind)).is_some();
+        (duplicate, depth)
     }
 }
 
-struct ObjectOrVisitor<T>(std::marker::PhantomData<T>);
+impl<'de, T: FromMap<'de>> DeserializeSeed<'de> for ObjectSeed<'_, T> {
+    type Value = (bool, usize);
 
-impl<'de, T: FromMap<'de>> Visitor<'de> for ObjectOrVisitor<T> {
-    type Value = ObjectOr<T>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de, T: FromMap<'de>> Visitor<'de> for ObjectSeed<'_, T> {
+    type Value = (bool, usize);
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("any JSON value")
     }
 
-    scalar_visits!(|l: Loose<'de>| ObjectOr(Err(l.kind()), 0));
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(self.other(Kind::Null, 0))
+    }
+    fn visit_none<E>(self) -> Result<Self::Value, E> {
+        Ok(self.other(Kind::Null, 0))
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(self.other(Kind::Boolean, 0))
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(self.other(Kind::Number, 0))
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(self.other(Kind::Number, 0))
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(self.other(Kind::Number, 0))
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+        Ok(self.other(Kind::String, 0))
+    }
 
     fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
-        Ok(ObjectOr(Err(Kind::Array), drain_seq(seq)?))
+        let depth = drain_seq(seq)?;
+        Ok(self.other(Kind::Array, depth))
     }
 
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
-        T::from_map(map).map(|t| {
-            let depth = t.depth();
-            ObjectOr(Ok(t), depth)
-        })
+        let duplicate = self.0.is_some();
+        let object = self.0.insert(Ok(T::default()));
+        // Just put there.
+        let Ok(object) = object else {
+            return Ok((duplicate, 0));
+        };
+        object.fill(map)?;
+        Ok((duplicate, object.depth()))
     }
 }
 
@@ -800,19 +836,19 @@ impl<'de> Visitor<'de> for TopSeed<'_, 'de> {
                 }
                 "method" => loose(&mut env.method, map.next_value()?),
                 "status" => {
-                    let ObjectOr(v, depth) = map.next_value()?;
+                    let (twice, depth) = map.next_value_seed(ObjectSeed(&mut env.status))?;
                     inner = inner.max(depth);
-                    env.status.replace(v).is_some()
+                    twice
                 }
                 "headers" => {
-                    let ObjectOr(v, depth) = map.next_value()?;
+                    let (twice, depth) = map.next_value_seed(ObjectSeed(&mut env.headers))?;
                     inner = inner.max(depth);
-                    env.headers.replace(v).is_some()
+                    twice
                 }
                 "body" => {
-                    let ObjectOr(v, depth) = map.next_value()?;
+                    let (twice, depth) = map.next_value_seed(ObjectSeed(&mut env.body))?;
                     inner = inner.max(depth);
-                    env.body.replace(v).is_some()
+                    twice
                 }
                 _ => {
                     let Depth(depth) = map.next_value()?;
