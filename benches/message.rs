@@ -48,6 +48,8 @@ fn parse(c: &mut Criterion) {
 /// The two measured in alternating blocks of 64 calls (which goes first
 /// alternates too), so that the load of a shared machine falls on both alike: criterion reports the time of
 /// `parse_request`, and the ratio of the two totals is printed at the end.
+// A bench owns the clock: it times the two itself.
+#[allow(clippy::disallowed_methods)]
 fn parse_interleaved(c: &mut Criterion) {
     let limits = MessageLimits::default();
     let mut group = c.benchmark_group("interleaved");

@@ -159,7 +159,8 @@ fn parse_string<T: FromStr<Err = ValueError>>(name: &str, value: &Loose<'_>) -> 
 }
 
 /// Calls `each` on every entry of a list header: a comma-separated string
-/// or an array of strings (D8). Empty items of the string form are skipped,
+/// or an array of strings (D8). Items are trimmed of spaces and tabs (HTTP
+/// OWS), and empty items of the string form are skipped,
 /// as HTTP does. No intermediate list is built.
 fn for_each_item<'v>(
     name: &str,
@@ -169,7 +170,7 @@ fn for_each_item<'v>(
     match value {
         Loose::Str(s) => s
             .split(',')
-            .map(str::trim)
+            .map(|item| item.trim_matches([' ', '\t']))
             .filter(|item| !item.is_empty())
             .try_for_each(each),
         Loose::Array(items) => items.iter().enumerate().try_for_each(|(i, item)| match item {

@@ -510,7 +510,7 @@ pub(crate) struct RawHeaders<'a> {
 }
 
 /// Builds one of the three nested objects (`headers`, `body`, `status`)
-/// from a map; [`ObjectOr`] handles a value that is not an object.
+/// from a map; [`ObjectSeed`] handles a value that is not an object.
 pub(crate) trait FromMap<'de>: Sized + Default {
     /// Reads the entries of the map into `self`, a fresh default value.
     fn fill<A: MapAccess<'de>>(&mut self, map: A) -> Result<(), A::Error>;
