@@ -148,6 +148,7 @@ fn describe(forgiven: Forgiven) -> &'static str {
         Forgiven::MissingDate => "a missing date header",
         Forgiven::MissingLanguage => "a missing language header",
         Forgiven::EmptyEncoding => "an empty body encoding (read as identity)",
+        Forgiven::UnknownHeader => "header names outside the protocol's list (dropped)",
     }
 }
 
