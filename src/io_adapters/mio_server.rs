@@ -136,7 +136,13 @@ impl ShutdownHandle {
     /// Starts the graceful shutdown; returns at once.
     pub fn shutdown(&self) {
         self.shared.stopping.store(true, Ordering::SeqCst);
-        for waker in self.shared.wakers.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+        for waker in self
+            .shared
+            .wakers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+        {
             let _ = waker.wake();
         }
     }
@@ -171,11 +177,21 @@ struct Worker<H> {
 }
 
 impl<H: Handler> Worker<H> {
-    fn new(mut listener: TcpListener, handler: Arc<H>, config: Config, shared: Arc<Shared>) -> io::Result<Self> {
+    fn new(
+        mut listener: TcpListener,
+        handler: Arc<H>,
+        config: Config,
+        shared: Arc<Shared>,
+    ) -> io::Result<Self> {
         let poll = Poll::new()?;
-        poll.registry().register(&mut listener, LISTENER, Interest::READABLE)?;
+        poll.registry()
+            .register(&mut listener, LISTENER, Interest::READABLE)?;
         let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
-        shared.wakers.lock().unwrap_or_else(|p| p.into_inner()).push(waker);
+        shared
+            .wakers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(waker);
         Ok(Worker {
             poll,
             listener: Some(listener),
@@ -198,7 +214,9 @@ impl<H: Handler> Worker<H> {
                 return Ok(());
             }
             let timeout = if self.again.is_empty() {
-                self.timers.first().map(|(at, _)| at.saturating_duration_since(Instant::now()))
+                self.timers
+                    .first()
+                    .map(|(at, _)| at.saturating_duration_since(Instant::now()))
             } else {
                 Some(Duration::ZERO)
             };
@@ -242,7 +260,11 @@ impl<H: Handler> Worker<H> {
             match listener.accept() {
                 Ok((stream, peer)) => self.add(stream, peer),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-                Err(e) if matches!(e.kind(), io::ErrorKind::ConnectionAborted | io::ErrorKind::Interrupted) => {}
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::ConnectionAborted | io::ErrorKind::Interrupted
+                    ) => {}
                 // Out of descriptors or memory: leave the rest in the
                 // backlog; the next connection wakes us again.
                 Err(_) => return,
@@ -253,7 +275,12 @@ impl<H: Handler> Worker<H> {
     fn add(&mut self, mut stream: TcpStream, peer: SocketAddr) {
         let _ = stream.set_nodelay(true);
         let slot = self.free.pop().unwrap_or(self.clients.len());
-        if self.poll.registry().register(&mut stream, Token(slot), Interest::READABLE).is_err() {
+        if self
+            .poll
+            .registry()
+            .register(&mut stream, Token(slot), Interest::READABLE)
+            .is_err()
+        {
             self.free.push(slot);
             return;
         }
@@ -277,7 +304,9 @@ impl<H: Handler> Worker<H> {
     /// make progress, then re-arms interest and the timer from what the
     /// machine wants.
     fn drive(&mut self, slot: usize) {
-        let Some(Some(client)) = self.clients.get_mut(slot) else { return };
+        let Some(Some(client)) = self.clients.get_mut(slot) else {
+            return;
+        };
         if client.linger_until.is_some() {
             // Drain and discard until the peer closes or would block.
             loop {
@@ -337,7 +366,9 @@ impl<H: Handler> Worker<H> {
     /// After driving: close, or re-arm interest and the timer.
     fn settle(&mut self, slot: usize) {
         let stopping = self.shared.stopping.load(Ordering::SeqCst);
-        let Some(Some(client)) = self.clients.get_mut(slot) else { return };
+        let Some(Some(client)) = self.clients.get_mut(slot) else {
+            return;
+        };
         let flushed = client.served.conn.pending_output().is_empty();
         if (client.served.conn.is_closed() && flushed) || (stopping && client.served.is_idle()) {
             return self.begin_linger(slot);
@@ -360,7 +391,9 @@ impl<H: Handler> Worker<H> {
     }
 
     fn arm(&mut self, slot: usize) {
-        let Some(Some(client)) = self.clients.get_mut(slot) else { return };
+        let Some(Some(client)) = self.clients.get_mut(slot) else {
+            return;
+        };
         let read = client.served.conn.wants_read();
         let write = !client.served.conn.pending_output().is_empty();
         let wanted = match (read, write) {
@@ -371,7 +404,12 @@ impl<H: Handler> Worker<H> {
         };
         if wanted != client.interest {
             client.interest = wanted;
-            if self.poll.registry().reregister(&mut client.stream, Token(slot), wanted).is_err() {
+            if self
+                .poll
+                .registry()
+                .reregister(&mut client.stream, Token(slot), wanted)
+                .is_err()
+            {
                 self.remove(slot);
             }
         }
@@ -379,21 +417,30 @@ impl<H: Handler> Worker<H> {
 
     /// Shuts down our side and drains the peer's input for [`LINGER`].
     fn begin_linger(&mut self, slot: usize) {
-        let Some(Some(client)) = self.clients.get_mut(slot) else { return };
+        let Some(Some(client)) = self.clients.get_mut(slot) else {
+            return;
+        };
         let _ = client.stream.shutdown(Shutdown::Write);
         let until = Instant::now() + LINGER;
         client.linger_until = Some(until);
         self.set_timer(slot, Some(until));
-        let Some(Some(client)) = self.clients.get_mut(slot) else { return };
+        let Some(Some(client)) = self.clients.get_mut(slot) else {
+            return;
+        };
         if client.interest != Interest::READABLE {
             client.interest = Interest::READABLE;
-            let _ = self.poll.registry().reregister(&mut client.stream, Token(slot), Interest::READABLE);
+            let _ = self
+                .poll
+                .registry()
+                .reregister(&mut client.stream, Token(slot), Interest::READABLE);
         }
         self.drive(slot);
     }
 
     fn set_timer(&mut self, slot: usize, at: Option<Instant>) {
-        let Some(Some(client)) = self.clients.get_mut(slot) else { return };
+        let Some(Some(client)) = self.clients.get_mut(slot) else {
+            return;
+        };
         if client.timer == at {
             return;
         }
@@ -413,7 +460,9 @@ impl<H: Handler> Worker<H> {
                 break;
             }
             self.timers.pop_first();
-            let Some(Some(client)) = self.clients.get_mut(slot) else { continue };
+            let Some(Some(client)) = self.clients.get_mut(slot) else {
+                continue;
+            };
             client.timer = None;
             if client.linger_until.is_some() || client.flush_until.is_some() {
                 self.remove(slot);
@@ -425,7 +474,9 @@ impl<H: Handler> Worker<H> {
     }
 
     fn remove(&mut self, slot: usize) {
-        let Some(mut client) = self.clients.get_mut(slot).and_then(Option::take) else { return };
+        let Some(mut client) = self.clients.get_mut(slot).and_then(Option::take) else {
+            return;
+        };
         if let Some(at) = client.timer {
             self.timers.remove(&(at, slot));
         }

@@ -178,7 +178,10 @@ fn work<H: Handler>(
     let mut buffer = vec![0; READ_BUFFER];
     loop {
         // The lock is held only while waiting for a job.
-        let job = jobs.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).recv();
+        let job = jobs
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .recv();
         let Ok((stream, peer)) = job else { return };
         serve_connection(stream, peer, handler, config, shared, &mut buffer);
     }
