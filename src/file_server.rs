@@ -405,6 +405,7 @@ impl Handler for FileServer {
 
     /// Refuses a handshake that would be refused anyway (415, 412, 406,
     /// 401) before the client sends its body (D10).
+    #[allow(clippy::result_large_err)] // the trait's signature
     fn check_continue(&self, request: &Request, _info: &RequestInfo) -> Result<(), Response> {
         self.negotiate(request).map(|_| ()).map_err(|refusal| *refusal)
     }

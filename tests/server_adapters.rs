@@ -34,6 +34,7 @@ impl Handler for Echo {
             .with_body(Body::text(text))
     }
 
+    #[allow(clippy::result_large_err)] // the trait's signature
     fn check_continue(&self, request: &Request, _info: &RequestInfo) -> Result<(), Response> {
         if request.resource.path() == "/refuse" {
             let status = Status::new(StatusCode::UNAUTHORIZED, "not you");

@@ -93,6 +93,7 @@ impl Handler for AccessLog {
         self.inner.handle(request, info)
     }
 
+    #[allow(clippy::result_large_err)] // the trait's signature
     fn check_continue(&self, request: &Request, info: &RequestInfo) -> Result<(), Response> {
         self.inner.check_continue(request, info)
     }

@@ -57,6 +57,8 @@ pub trait Handler: Send + Sync + 'static {
     /// `Err(response)` answers with a final 4xx/5xx instead (D10). Accepts
     /// by default. Called only with
     /// [`ContinuePolicy::Ask`](crate::machine::ContinuePolicy::Ask).
+    // A fixed part of the interface; the refusal is rare, so its size costs nothing.
+    #[allow(clippy::result_large_err)]
     fn check_continue(&self, request: &Request, info: &RequestInfo) -> Result<(), Response> {
         let _ = (request, info);
         Ok(())
@@ -81,7 +83,7 @@ where
 
 /// How a server adapter runs: the connection configuration and the number of
 /// worker threads.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ServerOptions {
     /// The configuration of every connection (limits, timeouts, 100-continue
     /// policy, default language).
@@ -89,15 +91,6 @@ pub struct ServerOptions {
     /// Worker threads; `0` means one per core
     /// ([`std::thread::available_parallelism`]).
     pub workers: usize,
-}
-
-impl Default for ServerOptions {
-    fn default() -> Self {
-        ServerOptions {
-            config: Config::default(),
-            workers: 0,
-        }
-    }
 }
 
 impl ServerOptions {
