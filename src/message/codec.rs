@@ -3,7 +3,16 @@
 //! size limit (D3) and never allocates past it.
 
 use std::fmt;
+use std::io::{self, Read, Write};
 use std::str::FromStr;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use brotli::enc::StandardAlloc;
+use brotli::{BrotliDecompressStream, BrotliResult, BrotliState};
+use flate2::bufread::GzDecoder;
+use flate2::write::{GzEncoder, ZlibEncoder};
+use flate2::{Compression, Decompress, FlushDecompress, Status};
 
 use super::ValueError;
 
@@ -71,14 +80,444 @@ pub enum DecodeError {
 
 /// Decodes a `content` string written in `encoding` into bytes, refusing to
 /// produce more than `limit` bytes.
+///
+/// - `identity`: the text's UTF-8 bytes, also held to `limit`.
+/// - `gzip`, `deflate`, `br`: standard padded base64 (RFC 4648 §4) of the
+///   compressed bytes. Whitespace and line breaks inside the base64 are
+///   refused, as RFC 4648 §3.3 asks unless a protocol says otherwise, and D9
+///   does not: a JSON string needs no line wrapping. The base64 decodes to at
+///   most 3/4 of `content`, which the message size limit (D3) already bounds.
+/// - The empty string is the empty body in every encoding: D9 makes a missing
+///   `content` mean `""` whatever the encoding says.
+/// - `gzip` may hold several members one after the other (RFC 1952 §2.2);
+///   anything else after the stream, and any truncated or corrupt stream, is
+///   [`DecodeError::Corrupt`].
+///
+/// Decompression stops as soon as the output would pass `limit`, and the
+/// output buffer never grows past `limit` bytes (D3), so a small "bomb"
+/// costs at most `limit` bytes of memory and the time to inflate that much.
 pub fn decode(content: &str, encoding: Encoding, limit: usize) -> Result<Vec<u8>, DecodeError> {
-    let _ = (content, encoding, limit);
-    todo!("issue 2: codec")
+    if content.is_empty() {
+        return Ok(Vec::new());
+    }
+    let decompress = match encoding {
+        Encoding::Identity if content.len() > limit => return Err(DecodeError::TooLarge { limit }),
+        Encoding::Identity => return Ok(content.as_bytes().to_vec()),
+        Encoding::Gzip => inflate_gzip,
+        Encoding::Deflate => inflate_zlib,
+        Encoding::Br => decompress_brotli,
+    };
+    let compressed = STANDARD
+        .decode(content)
+        .map_err(|e| corrupt(format!("is not valid base64 ({e})")))?;
+    let mut output = BoundedOutput::new(limit);
+    decompress(&compressed, &mut output)?;
+    Ok(output.bytes)
 }
 
 /// Encodes `bytes` as the `content` string of `encoding`. `Identity`
-/// requires UTF-8 (the caller checks; invalid bytes are replaced here).
+/// requires UTF-8: the caller checks; as a last resort, invalid sequences
+/// are replaced here by U+FFFD rather than failing. The compressed encodings
+/// use zlib's default level for `gzip`/`deflate` and Brotli quality 5 with a
+/// 4 MiB window (22) for `br`, a balance of speed and size.
 pub fn encode(bytes: &[u8], encoding: Encoding) -> String {
-    let _ = (bytes, encoding);
-    todo!("issue 2: codec")
+    let compressed = match encoding {
+        Encoding::Identity => return String::from_utf8_lossy(bytes).into_owned(),
+        Encoding::Gzip => {
+            let mut encoder =
+                GzEncoder::new(Vec::with_capacity(bytes.len() / 2 + 64), Compression::default());
+            write_to_vec(&mut encoder, bytes);
+            encoder.finish().expect(VEC_WRITE)
+        }
+        Encoding::Deflate => {
+            let mut encoder =
+                ZlibEncoder::new(Vec::with_capacity(bytes.len() / 2 + 64), Compression::default());
+            write_to_vec(&mut encoder, bytes);
+            encoder.finish().expect(VEC_WRITE)
+        }
+        Encoding::Br => {
+            let mut encoder = brotli::CompressorWriter::new(
+                Vec::with_capacity(bytes.len() / 2 + 64),
+                BROTLI_BUFFER,
+                BROTLI_QUALITY,
+                BROTLI_WINDOW,
+            );
+            write_to_vec(&mut encoder, bytes);
+            encoder.into_inner()
+        }
+    };
+    STANDARD.encode(compressed)
+}
+
+const BROTLI_BUFFER: usize = 4096;
+const BROTLI_QUALITY: u32 = 5;
+const BROTLI_WINDOW: u32 = 22;
+/// Size of the scratch buffer decompressors write into before the output
+/// takes the bytes.
+const CHUNK: usize = 16 * 1024;
+const VEC_WRITE: &str = "writing into a Vec<u8> cannot fail";
+
+/// Feeds an encoder whose sink is a `Vec`; only the encoder's own bug could
+/// make this fail.
+fn write_to_vec(encoder: &mut impl Write, bytes: &[u8]) {
+    encoder.write_all(bytes).expect(VEC_WRITE);
+}
+
+fn corrupt(reason: String) -> DecodeError {
+    DecodeError::Corrupt(ValueError::new(reason))
+}
+
+/// The decoded bytes, never more than `limit` of them, in a `Vec` whose
+/// capacity doubles as it fills but is capped at `limit`.
+struct BoundedOutput {
+    bytes: Vec<u8>,
+    limit: usize,
+}
+
+impl BoundedOutput {
+    fn new(limit: usize) -> Self {
+        BoundedOutput {
+            bytes: Vec::new(),
+            limit,
+        }
+    }
+
+    /// Appends `chunk`, or fails with `TooLarge` before it would pass the
+    /// limit (nothing is allocated for the refused chunk).
+    fn push(&mut self, chunk: &[u8]) -> Result<(), DecodeError> {
+        let len = self.bytes.len();
+        if chunk.len() > self.limit - len {
+            return Err(DecodeError::TooLarge { limit: self.limit });
+        }
+        if chunk.len() > self.bytes.capacity() - len {
+            let target = (self.bytes.capacity() * 2)
+                .max(len + chunk.len())
+                .max(CHUNK)
+                .min(self.limit);
+            self.bytes.reserve_exact(target - len);
+        }
+        self.bytes.extend_from_slice(chunk);
+        Ok(())
+    }
+
+    /// Drains `reader` into the output, chunk by chunk.
+    fn read_from(&mut self, reader: &mut impl Read, what: &str) -> Result<(), DecodeError> {
+        let mut chunk = [0u8; CHUNK];
+        loop {
+            match reader.read(&mut chunk) {
+                Ok(0) => return Ok(()),
+                Ok(n) => self.push(&chunk[..n])?,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(corrupt(format!("is not a valid {what} stream ({e})"))),
+            }
+        }
+    }
+}
+
+/// gzip (RFC 1952): one or more members, CRC-32 and size checked by flate2.
+fn inflate_gzip(mut input: &[u8], output: &mut BoundedOutput) -> Result<(), DecodeError> {
+    loop {
+        let mut member = GzDecoder::new(input);
+        output.read_from(&mut member, "gzip")?;
+        input = member.into_inner();
+        if input.is_empty() {
+            return Ok(());
+        }
+        // Another member must start with the gzip magic bytes; anything else
+        // is garbage after the stream.
+        if !input.starts_with(&[0x1f, 0x8b]) {
+            return Err(corrupt(format!(
+                "is not a valid gzip stream ({} bytes follow the end of the stream)",
+                input.len()
+            )));
+        }
+    }
+}
+
+/// deflate as HTTP means it: a zlib stream (RFC 1950), Adler-32 checked.
+/// Driven by hand so that a truncated stream and trailing bytes are caught.
+fn inflate_zlib(input: &[u8], output: &mut BoundedOutput) -> Result<(), DecodeError> {
+    let mut zlib = Decompress::new(true);
+    let mut chunk = [0u8; CHUNK];
+    let mut consumed = 0usize;
+    loop {
+        let (in_before, out_before) = (zlib.total_in(), zlib.total_out());
+        let status = zlib
+            .decompress(&input[consumed..], &mut chunk, FlushDecompress::None)
+            .map_err(|e| corrupt(format!("is not a valid deflate (zlib) stream ({e})")))?;
+        // Both deltas are bounded by the slices just passed in.
+        let read = (zlib.total_in() - in_before) as usize;
+        let written = (zlib.total_out() - out_before) as usize;
+        consumed += read;
+        output.push(&chunk[..written])?;
+        match status {
+            Status::StreamEnd if consumed == input.len() => return Ok(()),
+            Status::StreamEnd => {
+                return Err(corrupt(format!(
+                    "is not a valid deflate (zlib) stream ({} bytes follow the end of the stream)",
+                    input.len() - consumed
+                )));
+            }
+            Status::Ok | Status::BufError if read == 0 && written == 0 => {
+                return Err(corrupt(
+                    "is not a valid deflate (zlib) stream (it ends early)".to_owned(),
+                ));
+            }
+            Status::Ok | Status::BufError => {}
+        }
+    }
+}
+
+/// Brotli (RFC 7932), driven by hand for the same reasons as zlib.
+fn decompress_brotli(input: &[u8], output: &mut BoundedOutput) -> Result<(), DecodeError> {
+    // `new_strict`: RFC 7932 windows only (at most 16 MiB). `new` would also
+    // take the non-standard "large window" streams, whose ring buffer may be
+    // 1 GiB: a bomb that needs no output to exhaust memory.
+    let mut state = BrotliState::new_strict(
+        StandardAlloc::default(),
+        StandardAlloc::default(),
+        StandardAlloc::default(),
+    );
+    let mut chunk = [0u8; CHUNK];
+    let (mut available_in, mut input_offset, mut total_out) = (input.len(), 0usize, 0usize);
+    loop {
+        let (mut available_out, mut written) = (chunk.len(), 0usize);
+        let result = BrotliDecompressStream(
+            &mut available_in,
+            &mut input_offset,
+            input,
+            &mut available_out,
+            &mut written,
+            &mut chunk,
+            &mut total_out,
+            &mut state,
+        );
+        output.push(&chunk[..written])?;
+        match result {
+            BrotliResult::NeedsMoreOutput => {}
+            BrotliResult::ResultSuccess if available_in == 0 => return Ok(()),
+            BrotliResult::ResultSuccess => {
+                return Err(corrupt(format!(
+                    "is not a valid br stream ({available_in} bytes follow the end of the stream)"
+                )));
+            }
+            BrotliResult::NeedsMoreInput => {
+                return Err(corrupt("is not a valid br stream (it ends early)".to_owned()));
+            }
+            BrotliResult::ResultFailure => {
+                return Err(corrupt("is not a valid br stream".to_owned()));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LIMIT: usize = 8 * 1024 * 1024;
+
+    fn reason(e: DecodeError) -> String {
+        match e {
+            DecodeError::Corrupt(v) => v.reason().to_owned(),
+            DecodeError::TooLarge { limit } => format!("too large ({limit})"),
+        }
+    }
+
+    fn sample() -> Vec<u8> {
+        // Compressible text plus every byte value, 100 KB or so.
+        let mut bytes: Vec<u8> = (0..=255u8).collect();
+        for i in 0..3000 {
+            bytes.extend_from_slice(format!("line {i:06}: the quick brown fox\n").as_bytes());
+        }
+        bytes
+    }
+
+    #[test]
+    fn d9_round_trip_every_encoding() {
+        let bytes = sample();
+        for encoding in [Encoding::Gzip, Encoding::Deflate, Encoding::Br] {
+            let content = encode(&bytes, encoding);
+            assert!(content.len() < bytes.len(), "{encoding} compresses");
+            assert_eq!(decode(&content, encoding, LIMIT), Ok(bytes.clone()), "{encoding}");
+            // Exactly at the limit is fine, one byte under is too large.
+            assert_eq!(decode(&content, encoding, bytes.len()), Ok(bytes.clone()));
+            assert_eq!(
+                decode(&content, encoding, bytes.len() - 1),
+                Err(DecodeError::TooLarge {
+                    limit: bytes.len() - 1
+                })
+            );
+        }
+        let text = "héllo, wörld";
+        assert_eq!(encode(text.as_bytes(), Encoding::Identity), text);
+        assert_eq!(
+            decode(text, Encoding::Identity, LIMIT),
+            Ok(text.as_bytes().to_vec())
+        );
+    }
+
+    #[test]
+    fn d9_known_vectors_from_other_implementations() {
+        // `printf hello | gzip -n | base64`, `printf hello | pigz -z | base64`
+        // (zlib), `printf hello | brotli | base64`.
+        assert_eq!(
+            decode("H4sIAAAAAAAAA8tIzcnJBwCGphA2BQAAAA==", Encoding::Gzip, LIMIT),
+            Ok(b"hello".to_vec())
+        );
+        assert_eq!(
+            decode("eJzLSM3JyQcABiwCFQ==", Encoding::Deflate, LIMIT),
+            Ok(b"hello".to_vec())
+        );
+        assert_eq!(decode("CwKAaGVsbG8D", Encoding::Br, LIMIT), Ok(b"hello".to_vec()));
+    }
+
+    #[test]
+    fn d9_empty_content_is_the_empty_body() {
+        for encoding in Encoding::ALL {
+            assert_eq!(decode("", encoding, LIMIT), Ok(Vec::new()));
+            assert_eq!(decode("", encoding, 0), Ok(Vec::new()));
+            let content = encode(b"", encoding);
+            assert_eq!(decode(&content, encoding, 0), Ok(Vec::new()), "{encoding}");
+        }
+    }
+
+    #[test]
+    fn d3_identity_is_limited_too() {
+        assert_eq!(decode("abcd", Encoding::Identity, 4), Ok(b"abcd".to_vec()));
+        assert_eq!(
+            decode("abcde", Encoding::Identity, 4),
+            Err(DecodeError::TooLarge { limit: 4 })
+        );
+    }
+
+    #[test]
+    fn d5_bad_base64_is_corrupt() {
+        for bad in ["not base64!", "aGVsbG8", "aGVs bG8=", "aGVs\nbG8=", "aGVsbG8=="] {
+            for encoding in [Encoding::Gzip, Encoding::Deflate, Encoding::Br] {
+                let r = reason(decode(bad, encoding, LIMIT).unwrap_err());
+                assert!(r.starts_with("is not valid base64 ("), "{bad:?} {encoding}: {r}");
+            }
+        }
+    }
+
+    #[test]
+    fn d5_corrupt_streams_are_corrupt_and_say_which() {
+        let garbage = STANDARD.encode(b"this is not compressed at all");
+        for (encoding, name) in [
+            (Encoding::Gzip, "is not a valid gzip stream"),
+            (Encoding::Deflate, "is not a valid deflate (zlib) stream"),
+            (Encoding::Br, "is not a valid br stream"),
+        ] {
+            let r = reason(decode(&garbage, encoding, LIMIT).unwrap_err());
+            assert!(r.starts_with(name), "{encoding}: {r}");
+        }
+        // Deflate is the zlib format: a raw deflate stream is refused.
+        let mut raw = flate2::write::DeflateEncoder::new(Vec::new(), Compression::default());
+        raw.write_all(b"hello hello hello").unwrap();
+        let raw = STANDARD.encode(raw.finish().unwrap());
+        assert!(
+            reason(decode(&raw, Encoding::Deflate, LIMIT).unwrap_err()).starts_with("is not a valid deflate")
+        );
+    }
+
+    #[test]
+    fn d5_truncated_streams_are_corrupt() {
+        let bytes = sample();
+        for encoding in [Encoding::Gzip, Encoding::Deflate, Encoding::Br] {
+            let compressed = STANDARD.decode(encode(&bytes, encoding)).unwrap();
+            for cut in [1, 4, compressed.len() / 2, compressed.len() - 1] {
+                let content = STANDARD.encode(&compressed[..cut]);
+                let r = decode(&content, encoding, LIMIT);
+                assert!(
+                    matches!(r, Err(DecodeError::Corrupt(_))),
+                    "{encoding} cut at {cut}: {r:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn d5_corrupted_checksums_are_corrupt() {
+        for encoding in [Encoding::Gzip, Encoding::Deflate] {
+            let mut compressed = STANDARD.decode(encode(b"hello hello", encoding)).unwrap();
+            // The last bytes are the CRC-32/size (gzip) or Adler-32 (zlib).
+            let last = compressed.len() - 1;
+            compressed[last] ^= 0xff;
+            let r = decode(&STANDARD.encode(&compressed), encoding, LIMIT);
+            assert!(matches!(r, Err(DecodeError::Corrupt(_))), "{encoding}: {r:?}");
+        }
+    }
+
+    #[test]
+    fn d5_trailing_garbage_is_corrupt() {
+        for (encoding, name) in [
+            (Encoding::Gzip, "gzip"),
+            (Encoding::Deflate, "deflate (zlib)"),
+            (Encoding::Br, "br"),
+        ] {
+            let mut compressed = STANDARD.decode(encode(b"hello", encoding)).unwrap();
+            compressed.extend_from_slice(b"JUNK");
+            let r = reason(decode(&STANDARD.encode(&compressed), encoding, LIMIT).unwrap_err());
+            assert_eq!(
+                r,
+                format!("is not a valid {name} stream (4 bytes follow the end of the stream)")
+            );
+        }
+    }
+
+    #[test]
+    fn rfc1952_several_gzip_members_are_one_body() {
+        let mut compressed = STANDARD.decode(encode(b"hello, ", Encoding::Gzip)).unwrap();
+        compressed.extend(STANDARD.decode(encode(b"world", Encoding::Gzip)).unwrap());
+        assert_eq!(
+            decode(&STANDARD.encode(&compressed), Encoding::Gzip, LIMIT),
+            Ok(b"hello, world".to_vec())
+        );
+        // A second member that is only the magic bytes is a corrupt member.
+        let mut compressed = STANDARD.decode(encode(b"hello", Encoding::Gzip)).unwrap();
+        compressed.extend_from_slice(&[0x1f, 0x8b]);
+        let r = decode(&STANDARD.encode(&compressed), Encoding::Gzip, LIMIT);
+        assert!(matches!(r, Err(DecodeError::Corrupt(_))), "{r:?}");
+    }
+
+    #[test]
+    fn d9_large_window_brotli_is_not_rfc_7932() {
+        let params = brotli::enc::BrotliEncoderParams {
+            large_window: true,
+            lgwin: 30,
+            quality: 5,
+            ..Default::default()
+        };
+        let mut compressed = Vec::new();
+        brotli::BrotliCompress(&mut &b"hello hello hello"[..], &mut compressed, &params).unwrap();
+        let r = decode(&STANDARD.encode(&compressed), Encoding::Br, LIMIT);
+        assert!(matches!(r, Err(DecodeError::Corrupt(_))), "{r:?}");
+    }
+
+    #[test]
+    fn bounded_output_never_allocates_past_the_limit() {
+        let mut out = BoundedOutput::new(40_000);
+        for _ in 0..4 {
+            out.push(&[7u8; 10_000]).unwrap();
+        }
+        assert_eq!(out.bytes.len(), 40_000);
+        assert!(out.bytes.capacity() <= 40_000);
+        assert_eq!(out.push(&[7]), Err(DecodeError::TooLarge { limit: 40_000 }));
+        assert_eq!(out.push(&[]), Ok(()));
+    }
+
+    #[test]
+    fn identity_encode_replaces_invalid_utf8_as_a_last_resort() {
+        assert_eq!(encode(b"a\xffb", Encoding::Identity), "a\u{fffd}b");
+    }
+
+    #[test]
+    fn d9_encoding_names_are_exact() {
+        for e in Encoding::ALL {
+            assert_eq!(e.as_str().parse::<Encoding>(), Ok(e));
+        }
+        assert!("GZIP".parse::<Encoding>().is_err());
+        assert!("x-gzip".parse::<Encoding>().is_err());
+    }
 }

@@ -40,17 +40,117 @@ impl MediaType {
 impl FromStr for MediaType {
     type Err = ValueError;
 
+    /// `type/subtype` tokens and `; name=value` parameters (RFC 9110 §8.3.1),
+    /// with optional whitespace around the `;` and the whole. Wildcards (`*`)
+    /// belong to ranges, not to types.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let _ = s;
-        todo!("issue 2: media types")
+        parse(s)
+            .filter(|m| m.type_() != "*" && m.subtype() != "*")
+            .ok_or_else(|| ValueError::new("is not a media type like text/plain"))
     }
 }
 
 impl fmt::Display for MediaType {
+    /// Canonical: `type/subtype; name=value`, a value quoted only when it is
+    /// not a token.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let _ = f;
-        todo!("issue 2: media types")
+        f.write_str(&self.essence)?;
+        for (name, value) in &self.params {
+            write!(f, "; {name}=")?;
+            if !value.is_empty() && value.bytes().all(is_tchar) {
+                f.write_str(value)?;
+            } else {
+                f.write_str("\"")?;
+                for c in value.chars() {
+                    if c == '"' || c == '\\' {
+                        f.write_str("\\")?;
+                    }
+                    write!(f, "{c}")?;
+                }
+                f.write_str("\"")?;
+            }
+        }
+        Ok(())
     }
+}
+
+/// RFC 9110 `tchar`: the bytes a token is made of.
+fn is_tchar(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
+}
+
+/// The token at the start of `s` and the rest, or `None` if empty.
+fn token(s: &str) -> Option<(&str, &str)> {
+    let end = s.bytes().position(|b| !is_tchar(b)).unwrap_or(s.len());
+    (end > 0).then(|| s.split_at(end))
+}
+
+fn trim_ows(s: &str) -> &str {
+    s.trim_matches([' ', '\t'])
+}
+
+/// A quoted-string at the start of `s` (which begins with `"`): its
+/// unescaped value and the rest after the closing quote.
+fn quoted_string(s: &str) -> Option<(String, &str)> {
+    let mut value = String::new();
+    let mut chars = s.char_indices().skip(1);
+    while let Some((i, c)) = chars.next() {
+        match c {
+            '"' => return Some((value, &s[i + 1..])),
+            '\\' => {
+                let (_, escaped) = chars.next()?;
+                if escaped.is_ascii_control() && escaped != '\t' {
+                    return None;
+                }
+                value.push(escaped);
+            }
+            // qdtext: no controls other than tab (RFC 9110 §5.6.4).
+            c if c.is_ascii_control() && c != '\t' => return None,
+            c => value.push(c),
+        }
+    }
+    None
+}
+
+/// The grammar shared by types and ranges; wildcards are checked by the
+/// callers.
+fn parse(s: &str) -> Option<MediaType> {
+    let s = trim_ows(s);
+    let (type_, rest) = token(s)?;
+    let rest = rest.strip_prefix('/')?;
+    let (subtype, mut rest) = token(rest)?;
+    let mut essence = String::with_capacity(type_.len() + 1 + subtype.len());
+    essence.push_str(type_);
+    essence.push('/');
+    essence.push_str(subtype);
+    essence.make_ascii_lowercase();
+    let mut params = Vec::new();
+    loop {
+        rest = rest.trim_start_matches([' ', '\t']);
+        if rest.is_empty() {
+            break;
+        }
+        rest = rest.strip_prefix(';')?.trim_start_matches([' ', '\t']);
+        // An empty parameter (`text/plain;` or `;;`) is allowed by the grammar.
+        if rest.is_empty() || rest.starts_with(';') {
+            continue;
+        }
+        let (name, after_name) = token(rest)?;
+        let after_eq = after_name.strip_prefix('=')?;
+        let (value, after_value) = if after_eq.starts_with('"') {
+            quoted_string(after_eq)?
+        } else {
+            let (v, r) = token(after_eq)?;
+            (v.to_owned(), r)
+        };
+        params.push((name.to_ascii_lowercase(), value));
+        rest = after_value;
+    }
+    Some(MediaType {
+        essence,
+        slash: type_.len(),
+        params,
+    })
 }
 
 /// A media range of `accept`: `type/subtype`, `type/*` or `*/*`, with
@@ -63,23 +163,141 @@ pub struct MediaRange {
 impl MediaRange {
     /// Whether `media` falls in this range (parameters of the range, other
     /// than `q`, must be present on `media` with equal values).
+    ///
+    /// `q` is ignored (a weight, not a property of the media). Values of
+    /// `charset` compare case-insensitively, others exactly (RFC 9110
+    /// §8.3.1).
     pub fn matches(&self, media: &MediaType) -> bool {
-        let _ = media;
-        todo!("issue 2: media ranges")
+        let r = &self.range;
+        let type_ok = r.type_() == "*" || r.type_() == media.type_();
+        let subtype_ok = r.subtype() == "*" || r.subtype() == media.subtype();
+        type_ok
+            && subtype_ok
+            && r.params.iter().filter(|(n, _)| n != "q").all(|(name, value)| {
+                media.params.iter().any(|(n, v)| {
+                    n == name && (v == value || (name == "charset" && v.eq_ignore_ascii_case(value)))
+                })
+            })
+    }
+
+    /// The range as a media type (which may hold `*`).
+    pub fn as_media_type(&self) -> &MediaType {
+        &self.range
     }
 }
 
 impl FromStr for MediaRange {
     type Err = ValueError;
 
+    /// `type/subtype`, `type/*` or `*/*`, with parameters; `*/subtype` is
+    /// not a range.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let _ = s;
-        todo!("issue 2: media ranges")
+        parse(s)
+            .filter(|m| m.type_() != "*" || m.subtype() == "*")
+            .map(|range| MediaRange { range })
+            .ok_or_else(|| ValueError::new("is not a media range like text/*"))
     }
 }
 
 impl fmt::Display for MediaRange {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         self.range.fmt(f)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn media(s: &str) -> MediaType {
+        s.parse().unwrap()
+    }
+
+    fn range(s: &str) -> MediaRange {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn d8_types_are_parsed_and_lower_cased() {
+        let m = media("Text/Plain; Charset=UTF-8");
+        assert_eq!(
+            (m.type_(), m.subtype(), m.essence()),
+            ("text", "plain", "text/plain")
+        );
+        assert_eq!(m.params(), [("charset".to_owned(), "UTF-8".to_owned())]);
+        assert_eq!(m.to_string(), "text/plain; charset=UTF-8");
+        let m = media("  application/vnd.api+json ;a=1;b=\"x; \\\"y\\\"\"  ;  ");
+        assert_eq!(m.essence(), "application/vnd.api+json");
+        assert_eq!(m.params()[1], ("b".to_owned(), "x; \"y\"".to_owned()));
+        assert_eq!(m.to_string(), "application/vnd.api+json; a=1; b=\"x; \\\"y\\\"\"");
+        // The canonical form reads back as the same type.
+        assert_eq!(media(&m.to_string()), m);
+        assert_eq!(media("text/plain; x=\"\"").to_string(), "text/plain; x=\"\"");
+    }
+
+    #[test]
+    fn d8_malformed_types_are_refused() {
+        for bad in [
+            "",
+            "textplain",
+            "text/",
+            "/plain",
+            "text/plain/x",
+            "text /plain",
+            "text/ plain",
+            "text/plain; charset",
+            "text/plain; charset=",
+            "text/plain; charset = utf-8",
+            "text/plain; charset=\"utf-8",
+            "text/plain; a=b c",
+            "text/pl@in",
+            "tëxt/plain",
+            "text/plain, text/html",
+            "*/*",
+            "text/*",
+            "text/plain; a=\"\x01\"",
+        ] {
+            assert_eq!(
+                bad.parse::<MediaType>().unwrap_err().reason(),
+                "is not a media type like text/plain",
+                "{bad:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn d18_ranges() {
+        for ok in ["*/*", "text/*", "text/plain", "TEXT/*; q=0.5", "*/*;q=1"] {
+            assert!(ok.parse::<MediaRange>().is_ok(), "{ok:?}");
+        }
+        for bad in ["*/plain", "*", "text", "", "text/*; q", "*/*/*"] {
+            assert_eq!(
+                bad.parse::<MediaRange>().unwrap_err().reason(),
+                "is not a media range like text/*",
+                "{bad:?}"
+            );
+        }
+        assert_eq!(range("Text/*;Q=0.5").to_string(), "text/*; q=0.5");
+        // An empty parameter is allowed by the grammar (RFC 9110 §5.6.6).
+        assert_eq!(range("text/*;").to_string(), "text/*");
+    }
+
+    #[test]
+    fn d18_matching() {
+        let plain = media("text/plain; charset=utf-8");
+        assert!(range("*/*").matches(&plain));
+        assert!(range("text/*").matches(&plain));
+        assert!(range("text/plain").matches(&plain));
+        assert!(range("TEXT/PLAIN").matches(&plain));
+        assert!(range("text/plain; q=0.1").matches(&plain));
+        assert!(range("text/plain; charset=UTF-8").matches(&plain));
+        assert!(!range("text/plain; charset=latin1").matches(&plain));
+        assert!(!range("text/plain; format=flowed").matches(&plain));
+        assert!(!range("text/html").matches(&plain));
+        assert!(!range("image/*").matches(&plain));
+        assert!(!range("image/png").matches(&media("image/png2")));
+        // Parameters of the media beyond the range's do not matter.
+        assert!(range("text/plain").matches(&media("text/plain; x=y")));
+        assert_eq!(range("text/*").as_media_type().subtype(), "*");
     }
 }

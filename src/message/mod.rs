@@ -17,6 +17,7 @@ pub mod cookies;
 pub mod date;
 pub mod form;
 mod headers;
+mod iso_codes;
 mod json;
 pub mod language;
 pub mod media;
