@@ -36,7 +36,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde_json::Value;
 
 use crate::io_adapters::{Handler, RequestInfo};
-use crate::message::negotiate::{self, Condition};
+use crate::message::negotiate;
 use crate::message::{
     Body, Date, Encoding, Headers, LanguageTag, MediaType, MessageLimits, Method, Request, Response, Status,
     StatusCode,
@@ -124,53 +124,16 @@ impl FileServer {
     fn negotiate(&self, request: &Request) -> Result<(Encoding, LanguageTag), Refusal> {
         let resource = request.resource.as_str();
         let headers = &request.headers;
-        if negotiate::check_content_type(headers.content_type(), &self.content_types).is_err() {
-            let named = headers
-                .content_type()
-                .map(|t| t.essence().to_owned())
-                .unwrap_or_default();
-            return Err(refuse(
-                StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                format!(
-                    "content-type `{named}` is not supported; use one of {}",
-                    ACCEPTED_CONTENT_TYPES.join(", ")
-                ),
-                resource,
-            ));
-        }
+        let refused = |status: Status| Box::new(Response::new(status, resource));
+        negotiate::check_content_type(headers.content_type(), &self.content_types).map_err(refused)?;
         if matches!(request.method, Method::Get | Method::Post) {
             let media = media_type_of(request.resource.path());
-            if negotiate::check_accept(headers.accept(), &media).is_err() {
-                return Err(refuse(
-                    StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                    format!(
-                        "accept does not include {}, the media type of this file",
-                        media.essence()
-                    ),
-                    resource,
-                ));
-            }
+            negotiate::check_accept(headers.accept(), &media).map_err(refused)?;
         }
         let encoding =
-            negotiate::choose_encoding(headers.accept_encoding(), &Encoding::ALL).map_err(|_| {
-                refuse(
-                    StatusCode::PRECONDITION_FAILED,
-                    "accept-encoding lists no encoding this server produces (gzip, deflate, br, identity)",
-                    resource,
-                )
-            })?;
+            negotiate::choose_encoding(headers.accept_encoding(), &Encoding::ALL).map_err(refused)?;
         let language =
-            negotiate::choose_language(headers.accept_language(), &self.languages).map_err(|_| {
-                let offered: Vec<&str> = self.languages.iter().map(LanguageTag::as_str).collect();
-                refuse(
-                    StatusCode::NOT_ACCEPTABLE,
-                    format!(
-                        "accept-language lists none of the languages offered: {}",
-                        offered.join(", ")
-                    ),
-                    resource,
-                )
-            })?;
+            negotiate::choose_language(headers.accept_language(), &self.languages).map_err(refused)?;
         self.authorize(request)?;
         Ok((encoding, language))
     }
@@ -211,40 +174,27 @@ impl FileServer {
     fn get(&self, request: &Request, encoding: Encoding, language: LanguageTag) -> Result<Response, Refusal> {
         let resource = request.resource.as_str();
         let file = self.existing_file(request.resource.path());
-        let conditional =
-            request.headers.if_modified_since().is_some() || request.headers.if_unmodified_since().is_some();
+        let last_modified = file
+            .as_deref()
+            .and_then(|f| fs::metadata(f).ok())
+            .and_then(|m| modified(&m));
+        let headers = &request.headers;
+        // D5 level 6: a conditional header on a missing file is 412 (D17),
+        // else 304/412 from the conditions; without one, a missing file is 404.
+        if let Some(status) = negotiate::condition_status(
+            headers.if_modified_since(),
+            headers.if_unmodified_since(),
+            last_modified,
+        ) {
+            let language_only = Headers::new().with_language(language);
+            return Err(Box::new(
+                Response::new(status, resource).with_headers(language_only),
+            ));
+        }
         let Some(file) = file else {
-            if conditional {
-                return Err(refuse(
-                    StatusCode::PRECONDITION_FAILED,
-                    "a conditional header names a file that does not exist (D17)",
-                    resource,
-                ));
-            }
             return Err(not_found(resource));
         };
         let metadata = fs::metadata(&file).map_err(|e| io_failure(&e, resource))?;
-        let condition = negotiate::evaluate_conditions(
-            request.headers.if_modified_since(),
-            request.headers.if_unmodified_since(),
-            modified(&metadata),
-        );
-        match condition {
-            Condition::Proceed => {}
-            Condition::NotModified => {
-                let status = Status::new(StatusCode::NOT_MODIFIED, "not modified since if-modified-since");
-                return Ok(
-                    Response::new(status, resource).with_headers(Headers::new().with_language(language))
-                );
-            }
-            Condition::PreconditionFailed => {
-                return Err(refuse(
-                    StatusCode::PRECONDITION_FAILED,
-                    "the file was modified after if-unmodified-since",
-                    resource,
-                ));
-            }
-        }
         if metadata.len() > self.max_file_bytes {
             return Err(refuse(
                 StatusCode::INTERNAL_SERVER_ERROR,
@@ -295,16 +245,10 @@ impl FileServer {
         let Some(since) = request.headers.if_unmodified_since() else {
             return Ok(());
         };
-        let Ok(metadata) = fs::metadata(file) else {
-            return Ok(());
-        };
-        match negotiate::evaluate_conditions(None, Some(since), modified(&metadata)) {
-            Condition::PreconditionFailed => Err(refuse(
-                StatusCode::PRECONDITION_FAILED,
-                "the file was modified after if-unmodified-since",
-                request.resource.as_str(),
-            )),
-            _ => Ok(()),
+        let last_modified = fs::metadata(file).ok().and_then(|m| modified(&m));
+        match negotiate::condition_status(None, Some(since), last_modified) {
+            Some(status) => Err(Box::new(Response::new(status, request.resource.as_str()))),
+            None => Ok(()),
         }
     }
 
