@@ -92,7 +92,8 @@ impl Served {
                         method: None,
                         resource: &rejection.resource,
                         status: rejection.status,
-                        content_bytes: rejection.message.len(),
+                        // The connection's error responses carry no content.
+                        content_bytes: 0,
                         elapsed: std::time::Duration::ZERO,
                     });
                 }
