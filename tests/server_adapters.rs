@@ -389,3 +389,30 @@ fn graceful_shutdown_finishes_the_exchange_under_way() {
         assert!(refused, "{adapter:?}: no service after shutdown");
     });
 }
+
+#[test]
+fn a_client_that_reads_late_gets_every_pipelined_answer() {
+    // D3 back-pressure: the server stops reading while responses are owed,
+    // and resumes once the client takes them; nothing is lost or reordered.
+    both(|adapter| {
+        let server = start(adapter, ContinuePolicy::AutoAccept, 2);
+        let mut client = Reader::new(connect(server.addr));
+        let filler = "y".repeat(20_000);
+        let burst: String = (0..60)
+            .map(|n| request("POST", &format!("/b{n}"), &filler))
+            .collect();
+        let mut writer = client.stream.try_clone().expect("clone");
+        let sender = std::thread::spawn(move || writer.write_all(burst.as_bytes()));
+        std::thread::sleep(Duration::from_millis(200)); // let the buffers fill up
+        for n in 0..60 {
+            let response = client.expect();
+            assert_eq!(response["resource"], format!("/b{n}"), "{adapter:?}");
+            assert_eq!(
+                content(&response).len(),
+                format!("echo /b{n} ").len() + filler.len()
+            );
+        }
+        sender.join().expect("sender").expect("the whole burst is taken");
+        server.shutdown_and_join();
+    });
+}
