@@ -12,6 +12,13 @@ impl RequestId {
     pub fn index(self) -> u64 {
         self.0
     }
+
+    /// The id of exchange number `index` (for tests and logs; a machine
+    /// answers an id it never gave out with
+    /// [`UsageError::UnknownRequest`]).
+    pub fn from_index(index: u64) -> RequestId {
+        RequestId(index)
+    }
 }
 
 /// Something that happened on the connection.
@@ -61,7 +68,10 @@ pub enum Event {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PeerError {
     /// A message was refused (framing, syntax, validation, limits); the
-    /// rejection carries the status D5 gives.
+    /// rejection carries the status D5 gives. A client also reports this
+    /// way a well-formed response that fits no request: a `100` to a
+    /// request that did not ask for one, another `1xx` (D12), or a
+    /// response when none is owed.
     Rejected {
         /// The refused exchange, if it had an id.
         id: Option<RequestId>,
@@ -102,6 +112,9 @@ pub enum UsageError {
     Closed,
     /// A 100-continue call for an exchange that is not awaiting one.
     NotAwaitingContinue(RequestId),
+    /// The exchange cannot take this now: e.g. a final response while the
+    /// full request of a handshake is still awaited (D10).
+    OutOfTurn(RequestId),
 }
 
 impl std::fmt::Display for UsageError {
@@ -117,6 +130,13 @@ impl std::fmt::Display for UsageError {
             UsageError::Closed => f.write_str("the connection is closed"),
             UsageError::NotAwaitingContinue(id) => {
                 write!(f, "request {} is not awaiting a 100-continue answer", id.0)
+            }
+            UsageError::OutOfTurn(id) => {
+                write!(
+                    f,
+                    "request {} cannot take that now (its full request is awaited)",
+                    id.0
+                )
             }
         }
     }

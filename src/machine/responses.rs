@@ -1,0 +1,125 @@
+//! The responses a server machine writes on its own: the `100`
+//! acknowledgement (D10) and its protocol errors (D1, D3, D5), and the
+//! defaults it fills into the application's responses (D12).
+
+use crate::message::{Body, LanguageTag, Rejection, Response, Status, StatusCode};
+
+use super::Now;
+
+/// Fills `date` (from the caller's wall clock, D16) and `language` when the
+/// response leaves them out: both are always sent (D8, D12).
+pub(super) fn fill_defaults(response: &mut Response, now: Now, language: LanguageTag) {
+    if response.headers.date().is_none() {
+        response.headers = std::mem::take(&mut response.headers).with_date(now.wall);
+    }
+    if response.headers.language().is_none() {
+        response.headers = std::mem::take(&mut response.headers).with_language(language);
+    }
+}
+
+/// The acknowledgement of D10: `100 Continue`, empty identity body, the
+/// echoed resource.
+pub(super) fn continue_ack(resource: &str, now: Now, language: LanguageTag) -> Response {
+    let status = Status::new(StatusCode::CONTINUE, "send the full request");
+    let mut response = Response::new(status, resource).with_body(Body::empty());
+    fill_defaults(&mut response, now, language);
+    response
+}
+
+/// The response to a refused message.
+pub(super) fn rejection(rejection: &Rejection, now: Now, language: LanguageTag) -> Response {
+    let status = Status::new(rejection.status, rejection.message.clone());
+    let mut response = Response::new(status, rejection.resource.clone());
+    fill_defaults(&mut response, now, language);
+    response
+}
+
+/// Why the machine refuses a message on its own, before or instead of
+/// parsing it. The resource could not be read in any of these, so the echo
+/// is `""` (D12).
+pub(super) mod refusal {
+    use crate::message::{Rejection, StatusCode};
+
+    /// D1: a byte that cannot be framed. `first` when it is where a message
+    /// must start.
+    pub(in super::super) fn framing(byte: Option<u8>, first: bool) -> Rejection {
+        let message = match (byte, first) {
+            (Some(b'['), true) => "the message is a JSON array; a message must be one JSON object".to_owned(),
+            (Some(byte), true) => format!(
+                "the stream holds byte 0x{byte:02X} where a message must start; only \
+                 whitespace may come between messages, and a message starts with '{{'"
+            ),
+            (Some(byte), false) => format!(
+                "the message cannot be framed: byte 0x{byte:02X} is a closing bracket that \
+                 does not match its opening one, or a '/' that starts no comment"
+            ),
+            (None, _) => "the message cannot be framed".to_owned(),
+        };
+        Rejection::new(StatusCode::BAD_REQUEST, message, "")
+    }
+
+    /// D3: over the size limit (`413`, then close).
+    pub(in super::super) fn too_large(limit: usize) -> Rejection {
+        Rejection::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("the message is larger than the limit of {limit} bytes"),
+            "",
+        )
+    }
+
+    /// D3: nested deeper than the limit (`400`).
+    pub(in super::super) fn too_deep(depth: usize, limit: usize) -> Rejection {
+        Rejection::new(
+            StatusCode::BAD_REQUEST,
+            format!("the message nests {depth} levels deep, over the limit of {limit}"),
+            "",
+        )
+    }
+
+    /// D1: the stream ended inside a message.
+    pub(in super::super) fn incomplete() -> Rejection {
+        Rejection::new(
+            StatusCode::BAD_REQUEST,
+            "incomplete message: the stream ended before the message's closing '}'",
+            "",
+        )
+    }
+
+    /// D3: a message (or the full request after `100`) took too long.
+    pub(in super::super) fn timed_out(what: &str, secs: u64, resource: &str) -> Rejection {
+        Rejection::new(
+            StatusCode::REQUEST_TIMEOUT,
+            format!("{what} did not arrive within {secs} s"),
+            resource,
+        )
+    }
+
+    /// Client: a well-formed response that fits no request (D10, D12).
+    pub(in super::super) fn unexpected_response(
+        code: StatusCode,
+        id: Option<super::super::RequestId>,
+    ) -> Rejection {
+        let message = match id {
+            None => format!("a {} response arrived when no request was waiting", code.as_u16()),
+            Some(id) if code == StatusCode::CONTINUE => format!(
+                "a 100 Continue arrived for request {}, which did not ask for one",
+                id.index()
+            ),
+            Some(id) => format!(
+                "a {} response arrived for request {}; only the 100 acknowledgement may be 1xx",
+                code.as_u16(),
+                id.index()
+            ),
+        };
+        Rejection::new(StatusCode::BAD_REQUEST, message, "")
+    }
+
+    /// D10: a server configured without 100-continue.
+    pub(in super::super) fn continue_refused(resource: &str) -> Rejection {
+        Rejection::new(
+            StatusCode::NOT_IMPLEMENTED,
+            "header expect: 100-continue is not supported by this server",
+            resource,
+        )
+    }
+}

@@ -1,0 +1,500 @@
+//! Server-role transcripts (insta snapshots): bytes in, bytes and events
+//! out, with simulated time. Each test also asserts the facts it is about,
+//! so a snapshot update cannot quietly change them.
+
+mod machine_support;
+
+use std::time::Duration;
+
+use jsontp::machine::{Config, Connection, ContinuePolicy, Event, PeerError, RequestId, Role, UsageError};
+use jsontp::message::{Response, Status, StatusCode};
+use machine_support::{Clock, Transcript, echo_response, take_output};
+
+/// How the application in a test answers.
+#[derive(Clone, Copy, PartialEq)]
+enum App {
+    /// Answer every request at once with the echo response; accept every
+    /// handshake it is asked about.
+    Echo,
+    /// Answer handshakes it is asked about with `404`.
+    RejectHandshakes,
+    /// Answer nothing; the test answers by hand.
+    Hold,
+}
+
+struct Server {
+    conn: Connection,
+    clock: Clock,
+    log: Transcript,
+    app: App,
+    /// Requests held by an `App::Hold` application.
+    held: Vec<(RequestId, jsontp::message::Request)>,
+    events: Vec<Event>,
+    closed_noted: bool,
+}
+
+impl Server {
+    fn new(config: Config, app: App) -> Server {
+        let clock = Clock::new();
+        Server {
+            conn: Connection::new(Role::Server, config, clock.now()),
+            clock,
+            log: Transcript::default(),
+            app,
+            held: Vec::new(),
+            events: Vec::new(),
+            closed_noted: false,
+        }
+    }
+
+    fn send(&mut self, bytes: &[u8]) -> &mut Self {
+        self.log.input(bytes);
+        self.conn.receive_data(bytes, self.clock.now());
+        self.pump()
+    }
+
+    fn eof(&mut self) -> &mut Self {
+        self.log.note("-> <end of stream>");
+        self.conn.receive_eof(self.clock.now());
+        self.pump()
+    }
+
+    /// Lets `secs` pass, firing timers at their deadlines on the way.
+    fn wait(&mut self, secs: u64) -> &mut Self {
+        self.log.note(format!(".. {secs} s pass"));
+        let target = self.clock.now().instant + Duration::from_secs(secs);
+        while let Some(deadline) = self.conn.poll_timeout() {
+            if deadline > target {
+                break;
+            }
+            let step = deadline.saturating_duration_since(self.clock.now().instant);
+            self.clock.advance(step);
+            self.log
+                .note(format!(".. timer at {:.0} s", self.clock.secs_of(deadline)));
+            self.conn.handle_timeout(self.clock.now());
+            self.pump();
+        }
+        let rest = target.saturating_duration_since(self.clock.now().instant);
+        self.clock.advance(rest);
+        self
+    }
+
+    fn answer(&mut self, id: RequestId, response: Response) -> &mut Self {
+        self.log.note(format!("app answers #{}", id.index()));
+        self.conn
+            .send_response(id, response, self.clock.now())
+            .expect("a valid answer");
+        self.pump()
+    }
+
+    fn pump(&mut self) -> &mut Self {
+        loop {
+            while let Some(event) = self.conn.next_event(self.clock.now()) {
+                self.log.event(&event);
+                self.events.push(event.clone());
+                let now = self.clock.now();
+                match event {
+                    Event::Request { id, request } => match self.app {
+                        App::Hold => self.held.push((id, request)),
+                        _ => self
+                            .conn
+                            .send_response(id, echo_response(&request), now)
+                            .expect("answer"),
+                    },
+                    Event::ContinueRequested { id, request } => match self.app {
+                        App::Echo => self.conn.accept_continue(id, now).expect("accept"),
+                        App::RejectHandshakes => {
+                            let response = Response::new(
+                                Status::new(StatusCode::NOT_FOUND, "no such file"),
+                                request.resource.as_str(),
+                            );
+                            self.conn.send_response(id, response, now).expect("reject")
+                        }
+                        App::Hold => self.held.push((id, request)),
+                    },
+                    _ => {}
+                }
+            }
+            let out = take_output(&mut self.conn);
+            if out.is_empty() {
+                break;
+            }
+            self.log.output(&out);
+        }
+        if self.conn.is_closed() && !self.closed_noted {
+            self.closed_noted = true;
+            self.log.note("== the machine says: close");
+        }
+        self
+    }
+
+    fn transcript(&self) -> String {
+        self.log.text()
+    }
+
+    fn output_codes(&self) -> Vec<u16> {
+        // Status codes in the order they went out, from the transcript.
+        self.log
+            .text()
+            .lines()
+            .filter(|l| l.starts_with("<- "))
+            .filter_map(|l| {
+                let at = l.find("\"code\":")? + 7;
+                l.get(at..at + 3)?.parse().ok()
+            })
+            .collect()
+    }
+}
+
+fn get(resource: &str) -> String {
+    format!(
+        "{{\"jsontp\":\"1.0\",\"type\":\"request\",\"resource\":\"{resource}\",\"method\":\"GET\",\"headers\":{{}},\"body\":{{\"content\":\"\",\"encoding\":\"identity\"}}}}\n"
+    )
+}
+
+fn put_expecting_continue(resource: &str) -> String {
+    format!(
+        "{{\"jsontp\":\"1.0\",\"type\":\"request\",\"resource\":\"{resource}\",\"method\":\"PUT\",\"headers\":{{\"expect\":\"100-continue\"}},\"body\":{{}}}}\n"
+    )
+}
+
+fn put(resource: &str, content: &str) -> String {
+    format!(
+        "{{\"jsontp\":\"1.0\",\"type\":\"request\",\"resource\":\"{resource}\",\"method\":\"PUT\",\"headers\":{{}},\"body\":{{\"content\":\"{content}\",\"encoding\":\"identity\"}}}}\n"
+    )
+}
+
+fn ask() -> Config {
+    Config {
+        continue_policy: ContinuePolicy::Ask,
+        ..Config::default()
+    }
+}
+
+#[test]
+fn one_request_one_response() {
+    let mut s = Server::new(Config::default(), App::Echo);
+    s.send(get("/hello.txt").as_bytes());
+    assert_eq!(s.output_codes(), [200]);
+    assert!(!s.conn.is_closed() && s.conn.wants_read(), "D2: stays open");
+    insta::assert_snapshot!("machine_server_one_request", s.transcript());
+}
+
+#[test]
+fn pipelined_requests_are_answered_in_order() {
+    // D2: three requests in one write.
+    let mut s = Server::new(Config::default(), App::Echo);
+    let bytes = [get("/a"), get("/b"), get("/c")].concat();
+    s.send(bytes.as_bytes());
+    assert_eq!(s.output_codes(), [200, 200, 200]);
+    insta::assert_snapshot!("machine_server_pipelined", s.transcript());
+}
+
+#[test]
+fn answers_given_out_of_order_go_out_in_order() {
+    // D2: the application answers #2, then #0, then #1.
+    let mut s = Server::new(Config::default(), App::Hold);
+    s.send([get("/a"), get("/b"), get("/c")].concat().as_bytes());
+    let held = std::mem::take(&mut s.held);
+    s.answer(held[2].0, echo_response(&held[2].1));
+    assert!(s.conn.pending_output().is_empty(), "#2 waits for #0 and #1");
+    s.answer(held[0].0, echo_response(&held[0].1));
+    s.answer(held[1].0, echo_response(&held[1].1));
+    let text = s.transcript();
+    let (a, b, c) = (text.rfind("\"/a\""), text.rfind("\"/b\""), text.rfind("\"/c\""));
+    assert!(a < b && b < c, "responses in request order");
+    insta::assert_snapshot!("machine_server_out_of_order", text);
+}
+
+#[test]
+fn json5_comments_bom_and_whitespace_frame_as_one_message() {
+    // D1, D4: the published examples carry comments and trailing commas.
+    let mut s = Server::new(Config::default(), App::Echo);
+    let message = "\u{FEFF}\n\r\n\t {\n // written by hand }\n \"jsontp\": \"1.0\", /* } */\n \"type\": \"request\",\n \"resource\": '/h}.txt',\n \"method\": \"GET\",\n \"headers\": {},\n \"body\": {\"content\": \"\", \"encoding\": \"identity\",},\n}";
+    s.send(message.as_bytes());
+    assert_eq!(s.output_codes(), [200]);
+    insta::assert_snapshot!("machine_server_json5", s.transcript());
+}
+
+#[test]
+fn handshake_accepted_automatically() {
+    // D10: AutoAccept writes the 100, then the full request is a normal
+    // request of the same exchange.
+    let mut s = Server::new(Config::default(), App::Echo);
+    s.send(put_expecting_continue("/up.txt").as_bytes());
+    assert_eq!(s.output_codes(), [100]);
+    s.send(put("/up.txt", "the content").as_bytes());
+    assert_eq!(s.output_codes(), [100, 200]);
+    let requests: Vec<_> = s
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Request { id, .. } => Some(id.index()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(requests, [0], "the full request surfaces once, as exchange 0");
+    insta::assert_snapshot!("machine_server_handshake_auto", s.transcript());
+}
+
+#[test]
+fn handshake_asked_and_accepted() {
+    let mut s = Server::new(ask(), App::Echo);
+    s.send(put_expecting_continue("/up.txt").as_bytes());
+    assert!(matches!(s.events[0], Event::ContinueRequested { .. }));
+    s.send(put("/up.txt", "the content").as_bytes());
+    assert_eq!(s.output_codes(), [100, 200]);
+    insta::assert_snapshot!("machine_server_handshake_ask_accept", s.transcript());
+}
+
+#[test]
+fn handshake_rejected_keeps_the_connection_open() {
+    // D10: a final 4xx instead of 100 ends the exchange; the next message
+    // is a new request.
+    let mut s = Server::new(ask(), App::RejectHandshakes);
+    s.send(put_expecting_continue("/up.txt").as_bytes());
+    s.send(get("/hello.txt").as_bytes());
+    assert_eq!(s.output_codes(), [404, 200]);
+    assert!(!s.conn.is_closed());
+    insta::assert_snapshot!("machine_server_handshake_rejected", s.transcript());
+}
+
+#[test]
+fn handshake_with_an_invalid_first_request_gets_a_final_error() {
+    // D10: the first request is validated as usual; failure is final and
+    // the connection stays open.
+    let mut s = Server::new(Config::default(), App::Echo);
+    let bad = put_expecting_continue("/up.txt").replace("PUT", "FETCH");
+    s.send(bad.as_bytes());
+    s.send(get("/hello.txt").as_bytes());
+    assert_eq!(s.output_codes(), [400, 200]);
+    insta::assert_snapshot!("machine_server_handshake_invalid", s.transcript());
+}
+
+#[test]
+fn handshake_refused_is_501_and_close() {
+    let config = Config {
+        continue_policy: ContinuePolicy::Refuse,
+        ..Config::default()
+    };
+    let mut s = Server::new(config, App::Echo);
+    s.send(put_expecting_continue("/nc.txt").as_bytes());
+    assert_eq!(s.output_codes(), [501]);
+    assert!(s.conn.is_closed() && !s.conn.wants_read());
+    insta::assert_snapshot!("machine_server_handshake_refused", s.transcript());
+}
+
+#[test]
+fn garbage_where_a_message_starts_is_400_and_close() {
+    let mut s = Server::new(Config::default(), App::Echo);
+    s.send(format!("hello {}", get("/hello.txt")).as_bytes());
+    assert_eq!(s.output_codes(), [400]);
+    assert!(s.conn.is_closed());
+    assert!(s.transcript().contains("\"resource\":\"\""), "echo \"\" (D1)");
+    insta::assert_snapshot!("machine_server_garbage", s.transcript());
+}
+
+#[test]
+fn an_array_is_not_a_message() {
+    let mut s = Server::new(Config::default(), App::Echo);
+    s.send(b"[1,2,3]\n");
+    assert_eq!(s.output_codes(), [400]);
+    assert!(s.conn.is_closed());
+    insta::assert_snapshot!("machine_server_array", s.transcript());
+}
+
+#[test]
+fn an_error_waits_for_the_responses_owed_before_it() {
+    // D2: the framing error after requests 0 and 1 goes out after their
+    // responses, which the application gives late.
+    let mut s = Server::new(Config::default(), App::Hold);
+    s.send(format!("{}{}xyz", get("/a"), get("/b")).as_bytes());
+    assert!(s.conn.pending_output().is_empty());
+    assert!(!s.conn.is_closed(), "not before the owed responses are out");
+    let held = std::mem::take(&mut s.held);
+    s.answer(held[1].0, echo_response(&held[1].1));
+    s.answer(held[0].0, echo_response(&held[0].1));
+    assert_eq!(s.output_codes(), [200, 200, 400]);
+    assert!(s.conn.is_closed());
+    insta::assert_snapshot!("machine_server_error_after_owed", s.transcript());
+}
+
+#[test]
+fn an_oversize_message_is_refused_before_it_ends() {
+    // D3: 413 as soon as the limit is passed, then close.
+    let mut config = Config::default();
+    config.limits.message.max_message_bytes = 100;
+    let mut s = Server::new(config, App::Echo);
+    s.send(b"{\"jsontp\":\"1.0\",\"type\":\"request\",\"resource\":\"/big\",\"body\":{\"content\":\"");
+    assert!(s.output_codes().is_empty());
+    s.send(b"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx");
+    assert_eq!(s.output_codes(), [413]);
+    assert!(s.conn.is_closed());
+    insta::assert_snapshot!("machine_server_oversize", s.transcript());
+}
+
+#[test]
+fn too_deep_is_400_without_parsing_and_the_connection_goes_on() {
+    let mut config = Config::default();
+    config.limits.message.max_depth = 3;
+    let mut s = Server::new(config, App::Echo);
+    s.send(b"{\"a\":{\"b\":[{\"c\":1}]}}\n");
+    s.send(get("/after").as_bytes());
+    assert_eq!(s.output_codes(), [400, 200]);
+    insta::assert_snapshot!("machine_server_too_deep", s.transcript());
+}
+
+#[test]
+fn end_of_stream_mid_message_is_400_incomplete() {
+    let mut s = Server::new(Config::default(), App::Echo);
+    s.send(b"{\"jsontp\":\"1.0\",\"type\":\"req");
+    s.eof();
+    assert_eq!(s.output_codes(), [400]);
+    assert!(s.conn.is_closed());
+    assert!(s.events.contains(&Event::PeerError(PeerError::UnexpectedEof)));
+    insta::assert_snapshot!("machine_server_eof_mid_message", s.transcript());
+}
+
+#[test]
+fn half_close_after_messages_still_gets_every_response() {
+    // D1, D2: the peer half-closes after two requests; the application
+    // answers after the end of stream.
+    let mut s = Server::new(Config::default(), App::Hold);
+    s.send([get("/a"), get("/b")].concat().as_bytes());
+    s.eof();
+    assert!(!s.conn.is_closed(), "two responses are owed");
+    assert!(!s.conn.wants_read());
+    let held = std::mem::take(&mut s.held);
+    s.answer(held[0].0, echo_response(&held[0].1));
+    assert!(!s.conn.is_closed());
+    s.answer(held[1].0, echo_response(&held[1].1));
+    assert_eq!(s.output_codes(), [200, 200]);
+    assert!(s.conn.is_closed());
+    insta::assert_snapshot!("machine_server_half_close", s.transcript());
+}
+
+#[test]
+fn a_slow_message_times_out_with_408() {
+    // D3: 30 s from a message's first byte.
+    let mut s = Server::new(Config::default(), App::Echo);
+    s.wait(10);
+    s.send(b"{\"jsontp\":\"1.0\",");
+    s.wait(29);
+    assert!(s.output_codes().is_empty());
+    s.wait(2);
+    assert_eq!(s.output_codes(), [408]);
+    assert!(s.conn.is_closed());
+    insta::assert_snapshot!("machine_server_message_timeout", s.transcript());
+}
+
+#[test]
+fn an_idle_connection_closes_silently() {
+    // D3: 60 s between messages, then close without a response.
+    let mut s = Server::new(Config::default(), App::Echo);
+    s.send(get("/a").as_bytes());
+    s.wait(59);
+    assert!(!s.conn.is_closed());
+    s.send(b"\n\n");
+    s.wait(1);
+    assert!(s.conn.is_closed(), "whitespace does not count as activity");
+    assert_eq!(s.output_codes(), [200]);
+    insta::assert_snapshot!("machine_server_idle_timeout", s.transcript());
+}
+
+#[test]
+fn the_full_request_after_100_has_the_longer_timeout() {
+    // D3, D10: 300 s after the 100, then 408 and close.
+    let mut s = Server::new(Config::default(), App::Echo);
+    s.send(put_expecting_continue("/up.txt").as_bytes());
+    s.wait(299);
+    assert_eq!(s.output_codes(), [100]);
+    s.wait(1);
+    assert_eq!(s.output_codes(), [100, 408]);
+    assert!(s.conn.is_closed());
+    insta::assert_snapshot!("machine_server_continue_timeout", s.transcript());
+}
+
+#[test]
+fn reading_stops_while_too_many_responses_are_owed() {
+    // D3: with max_pipelined 2, the third request waits in the buffer until
+    // the peer has taken a response.
+    let mut config = Config::default();
+    config.limits.max_pipelined = 2;
+    let mut s = Server::new(config, App::Hold);
+    s.conn.receive_data(
+        [get("/a"), get("/b"), get("/c")].concat().as_bytes(),
+        s.clock.now(),
+    );
+    s.pump();
+    assert_eq!(s.held.len(), 2);
+    assert!(!s.conn.wants_read());
+    let (id, request) = s.held.remove(0);
+    let now = s.clock.now();
+    s.conn.send_response(id, echo_response(&request), now).unwrap();
+    assert!(!s.conn.wants_read(), "answered but not yet written");
+    assert_eq!(s.conn.next_event(now), None);
+    let n = s.conn.pending_output().len();
+    s.conn.consume_output(n);
+    // The peer took one response: the buffered third request is read at
+    // once, which makes two owed again.
+    match s.conn.next_event(now) {
+        Some(Event::Request { id, request }) => {
+            assert_eq!((id.index(), request.resource.as_str()), (2, "/c"));
+        }
+        other => panic!("expected request #2, got {other:?}"),
+    }
+    assert!(!s.conn.wants_read());
+}
+
+#[test]
+fn usage_errors_are_typed() {
+    let mut s = Server::new(Config::default(), App::Hold);
+    s.send([get("/a"), put_expecting_continue("/b")].concat().as_bytes());
+    let now = s.clock.now();
+    let (id, request) = s.held.remove(0);
+    let continue_status = Response::new(Status::new(StatusCode::CONTINUE, "go on"), "/a");
+    assert_eq!(
+        s.conn.send_response(id, continue_status, now),
+        Err(UsageError::InformationalResponse)
+    );
+    assert_eq!(
+        s.conn.accept_continue(id, now),
+        Err(UsageError::NotAwaitingContinue(id))
+    );
+    s.conn.send_response(id, echo_response(&request), now).unwrap();
+    assert_eq!(
+        s.conn.send_response(id, echo_response(&request), now),
+        Err(UsageError::UnknownRequest(id))
+    );
+    // Exchange 1 has had its 100 (AutoAccept): its full request is awaited.
+    let second = jsontp::machine::RequestId::from_index(1);
+    assert_eq!(
+        s.conn.send_response(second, echo_response(&request), now),
+        Err(UsageError::OutOfTurn(second))
+    );
+    let request = jsontp::message::Request::new(jsontp::message::Method::Get, "/x".parse().unwrap());
+    assert_eq!(s.conn.send_request(request, now), Err(UsageError::WrongRole));
+}
+
+#[test]
+fn the_100_waits_for_the_responses_owed_before_it() {
+    // D2 holds for the acknowledgement too: a handshake pipelined behind a
+    // request the application has not answered gets its 100 after that
+    // response.
+    let mut s = Server::new(Config::default(), App::Hold);
+    s.send(
+        [get("/first"), put_expecting_continue("/up.txt")]
+            .concat()
+            .as_bytes(),
+    );
+    assert!(s.output_codes().is_empty());
+    let (id, request) = s.held.remove(0);
+    s.answer(id, echo_response(&request));
+    assert_eq!(s.output_codes(), [200, 100]);
+    s.send(put("/up.txt", "late").as_bytes());
+    let (id, request) = s.held.remove(0);
+    assert_eq!(id.index(), 1);
+    s.answer(id, echo_response(&request));
+    assert_eq!(s.output_codes(), [200, 100, 200]);
+    insta::assert_snapshot!("machine_server_continue_in_order", s.transcript());
+}
