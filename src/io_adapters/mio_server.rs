@@ -396,11 +396,12 @@ impl<H: Handler> Worker<H> {
         };
         let read = client.served.conn.wants_read();
         let write = !client.served.conn.pending_output().is_empty();
+        // With nothing to write, stay readable even when not reading, to
+        // notice a reset.
         let wanted = match (read, write) {
-            (_, true) if read => Interest::READABLE | Interest::WRITABLE,
-            (_, true) => Interest::WRITABLE,
-            // Reading or not, stay readable to notice a reset.
-            _ => Interest::READABLE,
+            (true, true) => Interest::READABLE | Interest::WRITABLE,
+            (false, true) => Interest::WRITABLE,
+            (_, false) => Interest::READABLE,
         };
         if wanted != client.interest {
             client.interest = wanted;
