@@ -16,6 +16,7 @@ pub mod codec;
 pub mod cookies;
 pub mod date;
 pub mod form;
+mod header_values;
 mod headers;
 mod iso_codes;
 mod json;
@@ -39,6 +40,10 @@ pub use language::{LanguageRange, LanguageTag};
 pub use media::{MediaRange, MediaType};
 pub use method::Method;
 pub use parse::{Forgiven, Parsed, RequestContext, Validation, parse_request, parse_response};
+/// For the connection machine, whose framing scanner already knows each
+/// message's depth: skips the depth pre-scan (see [`parse::parse_request_scanned`]).
+#[allow(unused_imports)]
+pub(crate) use parse::{parse_request_scanned, parse_response_scanned};
 pub use rejection::{Rejection, ValueError};
 pub use resource::Resource;
 pub use status::{Status, StatusCode};

@@ -12,7 +12,9 @@ pub struct MessageLimits {
     /// Size of the decoded body content, in bytes (`413`).
     pub max_decoded_body: usize,
     /// Nesting depth of objects and arrays inside a message; the envelope
-    /// object itself is depth 1 (`400`).
+    /// object itself is depth 1 (`400`). Keep it in the hundreds at most:
+    /// a message within the limit that is not strict JSON goes to the JSON5
+    /// parser, which recurses once per level.
     pub max_depth: usize,
     /// Number of headers (`431`).
     pub max_headers: usize,

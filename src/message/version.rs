@@ -49,8 +49,14 @@ impl FromStr for Version {
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let bad = || ValueError::new("is not a version of the form MAJOR.MINOR or MAJOR.MINOR-rcN");
-        let (numbers, rc) = match s.split_once("-rc") {
-            Some((numbers, rc)) => (numbers, Some(number(rc).ok_or_else(bad)?)),
+        // `find(char)` rather than `split_once("-rc")`: a substring search
+        // costs more to set up than the whole of a small request's parse
+        // can afford.
+        let (numbers, rc) = match s.find('-') {
+            Some(at) => {
+                let rc = s[at..].strip_prefix("-rc").ok_or_else(bad)?;
+                (&s[..at], Some(number(rc).ok_or_else(bad)?))
+            }
             None => (s, None),
         };
         let (major, minor) = numbers.split_once('.').ok_or_else(bad)?;

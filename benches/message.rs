@@ -1,0 +1,124 @@
+//! The message layer's speed (issue 2): parsing and validating a typical
+//! small request must cost no more than `serde_json::from_slice::<Value>`
+//! of the same bytes; and the cost of writing a typical response.
+//!
+//! `cargo bench --bench message -- --warm-up-time 1 --measurement-time 3`
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use jsontp::message::{
+    Body, Date, Headers, LanguageTag, MediaType, MessageLimits, RequestContext, Response, Status, StatusCode,
+    parse_request,
+};
+
+/// Requests of the kind the conformance cases send.
+const REQUESTS: &[(&str, &str)] = &[
+    (
+        "minimal GET",
+        r#"{"jsontp":"1.0","type":"request","resource":"/hello.txt","method":"GET","headers":{},"body":{"content":"","encoding":"identity"}}"#,
+    ),
+    (
+        "GET with headers",
+        r#"{"jsontp":"1.0","type":"request","resource":"/hello.txt","method":"GET","headers":{"accept-encoding":["gzip","identity"],"accept-language":"en-US","if-modified-since":"2021-06-01T00:00:00Z+0000"},"body":{"content":"","encoding":"identity"}}"#,
+    ),
+    (
+        "PUT with content",
+        r#"{"jsontp":"1.0","type":"request","resource":"/cont-put.txt","method":"PUT","headers":{"content-type":"text/plain","authorization":"s3cret"},"body":{"content":"sent after continue","encoding":"identity"}}"#,
+    ),
+];
+
+fn parse(c: &mut Criterion) {
+    let limits = MessageLimits::default();
+    for (name, text) in REQUESTS {
+        let bytes = text.as_bytes();
+        assert!(parse_request(bytes, RequestContext::Fresh, &limits).is_ok());
+        let mut group = c.benchmark_group(*name);
+        group.bench_function("parse_request", |b: &mut criterion::Bencher| {
+            b.iter(|| parse_request(black_box(bytes), RequestContext::Fresh, &limits))
+        });
+        group.bench_function("serde_json Value", |b: &mut criterion::Bencher| {
+            b.iter(|| serde_json::from_slice::<serde_json::Value>(black_box(bytes)))
+        });
+        group.finish();
+    }
+}
+
+/// The two measured in alternating blocks of 64 calls (which goes first
+/// alternates too), so that the load of a shared machine falls on both alike: criterion reports the time of
+/// `parse_request`, and the ratio of the two totals is printed at the end.
+// A bench owns the clock: it times the two itself.
+#[allow(clippy::disallowed_methods)]
+fn parse_interleaved(c: &mut Criterion) {
+    let limits = MessageLimits::default();
+    let mut group = c.benchmark_group("interleaved");
+    for (name, text) in REQUESTS {
+        let bytes = text.as_bytes();
+        let (mut ours, mut value) = (Duration::ZERO, Duration::ZERO);
+        group.bench_function(*name, |b: &mut criterion::Bencher| {
+            b.iter_custom(|iters| {
+                let ours_block = |n: u64| {
+                    let start = Instant::now();
+                    for _ in 0..n {
+                        black_box(parse_request(black_box(bytes), RequestContext::Fresh, &limits).is_ok());
+                    }
+                    start.elapsed()
+                };
+                let value_block = |n: u64| {
+                    let start = Instant::now();
+                    for _ in 0..n {
+                        black_box(serde_json::from_slice::<serde_json::Value>(black_box(bytes)).is_ok());
+                    }
+                    start.elapsed()
+                };
+                let mut mine = Duration::ZERO;
+                let mut done = 0;
+                let mut ours_first = true;
+                while done < iters {
+                    let block = (iters - done).min(64);
+                    // Which one runs first alternates, so neither always
+                    // finds the caches and the allocator as the other left them.
+                    if ours_first {
+                        mine += ours_block(block);
+                        value += value_block(block);
+                    } else {
+                        value += value_block(block);
+                        mine += ours_block(block);
+                    }
+                    ours_first = !ours_first;
+                    done += block;
+                }
+                ours += mine;
+                mine
+            })
+        });
+        println!(
+            "{name}: parse_request / serde_json::from_slice::<Value> = {:.2}",
+            ours.as_secs_f64() / value.as_secs_f64()
+        );
+    }
+    group.finish();
+}
+
+fn serialize(c: &mut Criterion) {
+    let response = Response::new(Status::new(StatusCode::OK, "here it is"), "/hello.txt")
+        .with_headers(
+            Headers::new()
+                .with_content_type("text/plain".parse::<MediaType>().expect("a media type"))
+                .with_date(Date::from_unix_seconds(1_700_000_000))
+                .with_language(LanguageTag::EN_US),
+        )
+        .with_body(Body::text("Hello, world!"));
+    let mut out = Vec::with_capacity(512);
+    c.bench_function("serialize 200 text response", |b| {
+        b.iter(|| {
+            out.clear();
+            black_box(&response).write_to(&mut out);
+            out.len()
+        })
+    });
+}
+
+criterion_group!(benches, parse, parse_interleaved, serialize);
+criterion_main!(benches);
