@@ -7,6 +7,7 @@
 // touch (clippy.toml forbids them crate-wide for the core's sake).
 #![allow(clippy::disallowed_methods)]
 
+mod drive;
 mod handler;
 pub mod mio_server;
 pub mod std_client;
@@ -14,4 +15,4 @@ pub mod std_server;
 #[cfg(feature = "tokio")]
 pub mod tokio_io;
 
-pub use handler::{Handler, RequestInfo};
+pub use handler::{Exchange, Handler, RequestInfo, ServerOptions};

@@ -9,7 +9,7 @@ use super::connection::Connection;
 use super::responses::refusal;
 use super::state::{Exchange, ExchangeState, Input};
 use super::{Event, Now, PeerError, RequestId, Role};
-use crate::message::{Body, Rejection, Request, StatusCode, parse_response};
+use crate::message::{Body, Rejection, Request, StatusCode, parse_response_scanned};
 
 /// The client's half of a connection.
 #[derive(Debug, Default)]
@@ -171,11 +171,8 @@ impl Connection {
     /// Handles one framed response.
     pub(super) fn client_message(&mut self, bytes: &[u8], max_depth: usize, now: Now) {
         let limits = self.config.limits.message;
-        let parsed = if max_depth > limits.max_depth {
-            Err(refusal::too_deep(max_depth, limits.max_depth))
-        } else {
-            parse_response(bytes, self.config.validation, &limits)
-        };
+        // D3: depth as the scanner measured it (see `server_message`).
+        let parsed = parse_response_scanned(bytes, Some(max_depth), self.config.validation, &limits);
         let front = self.client.sent.front().map(|s| (s.id, s.exchange.state()));
         let parsed = match parsed {
             Ok(parsed) => parsed,

@@ -67,15 +67,6 @@ pub(super) mod refusal {
         )
     }
 
-    /// D3: nested deeper than the limit (`400`).
-    pub(in super::super) fn too_deep(depth: usize, limit: usize) -> Rejection {
-        Rejection::new(
-            StatusCode::BAD_REQUEST,
-            format!("the message nests {depth} levels deep, over the limit of {limit}"),
-            "",
-        )
-    }
-
     /// D1: the stream ended inside a message.
     pub(in super::super) fn incomplete() -> Rejection {
         Rejection::new(

@@ -14,7 +14,7 @@ use super::connection::Connection;
 use super::responses::{self, refusal};
 use super::state::{Exchange, ExchangeState, Input};
 use super::{ContinuePolicy, Event, Now, PeerError, RequestId, Role, UsageError};
-use crate::message::{Rejection, RequestContext, Response, parse_request};
+use crate::message::{Rejection, RequestContext, Response, parse_request_scanned};
 
 /// The server's half of a connection.
 #[derive(Debug, Default)]
@@ -112,12 +112,9 @@ impl Connection {
             Some(_) => RequestContext::AfterContinue,
             None => RequestContext::Fresh,
         };
-        // D3: refuse depth from the scan, before any recursive parser runs.
-        let parsed = if max_depth > limits.max_depth {
-            Err(refusal::too_deep(max_depth, limits.max_depth))
-        } else {
-            parse_request(bytes, context, &limits)
-        };
+        // D3: the scanner measured the depth; a deep message is refused
+        // from that count before any recursive parser runs.
+        let parsed = parse_request_scanned(bytes, Some(max_depth), context, &limits);
         let request = match parsed {
             Ok(request) => request,
             Err(rejection) => {

@@ -178,13 +178,13 @@ fn syntax<'a>(
     })?;
     // The framing scanner's count, when given, refuses a deep message
     // before any parser runs; otherwise `parse_top` measures the depth.
-    if max_depth_seen.is_some_and(|depth| depth > limits.max_depth) {
+    if let Some(depth) = max_depth_seen.filter(|depth| *depth > limits.max_depth) {
         return Err(refuse(
             StatusCode::BAD_REQUEST,
-            PrescanError::TooDeep {
-                limit: limits.max_depth,
-            }
-            .to_string(),
+            format!(
+                "message nests objects and arrays {depth} levels deep, deeper than the limit of {} levels",
+                limits.max_depth
+            ),
         ));
     }
     if let Some(kind) =

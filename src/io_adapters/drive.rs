@@ -1,0 +1,139 @@
+//! What every server adapter does between its socket and the machine: read
+//! the clock, hand events to the [`Handler`], and remember whether a message
+//! is half received (for graceful shutdown). No protocol logic: status codes
+//! and JSON stay in the machine and the message layer.
+
+use std::net::SocketAddr;
+use std::time::{Instant, SystemTime};
+
+use crate::machine::{Config, Connection, Event, Now, PeerError, Role};
+use crate::message::{Date, Request, Response, Status, StatusCode};
+
+use super::handler::{Exchange, Handler, RequestInfo};
+
+/// The current time, as the machine takes it.
+pub(crate) fn now() -> Now {
+    Now {
+        instant: Instant::now(),
+        wall: Date::from_system_time(SystemTime::now()),
+    }
+}
+
+/// One server connection: the machine and the little an adapter tracks.
+#[derive(Debug)]
+pub(crate) struct Served {
+    /// The machine; adapters write its `pending_output`, honour
+    /// `wants_read`, `poll_timeout` and `is_closed`.
+    pub(crate) conn: Connection,
+    info: RequestInfo,
+    /// Bytes other than whitespace arrived, or a `100` was sent, since the
+    /// last request was handed out: an exchange is under way.
+    in_flight: bool,
+}
+
+impl Served {
+    /// A new server connection with `peer`.
+    pub(crate) fn new(config: &Config, peer: SocketAddr, now: Now) -> Served {
+        Served {
+            conn: Connection::new(Role::Server, config.clone(), now),
+            info: RequestInfo::new(peer),
+            in_flight: false,
+        }
+    }
+
+    /// Feeds bytes read from the socket.
+    pub(crate) fn receive(&mut self, data: &[u8], now: Now) {
+        // Whitespace between messages starts no exchange (D1).
+        if !self.in_flight && data.iter().any(|b| !matches!(b, b' ' | b'\t' | b'\r' | b'\n')) {
+            self.in_flight = true;
+        }
+        self.conn.receive_data(data, now);
+    }
+
+    /// Nothing half received and nothing left to write: at shutdown the
+    /// connection can be closed without cutting an exchange short.
+    pub(crate) fn is_idle(&self) -> bool {
+        !self.in_flight && self.conn.pending_output().is_empty()
+    }
+
+    /// Answers every pending event with `handler`, and reports each response
+    /// to its access-log hook.
+    pub(crate) fn dispatch<H: Handler + ?Sized>(&mut self, handler: &H) {
+        while let Some(event) = self.conn.next_event(now()) {
+            match event {
+                Event::Request { id, request } => {
+                    self.in_flight = false;
+                    let started = Instant::now();
+                    let response = answer(handler, &request, &self.info);
+                    self.log(handler, Some(&request), &response, started);
+                    // Refused only when the connection is already closing:
+                    // then nobody is left to answer.
+                    let _ = self.conn.send_response(id, response, now());
+                }
+                Event::ContinueRequested { id, request } => {
+                    let started = Instant::now();
+                    match handler.check_continue(&request, &self.info) {
+                        Ok(()) => {
+                            // The full request is now awaited (D10).
+                            self.in_flight = true;
+                            let _ = self.conn.accept_continue(id, now());
+                        }
+                        Err(response) => {
+                            self.in_flight = false;
+                            self.log(handler, Some(&request), &response, started);
+                            let _ = self.conn.send_response(id, response, now());
+                        }
+                    }
+                }
+                Event::PeerError(PeerError::Rejected { rejection, .. }) => {
+                    self.in_flight = false;
+                    handler.log_exchange(&Exchange {
+                        peer: self.info.peer,
+                        method: None,
+                        resource: &rejection.resource,
+                        status: rejection.status,
+                        // The connection's error responses carry no content.
+                        content_bytes: 0,
+                        elapsed: std::time::Duration::ZERO,
+                    });
+                }
+                // Timeouts and a truncated stream end the exchange; the
+                // machine has queued whatever it owes.
+                Event::PeerError(_) => self.in_flight = false,
+                // Closed: adapters check `is_closed`. Client events do not
+                // occur on a server connection.
+                Event::Closed | Event::Continue { .. } | Event::Response { .. } => {}
+            }
+        }
+    }
+
+    fn log<H: Handler + ?Sized>(
+        &self,
+        handler: &H,
+        request: Option<&Request>,
+        response: &Response,
+        started: Instant,
+    ) {
+        handler.log_exchange(&Exchange {
+            peer: self.info.peer,
+            method: request.map(|r| r.method),
+            resource: &response.resource,
+            status: response.status.code,
+            content_bytes: response.body.content().len(),
+            elapsed: started.elapsed(),
+        });
+    }
+}
+
+/// Runs the handler; a handler that panics gets its request answered `500`
+/// instead of taking down the worker and every connection on it.
+fn answer<H: Handler + ?Sized>(handler: &H, request: &Request, info: &RequestInfo) -> Response {
+    let run = std::panic::AssertUnwindSafe(|| handler.handle(request, info));
+    std::panic::catch_unwind(run).unwrap_or_else(|_| {
+        let status = Status::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "the server failed while answering this request",
+        );
+        Response::new(status, request.resource.as_str())
+    })
+}

@@ -1,0 +1,131 @@
+//! `jsontp serve` as a process: the start line, an answer over TCP, the
+//! access log, and start errors (issue 4).
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+const BIN: &str = env!("CARGO_BIN_EXE_jsontp");
+
+/// The server process, killed on drop so that a failing test leaves none.
+struct Serve(Child);
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn temp_root(name: &str) -> std::path::PathBuf {
+    let root = std::env::temp_dir().join(format!("jsontp-cli-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    std::fs::create_dir_all(&root).expect("temp root");
+    std::fs::write(root.join("hello.txt"), "Hello, world!").expect("write");
+    root
+}
+
+/// Starts `jsontp serve` on a free port; returns it and the bound address
+/// read from the start line.
+fn serve(
+    root: &std::path::Path,
+    extra: &[&str],
+) -> (Serve, SocketAddr, BufReader<std::process::ChildStderr>) {
+    let mut child = Command::new(BIN)
+        .args(["serve", "--addr", "127.0.0.1:0", "--workers", "1", "--root"])
+        .arg(root)
+        .args(extra)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start jsontp serve");
+    let mut stderr = BufReader::new(child.stderr.take().expect("stderr"));
+    let server = Serve(child);
+    let mut line = String::new();
+    stderr.read_line(&mut line).expect("start line");
+    let addr = line
+        .trim()
+        .rsplit("jsontp://")
+        .next()
+        .and_then(|a| a.parse().ok())
+        .unwrap_or_else(|| panic!("no address in the start line {line:?}"));
+    (server, addr, stderr)
+}
+
+fn get(addr: SocketAddr, resource: &str) -> serde_json::Value {
+    let mut stream = TcpStream::connect(addr).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("timeout");
+    let request = serde_json::json!({
+        "jsontp": "1.0", "type": "request", "resource": resource, "method": "GET",
+        "headers": {}, "body": {"content": "", "encoding": "identity"}
+    });
+    stream
+        .write_all(format!("{request}\n").as_bytes())
+        .expect("write");
+    stream.shutdown(std::net::Shutdown::Write).expect("half close");
+    let mut text = String::new();
+    stream.read_to_string(&mut text).expect("response then close");
+    serde_json::from_str(text.trim()).expect("one JSON response")
+}
+
+#[test]
+fn serves_the_root_and_logs_each_request() {
+    let root = temp_root("serve");
+    let (_server, addr, mut log) = serve(&root, &[]);
+    let response = get(addr, "/hello.txt");
+    assert_eq!(response["status"]["code"], 200);
+    assert_eq!(response["body"]["content"], "Hello, world!");
+    let mut line = String::new();
+    log.read_line(&mut line).expect("access log line");
+    assert!(
+        line.contains("GET") && line.contains("/hello.txt") && line.contains(" 200 "),
+        "{line:?}"
+    );
+    let _ = std::fs::remove_dir_all(root);
+}
+
+#[test]
+fn quiet_serves_without_a_log() {
+    let root = temp_root("quiet");
+    let (server, addr, log) = serve(&root, &["--quiet"]);
+    assert_eq!(get(addr, "/missing.txt")["status"]["code"], 404);
+    drop(server); // the process ends, so its stderr ends
+    let rest: Vec<String> = log.lines().map_while(Result::ok).collect();
+    assert!(rest.is_empty(), "nothing logged with --quiet: {rest:?}");
+    let _ = std::fs::remove_dir_all(root);
+}
+
+#[test]
+fn a_missing_root_fails_in_one_line() {
+    let output = Command::new(BIN)
+        .args([
+            "serve",
+            "--addr",
+            "127.0.0.1:0",
+            "--root",
+            "/definitely/not/here/jsontp",
+        ])
+        .output()
+        .expect("run");
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("/definitely/not/here/jsontp"), "{stderr}");
+}
+
+#[test]
+fn a_port_in_use_fails_in_one_line() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = taken.local_addr().expect("addr").to_string();
+    let output = Command::new(BIN)
+        .args(["serve", "--root", ".", "--addr", &addr])
+        .output()
+        .expect("run");
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains(&addr), "{stderr}");
+}
