@@ -195,7 +195,8 @@ fn reference_get(port: u16, resource: &'static str) -> jsontp_ref::client::Jsont
 #[cfg(feature = "tokio")]
 #[test]
 fn the_reference_client_gets_a_correct_answer_from_our_tokio_server() {
-    use jsontp::io_adapters::tokio_io::{ServeOptions, serve};
+    use jsontp::io_adapters::ServerOptions;
+    use jsontp::io_adapters::tokio_io::serve;
     use jsontp::message::{Body, Response, Status};
 
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
@@ -215,7 +216,7 @@ fn the_reference_client_gets_a_correct_answer_from_our_tokio_server() {
         )
         .with_body(Body::text(text))
     };
-    let server = runtime.spawn(serve(listener, hello, ServeOptions::default(), async {
+    let server = runtime.spawn(serve(listener, hello, ServerOptions::default(), async {
         let _ = stopped.await;
     }));
 
@@ -238,6 +239,35 @@ fn the_reference_client_gets_a_correct_answer_from_our_tokio_server() {
         .expect("serve stops")
         .expect("no panic")
         .expect("no error");
+}
+
+#[test]
+fn the_reference_client_gets_a_correct_answer_from_our_std_server() {
+    use jsontp::io_adapters::ServerOptions;
+    use jsontp::io_adapters::std_server::StdServer;
+    use jsontp::message::{Body, Response, Status};
+
+    let hello = |request: &Request| {
+        Response::new(
+            Status::new(StatusCode::OK, "here it is"),
+            request.resource.as_str(),
+        )
+        .with_body(Body::text(format!("std server: {}", request.resource.path())))
+    };
+    let server =
+        StdServer::bind("127.0.0.1:0", hello, ServerOptions::default().with_workers(2)).expect("bind");
+    let port = server.local_addr().expect("addr").port();
+    let stop = server.shutdown_handle();
+    let running = thread::spawn(move || server.run());
+
+    let answer = reference_get(port, "/std");
+    assert_eq!(answer.status.code, 200);
+    assert_eq!(answer.resource, "/std");
+    assert_eq!(answer.body.content, "std server: /std");
+    assert!(answer.headers.contains_key("date"));
+
+    stop.shutdown();
+    running.join().expect("no panic").expect("run ends without error");
 }
 
 /// `jsontp serve` (our file server on the mio adapter) answering the

@@ -5,8 +5,9 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use jsontp::io_adapters::std_client::{ClientError, ClientOptions};
-use jsontp::io_adapters::tokio_io::{Client, ServeOptions, serve};
-use jsontp::io_adapters::{Handler, RequestInfo};
+use jsontp::io_adapters::tokio_io::{Client, serve};
+use jsontp::io_adapters::{Handler, RequestInfo, ServerOptions};
+use jsontp::machine::{Config, ContinuePolicy};
 use jsontp::message::{Body, Headers, Method, Request, Response, Status, StatusCode};
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -73,7 +74,12 @@ async fn start<H: Handler>(handler: H) -> Running {
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let addr = listener.local_addr().expect("addr");
     let (stop, stopped) = oneshot::channel::<()>();
-    let task = tokio::spawn(serve(listener, handler, ServeOptions::default(), async {
+    // Ask: 100-continue handshakes go to `check_continue` (D10).
+    let options = ServerOptions::default().with_config(Config {
+        continue_policy: ContinuePolicy::Ask,
+        ..Config::default()
+    });
+    let task = tokio::spawn(serve(listener, handler, options, async {
         let _ = stopped.await;
     }));
     Running {
@@ -281,4 +287,76 @@ async fn the_async_client_reports_a_silent_server_as_a_timeout() {
     drop(client);
     let sink = silent.await.expect("the silent server");
     assert!(sink.ends_with(b"\n"), "the request was sent whole");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_lets_a_half_received_request_finish() {
+    let server = start(Echo).await;
+    let mut stream = TcpStream::connect(server.addr).await.expect("connect");
+    let raw = r#"{"jsontp":"1.0","type":"request","resource":"/late","method":"GET","headers":{},"body":{"content":"","encoding":"identity"}}"#;
+    let (first, rest) = raw.split_at(40);
+    stream.write_all(first.as_bytes()).await.expect("write");
+    // Let the server read the first half before asking it to stop.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let Running { addr: _, stop, task } = server;
+    let _ = stop.expect("not stopped yet").send(());
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(!task.is_finished(), "an exchange under way holds the shutdown");
+    stream.write_all(rest.as_bytes()).await.expect("write the rest");
+    let responses = read_responses(&mut stream, 1).await;
+    assert_eq!(responses[0]["resource"], "/late");
+    assert_eq!(responses[0]["status"]["code"], 200);
+    timeout(LIMIT, task)
+        .await
+        .expect("serve returns once the exchange is done")
+        .expect("no panic")
+        .expect("no error");
+}
+
+type Log = std::sync::Arc<std::sync::Mutex<Vec<(Option<Method>, String, u16)>>>;
+
+/// Records what the access-log hook is told.
+struct Logged(Log);
+
+impl Handler for Logged {
+    fn handle(&self, request: &Request, info: &RequestInfo) -> Response {
+        Echo.handle(request, info)
+    }
+
+    fn log_exchange(&self, exchange: &jsontp::io_adapters::Exchange<'_>) {
+        if let Ok(mut seen) = self.0.lock() {
+            seen.push((
+                exchange.method,
+                exchange.resource.to_owned(),
+                exchange.status.as_u16(),
+            ));
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_response_reaches_the_access_log_hook() {
+    let log = Log::default();
+    let server = start(Logged(std::sync::Arc::clone(&log))).await;
+    let mut stream = TcpStream::connect(server.addr).await.expect("connect");
+    let raw = concat!(
+        r#"{"jsontp":"1.0","type":"request","resource":"/ok","method":"GET","headers":{},"body":{"content":"","encoding":"identity"}}"#,
+        r#"{"jsontp":"1.0","type":"request","resource":"/bad","method":"FETCH","headers":{},"body":{"content":"","encoding":"identity"}}"#
+    );
+    stream.write_all(raw.as_bytes()).await.expect("write");
+    let responses = read_responses(&mut stream, 2).await;
+    assert_eq!(
+        responses[1]["status"]["code"], 400,
+        "the machine refused the method (D5)"
+    );
+    drop(stream);
+    server.stop().await;
+    let seen = log.lock().expect("log").clone();
+    assert_eq!(
+        seen,
+        vec![
+            (Some(Method::Get), "/ok".to_owned(), 200),
+            (None, "/bad".to_owned(), 400)
+        ]
+    );
 }

@@ -11,10 +11,12 @@
 //!   options, outcomes and errors.
 //!
 //! Handlers are synchronous (`fn handle(&self, …) -> Response`) and may block
-//! (the file server reads files), so the server runs each call on tokio's
-//! blocking pool with `spawn_blocking` rather than on a runtime worker. The
+//! (the file server reads files), so the server runs them on tokio's
+//! blocking pool with `spawn_blocking`, never on a runtime worker. The
 //! requests of one connection are handled one after the other, which keeps
-//! the responses in request order (D2) without buffering them.
+//! the responses in request order (D2) without buffering them. What happens
+//! between the machine and the handler (access log, a panicking handler
+//! answered `500`) is the same code as in the std and mio servers.
 
 use std::future::Future;
 use std::io;
@@ -27,53 +29,37 @@ use tokio::net::{TcpListener, TcpStream, ToSocketAddrs};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
+use super::drive::Served;
 use super::std_client::{
     ClientError, ClientOptions, Deadlines, Direction, Exchange, Outstanding, Timeout, Tracer, is_reset, now,
 };
-use super::{Handler, RequestInfo};
-use crate::machine::{Config, Connection, ContinuePolicy, Event, RequestId, Role, UsageError};
-use crate::message::{Request, Response, Status, StatusCode};
+use super::{Handler, ServerOptions};
+use crate::machine::{Config, Connection, Role, UsageError};
+use crate::message::Request;
 
 const READ_CHUNK: usize = 16 * 1024;
 
-/// How the async server runs.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ServeOptions {
-    /// The configuration of every connection: limits and timeouts (D3), the
-    /// 100-continue policy (D10), the language of the machine's own
-    /// responses.
-    pub config: Config,
-    /// After shutdown is asked: how long open connections may take to
-    /// answer what they have already read before they are dropped.
-    pub shutdown_grace: Duration,
-}
-
-impl Default for ServeOptions {
-    /// The D3 defaults; 100-continue handshakes go to
-    /// [`Handler::check_continue`] (which accepts unless overridden); a grace
-    /// of 5 s.
-    fn default() -> Self {
-        ServeOptions {
-            config: Config {
-                continue_policy: ContinuePolicy::Ask,
-                ..Config::default()
-            },
-            shutdown_grace: Duration::from_secs(5),
-        }
-    }
-}
+/// After shutdown is asked, how long connections with an exchange under way
+/// may take to finish it before they are dropped.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
 
 /// Serves `handler` on every connection `listener` accepts, until `shutdown`
 /// completes.
 ///
-/// Then it stops accepting, and every open connection answers the requests
-/// it has already read, writes them out and closes; connections still busy
-/// after [`ServeOptions::shutdown_grace`] are dropped. Returns once all are
-/// gone.
+/// `options.config` configures every connection (limits and timeouts, D3;
+/// the 100-continue policy, D10: [`Handler::check_continue`] is asked only
+/// with [`ContinuePolicy::Ask`](crate::machine::ContinuePolicy::Ask)).
+/// `options.workers` is not used: the runtime's threads serve.
+///
+/// At shutdown it stops accepting; idle connections close at once, and a
+/// connection with an exchange under way finishes it, writes the response
+/// and closes. Connections still busy after [`SHUTDOWN_GRACE`] are dropped.
+/// Returns once all are gone.
 ///
 /// ```no_run
 /// # async fn demo() -> std::io::Result<()> {
-/// use jsontp::io_adapters::tokio_io::{serve, ServeOptions};
+/// use jsontp::io_adapters::ServerOptions;
+/// use jsontp::io_adapters::tokio_io::serve;
 /// use jsontp::message::{Body, Request, Response, Status, StatusCode};
 ///
 /// let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
@@ -81,7 +67,7 @@ impl Default for ServeOptions {
 ///     Response::new(Status::new(StatusCode::OK, "here it is"), request.resource.as_str())
 ///         .with_body(Body::text("hello"))
 /// };
-/// serve(listener, hello, ServeOptions::default(), async {
+/// serve(listener, hello, ServerOptions::default(), async {
 ///     let _ = tokio::signal::ctrl_c().await;
 /// })
 /// .await
@@ -90,7 +76,7 @@ impl Default for ServeOptions {
 pub async fn serve<H, S>(
     listener: TcpListener,
     handler: H,
-    options: ServeOptions,
+    options: ServerOptions,
     shutdown: S,
 ) -> io::Result<()>
 where
@@ -128,7 +114,7 @@ where
     // Receivers only look for the change; a send error means none is left.
     let _ = stop_tx.send(true);
     let drain = async { while connections.join_next().await.is_some() {} };
-    if tokio::time::timeout(options.shutdown_grace, drain).await.is_err() {
+    if tokio::time::timeout(SHUTDOWN_GRACE, drain).await.is_err() {
         connections.shutdown().await;
     }
     Ok(())
@@ -145,54 +131,61 @@ async fn serve_connection<H: Handler>(
     // Responses are written whole: Nagle would only delay them. A failure
     // here costs latency, not correctness.
     let _ = stream.set_nodelay(true);
-    let info = RequestInfo::new(peer);
-    let mut connection = Connection::new(Role::Server, config, now());
+    let mut served = Served::new(&config, peer, now());
     let mut buf = vec![0u8; READ_CHUNK];
     let mut eof = false;
+    // Input reached the machine since the handler last looked.
+    let mut fed = false;
     let mut stopping = *stop.borrow();
     loop {
-        while let Some(event) = connection.next_event(now()) {
-            match event {
-                Event::Request { id, request } => {
-                    let response = call_handler(&handler, request, info, Call::Handle).await;
-                    answer(&mut connection, id, response);
-                }
-                Event::ContinueRequested { id, request } => {
-                    match call_handler(&handler, request, info, Call::CheckContinue).await {
-                        None => {
-                            // The machine just asked: it is awaiting this answer.
-                            let _ = connection.accept_continue(id, now());
-                        }
-                        refusal => answer(&mut connection, id, refusal),
-                    }
-                }
-                // Errors are already answered by the machine; `Closed` is
-                // seen through `is_closed`; client events do not occur.
-                _ => {}
+        if fed {
+            fed = false;
+            // Handlers are synchronous and may block (the file server reads
+            // files): they run on the blocking pool, the connection's state
+            // travelling there and back.
+            let handler = Arc::clone(&handler);
+            match tokio::task::spawn_blocking(move || {
+                served.dispatch(&*handler);
+                served
+            })
+            .await
+            {
+                Ok(back) => served = back,
+                // A hook panicked outside the handler's own guard: the
+                // connection state is gone with it.
+                Err(_) => return,
             }
         }
-        let pending = !connection.pending_output().is_empty();
-        if !pending && (connection.is_closed() || stopping || eof) {
+        let pending = !served.conn.pending_output().is_empty();
+        if !pending && (served.conn.is_closed() || eof) {
             break;
         }
-        let want_read = !eof && !stopping && connection.wants_read();
-        let timer = connection.poll_timeout().map(tokio::time::Instant::from_std);
+        if stopping && served.is_idle() {
+            break;
+        }
+        let want_read = !eof && served.conn.wants_read();
+        let timer = served.conn.poll_timeout().map(tokio::time::Instant::from_std);
         let (mut reader, mut writer) = stream.split();
         tokio::select! {
-            written = writer.write(connection.pending_output()), if pending => match written {
+            written = writer.write(served.conn.pending_output()), if pending => match written {
                 Ok(0) | Err(_) => return,
-                Ok(n) => connection.consume_output(n),
+                Ok(n) => served.conn.consume_output(n),
             },
-            read = reader.read(&mut buf), if want_read => match read {
-                Ok(0) => {
-                    eof = true;
-                    connection.receive_eof(now());
+            read = reader.read(&mut buf), if want_read => {
+                match read {
+                    Ok(0) => {
+                        eof = true;
+                        served.conn.receive_eof(now());
+                    }
+                    Ok(n) => served.receive(&buf[..n], now()),
+                    Err(_) => return,
                 }
-                Ok(n) => connection.receive_data(&buf[..n], now()),
-                Err(e) if is_reset(&e) => return,
-                Err(_) => return,
+                fed = true;
             },
-            () = sleep_until(timer), if timer.is_some() => connection.handle_timeout(now()),
+            () = sleep_until(timer), if timer.is_some() => {
+                served.conn.handle_timeout(now());
+                fed = true;
+            },
             _ = stop.changed(), if !stopping => stopping = true,
             else => break,
         }
@@ -226,54 +219,6 @@ async fn close_gracefully(mut stream: TcpStream) {
 fn sleep_until(deadline: Option<tokio::time::Instant>) -> tokio::time::Sleep {
     // Only polled when `deadline` is set; the fallback is never reached.
     tokio::time::sleep_until(deadline.unwrap_or_else(tokio::time::Instant::now))
-}
-
-#[derive(Clone, Copy)]
-enum Call {
-    Handle,
-    CheckContinue,
-}
-
-/// Runs the handler on the blocking pool. `Call::Handle` always yields a
-/// response; `Call::CheckContinue` yields `None` to accept.
-async fn call_handler<H: Handler>(
-    handler: &Arc<H>,
-    request: Request,
-    info: RequestInfo,
-    call: Call,
-) -> Option<Response> {
-    let handler = Arc::clone(handler);
-    let resource = request.resource.as_str().to_owned();
-    let outcome = tokio::task::spawn_blocking(move || match call {
-        Call::Handle => Some(handler.handle(&request, &info)),
-        Call::CheckContinue => handler.check_continue(&request, &info).err(),
-    })
-    .await;
-    match outcome {
-        Ok(answer) => answer,
-        // The handler panicked: the exchange still gets its answer.
-        Err(_) => Some(internal_error(
-            &resource,
-            "the application failed while answering",
-        )),
-    }
-}
-
-/// Hands the application's answer to the machine. An answer the machine
-/// cannot send (a 1xx) becomes a 500, so that the exchange is still
-/// answered and the responses behind it are not held up (D2).
-fn answer(connection: &mut Connection, id: RequestId, response: Option<Response>) {
-    let Some(response) = response else { return };
-    let resource = response.resource.clone();
-    if let Err(UsageError::InformationalResponse) = connection.send_response(id, response, now()) {
-        let fallback = internal_error(&resource, "the application answered with a 1xx status");
-        // The exchange is still open: the first attempt was refused.
-        let _ = connection.send_response(id, fallback, now());
-    }
-}
-
-fn internal_error(resource: &str, why: &str) -> Response {
-    Response::new(Status::new(StatusCode::INTERNAL_SERVER_ERROR, why), resource)
 }
 
 /// An async client on one connection: the twin of
