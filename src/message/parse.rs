@@ -27,7 +27,7 @@ use std::borrow::Cow;
 
 use super::codec::{self, DecodeError};
 use super::header_values::{quoted, request_headers, response_headers};
-use super::json::{Envelope, Kind, Loose, Number, PrescanError, RawBody, parse_top};
+use super::json::{Envelope, Kind, Loose, Number, RawBody, parse_top};
 use super::{
     Body, Encoding, MessageLimits, Method, Rejection, Request, Resource, Response, Status, StatusCode,
     Version,
