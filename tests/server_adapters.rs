@@ -25,6 +25,13 @@ struct Echo;
 
 impl Handler for Echo {
     fn handle(&self, request: &Request, _info: &RequestInfo) -> Response {
+        if request.resource.path() == "/informational" {
+            // A handler bug: only the D10 acknowledgement may be a 1xx.
+            return Response::new(
+                Status::new(StatusCode::CONTINUE, "wrong"),
+                request.resource.as_str(),
+            );
+        }
         let text = format!(
             "echo {} {}",
             request.resource.path(),
@@ -224,6 +231,25 @@ fn pipelined_requests_are_answered_in_order() {
         for n in 0..10 {
             assert_eq!(client.expect()["resource"], format!("/p{n}"), "{adapter:?}");
         }
+        server.shutdown_and_join();
+    });
+}
+
+#[test]
+fn a_handler_answering_1xx_gets_500_and_the_pipeline_goes_on() {
+    // D12: a 1xx is only the acknowledgement; the adapter must not leave the
+    // exchange unanswered, or every pipelined answer behind it would stall.
+    both(|adapter| {
+        let server = start(adapter, ContinuePolicy::AutoAccept, 2);
+        let mut client = Reader::new(connect(server.addr));
+        client.send(&(request("GET", "/informational", "") + &request("GET", "/after", "")));
+        let first = client.expect();
+        assert_eq!(
+            (code(&first), first["resource"].as_str()),
+            (500, Some("/informational")),
+            "{adapter:?}"
+        );
+        assert_eq!(content(&client.expect()), "echo /after ", "{adapter:?}");
         server.shutdown_and_join();
     });
 }

@@ -6,7 +6,7 @@
 use std::net::SocketAddr;
 use std::time::{Instant, SystemTime};
 
-use crate::machine::{Config, Connection, Event, Now, PeerError, Role};
+use crate::machine::{Config, Connection, Event, Now, PeerError, RequestId, Role, UsageError};
 use crate::message::{Date, Request, Response, Status, StatusCode};
 
 use super::handler::{Exchange, Handler, RequestInfo};
@@ -65,10 +65,7 @@ impl Served {
                     self.in_flight = false;
                     let started = Instant::now();
                     let response = answer(handler, &request, &self.info);
-                    self.log(handler, Some(&request), &response, started);
-                    // Refused only when the connection is already closing:
-                    // then nobody is left to answer.
-                    let _ = self.conn.send_response(id, response, now());
+                    self.respond(handler, id, &request, response, started);
                 }
                 Event::ContinueRequested { id, request } => {
                     let started = Instant::now();
@@ -80,8 +77,7 @@ impl Served {
                         }
                         Err(response) => {
                             self.in_flight = false;
-                            self.log(handler, Some(&request), &response, started);
-                            let _ = self.conn.send_response(id, response, now());
+                            self.respond(handler, id, &request, response, started);
                         }
                     }
                 }
@@ -107,19 +103,40 @@ impl Served {
         }
     }
 
-    fn log<H: Handler + ?Sized>(
-        &self,
+    /// Sends the application's answer to exchange `id` and logs it. An
+    /// answer the machine refuses as a misuse (a `1xx` other than the
+    /// acknowledgement, D12) would leave the exchange unanswered and stall
+    /// every pipelined response behind it, so it is replaced by a `500`.
+    fn respond<H: Handler + ?Sized>(
+        &mut self,
         handler: &H,
-        request: Option<&Request>,
-        response: &Response,
+        id: RequestId,
+        request: &Request,
+        response: Response,
         started: Instant,
     ) {
+        let (mut status, mut content_bytes) = (response.status.code, response.body.content().len());
+        match self.conn.send_response(id, response, now()) {
+            // Closed: the connection is going away; nobody is left to answer.
+            Ok(()) | Err(UsageError::Closed) => {}
+            Err(misuse) => {
+                let fallback = Response::new(
+                    Status::new(
+                        StatusCode::INTERNAL_SERVER_ERROR,
+                        format!("the server's application gave an answer that cannot be sent: {misuse}"),
+                    ),
+                    request.resource.as_str(),
+                );
+                (status, content_bytes) = (fallback.status.code, 0);
+                let _ = self.conn.send_response(id, fallback, now());
+            }
+        }
         handler.log_exchange(&Exchange {
             peer: self.info.peer,
-            method: request.map(|r| r.method),
-            resource: &response.resource,
-            status: response.status.code,
-            content_bytes: response.body.content().len(),
+            method: Some(request.method),
+            resource: request.resource.as_str(),
+            status,
+            content_bytes,
             elapsed: started.elapsed(),
         });
     }

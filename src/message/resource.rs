@@ -1,8 +1,8 @@
 //! The `resource` field (D7): seven shapes, parsed into their parts, the
 //! original string kept for the echo.
 
+use core::net::{Ipv4Addr, Ipv6Addr};
 use std::fmt;
-use std::net::{Ipv4Addr, Ipv6Addr};
 use std::str::FromStr;
 
 use super::ValueError;
