@@ -1,0 +1,64 @@
+//! A handler of your own on the mio or the std adapter.
+//!
+//! ```text
+//! cargo run --example hello_server            # mio, 127.0.0.1:8080
+//! cargo run --example hello_server -- std 127.0.0.1:9000
+//! jsontp get localhost:8080/anything
+//! ```
+#![allow(clippy::disallowed_methods)] // an application owns its threads
+
+use jsontp::io_adapters::mio_server::MioServer;
+use jsontp::io_adapters::std_server::StdServer;
+use jsontp::io_adapters::{Handler, RequestInfo, ServerOptions};
+use jsontp::message::{Body, Method, Request, Response, Status, StatusCode};
+
+/// Greets on GET and POST, refuses everything else with 405 (D11).
+struct Hello;
+
+impl Handler for Hello {
+    fn handle(&self, request: &Request, info: &RequestInfo) -> Response {
+        let echo = request.resource.as_str();
+        match request.method {
+            Method::Get | Method::Post => Response::new(Status::new(StatusCode::OK, "hello"), echo)
+                .with_body(Body::text(format!(
+                    "hello {}, you asked for {}\n",
+                    info.peer,
+                    request.resource.path()
+                ))),
+            _ => {
+                let allowed = serde_json::json!(["GET", "POST"]);
+                let body = Body::empty()
+                    .with_extra("allowed-methods", allowed)
+                    .expect("a valid body key");
+                Response::new(
+                    Status::new(StatusCode::METHOD_NOT_ALLOWED, "only GET and POST here"),
+                    echo,
+                )
+                .with_body(body)
+            }
+        }
+    }
+}
+
+fn main() -> std::io::Result<()> {
+    let mut args = std::env::args().skip(1);
+    let adapter = args.next().unwrap_or_else(|| "mio".into());
+    let addr = args.next().unwrap_or_else(|| "127.0.0.1:8080".into());
+    let options = ServerOptions::default();
+    match adapter.as_str() {
+        "std" => {
+            let server = StdServer::bind(&addr, Hello, options.with_workers(16))?;
+            eprintln!("hello_server (std) on {}", server.local_addr()?);
+            server.run()
+        }
+        "mio" => {
+            let server = MioServer::bind(&addr, Hello, options)?;
+            eprintln!("hello_server (mio) on {}", server.local_addr()?);
+            server.run()
+        }
+        other => {
+            eprintln!("unknown adapter {other:?}: use std or mio");
+            std::process::exit(2)
+        }
+    }
+}
