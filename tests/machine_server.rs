@@ -498,3 +498,20 @@ fn the_100_waits_for_the_responses_owed_before_it() {
     assert_eq!(s.output_codes(), [200, 100, 200]);
     insta::assert_snapshot!("machine_server_continue_in_order", s.transcript());
 }
+
+#[test]
+fn an_idle_connection_gives_back_the_buffers_of_a_large_exchange() {
+    // Issue 4: idle connections cost little memory, whatever they carried.
+    let mut s = Server::new(Config::default(), App::Echo);
+    let big = "x".repeat(600 * 1024);
+    s.send(put("/big.txt", &big).as_bytes());
+    assert_eq!(s.output_codes(), [200]);
+    assert!(
+        s.conn.buffered_capacity() <= 32 * 1024,
+        "an idle connection still holds {} bytes of buffers",
+        s.conn.buffered_capacity()
+    );
+    // And it still serves the next request.
+    s.send(get("/next").as_bytes());
+    assert_eq!(s.output_codes(), [200, 200]);
+}

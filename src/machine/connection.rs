@@ -15,6 +15,10 @@ use super::server::ServerSide;
 use super::{Config, Event, Now, RequestId, Role, UsageError};
 use crate::message::{Request, Response};
 
+/// Capacity an empty input or output buffer may keep for the next message;
+/// more is released (see `release_drained_buffers`).
+const RETAINED_CAPACITY: usize = 16 * 1024;
+
 /// One jsontp connection, without I/O.
 ///
 /// See the [module documentation](super) for the states of each role and a
@@ -212,6 +216,13 @@ impl Connection {
         }
     }
 
+    /// Bytes of memory the connection's input and output buffers hold
+    /// (capacity, not content). An idle connection keeps at most a few KiB,
+    /// whatever it carried before.
+    pub fn buffered_capacity(&self) -> usize {
+        self.input.capacity() + self.output.capacity()
+    }
+
     /// Whether the machine wants more input now: false while too many
     /// responses are owed (D3), while a handshake awaits the application's
     /// decision, after the peer's end of stream, and once the connection
@@ -378,9 +389,27 @@ impl Connection {
         if self.role == Role::Server {
             self.server_flush();
         }
+        self.release_drained_buffers();
         if self.is_closed() && !self.closed_reported {
             self.closed_reported = true;
             self.events.push_back(Event::Closed);
+        }
+    }
+
+    /// Gives back a buffer that once held a large message as soon as it is
+    /// empty, so that an idle connection costs little memory whatever it
+    /// carried before (thousands of idle connections per worker, issue 4).
+    fn release_drained_buffers(&mut self) {
+        if self.input_pos == self.input.len() {
+            // Nothing unread: the scanner sees the same (empty) slice.
+            self.input.clear();
+            self.input_pos = 0;
+            if self.input.capacity() > RETAINED_CAPACITY {
+                self.input = Vec::new();
+            }
+        }
+        if self.output.is_empty() && self.output.capacity() > RETAINED_CAPACITY {
+            self.output = Vec::new();
         }
     }
 
