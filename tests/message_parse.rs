@@ -994,3 +994,30 @@ fn d13_strict_and_lenient() {
     .unwrap_err();
     assert!(e.message.starts_with("header \"language\" is missing"), "{e}");
 }
+
+#[test]
+fn d11_post_content_reads_as_form_pairs_or_stays_raw() {
+    let post = |content: &str| {
+        let text = with(|m| {
+            m["method"] = json!("POST");
+            m["body"]["content"] = json!(content);
+        });
+        parse(&text).expect("a valid POST")
+    };
+    let pairs = |list: &[(&str, &str)]| {
+        list.iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        post("name=Ada+Lovelace&lang=en%2DGB").form(),
+        Some(pairs(&[("name", "Ada Lovelace"), ("lang", "en-GB")]))
+    );
+    // Not form data: the request goes on with the raw content (D11).
+    let raw = post("just some text");
+    assert_eq!(raw.form(), None);
+    assert_eq!(raw.body.as_text(), Some("just some text"));
+    // Only POST content is form data.
+    let get = parse(&with(|m| m["body"]["content"] = json!("a=1"))).expect("a valid GET");
+    assert_eq!(get.form(), None);
+}

@@ -182,6 +182,16 @@ impl Request {
         self.body = body;
         self
     }
+
+    /// The content of a `POST` read as `application/x-www-form-urlencoded`
+    /// pairs (D11). `None` for other methods, and when the content is not
+    /// form data: then the request goes on with the raw content.
+    pub fn form(&self) -> Option<Vec<(String, String)>> {
+        if self.method != Method::Post {
+            return None;
+        }
+        super::form::parse_form(self.body.as_text()?)
+    }
 }
 
 /// A jsontp response.
