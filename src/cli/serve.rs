@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use jsontp::file_server::FileServer;
-use jsontp::io_adapters::mio_server::MioServer;
+use jsontp::io_adapters::mio_server::{MioServer, ShutdownHandle};
 use jsontp::io_adapters::{Exchange, Handler, RequestInfo, ServerOptions};
 use jsontp::machine::{Config, ContinuePolicy};
 use jsontp::message::{LanguageTag, Request, Response};
@@ -72,6 +72,10 @@ pub fn run(args: ServeArgs) -> ExitCode {
         }
     };
     let bound = server.local_addr().unwrap_or(args.addr);
+    if let Err(e) = stop_on_signals(server.shutdown_handle()) {
+        eprintln!("jsontp serve: cannot handle signals: {e}");
+        return ExitCode::FAILURE;
+    }
     eprintln!("jsontp serve: serving {} on jsontp://{bound}", root.display());
     match server.run() {
         Ok(()) => ExitCode::SUCCESS,
@@ -80,6 +84,26 @@ pub fn run(args: ServeArgs) -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// SIGTERM or ctrl-c shuts the server down gracefully: it stops accepting
+/// and finishes the exchanges under way. A second signal exits at once.
+fn stop_on_signals(stop: ShutdownHandle) -> std::io::Result<()> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGTERM, SIGINT])?;
+    // The binary owns its threads; the sans-I/O core is what may not.
+    #[allow(clippy::disallowed_methods)]
+    std::thread::spawn(move || {
+        let mut seen = signals.forever();
+        if seen.next().is_some() {
+            eprintln!("jsontp serve: stopping (finishing the exchanges under way)");
+            stop.shutdown();
+        }
+        if seen.next().is_some() {
+            std::process::exit(130);
+        }
+    });
+    Ok(())
 }
 
 /// The file server with one access-log line per response on stderr.
