@@ -515,3 +515,61 @@ fn an_idle_connection_gives_back_the_buffers_of_a_large_exchange() {
     s.send(get("/next").as_bytes());
     assert_eq!(s.output_codes(), [200, 200]);
 }
+
+#[test]
+fn the_continue_timer_starts_when_the_100_goes_out_not_when_it_is_owed() {
+    // D3, D10, D2: a handshake pipelined behind a request the application
+    // holds for 400 s gets its 100 only then; the client cannot send the
+    // full request before it sees the 100, so its 300 s start there. No
+    // other timer may cut the exchange short meanwhile.
+    let mut s = Server::new(Config::default(), App::Hold);
+    s.send(
+        [get("/slow"), put_expecting_continue("/up.txt")]
+            .concat()
+            .as_bytes(),
+    );
+    assert_eq!(s.conn.poll_timeout(), None, "the delay is ours: no timer runs");
+    s.wait(400);
+    assert!(s.output_codes().is_empty(), "no 408 while the 100 waits its turn");
+    let (id, request) = s.held.remove(0);
+    s.answer(id, echo_response(&request));
+    assert_eq!(s.output_codes(), [200, 100]);
+    let continue_deadline = s.clock.now().instant + Duration::from_secs(300);
+    assert_eq!(
+        s.conn.poll_timeout(),
+        Some(continue_deadline),
+        "300 s from the 100"
+    );
+    s.wait(250);
+    s.send(put("/up.txt", "late but in time").as_bytes());
+    let (id, request) = s.held.remove(0);
+    assert_eq!(id.index(), 1);
+    s.answer(id, echo_response(&request));
+    assert_eq!(s.output_codes(), [200, 100, 200]);
+    assert!(!s.conn.is_closed());
+}
+
+#[test]
+fn the_continue_timer_of_a_late_100_still_runs_out() {
+    // D3, D10: counted from the 100, the full request's 300 s still end in
+    // a 408 and the close.
+    let mut s = Server::new(ask(), App::Hold);
+    s.send(
+        [get("/slow"), put_expecting_continue("/up.txt")]
+            .concat()
+            .as_bytes(),
+    );
+    let (first, request) = s.held.remove(0);
+    let (second, _) = s.held.remove(0);
+    let now = s.clock.now();
+    s.conn.accept_continue(second, now).expect("accept");
+    s.wait(100);
+    assert_eq!(s.conn.poll_timeout(), None, "the 100 has not gone out yet");
+    s.answer(first, echo_response(&request));
+    assert_eq!(s.output_codes(), [200, 100]);
+    s.wait(299);
+    assert_eq!(s.output_codes(), [200, 100]);
+    s.wait(1);
+    assert_eq!(s.output_codes(), [200, 100, 408]);
+    assert!(s.conn.is_closed());
+}

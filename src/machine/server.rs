@@ -26,13 +26,18 @@ pub(super) struct ServerSide {
     untaken: VecDeque<u64>,
     /// The handshake whose decision the application owes (`Ask`).
     deciding: Option<RequestId>,
-    /// The handshake whose full request is awaited, and since when (the
-    /// continue timer, D3, D10).
-    awaiting_full: Option<(RequestId, Instant)>,
+    /// The handshake whose full request is awaited, and since when its
+    /// `100` is in the output: the continue timer (D3, D10) runs from
+    /// there. `None` while the `100` waits behind responses owed before it
+    /// (D2): the client cannot send the full request before it sees the
+    /// `100`, so that delay is ours.
+    awaiting_full: Option<(RequestId, Option<Instant>)>,
 }
 
 impl ServerSide {
-    pub(super) fn continue_since(&self) -> Option<Instant> {
+    /// Whether a handshake's full request is awaited, and if so since when
+    /// its `100` went out (see `awaiting_full`).
+    pub(super) fn awaiting_full_since(&self) -> Option<Option<Instant>> {
         self.awaiting_full.map(|(_, since)| since)
     }
 
@@ -143,7 +148,8 @@ impl Connection {
             ContinuePolicy::AutoAccept => {
                 let _ = slot.exchange.apply(Role::Server, Input::Continue);
                 slot.interim = Some(responses::continue_ack(&slot.resource, now, self.config.language));
-                self.server.awaiting_full = Some((id, now.instant));
+                // The continue timer starts when the 100 is written out.
+                self.server.awaiting_full = Some((id, None));
                 self.server.slots.push_back(slot);
             }
             ContinuePolicy::Ask => {
@@ -311,7 +317,8 @@ impl Connection {
         slot.abandoned = stopped;
         self.server.deciding = None;
         if !stopped {
-            self.server.awaiting_full = Some((id, now.instant));
+            // The continue timer starts when the 100 is written out.
+            self.server.awaiting_full = Some((id, None));
         }
         Ok(())
     }
@@ -323,7 +330,16 @@ impl Connection {
                 return;
             };
             if let Some(ack) = front.interim.take() {
+                let id = front.id;
                 self.queue_output(|out| ack.write_to(out));
+                // D3, D10: the wait for the full request starts now that
+                // the client can see the 100.
+                let now = self.last_now.instant;
+                if let Some((awaited, since)) = &mut self.server.awaiting_full
+                    && *awaited == id
+                {
+                    since.get_or_insert(now);
+                }
                 continue;
             }
             if !front.abandoned && front.response.is_none() {
