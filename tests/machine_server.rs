@@ -164,6 +164,27 @@ fn put(resource: &str, content: &str) -> String {
     )
 }
 
+/// The `PeerError::Rejected` reports among `events`: exchange, status,
+/// echoed resource, whether the connection closes.
+fn rejections(events: &[Event]) -> Vec<(Option<u64>, StatusCode, String, bool)> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            Event::PeerError(PeerError::Rejected {
+                id,
+                rejection,
+                closes,
+            }) => Some((
+                id.map(RequestId::index),
+                rejection.status,
+                rejection.resource.clone(),
+                *closes,
+            )),
+            _ => None,
+        })
+        .collect()
+}
+
 fn ask() -> Config {
     Config {
         continue_policy: ContinuePolicy::Ask,
@@ -351,7 +372,13 @@ fn end_of_stream_mid_message_is_400_incomplete() {
     s.eof();
     assert_eq!(s.output_codes(), [400]);
     assert!(s.conn.is_closed());
-    assert!(s.events.contains(&Event::PeerError(PeerError::UnexpectedEof)));
+    // Reported as the 400 written, with its status and echo, so an adapter
+    // can log it.
+    assert_eq!(
+        rejections(&s.events),
+        [(Some(0), StatusCode::BAD_REQUEST, String::new(), true)]
+    );
+    assert!(!s.events.contains(&Event::PeerError(PeerError::UnexpectedEof)));
     insta::assert_snapshot!("machine_server_eof_mid_message", s.transcript());
 }
 
@@ -384,6 +411,16 @@ fn a_slow_message_times_out_with_408() {
     s.wait(2);
     assert_eq!(s.output_codes(), [408]);
     assert!(s.conn.is_closed());
+    // Reported as the 408 written, not as a bare timeout.
+    assert_eq!(
+        rejections(&s.events),
+        [(Some(0), StatusCode::REQUEST_TIMEOUT, String::new(), true)]
+    );
+    assert!(
+        !s.events
+            .iter()
+            .any(|e| matches!(e, Event::PeerError(PeerError::TimedOut { .. })))
+    );
     insta::assert_snapshot!("machine_server_message_timeout", s.transcript());
 }
 
@@ -411,6 +448,11 @@ fn the_full_request_after_100_has_the_longer_timeout() {
     s.wait(1);
     assert_eq!(s.output_codes(), [100, 408]);
     assert!(s.conn.is_closed());
+    // Reported as the 408 written, echoing the handshake's resource.
+    assert_eq!(
+        rejections(&s.events),
+        [(Some(0), StatusCode::REQUEST_TIMEOUT, "/up.txt".to_owned(), true)]
+    );
     insta::assert_snapshot!("machine_server_continue_timeout", s.transcript());
 }
 

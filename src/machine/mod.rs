@@ -47,6 +47,11 @@
 //!   Open ─ idle timeout ─► closed, nothing written
 //! ```
 //!
+//! Every error response the server machine writes on its own, timeouts and
+//! the stream cut short included, is reported as
+//! [`PeerError::Rejected`] with the rejection it wrote (status, echo), so
+//! an adapter can log it without knowing the protocol.
+//!
 //! Reading pauses ([`Connection::wants_read`] is false) while
 //! `max_pipelined` responses are owed and not yet written (D3), and while
 //! the application decides a handshake.

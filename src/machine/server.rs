@@ -166,14 +166,11 @@ impl Connection {
     }
 
     /// Answers a refused message: the exchange `target` (whose request the
-    /// peer sent, or began), or a new one. `closes` stops reading.
-    fn server_reject(
-        &mut self,
-        target: Option<RequestId>,
-        rejection: Rejection,
-        closes: bool,
-        now: Now,
-    ) -> RequestId {
+    /// peer sent, or began), or a new one. `closes` stops reading. Every
+    /// response the machine writes on its own goes through here, and is
+    /// reported as [`PeerError::Rejected`] with the status and echo it
+    /// carries, so that adapters can log it without knowing the protocol.
+    fn server_reject(&mut self, target: Option<RequestId>, rejection: Rejection, closes: bool, now: Now) {
         let id = match target {
             Some(id) => id,
             None => {
@@ -203,7 +200,6 @@ impl Connection {
             rejection,
             closes,
         }));
-        id
     }
 
     pub(super) fn server_framing_error(&mut self, byte: Option<u8>, first: bool, now: Now) {
@@ -221,11 +217,12 @@ impl Connection {
     pub(super) fn server_eof(&mut self, cut_short: bool, now: Now) {
         let full_of = self.server.awaiting_full.take().map(|(id, _)| id);
         if cut_short {
-            // D1: `400` if the peer can still read, then the close.
+            // D1: `400` if the peer can still read, then the close. Reported
+            // as the rejection written, so the caller can log it.
             self.server_reject(full_of, refusal::incomplete(), true, now);
-            self.replace_last_peer_error(PeerError::UnexpectedEof);
         } else if let Some(id) = full_of {
-            // The full request never came: nothing left to answer.
+            // The full request never came: nothing left to answer, nothing
+            // written.
             if let Some(slot) = self.server.slot_mut(id) {
                 slot.abandoned = true;
             }
@@ -237,8 +234,7 @@ impl Connection {
     pub(super) fn server_message_timeout(&mut self, now: Now) {
         let secs = self.config.limits.message_timeout.as_secs();
         let rejection = refusal::timed_out("the message", secs, "");
-        let id = self.server_reject(None, rejection, true, now);
-        self.replace_last_peer_error(PeerError::TimedOut { id: Some(id) });
+        self.server_reject(None, rejection, true, now);
     }
 
     /// D3, D10: the full request did not come in time after the `100`.
@@ -254,15 +250,6 @@ impl Connection {
             .unwrap_or_default();
         let rejection = refusal::timed_out("the full request after 100 Continue", secs, &resource);
         self.server_reject(Some(id), rejection, true, now);
-        self.replace_last_peer_error(PeerError::TimedOut { id: Some(id) });
-    }
-
-    /// A timeout or an end of stream is reported as such, not as the
-    /// rejection that answers it.
-    fn replace_last_peer_error(&mut self, error: PeerError) {
-        if let Some(last) = self.events.back_mut() {
-            *last = Event::PeerError(error);
-        }
     }
 
     pub(super) fn server_send_response(
