@@ -129,3 +129,38 @@ fn a_port_in_use_fails_in_one_line() {
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert!(stderr.contains(&addr), "{stderr}");
 }
+
+#[test]
+fn an_incomplete_message_has_an_access_log_line() {
+    // D1: end of stream mid-message is answered 400 "incomplete message" by
+    // the machine itself; the access log shows it like any other answer.
+    let root = temp_root("incomplete");
+    let (_server, addr, log) = serve(&root, &[]);
+    let mut stream = TcpStream::connect(addr).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("timeout");
+    stream
+        .write_all(br#"{"jsontp":"1.0","type":"requ"#)
+        .expect("write");
+    stream.shutdown(std::net::Shutdown::Write).expect("half close");
+    let mut text = String::new();
+    stream.read_to_string(&mut text).expect("response then close");
+    let response: serde_json::Value = serde_json::from_str(text.trim()).expect("one JSON response");
+    assert_eq!(response["status"]["code"], 400);
+    // Read the log on a thread, so that a missing line fails the test
+    // instead of hanging it (the test owns its threads).
+    let (tx, rx) = std::sync::mpsc::channel();
+    #[allow(clippy::disallowed_methods)]
+    std::thread::spawn(move || {
+        let mut log = log;
+        let mut line = String::new();
+        let _ = log.read_line(&mut line);
+        let _ = tx.send(line);
+    });
+    let line = rx
+        .recv_timeout(Duration::from_secs(5))
+        .expect("an access-log line for the 400");
+    assert!(line.contains(" 400 "), "{line:?}");
+    let _ = std::fs::remove_dir_all(root);
+}

@@ -164,6 +164,27 @@ fn put(resource: &str, content: &str) -> String {
     )
 }
 
+/// The `PeerError::Rejected` reports among `events`: exchange, status,
+/// echoed resource, whether the connection closes.
+fn rejections(events: &[Event]) -> Vec<(Option<u64>, StatusCode, String, bool)> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            Event::PeerError(PeerError::Rejected {
+                id,
+                rejection,
+                closes,
+            }) => Some((
+                id.map(RequestId::index),
+                rejection.status,
+                rejection.resource.clone(),
+                *closes,
+            )),
+            _ => None,
+        })
+        .collect()
+}
+
 fn ask() -> Config {
     Config {
         continue_policy: ContinuePolicy::Ask,
@@ -351,7 +372,13 @@ fn end_of_stream_mid_message_is_400_incomplete() {
     s.eof();
     assert_eq!(s.output_codes(), [400]);
     assert!(s.conn.is_closed());
-    assert!(s.events.contains(&Event::PeerError(PeerError::UnexpectedEof)));
+    // Reported as the 400 written, with its status and echo, so an adapter
+    // can log it.
+    assert_eq!(
+        rejections(&s.events),
+        [(Some(0), StatusCode::BAD_REQUEST, String::new(), true)]
+    );
+    assert!(!s.events.contains(&Event::PeerError(PeerError::UnexpectedEof)));
     insta::assert_snapshot!("machine_server_eof_mid_message", s.transcript());
 }
 
@@ -384,6 +411,16 @@ fn a_slow_message_times_out_with_408() {
     s.wait(2);
     assert_eq!(s.output_codes(), [408]);
     assert!(s.conn.is_closed());
+    // Reported as the 408 written, not as a bare timeout.
+    assert_eq!(
+        rejections(&s.events),
+        [(Some(0), StatusCode::REQUEST_TIMEOUT, String::new(), true)]
+    );
+    assert!(
+        !s.events
+            .iter()
+            .any(|e| matches!(e, Event::PeerError(PeerError::TimedOut { .. })))
+    );
     insta::assert_snapshot!("machine_server_message_timeout", s.transcript());
 }
 
@@ -411,6 +448,11 @@ fn the_full_request_after_100_has_the_longer_timeout() {
     s.wait(1);
     assert_eq!(s.output_codes(), [100, 408]);
     assert!(s.conn.is_closed());
+    // Reported as the 408 written, echoing the handshake's resource.
+    assert_eq!(
+        rejections(&s.events),
+        [(Some(0), StatusCode::REQUEST_TIMEOUT, "/up.txt".to_owned(), true)]
+    );
     insta::assert_snapshot!("machine_server_continue_timeout", s.transcript());
 }
 
@@ -514,4 +556,62 @@ fn an_idle_connection_gives_back_the_buffers_of_a_large_exchange() {
     // And it still serves the next request.
     s.send(get("/next").as_bytes());
     assert_eq!(s.output_codes(), [200, 200]);
+}
+
+#[test]
+fn the_continue_timer_starts_when_the_100_goes_out_not_when_it_is_owed() {
+    // D3, D10, D2: a handshake pipelined behind a request the application
+    // holds for 400 s gets its 100 only then; the client cannot send the
+    // full request before it sees the 100, so its 300 s start there. No
+    // other timer may cut the exchange short meanwhile.
+    let mut s = Server::new(Config::default(), App::Hold);
+    s.send(
+        [get("/slow"), put_expecting_continue("/up.txt")]
+            .concat()
+            .as_bytes(),
+    );
+    assert_eq!(s.conn.poll_timeout(), None, "the delay is ours: no timer runs");
+    s.wait(400);
+    assert!(s.output_codes().is_empty(), "no 408 while the 100 waits its turn");
+    let (id, request) = s.held.remove(0);
+    s.answer(id, echo_response(&request));
+    assert_eq!(s.output_codes(), [200, 100]);
+    let continue_deadline = s.clock.now().instant + Duration::from_secs(300);
+    assert_eq!(
+        s.conn.poll_timeout(),
+        Some(continue_deadline),
+        "300 s from the 100"
+    );
+    s.wait(250);
+    s.send(put("/up.txt", "late but in time").as_bytes());
+    let (id, request) = s.held.remove(0);
+    assert_eq!(id.index(), 1);
+    s.answer(id, echo_response(&request));
+    assert_eq!(s.output_codes(), [200, 100, 200]);
+    assert!(!s.conn.is_closed());
+}
+
+#[test]
+fn the_continue_timer_of_a_late_100_still_runs_out() {
+    // D3, D10: counted from the 100, the full request's 300 s still end in
+    // a 408 and the close.
+    let mut s = Server::new(ask(), App::Hold);
+    s.send(
+        [get("/slow"), put_expecting_continue("/up.txt")]
+            .concat()
+            .as_bytes(),
+    );
+    let (first, request) = s.held.remove(0);
+    let (second, _) = s.held.remove(0);
+    let now = s.clock.now();
+    s.conn.accept_continue(second, now).expect("accept");
+    s.wait(100);
+    assert_eq!(s.conn.poll_timeout(), None, "the 100 has not gone out yet");
+    s.answer(first, echo_response(&request));
+    assert_eq!(s.output_codes(), [200, 100]);
+    s.wait(299);
+    assert_eq!(s.output_codes(), [200, 100]);
+    s.wait(1);
+    assert_eq!(s.output_codes(), [200, 100, 408]);
+    assert!(s.conn.is_closed());
 }

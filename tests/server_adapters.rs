@@ -5,8 +5,8 @@
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -51,6 +51,37 @@ impl Handler for Echo {
     }
 }
 
+/// [`Echo`], with an access log kept in memory: (status, echoed resource)
+/// for every response, the connection's own errors included.
+#[derive(Clone, Default)]
+struct Logged(Arc<Mutex<Vec<(u16, String)>>>);
+
+impl Handler for Logged {
+    fn handle(&self, request: &Request, info: &RequestInfo) -> Response {
+        Echo.handle(request, info)
+    }
+
+    fn log_exchange(&self, exchange: &jsontp::io_adapters::Exchange<'_>) {
+        let line = (exchange.status.as_u16(), exchange.resource.to_owned());
+        self.0.lock().expect("log").push(line);
+    }
+}
+
+impl Logged {
+    /// The log once it holds `n` lines (it is written on the server's
+    /// thread), or as it stands after a few seconds.
+    fn lines(&self, n: usize) -> Vec<(u16, String)> {
+        let deadline = Instant::now() + READ_TIMEOUT;
+        loop {
+            let lines = self.0.lock().expect("log").clone();
+            if lines.len() >= n || Instant::now() > deadline {
+                return lines;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug)]
 enum Adapter {
     Std,
@@ -78,10 +109,14 @@ fn start(adapter: Adapter, policy: ContinuePolicy, workers: usize) -> Running {
         continue_policy: policy,
         ..Config::default()
     };
+    start_with(adapter, Echo, config, workers)
+}
+
+fn start_with<H: Handler>(adapter: Adapter, handler: H, config: Config, workers: usize) -> Running {
     let options = ServerOptions::default().with_config(config).with_workers(workers);
     match adapter {
         Adapter::Std => {
-            let server = StdServer::bind("127.0.0.1:0", Echo, options).expect("bind");
+            let server = StdServer::bind("127.0.0.1:0", handler, options).expect("bind");
             let (addr, handle) = (server.local_addr().expect("addr"), server.shutdown_handle());
             let thread = std::thread::spawn(move || server.run());
             Running {
@@ -91,7 +126,7 @@ fn start(adapter: Adapter, policy: ContinuePolicy, workers: usize) -> Running {
             }
         }
         Adapter::Mio => {
-            let server = MioServer::bind("127.0.0.1:0", Echo, options).expect("bind");
+            let server = MioServer::bind("127.0.0.1:0", handler, options).expect("bind");
             let (addr, handle) = (server.local_addr().expect("addr"), server.shutdown_handle());
             let thread = std::thread::spawn(move || server.run());
             Running {
@@ -439,6 +474,37 @@ fn a_client_that_reads_late_gets_every_pipelined_answer() {
             );
         }
         sender.join().expect("sender").expect("the whole burst is taken");
+        server.shutdown_and_join();
+    });
+}
+
+#[test]
+fn errors_the_connection_writes_itself_reach_the_access_log() {
+    // D1: a stream cut short mid-message is answered 400 "incomplete
+    // message"; D3: a message that does not end in time, 408. Both are the
+    // machine's own answers and must be logged like any other.
+    both(|adapter| {
+        let log = Logged::default();
+        let mut config = Config::default();
+        config.limits.message_timeout = Duration::from_millis(200);
+        let server = start_with(adapter, log.clone(), config, 2);
+
+        let mut cut = Reader::new(connect(server.addr));
+        cut.stream.write_all(b"{\"jsontp\":\"1.0\",").expect("write");
+        cut.stream.shutdown(Shutdown::Write).expect("half close");
+        assert_eq!(code(&cut.expect()), 400, "{adapter:?}");
+        assert!(cut.closed(), "{adapter:?}");
+        assert_eq!(log.lines(1), [(400, String::new())], "{adapter:?}");
+
+        let mut slow = Reader::new(connect(server.addr));
+        slow.stream.write_all(b"{\"jsontp\":\"1.0\",").expect("write");
+        assert_eq!(code(&slow.expect()), 408, "{adapter:?}");
+        assert!(slow.closed(), "{adapter:?}");
+        assert_eq!(
+            log.lines(2),
+            [(400, String::new()), (408, String::new())],
+            "{adapter:?}"
+        );
         server.shutdown_and_join();
     });
 }

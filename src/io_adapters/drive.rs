@@ -81,6 +81,9 @@ impl Served {
                         }
                     }
                 }
+                // Every response the machine writes on its own (framing,
+                // limits, timeouts, a stream cut short) comes as a rejection
+                // carrying what it wrote: log it like an answer.
                 Event::PeerError(PeerError::Rejected { rejection, .. }) => {
                     self.in_flight = false;
                     handler.log_exchange(&Exchange {
@@ -93,8 +96,8 @@ impl Served {
                         elapsed: std::time::Duration::ZERO,
                     });
                 }
-                // Timeouts and a truncated stream end the exchange; the
-                // machine has queued whatever it owes.
+                // The peer left after a `100` without the full request:
+                // nothing was written, so nothing to log.
                 Event::PeerError(_) => self.in_flight = false,
                 // Closed: adapters check `is_closed`. Client events do not
                 // occur on a server connection.

@@ -423,8 +423,11 @@ impl Connection {
         }
         match self.role {
             Role::Server => {
-                if let Some(since) = self.server.continue_since() {
-                    timers.continue_wait = since.checked_add(limits.continue_timeout);
+                if let Some(since) = self.server.awaiting_full_since() {
+                    // D3, D10: the continue timer replaces the message
+                    // timer for the full request, and runs only once the
+                    // 100 is out; before, nothing runs (the delay is ours).
+                    timers.continue_wait = since.and_then(|t| t.checked_add(limits.continue_timeout));
                 } else if let Some(started) = self.message_started {
                     if self.server_ready_for_message() {
                         timers.message = started.checked_add(limits.message_timeout);

@@ -58,20 +58,40 @@ pub enum Event {
         forgiven: Vec<Forgiven>,
     },
     /// The peer did something wrong. A server has already queued its error
-    /// response.
+    /// response, and reports it as [`PeerError::Rejected`].
     PeerError(PeerError),
     /// The connection is finished: write out what is pending, then close.
     Closed,
 }
 
 /// What the peer did wrong.
+///
+/// Which role reports what:
+///
+/// - A **server** reports every error response it writes on its own as
+///   [`Rejected`](PeerError::Rejected), whose rejection is exactly what it
+///   wrote (status, message, echoed resource), whatever the cause: framing,
+///   syntax, validation, limits, a refused handshake, a message or
+///   continue timeout (`408`, D3), the end of stream in the middle of a
+///   message (`400` "incomplete message", D1). An adapter can log each one
+///   like any other answer. The only other server report is
+///   [`UnexpectedEof`](PeerError::UnexpectedEof) when the peer leaves
+///   after a `100` without sending the full request: nothing is written
+///   then. A server's idle timeout closes silently, with no event but
+///   [`Event::Closed`].
+/// - A **client** reports what it received wrong as
+///   [`Rejected`](PeerError::Rejected) and
+///   [`ResourceMismatch`](PeerError::ResourceMismatch), and what went
+///   missing as [`TimedOut`](PeerError::TimedOut) and
+///   [`UnexpectedEof`](PeerError::UnexpectedEof).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PeerError {
-    /// A message was refused (framing, syntax, validation, limits); the
-    /// rejection carries the status D5 gives. A client also reports this
-    /// way a well-formed response that fits no request: a `100` to a
-    /// request that did not ask for one, another `1xx` (D12), or a
-    /// response when none is owed.
+    /// A message was refused; the rejection carries the status D5 gives.
+    /// Server: every error response the machine writes itself, timeouts
+    /// and a stream cut short included (see [`PeerError`]). Client: a
+    /// response that cannot be read, or a well-formed response that fits
+    /// no request: a `100` to a request that did not ask for one, another
+    /// `1xx` (D12), or a response when none is owed.
     Rejected {
         /// The refused exchange, if it had an id.
         id: Option<RequestId>,
@@ -89,13 +109,17 @@ pub enum PeerError {
         /// What came back.
         received: String,
     },
-    /// A timer ran out (D3).
+    /// Client: a timer ran out (D3). A server reports its timeouts as the
+    /// `408` it writes ([`PeerError::Rejected`]).
     TimedOut {
         /// Which exchange was under way, if any.
         id: Option<RequestId>,
     },
-    /// The stream ended in the middle of a message (D1) or before a
-    /// response that was owed.
+    /// Client: the stream ended in the middle of a response (D1) or before
+    /// a response that was owed. Server: the peer ended its stream after a
+    /// `100` without sending the full request (nothing is written); a
+    /// request cut short is reported as the `400` written instead
+    /// ([`PeerError::Rejected`]).
     UnexpectedEof,
 }
 

@@ -47,6 +47,11 @@
 //!   Open ─ idle timeout ─► closed, nothing written
 //! ```
 //!
+//! Every error response the server machine writes on its own, timeouts and
+//! the stream cut short included, is reported as
+//! [`PeerError::Rejected`] with the rejection it wrote (status, echo), so
+//! an adapter can log it without knowing the protocol.
+//!
 //! Reading pauses ([`Connection::wants_read`] is false) while
 //! `max_pipelined` responses are owed and not yet written (D3), and while
 //! the application decides a handshake.
@@ -79,9 +84,14 @@
 //! peer took the last response (whitespace between messages does not reset
 //! it); the continue timer is, on a server, the wait for the full request
 //! after `100` (it replaces the message timer for that request) and, on a
-//! client, the wait for `100`. While reading is paused for backpressure no
-//! message timer runs: the delay is ours, not the peer's. [`Connection::poll_timeout`] gives the earliest deadline;
-//! call [`Connection::handle_timeout`] once it has passed.
+//! client, the wait for `100`. A server's continue timer starts when its
+//! `100` goes into the output, not when the preliminary request is read:
+//! pipelined behind slower responses (D2), the `100` may wait, and the
+//! client cannot send the full request before it sees it. While the `100`
+//! waits, and while reading is paused for backpressure, no timer runs on
+//! the exchange: the delay is ours, not the peer's.
+//! [`Connection::poll_timeout`] gives the earliest deadline; call
+//! [`Connection::handle_timeout`] once it has passed.
 //!
 //! # Example: a server driven by hand
 //!

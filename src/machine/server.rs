@@ -26,13 +26,18 @@ pub(super) struct ServerSide {
     untaken: VecDeque<u64>,
     /// The handshake whose decision the application owes (`Ask`).
     deciding: Option<RequestId>,
-    /// The handshake whose full request is awaited, and since when (the
-    /// continue timer, D3, D10).
-    awaiting_full: Option<(RequestId, Instant)>,
+    /// The handshake whose full request is awaited, and since when its
+    /// `100` is in the output: the continue timer (D3, D10) runs from
+    /// there. `None` while the `100` waits behind responses owed before it
+    /// (D2): the client cannot send the full request before it sees the
+    /// `100`, so that delay is ours.
+    awaiting_full: Option<(RequestId, Option<Instant>)>,
 }
 
 impl ServerSide {
-    pub(super) fn continue_since(&self) -> Option<Instant> {
+    /// Whether a handshake's full request is awaited, and if so since when
+    /// its `100` went out (see `awaiting_full`).
+    pub(super) fn awaiting_full_since(&self) -> Option<Option<Instant>> {
         self.awaiting_full.map(|(_, since)| since)
     }
 
@@ -143,7 +148,8 @@ impl Connection {
             ContinuePolicy::AutoAccept => {
                 let _ = slot.exchange.apply(Role::Server, Input::Continue);
                 slot.interim = Some(responses::continue_ack(&slot.resource, now, self.config.language));
-                self.server.awaiting_full = Some((id, now.instant));
+                // The continue timer starts when the 100 is written out.
+                self.server.awaiting_full = Some((id, None));
                 self.server.slots.push_back(slot);
             }
             ContinuePolicy::Ask => {
@@ -160,14 +166,11 @@ impl Connection {
     }
 
     /// Answers a refused message: the exchange `target` (whose request the
-    /// peer sent, or began), or a new one. `closes` stops reading.
-    fn server_reject(
-        &mut self,
-        target: Option<RequestId>,
-        rejection: Rejection,
-        closes: bool,
-        now: Now,
-    ) -> RequestId {
+    /// peer sent, or began), or a new one. `closes` stops reading. Every
+    /// response the machine writes on its own goes through here, and is
+    /// reported as [`PeerError::Rejected`] with the status and echo it
+    /// carries, so that adapters can log it without knowing the protocol.
+    fn server_reject(&mut self, target: Option<RequestId>, rejection: Rejection, closes: bool, now: Now) {
         let id = match target {
             Some(id) => id,
             None => {
@@ -197,7 +200,6 @@ impl Connection {
             rejection,
             closes,
         }));
-        id
     }
 
     pub(super) fn server_framing_error(&mut self, byte: Option<u8>, first: bool, now: Now) {
@@ -215,11 +217,12 @@ impl Connection {
     pub(super) fn server_eof(&mut self, cut_short: bool, now: Now) {
         let full_of = self.server.awaiting_full.take().map(|(id, _)| id);
         if cut_short {
-            // D1: `400` if the peer can still read, then the close.
+            // D1: `400` if the peer can still read, then the close. Reported
+            // as the rejection written, so the caller can log it.
             self.server_reject(full_of, refusal::incomplete(), true, now);
-            self.replace_last_peer_error(PeerError::UnexpectedEof);
         } else if let Some(id) = full_of {
-            // The full request never came: nothing left to answer.
+            // The full request never came: nothing left to answer, nothing
+            // written.
             if let Some(slot) = self.server.slot_mut(id) {
                 slot.abandoned = true;
             }
@@ -231,8 +234,7 @@ impl Connection {
     pub(super) fn server_message_timeout(&mut self, now: Now) {
         let secs = self.config.limits.message_timeout.as_secs();
         let rejection = refusal::timed_out("the message", secs, "");
-        let id = self.server_reject(None, rejection, true, now);
-        self.replace_last_peer_error(PeerError::TimedOut { id: Some(id) });
+        self.server_reject(None, rejection, true, now);
     }
 
     /// D3, D10: the full request did not come in time after the `100`.
@@ -248,15 +250,6 @@ impl Connection {
             .unwrap_or_default();
         let rejection = refusal::timed_out("the full request after 100 Continue", secs, &resource);
         self.server_reject(Some(id), rejection, true, now);
-        self.replace_last_peer_error(PeerError::TimedOut { id: Some(id) });
-    }
-
-    /// A timeout or an end of stream is reported as such, not as the
-    /// rejection that answers it.
-    fn replace_last_peer_error(&mut self, error: PeerError) {
-        if let Some(last) = self.events.back_mut() {
-            *last = Event::PeerError(error);
-        }
     }
 
     pub(super) fn server_send_response(
@@ -311,7 +304,8 @@ impl Connection {
         slot.abandoned = stopped;
         self.server.deciding = None;
         if !stopped {
-            self.server.awaiting_full = Some((id, now.instant));
+            // The continue timer starts when the 100 is written out.
+            self.server.awaiting_full = Some((id, None));
         }
         Ok(())
     }
@@ -323,7 +317,16 @@ impl Connection {
                 return;
             };
             if let Some(ack) = front.interim.take() {
+                let id = front.id;
                 self.queue_output(|out| ack.write_to(out));
+                // D3, D10: the wait for the full request starts now that
+                // the client can see the 100.
+                let now = self.last_now.instant;
+                if let Some((awaited, since)) = &mut self.server.awaiting_full
+                    && *awaited == id
+                {
+                    since.get_or_insert(now);
+                }
                 continue;
             }
             if !front.abandoned && front.response.is_none() {
