@@ -164,3 +164,48 @@ fn an_incomplete_message_has_an_access_log_line() {
     assert!(line.contains(" 400 "), "{line:?}");
     let _ = std::fs::remove_dir_all(root);
 }
+
+#[test]
+fn sigterm_finishes_the_exchange_under_way_then_exits_0() {
+    let root = temp_root("sigterm");
+    let (mut server, addr, _log) = serve(&root, &["--quiet"]);
+    let request = serde_json::json!({
+        "jsontp": "1.0", "type": "request", "resource": "/hello.txt", "method": "GET",
+        "headers": {}, "body": {"content": "", "encoding": "identity"}
+    })
+    .to_string();
+    let (first, rest) = request.split_at(request.len() / 2);
+    let mut stream = TcpStream::connect(addr).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("timeout");
+    // Half a message is an exchange under way when the signal comes.
+    stream.write_all(first.as_bytes()).expect("write");
+    std::thread::sleep(Duration::from_millis(200));
+    let killed = Command::new("kill")
+        .args(["-TERM", &server.0.id().to_string()])
+        .status()
+        .expect("run kill");
+    assert!(killed.success());
+    std::thread::sleep(Duration::from_millis(200));
+    stream.write_all(rest.as_bytes()).expect("the rest still goes in");
+    let mut line = String::new();
+    BufReader::new(&stream)
+        .read_line(&mut line)
+        .expect("the answer to the exchange under way");
+    let response: serde_json::Value = serde_json::from_str(&line).expect("a JSON response");
+    assert_eq!(response["status"]["code"], 200);
+    drop(stream);
+    // Then the server exits on its own, successfully.
+    // Polled for at most 10 s.
+    let status = (0..200)
+        .find_map(|_| {
+            let exited = server.0.try_wait().expect("wait");
+            if exited.is_none() {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            exited
+        })
+        .expect("the server exits after SIGTERM");
+    assert!(status.success(), "exit status {status}");
+}
