@@ -126,6 +126,26 @@ fn binary_content_is_written_as_bytes() {
 }
 
 #[test]
+fn a_file_larger_than_the_servers_own_message_limit_downloads() {
+    // The server serves files up to the D3 decoded-body limit (8 MiB); a
+    // response carrying 3 MB is larger than the 1 MiB a server accepts per
+    // message, and the client must still take it.
+    let server = Served::start("large");
+    let text = "0123456789abcdef\n".repeat(3_000_000 / 17);
+    std::fs::write(server.root.join("large.txt"), &text).expect("fixture");
+    for encoding in ["identity", "gzip"] {
+        let out = jsontp(&[
+            "get",
+            &server.url("/large.txt"),
+            "-H",
+            &format!("accept-encoding={encoding}"),
+        ]);
+        assert_eq!(out.status.code(), Some(0), "{encoding}: {}", stderr(&out));
+        assert!(out.stdout == text.as_bytes(), "{encoding}: the content differs");
+    }
+}
+
+#[test]
 fn verbose_shows_the_status_line_and_headers_on_stderr() {
     let server = Served::start("verbose");
     let out = jsontp(&["get", &server.url("/hello.txt"), "-v"]);

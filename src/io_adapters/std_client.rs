@@ -41,6 +41,15 @@ pub(crate) fn now() -> Now {
     }
 }
 
+/// The default limit on the size of one response on the wire: 32 MiB.
+///
+/// D3's 1 MiB is what a server takes from a client it does not know; a
+/// client downloads from the server it chose, whose responses carry whole
+/// resources. The decoded content keeps D3's 8 MiB limit, and its wire form
+/// can be larger (base64 adds a third, JSON escapes more), hence four times
+/// that.
+pub const RESPONSE_WIRE_LIMIT: usize = 32 << 20;
+
 /// How a client connects, waits and validates.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClientOptions {
@@ -62,13 +71,16 @@ pub struct ClientOptions {
 
 impl Default for ClientOptions {
     /// Strict; 10 s to connect, 30 s of silence, 60 s per exchange; the
-    /// machine's default limits and 100-continue wait.
+    /// machine's default limits and 100-continue wait, except the size of
+    /// one response on the wire (see [`RESPONSE_WIRE_LIMIT`]).
     fn default() -> Self {
         let config = Config::default();
+        let mut limits = config.limits;
+        limits.message.max_message_bytes = RESPONSE_WIRE_LIMIT;
         ClientOptions {
             validation: Validation::Strict,
             continue_wait: config.continue_wait,
-            limits: config.limits,
+            limits,
             connect_timeout: Some(Duration::from_secs(10)),
             read_timeout: Some(Duration::from_secs(30)),
             exchange_timeout: Some(Duration::from_secs(60)),
