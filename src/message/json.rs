@@ -20,6 +20,7 @@ use std::fmt;
 use memchr::{memchr2, memchr3, memmem};
 use serde::de::{Deserialize, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
+use smallvec::SmallVec;
 
 use super::headers::HEADER_NAMES;
 
@@ -501,10 +502,11 @@ impl OtherNames {
 /// listed name it matches case-insensitively (D8), and the value.
 pub(crate) type HeaderEntry<'a> = (Cow<'a, str>, Option<usize>, Loose<'a>);
 
-/// The `headers` object, entries in document order.
+/// The `headers` object, entries in document order (a request carries a
+/// few: they are kept without an allocation of their own).
 #[derive(Debug, Default)]
 pub(crate) struct RawHeaders<'a> {
-    pub(crate) entries: Vec<HeaderEntry<'a>>,
+    pub(crate) entries: SmallVec<[HeaderEntry<'a>; 4]>,
     pub(crate) duplicate: Option<String>,
     depth: usize,
 }

@@ -591,7 +591,10 @@ mod tests {
                 };
                 fast += 1;
                 assert_eq!(normalise_path(raw).as_deref(), Ok(&*expected), "{raw:?}");
-                assert_eq!(res(&format!("/{}", expected.trim_start_matches('/'))).path(), expected);
+                assert_eq!(
+                    res(&format!("/{}", expected.trim_start_matches('/'))).path(),
+                    expected
+                );
             }
         }
         assert!(fast > 100, "{fast}");
