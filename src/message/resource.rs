@@ -5,8 +5,6 @@ use core::net::{Ipv4Addr, Ipv6Addr};
 use std::fmt;
 use std::str::FromStr;
 
-use memchr::memchr;
-
 use super::ValueError;
 
 /// A parsed `resource`.
@@ -128,7 +126,7 @@ impl FromStr for Resource {
 
         let (scheme, host, port, raw_path) = if let Some(after) = strip_prefix_ignore_case(rest, "jsontp://")
         {
-            let (authority, path) = after.split_at(memchr(b'/', after.as_bytes()).unwrap_or(after.len()));
+            let (authority, path) = after.split_at(find_byte(after, b'/').unwrap_or(after.len()));
             if authority.is_empty() {
                 return Err(refuse("has jsontp:// without a host"));
             }
@@ -206,9 +204,15 @@ fn has_control_or_space(s: &str) -> bool {
     })
 }
 
+/// The index of the first `byte` in `s`. A resource is short: a plain loop
+/// beats setting up a vectorised search.
+fn find_byte(s: &str, byte: u8) -> Option<usize> {
+    s.bytes().position(|b| b == byte)
+}
+
 /// `s` before the first `sep`, and what follows it if `sep` occurs.
 fn split_off(s: &str, sep: u8) -> (&str, Option<&str>) {
-    match memchr(sep, s.as_bytes()) {
+    match find_byte(s, sep) {
         // `sep` is ASCII, so both sides are on character boundaries.
         Some(at) => (&s[..at], Some(&s[at + 1..])),
         None => (s, None),
@@ -252,22 +256,21 @@ fn normal_form(raw: &str) -> Option<NormalForm> {
         Some(after) => (after, NormalForm::AsWritten),
         None => (raw, NormalForm::WithRoot),
     };
-    if memchr(b'%', segments.as_bytes()).is_some() {
-        return None;
-    }
-    let mut rest = segments;
-    loop {
-        match memchr(b'/', rest.as_bytes()) {
-            Some(at) => {
-                if matches!(&rest[..at], "" | "." | "..") {
-                    return None;
-                }
-                rest = &rest[at + 1..];
-            }
-            // The last segment: empty is a trailing `/` (or the root).
-            None if matches!(rest, "." | "..") => return None,
-            None => return Some(form),
+    // One pass: any `%`, or an empty, `.` or `..` segment before the last.
+    let bytes = segments.as_bytes();
+    let mut start = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        match b {
+            b'%' => return None,
+            b'/' if matches!(&bytes[start..i], b"" | b"." | b"..") => return None,
+            b'/' => start = i + 1,
+            _ => {}
         }
+    }
+    // The last segment: empty is a trailing `/` (or the root).
+    match &bytes[start..] {
+        b"." | b".." => None,
+        _ => Some(form),
     }
 }
 
