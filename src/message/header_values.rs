@@ -7,6 +7,7 @@
 use std::collections::HashSet;
 use std::str::FromStr;
 
+use super::headers::EncodingList;
 use super::json::{Loose, RawHeaders};
 use super::parse::{Forgiven, Validation};
 use super::{Cookies, Encoding, Headers, ValueError};
@@ -187,10 +188,13 @@ fn for_each_item<'v>(
     }
 }
 
-fn parse_list<T: FromStr<Err = ValueError>>(name: &str, value: &Loose<'_>) -> Result<Vec<T>, String> {
-    let mut parsed = Vec::new();
+fn parse_list<T: FromStr<Err = ValueError>, C: Default + Extend<T>>(
+    name: &str,
+    value: &Loose<'_>,
+) -> Result<C, String> {
+    let mut parsed = C::default();
     for_each_item(name, value, |item| {
-        parsed.push(parse_one(name, item)?);
+        parsed.extend(Some(parse_one(name, item)?));
         Ok(())
     })?;
     Ok(parsed)
@@ -198,8 +202,8 @@ fn parse_list<T: FromStr<Err = ValueError>>(name: &str, value: &Loose<'_>) -> Re
 
 /// `accept-encoding`: the known encodings in the client's order; unknown
 /// ones are skipped (D8), so the result may be empty.
-fn known_encodings(name: &str, value: &Loose<'_>) -> Result<Vec<Encoding>, String> {
-    let mut known = Vec::new();
+fn known_encodings(name: &str, value: &Loose<'_>) -> Result<EncodingList, String> {
+    let mut known = EncodingList::new();
     for_each_item(name, value, |item| {
         known.extend(item.parse::<Encoding>().ok());
         Ok(())

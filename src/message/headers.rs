@@ -2,7 +2,16 @@
 //! field of its own type here, so a `Headers` value cannot hold a malformed
 //! header. Names on the wire are case-insensitive; we write them lower-case.
 
+use smallvec::SmallVec;
+
 use super::{Cookies, Date, Encoding, LanguageRange, LanguageTag, MediaRange, MediaType};
+
+/// The encodings of `accept-encoding`: a request lists a handful, held
+/// without an allocation of their own.
+pub(crate) type EncodingList = SmallVec<[Encoding; 8]>;
+
+/// The languages of `accept-language`: usually one or two.
+pub(crate) type LanguageList = SmallVec<[LanguageRange; 2]>;
 
 /// Header names the protocol lists (D8), lower-case, in the order we write
 /// them.
@@ -31,8 +40,8 @@ pub const HEADER_NAMES: [&str; 13] = [
 pub struct Headers {
     pub(crate) content_type: Option<MediaType>,
     pub(crate) accept: Option<Vec<MediaRange>>,
-    pub(crate) accept_encoding: Option<Vec<Encoding>>,
-    pub(crate) accept_language: Option<Vec<LanguageRange>>,
+    pub(crate) accept_encoding: Option<EncodingList>,
+    pub(crate) accept_language: Option<LanguageList>,
     pub(crate) authorization: Option<String>,
     pub(crate) cookies: Option<Cookies>,
     pub(crate) if_modified_since: Option<Date>,
@@ -55,7 +64,8 @@ macro_rules! accessors {
 
                 #[doc = concat!("Sets `", stringify!($field), "` (builder style); `None` removes it.")]
                 pub fn $setter(mut self, value: impl Into<Option<$ty>>) -> Self {
-                    self.$field = value.into();
+                    // `Into`: a `Vec` becomes the field's `SmallVec`.
+                    self.$field = value.into().map(Into::into);
                     self
                 }
             )*

@@ -74,10 +74,40 @@ impl fmt::Display for MediaType {
     }
 }
 
-/// RFC 9110 `tchar`: the bytes a token is made of.
+/// RFC 9110 `tchar`: the bytes a token is made of (one table look-up, not
+/// a search through the punctuation).
+#[inline]
 fn is_tchar(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
+    TCHAR[usize::from(b)]
 }
+
+static TCHAR: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        table[b] = c.is_ascii_alphanumeric()
+            || matches!(
+                c,
+                b'!' | b'#'
+                    | b'$'
+                    | b'%'
+                    | b'&'
+                    | b'\''
+                    | b'*'
+                    | b'+'
+                    | b'-'
+                    | b'.'
+                    | b'^'
+                    | b'_'
+                    | b'`'
+                    | b'|'
+                    | b'~'
+            );
+        b += 1;
+    }
+    table
+};
 
 /// The token at the start of `s` and the rest, or `None` if empty.
 fn token(s: &str) -> Option<(&str, &str)> {
@@ -86,7 +116,12 @@ fn token(s: &str) -> Option<(&str, &str)> {
 }
 
 fn trim_ows(s: &str) -> &str {
-    s.trim_matches([' ', '\t'])
+    let is_ows = |b: &u8| *b == b' ' || *b == b'\t';
+    let bytes = s.as_bytes();
+    let start = bytes.iter().position(|b| !is_ows(b)).unwrap_or(bytes.len());
+    let end = bytes.iter().rposition(|b| !is_ows(b)).map_or(start, |i| i + 1);
+    // Space and tab are ASCII: both ends are character boundaries.
+    s.get(start..end).unwrap_or_default()
 }
 
 /// A quoted-string at the start of `s` (which begins with `"`): its
@@ -233,6 +268,21 @@ mod tests {
         // The canonical form reads back as the same type.
         assert_eq!(media(&m.to_string()), m);
         assert_eq!(media("text/plain; x=\"\"").to_string(), "text/plain; x=\"\"");
+    }
+
+    #[test]
+    fn the_tchar_table_is_rfc_9110s_tchar() {
+        for b in 0..=255u8 {
+            let expected = b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
+            assert_eq!(is_tchar(b), expected, "byte {b:#04x}");
+        }
+    }
+
+    #[test]
+    fn ows_is_trimmed_from_both_ends_only() {
+        for s in ["", " ", "\t \t", " a ", "\ta b\t", "a", "  é\t", "\u{a0}a\u{a0}"] {
+            assert_eq!(trim_ows(s), s.trim_matches([' ', '\t']), "{s:?}");
+        }
     }
 
     #[test]

@@ -8,21 +8,55 @@ use std::str::FromStr;
 use super::ValueError;
 
 /// A parsed `resource`.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+///
+/// One string holds everything: the resource as written, followed by the
+/// normalised path only when that path is not already a slice of it (the
+/// usual `/hello.txt` is). The parts are byte ranges into it, so a parse
+/// makes one allocation, not one per part.
+#[derive(Clone, PartialEq, Eq, Hash)]
 pub struct Resource {
-    original: String,
+    /// The original string, then (sometimes) the normalised path.
+    text: String,
+    /// Where the original string ends in `text`.
+    original_end: usize,
     scheme: bool,
-    host: Option<String>,
+    host: Option<Span>,
     port: Option<u16>,
-    path: String,
-    query: Option<String>,
-    fragment: Option<String>,
+    path: Span,
+    query: Option<Span>,
+    fragment: Option<Span>,
+}
+
+/// A byte range of [`Resource::text`]; always on character boundaries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct Span {
+    start: usize,
+    end: usize,
+}
+
+impl Span {
+    /// The range that `part`, a slice of `whole`, occupies in it.
+    fn of(whole: &str, part: &str) -> Span {
+        let start = (part.as_ptr() as usize).wrapping_sub(whole.as_ptr() as usize);
+        Span {
+            start,
+            end: start + part.len(),
+        }
+    }
 }
 
 impl Resource {
+    /// The text of a span; `""` cannot happen (spans are made in `from_str`
+    /// on character boundaries of `text`) but is safer than a panic.
+    #[inline]
+    fn part(&self, span: Span) -> &str {
+        self.text.get(span.start..span.end).unwrap_or_default()
+    }
+
     /// The string exactly as the request wrote it; responses echo it (D7).
+    #[inline]
     pub fn as_str(&self) -> &str {
-        &self.original
+        self.text.get(..self.original_end).unwrap_or_default()
     }
 
     /// Whether it was written with the `jsontp://` scheme.
@@ -32,7 +66,7 @@ impl Resource {
 
     /// The host, if the shape carries one. Ignored by default (D7).
     pub fn host(&self) -> Option<&str> {
-        self.host.as_deref()
+        self.host.map(|s| self.part(s))
     }
 
     /// The port, if written.
@@ -42,18 +76,34 @@ impl Resource {
 
     /// The path, percent-decoded and normalised, always starting with `/`
     /// and never climbing above the root.
+    #[inline]
     pub fn path(&self) -> &str {
-        &self.path
+        self.part(self.path)
     }
 
     /// The query, without `?`, as written.
     pub fn query(&self) -> Option<&str> {
-        self.query.as_deref()
+        self.query.map(|s| self.part(s))
     }
 
     /// The fragment, without `#`, as written.
     pub fn fragment(&self) -> Option<&str> {
-        self.fragment.as_deref()
+        self.fragment.map(|s| self.part(s))
+    }
+}
+
+impl fmt::Debug for Resource {
+    /// The parts by name, as a derived `Debug` would show them.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Resource")
+            .field("original", &self.as_str())
+            .field("scheme", &self.scheme)
+            .field("host", &self.host())
+            .field("port", &self.port)
+            .field("path", &self.path())
+            .field("query", &self.query())
+            .field("fragment", &self.fragment())
+            .finish()
     }
 }
 
@@ -66,26 +116,27 @@ impl FromStr for Resource {
         if s.is_empty() {
             return Err(refuse("is empty"));
         }
-        if s.chars().any(|c| c.is_control() || c == ' ') {
+        if has_control_or_space(s) {
             return Err(refuse("contains a control character or a space"));
         }
         // The fragment starts at the first `#`, the query at the first `?`
         // before it (RFC 3986 §3.4, §3.5); both are kept as written.
-        let (rest, fragment) = split_off(s, '#');
-        let (rest, query) = split_off(rest, '?');
+        let (rest, fragment) = split_off(s, b'#');
+        let (rest, query) = split_off(rest, b'?');
 
         let (scheme, host, port, raw_path) = if let Some(after) = strip_prefix_ignore_case(rest, "jsontp://")
         {
-            let (authority, path) = after.split_at(after.find('/').unwrap_or(after.len()));
+            let (authority, path) = after.split_at(find_byte(after, b'/').unwrap_or(after.len()));
             if authority.is_empty() {
                 return Err(refuse("has jsontp:// without a host"));
             }
             let (host, port) = authority_parts(authority)?;
             (true, Some(host), port, path)
+        } else if rest.starts_with('/') {
+            // A scheme starts with a letter: no need to look for one.
+            (false, None, None, rest)
         } else if has_scheme(rest) {
             return Err(refuse("uses another scheme than jsontp://"));
-        } else if rest.starts_with('/') {
-            (false, None, None, rest)
         } else {
             match rest.split_once('/') {
                 Some((first, _)) if is_host_segment(first) => {
@@ -97,14 +148,44 @@ impl FromStr for Resource {
             }
         };
 
+        let mut text = String::new();
+        let path = match normal_form(raw_path) {
+            // Already normal: a slice of the original.
+            Some(NormalForm::AsWritten) => {
+                text.push_str(s);
+                Span::of(s, raw_path)
+            }
+            // Normal once a `/` is put in front.
+            Some(NormalForm::WithRoot) => {
+                text.reserve_exact(s.len() + 1 + raw_path.len());
+                text.push_str(s);
+                text.push('/');
+                text.push_str(raw_path);
+                Span {
+                    start: s.len(),
+                    end: text.len(),
+                }
+            }
+            None => {
+                let path = normalise_path(raw_path)?;
+                text.reserve_exact(s.len() + path.len());
+                text.push_str(s);
+                text.push_str(&path);
+                Span {
+                    start: s.len(),
+                    end: text.len(),
+                }
+            }
+        };
         Ok(Resource {
-            original: s.to_owned(),
+            text,
+            original_end: s.len(),
             scheme,
-            host,
+            host: host.map(|h| Span::of(s, h)),
             port,
-            path: normalise_path(raw_path)?,
-            query: query.map(str::to_owned),
-            fragment: fragment.map(str::to_owned),
+            path,
+            query: query.map(|q| Span::of(s, q)),
+            fragment: fragment.map(|f| Span::of(s, f)),
         })
     }
 }
@@ -113,10 +194,27 @@ fn refuse(reason: &'static str) -> ValueError {
     ValueError::new(reason)
 }
 
+/// Whether `s` holds a space or a control character (Unicode `Cc`: C0,
+/// DEL, and C1, which UTF-8 writes `C2 80`-`C2 9F`), in one pass over the
+/// bytes.
+fn has_control_or_space(s: &str) -> bool {
+    let bytes = s.as_bytes();
+    bytes.iter().enumerate().any(|(i, &b)| {
+        b <= b' ' || b == 0x7f || (b == 0xC2 && bytes.get(i + 1).is_some_and(|&next| next < 0xA0))
+    })
+}
+
+/// The index of the first `byte` in `s`. A resource is short: a plain loop
+/// beats setting up a vectorised search.
+fn find_byte(s: &str, byte: u8) -> Option<usize> {
+    s.bytes().position(|b| b == byte)
+}
+
 /// `s` before the first `sep`, and what follows it if `sep` occurs.
-fn split_off(s: &str, sep: char) -> (&str, Option<&str>) {
-    match s.split_once(sep) {
-        Some((before, after)) => (before, Some(after)),
+fn split_off(s: &str, sep: u8) -> (&str, Option<&str>) {
+    match find_byte(s, sep) {
+        // `sep` is ASCII, so both sides are on character boundaries.
+        Some(at) => (&s[..at], Some(&s[at + 1..])),
         None => (s, None),
     }
 }
@@ -126,14 +224,54 @@ fn strip_prefix_ignore_case<'a>(s: &'a str, prefix: &str) -> Option<&'a str> {
     head.eq_ignore_ascii_case(prefix).then(|| &s[prefix.len()..])
 }
 
-/// Whether `s` starts with `scheme://` (RFC 3986 §3.1 scheme syntax).
+/// Whether `s` starts with `scheme://` (RFC 3986 §3.1 scheme syntax): a
+/// letter, then letters, digits, `+`, `-`, `.`, then `://`.
 fn has_scheme(s: &str) -> bool {
-    let Some((scheme, _)) = s.split_once("://") else {
+    let bytes = s.as_bytes();
+    if !bytes.first().is_some_and(|b| b.is_ascii_alphabetic()) {
         return false;
+    }
+    let end = bytes
+        .iter()
+        .position(|&b| !(b.is_ascii_alphanumeric() || b"+-.".contains(&b)))
+        .unwrap_or(bytes.len());
+    bytes[end..].starts_with(b"://")
+}
+
+/// How a raw path (no `%`) relates to its normal form, when it needs no
+/// decoding and no segment removed.
+enum NormalForm {
+    /// The path is its own normal form.
+    AsWritten,
+    /// The normal form is `/` followed by the path.
+    WithRoot,
+}
+
+/// Whether [`normalise_path`] would give back `raw` itself (or `/` then
+/// `raw`): no `%`, and no empty, `.` or `..` segment except an empty last
+/// one (a trailing `/`, which the normal form keeps). `None`: the full
+/// normalisation is needed.
+fn normal_form(raw: &str) -> Option<NormalForm> {
+    let (segments, form) = match raw.strip_prefix('/') {
+        Some(after) => (after, NormalForm::AsWritten),
+        None => (raw, NormalForm::WithRoot),
     };
-    let mut bytes = scheme.bytes();
-    bytes.next().is_some_and(|b| b.is_ascii_alphabetic())
-        && bytes.all(|b| b.is_ascii_alphanumeric() || b"+-.".contains(&b))
+    // One pass: any `%`, or an empty, `.` or `..` segment before the last.
+    let bytes = segments.as_bytes();
+    let mut start = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        match b {
+            b'%' => return None,
+            b'/' if matches!(&bytes[start..i], b"" | b"." | b"..") => return None,
+            b'/' => start = i + 1,
+            _ => {}
+        }
+    }
+    // The last segment: empty is a trailing `/` (or the root).
+    match &bytes[start..] {
+        b"." | b".." => None,
+        _ => Some(form),
+    }
 }
 
 /// D7: a first segment followed by `/` is a host when it is `localhost`, an
@@ -161,7 +299,7 @@ fn is_dotted_name(s: &str) -> bool {
 
 /// `host` or `host:port`, the host a name, an IPv4 literal or `[IPv6]`.
 /// The host is returned as written (an IPv6 literal with its brackets).
-fn authority_parts(authority: &str) -> Result<(String, Option<u16>), ValueError> {
+fn authority_parts(authority: &str) -> Result<(&str, Option<u16>), ValueError> {
     let (host, port) = if authority.starts_with('[') {
         let Some(end) = authority.find(']') else {
             return Err(refuse("has an IPv6 host without its closing ]"));
@@ -178,7 +316,7 @@ fn authority_parts(authority: &str) -> Result<(String, Option<u16>), ValueError>
             },
         }
     } else {
-        let (host, port) = split_off(authority, ':');
+        let (host, port) = split_off(authority, b':');
         let is_name = |h: &str| {
             h.bytes()
                 .all(|b| b.is_ascii_alphanumeric() || b"-._~".contains(&b))
@@ -201,7 +339,7 @@ fn authority_parts(authority: &str) -> Result<(String, Option<u16>), ValueError>
             _ => return Err(refuse("has a port outside 1-65535")),
         },
     };
-    Ok((host.to_owned(), port))
+    Ok((host, port))
 }
 
 /// Percent-decodes `raw` and resolves it from the root: `.` and empty
@@ -270,7 +408,7 @@ fn hex(digit: u8) -> Option<u8> {
 
 impl fmt::Display for Resource {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.original)
+        f.write_str(self.as_str())
     }
 }
 
@@ -430,6 +568,47 @@ mod tests {
         assert_eq!(res("/p#f?g").query(), None);
         assert_eq!(res("/p#f?g").fragment(), Some("f?g"));
         assert_eq!(res("/p?").query(), Some(""));
+    }
+
+    #[test]
+    fn d7_the_fast_path_agrees_with_the_full_normalisation() {
+        // Every path of up to four segments drawn from awkward pieces, with
+        // and without a leading `/`: when `normal_form` says the path needs
+        // no work, the full normalisation must give the same text.
+        let pieces = ["", ".", "..", "a", "b.", ".c", "...", "%41"];
+        let mut paths = vec![String::new()];
+        for _ in 0..4 {
+            let longer: Vec<String> = paths
+                .iter()
+                .flat_map(|p| pieces.iter().map(move |piece| format!("{p}/{piece}")))
+                .collect();
+            paths.extend(longer);
+        }
+        let mut fast = 0;
+        for path in &paths {
+            for raw in [path.as_str(), path.strip_prefix('/').unwrap_or(path)] {
+                let expected = match normal_form(raw) {
+                    None => continue,
+                    Some(NormalForm::AsWritten) => raw.to_owned(),
+                    Some(NormalForm::WithRoot) => format!("/{raw}"),
+                };
+                fast += 1;
+                assert_eq!(normalise_path(raw).as_deref(), Ok(&*expected), "{raw:?}");
+                assert_eq!(
+                    res(&format!("/{}", expected.trim_start_matches('/'))).path(),
+                    expected
+                );
+            }
+        }
+        assert!(fast > 100, "{fast}");
+    }
+
+    #[test]
+    fn d7_control_characters_outside_ascii_are_found() {
+        assert!(has_control_or_space("/a\u{80}"));
+        assert!(has_control_or_space("/a\u{9f}b"));
+        assert!(!has_control_or_space("/a\u{a0}b/é/ü"));
+        assert!(!has_control_or_space("/a/b"));
     }
 
     #[test]

@@ -48,6 +48,10 @@ impl FromStr for Version {
     type Err = ValueError;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
+        // What nearly every message carries, without the general reading.
+        if s == "1.0" {
+            return Ok(Version::V1_0);
+        }
         let bad = || ValueError::new("is not a version of the form MAJOR.MINOR or MAJOR.MINOR-rcN");
         // `find(char)` rather than `split_once("-rc")`: a substring search
         // costs more to set up than the whole of a small request's parse
