@@ -11,8 +11,10 @@ use crate::message::{Date, Request, Response, Status, StatusCode};
 
 use super::handler::{Exchange, Handler, RequestInfo};
 
-/// The current time, as the machine takes it.
-pub(crate) fn now() -> Now {
+/// Reads both clocks the machine needs (a monotonic instant for timers, the
+/// wall clock for `date`) into a [`Now`]. The sans-I/O core never calls
+/// this; whoever drives a [`Connection`] by hand may.
+pub fn now() -> Now {
     Now {
         instant: Instant::now(),
         wall: Date::from_system_time(SystemTime::now()),

@@ -15,4 +15,5 @@ pub mod std_server;
 #[cfg(feature = "tokio")]
 pub mod tokio_io;
 
+pub use drive::now;
 pub use handler::{Exchange, Handler, RequestInfo, ServerOptions};

@@ -26,20 +26,13 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use mio::{Events, Interest, Poll, Token};
 
+use super::drive::now;
 use crate::machine::{Config, Connection, Event, Limits, Now, PeerError, RequestId, Role, UsageError};
-use crate::message::{Date, Forgiven, Rejection, Request, Response, Validation};
-
-/// The caller's clock, read where the adapters are allowed to read it.
-pub(crate) fn now() -> Now {
-    Now {
-        instant: Instant::now(),
-        wall: Date::from_system_time(SystemTime::now()),
-    }
-}
+use crate::message::{Forgiven, Rejection, Request, Response, Validation};
 
 /// The default limit on the size of one response on the wire: 32 MiB.
 ///

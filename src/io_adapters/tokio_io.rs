@@ -29,9 +29,9 @@ use tokio::net::{TcpListener, TcpStream, ToSocketAddrs};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
-use super::drive::Served;
+use super::drive::{Served, now};
 use super::std_client::{
-    ClientError, ClientOptions, Deadlines, Direction, Exchange, Outstanding, Timeout, Tracer, is_reset, now,
+    ClientError, ClientOptions, Deadlines, Direction, Exchange, Outstanding, Timeout, Tracer, is_reset,
 };
 use super::{Handler, ServerOptions};
 use crate::machine::{Config, Connection, Role, UsageError};

@@ -96,16 +96,11 @@
 //! # Example: a server driven by hand
 //!
 //! ```
-//! use std::time::Instant;
+//! use jsontp::machine::{Config, Connection, Event, Role};
+//! use jsontp::message::{Body, Response, Status, StatusCode};
 //!
-//! use jsontp::machine::{Config, Connection, Event, Now, Role};
-//! use jsontp::message::{Body, Date, Response, Status, StatusCode};
-//!
-//! // The caller owns the clock; here, one fixed moment.
-//! let now = Now {
-//!     instant: Instant::now(),
-//!     wall: Date::from_unix_seconds(1_763_769_600),
-//! };
+//! // The caller owns the clock; here it is read once and held: one moment.
+//! let now = jsontp::io_adapters::now();
 //! let mut server = Connection::new(Role::Server, Config::default(), now);
 //!
 //! // A request arrives in two pieces; nothing happens until it is whole.
