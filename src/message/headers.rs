@@ -54,12 +54,13 @@ pub struct Headers {
 }
 
 macro_rules! accessors {
-    ($( $(#[$doc:meta])* $field:ident, $setter:ident: $ty:ty, $get:ty, $via:ident; )*) => {
+    ($( $(#[$doc:meta])* $field:ident, $setter:ident: $ty:ty, $get:ty $(, $via:ident)?; )*) => {
         impl Headers {
             $(
                 $(#[$doc])*
                 pub fn $field(&self) -> Option<$get> {
-                    self.$field.$via()
+                    // Copy values are returned as they are; others by reference.
+                    self.$field$(.$via())?
                 }
 
                 #[doc = concat!("Sets `", stringify!($field), "` (builder style); `None` removes it.")]
@@ -89,25 +90,15 @@ accessors! {
     /// `cookies`, from either form (D15).
     cookies, with_cookies: Cookies, &Cookies, as_ref;
     /// `if-modified-since` (D16, D17).
-    if_modified_since, with_if_modified_since: Date, Date, copied_out;
+    if_modified_since, with_if_modified_since: Date, Date;
     /// `if-unmodified-since` (D16, D17).
-    if_unmodified_since, with_if_unmodified_since: Date, Date, copied_out;
+    if_unmodified_since, with_if_unmodified_since: Date, Date;
     /// `date`: when the response was made (D16).
-    date, with_date: Date, Date, copied_out;
+    date, with_date: Date, Date;
     /// `language`: the language of the response (D18).
-    language, with_language: LanguageTag, LanguageTag, copied_out;
+    language, with_language: LanguageTag, LanguageTag;
     /// `set-cookies`: cookies the server sets (D15).
     set_cookies, with_set_cookies: Cookies, &Cookies, as_ref;
-}
-
-trait CopiedOut<T> {
-    fn copied_out(&self) -> Option<T>;
-}
-
-impl<T: Copy> CopiedOut<T> for Option<T> {
-    fn copied_out(&self) -> Option<T> {
-        *self
-    }
 }
 
 impl Headers {
