@@ -410,6 +410,30 @@ impl Deadlines {
     }
 }
 
+/// Queues `requests` on the machine, in order, each with its slot among the
+/// outcomes; a request the connection cannot take fails at once. Shared by
+/// the blocking and the async client.
+pub(crate) fn queue_requests(
+    connection: &mut Connection,
+    broken: bool,
+    requests: impl IntoIterator<Item = Request>,
+    now: Now,
+) -> Outstanding {
+    let mut outstanding = Outstanding::new();
+    for request in requests {
+        if broken {
+            outstanding.push_failed(ClientError::ConnectionClosed);
+            continue;
+        }
+        match connection.send_request(request, now) {
+            Ok(id) => outstanding.push(id),
+            Err(UsageError::Closed) => outstanding.push_failed(ClientError::ConnectionClosed),
+            Err(e) => outstanding.push_failed(ClientError::Usage(e)),
+        }
+    }
+    outstanding
+}
+
 const TOKEN: Token = Token(0);
 const READ_CHUNK: usize = 16 * 1024;
 
@@ -550,19 +574,8 @@ impl Client {
         &mut self,
         requests: impl IntoIterator<Item = Request>,
     ) -> Vec<Result<Exchange, ClientError>> {
-        let mut outstanding = Outstanding::new();
         let start = now();
-        for request in requests {
-            if self.broken {
-                outstanding.push_failed(ClientError::ConnectionClosed);
-                continue;
-            }
-            match self.connection.send_request(request, start) {
-                Ok(id) => outstanding.push(id),
-                Err(UsageError::Closed) => outstanding.push_failed(ClientError::ConnectionClosed),
-                Err(e) => outstanding.push_failed(ClientError::Usage(e)),
-            }
-        }
+        let mut outstanding = queue_requests(&mut self.connection, self.broken, requests, start);
         if let Err(error) = self.drive(&mut outstanding, start.instant) {
             self.broken = true;
             outstanding.fail_rest(&error);

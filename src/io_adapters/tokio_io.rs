@@ -32,9 +32,10 @@ use tokio::task::JoinSet;
 use super::drive::{Served, now};
 use super::std_client::{
     ClientError, ClientOptions, Deadlines, Direction, Exchange, Outstanding, Timeout, Tracer, is_reset,
+    queue_requests,
 };
 use super::{Handler, ServerOptions};
-use crate::machine::{Config, Connection, Role, UsageError};
+use crate::machine::{Config, Connection, Role};
 use crate::message::Request;
 
 const READ_CHUNK: usize = 16 * 1024;
@@ -329,19 +330,8 @@ impl Client {
         &mut self,
         requests: impl IntoIterator<Item = Request>,
     ) -> Vec<Result<Exchange, ClientError>> {
-        let mut outstanding = Outstanding::new();
         let start = now();
-        for request in requests {
-            if self.broken {
-                outstanding.push_failed(ClientError::ConnectionClosed);
-                continue;
-            }
-            match self.connection.send_request(request, start) {
-                Ok(id) => outstanding.push(id),
-                Err(UsageError::Closed) => outstanding.push_failed(ClientError::ConnectionClosed),
-                Err(e) => outstanding.push_failed(ClientError::Usage(e)),
-            }
-        }
+        let mut outstanding = queue_requests(&mut self.connection, self.broken, requests, start);
         if let Err(error) = self.drive(&mut outstanding, start.instant).await {
             self.broken = true;
             outstanding.fail_rest(&error);
