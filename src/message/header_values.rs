@@ -56,10 +56,7 @@ pub(crate) fn request_headers<'a>(raw: &'a RawHeaders<'_>) -> Result<RequestHead
                 quoted(&written.to_ascii_lowercase())
             ));
         };
-        let name = super::headers::HEADER_NAMES[index];
-        if *value == Loose::Null {
-            return Err(format!("header \"{name}\" is null, which no header may be"));
-        }
+        let name = listed_name(index, value)?;
         match name {
             "content-type" => headers.content_type = Some(parse_string(name, value)?),
             "accept" => headers.accept = Some(parse_list(name, value)?),
@@ -87,6 +84,16 @@ pub(crate) fn request_headers<'a>(raw: &'a RawHeaders<'_>) -> Result<RequestHead
     Ok(RequestHeaders { headers, expect })
 }
 
+/// The protocol's name for a listed header, refusing a `null` value, which
+/// no header may have (D8), in a request or a response alike.
+fn listed_name(index: usize, value: &Loose<'_>) -> Result<&'static str, String> {
+    let name = super::headers::HEADER_NAMES[index];
+    if *value == Loose::Null {
+        return Err(format!("header \"{name}\" is null, which no header may be"));
+    }
+    Ok(name)
+}
+
 /// Checks a response's headers (D8, D12, D13). `date` and `language` must
 /// be there; lenient mode forgives their absence. The request-only names of
 /// the protocol's list are accepted and ignored, as the response-only ones
@@ -111,10 +118,7 @@ pub(crate) fn response_headers(
                 quoted(&written.to_ascii_lowercase())
             ));
         };
-        let name = super::headers::HEADER_NAMES[index];
-        if *value == Loose::Null {
-            return Err(format!("header \"{name}\" is null, which no header may be"));
-        }
+        let name = listed_name(index, value)?;
         match name {
             "content-type" => headers.content_type = Some(parse_string(name, value)?),
             "date" => headers.date = Some(parse_string(name, value)?),
