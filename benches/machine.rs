@@ -69,7 +69,8 @@ fn now() -> Now {
 }
 
 fn answer(request: &jsontp::message::Request) -> Response {
-    Response::new(Status::new(StatusCode::OK, "OK"), request.resource.as_str())
+    Response::new(Status::new(StatusCode::OK, "OK"))
+        .with_resource(request.resource.as_str())
         .with_body(Body::text("Hello, world!"))
 }
 

@@ -102,7 +102,8 @@ fn parse_interleaved(c: &mut Criterion) {
 }
 
 fn serialize(c: &mut Criterion) {
-    let response = Response::new(Status::new(StatusCode::OK, "here it is"), "/hello.txt")
+    let response = Response::new(Status::new(StatusCode::OK, "here it is"))
+        .with_resource("/hello.txt")
         .with_headers(
             Headers::new()
                 .with_content_type("text/plain".parse::<MediaType>().expect("a media type"))

@@ -17,23 +17,23 @@ struct Hello;
 
 impl Handler for Hello {
     fn handle(&self, request: &Request, info: &RequestInfo) -> Response {
-        let echo = request.resource.as_str();
         match request.method {
-            Method::Get | Method::Post => Response::new(Status::new(StatusCode::OK, "hello"), echo)
-                .with_body(Body::text(format!(
+            Method::Get | Method::Post => {
+                Response::new(Status::new(StatusCode::OK, "hello")).with_body(Body::text(format!(
                     "hello {}, you asked for {}\n",
                     info.peer,
                     request.resource.path()
-                ))),
+                )))
+            }
             _ => {
                 let allowed = serde_json::json!(["GET", "POST"]);
                 let body = Body::empty()
                     .with_extra("allowed-methods", allowed)
                     .expect("a valid body key");
-                Response::new(
-                    Status::new(StatusCode::METHOD_NOT_ALLOWED, "only GET and POST here"),
-                    echo,
-                )
+                Response::new(Status::new(
+                    StatusCode::METHOD_NOT_ALLOWED,
+                    "only GET and POST here",
+                ))
                 .with_body(body)
             }
         }

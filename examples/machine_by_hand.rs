@@ -45,11 +45,8 @@ fn main() {
         while let Some(event) = server.next_event(now()) {
             if let Event::Request { id, request } = event {
                 let text = request.body.as_text().unwrap_or_default().to_owned();
-                let created = Response::new(
-                    Status::new(StatusCode::CREATED, "stored"),
-                    request.resource.as_str(),
-                )
-                .with_body(Body::text(format!("stored {} bytes", text.len())));
+                let created = Response::new(Status::new(StatusCode::CREATED, "stored"))
+                    .with_body(Body::text(format!("stored {} bytes", text.len())));
                 server.send_response(id, created, now()).expect("a live exchange");
             }
         }

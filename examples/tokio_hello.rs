@@ -12,9 +12,8 @@ use jsontp::message::{Body, Request, Response, Status, StatusCode};
 async fn main() -> std::io::Result<()> {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
     eprintln!("tokio_hello on {}", listener.local_addr()?);
-    let hello = |request: &Request| {
-        Response::new(Status::new(StatusCode::OK, "hello"), request.resource.as_str())
-            .with_body(Body::text("hello from tokio\n"))
+    let hello = |_request: &Request| {
+        Response::new(Status::new(StatusCode::OK, "hello")).with_body(Body::text("hello from tokio\n"))
     };
     serve(listener, hello, ServerOptions::default(), async {
         let _ = tokio::signal::ctrl_c().await;

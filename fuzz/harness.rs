@@ -103,17 +103,16 @@ fn serve_events(conn: &mut Connection, now: Now) {
         match event {
             Event::Request { id, request } => {
                 let body = Body::text(format!("{} {}", request.method, request.resource));
-                let response = Response::new(Status::new(StatusCode::OK, "ok"), request.resource.as_str())
+                let response = Response::new(Status::new(StatusCode::OK, "ok"))
+                    .with_resource(request.resource.as_str())
                     .with_body(body);
                 conn.send_response(id, response, now)
                     .expect("answering a fresh request is valid");
             }
             Event::ContinueRequested { id, request } => {
                 if request.method == Method::Put {
-                    let refusal = Response::new(
-                        Status::new(StatusCode::UNAUTHORIZED, "no"),
-                        request.resource.as_str(),
-                    );
+                    let refusal = Response::new(Status::new(StatusCode::UNAUTHORIZED, "no"))
+                        .with_resource(request.resource.as_str());
                     conn.send_response(id, refusal, now)
                         .expect("refusing a handshake is valid");
                 } else {

@@ -122,9 +122,8 @@ impl FileServer {
     /// D5 level 5 and the token: everything that needs neither the body nor
     /// the file. Returns the negotiated encoding and language.
     fn negotiate(&self, request: &Request) -> Result<(Encoding, LanguageTag), Refusal> {
-        let resource = request.resource.as_str();
         let headers = &request.headers;
-        let refused = |status: Status| Box::new(Response::new(status, resource));
+        let refused = |status: Status| Box::new(Response::new(status));
         negotiate::check_content_type(headers.content_type(), &self.content_types).map_err(refused)?;
         if matches!(request.method, Method::Get | Method::Post) {
             let media = media_type_of(request.resource.path());
@@ -149,12 +148,10 @@ impl FileServer {
             Some(_) => Err(refuse(
                 StatusCode::UNAUTHORIZED,
                 "authorization does not match the server's token",
-                request.resource.as_str(),
             )),
             None => Err(refuse(
                 StatusCode::UNAUTHORIZED,
                 format!("authorization is required to {} on this server", request.method),
-                request.resource.as_str(),
             )),
         }
     }
@@ -172,7 +169,6 @@ impl FileServer {
     }
 
     fn get(&self, request: &Request, encoding: Encoding, language: LanguageTag) -> Result<Response, Refusal> {
-        let resource = request.resource.as_str();
         let file = self.existing_file(request.resource.path());
         let last_modified = file
             .as_deref()
@@ -187,14 +183,12 @@ impl FileServer {
             last_modified,
         ) {
             let language_only = Headers::new().with_language(language);
-            return Err(Box::new(
-                Response::new(status, resource).with_headers(language_only),
-            ));
+            return Err(Box::new(Response::new(status).with_headers(language_only)));
         }
         let Some(file) = file else {
-            return Err(not_found(resource));
+            return Err(not_found());
         };
-        let metadata = fs::metadata(&file).map_err(|e| io_failure(&e, resource))?;
+        let metadata = fs::metadata(&file).map_err(|e| io_failure(&e))?;
         if metadata.len() > self.max_file_bytes {
             return Err(refuse(
                 StatusCode::INTERNAL_SERVER_ERROR,
@@ -202,10 +196,9 @@ impl FileServer {
                     "the file is larger than this server's limit of {} bytes",
                     self.max_file_bytes
                 ),
-                resource,
             ));
         }
-        let content = fs::read(&file).map_err(|e| io_failure(&e, resource))?;
+        let content = fs::read(&file).map_err(|e| io_failure(&e))?;
         let encoding = if encoding == Encoding::Identity && std::str::from_utf8(&content).is_err() {
             // Binary content travels only compressed (base64, D9).
             let compressed = request
@@ -217,27 +210,19 @@ impl FileServer {
                     StatusCode::NOT_ACCEPTABLE,
                     "the file is not UTF-8 text, so it can only be sent compressed: \
                      list gzip, deflate or br in accept-encoding",
-                    resource,
                 )
             })?
         } else {
             encoding
         };
-        let body = Body::new(content, encoding).map_err(|e| {
-            refuse(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                format!("the file {e}"),
-                resource,
-            )
-        })?;
+        let body = Body::new(content, encoding)
+            .map_err(|e| refuse(StatusCode::INTERNAL_SERVER_ERROR, format!("the file {e}")))?;
         let headers = Headers::new()
             .with_content_type(media_type_of(request.resource.path()))
             .with_language(language);
-        Ok(
-            Response::new(Status::new(StatusCode::OK, "here is the file"), resource)
-                .with_headers(headers)
-                .with_body(body),
-        )
+        Ok(Response::new(Status::new(StatusCode::OK, "here is the file"))
+            .with_headers(headers)
+            .with_body(body))
     }
 
     /// The if-unmodified-since guard of `PUT` and `DELETE` on an existing file.
@@ -247,16 +232,15 @@ impl FileServer {
         };
         let last_modified = fs::metadata(file).ok().and_then(|m| modified(&m));
         match negotiate::condition_status(None, Some(since), last_modified) {
-            Some(status) => Err(Box::new(Response::new(status, request.resource.as_str()))),
+            Some(status) => Err(Box::new(Response::new(status))),
             None => Ok(()),
         }
     }
 
     fn put(&self, request: &Request, language: LanguageTag) -> Result<Response, Refusal> {
-        let resource = request.resource.as_str();
         let path = request.resource.path();
         let Some(rel) = relative(path).filter(|r| r.file_name().is_some()) else {
-            return Err(not_found(resource));
+            return Err(not_found());
         };
         let target = self.root.join(&rel);
         // The folder must exist and lie inside the root once symlinks are
@@ -269,34 +253,28 @@ impl FileServer {
             return Err(refuse(
                 StatusCode::NOT_FOUND,
                 "the folder of this resource does not exist; PUT creates files, not folders",
-                resource,
             ));
         };
         let Some(name) = rel.file_name() else {
-            return Err(not_found(resource));
+            return Err(not_found());
         };
         let target = folder.join(name);
         if let Ok(meta) = fs::symlink_metadata(&target) {
             // Replacing a symlink replaces the link itself (rename does not
             // follow it), so it cannot write outside the root.
             if meta.is_dir() {
-                return Err(refuse(
-                    conflict(),
-                    "this resource is a folder; PUT writes files",
-                    resource,
-                ));
+                return Err(refuse(conflict(), "this resource is a folder; PUT writes files"));
             }
             self.unmodified_since(request, &target)?;
         }
-        write_atomically(&folder, &target, request.body.content()).map_err(|e| io_failure(&e, resource))?;
+        write_atomically(&folder, &target, request.body.content()).map_err(|e| io_failure(&e))?;
         let status = Status::new(StatusCode::CREATED, "the file was written");
-        Ok(Response::new(status, resource).with_headers(Headers::new().with_language(language)))
+        Ok(Response::new(status).with_headers(Headers::new().with_language(language)))
     }
 
     fn delete(&self, request: &Request, language: LanguageTag) -> Result<Response, Refusal> {
-        let resource = request.resource.as_str();
         let Some(rel) = relative(request.resource.path()) else {
-            return Err(not_found(resource));
+            return Err(not_found());
         };
         let target = self.root.join(rel);
         let inside = target
@@ -305,27 +283,25 @@ impl FileServer {
             .is_some_and(|p| p.starts_with(&self.root));
         let meta = fs::symlink_metadata(&target).ok().filter(|_| inside);
         let Some(meta) = meta else {
-            return Err(not_found(resource));
+            return Err(not_found());
         };
         if meta.is_dir() {
             return Err(refuse(
                 conflict(),
                 "this resource is a folder; DELETE removes files",
-                resource,
             ));
         }
         self.unmodified_since(request, &target)?;
-        fs::remove_file(&target).map_err(|e| io_failure(&e, resource))?;
+        fs::remove_file(&target).map_err(|e| io_failure(&e))?;
         let status = Status::new(StatusCode::NO_CONTENT, "the file was deleted");
-        Ok(Response::new(status, resource).with_headers(Headers::new().with_language(language)))
+        Ok(Response::new(status).with_headers(Headers::new().with_language(language)))
     }
 
-    fn options(&self, request: &Request, language: LanguageTag) -> Response {
+    fn options(&self, _request: &Request, language: LanguageTag) -> Response {
         let methods = Method::ALL.iter().map(|m| Value::from(m.as_str())).collect();
         let body = Body::empty().with_extra("allowed-methods", Value::Array(methods));
         let status = Status::new(StatusCode::OK, "these methods are allowed");
-        let response = Response::new(status, request.resource.as_str())
-            .with_headers(Headers::new().with_language(language));
+        let response = Response::new(status).with_headers(Headers::new().with_language(language));
         match body {
             Ok(body) => response.with_body(body),
             Err(_) => response,
@@ -415,22 +391,21 @@ fn write_atomically(folder: &Path, target: &Path, content: &[u8]) -> io::Result<
     written
 }
 
-fn refuse(code: StatusCode, message: impl Into<String>, resource: &str) -> Refusal {
-    Box::new(Response::new(Status::new(code, message), resource))
+fn refuse(code: StatusCode, message: impl Into<String>) -> Refusal {
+    Box::new(Response::new(Status::new(code, message)))
 }
 
-fn not_found(resource: &str) -> Refusal {
-    refuse(StatusCode::NOT_FOUND, "no file by this name", resource)
+fn not_found() -> Refusal {
+    refuse(StatusCode::NOT_FOUND, "no file by this name")
 }
 
 fn conflict() -> StatusCode {
     StatusCode::from_u16(409).unwrap_or(StatusCode::METHOD_NOT_ALLOWED)
 }
 
-fn io_failure(error: &io::Error, resource: &str) -> Refusal {
+fn io_failure(error: &io::Error) -> Refusal {
     refuse(
         StatusCode::INTERNAL_SERVER_ERROR,
         format!("the server could not access the file: {error}"),
-        resource,
     )
 }

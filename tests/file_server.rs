@@ -85,7 +85,6 @@ fn get_root_serves_index_html_with_its_media_type_and_language() {
     let response = ask(&fixture.server(), req(Method::Get, "/"));
     assert_eq!(code(&response), 200);
     assert_eq!(text(&response), "<h1>hello</h1>\n");
-    assert_eq!(response.resource, "/");
     assert_eq!(
         response.headers.content_type().map(|t| t.essence()),
         Some("text/html")

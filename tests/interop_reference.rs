@@ -210,11 +210,9 @@ fn the_reference_client_gets_a_correct_answer_from_our_tokio_server() {
             "/big" => "x".repeat(3000),
             path => format!("you asked for {path}"),
         };
-        Response::new(
-            Status::new(StatusCode::OK, "here it is"),
-            request.resource.as_str(),
-        )
-        .with_body(Body::text(text))
+        Response::new(Status::new(StatusCode::OK, "here it is"))
+            .with_resource(request.resource.as_str())
+            .with_body(Body::text(text))
     };
     let server = runtime.spawn(serve(listener, hello, ServerOptions::default(), async {
         let _ = stopped.await;
@@ -248,11 +246,9 @@ fn the_reference_client_gets_a_correct_answer_from_our_std_server() {
     use jsontp::message::{Body, Response, Status};
 
     let hello = |request: &Request| {
-        Response::new(
-            Status::new(StatusCode::OK, "here it is"),
-            request.resource.as_str(),
-        )
-        .with_body(Body::text(format!("std server: {}", request.resource.path())))
+        Response::new(Status::new(StatusCode::OK, "here it is"))
+            .with_resource(request.resource.as_str())
+            .with_body(Body::text(format!("std server: {}", request.resource.path())))
     };
     let server =
         StdServer::bind("127.0.0.1:0", hello, ServerOptions::default().with_workers(2)).expect("bind");

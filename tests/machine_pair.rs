@@ -122,10 +122,7 @@ impl Pair {
 }
 
 fn not_found(request: &Request) -> Response {
-    Response::new(
-        Status::new(StatusCode::NOT_FOUND, "no such file"),
-        request.resource.as_str(),
-    )
+    Response::new(Status::new(StatusCode::NOT_FOUND, "no such file")).with_resource(request.resource.as_str())
 }
 
 fn get(path: &str) -> Request {

@@ -104,10 +104,8 @@ impl Server {
                     Event::ContinueRequested { id, request } => match self.app {
                         App::Echo => self.conn.accept_continue(id, now).expect("accept"),
                         App::RejectHandshakes => {
-                            let response = Response::new(
-                                Status::new(StatusCode::NOT_FOUND, "no such file"),
-                                request.resource.as_str(),
-                            );
+                            let response = Response::new(Status::new(StatusCode::NOT_FOUND, "no such file"))
+                                .with_resource(request.resource.as_str());
                             self.conn.send_response(id, response, now).expect("reject")
                         }
                         App::Hold => self.held.push((id, request)),
@@ -494,7 +492,7 @@ fn usage_errors_are_typed() {
     s.send([get("/a"), put_expecting_continue("/b")].concat().as_bytes());
     let now = s.clock.now();
     let (id, request) = s.held.remove(0);
-    let continue_status = Response::new(Status::new(StatusCode::CONTINUE, "go on"), "/a");
+    let continue_status = Response::new(Status::new(StatusCode::CONTINUE, "go on")).with_resource("/a");
     assert_eq!(
         s.conn.send_response(id, continue_status, now),
         Err(UsageError::InformationalResponse)

@@ -184,7 +184,7 @@ prop_compose! {
             .with_set_cookies(set_cookies)
             .with_date(date)
             .with_language(language);
-        let response = Response::new(Status::new(code, human), resource)
+        let response = Response::new(Status::new(code, human)).with_resource(resource)
             .with_headers(headers)
             .with_body(body);
         Response { version, ..response }

@@ -15,7 +15,8 @@ fn headers() -> Headers {
 }
 
 fn response(code: StatusCode, human: &str, body: Body) -> Response {
-    Response::new(Status::new(code, human), "/hello.txt")
+    Response::new(Status::new(code, human))
+        .with_resource("/hello.txt")
         .with_headers(headers())
         .with_body(body)
 }

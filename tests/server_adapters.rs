@@ -27,17 +27,16 @@ impl Handler for Echo {
     fn handle(&self, request: &Request, _info: &RequestInfo) -> Response {
         if request.resource.path() == "/informational" {
             // A handler bug: only the D10 acknowledgement may be a 1xx.
-            return Response::new(
-                Status::new(StatusCode::CONTINUE, "wrong"),
-                request.resource.as_str(),
-            );
+            return Response::new(Status::new(StatusCode::CONTINUE, "wrong"))
+                .with_resource(request.resource.as_str());
         }
         let text = format!(
             "echo {} {}",
             request.resource.path(),
             request.body.as_text().unwrap_or("<binary>")
         );
-        Response::new(Status::new(StatusCode::OK, "echoed"), request.resource.as_str())
+        Response::new(Status::new(StatusCode::OK, "echoed"))
+            .with_resource(request.resource.as_str())
             .with_body(Body::text(text))
     }
 
@@ -45,7 +44,7 @@ impl Handler for Echo {
     fn check_continue(&self, request: &Request, _info: &RequestInfo) -> Result<(), Response> {
         if request.resource.path() == "/refuse" {
             let status = Status::new(StatusCode::UNAUTHORIZED, "not you");
-            return Err(Response::new(status, request.resource.as_str()));
+            return Err(Response::new(status).with_resource(request.resource.as_str()));
         }
         Ok(())
     }

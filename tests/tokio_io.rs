@@ -36,16 +36,17 @@ impl Handler for Echo {
             request.resource.path(),
             request.body.as_text().unwrap_or("<bytes>")
         );
-        Response::new(Status::new(StatusCode::OK, "echoed"), request.resource.as_str())
+        Response::new(Status::new(StatusCode::OK, "echoed"))
+            .with_resource(request.resource.as_str())
             .with_body(Body::text(text))
     }
 
     fn check_continue(&self, request: &Request, _info: &RequestInfo) -> Result<(), Response> {
         if request.resource.path() == "/locked" {
-            return Err(Response::new(
-                Status::new(StatusCode::UNAUTHORIZED, "no uploads here"),
-                request.resource.as_str(),
-            ));
+            return Err(
+                Response::new(Status::new(StatusCode::UNAUTHORIZED, "no uploads here"))
+                    .with_resource(request.resource.as_str()),
+            );
         }
         Ok(())
     }

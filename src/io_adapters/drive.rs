@@ -125,13 +125,10 @@ impl Served {
             // Closed: the connection is going away; nobody is left to answer.
             Ok(()) | Err(UsageError::Closed) => {}
             Err(misuse) => {
-                let fallback = Response::new(
-                    Status::new(
-                        StatusCode::INTERNAL_SERVER_ERROR,
-                        format!("the server's application gave an answer that cannot be sent: {misuse}"),
-                    ),
-                    request.resource.as_str(),
-                );
+                let fallback = Response::new(Status::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    format!("the server's application gave an answer that cannot be sent: {misuse}"),
+                ));
                 (status, content_bytes) = (fallback.status.code, 0);
                 let _ = self.conn.send_response(id, fallback, now());
             }
@@ -156,6 +153,6 @@ fn answer<H: Handler + ?Sized>(handler: &H, request: &Request, info: &RequestInf
             StatusCode::INTERNAL_SERVER_ERROR,
             "the server failed while answering this request",
         );
-        Response::new(status, request.resource.as_str())
+        Response::new(status)
     })
 }

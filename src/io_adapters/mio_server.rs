@@ -18,7 +18,7 @@
 //! use jsontp::message::{Body, Request, Response, Status, StatusCode};
 //!
 //! let hello = |request: &Request| {
-//!     Response::new(Status::new(StatusCode::OK, "hello"), request.resource.as_str())
+//!     Response::new(Status::new(StatusCode::OK, "hello"))
 //!         .with_body(Body::text("hello"))
 //! };
 //! let server = MioServer::bind("127.0.0.1:8080", hello, ServerOptions::default())?;

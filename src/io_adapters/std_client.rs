@@ -729,7 +729,7 @@ mod tests {
     use crate::message::StatusCode;
 
     fn response(resource: &str) -> Response {
-        Response::new(crate::message::Status::new(StatusCode::OK, "fine"), resource)
+        Response::new(crate::message::Status::new(StatusCode::OK, "fine")).with_resource(resource)
     }
 
     #[test]

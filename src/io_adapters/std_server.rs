@@ -13,7 +13,7 @@
 //! use jsontp::message::{Body, Request, Response, Status, StatusCode};
 //!
 //! let hello = |request: &Request| {
-//!     Response::new(Status::new(StatusCode::OK, "hello"), request.resource.as_str())
+//!     Response::new(Status::new(StatusCode::OK, "hello"))
 //!         .with_body(Body::text("hello"))
 //! };
 //! let server = StdServer::bind("127.0.0.1:8080", hello, ServerOptions::default().with_workers(8))?;

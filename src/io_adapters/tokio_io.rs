@@ -65,7 +65,7 @@ pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
 ///
 /// let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
 /// let hello = |request: &Request| {
-///     Response::new(Status::new(StatusCode::OK, "here it is"), request.resource.as_str())
+///     Response::new(Status::new(StatusCode::OK, "here it is"))
 ///         .with_body(Body::text("hello"))
 /// };
 /// serve(listener, hello, ServerOptions::default(), async {

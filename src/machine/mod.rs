@@ -114,7 +114,7 @@
 //! assert_eq!(request.resource.path(), "/hello.txt");
 //!
 //! // The answer; the machine adds `date` and `language`.
-//! let response = Response::new(Status::new(StatusCode::OK, "here it is"), request.resource.as_str())
+//! let response = Response::new(Status::new(StatusCode::OK, "here it is"))
 //!     .with_body(Body::text("Hello, world!"));
 //! server.send_response(id, response, now)?;
 //!

@@ -21,7 +21,9 @@ pub(super) fn fill_defaults(response: &mut Response, now: Now, language: Languag
 /// echoed resource.
 pub(super) fn continue_ack(resource: &str, now: Now, language: LanguageTag) -> Response {
     let status = Status::new(StatusCode::CONTINUE, "send the full request");
-    let mut response = Response::new(status, resource).with_body(Body::empty());
+    let mut response = Response::new(status)
+        .with_resource(resource)
+        .with_body(Body::empty());
     fill_defaults(&mut response, now, language);
     response
 }
@@ -29,7 +31,7 @@ pub(super) fn continue_ack(resource: &str, now: Now, language: LanguageTag) -> R
 /// The response to a refused message.
 pub(super) fn rejection(rejection: &Rejection, now: Now, language: LanguageTag) -> Response {
     let status = Status::new(rejection.status, rejection.message.clone());
-    let mut response = Response::new(status, rejection.resource.clone());
+    let mut response = Response::new(status).with_resource(rejection.resource.clone());
     fill_defaults(&mut response, now, language);
     response
 }

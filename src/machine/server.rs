@@ -278,6 +278,9 @@ impl Connection {
             .apply(Role::Server, Input::FinalResponse)
             .map_err(|_| UsageError::OutOfTurn(id))?;
         responses::fill_defaults(&mut response, now, language);
+        // D7, D12: the echo is the request's own string, whatever the
+        // application put there.
+        response.resource.clone_from(&slot.resource);
         slot.response = Some(response);
         if self.server.deciding == Some(id) {
             // A rejected handshake ends the exchange; the connection stays

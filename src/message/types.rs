@@ -211,16 +211,26 @@ pub struct Response {
 }
 
 impl Response {
-    /// A response to `resource` (the request's string, echoed) with a
-    /// status, no headers and an empty body.
-    pub fn new(status: Status, resource: impl Into<String>) -> Response {
+    /// A response with a status, no headers and an empty body.
+    ///
+    /// A server never needs to set the echoed `resource`: the connection
+    /// fills it from the request it answers (D7, D12), so a handler cannot
+    /// get it wrong. Set it with [`with_resource`](Self::with_resource) when
+    /// writing a response by other means (a test peer, a proxy).
+    pub fn new(status: Status) -> Response {
         Response {
             version: Version::V1_0,
             status,
-            resource: resource.into(),
+            resource: String::new(),
             headers: Headers::new(),
             body: Body::empty(),
         }
+    }
+
+    /// Sets the echoed `resource` string (builder style).
+    pub fn with_resource(mut self, resource: impl Into<String>) -> Response {
+        self.resource = resource.into();
+        self
     }
 
     /// Sets the headers (builder style).

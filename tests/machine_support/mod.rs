@@ -50,14 +50,14 @@ impl Clock {
 /// What the echo application answers: `200`, the echoed resource, content
 /// naming the method and path.
 pub fn echo_response(request: &jsontp::message::Request) -> Response {
-    Response::new(Status::new(StatusCode::OK, "OK"), request.resource.as_str()).with_body(Body::text(
-        format!(
+    Response::new(Status::new(StatusCode::OK, "OK"))
+        .with_resource(request.resource.as_str())
+        .with_body(Body::text(format!(
             "{} {} {}",
             request.method,
             request.resource.path(),
             request.body.as_text().unwrap_or("<binary>")
-        ),
-    ))
+        )))
 }
 
 /// One line per event, short enough to read in a snapshot.
