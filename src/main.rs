@@ -13,7 +13,7 @@ use cli::help;
 /// jsontp: a file server and a client for the jsontp protocol (JSON
 /// messages over TCP).
 #[derive(Debug, Parser)]
-#[command(name = "jsontp", version, about, after_help = help::TOP)]
+#[command(name = "jsontp", version, after_help = help::TOP)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

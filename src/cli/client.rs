@@ -89,20 +89,20 @@ pub struct ContentArgs {
 #[derive(Debug, clap::Args)]
 pub struct PlainArgs {
     #[command(flatten)]
-    common: CommonArgs,
-    #[command(flatten)]
     output: OutputArgs,
+    #[command(flatten)]
+    common: CommonArgs,
 }
 
 /// `post` and `put`: content sent.
 #[derive(Debug, clap::Args)]
 pub struct SendArgs {
     #[command(flatten)]
-    common: CommonArgs,
-    #[command(flatten)]
     content: ContentArgs,
     #[command(flatten)]
     output: OutputArgs,
+    #[command(flatten)]
+    common: CommonArgs,
 }
 
 /// `options`: the allowed methods, one line.

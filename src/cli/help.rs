@@ -24,8 +24,9 @@ Examples:
   jsontp serve --root site                     serve ./site on 127.0.0.1:8080
   jsontp get localhost/hello.txt               print a file
   jsontp get localhost/logo.png -o logo.png    save a file
-  jsontp put localhost/logo.png --file logo.png
+  jsontp put localhost/logo.png --file logo.png  upload a file
   jsontp get localhost/hello.txt -s -o /dev/null -w '%{code}\\n'
+                                               print only the status code
 
 Exit status of the client commands: 0 for a 1xx-3xx answer, 1 for a 4xx/5xx
 answer, 2 when no answer came (usage, connection or protocol error).

@@ -30,7 +30,7 @@ pub struct ServeArgs {
     #[arg(long)]
     no_continue: bool,
     /// Event-loop threads (default: one per core).
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, hide_default_value = true)]
     workers: usize,
     /// No access log.
     #[arg(long)]
