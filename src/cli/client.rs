@@ -297,7 +297,8 @@ fn answer_in_error(error: ClientError, wire: &Wire, validation: Validation) -> R
                 )
             }),
         // D13: a response for another resource is not an answer to ours.
-        ClientError::ResourceMismatch { sent, received } => Err(Failure(format!(
+        // (`..`: the library is to carry the response here too.)
+        ClientError::ResourceMismatch { sent, received, .. } => Err(Failure(format!(
             "the server answered for resource {received:?}, not {sent:?} as requested"
         ))),
         other => Err(Failure(other.to_string())),
