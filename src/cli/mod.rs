@@ -1,4 +1,9 @@
 //! The subcommands of `jsontp`.
 
 pub mod client;
+pub mod help;
+pub mod output;
+pub mod request;
 pub mod serve;
+pub mod target;
+pub mod wire;

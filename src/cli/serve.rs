@@ -1,4 +1,4 @@
-//! `jsontp serve` (issue 4): the file server on the mio adapter.
+//! `jsontp serve`: the file server on the mio adapter.
 
 use std::io::Write;
 use std::net::SocketAddr;
@@ -26,11 +26,11 @@ pub struct ServeArgs {
     /// The languages offered, comma-separated, the first being the default.
     #[arg(long, value_delimiter = ',', default_value = "en-US")]
     language: Vec<LanguageTag>,
-    /// Answer `expect: 100-continue` with 501 and close (D10).
+    /// Refuse `expect: 100-continue`: answer 501 and close the connection.
     #[arg(long)]
     no_continue: bool,
     /// Event-loop threads (default: one per core).
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, hide_default_value = true)]
     workers: usize,
     /// No access log.
     #[arg(long)]

@@ -1,57 +1,13 @@
 //! `jsontp serve` as a process: the start line, an answer over TCP, the
-//! access log, and start errors (issue 4).
+//! access log, start errors and a graceful stop.
+#![allow(clippy::disallowed_methods)] // the tests own their threads
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
-const BIN: &str = env!("CARGO_BIN_EXE_jsontp");
-
-/// The server process, killed on drop so that a failing test leaves none.
-struct Serve(Child);
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn temp_root(name: &str) -> std::path::PathBuf {
-    let root = std::env::temp_dir().join(format!("jsontp-cli-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&root);
-    std::fs::create_dir_all(&root).expect("temp root");
-    std::fs::write(root.join("hello.txt"), "Hello, world!").expect("write");
-    root
-}
-
-/// Starts `jsontp serve` on a free port; returns it and the bound address
-/// read from the start line.
-fn serve(
-    root: &std::path::Path,
-    extra: &[&str],
-) -> (Serve, SocketAddr, BufReader<std::process::ChildStderr>) {
-    let mut child = Command::new(BIN)
-        .args(["serve", "--addr", "127.0.0.1:0", "--workers", "1", "--root"])
-        .arg(root)
-        .args(extra)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start jsontp serve");
-    let mut stderr = BufReader::new(child.stderr.take().expect("stderr"));
-    let server = Serve(child);
-    let mut line = String::new();
-    stderr.read_line(&mut line).expect("start line");
-    let addr = line
-        .trim()
-        .rsplit("jsontp://")
-        .next()
-        .and_then(|a| a.parse().ok())
-        .unwrap_or_else(|| panic!("no address in the start line {line:?}"));
-    (server, addr, stderr)
-}
+use crate::support::{BIN, spawn_serve as serve, temp_root};
 
 fn get(addr: SocketAddr, resource: &str) -> serde_json::Value {
     let mut stream = TcpStream::connect(addr).expect("connect");
@@ -151,7 +107,6 @@ fn an_incomplete_message_has_an_access_log_line() {
     // Read the log on a thread, so that a missing line fails the test
     // instead of hanging it (the test owns its threads).
     let (tx, rx) = std::sync::mpsc::channel();
-    #[allow(clippy::disallowed_methods)]
     std::thread::spawn(move || {
         let mut log = log;
         let mut line = String::new();

@@ -1,97 +1,19 @@
-//! `jsontp get|post|put|delete|options` end to end, as processes: against
-//! `jsontp serve` on a temporary folder, and against the published reference
-//! server for `--lenient`.
+//! `jsontp get|post|put|delete|options` end to end: against `jsontp serve`
+//! on a temporary folder, against small loopback peers, and against the
+//! published reference server for `--lenient`.
 #![allow(clippy::disallowed_methods)] // the reference server blocks: a thread
 
-use std::io::{BufRead, BufReader};
 use std::net::TcpListener;
-use std::path::PathBuf;
-use std::process::{Child, Command, Output, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
+
+use crate::support::{Served, binary, jsontp, one_answer_peer, stderr, stdout};
 
 const LIMIT: Duration = Duration::from_secs(10);
 
 fn free_port() -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
     listener.local_addr().expect("addr").port()
-}
-
-/// Starts `jsontp serve` on port 0 and reads the port it bound from its
-/// start line (`… on jsontp://127.0.0.1:PORT`): no race with other tests for
-/// a free port, and no probing connect that could meet itself.
-fn spawn_serve(root: &std::path::Path) -> (Child, u16) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_jsontp"))
-        .args(["serve", "--quiet", "--root"])
-        .arg(root)
-        .args(["--addr", "127.0.0.1:0"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start jsontp serve");
-    let mut stderr = BufReader::new(child.stderr.take().expect("piped stderr"));
-    let mut line = String::new();
-    // The server writes this line once it listens, or exits with an error.
-    let _ = stderr.read_line(&mut line);
-    let port = line
-        .trim_end()
-        .rsplit_once(':')
-        .and_then(|(_, port)| port.parse::<u16>().ok());
-    let Some(port) = port else {
-        let _ = child.kill();
-        panic!("jsontp serve did not start: {line:?}");
-    };
-    // Keep draining its stderr so that it never blocks on a full pipe.
-    thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
-    (child, port)
-}
-
-/// `jsontp serve` on a fresh folder; killed and cleaned up on drop.
-struct Served {
-    child: Child,
-    port: u16,
-    root: PathBuf,
-}
-
-impl Served {
-    fn start(name: &str) -> Served {
-        let root = std::env::temp_dir().join(format!("jsontp-cli-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&root);
-        std::fs::create_dir_all(&root).expect("temp root");
-        std::fs::write(root.join("hello.txt"), "Hello, world!").expect("fixture");
-        std::fs::write(root.join("binary.bin"), (0..=255u8).collect::<Vec<u8>>()).expect("fixture");
-        let (child, port) = spawn_serve(&root);
-        Served { child, port, root }
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("127.0.0.1:{}{path}", self.port)
-    }
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.root);
-    }
-}
-
-/// Runs `jsontp ARGS…`, bounded in time by the client's own `--timeout`.
-fn jsontp(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_jsontp"))
-        .args(args)
-        .args(["--timeout", "10"])
-        .output()
-        .expect("run jsontp")
-}
-
-fn stdout(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
 #[test]
@@ -107,9 +29,12 @@ fn get_prints_the_content_and_exits_0() {
 fn every_url_form_reaches_the_server() {
     let server = Served::start("urls");
     for url in [
-        format!("jsontp://127.0.0.1:{}/hello.txt", server.port),
-        format!("127.0.0.1:{}/hello.txt", server.port),
-        format!("localhost:{}/hello.txt", server.port),
+        format!("jsontp://{}/hello.txt", server.addr),
+        format!("{}/hello.txt", server.addr),
+        format!("localhost:{}/hello.txt", server.addr.port()),
+        // D7: the scheme in any case.
+        format!("JSONTP://{}/hello.txt", server.addr),
+        format!("Jsontp://localhost:{}/hello.txt", server.addr.port()),
     ] {
         let out = jsontp(&["get", &url]);
         assert_eq!(out.status.code(), Some(0), "{url}: {}", stderr(&out));
@@ -122,7 +47,7 @@ fn binary_content_is_written_as_bytes() {
     let server = Served::start("binary");
     let out = jsontp(&["get", &server.url("/binary.bin"), "-H", "accept-encoding=gzip"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert_eq!(out.stdout, (0..=255u8).collect::<Vec<u8>>());
+    assert_eq!(out.stdout, binary());
 }
 
 #[test]
@@ -190,8 +115,15 @@ fn put_from_a_file_with_continue() {
     let source = server.root.join("source.bin");
     std::fs::write(&source, [0u8, 159, 146, 150, 255]).expect("source");
     let source = source.to_string_lossy().into_owned();
-    // Not UTF-8: identity cannot carry it.
-    let refused = jsontp(&["put", &server.url("/copy.bin"), "--file", &source]);
+    // Not UTF-8: identity cannot carry it, and asking for it says how out.
+    let refused = jsontp(&[
+        "put",
+        &server.url("/copy.bin"),
+        "--file",
+        &source,
+        "--encoding",
+        "identity",
+    ]);
     assert_eq!(refused.status.code(), Some(2));
     assert!(stderr(&refused).contains("--encoding"), "{}", stderr(&refused));
     let put = jsontp(&[
@@ -200,7 +132,7 @@ fn put_from_a_file_with_continue() {
         "--file",
         &source,
         "--encoding",
-        "gzip",
+        "deflate",
         "--continue",
         "-v",
     ]);
@@ -210,6 +142,151 @@ fn put_from_a_file_with_continue() {
         std::fs::read(server.root.join("copy.bin")).expect("written"),
         [0u8, 159, 146, 150, 255]
     );
+}
+
+// ---------------------------------------------------------------------------
+// Copying ordinary files, as a newcomer does: no encoding flags.
+// ---------------------------------------------------------------------------
+
+/// A binary file of some size: a PNG header, then every byte value over
+/// and over, with runs that compress.
+fn logo() -> Vec<u8> {
+    let mut bytes = b"\x89PNG\r\n\x1a\n".to_vec();
+    for i in 0..40_000u32 {
+        bytes.push((i % 251) as u8);
+        if i % 97 == 0 {
+            bytes.extend_from_slice(&[0; 64]);
+        }
+    }
+    bytes
+}
+
+#[test]
+fn get_of_a_binary_file_needs_no_accept_encoding() {
+    // The client decodes every encoding, so it accepts them all unless told
+    // otherwise; a binary file cannot travel as identity (D9).
+    let server = Served::start("accept-encoding");
+    let out = jsontp(&["get", &server.url("/binary.bin"), "-vv"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(out.stdout, binary());
+    let err = stderr(&out);
+    assert!(
+        err.contains(r#""accept-encoding":["br","gzip","deflate","identity"]"#),
+        "{err}"
+    );
+    // -H still decides: identity alone cannot carry it, so the server
+    // refuses, and the client says so.
+    let identity = jsontp(&[
+        "get",
+        &server.url("/binary.bin"),
+        "-H",
+        "accept-encoding: identity",
+    ]);
+    assert_eq!(identity.status.code(), Some(1), "{}", stderr(&identity));
+    assert!(identity.stdout.is_empty());
+}
+
+#[test]
+fn put_of_a_binary_file_picks_gzip_and_text_stays_identity() {
+    let server = Served::start("auto-encoding");
+    let source = server.root.join("source.png");
+    std::fs::write(&source, logo()).expect("source");
+    let source = source.to_string_lossy().into_owned();
+    let put = jsontp(&["put", &server.url("/logo.png"), "--file", &source, "-vv"]);
+    assert_eq!(put.status.code(), Some(0), "{}", stderr(&put));
+    let sent = stderr(&put);
+    assert!(
+        sent.contains(r#""encoding":"gzip""#),
+        "binary goes as gzip: {sent}"
+    );
+    assert_eq!(
+        std::fs::read(server.root.join("logo.png")).expect("written"),
+        logo()
+    );
+
+    let text = jsontp(&["put", &server.url("/note.txt"), "--data", "plain text", "-vv"]);
+    assert_eq!(text.status.code(), Some(0), "{}", stderr(&text));
+    let sent = stderr(&text);
+    assert!(
+        sent.contains(r#""body":{"content":"plain text","encoding":"identity"}"#),
+        "text goes as itself: {sent}"
+    );
+}
+
+#[test]
+fn a_binary_file_round_trips_through_put_and_get_without_flags() {
+    let server = Served::start("round-trip");
+    let source = server.root.join("upload.png");
+    std::fs::write(&source, logo()).expect("source");
+    let downloaded = server.root.join("downloaded.png");
+    let put = jsontp(&[
+        "put",
+        &server.url("/logo.png"),
+        "--file",
+        &source.to_string_lossy(),
+    ]);
+    assert_eq!(put.status.code(), Some(0), "{}", stderr(&put));
+    assert!(stderr(&put).is_empty(), "{}", stderr(&put));
+    let get = jsontp(&[
+        "get",
+        &server.url("/logo.png"),
+        "-o",
+        &downloaded.to_string_lossy(),
+    ]);
+    assert_eq!(get.status.code(), Some(0), "{}", stderr(&get));
+    assert!(get.stdout.is_empty(), "the content went to the file");
+    assert!(std::fs::read(&downloaded).expect("downloaded") == logo());
+}
+
+#[test]
+fn a_put_too_large_for_the_server_reports_its_413() {
+    // The server cannot read a message over its 1 MiB limit (D3), so its
+    // 413 echoes resource "" (D12): that is the answer, not a mismatch.
+    let server = Served::start("too-large");
+    let source = server.root.join("source.txt");
+    std::fs::write(&source, "0123456789abcdef\n".repeat(2_000_000 / 17)).expect("source");
+    let put = jsontp(&["put", &server.url("/2m.txt"), "--file", &source.to_string_lossy()]);
+    assert_eq!(put.status.code(), Some(1), "{}", stderr(&put));
+    let err = stderr(&put);
+    assert!(err.starts_with("jsontp: 413 Payload Too Large: "), "{err}");
+    assert!(err.contains("1048576"), "the server's own message: {err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(!server.root.join("2m.txt").exists(), "nothing was written");
+}
+
+/// A response with this status and echoed resource, as one line.
+fn response(code: u16, formal: &str, human: &str, resource: &str) -> Vec<u8> {
+    let message = serde_json::json!({
+        "jsontp": "1.0", "type": "response",
+        "status": {"code": code, "formal-message": formal, "human-message": human},
+        "resource": resource,
+        "headers": {"date": "2026-11-22T01:58:36Z+0000", "language": "en-US"},
+        "body": {"content": "", "encoding": "identity"},
+    });
+    format!("{message}\n").into_bytes()
+}
+
+#[test]
+fn a_response_echoing_an_empty_resource_is_the_answer() {
+    let peer = one_answer_peer(&response(400, "Bad Request", "the request is not JSON", ""));
+    let out = jsontp(&["get", &format!("{peer}/x"), "-w", "%{code}"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "400");
+    assert_eq!(stderr(&out), "jsontp: 400 Bad Request: the request is not JSON\n");
+}
+
+#[test]
+fn a_response_for_another_resource_is_a_failure_in_plain_words() {
+    // D13: not an answer to our request.
+    let peer = one_answer_peer(&response(200, "OK", "here", "/other"));
+    let out = jsontp(&["get", &format!("{peer}/x")]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert_eq!(
+        err,
+        "jsontp: the server answered for resource \"/other\", not \"/x\" as requested\n"
+    );
+    assert!(out.stdout.is_empty());
 }
 
 #[test]

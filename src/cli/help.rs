@@ -1,0 +1,91 @@
+//! The examples and exit statuses shown by `--help`. The exit statuses
+//! here are the ones `client::run` and `serve::run` return; the tests check
+//! each of them.
+
+/// A client command's examples, then the exit statuses all of them share.
+macro_rules! client_help {
+    ($examples:literal) => {
+        concat!(
+            $examples,
+            "\n\n",
+            "\
+Exit status:
+  0  the server answered with a 1xx-3xx status
+  1  the server answered with a 4xx/5xx status (one line on stderr says which)
+  2  no answer: a usage error, a connection or protocol error, a timeout,
+     or content that could not be written (one line on stderr says which)"
+        )
+    };
+}
+
+/// `jsontp --help`.
+pub const TOP: &str = "\
+Examples:
+  jsontp serve --root site                     serve ./site on 127.0.0.1:8080
+  jsontp get localhost/hello.txt               print a file
+  jsontp get localhost/logo.png -o logo.png    save a file
+  jsontp put localhost/logo.png --file logo.png  upload a file
+  jsontp get localhost/hello.txt -s -o /dev/null -w '%{code}\\n'
+                                               print only the status code
+
+Exit status of the client commands: 0 for a 1xx-3xx answer, 1 for a 4xx/5xx
+answer, 2 when no answer came (usage, connection or protocol error).
+`jsontp serve` exits 0 after ctrl-c or SIGTERM, 1 when it cannot start.";
+
+/// `jsontp get --help`.
+pub const GET: &str = client_help!(
+    "\
+Examples:
+  jsontp get localhost/hello.txt
+  jsontp get jsontp://example.com:9000/docs/?page=2 -v
+  jsontp get localhost/logo.png -o logo.png
+  jsontp get localhost/hello.txt -H 'accept-language: fr-FR'
+  jsontp get localhost/hello.txt -s -o /dev/null -w '%{code}\\n'"
+);
+
+/// `jsontp post --help`.
+pub const POST: &str = client_help!(
+    "\
+Examples:
+  jsontp post localhost/form --data 'name=Ada&lang=en'
+  jsontp post localhost/form --data @form.txt
+  echo 'name=Ada' | jsontp post localhost/form --file -"
+);
+
+/// `jsontp put --help`.
+pub const PUT: &str = client_help!(
+    "\
+Examples:
+  jsontp put localhost/notes.txt --data 'remember the milk'
+  jsontp put localhost/logo.png --file logo.png      (binary: sent as gzip)
+  jsontp put localhost/big.txt --file big.txt --encoding br --continue
+  jsontp put localhost/notes.txt --file - -H 'authorization: s3cret' < notes.txt"
+);
+
+/// `jsontp delete --help`.
+pub const DELETE: &str = client_help!(
+    "\
+Examples:
+  jsontp delete localhost/notes.txt
+  jsontp delete localhost/notes.txt -H 'authorization: s3cret'"
+);
+
+/// `jsontp options --help`.
+pub const OPTIONS: &str = client_help!(
+    "\
+Examples:
+  jsontp options localhost/notes.txt      prints: GET, POST, PUT, DELETE, OPTIONS"
+);
+
+/// `jsontp serve --help`.
+pub const SERVE: &str = "\
+Examples:
+  jsontp serve                                  the current folder on 127.0.0.1:8080
+  jsontp serve --root site --addr 0.0.0.0:9000
+  jsontp serve --token s3cret                   PUT and DELETE need authorization
+
+Exit status:
+  0    stopped by ctrl-c or SIGTERM, after finishing the exchanges under way
+  1    could not start (the folder is missing, the address is in use, ...)
+  2    a usage error
+  130  a second ctrl-c or SIGTERM: stopped at once";

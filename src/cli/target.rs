@@ -1,0 +1,133 @@
+//! The URL of a client command: where to connect and which `resource` to
+//! send.
+
+/// The port when the URL gives none.
+pub const DEFAULT_PORT: u16 = 8080;
+
+/// The scheme, matched in any case as D7 reads it (`JSONTP://` is
+/// `jsontp://`).
+const SCHEME: &str = "jsontp://";
+
+/// Where the URL points: the address to connect to and the `resource` to
+/// send.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Target {
+    /// `host:port`, or `[v6]:port`.
+    pub address: String,
+    /// The path with its query and fragment, from `/`.
+    pub resource: String,
+}
+
+impl Target {
+    /// Parses `jsontp://host:port/path`, `host:port/path` or `host/path`.
+    pub fn parse(url: &str) -> Result<Target, String> {
+        let rest = match url.get(..SCHEME.len()) {
+            Some(scheme) if scheme.eq_ignore_ascii_case(SCHEME) => &url[SCHEME.len()..],
+            _ if url.contains("://") => {
+                return Err(format!(
+                    "{url:?} is not a jsontp:// URL (write jsontp://host:port/path or host:port/path)"
+                ));
+            }
+            _ => url,
+        };
+        let (authority, path) = match rest.find(['/', '?', '#']) {
+            Some(i) => rest.split_at(i),
+            None => (rest, ""),
+        };
+        let resource = match path.chars().next() {
+            Some('/') => path.to_owned(),
+            _ => format!("/{path}"),
+        };
+        let (host, port) = split_host_port(authority).map_err(|why| format!("the URL {url:?} {why}"))?;
+        let address = if host.contains(':') {
+            format!("[{host}]:{port}")
+        } else {
+            format!("{host}:{port}")
+        };
+        Ok(Target { address, resource })
+    }
+}
+
+/// `host`, `host:port`, `[v6]` or `[v6]:port`.
+fn split_host_port(authority: &str) -> Result<(&str, u16), &'static str> {
+    let (host, port) = if let Some(bracketed) = authority.strip_prefix('[') {
+        let (host, after) = bracketed.split_once(']').ok_or("has an unclosed [")?;
+        match after {
+            "" => (host, None),
+            _ => (host, Some(after.strip_prefix(':').ok_or("has text after ]")?)),
+        }
+    } else {
+        match authority.split_once(':') {
+            Some((host, port)) => (host, Some(port)),
+            None => (authority, None),
+        }
+    };
+    if host.is_empty() {
+        return Err("names no host");
+    }
+    let port = match port {
+        None => DEFAULT_PORT,
+        Some(port) => match port.parse::<u16>() {
+            Ok(p) if p > 0 => p,
+            _ => return Err("has a port that is not a number from 1 to 65535"),
+        },
+    };
+    Ok((host, port))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn target(url: &str) -> Result<(String, String), String> {
+        Target::parse(url).map(|t| (t.address, t.resource))
+    }
+
+    fn pair(address: &str, resource: &str) -> Result<(String, String), String> {
+        Ok((address.to_owned(), resource.to_owned()))
+    }
+
+    #[test]
+    fn url_forms_with_a_host() {
+        assert_eq!(
+            target("jsontp://example.com:9000/a/b?x=1"),
+            pair("example.com:9000", "/a/b?x=1")
+        );
+        assert_eq!(target("jsontp://example.com/a"), pair("example.com:8080", "/a"));
+        assert_eq!(
+            target("localhost:9000/index.html"),
+            pair("localhost:9000", "/index.html")
+        );
+        assert_eq!(
+            target("localhost/index.html"),
+            pair("localhost:8080", "/index.html")
+        );
+        assert_eq!(target("127.0.0.1:1"), pair("127.0.0.1:1", "/"));
+        assert_eq!(target("host?q#f"), pair("host:8080", "/?q#f"));
+        assert_eq!(target("[::1]:9000/x"), pair("[::1]:9000", "/x"));
+        assert_eq!(target("jsontp://[::1]/x"), pair("[::1]:8080", "/x"));
+    }
+
+    #[test]
+    fn the_scheme_is_read_in_any_case() {
+        // D7: `JSONTP://` is `jsontp://`.
+        for url in ["JSONTP://h:1/x", "Jsontp://h:1/x", "jsonTP://h:1/x"] {
+            assert_eq!(target(url), pair("h:1", "/x"), "{url}");
+        }
+        // Not a scheme at all: a multi-byte character where it would end.
+        assert_eq!(target("héllo.example/x"), pair("héllo.example:8080", "/x"));
+    }
+
+    #[test]
+    fn bad_urls_say_why() {
+        let http = target("http://example.com/").unwrap_err();
+        assert!(http.contains("not a jsontp:// URL"), "{http}");
+        assert!(http.contains("host:port/path"), "{http}");
+        assert!(target("/path").unwrap_err().contains("names no host"));
+        assert!(target("jsontp:///path").unwrap_err().contains("names no host"));
+        assert!(target("host:0/").unwrap_err().contains("port"));
+        assert!(target("host:70000/").unwrap_err().contains("port"));
+        assert!(target("host:x/").unwrap_err().contains("port"));
+        assert!(target("[::1/").unwrap_err().contains("unclosed"));
+    }
+}

@@ -1,0 +1,223 @@
+//! What went over the connection: the `-vv` echo, and a bounded copy of
+//! the bytes received, read when the exchange fails to say why.
+
+use std::io::{self, Write};
+
+use jsontp::io_adapters::std_client::Direction;
+use jsontp::message::{MessageLimits, Response, Validation, parse_response};
+
+/// How much of the received bytes is kept. The copy serves two readings of
+/// a failure: the first bytes (an HTTP status line) and a short error
+/// response after at most a `100` acknowledgement (D10); neither needs
+/// more. A download larger than this is not copied past it.
+const KEPT: usize = 64 << 10;
+
+/// The bytes received, up to [`KEPT`], and the `-vv` echo.
+#[derive(Default)]
+pub struct Wire {
+    received: Vec<u8>,
+    /// More arrived than was kept.
+    truncated: bool,
+    /// `-vv`: echo every byte on stderr.
+    echo: Option<RawEcho>,
+}
+
+impl Wire {
+    /// A recorder; `echo` adds the `-vv` trace on stderr.
+    pub fn new(echo: bool) -> Wire {
+        Wire {
+            echo: echo.then(RawEcho::default),
+            ..Wire::default()
+        }
+    }
+
+    /// Takes bytes going one way or the other.
+    pub fn on_bytes(&mut self, direction: Direction, bytes: &[u8]) {
+        if let Some(echo) = &mut self.echo {
+            echo.show(direction, bytes);
+        }
+        if direction == Direction::Received {
+            let room = KEPT - self.received.len();
+            self.received.extend_from_slice(&bytes[..bytes.len().min(room)]);
+            self.truncated |= bytes.len() > room;
+        }
+    }
+
+    /// Ends the `-vv` echo.
+    pub fn finish(&mut self) {
+        if let Some(echo) = &mut self.echo {
+            echo.finish();
+        }
+    }
+
+    /// What the peer speaks, when its first bytes show that it is not
+    /// jsontp: an HTTP status line, or an HTML page (what an HTTP server
+    /// sends to a request line it reads as HTTP/0.9, without a status
+    /// line). Nothing it says will parse as jsontp, so this is the thing to
+    /// tell the user.
+    pub fn foreign_protocol(&self) -> Option<&'static str> {
+        let start = self
+            .received
+            .iter()
+            .position(|b| !b.is_ascii_whitespace())
+            .unwrap_or(self.received.len());
+        let first = &self.received[start..];
+        let starts_with =
+            |prefix: &[u8]| first.len() >= prefix.len() && first[..prefix.len()].eq_ignore_ascii_case(prefix);
+        if first.starts_with(b"HTTP/") {
+            Some("the peer answered in HTTP, not jsontp (is it a web server? check the host and port)")
+        } else if starts_with(b"<!doctype html") || starts_with(b"<html") {
+            Some(
+                "the peer answered with an HTML page, not jsontp (is it a web server? check the host and port)",
+            )
+        } else {
+            None
+        }
+    }
+
+    /// The last message received, read as a response. The client library
+    /// reports a response that echoes another `resource` as an error
+    /// without the response (D13); one that echoes `""` is the server
+    /// saying it could not read the request (D12), and its status is the
+    /// answer the user needs.
+    pub fn last_response(&self, validation: Validation) -> Option<Response> {
+        if self.truncated {
+            return None;
+        }
+        let bytes = last_object(&self.received)?;
+        // The client's own limits are larger than these; the messages read
+        // here are at most KEPT bytes.
+        parse_response(bytes, validation, &MessageLimits::default())
+            .ok()
+            .map(|parsed| parsed.message)
+    }
+}
+
+/// The bytes of the last complete JSON value in a stream of them.
+fn last_object(stream: &[u8]) -> Option<&[u8]> {
+    let mut values = serde_json::Deserializer::from_slice(stream).into_iter::<serde::de::IgnoredAny>();
+    let mut last = None;
+    let mut start = 0;
+    while let Some(Ok(_)) = values.next() {
+        let end = values.byte_offset();
+        last = Some(start..end);
+        start = end;
+    }
+    last.map(|range| &stream[range])
+}
+
+/// `-vv`: every byte sent (`> `) and received (`< `), line by line.
+struct RawEcho {
+    last: Option<Direction>,
+    at_line_start: bool,
+}
+
+impl Default for RawEcho {
+    fn default() -> Self {
+        RawEcho {
+            last: None,
+            at_line_start: true,
+        }
+    }
+}
+
+impl RawEcho {
+    fn show(&mut self, direction: Direction, bytes: &[u8]) {
+        let mut err = io::stderr().lock();
+        // Lines on stderr are best effort: nothing to do if it is closed.
+        if self.last != Some(direction) {
+            if self.last.is_some() && !self.at_line_start {
+                let _ = writeln!(err);
+            }
+            self.last = Some(direction);
+            self.at_line_start = true;
+        }
+        let prefix = match direction {
+            Direction::Sent => "> ",
+            Direction::Received => "< ",
+        };
+        let text = String::from_utf8_lossy(bytes);
+        for piece in text.split_inclusive('\n') {
+            if self.at_line_start {
+                let _ = err.write_all(prefix.as_bytes());
+            }
+            let _ = err.write_all(piece.as_bytes());
+            self.at_line_start = piece.ends_with('\n');
+        }
+    }
+
+    /// Ends the last line: the published reference writes no newline
+    /// after its responses.
+    fn finish(&mut self) {
+        if !self.at_line_start {
+            eprintln!();
+            self.at_line_start = true;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn received(chunks: &[&[u8]]) -> Wire {
+        let mut wire = Wire::new(false);
+        for chunk in chunks {
+            wire.on_bytes(Direction::Received, chunk);
+        }
+        wire
+    }
+
+    fn foreign(chunks: &[&[u8]]) -> Option<&'static str> {
+        received(chunks).foreign_protocol()
+    }
+
+    #[test]
+    fn an_http_status_line_or_page_is_recognised() {
+        let http = foreign(&[b"HTTP/1.1 400 Bad Request\r\n\r\n"]).expect("HTTP");
+        assert!(
+            http.starts_with("the peer answered in HTTP, not jsontp"),
+            "{http}"
+        );
+        assert_eq!(foreign(&[b"\r\n", b"HTTP/1.0 ", b"200"]), Some(http));
+        let html = foreign(&[b"<!DOCTYPE HTML>\n<html>"]).expect("HTML");
+        assert!(html.contains("HTML page"), "{html}");
+        assert_eq!(foreign(&[b"\n<html lang=\"en\">"]), Some(html));
+        assert_eq!(foreign(&[b"{\"jsontp\":\"1.0\"}"]), None);
+        assert_eq!(foreign(&[b"HTTP"]), None);
+        assert_eq!(foreign(&[b"<"]), None);
+        assert_eq!(foreign(&[]), None);
+        // What was sent is not what the peer said.
+        let mut wire = Wire::new(false);
+        wire.on_bytes(Direction::Sent, b"HTTP/1.1 200 OK\r\n");
+        assert_eq!(wire.foreign_protocol(), None);
+    }
+
+    const REFUSED: &str = r#"{"jsontp":"1.0","type":"response","status":{"code":413,"formal-message":"Payload Too Large","human-message":"too large"},"resource":"","headers":{"date":"2026-11-22T01:58:36Z+0000","language":"en-US"},"body":{"content":"","encoding":"identity"}}"#;
+    const CONTINUE: &str = r#"{"jsontp":"1.0","type":"response","status":{"code":100,"formal-message":"Continue","human-message":"go on"},"resource":"/x","headers":{"date":"2026-11-22T01:58:36Z+0000","language":"en-US"},"body":{"content":"","encoding":"identity"}}"#;
+
+    #[test]
+    fn the_last_response_is_read_after_an_acknowledgement() {
+        let alone = received(&[REFUSED.as_bytes(), b"\n"]);
+        let response = alone.last_response(Validation::Strict).expect("a response");
+        assert_eq!(response.status.code.as_u16(), 413);
+        assert_eq!(response.status.human_message, "too large");
+        assert_eq!(response.resource, "");
+
+        let stream = format!("{CONTINUE}\n{REFUSED}\n");
+        let (a, b) = stream.as_bytes().split_at(100);
+        let after = received(&[a, b]).last_response(Validation::Strict);
+        assert_eq!(after.map(|r| r.status.code.as_u16()), Some(413));
+    }
+
+    #[test]
+    fn nothing_is_made_up_from_partial_or_truncated_bytes() {
+        assert!(received(&[]).last_response(Validation::Strict).is_none());
+        let half = &REFUSED.as_bytes()[..REFUSED.len() / 2];
+        assert!(received(&[half]).last_response(Validation::Strict).is_none());
+        let big = vec![b' '; KEPT];
+        let wire = received(&[&big, REFUSED.as_bytes()]);
+        assert!(wire.truncated);
+        assert!(wire.last_response(Validation::Strict).is_none());
+    }
+}

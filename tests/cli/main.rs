@@ -1,0 +1,15 @@
+//! The `jsontp` command as a process: the built binary run against
+//! `jsontp serve` and small loopback peers, each run bounded in time.
+
+// The binary exists only with the `cli` feature; without it these modules
+// have nothing to run.
+#[cfg(feature = "cli")]
+mod client;
+#[cfg(feature = "cli")]
+mod habits;
+#[cfg(feature = "cli")]
+mod help;
+#[cfg(feature = "cli")]
+mod serve;
+#[cfg(feature = "cli")]
+mod support;

@@ -1,0 +1,163 @@
+//! Shared by the CLI tests: the binary, `jsontp serve` on a fresh folder,
+//! a one-answer loopback peer, and runners bounded in time.
+#![allow(clippy::disallowed_methods)] // the tests own their threads
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStderr, Command, Output, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::thread;
+use std::time::Duration;
+
+/// The binary under test.
+pub const BIN: &str = env!("CARGO_BIN_EXE_jsontp");
+
+/// A fresh, empty-but-for-`hello.txt` folder named after the test.
+pub fn temp_root(name: &str) -> PathBuf {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let root = std::env::temp_dir().join(format!(
+        "jsontp-cli-{name}-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::SeqCst)
+    ));
+    let _ = std::fs::remove_dir_all(&root);
+    std::fs::create_dir_all(&root).expect("temp root");
+    std::fs::write(root.join("hello.txt"), "Hello, world!").expect("fixture");
+    root
+}
+
+/// A `jsontp serve` process, killed on drop so that a failing test leaves
+/// none.
+pub struct Serve(pub Child);
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts `jsontp serve` on port 0 with one worker and reads the address it
+/// bound from its start line (`… on jsontp://127.0.0.1:PORT`): no race with
+/// other tests for a free port. Returns its stderr for the access log.
+pub fn spawn_serve(root: &Path, extra: &[&str]) -> (Serve, SocketAddr, BufReader<ChildStderr>) {
+    let mut child = Command::new(BIN)
+        .args(["serve", "--addr", "127.0.0.1:0", "--workers", "1", "--root"])
+        .arg(root)
+        .args(extra)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start jsontp serve");
+    let mut stderr = BufReader::new(child.stderr.take().expect("piped stderr"));
+    let server = Serve(child);
+    let mut line = String::new();
+    // The server writes this line once it listens, or exits with an error.
+    let _ = stderr.read_line(&mut line);
+    let addr = line
+        .trim()
+        .rsplit("jsontp://")
+        .next()
+        .and_then(|a| a.parse().ok())
+        .unwrap_or_else(|| panic!("jsontp serve did not start: {line:?}"));
+    (server, addr, stderr)
+}
+
+/// `jsontp serve --quiet` on a fresh folder holding `hello.txt` and
+/// `binary.bin` (the 256 byte values); cleaned up on drop.
+pub struct Served {
+    _serve: Serve,
+    pub addr: SocketAddr,
+    pub root: PathBuf,
+}
+
+impl Served {
+    pub fn start(name: &str) -> Served {
+        let root = temp_root(name);
+        std::fs::write(root.join("binary.bin"), binary()).expect("fixture");
+        let (serve, addr, mut log) = spawn_serve(&root, &["--quiet"]);
+        // Keep draining its stderr so that it never blocks on a full pipe.
+        thread::spawn(move || std::io::copy(&mut log, &mut std::io::sink()));
+        Served {
+            _serve: serve,
+            addr,
+            root,
+        }
+    }
+
+    /// `127.0.0.1:PORT/path`.
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.addr)
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
+
+/// Every byte value once: not UTF-8, with a NUL.
+pub fn binary() -> Vec<u8> {
+    (0..=255u8).collect()
+}
+
+/// Runs `jsontp ARGS…`, bounded in time by the client's own `--timeout`.
+pub fn jsontp(args: &[&str]) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .args(["--timeout", "10"])
+        .output()
+        .expect("run jsontp")
+}
+
+/// [`jsontp`] with `input` on its standard input.
+pub fn jsontp_with_stdin(args: &[&str], input: &[u8]) -> Output {
+    let mut child = Command::new(BIN)
+        .args(args)
+        .args(["--timeout", "10"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run jsontp");
+    let mut stdin = child.stdin.take().expect("piped stdin");
+    let input = input.to_vec();
+    let writer = thread::spawn(move || stdin.write_all(&input));
+    let output = child.wait_with_output().expect("jsontp output");
+    let _ = writer.join();
+    output
+}
+
+pub fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+pub fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// A loopback peer that reads one request (up to its closing newline, or
+/// for 5 s), writes `answer` and closes. Returns its address.
+pub fn one_answer_peer(answer: &[u8]) -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let answer = answer.to_vec();
+    thread::spawn(move || {
+        let Ok((mut stream, _)) = listener.accept() else {
+            return;
+        };
+        let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+        let mut request = Vec::new();
+        let mut byte = [0u8; 1];
+        while let Ok(1) = stream.read(&mut byte) {
+            request.push(byte[0]);
+            if byte[0] == b'\n' {
+                break;
+            }
+        }
+        let _ = stream.write_all(&answer);
+    });
+    addr
+}
