@@ -15,8 +15,58 @@
 //!
 //! [`file_server`] is the application behind `jsontp serve`.
 //!
-//! Rule numbers such as D5 refer to the project's `DECISIONS.md`, which
-//! settles what the protocol reference leaves open.
+//! Rule numbers such as D5 refer to [`rules`]: this crate's account of how it
+//! reads the jsontp reference where the reference is silent or contradicts
+//! itself. Each rule has an anchor, so `[D5](crate::rules#d5)` links to
+//! [D5](rules#d5).
+//!
+//! # Example
+//!
+//! The message layer on its own: parse a request from the bytes of one
+//! message, answer it, and answer a message that fails validation with the
+//! status and `human-message` its [`Rejection`](message::Rejection) carries.
+//!
+//! ```
+//! use jsontp::message::{
+//!     Body, MessageLimits, RequestContext, Response, Status, StatusCode, parse_request,
+//! };
+//!
+//! // Written the way the protocol's own examples are: a comment and a
+//! // trailing comma are accepted (D4).
+//! let bytes = br#"{
+//!     "jsontp": "1.0",
+//!     "type": "request",
+//!     "resource": "/greeting.txt",
+//!     "method": "GET",
+//!     "headers": {"accept-language": "en-US"}, // optional
+//!     "body": {"content": "", "encoding": "identity"},
+//! }"#;
+//!
+//! let limits = MessageLimits::default();
+//! let request = parse_request(bytes, RequestContext::Fresh, &limits)?;
+//! assert_eq!(request.method.as_str(), "GET");
+//! assert_eq!(request.resource.path(), "/greeting.txt");
+//!
+//! // The response echoes the request's `resource` (D7). A server built on
+//! // the connection machine gets that, and the `date` and `language`
+//! // headers, filled in for it.
+//! let response = Response::new(Status::new(StatusCode::OK, "here is your greeting"))
+//!     .with_resource(request.resource.as_str())
+//!     .with_body(Body::text("hello"));
+//! let wire = response.to_bytes();
+//! assert!(wire.starts_with(br#"{"jsontp":"1.0","type":"response","status":{"code":200,"#));
+//! assert!(wire.ends_with(b"}\n")); // compact JSON and one newline (D1)
+//!
+//! // A version with major 2 is well formed but not supported: 505 (D6).
+//! let too_new = br#"{"jsontp":"2.0","type":"request","resource":"/","method":"GET",
+//!     "headers":{},"body":{"content":"","encoding":"identity"}}"#;
+//! let rejection = parse_request(too_new, RequestContext::Fresh, &limits).unwrap_err();
+//! assert_eq!(rejection.status, StatusCode::VERSION_NOT_SUPPORTED);
+//! let refusal = Response::new(Status::new(rejection.status, rejection.message))
+//!     .with_resource(rejection.resource);
+//! assert_eq!(refusal.resource, "/");
+//! # Ok::<(), jsontp::message::Rejection>(())
+//! ```
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
@@ -24,3 +74,4 @@ pub mod file_server;
 pub mod io_adapters;
 pub mod machine;
 pub mod message;
+pub mod rules;
