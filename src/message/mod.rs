@@ -28,6 +28,7 @@ mod parse;
 mod rejection;
 pub mod resource;
 mod serialize;
+mod shortcuts;
 mod status;
 mod types;
 mod version;
