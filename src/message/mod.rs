@@ -36,7 +36,7 @@ mod version;
 pub use codec::Encoding;
 pub use cookies::Cookies;
 pub use date::Date;
-pub use headers::Headers;
+pub use headers::{EncodingRange, HeaderName, Headers, Weight, Weighted};
 pub use language::{LanguageRange, LanguageTag};
 pub use media::{MediaRange, MediaType};
 pub use method::Method;

@@ -1,0 +1,3 @@
+//! The `jsontp` command and the application behind `jsontp serve`.
+
+mod file_server;
