@@ -138,6 +138,39 @@ fn get_and_post_return_the_file() {
 }
 
 #[test]
+fn d7_resources_are_decoded_before_lookup() {
+    let fixture = Fixture::new();
+    let server = fixture.server();
+    for resource in [
+        "/sub%2Fpage.txt",
+        "/sub%2fpage.txt",
+        "sub/page.txt#frag",
+        "JSONTP://localhost:8080/sub/page.txt",
+        "/sub/%2E/page.txt",
+        "/sub/x/%2E%2E/page.txt",
+    ] {
+        assert_eq!(
+            text(&ask(&server, req(Method::Get, resource))),
+            "nested",
+            "{resource}"
+        );
+    }
+    fs::write(fixture.path("caf\u{e9} \u{a0}.txt"), "accents").expect("write");
+    assert_eq!(
+        text(&ask(&server, req(Method::Get, "/caf%C3%A9%20%C2%A0.txt"))),
+        "accents"
+    );
+    assert_eq!(
+        text(&ask(&server, req(Method::Get, "/caf\u{e9}%20\u{a0}.txt"))),
+        "accents"
+    );
+    assert_eq!(
+        text(&ask(&server, req(Method::Get, "jsontp://localhost"))),
+        "<h1>hello</h1>\n"
+    );
+}
+
+#[test]
 fn missing_files_and_folders_without_index_are_404() {
     let fixture = Fixture::new();
     let server = fixture.server();
