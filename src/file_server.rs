@@ -1,7 +1,7 @@
 //! The file server behind `jsontp serve`: a [`Handler`] that serves one
 //! folder, as the conformance suite's README describes.
 //!
-//! Checks run in the order D5 gives, in [`FileServer::plan`], which both
+//! Checks run in the order D5 gives, in one function, `plan`, which both
 //! [`Handler::handle`] and [`Handler::check_continue`] call, so that a
 //! 100-continue handshake is refused for exactly what the full request
 //! would be refused for, before the client sends its body (D10).
@@ -446,7 +446,7 @@ impl Handler for FileServer {
     }
 
     /// Refuses a handshake for anything the full request would be refused
-    /// for without its body (D10): every check of [`FileServer::plan`].
+    /// for without its body (D10): every check the full request would meet, D5 levels 5 and 6.
     #[allow(clippy::result_large_err)] // the trait's signature
     fn check_continue(&self, request: &Request, _info: &RequestInfo) -> Result<(), Response> {
         self.plan(request).map(|_| ()).map_err(|refusal| *refusal)
