@@ -220,7 +220,7 @@ impl MediaRange {
     /// matching range decides a media type's weight (RFC 9110 §12.5.1):
     /// `*/*` < `type/*` < `type/subtype` < the same with parameters, more
     /// parameters more specific.
-    pub fn specificity(&self) -> (u8, usize) {
+    pub(crate) fn specificity(&self) -> (u8, usize) {
         let r = &self.range;
         let level = match (r.type_(), r.subtype()) {
             ("*", _) => 0,

@@ -110,7 +110,9 @@ fn acceptable<T>(entries: &[Weighted<T>]) -> impl Iterator<Item = &Weighted<T>> 
 ///
 /// Call it first with [`ContentKind::Text`] to check what needs no content
 /// (a list of nothing this server can produce is `412` whatever the
-/// content), and again once the content is known.
+/// content), and again once the content is known. `500` when `available`
+/// itself holds nothing that can carry the content: a server that cannot
+/// send it, whatever the client asks.
 pub fn choose_encoding(
     accepted: Option<&[Weighted<EncodingRange>]>,
     available: &[Encoding],
