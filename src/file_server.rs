@@ -1,13 +1,23 @@
-//! The file server behind `jsontp serve` (issue 4): a [`Handler`] that
-//! serves one folder, exactly as `../shared/conformance/README.md` describes.
+//! The file server behind `jsontp serve`: a [`Handler`] that serves one
+//! folder, as the conformance suite's README describes.
 //!
-//! Checks run in the order D5 gives. Level 5, what the server can offer:
-//! the request's `content-type` (415), `accept` against the file's media
-//! type (415, for `GET`/`POST`, the methods that return the file),
-//! `accept-encoding` (412), `accept-language` (406). Level 6, the
-//! application: the token (401), then the file itself: 404, or 412 when a
-//! conditional header names a file that does not exist (D17), then 304/412
-//! from the conditional headers, then the answer.
+//! Checks run in the order D5 gives, in one function, `plan`, which both
+//! [`Handler::handle`] and [`Handler::check_continue`] call, so that a
+//! 100-continue handshake is refused for exactly what the full request
+//! would be refused for, before the client sends its body (D10).
+//!
+//! Level 5, what the server can offer: the request's `content-type`
+//! (`415`); `accept` against the file's media type (`415`, for `GET` and
+//! `POST`, the methods that return the file); `accept-encoding` (`412`),
+//! also when only `identity` is acceptable and the file is not UTF-8 text
+//! (D8), which needs the file, so `GET` and `POST` read it here;
+//! `accept-language` (`406`).
+//!
+//! Level 6, the application: the token (`401`); `405` for writes on a
+//! read-only server; `409` for `PUT`/`DELETE` of a folder (D11); `412` when
+//! a conditional header names a resource that cannot be provided, before
+//! `404` (D17); then `304`/`412` from the conditional headers, as D17
+//! applies them to the method; then the answer.
 //!
 //! Decisions of this server:
 //! - No resource reaches outside the root (D7): the resource's path is
@@ -15,28 +25,28 @@
 //!   other component that is not a plain name, and any symlink whose target
 //!   lies outside the root, is answered `404`, as if the file did not
 //!   exist, so that nothing about the outside is revealed.
-//! - `PUT` writes a temporary file in the target's folder, then renames it
-//!   over the target: readers see the old file or the new one, never half
-//!   of one. It does not create folders: `PUT` into a missing folder is
-//!   `404`; onto a folder, `409`.
-//! - `if-unmodified-since` also guards `PUT` and `DELETE` of an existing
-//!   file (the lost-update check of HTTP); `if-modified-since` applies to
-//!   `GET` and `POST` only.
+//! - `PUT` writes a temporary file with an unpredictable name in the
+//!   target's folder, created exclusively, then renames it over the target:
+//!   readers see the old file or the new one, never half of one, and no
+//!   client can prepare a file or a link under the name a write will use.
+//!   It does not create folders: `PUT` into a missing folder is `404`.
 //! - `POST` content is form data that this server ignores (D11).
-//! - A file that is not UTF-8 goes out in the first compressed encoding the
-//!   client accepts, and is `406` when it accepts only `identity`.
+//! - A file that is not UTF-8 goes out compressed: in the client's
+//!   preferred compressed encoding, or `gzip` when it sent no
+//!   `accept-encoding` (D8).
 //! - Files larger than the D3 decoded-body limit (8 MiB by default) are not
 //!   read into memory: `500`, saying so.
 
+use std::collections::hash_map::RandomState;
+use std::ffi::OsString;
 use std::fs;
+use std::hash::{BuildHasher, Hasher};
 use std::io::{self, Write};
 use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use serde_json::Value;
-
 use crate::io_adapters::{Handler, RequestInfo};
-use crate::message::negotiate;
+use crate::message::negotiate::{self, ContentKind};
 use crate::message::{
     Body, Date, Encoding, Headers, LanguageTag, MediaType, MessageLimits, Method, Request, Response, Status,
     StatusCode,
@@ -54,6 +64,13 @@ const ACCEPTED_CONTENT_TYPES: [&str; 5] = [
 /// The file a resource names when it is a folder (`/` → `index.html`).
 const INDEX: &str = "index.html";
 
+/// The methods of an existing resource, and of a missing one that `PUT`
+/// could create, on a writable server and on a read-only one (D11).
+const ALL_METHODS: &[Method] = &Method::ALL;
+const READ_METHODS: &[Method] = &[Method::Get, Method::Post, Method::Options];
+const CREATE_METHODS: &[Method] = &[Method::Put, Method::Options];
+const OPTIONS_ONLY: &[Method] = &[Method::Options];
+
 /// Serves the files of one folder over jsontp.
 #[derive(Debug)]
 pub struct FileServer {
@@ -62,14 +79,68 @@ pub struct FileServer {
     languages: Vec<LanguageTag>,
     max_file_bytes: u64,
     content_types: Vec<MediaType>,
+    writable: bool,
 }
 
-/// Why a request cannot be answered with the file: the response to send.
+/// Why a request cannot be answered as asked: the response to send.
 type Refusal = Box<Response>;
+
+/// What a resource path names inside the root, for `PUT`, `DELETE` and
+/// `OPTIONS` (which do not follow a folder to its `index.html`).
+enum Place {
+    /// An existing file, or a symlink, in a folder inside the root.
+    File(PathBuf),
+    /// An existing folder.
+    Folder,
+    /// Nothing yet, in an existing folder inside the root: `PUT` could
+    /// create it.
+    Missing { folder: PathBuf, name: OsString },
+    /// Nothing that could be: the folder is missing, or lies outside the
+    /// root.
+    Nowhere,
+}
+
+/// A file that `GET`/`POST` return, as read in the checks.
+enum Loaded {
+    /// The file's content and last modification.
+    Content(Vec<u8>, Option<Date>),
+    /// Larger than the server's limit: not read.
+    TooLarge(Option<Date>),
+}
+
+impl Loaded {
+    fn last_modified(&self) -> Option<Date> {
+        match self {
+            Loaded::Content(_, date) | Loaded::TooLarge(date) => *date,
+        }
+    }
+}
+
+/// What a request will do once every check has passed.
+enum Action {
+    /// Send the file (`GET`, `POST`).
+    Serve {
+        content: Vec<u8>,
+        encoding: Encoding,
+        media: MediaType,
+    },
+    /// Write `folder/name` (`PUT`).
+    Write { folder: PathBuf, name: OsString },
+    /// Remove the file (`DELETE`).
+    Remove(PathBuf),
+    /// List the methods (`OPTIONS`).
+    Options(&'static [Method]),
+}
+
+/// A request that passed every check, with its negotiated language.
+struct Plan {
+    language: LanguageTag,
+    action: Action,
+}
 
 impl FileServer {
     /// Serves `root`, which must be an existing folder. Languages default to
-    /// `en-US` (D18); no token.
+    /// `en-US` (D18); no token; writes allowed.
     pub fn new(root: impl AsRef<Path>) -> io::Result<FileServer> {
         let root = fs::canonicalize(root.as_ref())?;
         if !root.is_dir() {
@@ -84,6 +155,7 @@ impl FileServer {
             languages: vec![LanguageTag::EN_US],
             max_file_bytes: MessageLimits::default().max_decoded_body as u64,
             content_types: ACCEPTED_CONTENT_TYPES.iter().map(|t| constant_media(t)).collect(),
+            writable: true,
         })
     }
 
@@ -109,6 +181,14 @@ impl FileServer {
         self
     }
 
+    /// Whether `PUT` and `DELETE` are served (default: yes). A read-only
+    /// server answers them `405` and lists `GET`, `POST`, `OPTIONS` for an
+    /// existing resource, `OPTIONS` alone for a missing one (D11).
+    pub fn with_writes(mut self, writable: bool) -> Self {
+        self.writable = writable;
+        self
+    }
+
     /// The served folder, canonical.
     pub fn root(&self) -> &Path {
         &self.root
@@ -119,22 +199,157 @@ impl FileServer {
         &self.languages
     }
 
-    /// D5 level 5 and the token: everything that needs neither the body nor
-    /// the file. Returns the negotiated encoding and language.
-    fn negotiate(&self, request: &Request) -> Result<(Encoding, LanguageTag), Refusal> {
+    /// Every check of D5 levels 5 and 6, in order; what the request will do
+    /// when they all pass. Nothing is written or removed here.
+    fn plan(&self, request: &Request) -> Result<Plan, Refusal> {
         let headers = &request.headers;
+        let path = request.resource.path();
+        let method = request.method;
+        let reads = matches!(method, Method::Get | Method::Post);
         let refused = |status: Status| Box::new(Response::new(status));
+
+        // Level 5: content-type, accept, accept-encoding, accept-language.
         negotiate::check_content_type(headers.content_type(), &self.content_types).map_err(refused)?;
-        if matches!(request.method, Method::Get | Method::Post) {
-            let media = media_type_of(request.resource.path());
-            negotiate::check_accept(headers.accept(), &media).map_err(refused)?;
+        if reads {
+            negotiate::check_accept(headers.accept(), &media_type_of(path)).map_err(refused)?;
         }
-        let encoding =
-            negotiate::choose_encoding(headers.accept_encoding(), &Encoding::ALL).map_err(refused)?;
+        // What needs no content first: text fits every encoding.
+        let mut encoding =
+            negotiate::choose_encoding(headers.accept_encoding(), &Encoding::ALL, ContentKind::Text)
+                .map_err(refused)?;
+        let loaded = match reads.then(|| self.readable_file(path)).flatten() {
+            Some(file) => Some(self.load(&file)?),
+            None => None,
+        };
+        if let Some(Loaded::Content(content, _)) = &loaded {
+            let kind = ContentKind::of(content);
+            encoding = negotiate::choose_encoding(headers.accept_encoding(), &Encoding::ALL, kind)
+                .map_err(refused)?;
+        }
         let language =
             negotiate::choose_language(headers.accept_language(), &self.languages).map_err(refused)?;
+
+        // Level 6: the token, the method, then the resource and its conditions.
+        let refused =
+            |status: Status| Box::new(Response::new(status).with_headers(language_header(language)));
         self.authorize(request)?;
-        Ok((encoding, language))
+        if !self.writable && matches!(method, Method::Put | Method::Delete) {
+            let allowed = self.allowed_methods(path);
+            return Err(Box::new(
+                Response::method_not_allowed(method, allowed).with_headers(language_header(language)),
+            ));
+        }
+        let conditions = |last_modified: Option<Date>| {
+            negotiate::check_conditions(method, headers, last_modified).map_err(refused)
+        };
+        let action = match method {
+            Method::Get | Method::Post => {
+                conditions(loaded.as_ref().and_then(Loaded::last_modified))?;
+                match loaded {
+                    None => return Err(refuse(StatusCode::NOT_FOUND, "no file by this name", language)),
+                    Some(Loaded::TooLarge(_)) => {
+                        return Err(refuse(
+                            StatusCode::INTERNAL_SERVER_ERROR,
+                            format!(
+                                "the file is larger than this server's limit of {} bytes",
+                                self.max_file_bytes
+                            ),
+                            language,
+                        ));
+                    }
+                    Some(Loaded::Content(content, _)) => Action::Serve {
+                        content,
+                        encoding,
+                        media: media_type_of(path),
+                    },
+                }
+            }
+            Method::Put => match self.place(path) {
+                Place::Folder => {
+                    return Err(refuse(
+                        StatusCode::CONFLICT,
+                        "this resource is a folder; PUT writes files",
+                        language,
+                    ));
+                }
+                Place::Nowhere => {
+                    conditions(None)?;
+                    return Err(refuse(
+                        StatusCode::NOT_FOUND,
+                        "the folder of this resource does not exist; PUT creates files, not folders",
+                        language,
+                    ));
+                }
+                Place::Missing { folder, name } => {
+                    conditions(None)?;
+                    Action::Write { folder, name }
+                }
+                Place::File(file) => {
+                    conditions(last_modified(&file))?;
+                    let (Some(folder), Some(name)) = (file.parent(), file.file_name()) else {
+                        return Err(not_found(language));
+                    };
+                    Action::Write {
+                        folder: folder.to_path_buf(),
+                        name: name.to_os_string(),
+                    }
+                }
+            },
+            Method::Delete => match self.place(path) {
+                Place::Folder => {
+                    return Err(refuse(
+                        StatusCode::CONFLICT,
+                        "this resource is a folder; DELETE removes files",
+                        language,
+                    ));
+                }
+                Place::Nowhere | Place::Missing { .. } => {
+                    conditions(None)?;
+                    return Err(not_found(language));
+                }
+                Place::File(file) => {
+                    conditions(last_modified(&file))?;
+                    Action::Remove(file)
+                }
+            },
+            Method::Options => Action::Options(self.allowed_methods(path)),
+        };
+        Ok(Plan { language, action })
+    }
+
+    /// Carries out a plan: the answer to the request.
+    fn act(&self, plan: Plan, request: &Request) -> Result<Response, Refusal> {
+        let language = plan.language;
+        let headers = language_header(language);
+        match plan.action {
+            Action::Serve {
+                content,
+                encoding,
+                media,
+            } => {
+                let body = Body::new(content, encoding).map_err(|e| {
+                    refuse(
+                        StatusCode::INTERNAL_SERVER_ERROR,
+                        format!("the file {e}"),
+                        language,
+                    )
+                })?;
+                Ok(Response::ok("here is the file")
+                    .with_headers(headers.with_content_type(media))
+                    .with_body(body))
+            }
+            Action::Write { folder, name } => {
+                let target = folder.join(&name);
+                write_atomically(&folder, &target, request.body.content())
+                    .map_err(|e| io_failure(&e, language))?;
+                Ok(Response::created("the file was written").with_headers(headers))
+            }
+            Action::Remove(file) => {
+                fs::remove_file(&file).map_err(|e| io_failure(&e, language))?;
+                Ok(Response::no_content("the file was deleted").with_headers(headers))
+            }
+            Action::Options(allowed) => Ok(Response::allowed_methods(allowed).with_headers(headers)),
+        }
     }
 
     /// D14: `PUT` and `DELETE` need the token when one is configured.
@@ -143,23 +358,18 @@ impl FileServer {
         if !matches!(request.method, Method::Put | Method::Delete) {
             return Ok(());
         }
-        match request.headers.authorization() {
-            Some(given) if given == token => Ok(()),
-            Some(_) => Err(refuse(
-                StatusCode::UNAUTHORIZED,
-                "authorization does not match the server's token",
-            )),
-            None => Err(refuse(
-                StatusCode::UNAUTHORIZED,
-                format!("authorization is required to {} on this server", request.method),
-            )),
-        }
+        let message = match request.headers.authorization() {
+            Some(given) if given == token => return Ok(()),
+            Some(_) => "authorization does not match the server's token".to_owned(),
+            None => format!("authorization is required to {} on this server", request.method),
+        };
+        Err(Box::new(Response::unauthorized(message)))
     }
 
-    /// The file a resource path names, inside the root; `None` when it
-    /// names nothing we may serve (missing, or reaching outside the root).
-    /// Folders resolve to their `index.html`.
-    fn existing_file(&self, path: &str) -> Option<PathBuf> {
+    /// The file a resource path names for reading, inside the root; `None`
+    /// when it names nothing we may serve (missing, or reaching outside the
+    /// root). Folders resolve to their `index.html`.
+    fn readable_file(&self, path: &str) -> Option<PathBuf> {
         let mut target = self.root.join(relative(path)?);
         if target.is_dir() {
             target.push(INDEX);
@@ -168,166 +378,78 @@ impl FileServer {
         (real.starts_with(&self.root) && real.is_file()).then_some(real)
     }
 
-    fn get(&self, request: &Request, encoding: Encoding, language: LanguageTag) -> Result<Response, Refusal> {
-        let file = self.existing_file(request.resource.path());
-        let last_modified = file
-            .as_deref()
-            .and_then(|f| fs::metadata(f).ok())
-            .and_then(|m| modified(&m));
-        let headers = &request.headers;
-        // D5 level 6: a conditional header on a missing file is 412 (D17),
-        // else 304/412 from the conditions; without one, a missing file is 404.
-        if let Some(status) = negotiate::condition_status(
-            headers.if_modified_since(),
-            headers.if_unmodified_since(),
-            last_modified,
-        ) {
-            let language_only = Headers::new().with_language(language);
-            return Err(Box::new(Response::new(status).with_headers(language_only)));
-        }
-        let Some(file) = file else {
-            return Err(not_found());
+    /// What a resource path names for writing: the last component is not
+    /// followed (replacing or removing a symlink acts on the link itself,
+    /// which lies inside the root), every folder before it must resolve
+    /// inside the root.
+    fn place(&self, path: &str) -> Place {
+        let Some(rel) = relative(path) else {
+            return Place::Nowhere;
         };
-        let metadata = fs::metadata(&file).map_err(|e| io_failure(&e))?;
-        if metadata.len() > self.max_file_bytes {
-            return Err(refuse(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                format!(
-                    "the file is larger than this server's limit of {} bytes",
-                    self.max_file_bytes
-                ),
-            ));
-        }
-        let content = fs::read(&file).map_err(|e| io_failure(&e))?;
-        let encoding = if encoding == Encoding::Identity && std::str::from_utf8(&content).is_err() {
-            // Binary content travels only compressed (base64, D9).
-            let compressed = request
-                .headers
-                .accept_encoding()
-                .and_then(|list| list.iter().copied().find(|e| *e != Encoding::Identity));
-            compressed.ok_or_else(|| {
-                refuse(
-                    StatusCode::NOT_ACCEPTABLE,
-                    "the file is not UTF-8 text, so it can only be sent compressed: \
-                     list gzip, deflate or br in accept-encoding",
-                )
-            })?
-        } else {
-            encoding
+        let Some(name) = rel.file_name() else {
+            // The root itself.
+            return Place::Folder;
         };
-        let body = Body::new(content, encoding)
-            .map_err(|e| refuse(StatusCode::INTERNAL_SERVER_ERROR, format!("the file {e}")))?;
-        let headers = Headers::new()
-            .with_content_type(media_type_of(request.resource.path()))
-            .with_language(language);
-        Ok(Response::new(Status::new(StatusCode::OK, "here is the file"))
-            .with_headers(headers)
-            .with_body(body))
-    }
-
-    /// The if-unmodified-since guard of `PUT` and `DELETE` on an existing file.
-    fn unmodified_since(&self, request: &Request, file: &Path) -> Result<(), Refusal> {
-        let Some(since) = request.headers.if_unmodified_since() else {
-            return Ok(());
-        };
-        let last_modified = fs::metadata(file).ok().and_then(|m| modified(&m));
-        match negotiate::condition_status(None, Some(since), last_modified) {
-            Some(status) => Err(Box::new(Response::new(status))),
-            None => Ok(()),
-        }
-    }
-
-    fn put(&self, request: &Request, language: LanguageTag) -> Result<Response, Refusal> {
-        let path = request.resource.path();
-        let Some(rel) = relative(path).filter(|r| r.file_name().is_some()) else {
-            return Err(not_found());
-        };
-        let target = self.root.join(&rel);
-        // The folder must exist and lie inside the root once symlinks are
-        // resolved.
-        let folder = target
+        let folder = self
+            .root
+            .join(&rel)
             .parent()
             .and_then(|p| fs::canonicalize(p).ok())
             .filter(|p| p.starts_with(&self.root) && p.is_dir());
         let Some(folder) = folder else {
-            return Err(refuse(
-                StatusCode::NOT_FOUND,
-                "the folder of this resource does not exist; PUT creates files, not folders",
-            ));
-        };
-        let Some(name) = rel.file_name() else {
-            return Err(not_found());
+            return Place::Nowhere;
         };
         let target = folder.join(name);
-        if let Ok(meta) = fs::symlink_metadata(&target) {
-            // Replacing a symlink replaces the link itself (rename does not
-            // follow it), so it cannot write outside the root.
-            if meta.is_dir() {
-                return Err(refuse(conflict(), "this resource is a folder; PUT writes files"));
-            }
-            self.unmodified_since(request, &target)?;
+        match fs::symlink_metadata(&target) {
+            Err(_) => Place::Missing {
+                folder,
+                name: name.to_os_string(),
+            },
+            Ok(meta) if meta.is_dir() => Place::Folder,
+            Ok(_) => Place::File(target),
         }
-        write_atomically(&folder, &target, request.body.content()).map_err(|e| io_failure(&e))?;
-        let status = Status::new(StatusCode::CREATED, "the file was written");
-        Ok(Response::new(status).with_headers(Headers::new().with_language(language)))
     }
 
-    fn delete(&self, request: &Request, language: LanguageTag) -> Result<Response, Refusal> {
-        let Some(rel) = relative(request.resource.path()) else {
-            return Err(not_found());
-        };
-        let target = self.root.join(rel);
-        let inside = target
-            .parent()
-            .and_then(|p| fs::canonicalize(p).ok())
-            .is_some_and(|p| p.starts_with(&self.root));
-        let meta = fs::symlink_metadata(&target).ok().filter(|_| inside);
-        let Some(meta) = meta else {
-            return Err(not_found());
-        };
-        if meta.is_dir() {
-            return Err(refuse(
-                conflict(),
-                "this resource is a folder; DELETE removes files",
-            ));
+    /// `allowed-methods` for a resource (D11): never `404`; a missing
+    /// resource lists what could be done there.
+    fn allowed_methods(&self, path: &str) -> &'static [Method] {
+        let exists = self.readable_file(path).is_some();
+        match (self.writable, exists, self.place(path)) {
+            (true, true, _) | (true, _, Place::File(_) | Place::Folder) => ALL_METHODS,
+            (false, true, _) | (false, _, Place::File(_) | Place::Folder) => READ_METHODS,
+            (true, false, Place::Missing { .. }) => CREATE_METHODS,
+            (_, false, _) => OPTIONS_ONLY,
         }
-        self.unmodified_since(request, &target)?;
-        fs::remove_file(&target).map_err(|e| io_failure(&e))?;
-        let status = Status::new(StatusCode::NO_CONTENT, "the file was deleted");
-        Ok(Response::new(status).with_headers(Headers::new().with_language(language)))
     }
 
-    fn options(&self, _request: &Request, language: LanguageTag) -> Response {
-        let methods = Method::ALL.iter().map(|m| Value::from(m.as_str())).collect();
-        let body = Body::empty().with_extra("allowed-methods", Value::Array(methods));
-        let status = Status::new(StatusCode::OK, "these methods are allowed");
-        let response = Response::new(status).with_headers(Headers::new().with_language(language));
-        match body {
-            Ok(body) => response.with_body(body),
-            Err(_) => response,
+    /// Reads a file to serve, unless it passes the size limit.
+    fn load(&self, file: &Path) -> Result<Loaded, Refusal> {
+        let failed = |e: io::Error| {
+            Box::new(Response::internal_error(format!(
+                "the server could not access the file: {e}"
+            )))
+        };
+        let metadata = fs::metadata(file).map_err(failed)?;
+        let modified = metadata.modified().ok().map(Date::from_system_time);
+        if metadata.len() > self.max_file_bytes {
+            return Ok(Loaded::TooLarge(modified));
         }
+        let content = fs::read(file).map_err(failed)?;
+        Ok(Loaded::Content(content, modified))
     }
 }
 
 impl Handler for FileServer {
     fn handle(&self, request: &Request, _info: &RequestInfo) -> Response {
-        let answer = self
-            .negotiate(request)
-            .and_then(|(encoding, language)| match request.method {
-                // POST content is form data this server ignores (D11).
-                Method::Get | Method::Post => self.get(request, encoding, language),
-                Method::Put => self.put(request, language),
-                Method::Delete => self.delete(request, language),
-                Method::Options => Ok(self.options(request, language)),
-            });
+        let answer = self.plan(request).and_then(|plan| self.act(plan, request));
         answer.unwrap_or_else(|refusal| *refusal)
     }
 
-    /// Refuses a handshake that would be refused anyway (415, 412, 406,
-    /// 401) before the client sends its body (D10).
+    /// Refuses a handshake for anything the full request would be refused
+    /// for without its body (D10): every check the full request would meet, D5 levels 5 and 6.
     #[allow(clippy::result_large_err)] // the trait's signature
     fn check_continue(&self, request: &Request, _info: &RequestInfo) -> Result<(), Response> {
-        self.negotiate(request).map(|_| ()).map_err(|refusal| *refusal)
+        self.plan(request).map(|_| ()).map_err(|refusal| *refusal)
     }
 }
 
@@ -368,44 +490,104 @@ fn relative(path: &str) -> Option<PathBuf> {
         .then(|| rel.to_path_buf())
 }
 
-/// The file's modification time, in whole seconds (D16).
-fn modified(metadata: &fs::Metadata) -> Option<Date> {
-    metadata.modified().ok().map(Date::from_system_time)
+/// A file's modification time, in whole seconds (D16), following a
+/// symlink; `None` when it cannot be read.
+fn last_modified(file: &Path) -> Option<Date> {
+    fs::metadata(file)
+        .ok()
+        .and_then(|m| m.modified().ok())
+        .map(Date::from_system_time)
+}
+
+/// A name for a temporary file that no client can predict: 64 bits from
+/// std's `RandomState`, whose keys come from the operating system's random
+/// source, over a counter (so two names in one process never repeat).
+fn temporary_name() -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let mut hasher = RandomState::new().build_hasher();
+    hasher.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
+    hasher.write_u32(std::process::id());
+    format!(".jsontp-put-{:016x}.tmp", hasher.finish())
 }
 
 /// Writes `content` to a temporary file in `folder`, then renames it over
-/// `target`, so that a failure never leaves a half-written file.
+/// `target`, so that a failure never leaves a half-written file. The
+/// temporary file is created exclusively (`create_new` does not follow a
+/// symlink either), under a name no client can predict; a name that is
+/// taken after all is skipped for another.
 fn write_atomically(folder: &Path, target: &Path, content: &[u8]) -> io::Result<()> {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    let temp = folder.join(format!(".jsontp-put-{}-{n}.tmp", std::process::id()));
-    let written = (|| {
-        let mut file = fs::OpenOptions::new().write(true).create_new(true).open(&temp)?;
-        file.write_all(content)?;
-        file.sync_all()?;
-        fs::rename(&temp, target)
-    })();
-    if written.is_err() {
-        let _ = fs::remove_file(&temp);
+    const ATTEMPTS: usize = 8;
+    for _ in 0..ATTEMPTS {
+        let temp = folder.join(temporary_name());
+        let mut file = match fs::OpenOptions::new().write(true).create_new(true).open(&temp) {
+            Ok(file) => file,
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        };
+        let written = file
+            .write_all(content)
+            .and_then(|()| file.sync_all())
+            .and_then(|()| fs::rename(&temp, target));
+        if written.is_err() {
+            let _ = fs::remove_file(&temp);
+        }
+        return written;
     }
-    written
+    Err(io::Error::new(
+        io::ErrorKind::AlreadyExists,
+        "no free name for a temporary file",
+    ))
 }
 
-fn refuse(code: StatusCode, message: impl Into<String>) -> Refusal {
-    Box::new(Response::new(Status::new(code, message)))
+/// `language` as the response's only header.
+fn language_header(language: LanguageTag) -> Headers {
+    Headers::new().with_language(language)
 }
 
-fn not_found() -> Refusal {
-    refuse(StatusCode::NOT_FOUND, "no file by this name")
+fn refuse(code: StatusCode, message: impl Into<String>, language: LanguageTag) -> Refusal {
+    Box::new(Response::from_code(code, message).with_headers(language_header(language)))
 }
 
-fn conflict() -> StatusCode {
-    StatusCode::from_u16(409).unwrap_or(StatusCode::METHOD_NOT_ALLOWED)
+fn not_found(language: LanguageTag) -> Refusal {
+    refuse(StatusCode::NOT_FOUND, "no file by this name", language)
 }
 
-fn io_failure(error: &io::Error) -> Refusal {
+fn io_failure(error: &io::Error, language: LanguageTag) -> Refusal {
     refuse(
         StatusCode::INTERNAL_SERVER_ERROR,
         format!("the server could not access the file: {error}"),
+        language,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn temporary_names_are_hidden_unpredictable_and_distinct() {
+        let names: std::collections::HashSet<String> = (0..1000).map(|_| temporary_name()).collect();
+        assert_eq!(names.len(), 1000);
+        for name in &names {
+            let hex = name
+                .strip_prefix(".jsontp-put-")
+                .and_then(|n| n.strip_suffix(".tmp"))
+                .expect("the name's shape");
+            assert_eq!(hex.len(), 16);
+            assert!(hex.bytes().all(|b| b.is_ascii_hexdigit()));
+        }
+        // Not a counter: consecutive names are far apart (two random 64-bit
+        // values are within 2^32 of each other once in 2^31 runs).
+        let value = |n: String| u64::from_str_radix(&n[12..28], 16).expect("hex");
+        let (a, b) = (value(temporary_name()), value(temporary_name()));
+        assert!(a.abs_diff(b) > 1 << 32, "{a:x} {b:x}");
+    }
+
+    #[test]
+    fn d7_relative_paths_are_plain_names() {
+        assert_eq!(relative("/a/b.txt"), Some(PathBuf::from("a/b.txt")));
+        assert_eq!(relative("/"), Some(PathBuf::new()));
+        assert_eq!(relative("/a\\b"), None);
+        assert_eq!(relative("/a/../b"), None);
+    }
 }

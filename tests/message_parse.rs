@@ -3,8 +3,8 @@
 //! D13, D15, D16, D18), and the D5 precedence between them.
 
 use jsontp::message::{
-    Encoding, Forgiven, LanguageRange, MessageLimits, Method, Rejection, Request, RequestContext, Response,
-    StatusCode, Validation, parse_request, parse_response,
+    Encoding, Forgiven, MessageLimits, Method, Rejection, Request, RequestContext, Response, StatusCode,
+    Validation, parse_request, parse_response,
 };
 use serde_json::{Value, json};
 
@@ -296,7 +296,7 @@ fn body_extra_keys_d9() {
 #[test]
 fn header_names_case_insensitive_d8() {
     let r = ok(&header("Accept-Encoding", json!("gzip")));
-    assert_eq!(r.headers.accept_encoding(), Some(&[Encoding::Gzip][..]));
+    assert_eq!(entries(r.headers.accept_encoding()), Some(vec!["gzip".into()]));
     let text = with(|m| m["headers"] = json!({"accept": "*/*", "Accept": "*/*"}));
     let e = refused(&text);
     assert_eq!((e.status.as_u16(), e.resource.as_str()), (400, "/hello.txt"));
@@ -388,14 +388,15 @@ fn header_content_type_and_accept() {
 #[test]
 fn header_accept_encoding_skips_unknown_d8() {
     let r = ok(&header("accept-encoding", json!(["compress", "gzip"])));
-    assert_eq!(r.headers.accept_encoding(), Some(&[Encoding::Gzip][..]));
+    assert_eq!(entries(r.headers.accept_encoding()), Some(vec!["gzip".into()]));
     let r = ok(&header("accept-encoding", json!("deflate, gzip")));
     assert_eq!(
-        r.headers.accept_encoding(),
-        Some(&[Encoding::Deflate, Encoding::Gzip][..])
+        entries(r.headers.accept_encoding()),
+        Some(vec!["deflate".into(), "gzip".into()])
     );
+    // Only unknown names: held as "nothing known is acceptable" (D8).
     let r = ok(&header("accept-encoding", json!("compress")));
-    assert_eq!(r.headers.accept_encoding(), Some(&[][..]));
+    assert_eq!(entries(r.headers.accept_encoding()), Some(vec!["*;q=0".into()]));
 }
 
 #[test]
@@ -403,7 +404,7 @@ fn header_accept_language_d18() {
     let r = ok(&header("accept-language", json!(["de-DE", "en-US"])));
     assert_eq!(r.headers.accept_language().map(<[_]>::len), Some(2));
     let r = ok(&header("accept-language", json!("*")));
-    assert_eq!(r.headers.accept_language(), Some(&[LanguageRange::Any][..]));
+    assert_eq!(entries(r.headers.accept_language()), Some(vec!["*".into()]));
     let e = refused(&header("accept-language", json!("english")));
     assert_eq!(e.status.as_u16(), 400);
     assert_eq!(
@@ -691,8 +692,8 @@ fn d4_published_examples_with_comments_and_trailing_commas() {
     let r = ok(text);
     assert_eq!(r.resource.as_str(), "/hello.txt");
     assert_eq!(
-        r.headers.accept_encoding(),
-        Some(&[Encoding::Gzip, Encoding::Identity][..])
+        entries(r.headers.accept_encoding()),
+        Some(vec!["gzip".into(), "identity".into()])
     );
 }
 
@@ -1020,4 +1021,9 @@ fn d11_post_content_reads_as_form_pairs_or_stays_raw() {
     // Only POST content is form data.
     let get = parse(&with(|m| m["body"]["content"] = json!("a=1"))).expect("a valid GET");
     assert_eq!(get.form(), None);
+}
+
+/// The entries of a list header as written back, weights included.
+fn entries<T: std::fmt::Display>(list: Option<&[T]>) -> Option<Vec<String>> {
+    list.map(|l| l.iter().map(ToString::to_string).collect())
 }

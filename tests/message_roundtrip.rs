@@ -3,8 +3,8 @@
 
 use jsontp::message::{
     Body, Cookies, Date, Encoding, Headers, LanguageRange, LanguageTag, MediaRange, MediaType, MessageLimits,
-    Method, Request, RequestContext, Response, Status, StatusCode, Validation, Version, parse_request,
-    parse_response,
+    Method, Request, RequestContext, Response, Status, StatusCode, Validation, Version, Weighted,
+    parse_request, parse_response,
 };
 use proptest::collection::vec;
 use proptest::option;
@@ -54,7 +54,7 @@ fn media_type() -> impl Strategy<Value = MediaType> {
     .prop_map(|s| s.parse().expect("a media type"))
 }
 
-fn media_range() -> impl Strategy<Value = MediaRange> {
+fn media_range() -> impl Strategy<Value = Weighted<MediaRange>> {
     prop::sample::select(vec!["*/*", "text/*", "text/plain", "application/json; q=0.5"])
         .prop_map(|s| s.parse().expect("a media range"))
 }
@@ -135,9 +135,9 @@ prop_compose! {
     ) -> Headers {
         Headers::new()
             .with_content_type(content_type)
-            .with_accept(accept)
-            .with_accept_encoding(accept_encoding)
-            .with_accept_language(accept_language)
+            .with_accept(accept.into_iter().flatten())
+            .with_accept_encoding(accept_encoding.into_iter().flatten())
+            .with_accept_language(accept_language.into_iter().flatten())
             .with_authorization(authorization)
             .with_cookies(cookies)
             .with_if_modified_since(ims)

@@ -3,8 +3,8 @@
 //! wire output is seen in review.
 
 use jsontp::message::{
-    Body, Cookies, Date, Encoding, Headers, LanguageTag, MediaType, Method, Request, Response, Status,
-    StatusCode,
+    Body, Cookies, Date, Encoding, Headers, LanguageRange, LanguageTag, MediaRange, MediaType, Method,
+    Request, Response, Status, StatusCode,
 };
 use serde_json::json;
 
@@ -99,11 +99,14 @@ fn request_with_every_header() {
     let headers = Headers::new()
         .with_content_type(plain())
         .with_accept(vec![
-            "text/*".parse().expect("range"),
-            "*/*".parse().expect("range"),
+            "text/*".parse::<MediaRange>().expect("range"),
+            "*/*".parse::<MediaRange>().expect("range"),
         ])
         .with_accept_encoding(vec![Encoding::Br, Encoding::Identity])
-        .with_accept_language(vec!["en-US".parse().expect("range"), "*".parse().expect("range")])
+        .with_accept_language(vec![
+            "en-US".parse::<LanguageRange>().expect("range"),
+            "*".parse::<LanguageRange>().expect("range"),
+        ])
         .with_authorization("s3cret".to_owned())
         .with_cookies(cookies)
         .with_if_modified_since(Date::from_unix_seconds(1_600_000_000))

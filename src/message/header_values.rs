@@ -7,10 +7,10 @@
 use std::collections::HashSet;
 use std::str::FromStr;
 
-use super::headers::EncodingList;
+use super::headers::{EncodingList, HeaderName, split_weight};
 use super::json::{Loose, RawHeaders};
 use super::parse::{Forgiven, Validation};
-use super::{Cookies, Encoding, Headers, ValueError};
+use super::{Cookies, EncodingRange, Headers, ValueError, Weight, Weighted};
 
 /// A value quoted as JSON for a message, cut short when long (a megabyte of
 /// resource must not come back in the `human-message`).
@@ -41,13 +41,13 @@ pub(crate) struct RequestHeaders<'a> {
 /// object, so the flag is looked up first.
 pub(crate) fn request_headers<'a>(raw: &'a RawHeaders<'_>) -> Result<RequestHeaders<'a>, String> {
     let ignore_unknown = raw.entries.iter().any(|(_, listed, value)| {
-        listed.map(|i| super::headers::HEADER_NAMES[i]) == Some("ignore-invalid-headers")
+        listed.and_then(HeaderName::from_index) == Some(HeaderName::IgnoreInvalidHeaders)
             && *value == Loose::Bool(true)
     });
     let mut headers = Headers::new();
     let mut expect = None;
     for (written, listed, value) in &raw.entries {
-        let Some(index) = *listed else {
+        let Some(name) = listed.and_then(HeaderName::from_index) else {
             if ignore_unknown {
                 continue;
             }
@@ -56,18 +56,20 @@ pub(crate) fn request_headers<'a>(raw: &'a RawHeaders<'_>) -> Result<RequestHead
                 quoted(&written.to_ascii_lowercase())
             ));
         };
-        let name = listed_name(index, value)?;
+        refuse_null(name, value)?;
         match name {
-            "content-type" => headers.content_type = Some(parse_string(name, value)?),
-            "accept" => headers.accept = Some(parse_list(name, value)?),
-            "accept-encoding" => headers.accept_encoding = Some(known_encodings(name, value)?),
-            "accept-language" => headers.accept_language = Some(parse_list(name, value)?),
-            "authorization" => headers.authorization = Some(string(name, value)?.to_owned()),
-            "cookies" => headers.cookies = Some(cookies(name, value, true)?),
-            "if-modified-since" => headers.if_modified_since = Some(parse_string(name, value)?),
-            "if-unmodified-since" => headers.if_unmodified_since = Some(parse_string(name, value)?),
-            "expect" => expect = Some(string(name, value)?),
-            "ignore-invalid-headers" => match value {
+            HeaderName::ContentType => headers.content_type = Some(parse_string(name, value)?),
+            HeaderName::Accept => headers.accept = weighted_list(name, value, |item| item.parse())?,
+            HeaderName::AcceptEncoding => headers.accept_encoding = known_encodings(name, value)?,
+            HeaderName::AcceptLanguage => {
+                headers.accept_language = weighted_list(name, value, |item| item.parse())?;
+            }
+            HeaderName::Authorization => headers.authorization = Some(string(name, value)?.to_owned()),
+            HeaderName::Cookies => headers.cookies = Some(cookies(name, value, true)?),
+            HeaderName::IfModifiedSince => headers.if_modified_since = Some(parse_string(name, value)?),
+            HeaderName::IfUnmodifiedSince => headers.if_unmodified_since = Some(parse_string(name, value)?),
+            HeaderName::Expect => expect = Some(string(name, value)?),
+            HeaderName::IgnoreInvalidHeaders => match value {
                 Loose::Bool(on) => headers.ignore_invalid_headers = *on,
                 other => {
                     return Err(format!(
@@ -76,22 +78,21 @@ pub(crate) fn request_headers<'a>(raw: &'a RawHeaders<'_>) -> Result<RequestHead
                     ));
                 }
             },
-            // `date`, `language`, `set-cookies`: response headers, accepted
-            // and ignored in a request whatever their value (D8).
-            _ => {}
+            // Response headers, accepted and ignored in a request whatever
+            // their value, `null` aside (D8).
+            HeaderName::Date | HeaderName::Language | HeaderName::SetCookies => {}
         }
     }
     Ok(RequestHeaders { headers, expect })
 }
 
-/// The protocol's name for a listed header, refusing a `null` value, which
-/// no header may have (D8), in a request or a response alike.
-fn listed_name(index: usize, value: &Loose<'_>) -> Result<&'static str, String> {
-    let name = super::headers::HEADER_NAMES[index];
+/// Refuses a `null` value, which no header may have (D8), in a request or
+/// a response alike.
+fn refuse_null(name: HeaderName, value: &Loose<'_>) -> Result<(), String> {
     if *value == Loose::Null {
         return Err(format!("header \"{name}\" is null, which no header may be"));
     }
-    Ok(name)
+    Ok(())
 }
 
 /// Checks a response's headers (D8, D12, D13). `date` and `language` must
@@ -106,7 +107,7 @@ pub(crate) fn response_headers(
 ) -> Result<Headers, String> {
     let mut headers = Headers::new();
     for (written, listed, value) in &raw.entries {
-        let Some(index) = *listed else {
+        let Some(name) = listed.and_then(HeaderName::from_index) else {
             if validation == Validation::Lenient {
                 if !forgiven.contains(&Forgiven::UnknownHeader) {
                     forgiven.push(Forgiven::UnknownHeader);
@@ -118,19 +119,23 @@ pub(crate) fn response_headers(
                 quoted(&written.to_ascii_lowercase())
             ));
         };
-        let name = listed_name(index, value)?;
+        refuse_null(name, value)?;
         match name {
-            "content-type" => headers.content_type = Some(parse_string(name, value)?),
-            "date" => headers.date = Some(parse_string(name, value)?),
-            "language" => headers.language = Some(parse_string(name, value)?),
-            "set-cookies" => headers.set_cookies = Some(cookies(name, value, false)?),
+            HeaderName::ContentType => headers.content_type = Some(parse_string(name, value)?),
+            HeaderName::Date => headers.date = Some(parse_string(name, value)?),
+            HeaderName::Language => headers.language = Some(parse_string(name, value)?),
+            HeaderName::SetCookies => headers.set_cookies = Some(cookies(name, value, false)?),
             // Request headers in a response: accepted and ignored.
             _ => {}
         }
     }
     for (missing, name, what) in [
-        (headers.date.is_none(), "date", Forgiven::MissingDate),
-        (headers.language.is_none(), "language", Forgiven::MissingLanguage),
+        (headers.date.is_none(), HeaderName::Date, Forgiven::MissingDate),
+        (
+            headers.language.is_none(),
+            HeaderName::Language,
+            Forgiven::MissingLanguage,
+        ),
     ] {
         if missing {
             if validation == Validation::Strict {
@@ -144,7 +149,7 @@ pub(crate) fn response_headers(
     Ok(headers)
 }
 
-fn string<'v>(name: &str, value: &'v Loose<'_>) -> Result<&'v str, String> {
+fn string<'v>(name: HeaderName, value: &'v Loose<'_>) -> Result<&'v str, String> {
     match value {
         Loose::Str(s) => Ok(s),
         other => Err(format!(
@@ -154,32 +159,37 @@ fn string<'v>(name: &str, value: &'v Loose<'_>) -> Result<&'v str, String> {
     }
 }
 
-fn parse_one<T: FromStr<Err = ValueError>>(name: &str, s: &str) -> Result<T, String> {
-    s.parse()
-        .map_err(|e: ValueError| format!("header \"{name}\": {} {e}", quoted(s)))
+fn parse_one<T: FromStr<Err = ValueError>>(name: HeaderName, s: &str) -> Result<T, String> {
+    s.parse().map_err(|e| refusal(name, s, &e))
 }
 
-fn parse_string<T: FromStr<Err = ValueError>>(name: &str, value: &Loose<'_>) -> Result<T, String> {
+/// `header "NAME": "value" reason`.
+fn refusal(name: HeaderName, s: &str, e: &ValueError) -> String {
+    format!("header \"{name}\": {} {e}", quoted(s))
+}
+
+fn parse_string<T: FromStr<Err = ValueError>>(name: HeaderName, value: &Loose<'_>) -> Result<T, String> {
     parse_one(name, string(name, value)?)
 }
 
 /// Calls `each` on every entry of a list header: a comma-separated string
-/// or an array of strings (D8). Items are trimmed of spaces and tabs (HTTP
-/// OWS), and empty items of the string form are skipped,
-/// as HTTP does. No intermediate list is built.
+/// or an array of strings (D8). Entries are trimmed of spaces and tabs
+/// (HTTP OWS), and empty ones are skipped in both forms, as HTTP skips
+/// empty list elements; so an empty string or array has no entry, which is
+/// the header's absence (D8). No intermediate list is built.
 fn for_each_item<'v>(
-    name: &str,
+    name: HeaderName,
     value: &'v Loose<'_>,
     mut each: impl FnMut(&'v str) -> Result<(), String>,
 ) -> Result<(), String> {
+    let mut non_empty = |item: &'v str| {
+        let item = item.trim_matches([' ', '\t']);
+        if item.is_empty() { Ok(()) } else { each(item) }
+    };
     match value {
-        Loose::Str(s) => s
-            .split(',')
-            .map(|item| item.trim_matches([' ', '\t']))
-            .filter(|item| !item.is_empty())
-            .try_for_each(each),
+        Loose::Str(s) => s.split(',').try_for_each(non_empty),
         Loose::Array(items) => items.iter().enumerate().try_for_each(|(i, item)| match item {
-            Ok(s) => each(s),
+            Ok(s) => non_empty(s),
             Err(kind) => Err(format!(
                 "header \"{name}\": element {i} is {}, not a string",
                 kind.described()
@@ -192,33 +202,47 @@ fn for_each_item<'v>(
     }
 }
 
-fn parse_list<T: FromStr<Err = ValueError>, C: Default + Extend<T>>(
-    name: &str,
+/// `accept` or `accept-language`: every entry parsed with its weight;
+/// `None` when there is none (D8).
+fn weighted_list<T, C: Default + Extend<T> + AsRef<[T]>>(
+    name: HeaderName,
     value: &Loose<'_>,
-) -> Result<C, String> {
+    parse: impl Fn(&str) -> Result<T, ValueError>,
+) -> Result<Option<C>, String> {
     let mut parsed = C::default();
     for_each_item(name, value, |item| {
-        parsed.extend(Some(parse_one(name, item)?));
+        parsed.extend(Some(parse(item).map_err(|e| refusal(name, item, &e))?));
         Ok(())
     })?;
-    Ok(parsed)
+    Ok((!parsed.as_ref().is_empty()).then_some(parsed))
 }
 
-/// `accept-encoding`: the known encodings in the client's order; unknown
-/// ones are skipped (D8), so the result may be empty.
-fn known_encodings(name: &str, value: &Loose<'_>) -> Result<EncodingList, String> {
+/// `accept-encoding`: the entries in the client's order with their
+/// weights. Unknown encodings are skipped (D8), but their weight must still
+/// be well-formed. A header that names only unknown encodings is held as
+/// `*;q=0`: nothing this implementation knows is acceptable, so `412`
+/// follows, and the header writes back with that meaning.
+fn known_encodings(name: HeaderName, value: &Loose<'_>) -> Result<Option<EncodingList>, String> {
     let mut known = EncodingList::new();
+    let mut listed = false;
     for_each_item(name, value, |item| {
-        known.extend(item.parse::<Encoding>().ok());
+        listed = true;
+        let (range, weight) = split_weight(item).map_err(|e| refusal(name, item, &e))?;
+        if let Ok(value) = range.parse::<EncodingRange>() {
+            known.push(Weighted { value, weight });
+        }
         Ok(())
     })?;
-    Ok(known)
+    if listed && known.is_empty() {
+        known.push(Weighted::new(EncodingRange::Any).with_weight(Weight::ZERO));
+    }
+    Ok(listed.then_some(known))
 }
 
 /// `cookies` (object or string form) or `set-cookies` (object only), D15.
 /// A cookie named twice in the object form is refused: two readers could
 /// pick different values, as with duplicate keys (D4).
-fn cookies(name: &str, value: &Loose<'_>, string_form: bool) -> Result<Cookies, String> {
+fn cookies(name: HeaderName, value: &Loose<'_>, string_form: bool) -> Result<Cookies, String> {
     match value {
         Loose::Object(entries) => {
             let mut pairs = Vec::with_capacity(entries.len());

@@ -1,45 +1,426 @@
 //! The `headers` object, typed (D8). Every header the protocol lists has a
 //! field of its own type here, so a `Headers` value cannot hold a malformed
 //! header. Names on the wire are case-insensitive; we write them lower-case.
+//!
+//! Also the names themselves ([`HeaderName`]) and HTTP's weights
+//! ([`Weight`], [`Weighted`]) that `accept`, `accept-encoding` and
+//! `accept-language` entries carry.
+
+use std::fmt;
+use std::str::FromStr;
 
 use smallvec::SmallVec;
 
-use super::{Cookies, Date, Encoding, LanguageRange, LanguageTag, MediaRange, MediaType};
+use super::{Cookies, Date, Encoding, LanguageRange, LanguageTag, MediaRange, MediaType, ValueError};
 
-/// The encodings of `accept-encoding`: a request lists a handful, held
+// ---------------------------------------------------------------------------
+// names
+// ---------------------------------------------------------------------------
+
+/// A header name of the protocol's list (D8). Any other name is refused
+/// (`400`), or dropped under `ignore-invalid-headers: true`.
+///
+/// `#[non_exhaustive]`: D6 makes every `1.x` version one we speak, and a
+/// minor version is a compatible change that may list a new header; adding
+/// it here must not break a `match` in an application.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum HeaderName {
+    /// `content-type`: the media type of the body (both directions).
+    ContentType,
+    /// `accept`: media ranges the client takes.
+    Accept,
+    /// `accept-encoding`: body encodings the client takes.
+    AcceptEncoding,
+    /// `accept-language`: languages the client takes.
+    AcceptLanguage,
+    /// `authorization`: the client's credentials (D14).
+    Authorization,
+    /// `cookies`: the client's cookies (D15).
+    Cookies,
+    /// `if-modified-since` (D17).
+    IfModifiedSince,
+    /// `if-unmodified-since` (D17).
+    IfUnmodifiedSince,
+    /// `expect`: `100-continue` (D10).
+    Expect,
+    /// `ignore-invalid-headers`: drop unlisted names instead of refusing.
+    IgnoreInvalidHeaders,
+    /// `date`: when the response was made (D16).
+    Date,
+    /// `language`: the language of the response (D18).
+    Language,
+    /// `set-cookies`: cookies the server sets (D15).
+    SetCookies,
+}
+
+impl HeaderName {
+    /// Every name of the list, in the order messages are written.
+    pub const ALL: [HeaderName; 13] = [
+        HeaderName::ContentType,
+        HeaderName::Accept,
+        HeaderName::AcceptEncoding,
+        HeaderName::AcceptLanguage,
+        HeaderName::Authorization,
+        HeaderName::Cookies,
+        HeaderName::IfModifiedSince,
+        HeaderName::IfUnmodifiedSince,
+        HeaderName::Expect,
+        HeaderName::IgnoreInvalidHeaders,
+        HeaderName::Date,
+        HeaderName::Language,
+        HeaderName::SetCookies,
+    ];
+
+    /// The name as written on the wire, lower-case.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            HeaderName::ContentType => "content-type",
+            HeaderName::Accept => "accept",
+            HeaderName::AcceptEncoding => "accept-encoding",
+            HeaderName::AcceptLanguage => "accept-language",
+            HeaderName::Authorization => "authorization",
+            HeaderName::Cookies => "cookies",
+            HeaderName::IfModifiedSince => "if-modified-since",
+            HeaderName::IfUnmodifiedSince => "if-unmodified-since",
+            HeaderName::Expect => "expect",
+            HeaderName::IgnoreInvalidHeaders => "ignore-invalid-headers",
+            HeaderName::Date => "date",
+            HeaderName::Language => "language",
+            HeaderName::SetCookies => "set-cookies",
+        }
+    }
+
+    /// The listed name `name` is, when it is written lower-case (one jump
+    /// on the length and one comparison).
+    #[inline]
+    pub fn from_lowercase(name: &str) -> Option<HeaderName> {
+        Some(match name {
+            "content-type" => HeaderName::ContentType,
+            "accept" => HeaderName::Accept,
+            "accept-encoding" => HeaderName::AcceptEncoding,
+            "accept-language" => HeaderName::AcceptLanguage,
+            "authorization" => HeaderName::Authorization,
+            "cookies" => HeaderName::Cookies,
+            "if-modified-since" => HeaderName::IfModifiedSince,
+            "if-unmodified-since" => HeaderName::IfUnmodifiedSince,
+            "expect" => HeaderName::Expect,
+            "ignore-invalid-headers" => HeaderName::IgnoreInvalidHeaders,
+            "date" => HeaderName::Date,
+            "language" => HeaderName::Language,
+            "set-cookies" => HeaderName::SetCookies,
+            _ => return None,
+        })
+    }
+
+    /// The listed name `name` is, compared case-insensitively as D8 says.
+    /// Names are nearly always written lower-case: that match comes first.
+    #[inline]
+    pub fn from_name(name: &str) -> Option<HeaderName> {
+        HeaderName::from_lowercase(name).or_else(|| {
+            HeaderName::ALL
+                .into_iter()
+                .find(|known| known.as_str().eq_ignore_ascii_case(name))
+        })
+    }
+
+    /// Whether a request uses this header. A request may carry every
+    /// listed name; the others are accepted and ignored there (D8).
+    pub const fn is_request_header(self) -> bool {
+        !matches!(
+            self,
+            HeaderName::Date | HeaderName::Language | HeaderName::SetCookies
+        )
+    }
+
+    /// Whether a response uses this header (`date`, `language`,
+    /// `set-cookies`, `content-type`, D8).
+    pub const fn is_response_header(self) -> bool {
+        matches!(
+            self,
+            HeaderName::ContentType | HeaderName::Date | HeaderName::Language | HeaderName::SetCookies
+        )
+    }
+
+    /// The name at `index` of [`HeaderName::ALL`] (and [`HEADER_NAMES`]).
+    pub(crate) fn from_index(index: usize) -> Option<HeaderName> {
+        HeaderName::ALL.get(index).copied()
+    }
+}
+
+impl fmt::Display for HeaderName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for HeaderName {
+    type Err = ValueError;
+
+    /// Case-insensitive (D8).
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        HeaderName::from_name(s).ok_or_else(|| ValueError::new("is not a header the protocol lists"))
+    }
+}
+
+/// The names of [`HeaderName::ALL`] as strings, for the parser's look-up
+/// by index.
+pub(crate) const HEADER_NAMES: [&str; HeaderName::ALL.len()] = {
+    let mut names = [""; HeaderName::ALL.len()];
+    let mut i = 0;
+    while i < names.len() {
+        names[i] = HeaderName::ALL[i].as_str();
+        i += 1;
+    }
+    names
+};
+
+// ---------------------------------------------------------------------------
+// weights
+// ---------------------------------------------------------------------------
+
+/// HTTP's weight, the `;q=` of an `accept`, `accept-encoding` or
+/// `accept-language` entry (D8, RFC 9110 §12.4.2): from 0 to 1 with at
+/// most three decimals, held in thousandths. `0` means "not acceptable";
+/// an entry without `q` weighs 1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Weight(u16);
+
+impl Weight {
+    /// `q=1`, the weight of an entry that gives none.
+    pub const ONE: Weight = Weight(1000);
+    /// `q=0`: not acceptable.
+    pub const ZERO: Weight = Weight(0);
+
+    /// The weight of `n` thousandths; `None` past 1000.
+    pub const fn from_thousandths(n: u16) -> Option<Weight> {
+        if n <= 1000 { Some(Weight(n)) } else { None }
+    }
+
+    /// The weight in thousandths, 0 to 1000.
+    pub const fn thousandths(self) -> u16 {
+        self.0
+    }
+
+    /// Whether an entry of this weight is acceptable at all (`q` above 0).
+    pub const fn is_acceptable(self) -> bool {
+        self.0 > 0
+    }
+}
+
+impl Default for Weight {
+    fn default() -> Self {
+        Weight::ONE
+    }
+}
+
+impl FromStr for Weight {
+    type Err = ValueError;
+
+    /// RFC 9110's `qvalue`: `0` or `1`, then optionally `.` and up to three
+    /// digits (only zeros after a `1`).
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let bad = || ValueError::new("is not a weight from 0 to 1 with at most three decimals");
+        let (whole, decimals) = match s.split_once('.') {
+            Some((whole, decimals)) => (whole, decimals),
+            None => (s, ""),
+        };
+        if decimals.len() > 3 || !decimals.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(bad());
+        }
+        let fraction = decimals
+            .bytes()
+            .chain(std::iter::repeat(b'0'))
+            .take(3)
+            .fold(0u16, |n, digit| n * 10 + u16::from(digit - b'0'));
+        match whole {
+            "0" => Ok(Weight(fraction)),
+            "1" if fraction == 0 => Ok(Weight::ONE),
+            _ => Err(bad()),
+        }
+    }
+}
+
+impl fmt::Display for Weight {
+    /// The shortest form: `1`, `0`, `0.5`, `0.25`, `0.125`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            1000 => f.write_str("1"),
+            0 => f.write_str("0"),
+            n => {
+                let digits = format!("{n:03}");
+                write!(f, "0.{}", digits.trim_end_matches('0'))
+            }
+        }
+    }
+}
+
+/// An entry of `accept`, `accept-encoding` or `accept-language` with its
+/// weight (D8). Entries are preferred by weight, then by their order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Weighted<T> {
+    /// The media range, encoding range or language range.
+    pub value: T,
+    /// Its weight; [`Weight::ONE`] when the entry gives none.
+    pub weight: Weight,
+}
+
+impl<T> Weighted<T> {
+    /// `value` with weight 1.
+    pub const fn new(value: T) -> Weighted<T> {
+        Weighted {
+            value,
+            weight: Weight::ONE,
+        }
+    }
+
+    /// The same entry with another weight (builder style).
+    pub fn with_weight(mut self, weight: Weight) -> Weighted<T> {
+        self.weight = weight;
+        self
+    }
+}
+
+impl<T> From<T> for Weighted<T> {
+    fn from(value: T) -> Self {
+        Weighted::new(value)
+    }
+}
+
+impl From<Encoding> for Weighted<EncodingRange> {
+    fn from(encoding: Encoding) -> Self {
+        Weighted::new(EncodingRange::Encoding(encoding))
+    }
+}
+
+impl From<LanguageTag> for Weighted<LanguageRange> {
+    fn from(tag: LanguageTag) -> Self {
+        Weighted::new(LanguageRange::Tag(tag))
+    }
+}
+
+impl<T: fmt::Display> fmt::Display for Weighted<T> {
+    /// The entry as HTTP writes it: `gzip`, or `gzip;q=0.5`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.value.fmt(f)?;
+        if self.weight != Weight::ONE {
+            write!(f, ";q={}", self.weight)?;
+        }
+        Ok(())
+    }
+}
+
+/// The refusal for a weight that is not `;q=` and a `qvalue`.
+pub(crate) const BAD_WEIGHT: &str =
+    "has a weight that is not ;q= and a number from 0 to 1 with at most three decimals";
+
+/// Splits `entry;q=weight` (RFC 9110 §12.4.2: optional whitespace around
+/// the `;`, `q` in either case, none around the `=`) into the entry,
+/// trimmed, and its weight. Without a `;` the weight is 1; anything else
+/// after the `;` is refused.
+pub(crate) fn split_weight(s: &str) -> Result<(&str, Weight), ValueError> {
+    let Some((value, parameter)) = s.split_once(';') else {
+        return Ok((s.trim_matches([' ', '\t']), Weight::ONE));
+    };
+    let parameter = parameter.trim_matches([' ', '\t']);
+    let weight = parameter
+        .strip_prefix("q=")
+        .or_else(|| parameter.strip_prefix("Q="))
+        .and_then(|w| w.parse().ok())
+        .ok_or_else(|| ValueError::new(BAD_WEIGHT))?;
+    Ok((value.trim_matches([' ', '\t']), weight))
+}
+
+/// One entry of `accept-encoding`: an encoding, or `*` for any encoding
+/// the entries do not name (RFC 9110 §12.5.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum EncodingRange {
+    /// `*`.
+    Any,
+    /// One of the four encodings (D9).
+    Encoding(Encoding),
+}
+
+impl From<Encoding> for EncodingRange {
+    fn from(encoding: Encoding) -> Self {
+        EncodingRange::Encoding(encoding)
+    }
+}
+
+impl FromStr for EncodingRange {
+    type Err = ValueError;
+
+    /// `*` or one of the four names, compared exactly as `body.encoding` is
+    /// (D9).
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        if s == "*" {
+            return Ok(EncodingRange::Any);
+        }
+        s.parse()
+            .map(EncodingRange::Encoding)
+            .map_err(|_| ValueError::new("is not one of gzip, deflate, br, identity or *"))
+    }
+}
+
+impl fmt::Display for EncodingRange {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            EncodingRange::Any => f.write_str("*"),
+            EncodingRange::Encoding(e) => e.fmt(f),
+        }
+    }
+}
+
+impl FromStr for Weighted<EncodingRange> {
+    type Err = ValueError;
+
+    /// `gzip`, `*;q=0.5`, …
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let (value, weight) = split_weight(s)?;
+        Ok(Weighted {
+            value: value.parse()?,
+            weight,
+        })
+    }
+}
+
+impl FromStr for Weighted<LanguageRange> {
+    type Err = ValueError;
+
+    /// `en-US`, `*;q=0.5`, …
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let (value, weight) = split_weight(s)?;
+        Ok(Weighted {
+            value: value.parse()?,
+            weight,
+        })
+    }
+}
+
+// ---------------------------------------------------------------------------
+// the headers object
+// ---------------------------------------------------------------------------
+
+/// The entries of `accept-encoding`: a request lists a handful, held
 /// without an allocation of their own.
-pub(crate) type EncodingList = SmallVec<[Encoding; 8]>;
+pub(crate) type EncodingList = SmallVec<[Weighted<EncodingRange>; 8]>;
 
-/// The languages of `accept-language`: usually one or two.
-pub(crate) type LanguageList = SmallVec<[LanguageRange; 2]>;
-
-/// Header names the protocol lists (D8), lower-case, in the order we write
-/// them.
-pub const HEADER_NAMES: [&str; 13] = [
-    "content-type",
-    "accept",
-    "accept-encoding",
-    "accept-language",
-    "authorization",
-    "cookies",
-    "if-modified-since",
-    "if-unmodified-since",
-    "expect",
-    "ignore-invalid-headers",
-    "date",
-    "language",
-    "set-cookies",
-];
+/// The entries of `accept-language`: usually one or two.
+pub(crate) type LanguageList = SmallVec<[Weighted<LanguageRange>; 2]>;
 
 /// The headers of a request or a response.
 ///
 /// Request-only and response-only headers share one type: the protocol
 /// lists both kinds in one table (D8), and a request that carries `date` is
 /// valid (the value is ignored by a server).
+///
+/// The three negotiation lists (`accept`, `accept-encoding`,
+/// `accept-language`) are never empty: D8 reads an empty list as no header,
+/// so an empty list given to their setters removes the header.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Headers {
     pub(crate) content_type: Option<MediaType>,
-    pub(crate) accept: Option<Vec<MediaRange>>,
+    pub(crate) accept: Option<Vec<Weighted<MediaRange>>>,
     pub(crate) accept_encoding: Option<EncodingList>,
     pub(crate) accept_language: Option<LanguageList>,
     pub(crate) authorization: Option<String>,
@@ -65,8 +446,7 @@ macro_rules! accessors {
 
                 #[doc = concat!("Sets `", stringify!($field), "` (builder style); `None` removes it.")]
                 pub fn $setter(mut self, value: impl Into<Option<$ty>>) -> Self {
-                    // `Into`: a `Vec` becomes the field's `SmallVec`.
-                    self.$field = value.into().map(Into::into);
+                    self.$field = value.into();
                     self
                 }
             )*
@@ -77,14 +457,6 @@ macro_rules! accessors {
 accessors! {
     /// `content-type`: the media type of the body.
     content_type, with_content_type: MediaType, &MediaType, as_ref;
-    /// `accept`: the media ranges the client takes.
-    accept, with_accept: Vec<MediaRange>, &[MediaRange], as_deref;
-    /// `accept-encoding`: the known encodings the client lists, in its order
-    /// (unknown ones are skipped, D8). `Some(&[])` when it listed only
-    /// unknown ones.
-    accept_encoding, with_accept_encoding: Vec<Encoding>, &[Encoding], as_deref;
-    /// `accept-language`: the languages the client takes, in its order.
-    accept_language, with_accept_language: Vec<LanguageRange>, &[LanguageRange], as_deref;
     /// `authorization`: the client's credentials (D14).
     authorization, with_authorization: String, &str, as_deref;
     /// `cookies`, from either form (D15).
@@ -101,10 +473,67 @@ accessors! {
     set_cookies, with_set_cookies: Cookies, &Cookies, as_ref;
 }
 
+/// The list, or `None` when it is empty (D8: an empty list is no header).
+fn non_empty<T, C: FromIterator<Weighted<T>> + AsRef<[Weighted<T>]>>(
+    list: impl IntoIterator<Item = impl Into<Weighted<T>>>,
+) -> Option<C> {
+    let list: C = list.into_iter().map(Into::into).collect();
+    (!list.as_ref().is_empty()).then_some(list)
+}
+
 impl Headers {
     /// No headers.
     pub fn new() -> Self {
         Headers::default()
+    }
+
+    /// `accept`: the media ranges the client takes, with their weights, in
+    /// its order (D8, D18). Never an empty slice.
+    pub fn accept(&self) -> Option<&[Weighted<MediaRange>]> {
+        self.accept.as_deref()
+    }
+
+    /// Sets `accept` (builder style): media ranges, weighted or not. An
+    /// empty list removes the header (D8).
+    pub fn with_accept(mut self, ranges: impl IntoIterator<Item = impl Into<Weighted<MediaRange>>>) -> Self {
+        self.accept = non_empty(ranges);
+        self
+    }
+
+    /// `accept-encoding`: the entries the client lists, with their weights,
+    /// in its order. Names of encodings this implementation does not know
+    /// are skipped (D8); a header that names only such encodings reads as
+    /// `*;q=0`, "nothing known is acceptable", so that `412` follows and the
+    /// header writes back with the same meaning. Never an empty slice.
+    pub fn accept_encoding(&self) -> Option<&[Weighted<EncodingRange>]> {
+        self.accept_encoding.as_deref()
+    }
+
+    /// Sets `accept-encoding` (builder style): encodings or ranges,
+    /// weighted or not, e.g. `[Encoding::Br, Encoding::Gzip]`. An empty
+    /// list removes the header (D8).
+    pub fn with_accept_encoding(
+        mut self,
+        encodings: impl IntoIterator<Item = impl Into<Weighted<EncodingRange>>>,
+    ) -> Self {
+        self.accept_encoding = non_empty(encodings);
+        self
+    }
+
+    /// `accept-language`: the language ranges the client takes, with their
+    /// weights, in its order (D18). Never an empty slice.
+    pub fn accept_language(&self) -> Option<&[Weighted<LanguageRange>]> {
+        self.accept_language.as_deref()
+    }
+
+    /// Sets `accept-language` (builder style): tags or ranges, weighted or
+    /// not. An empty list removes the header (D8).
+    pub fn with_accept_language(
+        mut self,
+        languages: impl IntoIterator<Item = impl Into<Weighted<LanguageRange>>>,
+    ) -> Self {
+        self.accept_language = non_empty(languages);
+        self
     }
 
     /// Whether the request carries `expect: 100-continue` (D10). Any other
@@ -130,30 +559,144 @@ impl Headers {
         self
     }
 
+    /// Whether the header `name` is set. `expect` and
+    /// `ignore-invalid-headers` count as set when they are on.
+    pub fn contains(&self, name: HeaderName) -> bool {
+        match name {
+            HeaderName::ContentType => self.content_type.is_some(),
+            HeaderName::Accept => self.accept.is_some(),
+            HeaderName::AcceptEncoding => self.accept_encoding.is_some(),
+            HeaderName::AcceptLanguage => self.accept_language.is_some(),
+            HeaderName::Authorization => self.authorization.is_some(),
+            HeaderName::Cookies => self.cookies.is_some(),
+            HeaderName::IfModifiedSince => self.if_modified_since.is_some(),
+            HeaderName::IfUnmodifiedSince => self.if_unmodified_since.is_some(),
+            HeaderName::Expect => self.expect_continue,
+            HeaderName::IgnoreInvalidHeaders => self.ignore_invalid_headers,
+            HeaderName::Date => self.date.is_some(),
+            HeaderName::Language => self.language.is_some(),
+            HeaderName::SetCookies => self.set_cookies.is_some(),
+        }
+    }
+
+    /// The names of the headers that are set, in the order they are written.
+    pub fn names(&self) -> impl Iterator<Item = HeaderName> + '_ {
+        HeaderName::ALL.into_iter().filter(|name| self.contains(*name))
+    }
+
     /// How many headers are set.
     pub fn len(&self) -> usize {
-        [
-            self.content_type.is_some(),
-            self.accept.is_some(),
-            self.accept_encoding.is_some(),
-            self.accept_language.is_some(),
-            self.authorization.is_some(),
-            self.cookies.is_some(),
-            self.if_modified_since.is_some(),
-            self.if_unmodified_since.is_some(),
-            self.expect_continue,
-            self.ignore_invalid_headers,
-            self.date.is_some(),
-            self.language.is_some(),
-            self.set_cookies.is_some(),
-        ]
-        .into_iter()
-        .filter(|set| *set)
-        .count()
+        self.names().count()
     }
 
     /// Whether no header is set.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn d8_names_from_the_enum() {
+        for (i, name) in HeaderName::ALL.into_iter().enumerate() {
+            assert_eq!(HEADER_NAMES[i], name.as_str());
+            assert_eq!(HeaderName::from_index(i), Some(name));
+            assert_eq!(HeaderName::from_lowercase(name.as_str()), Some(name));
+            let upper = name.as_str().to_ascii_uppercase();
+            assert_eq!(HeaderName::from_lowercase(&upper), None);
+            assert_eq!(HeaderName::from_name(&upper), Some(name));
+            assert_eq!(upper.parse::<HeaderName>(), Ok(name));
+            assert_eq!(name.to_string(), name.as_str());
+        }
+        assert_eq!(HeaderName::from_index(13), None);
+        assert_eq!(HeaderName::from_name("x-custom"), None);
+        assert_eq!(HeaderName::from_name("content-typ"), None);
+        assert_eq!(HeaderName::from_name(""), None);
+        assert!(HeaderName::ContentType.is_request_header() && HeaderName::ContentType.is_response_header());
+        assert!(!HeaderName::Date.is_request_header() && HeaderName::Date.is_response_header());
+        assert!(HeaderName::Expect.is_request_header() && !HeaderName::Expect.is_response_header());
+    }
+
+    #[test]
+    fn d8_weights_are_http_qvalues() {
+        let w = |s: &str| s.parse::<Weight>().map(Weight::thousandths);
+        for (text, thousandths) in [
+            ("0", 0),
+            ("0.", 0),
+            ("0.0", 0),
+            ("0.5", 500),
+            ("0.25", 250),
+            ("0.125", 125),
+            ("0.001", 1),
+            ("0.999", 999),
+            ("1", 1000),
+            ("1.", 1000),
+            ("1.000", 1000),
+        ] {
+            assert_eq!(w(text), Ok(thousandths), "{text}");
+        }
+        for bad in [
+            "", "2", "1.001", "1.5", "0.1234", ".5", "-0", "+1", "0,5", "00.5", "0.5 ", "1e0", "0.a",
+        ] {
+            assert_eq!(
+                w(bad).unwrap_err().reason(),
+                "is not a weight from 0 to 1 with at most three decimals",
+                "{bad:?}"
+            );
+        }
+        for text in ["0", "0.5", "0.25", "0.125", "1", "0.001"] {
+            assert_eq!(text.parse::<Weight>().unwrap().to_string(), text);
+        }
+        assert_eq!(Weight::from_thousandths(1001), None);
+        assert!(!Weight::ZERO.is_acceptable() && Weight::ONE.is_acceptable());
+        assert_eq!(Weight::default(), Weight::ONE);
+    }
+
+    #[test]
+    fn d8_weighted_entries() {
+        let e = |s: &str| s.parse::<Weighted<EncodingRange>>();
+        assert_eq!(e("gzip"), Ok(Encoding::Gzip.into()));
+        let half = Weight::from_thousandths(500).unwrap();
+        assert_eq!(
+            e(" br ; q=0.5 "),
+            Ok(Weighted::new(EncodingRange::Encoding(Encoding::Br)).with_weight(half))
+        );
+        assert_eq!(
+            e("*;Q=0"),
+            Ok(Weighted::new(EncodingRange::Any).with_weight(Weight::ZERO))
+        );
+        for bad in [
+            "gzip;q=2",
+            "gzip;q=",
+            "gzip;q = 1",
+            "gzip;level=1",
+            "gzip;",
+            "gzip;q=1;q=1",
+        ] {
+            assert_eq!(e(bad).unwrap_err().reason(), BAD_WEIGHT, "{bad:?}");
+        }
+        assert!(e("compress").is_err());
+        let l = "en-US;q=0.8".parse::<Weighted<LanguageRange>>().unwrap();
+        assert_eq!(l.value, LanguageRange::Tag(LanguageTag::EN_US));
+        assert_eq!(l.to_string(), "en-US;q=0.8");
+        assert_eq!(
+            Weighted::<EncodingRange>::from(Encoding::Gzip).to_string(),
+            "gzip"
+        );
+    }
+
+    #[test]
+    fn d8_empty_lists_are_no_header() {
+        let h = Headers::new()
+            .with_accept_encoding([Encoding::Gzip])
+            .with_accept_language(Vec::<LanguageTag>::new());
+        assert_eq!(h.accept_encoding().map(<[_]>::len), Some(1));
+        assert_eq!(h.accept_language(), None);
+        assert_eq!(h.names().collect::<Vec<_>>(), [HeaderName::AcceptEncoding]);
+        let h = h.with_accept_encoding(None::<Encoding>);
+        assert!(h.is_empty());
     }
 }

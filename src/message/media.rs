@@ -4,7 +4,8 @@
 use std::fmt;
 use std::str::FromStr;
 
-use super::ValueError;
+use super::headers::BAD_WEIGHT;
+use super::{ValueError, Weight, Weighted};
 
 /// A media type such as `text/plain; charset=utf-8`. Type and subtype are
 /// stored lower-case; parameters keep their order.
@@ -189,30 +190,44 @@ fn parse(s: &str) -> Option<MediaType> {
 }
 
 /// A media range of `accept`: `type/subtype`, `type/*` or `*/*`, with
-/// optional parameters.
+/// optional parameters. Its weight (`;q=`) is not part of it: an `accept`
+/// entry is a [`Weighted<MediaRange>`](super::Weighted).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct MediaRange {
     range: MediaType,
 }
 
 impl MediaRange {
-    /// Whether `media` falls in this range (parameters of the range, other
-    /// than `q`, must be present on `media` with equal values).
+    /// Whether `media` falls in this range (parameters of the range must be
+    /// present on `media` with equal values).
     ///
-    /// `q` is ignored (a weight, not a property of the media). Values of
-    /// `charset` compare case-insensitively, others exactly (RFC 9110
-    /// §8.3.1).
+    /// Values of `charset` compare case-insensitively, others exactly (RFC
+    /// 9110 §8.3.1).
     pub fn matches(&self, media: &MediaType) -> bool {
         let r = &self.range;
         let type_ok = r.type_() == "*" || r.type_() == media.type_();
         let subtype_ok = r.subtype() == "*" || r.subtype() == media.subtype();
         type_ok
             && subtype_ok
-            && r.params.iter().filter(|(n, _)| n != "q").all(|(name, value)| {
+            && r.params.iter().all(|(name, value)| {
                 media.params.iter().any(|(n, v)| {
                     n == name && (v == value || (name == "charset" && v.eq_ignore_ascii_case(value)))
                 })
             })
+    }
+
+    /// How specific the range is, for HTTP's rule that the most specific
+    /// matching range decides a media type's weight (RFC 9110 §12.5.1):
+    /// `*/*` < `type/*` < `type/subtype` < the same with parameters, more
+    /// parameters more specific.
+    pub(crate) fn specificity(&self) -> (u8, usize) {
+        let r = &self.range;
+        let level = match (r.type_(), r.subtype()) {
+            ("*", _) => 0,
+            (_, "*") => 1,
+            _ => 2,
+        };
+        (level, r.params.len())
     }
 
     /// The range as a media type (which may hold `*`).
@@ -221,16 +236,49 @@ impl MediaRange {
     }
 }
 
+/// `*/subtype` is not a range.
+fn range(media: MediaType) -> Option<MediaRange> {
+    (media.type_() != "*" || media.subtype() == "*").then_some(MediaRange { range: media })
+}
+
+const NOT_A_RANGE: &str = "is not a media range like text/*";
+
 impl FromStr for MediaRange {
     type Err = ValueError;
 
     /// `type/subtype`, `type/*` or `*/*`, with parameters; `*/subtype` is
-    /// not a range.
+    /// not a range. A `q` parameter is a weight, which a bare range cannot
+    /// hold: read such an entry as a [`Weighted<MediaRange>`](super::Weighted).
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        parse(s)
-            .filter(|m| m.type_() != "*" || m.subtype() == "*")
-            .map(|range| MediaRange { range })
-            .ok_or_else(|| ValueError::new("is not a media range like text/*"))
+        let media = parse(s).ok_or_else(|| ValueError::new(NOT_A_RANGE))?;
+        if media.params.iter().any(|(name, _)| name == "q") {
+            return Err(ValueError::new(
+                "has a weight (q=), which a media range without its weight cannot hold",
+            ));
+        }
+        range(media).ok_or_else(|| ValueError::new(NOT_A_RANGE))
+    }
+}
+
+impl FromStr for Weighted<MediaRange> {
+    type Err = ValueError;
+
+    /// An `accept` entry: a media range, then optionally its weight `q`
+    /// among the parameters (D8). As in HTTP, `q` ends the media type's
+    /// parameters: any after it are accept extensions, which are dropped
+    /// (RFC 9110 §12.5.1).
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let mut media = parse(s).ok_or_else(|| ValueError::new(NOT_A_RANGE))?;
+        let mut weight = Weight::ONE;
+        if let Some(at) = media.params.iter().position(|(name, _)| name == "q") {
+            weight = media.params[at]
+                .1
+                .parse()
+                .map_err(|_| ValueError::new(BAD_WEIGHT))?;
+            media.params.truncate(at);
+        }
+        let value = range(media).ok_or_else(|| ValueError::new(NOT_A_RANGE))?;
+        Ok(Weighted { value, weight })
     }
 }
 
@@ -315,9 +363,15 @@ mod tests {
         }
     }
 
+    fn weighted(s: &str) -> Result<(String, u16), String> {
+        s.parse::<Weighted<MediaRange>>()
+            .map(|w| (w.value.to_string(), w.weight.thousandths()))
+            .map_err(|e| e.reason().to_owned())
+    }
+
     #[test]
     fn d18_ranges() {
-        for ok in ["*/*", "text/*", "text/plain", "TEXT/*; q=0.5", "*/*;q=1"] {
+        for ok in ["*/*", "text/*", "text/plain", "TEXT/*; a=b"] {
             assert!(ok.parse::<MediaRange>().is_ok(), "{ok:?}");
         }
         for bad in ["*/plain", "*", "text", "", "text/*; q", "*/*/*"] {
@@ -327,9 +381,36 @@ mod tests {
                 "{bad:?}"
             );
         }
-        assert_eq!(range("Text/*;Q=0.5").to_string(), "text/*; q=0.5");
+        assert!("text/*;q=0.5".parse::<MediaRange>().is_err());
+        assert_eq!(range("Text/*;A=0.5").to_string(), "text/*; a=0.5");
         // An empty parameter is allowed by the grammar (RFC 9110 §5.6.6).
         assert_eq!(range("text/*;").to_string(), "text/*");
+    }
+
+    #[test]
+    fn d8_accept_entries_carry_a_weight() {
+        assert_eq!(weighted("text/*"), Ok(("text/*".into(), 1000)));
+        assert_eq!(weighted("TEXT/*; Q=0.5"), Ok(("text/*".into(), 500)));
+        assert_eq!(weighted("*/*;q=0"), Ok(("*/*".into(), 0)));
+        // `q` ends the media parameters; accept extensions after it are dropped.
+        assert_eq!(
+            weighted("text/html;level=1;q=0.7;ext=x"),
+            Ok(("text/html; level=1".into(), 700))
+        );
+        for bad in ["text/*;q=2", "text/*;q=0.1234", "text/*;q=high", "text/*;q=\"\""] {
+            assert_eq!(weighted(bad), Err(BAD_WEIGHT.to_owned()), "{bad:?}");
+        }
+        assert_eq!(weighted("*/plain;q=1"), Err(NOT_A_RANGE.to_owned()));
+        let w: Weighted<MediaRange> = "text/*;q=0.25".parse().unwrap();
+        assert_eq!(w.to_string(), "text/*;q=0.25");
+    }
+
+    #[test]
+    fn d18_specificity() {
+        let s = |r: &str| range(r).specificity();
+        assert!(s("*/*") < s("text/*"));
+        assert!(s("text/*") < s("text/plain"));
+        assert!(s("text/plain") < s("text/plain; charset=utf-8"));
     }
 
     #[test]
@@ -339,7 +420,6 @@ mod tests {
         assert!(range("text/*").matches(&plain));
         assert!(range("text/plain").matches(&plain));
         assert!(range("TEXT/PLAIN").matches(&plain));
-        assert!(range("text/plain; q=0.1").matches(&plain));
         assert!(range("text/plain; charset=UTF-8").matches(&plain));
         assert!(!range("text/plain; charset=latin1").matches(&plain));
         assert!(!range("text/plain; format=flowed").matches(&plain));

@@ -4,7 +4,10 @@
 
 use std::fmt::Display;
 
-use super::{Date, Encoding, LanguageRange, LanguageTag, MediaRange, MediaType, Status, StatusCode};
+use super::{
+    Date, Encoding, EncodingRange, Headers, LanguageRange, LanguageTag, MediaRange, MediaType, Method,
+    Status, StatusCode, Weight, Weighted,
+};
 
 /// `a, b, c`, or `(none)` for an empty list: for human messages.
 fn list<T: Display>(items: impl IntoIterator<Item = T>) -> String {
@@ -21,43 +24,165 @@ fn list<T: Display>(items: impl IntoIterator<Item = T>) -> String {
     out
 }
 
-/// Chooses the response encoding: the first entry of the client's
-/// `accept-encoding` (in its order) that is in `available`; `identity` when
-/// the header is absent. `412` when nothing listed can be produced (D8).
-///
-/// `accepted` holds the encodings the header listed that are known; unknown
-/// names were skipped by the parser (D8), so an empty slice means nothing
-/// listed is known.
-pub fn choose_encoding(accepted: Option<&[Encoding]>, available: &[Encoding]) -> Result<Encoding, Status> {
-    let Some(accepted) = accepted else {
-        return Ok(Encoding::Identity);
-    };
-    accepted
+/// What a response's content is, as far as its encoding goes: `identity`
+/// carries only UTF-8 text; the compressed encodings carry any bytes (D9).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ContentKind {
+    /// UTF-8 text: every encoding can carry it.
+    Text,
+    /// Bytes that are not UTF-8: only `gzip`, `deflate` and `br` can.
+    Binary,
+}
+
+impl ContentKind {
+    /// The kind of `content`.
+    pub fn of(content: &[u8]) -> ContentKind {
+        match std::str::from_utf8(content) {
+            Ok(_) => ContentKind::Text,
+            Err(_) => ContentKind::Binary,
+        }
+    }
+
+    /// Whether `encoding` can carry content of this kind.
+    pub fn fits(self, encoding: Encoding) -> bool {
+        self == ContentKind::Text || encoding != Encoding::Identity
+    }
+}
+
+/// Where an offer stands in the client's list (D8): the weight of the
+/// entry that names it, else of the first wildcard entry, with that entry's
+/// position. `None`: no entry applies, so the offer is not acceptable.
+fn rank<T>(
+    entries: &[Weighted<T>],
+    names: impl Fn(&T) -> bool,
+    is_wildcard: impl Fn(&T) -> bool,
+) -> Option<(Weight, usize)> {
+    let position = entries
         .iter()
-        .copied()
-        .find(|e| available.contains(e))
-        .ok_or_else(|| {
-            let listed = if accepted.is_empty() {
-                "the listed encodings".to_owned()
-            } else {
-                list(accepted)
-            };
+        .position(|e| names(&e.value))
+        .or_else(|| entries.iter().position(|e| is_wildcard(&e.value)))?;
+    Some((entries[position].weight, position))
+}
+
+/// The offer the client prefers (D8): the highest weight above 0, then the
+/// entry listed first, then the server's own order. `None` when no offer is
+/// acceptable.
+fn preferred<O>(
+    offers: impl IntoIterator<Item = O>,
+    rank: impl Fn(&O) -> Option<(Weight, usize)>,
+) -> Option<O> {
+    let mut best: Option<(Weight, usize, O)> = None;
+    for offer in offers {
+        let Some((weight, position)) = rank(&offer) else {
+            continue;
+        };
+        if !weight.is_acceptable() {
+            continue;
+        }
+        let better = match &best {
+            None => true,
+            Some((w, p, _)) => weight > *w || (weight == *w && position < *p),
+        };
+        if better {
+            best = Some((weight, position, offer));
+        }
+    }
+    best.map(|(_, _, offer)| offer)
+}
+
+/// The entries of a list that are acceptable at all (weight above 0).
+fn acceptable<T>(entries: &[Weighted<T>]) -> impl Iterator<Item = &Weighted<T>> {
+    entries.iter().filter(|e| e.weight.is_acceptable())
+}
+
+/// Chooses the response encoding (D8, D9) for content of `kind`, among the
+/// encodings the server can produce (`available`, in its own order of
+/// preference).
+///
+/// - No `accept-encoding` (or an empty one): every encoding is acceptable,
+///   and the server picks: `identity` for text, the first compressed
+///   encoding of `available` for bytes that are not UTF-8.
+/// - Otherwise the client's preference among the encodings that can carry
+///   the content: by weight, then by the order of its entries; `*` stands
+///   for every encoding it does not name; `q=0` excludes. Nothing
+///   acceptable is `412`, also when only `identity` is acceptable and the
+///   content is not text (never `406`, which is for `accept-language`).
+///
+/// Call it first with [`ContentKind::Text`] to check what needs no content
+/// (a list of nothing this server can produce is `412` whatever the
+/// content), and again once the content is known. `500` when `available`
+/// itself holds nothing that can carry the content: a server that cannot
+/// send it, whatever the client asks.
+pub fn choose_encoding(
+    accepted: Option<&[Weighted<EncodingRange>]>,
+    available: &[Encoding],
+    kind: ContentKind,
+) -> Result<Encoding, Status> {
+    let carried = || available.iter().copied().filter(|e| kind.fits(*e));
+    let Some(entries) = accepted else {
+        let pick = match kind {
+            ContentKind::Text => available
+                .iter()
+                .copied()
+                .find(|e| *e == Encoding::Identity)
+                .or_else(|| available.first().copied()),
+            ContentKind::Binary => carried().next(),
+        };
+        return pick.ok_or_else(|| {
             Status::new(
-                StatusCode::PRECONDITION_FAILED,
+                StatusCode::INTERNAL_SERVER_ERROR,
                 format!(
-                    "header \"accept-encoding\": none of {listed} can be produced (this server offers {})",
+                    "the content cannot be sent: it is {}, and this server offers {}",
+                    match kind {
+                        ContentKind::Text => "text",
+                        ContentKind::Binary => "not UTF-8 text, so it can only be sent compressed",
+                    },
                     list(available)
                 ),
             )
-        })
+        });
+    };
+    let rank = |e: &Encoding| {
+        rank(
+            entries,
+            |r| *r == EncodingRange::Encoding(*e),
+            |r| *r == EncodingRange::Any,
+        )
+    };
+    preferred(carried(), rank).ok_or_else(|| {
+        let wanted: Vec<_> = acceptable(entries).collect();
+        let message = if wanted.is_empty() {
+            format!(
+                "header \"accept-encoding\": it accepts no encoding this server can produce \
+                 (this server offers {})",
+                list(available)
+            )
+        } else if kind == ContentKind::Binary && preferred(available.iter().copied(), |e| rank(e)).is_some() {
+            format!(
+                "header \"accept-encoding\": the content is not UTF-8 text, so it can only be sent \
+                 compressed ({}), and the header accepts only {}",
+                list(carried()),
+                list(wanted)
+            )
+        } else {
+            format!(
+                "header \"accept-encoding\": none of {} can be produced (this server offers {})",
+                list(wanted),
+                list(available)
+            )
+        };
+        Status::new(StatusCode::PRECONDITION_FAILED, message)
+    })
 }
 
-/// Chooses the response language: the first entry of `accept-language` that
-/// `offered` contains, or `offered[0]` for `*` or no header. `406` when no
-/// entry matches (D18). An empty `offered` is taken as the default
-/// `[en-US]`.
+/// Chooses the response language (D8, D18): the offered language the
+/// client prefers, by weight, then by the order of its entries (`*`
+/// standing for every language it does not name, `q=0` excluding), then
+/// the order of `offered`. No `accept-language`: `offered[0]`. `406` when
+/// nothing offered is acceptable. An empty `offered` is taken as the
+/// default `[en-US]`.
 pub fn choose_language(
-    accepted: Option<&[LanguageRange]>,
+    accepted: Option<&[Weighted<LanguageRange>]>,
     offered: &[LanguageTag],
 ) -> Result<LanguageTag, Status> {
     let offered = if offered.is_empty() {
@@ -65,25 +190,32 @@ pub fn choose_language(
     } else {
         offered
     };
-    let Some(accepted) = accepted else {
+    let Some(entries) = accepted else {
         return Ok(offered[0]);
     };
-    accepted
-        .iter()
-        .find_map(|range| match range {
-            LanguageRange::Any => Some(offered[0]),
-            LanguageRange::Tag(tag) => offered.contains(tag).then_some(*tag),
-        })
-        .ok_or_else(|| {
-            Status::new(
-                StatusCode::NOT_ACCEPTABLE,
-                format!(
-                    "header \"accept-language\": none of {} is offered (this server offers {})",
-                    list(accepted),
-                    list(offered)
-                ),
+    let rank = |tag: &LanguageTag| {
+        rank(
+            entries,
+            |r| *r == LanguageRange::Tag(*tag),
+            |r| *r == LanguageRange::Any,
+        )
+    };
+    preferred(offered.iter().copied(), rank).ok_or_else(|| {
+        let wanted: Vec<_> = acceptable(entries).collect();
+        let message = if wanted.is_empty() {
+            format!(
+                "header \"accept-language\": it accepts no language (this server offers {})",
+                list(offered)
             )
-        })
+        } else {
+            format!(
+                "header \"accept-language\": none of {} is offered (this server offers {})",
+                list(wanted),
+                list(offered)
+            )
+        };
+        Status::new(StatusCode::NOT_ACCEPTABLE, message)
+    })
 }
 
 /// Checks the request's `content-type` against the media types the server
@@ -103,21 +235,50 @@ pub fn check_content_type(content_type: Option<&MediaType>, supported: &[MediaTy
     }
 }
 
-/// Checks `accept` against the media type a resource is offered in: `415`
-/// when no range matches (reference: accept). An empty list matches
-/// nothing.
-pub fn check_accept(accept: Option<&[MediaRange]>, offered: &MediaType) -> Result<(), Status> {
-    match accept {
-        None => Ok(()),
-        Some(ranges) if ranges.iter().any(|r| r.matches(offered)) => Ok(()),
-        Some(ranges) => Err(Status::new(
+/// The weight `accept` gives `media`: that of the most specific range that
+/// matches it, the first of equally specific ones (RFC 9110 §12.5.1), with
+/// that entry's position.
+fn media_rank(entries: &[Weighted<MediaRange>], media: &MediaType) -> Option<(Weight, usize)> {
+    entries
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e.value.matches(media))
+        .rev()
+        .max_by_key(|(_, e)| e.value.specificity())
+        .map(|(position, e)| (e.weight, position))
+}
+
+/// Chooses among the media types a resource can be had in (`offered`, in
+/// the server's order): the one `accept` prefers, by weight (the most
+/// specific matching range decides), then by the order of its entries,
+/// then the server's order. No `accept`: `offered[0]`. `415` when nothing
+/// offered is acceptable (reference: accept, D5 level 5), also when
+/// `offered` is empty.
+pub fn choose_media_type<'m>(
+    accept: Option<&[Weighted<MediaRange>]>,
+    offered: &'m [MediaType],
+) -> Result<&'m MediaType, Status> {
+    let chosen = match accept {
+        None => offered.first(),
+        Some(entries) => preferred(offered, |media| media_rank(entries, media)),
+    };
+    chosen.ok_or_else(|| {
+        let wanted = accept.map(|e| list(acceptable(e))).unwrap_or_default();
+        Status::new(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             format!(
-                "header \"accept\": none of {} can be provided (this resource is {offered})",
-                list(ranges)
+                "header \"accept\": none of {wanted} can be provided (this resource is {})",
+                list(offered)
             ),
-        )),
-    }
+        )
+    })
+}
+
+/// Checks `accept` against the one media type a resource is offered in:
+/// `415` when no range with a weight above 0 matches it (see
+/// [`choose_media_type`]).
+pub fn check_accept(accept: Option<&[Weighted<MediaRange>]>, offered: &MediaType) -> Result<(), Status> {
+    choose_media_type(accept, std::slice::from_ref(offered)).map(|_| ())
 }
 
 /// What the conditional headers say about a resource (D17).
@@ -194,10 +355,35 @@ pub fn condition_status(
     }
 }
 
+/// The conditional headers of a request as D17 applies them to its
+/// method, against the resource's last-modification time (`None`: the
+/// server cannot provide the resource). `Err` is the status to answer
+/// with: `304`, or `412` (D5 level 6).
+///
+/// - `if-unmodified-since` applies to `GET`, `POST`, `PUT` and `DELETE`,
+///   and is evaluated first; `if-modified-since` to `GET` and `POST`
+///   only, ignored on the others. `OPTIONS` ignores both.
+/// - A header that applies, on a resource that cannot be provided, is
+///   `412`: call this before answering `404`. A `PUT` that creates a file
+///   with `if-unmodified-since` is therefore `412`.
+pub fn check_conditions(
+    method: Method,
+    headers: &Headers,
+    last_modified: Option<Date>,
+) -> Result<(), Status> {
+    let (ims, ius) = match method {
+        Method::Get | Method::Post => (headers.if_modified_since(), headers.if_unmodified_since()),
+        Method::Put | Method::Delete => (None, headers.if_unmodified_since()),
+        Method::Options => (None, None),
+    };
+    condition_status(ims, ius, last_modified).map_or(Ok(()), Err)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use Condition::*;
+    use ContentKind::*;
     use Encoding::*;
 
     fn tag(s: &str) -> LanguageTag {
@@ -208,64 +394,121 @@ mod tests {
         s.parse().unwrap()
     }
 
-    fn ranges(items: &[&str]) -> Vec<MediaRange> {
+    fn entries<T>(items: &[&str]) -> Vec<Weighted<T>>
+    where
+        Weighted<T>: std::str::FromStr<Err = crate::message::ValueError>,
+    {
         items.iter().map(|s| s.parse().unwrap()).collect()
     }
 
+    fn encoding(list: &[&str], kind: ContentKind) -> Result<Encoding, Status> {
+        choose_encoding(Some(&entries(list)), &Encoding::ALL, kind)
+    }
+
     #[test]
-    fn d8_encoding_in_the_clients_order() {
-        assert_eq!(choose_encoding(None, &Encoding::ALL), Ok(Identity));
+    fn d8_no_accept_encoding_lets_the_server_pick() {
+        assert_eq!(choose_encoding(None, &Encoding::ALL, Text), Ok(Identity));
+        assert_eq!(choose_encoding(None, &Encoding::ALL, Binary), Ok(Gzip));
+        assert_eq!(choose_encoding(None, &[Identity, Br], Binary), Ok(Br));
+        assert_eq!(choose_encoding(None, &[Deflate], Text), Ok(Deflate));
+        let none = choose_encoding(None, &[Identity], Binary).unwrap_err();
+        assert_eq!(none.code, StatusCode::INTERNAL_SERVER_ERROR);
+    }
+
+    #[test]
+    fn d8_encoding_by_weight_then_order() {
+        assert_eq!(encoding(&["deflate", "gzip"], Text), Ok(Deflate));
+        assert_eq!(encoding(&["br"], Text), Ok(Br));
+        assert_eq!(encoding(&["gzip;q=0.5", "br;q=0.8"], Text), Ok(Br));
+        assert_eq!(encoding(&["gzip;q=1", "br"], Text), Ok(Gzip));
+        assert_eq!(encoding(&["identity;q=0.1", "deflate;q=0.2"], Text), Ok(Deflate));
+        // `*` stands for the encodings not named; the server's order among them.
+        assert_eq!(encoding(&["*"], Text), Ok(Identity));
+        assert_eq!(encoding(&["*"], Binary), Ok(Gzip));
+        assert_eq!(encoding(&["identity;q=0", "*"], Text), Ok(Gzip));
+        assert_eq!(encoding(&["*;q=0.5", "br"], Text), Ok(Br));
+        assert_eq!(encoding(&["gzip;q=0", "*;q=0.1"], Binary), Ok(Deflate));
         assert_eq!(
-            choose_encoding(Some(&[Deflate, Gzip]), &Encoding::ALL),
-            Ok(Deflate)
+            choose_encoding(Some(&entries(&["br", "gzip"])), &[Identity, Gzip], Text),
+            Ok(Gzip)
         );
-        assert_eq!(choose_encoding(Some(&[Br]), &Encoding::ALL), Ok(Br));
-        assert_eq!(choose_encoding(Some(&[Br, Gzip]), &[Identity, Gzip]), Ok(Gzip));
-        let refused = choose_encoding(Some(&[Br, Deflate]), &[Identity, Gzip]).unwrap_err();
+    }
+
+    #[test]
+    fn d8_binary_content_travels_compressed() {
+        assert_eq!(encoding(&["identity", "br"], Binary), Ok(Br));
+        assert_eq!(encoding(&["identity;q=1", "br;q=0.1"], Binary), Ok(Br));
+        let refused = encoding(&["identity"], Binary).unwrap_err();
+        assert_eq!(
+            refused.code,
+            StatusCode::PRECONDITION_FAILED,
+            "D8: 412, never 406"
+        );
+        assert_eq!(
+            refused.human_message,
+            "header \"accept-encoding\": the content is not UTF-8 text, so it can only be sent \
+             compressed (gzip, deflate, br), and the header accepts only identity"
+        );
+    }
+
+    #[test]
+    fn d8_nothing_acceptable_is_412() {
+        let refused =
+            choose_encoding(Some(&entries(&["br", "deflate"])), &[Identity, Gzip], Text).unwrap_err();
         assert_eq!(refused.code, StatusCode::PRECONDITION_FAILED);
         assert_eq!(
             refused.human_message,
             "header \"accept-encoding\": none of br, deflate can be produced (this server offers identity, gzip)"
         );
-        // Every listed name was unknown (skipped by the parser, D8).
-        let refused = choose_encoding(Some(&[]), &Encoding::ALL).unwrap_err();
-        assert_eq!(refused.code, StatusCode::PRECONDITION_FAILED);
-        assert_eq!(
-            refused.human_message,
-            "header \"accept-encoding\": none of the listed encodings can be produced \
-             (this server offers identity, gzip, deflate, br)"
-        );
+        // Every weight 0, or (as the parser holds it) only unknown names.
+        for list in [&["gzip;q=0", "identity;q=0"][..], &["*;q=0"]] {
+            let refused = encoding(list, Text).unwrap_err();
+            assert_eq!(refused.code, StatusCode::PRECONDITION_FAILED);
+            assert_eq!(
+                refused.human_message,
+                "header \"accept-encoding\": it accepts no encoding this server can produce \
+                 (this server offers identity, gzip, deflate, br)"
+            );
+        }
+    }
+
+    fn language(list: &[&str], offered: &[LanguageTag]) -> Result<LanguageTag, Status> {
+        choose_language(Some(&entries(list)), offered)
     }
 
     #[test]
     fn d18_language() {
         let offered = [LanguageTag::EN_US, tag("fr-FR")];
         assert_eq!(choose_language(None, &offered), Ok(LanguageTag::EN_US));
-        let fr = [LanguageRange::Tag(tag("fr-FR"))];
-        assert_eq!(choose_language(Some(&fr), &offered), Ok(tag("fr-FR")));
-        let de_then_any = [LanguageRange::Tag(tag("de-DE")), LanguageRange::Any];
+        assert_eq!(language(&["fr-FR"], &offered), Ok(tag("fr-FR")));
+        assert_eq!(language(&["de-DE", "*"], &offered), Ok(LanguageTag::EN_US));
         assert_eq!(
-            choose_language(Some(&de_then_any), &offered),
-            Ok(LanguageTag::EN_US)
-        );
-        assert_eq!(
-            choose_language(Some(&fr), &[]).unwrap_err().code,
+            language(&["fr-FR"], &[]).unwrap_err().code,
             StatusCode::NOT_ACCEPTABLE
         );
-        let refused = choose_language(Some(&fr), &[LanguageTag::EN_US]).unwrap_err();
+        let refused = language(&["fr-FR"], &[LanguageTag::EN_US]).unwrap_err();
         assert_eq!(refused.code, StatusCode::NOT_ACCEPTABLE);
         assert_eq!(
             refused.human_message,
             "header \"accept-language\": none of fr-FR is offered (this server offers en-US)"
         );
+        assert_eq!(language(&["*"], &[]), Ok(LanguageTag::EN_US));
+    }
+
+    #[test]
+    fn d8_language_weights() {
+        let offered = [LanguageTag::EN_US, tag("fr-FR")];
+        assert_eq!(language(&["en-US;q=0.8", "fr-FR"], &offered), Ok(tag("fr-FR")));
+        assert_eq!(language(&["en-US;q=0.8"], &offered), Ok(LanguageTag::EN_US));
+        assert_eq!(language(&["en-US;q=0", "*"], &offered), Ok(tag("fr-FR")));
+        assert_eq!(language(&["*;q=0.5", "fr-FR;q=0.6"], &offered), Ok(tag("fr-FR")));
+        let refused = language(&["en-US;q=0"], &offered).unwrap_err();
+        assert_eq!(refused.code, StatusCode::NOT_ACCEPTABLE);
         assert_eq!(
-            choose_language(Some(&[]), &offered).unwrap_err().code,
-            StatusCode::NOT_ACCEPTABLE
+            refused.human_message,
+            "header \"accept-language\": it accepts no language (this server offers en-US, fr-FR)"
         );
-        assert_eq!(
-            choose_language(Some(&[LanguageRange::Any]), &[]),
-            Ok(LanguageTag::EN_US)
-        );
+        assert!(language(&["*;q=0"], &offered).is_err());
     }
 
     #[test]
@@ -286,22 +529,45 @@ mod tests {
         );
     }
 
+    fn accept(list: &[&str], offered: &str) -> Result<(), Status> {
+        check_accept(Some(&entries(list)), &media(offered))
+    }
+
     #[test]
     fn d5_accept() {
         let txt = media("text/plain");
         assert_eq!(check_accept(None, &txt), Ok(()));
-        assert_eq!(
-            check_accept(Some(&ranges(&["image/png", "text/*"])), &txt),
-            Ok(())
-        );
-        assert_eq!(check_accept(Some(&ranges(&["*/*"])), &txt), Ok(()));
-        let refused = check_accept(Some(&ranges(&["image/png", "application/json"])), &txt).unwrap_err();
+        assert_eq!(accept(&["image/png", "text/*"], "text/plain"), Ok(()));
+        assert_eq!(accept(&["*/*"], "text/plain"), Ok(()));
+        let refused = accept(&["image/png", "application/json"], "text/plain").unwrap_err();
         assert_eq!(refused.code, StatusCode::UNSUPPORTED_MEDIA_TYPE);
         assert_eq!(
             refused.human_message,
             "header \"accept\": none of image/png, application/json can be provided (this resource is text/plain)"
         );
-        assert!(check_accept(Some(&[]), &txt).is_err());
+    }
+
+    #[test]
+    fn d8_accept_weights_the_most_specific_range_decides() {
+        assert!(accept(&["text/plain;q=0"], "text/plain").is_err());
+        assert!(accept(&["*/*", "text/plain;q=0"], "text/plain").is_err());
+        assert_eq!(accept(&["*/*", "text/plain;q=0"], "text/html"), Ok(()));
+        assert_eq!(accept(&["text/*;q=0", "text/plain"], "text/plain"), Ok(()));
+        assert!(accept(&["text/*;q=0", "*/*"], "text/html").is_err());
+        let offered = [media("application/json"), media("text/plain")];
+        let pick =
+            |list: &[&str]| choose_media_type(Some(&entries(list)), &offered).map(|m| m.essence().to_owned());
+        assert_eq!(pick(&["*/*"]), Ok("application/json".into()));
+        assert_eq!(pick(&["text/*", "*/*;q=0.5"]), Ok("text/plain".into()));
+        assert_eq!(
+            pick(&["application/json;q=0.2", "text/plain;q=0.3"]),
+            Ok("text/plain".into())
+        );
+        assert_eq!(
+            choose_media_type(None, &offered).map(MediaType::essence),
+            Ok("application/json")
+        );
+        assert!(choose_media_type(None, &[]).is_err());
     }
 
     #[test]
@@ -347,5 +613,39 @@ mod tests {
             "header \"if-unmodified-since\": the resource was modified at \
              1970-01-01T00:01:01Z+0000, after 1970-01-01T00:00:00Z+0000"
         );
+    }
+
+    #[test]
+    fn d17_which_methods_the_conditions_apply_to() {
+        let d = Date::from_unix_seconds;
+        let (old, later) = (Some(d(100)), Some(d(200)));
+        let both = Headers::new()
+            .with_if_modified_since(d(200))
+            .with_if_unmodified_since(d(150));
+        let code = |m: Method, h: &Headers, modified: Option<Date>| {
+            check_conditions(m, h, modified).err().map(|s| s.code.as_u16())
+        };
+        // if-modified-since: GET and POST only.
+        let ims = Headers::new().with_if_modified_since(d(200));
+        for m in [Method::Get, Method::Post] {
+            assert_eq!(code(m, &ims, old), Some(304), "{m}");
+            assert_eq!(code(m, &ims, None), Some(412), "{m}");
+        }
+        for m in [Method::Put, Method::Delete, Method::Options] {
+            assert_eq!(code(m, &ims, old), None, "{m}");
+            assert_eq!(code(m, &ims, None), None, "{m}");
+        }
+        // if-unmodified-since: every method but OPTIONS, 412 on a missing resource.
+        let ius = Headers::new().with_if_unmodified_since(d(150));
+        for m in [Method::Get, Method::Post, Method::Put, Method::Delete] {
+            assert_eq!(code(m, &ius, old), None, "{m}");
+            assert_eq!(code(m, &ius, later), Some(412), "{m}");
+            assert_eq!(code(m, &ius, None), Some(412), "{m}");
+        }
+        assert_eq!(code(Method::Options, &ius, None), None);
+        // Both: if-unmodified-since first, its 412 over the 304.
+        assert_eq!(code(Method::Get, &both, later), Some(412));
+        assert_eq!(code(Method::Get, &both, old), Some(304));
+        assert_eq!(code(Method::Delete, &both, old), None);
     }
 }

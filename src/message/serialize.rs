@@ -3,14 +3,13 @@
 //! Written straight into the output buffer, field by field, in a fixed
 //! order (requests `jsontp, type, resource, method, headers, body`;
 //! responses `jsontp, type, status, resource, headers, body`), headers in
-//! [`HEADER_NAMES`] order. Strings go through serde_json's string writer,
+//! [`HeaderName::ALL`] order. Strings go through serde_json's string writer,
 //! which escapes them correctly; no intermediate `Value` is built.
 
 use std::fmt::Display;
 use std::io::Write;
 
-use super::headers::HEADER_NAMES;
-use super::{Body, Cookies, Encoding, Headers, Request, Response, codec};
+use super::{Body, Cookies, Encoding, HeaderName, Headers, Request, Response, codec};
 
 impl Request {
     /// The request as compact JSON plus `\n`.
@@ -119,44 +118,36 @@ fn cookie_object(out: &mut Vec<u8>, cookies: &Cookies) {
     out.push(b'}');
 }
 
-/// The headers in [`HEADER_NAMES`] order; lists as arrays, cookies as
+/// The headers in [`HeaderName::ALL`] order; lists as arrays, cookies as
 /// objects (D8, D15).
 fn write_headers(out: &mut Vec<u8>, h: &Headers) {
     out.push(b'{');
     let mut first = true;
-    for name in HEADER_NAMES {
+    for name in HeaderName::ALL {
         let start = out.len();
         if !first {
             out.push(b',');
         }
         // Header names are lower-case ASCII letters and hyphens.
         out.push(b'"');
-        out.extend_from_slice(name.as_bytes());
+        out.extend_from_slice(name.as_str().as_bytes());
         out.extend_from_slice(b"\":");
         let written = match name {
-            "content-type" => h.content_type.as_ref().map(|v| display_string(out, v)),
-            "accept" => h.accept.as_deref().map(|v| string_array(out, v)),
-            "accept-encoding" => h.accept_encoding.as_deref().map(|v| {
-                out.push(b'[');
-                for (i, e) in v.iter().enumerate() {
-                    if i > 0 {
-                        out.push(b',');
-                    }
-                    string(out, e.as_str());
-                }
-                out.push(b']');
-            }),
-            "accept-language" => h.accept_language.as_deref().map(|v| string_array(out, v)),
-            "authorization" => h.authorization.as_deref().map(|v| string(out, v)),
-            "cookies" => h.cookies.as_ref().map(|v| cookie_object(out, v)),
-            "if-modified-since" => h.if_modified_since.map(|v| plain_string(out, &v)),
-            "if-unmodified-since" => h.if_unmodified_since.map(|v| plain_string(out, &v)),
-            "expect" => h.expect_continue.then(|| string(out, "100-continue")),
-            "ignore-invalid-headers" => h.ignore_invalid_headers.then(|| out.extend_from_slice(b"true")),
-            "date" => h.date.map(|v| plain_string(out, &v)),
-            "language" => h.language.map(|v| string(out, v.as_str())),
-            "set-cookies" => h.set_cookies.as_ref().map(|v| cookie_object(out, v)),
-            _ => None,
+            HeaderName::ContentType => h.content_type.as_ref().map(|v| display_string(out, v)),
+            HeaderName::Accept => h.accept.as_deref().map(|v| string_array(out, v)),
+            HeaderName::AcceptEncoding => h.accept_encoding.as_deref().map(|v| string_array(out, v)),
+            HeaderName::AcceptLanguage => h.accept_language.as_deref().map(|v| string_array(out, v)),
+            HeaderName::Authorization => h.authorization.as_deref().map(|v| string(out, v)),
+            HeaderName::Cookies => h.cookies.as_ref().map(|v| cookie_object(out, v)),
+            HeaderName::IfModifiedSince => h.if_modified_since.map(|v| plain_string(out, &v)),
+            HeaderName::IfUnmodifiedSince => h.if_unmodified_since.map(|v| plain_string(out, &v)),
+            HeaderName::Expect => h.expect_continue.then(|| string(out, "100-continue")),
+            HeaderName::IgnoreInvalidHeaders => {
+                h.ignore_invalid_headers.then(|| out.extend_from_slice(b"true"))
+            }
+            HeaderName::Date => h.date.map(|v| plain_string(out, &v)),
+            HeaderName::Language => h.language.map(|v| string(out, v.as_str())),
+            HeaderName::SetCookies => h.set_cookies.as_ref().map(|v| cookie_object(out, v)),
         };
         match written {
             Some(()) => first = false,

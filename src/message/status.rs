@@ -17,33 +17,83 @@ macro_rules! codes {
                 #[doc = concat!("`", stringify!($n), "`")]
                 pub const $name: StatusCode = StatusCode($n);
             )*
+
+            /// Every constant with its name, for the test that the list is
+            /// complete.
+            #[cfg(test)]
+            const ALL_CONSTANTS: &[(StatusCode, &str)] = &[$((StatusCode::$name, stringify!($name))),*];
         }
     };
 }
 
 codes! {
     CONTINUE = 100,
+    SWITCHING_PROTOCOLS = 101,
+    PROCESSING = 102,
+    EARLY_HINTS = 103,
     OK = 200,
     CREATED = 201,
+    ACCEPTED = 202,
+    NON_AUTHORITATIVE_INFORMATION = 203,
     NO_CONTENT = 204,
+    RESET_CONTENT = 205,
+    PARTIAL_CONTENT = 206,
+    MULTI_STATUS = 207,
+    ALREADY_REPORTED = 208,
+    IM_USED = 226,
+    MULTIPLE_CHOICES = 300,
+    MOVED_PERMANENTLY = 301,
+    FOUND = 302,
+    SEE_OTHER = 303,
     NOT_MODIFIED = 304,
+    USE_PROXY = 305,
+    TEMPORARY_REDIRECT = 307,
+    PERMANENT_REDIRECT = 308,
     BAD_REQUEST = 400,
     UNAUTHORIZED = 401,
+    PAYMENT_REQUIRED = 402,
+    FORBIDDEN = 403,
     NOT_FOUND = 404,
     METHOD_NOT_ALLOWED = 405,
     NOT_ACCEPTABLE = 406,
+    PROXY_AUTHENTICATION_REQUIRED = 407,
     REQUEST_TIMEOUT = 408,
+    CONFLICT = 409,
+    GONE = 410,
+    LENGTH_REQUIRED = 411,
     PRECONDITION_FAILED = 412,
     PAYLOAD_TOO_LARGE = 413,
+    URI_TOO_LONG = 414,
     UNSUPPORTED_MEDIA_TYPE = 415,
+    RANGE_NOT_SATISFIABLE = 416,
+    EXPECTATION_FAILED = 417,
+    IM_A_TEAPOT = 418,
+    MISDIRECTED_REQUEST = 421,
+    UNPROCESSABLE_ENTITY = 422,
+    LOCKED = 423,
+    FAILED_DEPENDENCY = 424,
+    TOO_EARLY = 425,
+    UPGRADE_REQUIRED = 426,
+    PRECONDITION_REQUIRED = 428,
+    TOO_MANY_REQUESTS = 429,
     REQUEST_HEADER_FIELDS_TOO_LARGE = 431,
+    UNAVAILABLE_FOR_LEGAL_REASONS = 451,
     INTERNAL_SERVER_ERROR = 500,
     NOT_IMPLEMENTED = 501,
+    BAD_GATEWAY = 502,
+    SERVICE_UNAVAILABLE = 503,
+    GATEWAY_TIMEOUT = 504,
     VERSION_NOT_SUPPORTED = 505,
+    VARIANT_ALSO_NEGOTIATES = 506,
+    INSUFFICIENT_STORAGE = 507,
+    LOOP_DETECTED = 508,
+    NOT_EXTENDED = 510,
+    NETWORK_AUTHENTICATION_REQUIRED = 511,
 }
 
 impl StatusCode {
-    /// The code, if it is a registered HTTP status code.
+    /// The code, if it is a registered HTTP status code (one with a reason
+    /// phrase); `None` for any other number.
     pub fn from_u16(code: u16) -> Option<StatusCode> {
         let known = http::StatusCode::from_u16(code).ok()?;
         known.canonical_reason().map(|_| StatusCode(code))
@@ -67,6 +117,7 @@ impl StatusCode {
     /// protocol-named form are accepted too.
     pub fn reason_matches(self, phrase: &str) -> bool {
         let also: &[&str] = match self.0 {
+            203 => &["Non-Authoritative Information"],
             413 => &["Request Entity Too Large", "Content Too Large"],
             414 => &["Request-URI Too Long"],
             416 => &["Requested Range Not Satisfiable"],
@@ -84,9 +135,43 @@ impl StatusCode {
         self.0 >= 100 && self.0 < 200
     }
 
+    /// `2xx`.
+    pub const fn is_success(self) -> bool {
+        self.0 >= 200 && self.0 < 300
+    }
+
     /// `4xx` or `5xx`.
     pub const fn is_error(self) -> bool {
         self.0 >= 400
+    }
+}
+
+impl From<http::StatusCode> for StatusCode {
+    /// The same code when it is registered. An unregistered one becomes the
+    /// `x00` code of its class, as HTTP tells a recipient to read a code it
+    /// does not recognise (RFC 9110 §15): `299` is `200`, `499` is `400`.
+    /// `http` admits codes up to `999`, which have no class: `500`.
+    fn from(code: http::StatusCode) -> Self {
+        StatusCode::from_u16(code.as_u16()).unwrap_or(match code.as_u16() / 100 {
+            1 => StatusCode::CONTINUE,
+            2 => StatusCode::OK,
+            3 => StatusCode::MULTIPLE_CHOICES,
+            4 => StatusCode::BAD_REQUEST,
+            _ => StatusCode::INTERNAL_SERVER_ERROR,
+        })
+    }
+}
+
+impl From<StatusCode> for http::StatusCode {
+    fn from(code: StatusCode) -> Self {
+        // Every StatusCode is a registered code, which `http` knows.
+        http::StatusCode::from_u16(code.0).unwrap_or(http::StatusCode::INTERNAL_SERVER_ERROR)
+    }
+}
+
+impl From<StatusCode> for u16 {
+    fn from(code: StatusCode) -> Self {
+        code.0
     }
 }
 
@@ -146,6 +231,49 @@ mod tests {
         assert!(StatusCode::CONTINUE.reason_matches("CONTINUE"));
         assert!(StatusCode::PAYLOAD_TOO_LARGE.reason_matches("request entity too large"));
         assert!(!StatusCode::OK.reason_matches("Okay"));
+    }
+
+    /// Every number `http` gives a reason phrase has its constant here, and
+    /// every constant is such a number, named as `http` names it (505
+    /// aside, named for jsontp's versions).
+    #[test]
+    fn every_registered_code_has_a_constant() {
+        let constants = StatusCode::ALL_CONSTANTS;
+        for n in 0..=1000u16 {
+            let registered = StatusCode::from_u16(n);
+            let constant = constants.iter().find(|(c, _)| c.as_u16() == n);
+            assert_eq!(registered.is_some(), constant.is_some(), "{n}");
+            if let (Some(code), Some((_, name))) = (registered, constant) {
+                assert!(!code.reason().is_empty() && code.reason() != "Unknown", "{n}");
+                if n != 505 {
+                    let from_phrase = code.reason().to_ascii_uppercase().replace([' ', '-', '\''], "_");
+                    let from_phrase = from_phrase.replace("I_M_", "IM_");
+                    assert_eq!(*name, from_phrase, "{n}");
+                }
+            }
+        }
+        assert_eq!(StatusCode::CONFLICT.reason(), "Conflict");
+        assert_eq!(StatusCode::FORBIDDEN.reason(), "Forbidden");
+        assert_eq!(StatusCode::TOO_MANY_REQUESTS.reason(), "Too Many Requests");
+        assert_eq!(StatusCode::SERVICE_UNAVAILABLE.reason(), "Service Unavailable");
+    }
+
+    #[test]
+    fn from_http_keeps_registered_codes_and_reads_others_by_class() {
+        let from = |n: u16| StatusCode::from(http::StatusCode::from_u16(n).unwrap()).as_u16();
+        assert_eq!(from(409), 409);
+        assert_eq!(from(503), 503);
+        assert_eq!(from(199), 100);
+        assert_eq!(from(299), 200);
+        assert_eq!(from(399), 300);
+        assert_eq!(from(499), 400);
+        assert_eq!(from(599), 500);
+        assert_eq!(from(999), 500);
+        assert_eq!(
+            http::StatusCode::from(StatusCode::CONFLICT),
+            http::StatusCode::CONFLICT
+        );
+        assert_eq!(u16::from(StatusCode::OK), 200);
     }
 
     #[test]

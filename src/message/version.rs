@@ -6,6 +6,14 @@ use std::str::FromStr;
 use super::ValueError;
 
 /// A protocol version, `MAJOR.MINOR` or `MAJOR.MINOR-rcN` (D6).
+///
+/// D6 reads each number by value, whatever its length: leading zeros are
+/// allowed (`01.0` is major 1) and a number too large for a machine integer
+/// is still a number. Such a number is held as `u32::MAX`, the closest value
+/// a `u32` has: every answer D6 asks of a version stays right (a major past
+/// `u32::MAX` is not `1`, so it is unsupported; a minor past it is as
+/// supported as any other), and the order of versions is kept, though two
+/// such numbers compare equal and are written back as `4294967295`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Version {
     /// Incremented on breaking changes; we support `1`.
@@ -36,17 +44,23 @@ impl Default for Version {
     }
 }
 
-/// Decimal digits only, no sign, fits in a u32.
+/// One number of the version: decimal digits only, no sign, read by value
+/// (D6). Leading zeros are skipped; a value past `u32::MAX` is held as
+/// `u32::MAX` (see [`Version`]). Never overflows, whatever the length.
 fn number(s: &str) -> Option<u32> {
     if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
-    s.parse().ok()
+    Some(s.bytes().fold(0u32, |n, digit| {
+        n.saturating_mul(10).saturating_add(u32::from(digit - b'0'))
+    }))
 }
 
 impl FromStr for Version {
     type Err = ValueError;
 
+    /// Only the form decides a refusal (D6): `MAJOR.MINOR` or
+    /// `MAJOR.MINOR-rcN`, each number one or more ASCII digits.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         // What nearly every message carries, without the general reading.
         if s == "1.0" {
@@ -106,10 +120,34 @@ mod tests {
             "a.b",
             " 1.0",
             "1.0-RC1",
-            "99999999999.0",
+            "１.0",
+            "1.0-rc-1",
+            "1.0-rc1-rc2",
         ] {
             assert!(bad.parse::<Version>().is_err(), "{bad:?} must be refused");
         }
+    }
+
+    #[test]
+    fn d6_numbers_are_read_by_value_whatever_their_length() {
+        let v = |s: &str| s.parse::<Version>().unwrap();
+        assert_eq!(v("01.0"), Version::V1_0);
+        assert_eq!(v("0001.000-rc0002").rc, Some(2));
+        assert!(v("01.0").is_supported());
+        // Past u32::MAX: still a number, held as u32::MAX.
+        let huge = v("99999999999999999999.0");
+        assert_eq!(huge.major, u32::MAX);
+        assert!(!huge.is_supported());
+        let long_minor = v("1.99999999999999999999");
+        assert_eq!(long_minor.minor, u32::MAX);
+        assert!(long_minor.is_supported());
+        assert!(v("1.99999999999999999999-rc99999999999999999999").is_supported());
+        // 2^32 exactly is the first value held as u32::MAX; the order holds.
+        assert_eq!(v("4294967296.0").major, u32::MAX);
+        assert!(v("4294967294.0") < v("4294967296.0"));
+        // A thousand digits: no overflow, no panic.
+        let long = format!("1.{}", "9".repeat(1000));
+        assert!(v(&long).is_supported());
     }
 
     #[test]

@@ -1,5 +1,8 @@
-//! The `jsontp` command as a process: the built binary run against
-//! `jsontp serve` and small loopback peers, each run bounded in time.
+//! The `jsontp` command and the application behind it: the file server
+//! called directly, and the built binary run against `jsontp serve` and small
+//! loopback peers, each run bounded in time.
+
+mod file_server;
 
 // The binary exists only with the `cli` feature; without it these modules
 // have nothing to run.

@@ -1,0 +1,767 @@
+//! The file server behind `jsontp serve`, called as a handler on a fresh
+//! temporary folder (the contract of the conformance README; D5, D8, D11,
+//! D17).
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, SystemTime};
+
+use jsontp::file_server::FileServer;
+use jsontp::io_adapters::{Handler, RequestInfo};
+use jsontp::message::{
+    Body, Date, Encoding, EncodingRange, Headers, LanguageRange, LanguageTag, MediaRange, MediaType, Method,
+    Request, Response, Weight, Weighted, codec,
+};
+
+/// A fresh folder with the conformance fixture's files, removed on drop.
+struct Fixture {
+    root: PathBuf,
+}
+
+impl Fixture {
+    fn new() -> Fixture {
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let root = std::env::temp_dir().join(format!(
+            "jsontp-file-server-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::SeqCst)
+        ));
+        let _ = fs::remove_dir_all(&root);
+        fs::create_dir_all(root.join("sub")).expect("fixture folder");
+        fs::write(root.join("index.html"), "<h1>hello</h1>\n").expect("write");
+        fs::write(root.join("hello.txt"), "Hello, world!").expect("write");
+        fs::write(root.join("data.json"), "{\"a\": 1}\n").expect("write");
+        fs::write(root.join("sub/page.txt"), "nested").expect("write");
+        fs::write(root.join("binary.bin"), (0..=255u8).collect::<Vec<_>>()).expect("write");
+        fs::create_dir_all(root.join("empty-folder")).expect("folder");
+        let old = fs::File::create(root.join("old.txt")).expect("old.txt");
+        std::io::Write::write_all(&mut &old, b"old").expect("write");
+        old.set_modified(SystemTime::UNIX_EPOCH + Duration::from_secs(1_577_836_800)) // 2020-01-01
+            .expect("mtime");
+        Fixture { root }
+    }
+
+    fn server(&self) -> FileServer {
+        FileServer::new(&self.root).expect("serve the fixture")
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.root.join(name)
+    }
+}
+
+impl Drop for Fixture {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.root);
+    }
+}
+
+fn info() -> RequestInfo {
+    RequestInfo::new("127.0.0.1:1".parse().expect("addr"))
+}
+
+fn req(method: Method, resource: &str) -> Request {
+    Request::new(method, resource.parse().expect("a valid resource"))
+}
+
+fn ask(server: &FileServer, request: Request) -> Response {
+    server.handle(&request, &info())
+}
+
+fn media(text: &str) -> MediaType {
+    text.parse().expect("a valid media type")
+}
+
+fn ranges(items: &[&str]) -> Vec<Weighted<MediaRange>> {
+    items
+        .iter()
+        .map(|s| s.parse().expect("an accept entry"))
+        .collect()
+}
+
+fn encodings(items: &[&str]) -> Vec<Weighted<EncodingRange>> {
+    items
+        .iter()
+        .map(|s| s.parse().expect("an accept-encoding entry"))
+        .collect()
+}
+
+fn allowed(response: &Response) -> serde_json::Value {
+    response
+        .body
+        .extra()
+        .get("allowed-methods")
+        .cloned()
+        .expect("allowed-methods")
+}
+
+fn code(response: &Response) -> u16 {
+    response.status.code.as_u16()
+}
+
+fn text(response: &Response) -> &str {
+    response.body.as_text().expect("UTF-8 content")
+}
+
+#[test]
+fn get_root_serves_index_html_with_its_media_type_and_language() {
+    let fixture = Fixture::new();
+    let response = ask(&fixture.server(), req(Method::Get, "/"));
+    assert_eq!(code(&response), 200);
+    assert_eq!(text(&response), "<h1>hello</h1>\n");
+    assert_eq!(
+        response.headers.content_type().map(|t| t.essence()),
+        Some("text/html")
+    );
+    assert_eq!(response.headers.language(), Some(LanguageTag::EN_US));
+}
+
+#[test]
+fn get_and_post_return_the_file() {
+    let fixture = Fixture::new();
+    let server = fixture.server();
+    for method in [Method::Get, Method::Post] {
+        let request = req(method, "/sub/page.txt").with_body(Body::text("a=1&b=2"));
+        let response = ask(&server, request);
+        assert_eq!((code(&response), text(&response)), (200, "nested"));
+        assert_eq!(
+            response.headers.content_type().map(|t| t.essence()),
+            Some("text/plain")
+        );
+    }
+    let json = ask(&server, req(Method::Get, "/data.json"));
+    assert_eq!(
+        json.headers.content_type().map(|t| t.essence()),
+        Some("application/json")
+    );
+}
+
+#[test]
+fn d7_resources_are_decoded_before_lookup() {
+    let fixture = Fixture::new();
+    let server = fixture.server();
+    for resource in [
+        "/sub%2Fpage.txt",
+        "/sub%2fpage.txt",
+        "sub/page.txt#frag",
+        "JSONTP://localhost:8080/sub/page.txt",
+        "/sub/%2E/page.txt",
+        "/sub/x/%2E%2E/page.txt",
+    ] {
+        assert_eq!(
+            text(&ask(&server, req(Method::Get, resource))),
+            "nested",
+            "{resource}"
+        );
+    }
+    fs::write(fixture.path("caf\u{e9} \u{a0}.txt"), "accents").expect("write");
+    assert_eq!(
+        text(&ask(&server, req(Method::Get, "/caf%C3%A9%20%C2%A0.txt"))),
+        "accents"
+    );
+    assert_eq!(
+        text(&ask(&server, req(Method::Get, "/caf\u{e9}%20\u{a0}.txt"))),
+        "accents"
+    );
+    assert_eq!(
+        text(&ask(&server, req(Method::Get, "jsontp://localhost"))),
+        "<h1>hello</h1>\n"
+    );
+}
+
+#[test]
+fn missing_files_and_folders_without_index_are_404() {
+    let fixture = Fixture::new();
+    let server = fixture.server();
+    assert_eq!(code(&ask(&server, req(Method::Get, "/nope.txt"))), 404);
+    assert_eq!(code(&ask(&server, req(Method::Get, "/empty-folder"))), 404);
+    assert_eq!(code(&ask(&server, req(Method::Get, "/sub"))), 404);
+    fs::write(fixture.path("sub/index.html"), "sub index").expect("write");
+    assert_eq!(text(&ask(&server, req(Method::Get, "/sub"))), "sub index");
+}
+
+#[test]
+fn put_creates_atomically_then_get_returns_it() {
+    let fixture = Fixture::new();
+    let server = fixture.server();
+    let put = req(Method::Put, "/new.txt").with_body(Body::text("fresh"));
+    let response = ask(&server, put);
+    assert_eq!(code(&response), 201);
+    assert_eq!(
+        fs::read_to_string(fixture.path("new.txt")).expect("written"),
+        "fresh"
+    );
+    let replace = req(Method::Put, "/new.txt").with_body(Body::text("replaced"));
+    assert_eq!(code(&ask(&server, replace)), 201);
+    assert_eq!(text(&ask(&server, req(Method::Get, "/new.txt"))), "replaced");
+    // No temporary file is left behind.
+    let leftovers: Vec<_> = fs::read_dir(&fixture.root)
+        .expect("list")
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().contains(".tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}
+
+#[test]
+fn put_decoded_binary_content_is_stored_as_bytes() {
+    let fixture = Fixture::new();
+    let bytes: Vec<u8> = vec![0, 159, 146, 150, 255];
+    let body = Body::new(bytes.clone(), Encoding::Gzip).expect("gzip body");
+    let response = ask(&fixture.server(), req(Method::Put, "/blob.bin").with_body(body));
+    assert_eq!(code(&response), 201);
+    assert_eq!(fs::read(fixture.path("blob.bin")).expect("written"), bytes);
+}
+
+#[test]
+fn put_does_not_create_folders_or_overwrite_one() {
+    let fixture = Fixture::new();
+    let server = fixture.server();
+    let into_missing = req(Method::Put, "/no/such/folder.txt").with_body(Body::text("x"));
+    assert_eq!(code(&ask(&server, into_missing)), 404);
+    assert!(!fixture.path("no").exists());
+    for folder in ["/sub", "/sub/", "/", "/empty-folder"] {
+        let onto_folder = req(Method::Put, folder).with_body(Body::text("x"));
+        assert_eq!(code(&ask(&server, onto_folder)), 409, "D11: PUT of {folder}");
+        let delete = ask(&server, req(Method::Delete, folder));
+        assert_eq!(code(&delete), 409, "D11: DELETE of {folder}");
+        assert!(delete.status.human_message.contains("folder"));
+    }
+    assert!(fixture.path("sub").is_dir());
+    assert!(fixture.path("empty-folder").is_dir());
+}
+
+#[test]
+fn delete_removes_then_404() {
+    let fixture = Fixture::new();
+    let server = fixture.server();
+    let response = ask(&server, req(Method::Delete, "/hello.txt"));
+    assert_eq!(code(&response), 204);
+    assert!(response.body.content().is_empty(), "D11: 204 has empty content");
+    assert!(!fixture.path("hello.txt").exists());
+    assert_eq!(code(&ask(&server, req(Method::Delete, "/hello.txt"))), 404);
+    assert_eq!(code(&ask(&server, req(Method::Get, "/hello.txt"))), 404);
+}
+
+#[test]
+fn d11_options_is_never_404() {
+    let fixture = Fixture::new();
+    let server = fixture.server();
+    let five = serde_json::json!(["GET", "POST", "PUT", "DELETE", "OPTIONS"]);
+    for existing in ["/hello.txt", "/", "/sub", "/empty-folder", "/sub/page.txt"] {
+        let response = ask(&server, req(Method::Options, existing));
+        assert_eq!(code(&response), 200, "{existing}");
+        assert_eq!(allowed(&response), five, "{existing}");
+    }
+    // A missing file lists what could be done there: create it.
+    let missing = ask(&server, req(Method::Options, "/anything"));
+    assert_eq!(code(&missing), 200);
+    assert_eq!(allowed(&missing), serde_json::json!(["PUT", "OPTIONS"]));
+    // In a folder that does not exist, not even PUT (it creates no folders).
+    let nowhere = ask(&server, req(Method::Options, "/no/such/file.txt"));
+    assert_eq!(code(&nowhere), 200);
+    assert_eq!(allowed(&nowhere), serde_json::json!(["OPTIONS"]));
+    // Conditional headers do not apply to OPTIONS (D17).
+    let ius = Headers::new().with_if_unmodified_since(Date::from_unix_seconds(0));
+    assert_eq!(
+        code(&ask(&server, req(Method::Options, "/anything").with_headers(ius))),
+        200
+    );
+}
+
+#[test]
+fn d11_a_read_only_server_lists_and_refuses_writes() {
+    let fixture = Fixture::new();
+    let server = fixture.server().with_writes(false);
+    let existing = ask(&server, req(Method::Options, "/hello.txt"));
+    assert_eq!(allowed(&existing), serde_json::json!(["GET", "POST", "OPTIONS"]));
+    let missing = ask(&server, req(Method::Options, "/anything"));
+    assert_eq!(allowed(&missing), serde_json::json!(["OPTIONS"]));
+    let put = ask(&server, req(Method::Put, "/new.txt").with_body(Body::text("x")));
+    assert_eq!(code(&put), 405);
+    assert_eq!(allowed(&put), serde_json::json!(["OPTIONS"]));
+    assert!(!fixture.path("new.txt").exists());
+    let delete = ask(&server, req(Method::Delete, "/hello.txt"));
+    assert_eq!(code(&delete), 405);
+    assert_eq!(allowed(&delete), serde_json::json!(["GET", "POST", "OPTIONS"]));
+    assert!(fixture.path("hello.txt").exists());
+    assert_eq!(code(&ask(&server, req(Method::Get, "/hello.txt"))), 200);
+}
+
+#[test]
+fn unsupported_content_type_is_415_before_404_and_stores_nothing() {
+    // D5: level 5 (415) before level 6 (404).
+    let fixture = Fixture::new();
+    let server = fixture.server();
+    let odd = || Headers::new().with_content_type(media("image/png"));
+    let get = req(Method::Get, "/nope.txt").with_headers(odd());
+    assert_eq!(code(&ask(&server, get)), 415);
+    let put = req(Method::Put, "/ct.txt")
+        .with_headers(odd())
+        .with_body(Body::text("x"));
+    let response = ask(&server, put);
+    assert_eq!(code(&response), 415);
+    assert!(response.status.human_message.contains("content-type"));
+    assert!(!fixture.path("ct.txt").exists());
+    let supported = Headers::new().with_content_type(media("text/plain; charset=utf-8"));
+    let put = req(Method::Put, "/ct.txt")
+        .with_headers(supported)
+        .with_body(Body::text("x"));
+    assert_eq!(code(&ask(&server, put)), 201);
+}
+
+#[test]
+fn accept_is_matched_against_the_files_media_type() {
+    let fixture = Fixture::new();
+    let server = fixture.server();
+    let png = Headers::new().with_accept(ranges(&["image/png"]));
+    assert_eq!(
+        code(&ask(&server, req(Method::Get, "/hello.txt").with_headers(png))),
+        415
+    );
+    let text_any = Headers::new().with_accept(ranges(&["image/png", "text/*"]));
+    assert_eq!(
+        code(&ask(
+            &server,
+            req(Method::Get, "/hello.txt").with_headers(text_any)
+        )),
+        200
+    );
+    // q=0 on the most specific range excludes the type (D8).
+    let not_plain = Headers::new().with_accept(ranges(&["*/*", "text/plain;q=0"]));
+    assert_eq!(
+        code(&ask(
+            &server,
+            req(Method::Get, "/hello.txt").with_headers(not_plain.clone())
+        )),
+        415
+    );
+    assert_eq!(
+        code(&ask(
+            &server,
+            req(Method::Get, "/data.json").with_headers(not_plain)
+        )),
+        200
+    );
+}
+
+#[test]
+fn accept_encoding_compresses_and_412_when_unsatisfiable() {
+    let fixture = Fixture::new();
+    let server = fixture.server();
+    let gzip = Headers::new().with_accept_encoding(vec![Encoding::Deflate, Encoding::Gzip]);
+    let response = ask(&server, req(Method::Get, "/hello.txt").with_headers(gzip));
+    assert_eq!(
+        response.body.encoding(),
+        Encoding::Deflate,
+        "D8: the client's order"
+    );
+    assert_eq!(response.body.content(), b"Hello, world!");
+    let wire = codec::encode(response.body.content(), Encoding::Deflate);
+    assert_eq!(
+        codec::decode(&wire, Encoding::Deflate, 1 << 20).expect("decodes"),
+        b"Hello, world!"
+    );
+    let unknown_only = Headers::new().with_accept_encoding(encodings(&["*;q=0"]));
+    let refused = ask(&server, req(Method::Get, "/hello.txt").with_headers(unknown_only));
+    assert_eq!(code(&refused), 412);
+    assert!(refused.status.human_message.contains("accept-encoding"));
+    // Weights decide before the order (D8).
+    let weighted =
+        Headers::new().with_accept_encoding(encodings(&["gzip;q=0.2", "br;q=0.9", "identity;q=0.5"]));
+    let response = ask(&server, req(Method::Get, "/hello.txt").with_headers(weighted));
+    assert_eq!(response.body.encoding(), Encoding::Br);
+}
+
+#[test]
+fn d8_binary_files_go_out_compressed_or_412() {
+    let fixture = Fixture::new();
+    let server = fixture.server();
+    let bytes: Vec<u8> = (0..=255u8).collect();
+    // No accept-encoding accepts every encoding: the server picks gzip.
+    let plain = ask(&server, req(Method::Get, "/binary.bin"));
+    assert_eq!(code(&plain), 200);
+    assert_eq!(plain.body.encoding(), Encoding::Gzip);
+    assert_eq!(plain.body.content(), bytes.as_slice());
+    let wire = codec::encode(plain.body.content(), Encoding::Gzip);
+    assert_eq!(
+        codec::decode(&wire, Encoding::Gzip, 1 << 20).expect("gzip"),
+        bytes
+    );
+    // An empty list is the same as none (D8).
+    let empty = Headers::new().with_accept_encoding(Vec::<Encoding>::new());
+    let response = ask(&server, req(Method::Get, "/binary.bin").with_headers(empty));
+    assert_eq!((code(&response), response.body.encoding()), (200, Encoding::Gzip));
+    // identity alone cannot carry bytes: 412, never 406 (D8, D18).
+    for only_identity in [&["identity"][..], &["identity", "gzip;q=0", "deflate;q=0"]] {
+        let headers = Headers::new().with_accept_encoding(encodings(only_identity));
+        let refused = ask(&server, req(Method::Get, "/binary.bin").with_headers(headers));
+        assert_eq!(code(&refused), 412, "{only_identity:?}");
+        assert!(refused.status.human_message.contains("not UTF-8"));
+    }
+    // Text still goes out as identity with the same header.
+    let identity = Headers::new().with_accept_encoding([Encoding::Identity]);
+    assert_eq!(
+        code(&ask(
+            &server,
+            req(Method::Get, "/hello.txt").with_headers(identity)
+        )),
+        200
+    );
+    let identity_first = Headers::new().with_accept_encoding(vec![Encoding::Identity, Encoding::Br]);
+    let response = ask(
+        &server,
+        req(Method::Get, "/binary.bin").with_headers(identity_first),
+    );
+    assert_eq!(code(&response), 200);
+    assert_eq!(response.body.encoding(), Encoding::Br);
+    assert_eq!(
+        response.body.content(),
+        (0..=255u8).collect::<Vec<_>>().as_slice()
+    );
+    assert_eq!(
+        response.headers.content_type().map(|t| t.essence()),
+        Some("application/octet-stream")
+    );
+}
+
+#[test]
+fn languages_are_negotiated_406_when_none_offered() {
+    // D18.
+    let fixture = Fixture::new();
+    let fr: LanguageTag = "fr-FR".parse().expect("tag");
+    let server = fixture.server().with_languages(vec![LanguageTag::EN_US, fr]);
+    let wants_fr = Headers::new().with_accept_language([fr]);
+    let response = ask(&server, req(Method::Get, "/hello.txt").with_headers(wants_fr));
+    assert_eq!(response.headers.language(), Some(fr));
+    let de = LanguageRange::Tag("de-DE".parse().expect("tag"));
+    let wants_de = Headers::new().with_accept_language([de]);
+    assert_eq!(
+        code(&ask(
+            &server,
+            req(Method::Get, "/hello.txt").with_headers(wants_de)
+        )),
+        406
+    );
+    let any = Headers::new().with_accept_language([LanguageRange::Any]);
+    let response = ask(&server, req(Method::Get, "/hello.txt").with_headers(any));
+    assert_eq!(response.headers.language(), Some(LanguageTag::EN_US));
+    // Weights (D8): en-US at 0.8, fr-FR at 1.
+    let weighted = Headers::new().with_accept_language([
+        Weighted::from(LanguageTag::EN_US).with_weight(Weight::from_thousandths(800).expect("0.8")),
+        Weighted::from(fr),
+    ]);
+    let response = ask(&server, req(Method::Get, "/hello.txt").with_headers(weighted));
+    assert_eq!(response.headers.language(), Some(fr));
+    // The negotiated language is on refusals too.
+    let wants_fr = Headers::new().with_accept_language([fr]);
+    let missing = ask(&server, req(Method::Get, "/nope.txt").with_headers(wants_fr));
+    assert_eq!((code(&missing), missing.headers.language()), (404, Some(fr)));
+}
+
+#[test]
+fn token_guards_put_and_delete_only() {
+    // D14.
+    let fixture = Fixture::new();
+    let server = fixture.server().with_token(Some("s3cret".into()));
+    assert_eq!(code(&ask(&server, req(Method::Get, "/hello.txt"))), 200);
+    let put = req(Method::Put, "/t.txt").with_body(Body::text("x"));
+    assert_eq!(code(&ask(&server, put.clone())), 401);
+    assert!(!fixture.path("t.txt").exists());
+    let wrong = Headers::new().with_authorization("guess".to_owned());
+    assert_eq!(code(&ask(&server, put.clone().with_headers(wrong))), 401);
+    let right = || Headers::new().with_authorization("s3cret".to_owned());
+    assert_eq!(code(&ask(&server, put.with_headers(right()))), 201);
+    assert_eq!(code(&ask(&server, req(Method::Delete, "/t.txt"))), 401);
+    assert_eq!(
+        code(&ask(&server, req(Method::Delete, "/t.txt").with_headers(right()))),
+        204
+    );
+    // The 100-continue handshake is refused before the body is sent (D10).
+    let first = req(Method::Put, "/t.txt").with_headers(Headers::new().with_expect_continue(true));
+    let refused = server
+        .check_continue(&first, &info())
+        .expect_err("401 before the body");
+    assert_eq!(code(&refused), 401);
+}
+
+#[test]
+fn conditional_requests_follow_d17() {
+    let fixture = Fixture::new();
+    let server = fixture.server();
+    let june_2021 = Date::from_unix_seconds(1_622_505_600);
+    let ims = || Headers::new().with_if_modified_since(june_2021);
+    let not_modified = ask(&server, req(Method::Get, "/old.txt").with_headers(ims()));
+    assert_eq!(code(&not_modified), 304);
+    assert!(not_modified.body.content().is_empty());
+    assert_eq!(
+        text(&ask(&server, req(Method::Get, "/hello.txt").with_headers(ims()))),
+        "Hello, world!"
+    );
+    assert_eq!(
+        code(&ask(&server, req(Method::Get, "/nope.txt").with_headers(ims()))),
+        412
+    );
+    let ius = || Headers::new().with_if_unmodified_since(june_2021);
+    assert_eq!(
+        code(&ask(&server, req(Method::Get, "/old.txt").with_headers(ius()))),
+        200
+    );
+    assert_eq!(
+        code(&ask(&server, req(Method::Get, "/hello.txt").with_headers(ius()))),
+        412
+    );
+    // The lost-update guard on PUT and DELETE.
+    let put = req(Method::Put, "/hello.txt")
+        .with_headers(ius())
+        .with_body(Body::text("x"));
+    assert_eq!(code(&ask(&server, put)), 412);
+    assert_eq!(
+        code(&ask(
+            &server,
+            req(Method::Delete, "/hello.txt").with_headers(ius())
+        )),
+        412
+    );
+    assert!(fixture.path("hello.txt").exists());
+    // The guard holds on an unmodified file.
+    let delete = req(Method::Delete, "/old.txt").with_headers(ius());
+    assert_eq!(code(&ask(&server, delete)), 204);
+}
+
+#[test]
+fn d17_if_unmodified_since_on_a_missing_resource_is_412_before_404() {
+    let fixture = Fixture::new();
+    let server = fixture.server();
+    let ius = || Headers::new().with_if_unmodified_since(Date::from_unix_seconds(1_622_505_600));
+    let delete = ask(
+        &server,
+        req(Method::Delete, "/never-there.txt").with_headers(ius()),
+    );
+    assert_eq!(code(&delete), 412);
+    assert!(delete.status.human_message.contains("if-unmodified-since"));
+    assert_eq!(code(&ask(&server, req(Method::Delete, "/never-there.txt"))), 404);
+    // PUT creating a file: the condition cannot hold, nothing is written.
+    let put = req(Method::Put, "/created.txt")
+        .with_headers(ius())
+        .with_body(Body::text("x"));
+    assert_eq!(code(&ask(&server, put)), 412);
+    assert!(!fixture.path("created.txt").exists());
+    let put = req(Method::Put, "/no/such/folder.txt")
+        .with_headers(ius())
+        .with_body(Body::text("x"));
+    assert_eq!(code(&ask(&server, put)), 412);
+    for method in [Method::Get, Method::Post] {
+        let get = ask(&server, req(method, "/nope.txt").with_headers(ius()));
+        assert_eq!(code(&get), 412, "{method}");
+    }
+}
+
+#[test]
+fn d17_if_modified_since_applies_to_get_and_post_only() {
+    let fixture = Fixture::new();
+    let server = fixture.server();
+    let ims = || Headers::new().with_if_modified_since(Date::from_unix_seconds(1_622_505_600));
+    for method in [Method::Get, Method::Post] {
+        assert_eq!(
+            code(&ask(&server, req(method, "/old.txt").with_headers(ims()))),
+            304,
+            "{method}"
+        );
+    }
+    // Ignored on PUT and DELETE: neither 304 nor 412.
+    let put = req(Method::Put, "/old.txt")
+        .with_headers(ims())
+        .with_body(Body::text("replaced"));
+    assert_eq!(code(&ask(&server, put)), 201);
+    let put_new = req(Method::Put, "/fresh.txt")
+        .with_headers(ims())
+        .with_body(Body::text("new"));
+    assert_eq!(code(&ask(&server, put_new)), 201);
+    let delete = ask(&server, req(Method::Delete, "/fresh.txt").with_headers(ims()));
+    assert_eq!(code(&delete), 204);
+    let delete_missing = ask(&server, req(Method::Delete, "/fresh.txt").with_headers(ims()));
+    assert_eq!(code(&delete_missing), 404);
+}
+
+#[test]
+fn d17_both_headers_if_unmodified_since_first() {
+    let fixture = Fixture::new();
+    let server = fixture.server();
+    let far_future = Date::from_unix_seconds(4_102_444_800); // 2100
+    let june_2021 = Date::from_unix_seconds(1_622_505_600);
+    // hello.txt was modified after june 2021 (412) and not after 2100 (304): 412 wins.
+    let both = Headers::new()
+        .with_if_modified_since(far_future)
+        .with_if_unmodified_since(june_2021);
+    assert_eq!(
+        code(&ask(&server, req(Method::Get, "/hello.txt").with_headers(both))),
+        412
+    );
+    // old.txt holds the guard; then if-modified-since gives 304.
+    let both = Headers::new()
+        .with_if_modified_since(far_future)
+        .with_if_unmodified_since(june_2021);
+    assert_eq!(
+        code(&ask(&server, req(Method::Get, "/old.txt").with_headers(both))),
+        304
+    );
+}
+
+#[test]
+fn d5_415_before_412_before_406_before_level_6() {
+    let fixture = Fixture::new();
+    let server = fixture
+        .server()
+        .with_token(Some("s3cret".into()))
+        .with_writes(true);
+    let bad_type = || media("image/png");
+    let no_encoding = || encodings(&["*;q=0"]);
+    let de = || LanguageRange::Tag("de-DE".parse().expect("tag"));
+    let all = Headers::new()
+        .with_content_type(bad_type())
+        .with_accept_encoding(no_encoding())
+        .with_accept_language([de()]);
+    assert_eq!(
+        code(&ask(&server, req(Method::Get, "/nope.txt").with_headers(all))),
+        415
+    );
+    let no_type = Headers::new()
+        .with_accept_encoding(no_encoding())
+        .with_accept_language([de()]);
+    assert_eq!(
+        code(&ask(&server, req(Method::Get, "/nope.txt").with_headers(no_type))),
+        412
+    );
+    // The content-dependent 412 (bytes, identity only) still comes before 406.
+    let binary = Headers::new()
+        .with_accept_encoding([Encoding::Identity])
+        .with_accept_language([de()]);
+    assert_eq!(
+        code(&ask(
+            &server,
+            req(Method::Get, "/binary.bin").with_headers(binary)
+        )),
+        412
+    );
+    let language_only = || Headers::new().with_accept_language([de()]);
+    assert_eq!(
+        code(&ask(
+            &server,
+            req(Method::Get, "/nope.txt").with_headers(language_only())
+        )),
+        406
+    );
+    // Level 5 before the token (401), the token before the folder (409).
+    let put = req(Method::Put, "/sub").with_body(Body::text("x"));
+    assert_eq!(
+        code(&ask(&server, put.clone().with_headers(language_only()))),
+        406
+    );
+    assert_eq!(code(&ask(&server, put.clone())), 401);
+    let token = Headers::new().with_authorization("s3cret".to_owned());
+    assert_eq!(code(&ask(&server, put.with_headers(token))), 409);
+    // A read-only server: 401 before 405.
+    let read_only = fixture
+        .server()
+        .with_token(Some("s3cret".into()))
+        .with_writes(false);
+    let delete = req(Method::Delete, "/hello.txt");
+    assert_eq!(code(&ask(&read_only, delete.clone())), 401);
+    let token = Headers::new().with_authorization("s3cret".to_owned());
+    assert_eq!(code(&ask(&read_only, delete.with_headers(token))), 405);
+}
+
+#[test]
+fn d10_the_handshake_is_refused_for_what_needs_no_body() {
+    let fixture = Fixture::new();
+    let server = fixture.server();
+    let expect = || Headers::new().with_expect_continue(true);
+    let refused = |request: Request| server.check_continue(&request, &info()).map_err(|r| code(&r));
+    assert_eq!(refused(req(Method::Put, "/sub").with_headers(expect())), Err(409));
+    assert_eq!(
+        refused(req(Method::Put, "/no/such/x.txt").with_headers(expect())),
+        Err(404)
+    );
+    let ius = expect().with_if_unmodified_since(Date::from_unix_seconds(0));
+    assert_eq!(
+        refused(req(Method::Put, "/hello.txt").with_headers(ius)),
+        Err(412)
+    );
+    let identity = expect().with_accept_encoding([Encoding::Identity]);
+    assert_eq!(
+        refused(req(Method::Post, "/binary.bin").with_headers(identity)),
+        Err(412)
+    );
+    assert_eq!(
+        refused(req(Method::Put, "/new.txt").with_headers(expect())),
+        Ok(())
+    );
+    assert!(!fixture.path("new.txt").exists(), "the handshake writes nothing");
+}
+
+#[cfg(unix)]
+#[test]
+fn put_temporary_names_cannot_be_prepared_by_a_client() {
+    // The old names were `.jsontp-put-PID-N.tmp`: a client with write access
+    // could plant links under the next ones. Links under every such name
+    // change nothing now, and no file is left behind.
+    let fixture = Fixture::new();
+    let outside = Fixture::new();
+    fs::write(outside.path("victim.txt"), "untouched").expect("write");
+    for n in 0..64 {
+        let name = format!(".jsontp-put-{}-{n}.tmp", std::process::id());
+        std::os::unix::fs::symlink(outside.path("victim.txt"), fixture.path(&name)).expect("symlink");
+    }
+    let server = fixture.server();
+    for round in 0..4 {
+        let put = req(Method::Put, "/target.txt").with_body(Body::text(format!("round {round}")));
+        assert_eq!(code(&ask(&server, put)), 201);
+    }
+    assert_eq!(
+        fs::read_to_string(fixture.path("target.txt")).expect("written"),
+        "round 3"
+    );
+    assert_eq!(
+        fs::read_to_string(outside.path("victim.txt")).expect("read"),
+        "untouched"
+    );
+    let names: Vec<String> = fs::read_dir(&fixture.root)
+        .expect("list")
+        .filter_map(Result::ok)
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".tmp"))
+        .collect();
+    assert_eq!(names.len(), 64, "only the planted links: {names:?}");
+}
+
+#[cfg(unix)]
+#[test]
+fn symlinks_leading_out_of_the_root_are_404() {
+    // D7: no resource reaches outside the root.
+    let fixture = Fixture::new();
+    let outside = Fixture::new();
+    fs::write(outside.path("secret.txt"), "secret").expect("write");
+    std::os::unix::fs::symlink(outside.path("secret.txt"), fixture.path("link.txt")).expect("symlink");
+    std::os::unix::fs::symlink(&outside.root, fixture.path("out")).expect("symlink");
+    std::os::unix::fs::symlink(fixture.path("hello.txt"), fixture.path("inside.txt")).expect("symlink");
+    let server = fixture.server();
+    assert_eq!(code(&ask(&server, req(Method::Get, "/link.txt"))), 404);
+    assert_eq!(code(&ask(&server, req(Method::Get, "/out/secret.txt"))), 404);
+    let put = req(Method::Put, "/out/planted.txt").with_body(Body::text("x"));
+    assert_eq!(code(&ask(&server, put)), 404);
+    assert!(!outside.path("planted.txt").exists());
+    assert_eq!(code(&ask(&server, req(Method::Delete, "/out/secret.txt"))), 404);
+    assert!(outside.path("secret.txt").exists());
+    assert_eq!(
+        text(&ask(&server, req(Method::Get, "/inside.txt"))),
+        "Hello, world!"
+    );
+}
+
+#[test]
+fn a_missing_root_is_an_error() {
+    let missing = Path::new("/definitely/not/a/folder/jsontp");
+    assert!(FileServer::new(missing).is_err());
+}
