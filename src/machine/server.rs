@@ -276,7 +276,13 @@ impl ServerConnection {
     /// bound on output owed holds (D3) however many requests one read
     /// brought.
     fn process_input(&mut self, now: Now) {
-        while !self.core.has_events() && self.ready_for_message() {
+        loop {
+            // Answers given are queued first: they count against the
+            // bound on output owed (D3).
+            self.flush(now);
+            if self.core.has_events() || !self.ready_for_message() {
+                return;
+            }
             let awaited = self.awaited().map(|slot| slot.id);
             match self.core.frame(now) {
                 Frame::Partial => return,

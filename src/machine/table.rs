@@ -30,10 +30,10 @@
 //! test (named in the header), so it cannot drift from the code:
 //!
 //! ```text
-#![doc = include_str!("../../tests/snapshots/machine__table__transition_diagram.snap")]
+#![doc = include_str!("../../tests/machine/snapshots/machine__table__transition_diagram.snap")]
 //! ```
 
-use std::fmt::{self, Write as _};
+use std::fmt;
 
 /// Which side of a connection sends an [`Input`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -212,11 +212,10 @@ pub fn diagram() -> String {
         .max()
         .unwrap_or(0);
     let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "{:state_width$}  {:input_width$}  next",
+    out.push_str(&format!(
+        "{:state_width$}  {:input_width$}  next\n",
         "state", "input (sent by)"
-    );
+    ));
     for state in ExchangeState::ALL {
         let mut first = true;
         let name = format!("{state:?}");
@@ -226,16 +225,15 @@ pub fn diagram() -> String {
             };
             let label = if first { name.as_str() } else { "" };
             let taken = format!("{input:?} ({})", role(input.sender()));
-            let _ = writeln!(out, "{label:state_width$}  {taken:input_width$}  {next:?}");
+            out.push_str(&format!("{label:state_width$}  {taken:input_width$}  {next:?}\n"));
             first = false;
         }
         if first {
-            let _ = writeln!(out, "{name:state_width$}  (nothing: the exchange is over)");
+            out.push_str(&format!("{name:state_width$}  (nothing: the exchange is over)\n"));
         }
     }
-    let _ = write!(
-        out,
-        "\nAny other (state, input) is refused: NotNow, or WrongRole when the other side sends the input."
+    out.push_str(
+        "\nAny other (state, input) is refused: NotNow, or WrongRole when the other side sends the input.",
     );
     out
 }
