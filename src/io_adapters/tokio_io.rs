@@ -170,7 +170,12 @@ async fn serve_connection<H: Handler>(
         tokio::select! {
             written = writer.write(served.conn.pending_output()), if pending => match written {
                 Ok(0) | Err(_) => return,
-                Ok(n) => served.conn.consume_output(n, now()),
+                Ok(n) => {
+                    served.conn.consume_output(n, now());
+                    // The peer caught up: requests held back by the limits
+                    // on what is owed (D3) may be handed out now.
+                    fed = true;
+                }
             },
             read = reader.read(&mut buf), if want_read => {
                 match read {
