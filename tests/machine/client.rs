@@ -258,11 +258,19 @@ fn a_mismatched_resource_is_an_error_not_a_response() {
         clock.now(),
     );
     match conn.next_event(clock.now()) {
-        Some(ClientEvent::PeerError(PeerError::ResourceMismatch {
-            id: got,
-            sent,
-            response,
-        })) => {
+        Some(ClientEvent::PeerError(error)) => {
+            assert_eq!(
+                error.to_string(),
+                "the response to request 0 (404) is for resource \"/theirs\", not \"/mine\" as requested"
+            );
+            let PeerError::ResourceMismatch {
+                id: got,
+                sent,
+                response,
+            } = error
+            else {
+                panic!("expected a mismatch, got {error:?}");
+            };
             assert_eq!((got, sent.as_str()), (id, "/mine"));
             assert_eq!(response.resource, "/theirs");
             assert_eq!(response.status.code, StatusCode::NOT_FOUND);
