@@ -9,7 +9,9 @@
 
 use std::time::{Instant, SystemTime};
 
-use jsontp::machine::{Config, Connection, Event, Now, Role};
+use jsontp::machine::{
+    ClientConfig, ClientConnection, ClientEvent, Now, ServerConfig, ServerConnection, ServerEvent,
+};
 use jsontp::message::{Body, Date, Headers, Method, Request, Response, Status, StatusCode};
 
 fn now() -> Now {
@@ -19,19 +21,17 @@ fn now() -> Now {
     }
 }
 
-/// Moves every pending byte from one machine to the other.
-fn pump(from: &mut Connection, to: &mut Connection) {
-    let bytes = from.pending_output().to_vec();
-    if !bytes.is_empty() {
-        print!("{:?} wrote {}", from.role(), String::from_utf8_lossy(&bytes));
-        from.consume_output(bytes.len());
-        to.receive_data(&bytes, now());
+/// Takes every pending byte of one machine, as a socket would; prints it.
+fn take(who: &str, pending: &[u8]) -> Vec<u8> {
+    if !pending.is_empty() {
+        print!("{who} wrote {}", String::from_utf8_lossy(pending));
     }
+    pending.to_vec()
 }
 
 fn main() {
-    let mut client = Connection::new(Role::Client, Config::default(), now());
-    let mut server = Connection::new(Role::Server, Config::default(), now());
+    let mut client = ClientConnection::new(ClientConfig::default(), now());
+    let mut server = ServerConnection::new(ServerConfig::default(), now());
 
     // A PUT with the 100-continue handshake (D10): the client machine sends
     // the preliminary request, waits for `100`, then sends the full one.
@@ -41,20 +41,26 @@ fn main() {
     client.send_request(put, now()).expect("a client may send");
 
     for _round in 0..4 {
-        pump(&mut client, &mut server);
+        let bytes = take("client", client.pending_output());
+        client.consume_output(bytes.len(), now());
+        server.receive_data(&bytes, now());
         while let Some(event) = server.next_event(now()) {
-            if let Event::Request { id, request } = event {
+            if let ServerEvent::Request { id, request } = event {
                 let text = request.body.as_text().unwrap_or_default().to_owned();
                 let created = Response::new(Status::new(StatusCode::CREATED, "stored"))
                     .with_body(Body::text(format!("stored {} bytes", text.len())));
                 server.send_response(id, created, now()).expect("a live exchange");
             }
         }
-        pump(&mut server, &mut client);
+        let bytes = take("server", server.pending_output());
+        server.consume_output(bytes.len(), now());
+        client.receive_data(&bytes, now());
         while let Some(event) = client.next_event(now()) {
             match event {
-                Event::Continue { id } => println!("client: request {} acknowledged with 100", id.index()),
-                Event::Response { response, .. } => {
+                ClientEvent::Continue { id } => {
+                    println!("client: request {} acknowledged with 100", id.index())
+                }
+                ClientEvent::Response { response, .. } => {
                     println!(
                         "client: {} {}",
                         response.status.code,

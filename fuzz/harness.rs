@@ -7,7 +7,10 @@
 
 use std::time::{Duration, Instant};
 
-use jsontp::machine::{Config, Connection, ContinuePolicy, Event, Now, Role, Scan, Scanner};
+use jsontp::machine::{
+    ClientConfig, ClientConnection, ContinuePolicy, Now, Scan, Scanner, ServerConfig, ServerConnection,
+    ServerEvent, UsageError,
+};
 use jsontp::message::{
     Body, Date, Encoding, MessageLimits, Method, RequestContext, Response, Status, StatusCode, Validation,
     codec, parse_request, parse_response,
@@ -62,22 +65,27 @@ pub fn scanner(data: &[u8]) {
     );
 }
 
-/// The first byte picks chunk sizes. A server connection fed arbitrary
-/// bytes never panics, and every byte it writes is a valid response.
+/// The first byte picks chunk sizes, the 100-continue policy, whether time
+/// jumps past every timer, and whether the peer reads slowly. A server
+/// connection fed arbitrary bytes never panics, never moves an exchange
+/// against its table (debug assertions), writes only valid responses, and
+/// never queues more than the bound on output owed allows (D3).
 pub fn server_connection(data: &[u8]) {
     let Some((&knob, input)) = data.split_first() else {
         return;
     };
     let chunk = usize::from(knob % 64) + 1;
-    let config = Config {
+    let config = ServerConfig {
         continue_policy: if knob & 0x40 != 0 {
             ContinuePolicy::Ask
         } else {
             ContinuePolicy::AutoAccept
         },
-        ..Config::default()
+        ..ServerConfig::default()
     };
-    let mut conn = Connection::new(Role::Server, config, now(Duration::ZERO));
+    let mut conn = ServerConnection::new(config, now(Duration::ZERO));
+    // A slow peer takes a few bytes per piece; a fast one everything.
+    let most = if knob & 0x20 != 0 { 7 } else { usize::MAX };
     let mut written = Vec::new();
     let mut t = Duration::ZERO;
     for piece in input.chunks(chunk) {
@@ -86,7 +94,8 @@ pub fn server_connection(data: &[u8]) {
             conn.receive_data(piece, now(t));
         }
         serve_events(&mut conn, now(t));
-        take_output(&mut conn, &mut written);
+        check_output_bound(&conn, input.len());
+        take_output(&mut conn, &mut written, most, now(t));
     }
     conn.receive_eof(now(t));
     serve_events(&mut conn, now(t));
@@ -94,42 +103,61 @@ pub fn server_connection(data: &[u8]) {
         conn.handle_timeout(now(t + Duration::from_secs(3600)));
         serve_events(&mut conn, now(t + Duration::from_secs(3600)));
     }
-    take_output(&mut conn, &mut written);
-    check_responses(&written);
-}
-
-fn serve_events(conn: &mut Connection, now: Now) {
-    while let Some(event) = conn.next_event(now) {
-        match event {
-            Event::Request { id, request } => {
-                let body = Body::text(format!("{} {}", request.method, request.resource));
-                let response = Response::new(Status::new(StatusCode::OK, "ok"))
-                    .with_resource(request.resource.as_str())
-                    .with_body(body);
-                conn.send_response(id, response, now)
-                    .expect("answering a fresh request is valid");
-            }
-            Event::ContinueRequested { id, request } => {
-                if request.method == Method::Put {
-                    let refusal = Response::new(Status::new(StatusCode::UNAUTHORIZED, "no"))
-                        .with_resource(request.resource.as_str());
-                    conn.send_response(id, refusal, now)
-                        .expect("refusing a handshake is valid");
-                } else {
-                    conn.accept_continue(id, now)
-                        .expect("accepting a handshake is valid");
-                }
-            }
-            _ => {}
-        }
+    take_output(&mut conn, &mut written, usize::MAX, now(t));
+    // A stall (D3) drops what was pending: a response may end cut short.
+    if knob & 0x80 == 0 || most == usize::MAX {
+        check_responses(&written);
     }
 }
 
-fn take_output(conn: &mut Connection, into: &mut Vec<u8>) {
+fn serve_events(conn: &mut ServerConnection, now: Now) {
+    while let Some(event) = conn.next_event(now) {
+        // Closed: a timer closed the connection since the event was queued.
+        let answered = match event {
+            ServerEvent::Request { id, request } => {
+                let body = Body::text(format!("{} {}", request.method, request.resource));
+                let response = Response::new(Status::new(StatusCode::OK, "ok")).with_body(body);
+                conn.send_response(id, response, now)
+            }
+            ServerEvent::ContinueRequested { id, request } => {
+                if request.method == Method::Put {
+                    let refusal = Response::new(Status::new(StatusCode::UNAUTHORIZED, "no"));
+                    conn.send_response(id, refusal, now)
+                } else {
+                    conn.accept_continue(id, now)
+                }
+            }
+            _ => Ok(()),
+        };
+        assert!(
+            matches!(answered, Ok(()) | Err(UsageError::Closed)),
+            "answering an event just handed out: {answered:?}"
+        );
+    }
+}
+
+/// What one piece of the socket takes: everything, or (a slow peer) at
+/// most `most` bytes.
+fn take_output(conn: &mut ServerConnection, into: &mut Vec<u8>, most: usize, at: Now) {
     let out = conn.pending_output();
-    into.extend_from_slice(out);
-    let n = out.len();
-    conn.consume_output(n);
+    let n = out.len().min(most);
+    into.extend_from_slice(&out[..n]);
+    conn.consume_output(n, at);
+}
+
+/// D3: the output pending is at most the response being written, the
+/// bound on what is queued beyond it, and the one response (with its `100`)
+/// whose request was read while the bound still held. Every response here
+/// is at most twice the input (the resource echoed, and named in the body)
+/// plus its envelope.
+fn check_output_bound(conn: &ServerConnection, input_len: usize) {
+    let bound = ServerConfig::default().limits.max_output_owed;
+    let response = 2 * input_len + 1024;
+    assert!(
+        conn.pending_output().len() <= bound + 3 * response,
+        "{} bytes pending",
+        conn.pending_output().len()
+    );
 }
 
 /// Every message in `written` must be a strictly valid response.
@@ -160,15 +188,15 @@ pub fn client_connection(data: &[u8]) {
     let Some((&knob, input)) = data.split_first() else {
         return;
     };
-    let config = Config {
+    let config = ClientConfig {
         validation: if knob & 1 == 0 {
             Validation::Strict
         } else {
             Validation::Lenient
         },
-        ..Config::default()
+        ..ClientConfig::default()
     };
-    let mut conn = Connection::new(Role::Client, config, now(Duration::ZERO));
+    let mut conn = ClientConnection::new(config, now(Duration::ZERO));
     for path in ["/a", "/b"] {
         let mut request = jsontp::message::Request::new(Method::Get, path.parse().expect("a valid resource"));
         if knob & 2 != 0 {
@@ -181,7 +209,9 @@ pub fn client_connection(data: &[u8]) {
     let mut t = Duration::ZERO;
     for piece in input.chunks(chunk) {
         t += Duration::from_millis(10);
-        take_output(&mut conn, &mut sink);
+        let n = conn.pending_output().len();
+        sink.extend_from_slice(conn.pending_output());
+        conn.consume_output(n, now(t));
         if conn.wants_read() {
             conn.receive_data(piece, now(t));
         }

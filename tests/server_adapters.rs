@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use jsontp::io_adapters::mio_server::MioServer;
 use jsontp::io_adapters::std_server::StdServer;
 use jsontp::io_adapters::{Handler, RequestInfo, ServerOptions};
-use jsontp::machine::{Config, ContinuePolicy};
+use jsontp::machine::{ContinuePolicy, ServerConfig};
 use jsontp::message::{Body, Request, Response, Status, StatusCode};
 use serde_json::Value;
 
@@ -104,14 +104,14 @@ impl Running {
 }
 
 fn start(adapter: Adapter, policy: ContinuePolicy, workers: usize) -> Running {
-    let config = Config {
+    let config = ServerConfig {
         continue_policy: policy,
-        ..Config::default()
+        ..ServerConfig::default()
     };
     start_with(adapter, Echo, config, workers)
 }
 
-fn start_with<H: Handler>(adapter: Adapter, handler: H, config: Config, workers: usize) -> Running {
+fn start_with<H: Handler>(adapter: Adapter, handler: H, config: ServerConfig, workers: usize) -> Running {
     let options = ServerOptions::default().with_config(config).with_workers(workers);
     match adapter {
         Adapter::Std => {
@@ -484,7 +484,7 @@ fn errors_the_connection_writes_itself_reach_the_access_log() {
     // machine's own answers and must be logged like any other.
     both(|adapter| {
         let log = Logged::default();
-        let mut config = Config::default();
+        let mut config = ServerConfig::default();
         config.limits.message_timeout = Duration::from_millis(200);
         let server = start_with(adapter, log.clone(), config, 2);
 

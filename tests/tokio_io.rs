@@ -7,7 +7,7 @@ use std::time::Duration;
 use jsontp::io_adapters::std_client::{ClientError, ClientOptions};
 use jsontp::io_adapters::tokio_io::{Client, serve};
 use jsontp::io_adapters::{Handler, RequestInfo, ServerOptions};
-use jsontp::machine::{Config, ContinuePolicy};
+use jsontp::machine::{ContinuePolicy, ServerConfig};
 use jsontp::message::{Body, Headers, Method, Request, Response, Status, StatusCode};
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -76,9 +76,9 @@ async fn start<H: Handler>(handler: H) -> Running {
     let addr = listener.local_addr().expect("addr");
     let (stop, stopped) = oneshot::channel::<()>();
     // Ask: 100-continue handshakes go to `check_continue` (D10).
-    let options = ServerOptions::default().with_config(Config {
+    let options = ServerOptions::default().with_config(ServerConfig {
         continue_policy: ContinuePolicy::Ask,
-        ..Config::default()
+        ..ServerConfig::default()
     });
     let task = tokio::spawn(serve(listener, handler, options, async {
         let _ = stopped.await;

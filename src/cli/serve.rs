@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use jsontp::file_server::FileServer;
 use jsontp::io_adapters::mio_server::{MioServer, ShutdownHandle};
 use jsontp::io_adapters::{Exchange, Handler, RequestInfo, ServerOptions};
-use jsontp::machine::{Config, ContinuePolicy};
+use jsontp::machine::{ContinuePolicy, ServerConfig};
 use jsontp::message::{LanguageTag, Request, Response};
 
 /// Arguments of `jsontp serve`.
@@ -48,14 +48,14 @@ pub fn run(args: ServeArgs) -> ExitCode {
     };
     let root = files.root().to_path_buf();
     let files = files.with_token(args.token).with_languages(args.language);
-    let config = Config {
+    let config = ServerConfig {
         continue_policy: if args.no_continue {
             ContinuePolicy::Refuse
         } else {
             ContinuePolicy::Ask
         },
         language: files.languages().first().copied().unwrap_or(LanguageTag::EN_US),
-        ..Config::default()
+        ..ServerConfig::default()
     };
     let handler = AccessLog {
         inner: files,

@@ -6,14 +6,14 @@
 use std::net::SocketAddr;
 use std::time::{Instant, SystemTime};
 
-use crate::machine::{Config, Connection, Event, Now, PeerError, RequestId, Role, UsageError};
+use crate::machine::{Now, PeerError, RequestId, ServerConfig, ServerConnection, ServerEvent, UsageError};
 use crate::message::{Date, Request, Response, Status, StatusCode};
 
 use super::handler::{Exchange, Handler, RequestInfo};
 
 /// Reads both clocks the machine needs (a monotonic instant for timers, the
 /// wall clock for `date`) into a [`Now`]. The sans-I/O core never calls
-/// this; whoever drives a [`Connection`] by hand may.
+/// this; whoever drives a [`ServerConnection`] by hand may.
 pub fn now() -> Now {
     Now {
         instant: Instant::now(),
@@ -26,7 +26,7 @@ pub fn now() -> Now {
 pub(crate) struct Served {
     /// The machine; adapters write its `pending_output`, honour
     /// `wants_read`, `poll_timeout` and `is_closed`.
-    pub(crate) conn: Connection,
+    pub(crate) conn: ServerConnection,
     info: RequestInfo,
     /// Bytes other than whitespace arrived, or a `100` was sent, since the
     /// last request was handed out: an exchange is under way.
@@ -35,9 +35,9 @@ pub(crate) struct Served {
 
 impl Served {
     /// A new server connection with `peer`.
-    pub(crate) fn new(config: &Config, peer: SocketAddr, now: Now) -> Served {
+    pub(crate) fn new(config: &ServerConfig, peer: SocketAddr, now: Now) -> Served {
         Served {
-            conn: Connection::new(Role::Server, config.clone(), now),
+            conn: ServerConnection::new(config.clone(), now),
             info: RequestInfo::new(peer),
             in_flight: false,
         }
@@ -63,13 +63,13 @@ impl Served {
     pub(crate) fn dispatch<H: Handler + ?Sized>(&mut self, handler: &H) {
         while let Some(event) = self.conn.next_event(now()) {
             match event {
-                Event::Request { id, request } => {
+                ServerEvent::Request { id, request } => {
                     self.in_flight = false;
                     let started = Instant::now();
                     let response = answer(handler, &request, &self.info);
                     self.respond(handler, id, &request, response, started);
                 }
-                Event::ContinueRequested { id, request } => {
+                ServerEvent::ContinueRequested { id, request } => {
                     let started = Instant::now();
                     match handler.check_continue(&request, &self.info) {
                         Ok(()) => {
@@ -86,7 +86,7 @@ impl Served {
                 // Every response the machine writes on its own (framing,
                 // limits, timeouts, a stream cut short) comes as a rejection
                 // carrying what it wrote: log it like an answer.
-                Event::PeerError(PeerError::Rejected { rejection, .. }) => {
+                ServerEvent::PeerError(PeerError::Rejected { rejection, .. }) => {
                     self.in_flight = false;
                     handler.log_exchange(&Exchange {
                         peer: self.info.peer,
@@ -98,12 +98,12 @@ impl Served {
                         elapsed: std::time::Duration::ZERO,
                     });
                 }
-                // The peer left after a `100` without the full request:
-                // nothing was written, so nothing to log.
-                Event::PeerError(_) => self.in_flight = false,
-                // Closed: adapters check `is_closed`. Client events do not
-                // occur on a server connection.
-                Event::Closed | Event::Continue { .. } | Event::Response { .. } => {}
+                // The peer left after a `100` without the full request, or
+                // took none of our output: nothing was written, so nothing
+                // to log.
+                ServerEvent::PeerError(_) => self.in_flight = false,
+                // Closed: adapters check `is_closed`.
+                ServerEvent::Closed => {}
             }
         }
     }

@@ -3,7 +3,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use crate::machine::Config;
+use crate::machine::ServerConfig;
 use crate::message::{Method, Request, Response, StatusCode};
 
 /// What an adapter knows about a request besides the message itself.
@@ -87,7 +87,7 @@ where
 pub struct ServerOptions {
     /// The configuration of every connection (limits, timeouts, 100-continue
     /// policy, default language).
-    pub config: Config,
+    pub config: ServerConfig,
     /// Worker threads; `0` means one per core
     /// ([`std::thread::available_parallelism`]).
     pub workers: usize,
@@ -95,7 +95,7 @@ pub struct ServerOptions {
 
 impl ServerOptions {
     /// Sets the connection configuration (builder style).
-    pub fn with_config(mut self, config: Config) -> Self {
+    pub fn with_config(mut self, config: ServerConfig) -> Self {
         self.config = config;
         self
     }

@@ -39,7 +39,7 @@ use mio::{Events, Interest, Poll, Token, Waker};
 
 use super::drive::{Served, now};
 use super::{Handler, ServerOptions};
-use crate::machine::Config;
+use crate::machine::ServerConfig;
 
 const LISTENER: Token = Token(usize::MAX);
 const WAKER: Token = Token(usize::MAX - 1);
@@ -166,7 +166,7 @@ struct Worker<H> {
     poll: Poll,
     listener: Option<TcpListener>,
     handler: Arc<H>,
-    config: Config,
+    config: ServerConfig,
     shared: Arc<Shared>,
     clients: Vec<Option<Client>>,
     free: Vec<usize>,
@@ -180,7 +180,7 @@ impl<H: Handler> Worker<H> {
     fn new(
         mut listener: TcpListener,
         handler: Arc<H>,
-        config: Config,
+        config: ServerConfig,
         shared: Arc<Shared>,
     ) -> io::Result<Self> {
         let poll = Poll::new()?;
@@ -343,7 +343,7 @@ impl<H: Handler> Worker<H> {
                 match client.stream.write(client.served.conn.pending_output()) {
                     Ok(0) => return self.remove(slot),
                     Ok(n) => {
-                        client.served.conn.consume_output(n);
+                        client.served.conn.consume_output(n, now());
                         progress = true;
                     }
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,

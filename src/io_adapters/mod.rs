@@ -1,7 +1,9 @@
 //! Thin drivers that run the [`machine`](crate::machine) over real TCP.
 //!
 //! Every adapter moves bytes and time between a socket and a
-//! [`Connection`](crate::machine::Connection) and holds no protocol logic.
+//! [`ServerConnection`](crate::machine::ServerConnection) or
+//! [`ClientConnection`](crate::machine::ClientConnection) and holds no
+//! protocol logic.
 //! Servers take the same application interface, a [`Handler`].
 // The adapters own the clock and the threads that the sans-I/O core may not
 // touch (clippy.toml forbids them crate-wide for the core's sake).

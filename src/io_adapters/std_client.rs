@@ -1,6 +1,6 @@
 //! The blocking client: one TCP connection, requests in, responses out.
 //!
-//! A [`Client`] drives a [`Connection`] in the client role over a socket. It
+//! A [`Client`] drives a [`ClientConnection`] over a socket. It
 //! moves bytes and time only: the machine writes the requests, runs the
 //! 100-continue handshake (D10), frames and validates the responses (D1,
 //! D13) and checks the echoed `resource`.
@@ -31,17 +31,14 @@ use std::time::{Duration, Instant};
 use mio::{Events, Interest, Poll, Token};
 
 use super::drive::now;
-use crate::machine::{Config, Connection, Event, Limits, Now, PeerError, RequestId, Role, UsageError};
+use crate::machine::{
+    ClientConfig, ClientConnection, ClientEvent, Limits, Now, PeerError, RequestId, UsageError,
+};
 use crate::message::{Forgiven, Rejection, Request, Response, Validation};
 
-/// The default limit on the size of one response on the wire: 32 MiB.
-///
-/// D3's 1 MiB is what a server takes from a client it does not know; a
-/// client downloads from the server it chose, whose responses carry whole
-/// resources. The decoded content keeps D3's 8 MiB limit, and its wire form
-/// can be larger (base64 adds a third, JSON escapes more), hence four times
-/// that.
-pub const RESPONSE_WIRE_LIMIT: usize = 32 << 20;
+/// The default limit on the size of one response on the wire: 32 MiB (see
+/// [`ClientConfig::MAX_RESPONSE_BYTES`], the machine's default).
+pub const RESPONSE_WIRE_LIMIT: usize = ClientConfig::MAX_RESPONSE_BYTES;
 
 /// How a client connects, waits and validates.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -67,13 +64,11 @@ impl Default for ClientOptions {
     /// machine's default limits and 100-continue wait, except the size of
     /// one response on the wire (see [`RESPONSE_WIRE_LIMIT`]).
     fn default() -> Self {
-        let config = Config::default();
-        let mut limits = config.limits;
-        limits.message.max_message_bytes = RESPONSE_WIRE_LIMIT;
+        let config = ClientConfig::default();
         ClientOptions {
             validation: Validation::Strict,
             continue_wait: config.continue_wait,
-            limits,
+            limits: config.limits,
             connect_timeout: Some(Duration::from_secs(10)),
             read_timeout: Some(Duration::from_secs(30)),
             exchange_timeout: Some(Duration::from_secs(60)),
@@ -90,12 +85,11 @@ impl ClientOptions {
     }
 
     /// The machine's configuration for a client connection.
-    pub(crate) fn machine_config(&self) -> Config {
-        Config {
+    pub(crate) fn machine_config(&self) -> ClientConfig {
+        ClientConfig {
             limits: self.limits,
             validation: self.validation,
             continue_wait: self.continue_wait,
-            ..Config::default()
         }
     }
 }
@@ -309,14 +303,14 @@ impl Outstanding {
 
     /// Takes one event from the machine. Events of exchanges this call does
     /// not wait for are dropped.
-    pub(crate) fn on_event(&mut self, event: Event) {
+    pub(crate) fn on_event(&mut self, event: ClientEvent) {
         match event {
-            Event::Continue { id } => {
+            ClientEvent::Continue { id } => {
                 if let Some(slot) = self.slot(Some(id)) {
                     slot.continued = true;
                 }
             }
-            Event::Response {
+            ClientEvent::Response {
                 id,
                 response,
                 forgiven,
@@ -330,21 +324,23 @@ impl Outstanding {
                     }));
                 }
             }
-            Event::PeerError(PeerError::ResourceMismatch { id, sent, received }) => {
+            ClientEvent::PeerError(PeerError::ResourceMismatch { id, sent, response }) => {
+                let received = response.resource;
                 self.settle(Some(id), Err(ClientError::ResourceMismatch { sent, received }));
             }
-            Event::PeerError(PeerError::Rejected { id, rejection, .. }) => {
+            ClientEvent::PeerError(PeerError::Rejected { id, rejection, .. }) => {
                 self.settle(id, Err(ClientError::InvalidResponse(rejection)));
             }
-            Event::PeerError(PeerError::TimedOut { id }) => {
+            ClientEvent::PeerError(PeerError::TimedOut { id }) => {
                 self.settle(id, Err(ClientError::TimedOut(Timeout::Message)));
             }
-            Event::PeerError(PeerError::UnexpectedEof) => {
+            ClientEvent::PeerError(PeerError::UnexpectedEof) => {
                 self.settle(None, Err(ClientError::ClosedEarly));
             }
-            Event::Closed => self.fail_rest(&ClientError::ClosedEarly),
-            // Server-role events never reach a client connection.
-            Event::Request { .. } | Event::ContinueRequested { .. } => {}
+            // The server took none of our requests for too long; the
+            // connection is closed and `Closed` follows.
+            ClientEvent::PeerError(PeerError::OutputStalled) => {}
+            ClientEvent::Closed => self.fail_rest(&ClientError::ClosedEarly),
         }
     }
 
@@ -414,7 +410,7 @@ impl Deadlines {
 /// outcomes; a request the connection cannot take fails at once. Shared by
 /// the blocking and the async client.
 pub(crate) fn queue_requests(
-    connection: &mut Connection,
+    connection: &mut ClientConnection,
     broken: bool,
     requests: impl IntoIterator<Item = Request>,
     now: Now,
@@ -443,7 +439,7 @@ pub struct Client {
     stream: mio::net::TcpStream,
     poll: Poll,
     events: Events,
-    connection: Connection,
+    connection: ClientConnection,
     options: ClientOptions,
     peer: SocketAddr,
     read_buf: Box<[u8]>,
@@ -521,7 +517,7 @@ impl Client {
         poll.registry()
             .register(&mut stream, TOKEN, Interest::READABLE | Interest::WRITABLE)
             .map_err(ClientError::Io)?;
-        let connection = Connection::new(Role::Client, options.machine_config(), now());
+        let connection = ClientConnection::new(options.machine_config(), now());
         Ok(Client {
             stream,
             poll,
@@ -637,7 +633,7 @@ impl Client {
                     if let Some(tracer) = self.tracer.as_mut() {
                         tracer(Direction::Sent, &out[..n]);
                     }
-                    self.connection.consume_output(n);
+                    self.connection.consume_output(n, now());
                     progress = true;
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.writable = false,
@@ -738,19 +734,19 @@ mod tests {
         o.push(RequestId(0));
         o.push(RequestId(1));
         o.push(RequestId(2));
-        o.on_event(Event::Continue { id: RequestId(0) });
-        o.on_event(Event::Response {
+        o.on_event(ClientEvent::Continue { id: RequestId(0) });
+        o.on_event(ClientEvent::Response {
             id: RequestId(0),
             response: response("/a"),
             forgiven: vec![],
         });
         assert!(!o.is_done());
-        o.on_event(Event::PeerError(PeerError::Rejected {
+        o.on_event(ClientEvent::PeerError(PeerError::Rejected {
             id: None,
             rejection: Rejection::new(StatusCode::BAD_REQUEST, "headers.date is missing", "/b"),
             closes: false,
         }));
-        o.on_event(Event::Closed);
+        o.on_event(ClientEvent::Closed);
         assert!(o.is_done());
         assert!(o.broke_connection());
         let results = o.into_results();
@@ -764,16 +760,16 @@ mod tests {
     fn events_of_other_exchanges_are_ignored() {
         let mut o = Outstanding::new();
         o.push(RequestId(5));
-        o.on_event(Event::Response {
+        o.on_event(ClientEvent::Response {
             id: RequestId(4),
             response: response("/old"),
             forgiven: vec![],
         });
         assert!(!o.is_done());
-        o.on_event(Event::PeerError(PeerError::ResourceMismatch {
+        o.on_event(ClientEvent::PeerError(PeerError::ResourceMismatch {
             id: RequestId(5),
             sent: "/a".into(),
-            received: "/b".into(),
+            response: Box::new(response("/b")),
         }));
         assert!(o.is_done());
         assert!(

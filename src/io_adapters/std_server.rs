@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 
 use super::drive::{Served, now};
 use super::{Handler, ServerOptions};
-use crate::machine::Config;
+use crate::machine::ServerConfig;
 
 /// Longest blocking read: how soon an idle connection notices a shutdown.
 const READ_SLICE: Duration = Duration::from_millis(200);
@@ -172,7 +172,7 @@ fn is_transient(e: &io::Error) -> bool {
 fn work<H: Handler>(
     jobs: &Mutex<Receiver<(TcpStream, SocketAddr)>>,
     handler: &H,
-    config: &Config,
+    config: &ServerConfig,
     shared: &Shared,
 ) {
     let mut buffer = vec![0; READ_BUFFER];
@@ -192,7 +192,7 @@ fn serve_connection<H: Handler>(
     mut stream: TcpStream,
     peer: SocketAddr,
     handler: &H,
-    config: &Config,
+    config: &ServerConfig,
     shared: &Shared,
     buffer: &mut [u8],
 ) {
@@ -238,7 +238,7 @@ fn write_pending(stream: &mut TcpStream, served: &mut Served) -> io::Result<()> 
     while !served.conn.pending_output().is_empty() {
         match stream.write(served.conn.pending_output()) {
             Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-            Ok(n) => served.conn.consume_output(n),
+            Ok(n) => served.conn.consume_output(n, now()),
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(e) => return Err(e),
         }

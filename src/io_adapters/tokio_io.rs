@@ -1,6 +1,6 @@
 //! The tokio server and client (cargo feature `tokio`).
 //!
-//! Both drive the same [`Connection`] as the std and mio adapters and hold no
+//! Both drive the same machine as the std and mio adapters and hold no
 //! protocol logic: they move bytes between a tokio socket and the machine,
 //! and time between tokio's clock and the machine's timers.
 //!
@@ -35,7 +35,7 @@ use super::std_client::{
     queue_requests,
 };
 use super::{Handler, ServerOptions};
-use crate::machine::{Config, Connection, Role};
+use crate::machine::{ClientConnection, ServerConfig};
 use crate::message::Request;
 
 const READ_CHUNK: usize = 16 * 1024;
@@ -126,7 +126,7 @@ async fn serve_connection<H: Handler>(
     mut stream: TcpStream,
     peer: SocketAddr,
     handler: Arc<H>,
-    config: Config,
+    config: ServerConfig,
     mut stop: watch::Receiver<bool>,
 ) {
     // Responses are written whole: Nagle would only delay them. A failure
@@ -170,7 +170,12 @@ async fn serve_connection<H: Handler>(
         tokio::select! {
             written = writer.write(served.conn.pending_output()), if pending => match written {
                 Ok(0) | Err(_) => return,
-                Ok(n) => served.conn.consume_output(n),
+                Ok(n) => {
+                    served.conn.consume_output(n, now());
+                    // The peer caught up: requests held back by the limits
+                    // on what is owed (D3) may be handed out now.
+                    fed = true;
+                }
             },
             read = reader.read(&mut buf), if want_read => {
                 match read {
@@ -226,7 +231,7 @@ fn sleep_until(deadline: Option<tokio::time::Instant>) -> tokio::time::Sleep {
 /// [`std_client::Client`](super::std_client::Client).
 pub struct Client {
     stream: TcpStream,
-    connection: Connection,
+    connection: ClientConnection,
     options: ClientOptions,
     peer: SocketAddr,
     read_buf: Box<[u8]>,
@@ -282,7 +287,7 @@ impl Client {
     pub fn from_stream(stream: TcpStream, options: ClientOptions) -> Result<Client, ClientError> {
         let peer = stream.peer_addr().map_err(ClientError::Io)?;
         stream.set_nodelay(true).map_err(ClientError::Io)?;
-        let connection = Connection::new(Role::Client, options.machine_config(), now());
+        let connection = ClientConnection::new(options.machine_config(), now());
         Ok(Client {
             stream,
             connection,
@@ -384,7 +389,7 @@ impl Client {
                         if let Some(tracer) = self.tracer.as_mut() {
                             tracer(Direction::Sent, &self.connection.pending_output()[..n]);
                         }
-                        self.connection.consume_output(n);
+                        self.connection.consume_output(n, now());
                     }
                     // The server went away; what it sent may still be read.
                     Err(e) if is_reset(&e) && want_read => self.write_closed = true,

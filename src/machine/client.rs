@@ -1,70 +1,217 @@
 //! The client role: requests out (with the 100-continue handshake of D10
 //! when asked for), responses in, matched to their requests in order, the
-//! echoed resource checked (D13).
+//! echoed resource checked (D12, D13).
+//!
+//! Every exchange not yet answered is in `exchanges`, in request order.
+//! Where each stands is its [`Exchange`], moved only through the table: the
+//! requests on the wire come first; a handshake waiting for its `100` is in
+//! `AwaitingContinue`, and the requests queued behind it wait in `Idle`,
+//! since the server reads the next request as the full one.
 
 use std::collections::VecDeque;
 use std::time::Instant;
 
-use super::connection::Connection;
+use super::core::{Core, Frame, Framed, Lifecycle, Timers, deadline, due};
 use super::responses::refusal;
-use super::state::{Exchange, ExchangeState, Input};
-use super::{Event, Now, PeerError, RequestId, Role};
+use super::table::{Exchange, ExchangeState, Input, Role, TransitionError};
+use super::{ClientConfig, ClientEvent, Now, PeerError, RequestId, UsageError};
 use crate::message::{Body, Rejection, Request, StatusCode, parse_response_scanned};
 
-/// The client's half of a connection.
-#[derive(Debug, Default)]
-pub(super) struct ClientSide {
-    /// Requests on the wire, in order, each owed a final response.
-    sent: VecDeque<Sent>,
-    /// Requests queued while a handshake runs: the server reads the next
-    /// request as the full one, so nothing else may go out before it.
-    held: VecDeque<(RequestId, Request)>,
-    /// The full request of the handshake under way, until `100` or the
-    /// wait runs out.
-    full_request: Option<(RequestId, Request)>,
-    /// When the wait for `100` ends.
-    pub(super) continue_deadline: Option<Instant>,
+/// One jsontp connection in the client role, without I/O.
+///
+/// See the [module documentation](super) for its states.
+#[derive(Debug)]
+pub struct ClientConnection {
+    config: ClientConfig,
+    core: Core<ClientEvent>,
+    /// Every exchange not yet answered, in request order.
+    exchanges: VecDeque<Outgoing>,
 }
 
-/// A request on the wire.
+/// One exchange of ours.
 #[derive(Debug)]
-struct Sent {
+struct Outgoing {
     /// `None` for a full request the server will answer as an exchange of
     /// its own, after it rejected the handshake we stopped waiting on: its
     /// response is read and dropped.
     id: Option<RequestId>,
     exchange: Exchange,
+    /// What we sent as `resource`: the echo must be the same (D13).
     resource: String,
+    /// What is still to be written: the whole request (in `Idle`), or the
+    /// full request of a handshake until its `100` comes or the wait for it
+    /// runs out (D10).
+    unsent: Option<Request>,
+    /// When the wait for `100` ends.
+    continue_deadline: Option<Instant>,
 }
 
-impl ClientSide {
-    /// Whether requests are still owed a response or waiting to go out.
-    fn outstanding(&self) -> bool {
-        self.sent.iter().any(|sent| sent.id.is_some()) || !self.held.is_empty() || self.full_request.is_some()
-    }
-}
-
-impl Connection {
-    /// The client is finished once its input ended (end of stream or an
-    /// error it cannot read past).
-    pub(super) fn client_finished(&self) -> bool {
-        self.input_stopped
-    }
-
-    pub(super) fn client_send_request(&mut self, id: RequestId, request: Request, now: Now) {
-        if self.client.full_request.is_some() {
-            self.client.held.push_back((id, request));
-        } else {
-            self.client_write_request(id, request, now);
+impl ClientConnection {
+    /// A client connection.
+    pub fn new(config: ClientConfig, now: Now) -> ClientConnection {
+        let core = Core::new(config.limits.message.max_message_bytes, now);
+        ClientConnection {
+            config,
+            core,
+            exchanges: VecDeque::new(),
         }
     }
 
-    /// Puts a request on the wire, or the first request of its handshake.
-    fn client_write_request(&mut self, id: RequestId, request: Request, now: Now) {
-        let mut exchange = Exchange::new();
-        let resource = request.resource.as_str().to_owned();
-        if request.headers.expect_continue() {
-            let _ = exchange.apply(Role::Client, Input::RequestExpectingContinue);
+    /// The configuration.
+    pub fn config(&self) -> &ClientConfig {
+        &self.config
+    }
+
+    /// Queues a request. With `expect_continue` on its headers the
+    /// handshake is run (D10): the first request goes out with an empty
+    /// body; the full request (with `expect` removed) follows on `100` or
+    /// when [`ClientConfig::continue_wait`] has passed; a final response
+    /// ends the exchange without it. Requests queued meanwhile wait for the
+    /// handshake to end, since the server reads the next request as the
+    /// full one.
+    pub fn send_request(&mut self, request: Request, now: Now) -> Result<RequestId, UsageError> {
+        if self.core.lifecycle() != Lifecycle::Open {
+            return Err(UsageError::Closed);
+        }
+        let id = self.core.fresh_id();
+        self.exchanges.push_back(Outgoing {
+            id: Some(id),
+            exchange: Exchange::new(),
+            resource: request.resource.as_str().to_owned(),
+            unsent: Some(request),
+            continue_deadline: None,
+        });
+        self.write_ready(now);
+        self.after_call();
+        Ok(id)
+    }
+
+    /// Bytes received from the server. Every complete response in them is
+    /// handled at once; the outcome does not depend on how the bytes were
+    /// split. Bytes after the end of stream or after an error that closes
+    /// the connection are ignored.
+    pub fn receive_data(&mut self, data: &[u8], now: Now) {
+        if self.core.receive(data) {
+            self.process_input(now);
+            self.after_call();
+        }
+    }
+
+    /// The server closed its sending side: fine after complete responses
+    /// when nothing is owed (the reference server closes after each, D2),
+    /// [`PeerError::UnexpectedEof`] otherwise. The connection is finished.
+    pub fn receive_eof(&mut self, now: Now) {
+        self.core.receive_eof();
+        self.process_input(now);
+        self.after_call();
+    }
+
+    /// The next event, if any.
+    pub fn next_event(&mut self, now: Now) -> Option<ClientEvent> {
+        if !self.core.has_events() {
+            self.process_input(now);
+            self.after_call();
+        }
+        self.core.pop_event()
+    }
+
+    /// Bytes waiting to be written to the server.
+    pub fn pending_output(&self) -> &[u8] {
+        self.core.pending_output()
+    }
+
+    /// Marks `n` bytes of [`pending_output`](Self::pending_output) as written
+    /// (more than are pending is clamped). Any byte taken restarts the
+    /// stall timer (D3).
+    pub fn consume_output(&mut self, n: usize, now: Now) {
+        if self.core.consume_output(n, now) > 0 {
+            self.after_call();
+        }
+    }
+
+    /// Bytes of memory the connection's input and output buffers hold
+    /// (capacity, not content).
+    pub fn buffered_capacity(&self) -> usize {
+        self.core.buffered_capacity()
+    }
+
+    /// Whether the machine wants more input: until the server's end of
+    /// stream or an error that ends the connection.
+    pub fn wants_read(&self) -> bool {
+        self.core.lifecycle() == Lifecycle::Open
+    }
+
+    /// When the next timer is due, if one runs.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.timers().earliest()
+    }
+
+    /// Tells the machine that time has passed: acts on every timer due at
+    /// `now` (D3, D10).
+    pub fn handle_timeout(&mut self, now: Now) {
+        let timers = self.timers();
+        if due(timers.stall, now) {
+            // Nothing more can be written or answered.
+            self.exchanges.clear();
+            self.core.close_stalled();
+        } else {
+            if due(timers.continue_wait, now) {
+                self.continue_timeout(now);
+            }
+            if due(timers.message, now) {
+                // A response began but did not end in time (D3).
+                let id = self.front_id();
+                self.core.stop_input();
+                self.core
+                    .push_event(ClientEvent::PeerError(PeerError::TimedOut { id }));
+            }
+        }
+        self.process_input(now);
+        self.after_call();
+    }
+
+    /// Whether the connection is finished: write out
+    /// [`pending_output`](Self::pending_output), then close the socket.
+    pub fn is_closed(&self) -> bool {
+        self.core.is_closed()
+    }
+
+    // -- writing -----------------------------------------------------------
+
+    /// Writes every request that may go out now: those queued up to the
+    /// first handshake still waiting for its `100` (D10).
+    fn write_ready(&mut self, now: Now) {
+        for outgoing in self.exchanges.iter_mut() {
+            match outgoing.exchange.state() {
+                // The server reads the next request as the full one.
+                ExchangeState::AwaitingContinue => return,
+                ExchangeState::Idle => {}
+                _ => continue,
+            }
+            let Some(request) = outgoing.unsent.take() else {
+                continue;
+            };
+            if !request.headers.expect_continue() {
+                if self
+                    .core
+                    .advance(&mut outgoing.exchange, Role::Client, Input::Request)
+                    .is_some()
+                {
+                    self.core.queue_output(now, |out| request.write_to(out));
+                }
+                continue;
+            }
+            if self
+                .core
+                .advance(
+                    &mut outgoing.exchange,
+                    Role::Client,
+                    Input::RequestExpectingContinue,
+                )
+                .is_none()
+            {
+                return;
+            }
             // D10: the first request carries the headers as given and an
             // empty body; the full one follows without `expect`.
             let first = Request {
@@ -74,113 +221,114 @@ impl Connection {
                 headers: request.headers.clone(),
                 body: Body::empty(),
             };
-            self.queue_output(|out| first.write_to(out));
+            self.core.queue_output(now, |out| first.write_to(out));
             let mut full = request;
             full.headers = full.headers.with_expect_continue(false);
-            self.client.full_request = Some((id, full));
+            outgoing.unsent = Some(full);
             // A wait too long to represent never ends.
-            self.client.continue_deadline = now.instant.checked_add(self.config.continue_wait);
-        } else {
-            let _ = exchange.apply(Role::Client, Input::Request);
-            self.queue_output(|out| request.write_to(out));
+            outgoing.continue_deadline = now.instant.checked_add(self.config.continue_wait);
+            return;
         }
-        self.client.sent.push_back(Sent {
-            id: Some(id),
-            exchange,
-            resource,
-        });
     }
 
-    /// Sends the held full request of the handshake, then whatever was
-    /// queued behind it.
-    fn client_send_full_request(&mut self, now: Now) {
-        self.client.continue_deadline = None;
-        if let Some((id, full)) = self.client.full_request.take() {
-            if let Some(sent) = self.client.sent.iter_mut().find(|s| s.id == Some(id)) {
-                let _ = sent.exchange.apply(Role::Client, Input::Request);
-            }
-            self.queue_output(|out| full.write_to(out));
+    /// Writes the held full request of a handshake, now that its `100`
+    /// came (the exchange is in `SendingFullRequest`) or the wait for it
+    /// ran out (`ContinueWaitExpired`); then whatever was queued behind it.
+    fn write_full_request(&mut self, index: usize, now: Now) {
+        let Some(outgoing) = self.exchanges.get_mut(index) else {
+            return;
+        };
+        outgoing.continue_deadline = None;
+        if self
+            .core
+            .advance(&mut outgoing.exchange, Role::Client, Input::Request)
+            .is_none()
+        {
+            return;
         }
-        self.client_release_held(now);
-    }
-
-    /// The handshake ended without its full request (a final answer).
-    fn client_drop_full_request(&mut self, now: Now) {
-        self.client.continue_deadline = None;
-        self.client.full_request = None;
-        self.client_release_held(now);
-    }
-
-    fn client_release_held(&mut self, now: Now) {
-        while self.client.full_request.is_none() {
-            let Some((id, request)) = self.client.held.pop_front() else {
-                return;
-            };
-            self.client_write_request(id, request, now);
+        if let Some(full) = outgoing.unsent.take() {
+            self.core.queue_output(now, |out| full.write_to(out));
         }
+        self.write_ready(now);
     }
 
     /// The wait for `100` ran out: send the full request anyway (D10).
-    pub(super) fn client_continue_timeout(&mut self, now: Now) {
-        let Some((id, _)) = &self.client.full_request else {
-            self.client.continue_deadline = None;
+    fn continue_timeout(&mut self, now: Now) {
+        let Some(index) = self
+            .exchanges
+            .iter()
+            .position(|o| o.exchange.state() == ExchangeState::AwaitingContinue)
+        else {
             return;
         };
-        let id = *id;
-        if let Some(sent) = self.client.sent.iter_mut().find(|s| s.id == Some(id)) {
-            let _ = sent.exchange.apply(Role::Client, Input::ContinueWaitExpired);
+        let outgoing = &mut self.exchanges[index];
+        if self
+            .core
+            .advance(&mut outgoing.exchange, Role::Client, Input::ContinueWaitExpired)
+            .is_some()
+        {
+            self.write_full_request(index, now);
         }
-        self.client_send_full_request(now);
     }
 
-    /// A response began but did not end in time (D3).
-    pub(super) fn client_message_timeout(&mut self) {
-        self.input_stopped = true;
-        let id = self.client.sent.front().and_then(|sent| sent.id);
-        self.events
-            .push_back(Event::PeerError(PeerError::TimedOut { id }));
+    // -- reading -----------------------------------------------------------
+
+    /// Frames and handles every complete response.
+    fn process_input(&mut self, now: Now) {
+        loop {
+            match self.core.frame(now) {
+                Frame::Partial => return,
+                Frame::Message(framed) => self.on_message(&framed, now),
+                Frame::End { cut_short } => {
+                    // Fine after complete responses when nothing is owed.
+                    let owed = self.exchanges.iter().any(|o| o.id.is_some());
+                    if cut_short || owed {
+                        self.core
+                            .push_event(ClientEvent::PeerError(PeerError::UnexpectedEof));
+                    }
+                }
+                Frame::Invalid { byte, first } => self.fatal(refusal::framing(byte, first)),
+                Frame::TooLarge => {
+                    let limit = self.config.limits.message.max_message_bytes;
+                    self.fatal(refusal::too_large(limit));
+                }
+            }
+        }
     }
 
-    pub(super) fn client_framing_error(&mut self, byte: Option<u8>, first: bool) {
-        self.client_fatal(refusal::framing(byte, first));
-    }
-
-    pub(super) fn client_too_large(&mut self) {
-        let limit = self.config.limits.message.max_message_bytes;
-        self.client_fatal(refusal::too_large(limit));
-    }
-
-    fn client_fatal(&mut self, rejection: Rejection) {
-        self.input_stopped = true;
-        let id = self.client.sent.front().and_then(|sent| sent.id);
-        self.events.push_back(Event::PeerError(PeerError::Rejected {
+    /// An error in the stream we cannot read past (input has stopped).
+    fn fatal(&mut self, rejection: Rejection) {
+        let id = self.front_id();
+        self.core.push_event(ClientEvent::PeerError(PeerError::Rejected {
             id,
             rejection,
             closes: true,
         }));
     }
 
-    /// End of stream: fine after complete responses when nothing is owed
-    /// (the reference server closes after each response, D2).
-    pub(super) fn client_eof(&mut self, cut_short: bool) {
-        if cut_short || self.client.outstanding() {
-            self.events.push_back(Event::PeerError(PeerError::UnexpectedEof));
-        }
+    /// The exchange the next response answers.
+    fn front_id(&self) -> Option<RequestId> {
+        self.exchanges.front().and_then(|o| o.id)
     }
 
     /// Handles one framed response.
-    pub(super) fn client_message(&mut self, bytes: &[u8], max_depth: usize, now: Now) {
+    fn on_message(&mut self, framed: &Framed, now: Now) {
         let limits = self.config.limits.message;
-        // D3: depth as the scanner measured it (see `server_message`).
-        let parsed = parse_response_scanned(bytes, Some(max_depth), self.config.validation, &limits);
-        let front = self.client.sent.front().map(|s| (s.id, s.exchange.state()));
+        // D3: depth as the scanner measured it (see the server).
+        let parsed = parse_response_scanned(
+            self.core.message(framed),
+            Some(framed.max_depth),
+            self.config.validation,
+            &limits,
+        );
+        let id = self.front_id();
         let parsed = match parsed {
             Ok(parsed) => parsed,
             Err(rejection) => {
-                // Unreadable: it still answered the front request.
-                let id = front.and_then(|(id, _)| id);
-                self.client_finish_front(now);
-                self.events.push_back(Event::PeerError(PeerError::Rejected {
+                // Unreadable: it still answered the front request, if one
+                // was owed.
+                let id = self.finish_front(now).ok().and(id);
+                self.core.push_event(ClientEvent::PeerError(PeerError::Rejected {
                     id,
                     rejection,
                     closes: false,
@@ -188,69 +336,67 @@ impl Connection {
                 return;
             }
         };
-        let code = parsed.message.status.code;
-        let Some((id, state)) = front else {
-            let rejection = refusal::unexpected_response(code, None);
-            self.events.push_back(Event::PeerError(PeerError::Rejected {
-                id: None,
-                rejection,
-                closes: false,
-            }));
-            return;
-        };
-        let sent_resource = self
-            .client
-            .sent
-            .front()
-            .map(|s| s.resource.clone())
-            .unwrap_or_default();
-        if let Some(id) = id.filter(|_| parsed.message.resource != sent_resource) {
-            // D13: a mismatch is an error, not a response.
-            self.client_finish_front(now);
-            self.events
-                .push_back(Event::PeerError(PeerError::ResourceMismatch {
+        let response = parsed.message;
+        let code = response.status.code;
+        if let Some(front) = self.exchanges.front()
+            && let Some(id) = front.id
+            && response.resource != front.resource
+            // D12: `""` when the server could not read our request's
+            // resource; its error response answers the request all the same.
+            && !(response.resource.is_empty() && code.as_u16() >= 400)
+        {
+            // D13: a mismatch is an error, not a response; it ended the
+            // exchange all the same.
+            let sent = front.resource.clone();
+            let error = match self.finish_front(now) {
+                Ok(_) => PeerError::ResourceMismatch {
                     id,
-                    sent: sent_resource,
-                    received: parsed.message.resource,
-                }));
+                    sent,
+                    response: Box::new(response),
+                },
+                Err(_) => PeerError::Rejected {
+                    id: Some(id),
+                    rejection: refusal::unexpected_response(code, Some(id)),
+                    closes: false,
+                },
+            };
+            self.core.push_event(ClientEvent::PeerError(error));
             return;
         }
         if code.is_informational() {
-            self.client_informational(id, state, code, now);
+            self.on_informational(id, code, now);
             return;
         }
-        let orphan_follows = state == ExchangeState::AwaitingResponseUnacknowledged;
-        self.client_finish_front(now);
-        if orphan_follows {
-            // We sent the full request without a `100` and the server
-            // answered the first one: it reads the full request as a new
-            // exchange and will answer it too.
-            let mut exchange = Exchange::new();
-            let _ = exchange.apply(Role::Client, Input::Request);
-            self.client.sent.push_front(Sent {
-                id: None,
-                exchange,
-                resource: sent_resource,
-            });
-        }
-        if let Some(id) = id {
-            self.events.push_back(Event::Response {
-                id,
-                response: parsed.message,
-                forgiven: parsed.forgiven,
-            });
+        match self.finish_front(now) {
+            Ok(before) => {
+                if before == ExchangeState::AwaitingResponseUnacknowledged {
+                    // We sent the full request without a `100` and the
+                    // server answered the first one: it reads the full
+                    // request as a new exchange and will answer it too.
+                    self.push_orphan();
+                }
+                if let Some(id) = id {
+                    self.core.push_event(ClientEvent::Response {
+                        id,
+                        response,
+                        forgiven: parsed.forgiven,
+                    });
+                }
+            }
+            Err(_) => {
+                let rejection = refusal::unexpected_response(code, id);
+                self.core.push_event(ClientEvent::PeerError(PeerError::Rejected {
+                    id,
+                    rejection,
+                    closes: false,
+                }));
+            }
         }
     }
 
     /// A `1xx`: only `100`, and only to a handshake (D10, D12).
-    fn client_informational(
-        &mut self,
-        id: Option<RequestId>,
-        state: ExchangeState,
-        code: StatusCode,
-        now: Now,
-    ) {
-        let moved = match self.client.sent.front_mut() {
+    fn on_informational(&mut self, id: Option<RequestId>, code: StatusCode, now: Now) {
+        let moved = match self.exchanges.front_mut() {
             Some(front) if code == StatusCode::CONTINUE => {
                 front.exchange.apply(Role::Server, Input::Continue).ok()
             }
@@ -258,16 +404,16 @@ impl Connection {
         };
         match moved {
             Some(ExchangeState::SendingFullRequest) => {
-                self.client_send_full_request(now);
+                self.write_full_request(0, now);
                 if let Some(id) = id {
-                    self.events.push_back(Event::Continue { id });
+                    self.core.push_event(ClientEvent::Continue { id });
                 }
             }
             // A late `100` to the full request we already sent.
-            Some(_) if state == ExchangeState::AwaitingResponseUnacknowledged => {}
-            _ => {
+            Some(_) => {}
+            None => {
                 let rejection = refusal::unexpected_response(code, id);
-                self.events.push_back(Event::PeerError(PeerError::Rejected {
+                self.core.push_event(ClientEvent::PeerError(PeerError::Rejected {
                     id,
                     rejection,
                     closes: false,
@@ -276,24 +422,72 @@ impl Connection {
         }
     }
 
-    /// The front request got its final answer (or an error in its place).
-    fn client_finish_front(&mut self, now: Now) {
-        let Some(mut sent) = self.client.sent.pop_front() else {
-            return;
+    /// A final response (or an error in its place) answered the front
+    /// exchange, which is over: its full request, if a handshake ended
+    /// without it, is never sent, and what waited behind it goes out.
+    /// Returns where the exchange stood; refused when no exchange can take
+    /// a final response (none is owed).
+    fn finish_front(&mut self, now: Now) -> Result<ExchangeState, TransitionError> {
+        let Some(front) = self.exchanges.front_mut() else {
+            return Err(TransitionError::NotNow {
+                state: ExchangeState::Idle,
+                input: Input::FinalResponse,
+            });
         };
-        let before = sent.exchange.state();
-        let _ = sent.exchange.apply(Role::Server, Input::FinalResponse);
-        let handshake_open = matches!(
-            before,
-            ExchangeState::AwaitingContinue | ExchangeState::ContinueWaitExpired
-        );
-        let is_handshake = self
-            .client
-            .full_request
-            .as_ref()
-            .is_some_and(|(held, _)| Some(*held) == sent.id);
-        if handshake_open || is_handshake {
-            self.client_drop_full_request(now);
+        let before = front.exchange.state();
+        front.exchange.apply(Role::Server, Input::FinalResponse)?;
+        self.exchanges.pop_front();
+        self.write_ready(now);
+        Ok(before)
+    }
+
+    /// The server will answer the full request we sent without a `100` as
+    /// an exchange of its own: expect that response first, and drop it.
+    fn push_orphan(&mut self) {
+        let mut exchange = Exchange::new();
+        if self
+            .core
+            .advance(&mut exchange, Role::Client, Input::Request)
+            .is_some()
+        {
+            self.exchanges.push_front(Outgoing {
+                id: None,
+                exchange,
+                resource: String::new(),
+                unsent: None,
+                continue_deadline: None,
+            });
         }
+    }
+
+    // -- bookkeeping -------------------------------------------------------
+
+    /// After every call: a client is finished once its input has stopped
+    /// (end of stream, or an error it cannot read past); memory no longer
+    /// needed is given back.
+    fn after_call(&mut self) {
+        if self.core.lifecycle() == Lifecycle::InputStopped {
+            self.core.close();
+        }
+        self.core.release_buffers();
+    }
+
+    /// The deadlines that run now.
+    fn timers(&self) -> Timers {
+        let limits = &self.config.limits;
+        let mut timers = Timers {
+            stall: self.core.stall_deadline(limits.stall_timeout),
+            ..Timers::default()
+        };
+        if self.core.lifecycle() != Lifecycle::Open {
+            return timers;
+        }
+        timers.continue_wait = self
+            .exchanges
+            .iter()
+            .find(|o| o.exchange.state() == ExchangeState::AwaitingContinue)
+            .and_then(|o| o.continue_deadline);
+        timers.message = deadline(self.core.message_started(), limits.message_timeout);
+        timers
     }
 }

@@ -1,5 +1,6 @@
-//! Configuration of a connection: limits and timeouts (D3), the
-//! 100-continue policy (D10), validation mode (D13), and the caller's time.
+//! Configuration of a connection, one type per role: limits and timeouts
+//! (D3), the server's 100-continue policy (D10) and language, the client's
+//! validation mode (D13) and wait for `100`; and the caller's time.
 
 use std::time::{Duration, Instant};
 
@@ -16,14 +17,16 @@ pub struct Now {
 
 /// What a server does with `expect: 100-continue` (D10).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum ContinuePolicy {
     /// Acknowledge with `100` without asking the application.
     #[default]
     AutoAccept,
-    /// Surface the preliminary request as [`Event::ContinueRequested`]
-    /// and let the application accept or reject it.
+    /// Surface the preliminary request as
+    /// [`ServerEvent::ContinueRequested`] and let the application accept or
+    /// reject it.
     ///
-    /// [`Event::ContinueRequested`]: super::Event::ContinueRequested
+    /// [`ServerEvent::ContinueRequested`]: super::ServerEvent::ContinueRequested
     Ask,
     /// Answer `501` and close (a server "configured without 100-continue").
     Refuse,
@@ -36,13 +39,21 @@ pub struct Limits {
     pub message: MessageLimits,
     /// From a message's first byte to its last (`408` and close).
     pub message_timeout: Duration,
-    /// Idle time between messages (close, no response).
+    /// Server: idle time between messages (close, no response).
     pub idle_timeout: Duration,
-    /// Wait for the full request after `100` (`408` and close).
+    /// Server: wait for the full request after `100` (`408` and close).
     pub continue_timeout: Duration,
-    /// Responses owed but not yet taken by the peer before the server stops
-    /// reading.
+    /// Server: responses owed but not yet taken by the peer before the
+    /// server stops reading and handling requests.
     pub max_pipelined: usize,
+    /// Server: bytes of output queued beyond the response being written
+    /// before the server stops reading and handling requests, until the
+    /// peer catches up.
+    pub max_output_owed: usize,
+    /// How long the peer may leave our output untaken (not one byte of it
+    /// read) before the connection closes: nothing more is written and the
+    /// pending output is dropped.
+    pub stall_timeout: Duration,
 }
 
 impl Default for Limits {
@@ -53,33 +64,65 @@ impl Default for Limits {
             idle_timeout: Duration::from_secs(60),
             continue_timeout: Duration::from_secs(300),
             max_pipelined: 16,
+            max_output_owed: 1 << 20,
+            stall_timeout: Duration::from_secs(30),
         }
     }
 }
 
-/// The configuration of one connection.
+/// The configuration of a [`ServerConnection`](super::ServerConnection).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Config {
-    /// Limits and timeouts (D3).
+pub struct ServerConfig {
+    /// Limits and timeouts (D3), on the requests read and the output owed.
     pub limits: Limits,
-    /// Server: what to do with `expect: 100-continue` (D10).
+    /// What to do with `expect: 100-continue` (D10).
     pub continue_policy: ContinuePolicy,
-    /// Server: the `language` of responses the machine writes itself (errors,
+    /// The `language` of responses the machine writes itself (errors,
     /// `100`), and of application responses that leave it out.
     pub language: LanguageTag,
-    /// Client: strict or lenient response validation (D13).
-    pub validation: Validation,
-    /// Client: how long to wait for `100` before sending the full request
-    /// anyway.
-    pub continue_wait: Duration,
 }
 
-impl Default for Config {
+impl Default for ServerConfig {
     fn default() -> Self {
-        Config {
+        ServerConfig {
             limits: Limits::default(),
             continue_policy: ContinuePolicy::default(),
             language: LanguageTag::EN_US,
+        }
+    }
+}
+
+/// The configuration of a [`ClientConnection`](super::ClientConnection).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientConfig {
+    /// Limits and timeouts (D3) on the responses read; the size of one
+    /// response on the wire defaults to
+    /// [`MAX_RESPONSE_BYTES`](Self::MAX_RESPONSE_BYTES).
+    pub limits: Limits,
+    /// Strict or lenient response validation (D13).
+    pub validation: Validation,
+    /// How long to wait for `100` before sending the full request anyway
+    /// (D10).
+    pub continue_wait: Duration,
+}
+
+impl ClientConfig {
+    /// The default limit on the size of one response on the wire: 32 MiB.
+    ///
+    /// D3's 1 MiB is what a server takes from a client it does not know; a
+    /// client downloads from the server it chose, whose responses carry
+    /// whole resources. The decoded content keeps D3's 8 MiB limit, and its
+    /// wire form can be larger (base64 adds a third, JSON escapes more),
+    /// hence four times that.
+    pub const MAX_RESPONSE_BYTES: usize = 32 << 20;
+}
+
+impl Default for ClientConfig {
+    fn default() -> Self {
+        let mut limits = Limits::default();
+        limits.message.max_message_bytes = ClientConfig::MAX_RESPONSE_BYTES;
+        ClientConfig {
+            limits,
             validation: Validation::default(),
             continue_wait: Duration::from_secs(1),
         }

@@ -1,5 +1,7 @@
 //! What the machine tells its caller, and the errors it can report.
 
+use std::fmt;
+
 use crate::message::{Forgiven, Rejection, Request, Response};
 
 /// Identifies one exchange on a connection, in order: the first request is
@@ -21,34 +23,50 @@ impl RequestId {
     }
 }
 
-/// Something that happened on the connection.
+/// Something that happened on a [`ServerConnection`](super::ServerConnection).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Event {
-    /// Server: a complete, valid request to answer with
-    /// [`Connection::send_response`](super::Connection::send_response).
+#[non_exhaustive]
+pub enum ServerEvent {
+    /// A complete, valid request to answer with
+    /// [`ServerConnection::send_response`](super::ServerConnection::send_response).
     Request {
         /// Which exchange.
         id: RequestId,
         /// The request.
         request: Request,
     },
-    /// Server, with [`ContinuePolicy::Ask`](super::ContinuePolicy::Ask): the
-    /// first request of a 100-continue handshake. Answer with
-    /// [`Connection::accept_continue`](super::Connection::accept_continue) or
-    /// a final response via `send_response`.
+    /// With [`ContinuePolicy::Ask`](super::ContinuePolicy::Ask): the first
+    /// request of a 100-continue handshake. Answer with
+    /// [`ServerConnection::accept_continue`](super::ServerConnection::accept_continue)
+    /// or a final response via `send_response`.
     ContinueRequested {
         /// Which exchange.
         id: RequestId,
         /// The preliminary request; its body is empty (D10).
         request: Request,
     },
-    /// Client: the server acknowledged with `100`; the full request has been
-    /// queued for sending.
+    /// The peer did something wrong. Every error response the server
+    /// writes on its own is reported as [`PeerError::Rejected`], carrying
+    /// what it wrote.
+    PeerError(PeerError),
+    /// The connection is finished: write out what is pending, then close.
+    Closed,
+}
+
+/// Something that happened on a [`ClientConnection`](super::ClientConnection).
+// A response is the common event, moved once from the queue to the caller:
+// boxing it would cost an allocation each for nothing.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ClientEvent {
+    /// The server acknowledged with `100`; the full request has been
+    /// queued for sending (D10).
     Continue {
         /// Which exchange.
         id: RequestId,
     },
-    /// Client: the final response to a request.
+    /// The final response to a request.
     Response {
         /// Which exchange.
         id: RequestId,
@@ -57,8 +75,7 @@ pub enum Event {
         /// What lenient validation forgave (D13); empty when strict.
         forgiven: Vec<Forgiven>,
     },
-    /// The peer did something wrong. A server has already queued its error
-    /// response, and reports it as [`PeerError::Rejected`].
+    /// The server did something wrong, or went missing.
     PeerError(PeerError),
     /// The connection is finished: write out what is pending, then close.
     Closed,
@@ -71,20 +88,22 @@ pub enum Event {
 /// - A **server** reports every error response it writes on its own as
 ///   [`Rejected`](PeerError::Rejected), whose rejection is exactly what it
 ///   wrote (status, message, echoed resource), whatever the cause: framing,
-///   syntax, validation, limits, a refused handshake, a message or
-///   continue timeout (`408`, D3), the end of stream in the middle of a
-///   message (`400` "incomplete message", D1). An adapter can log each one
-///   like any other answer. The only other server report is
-///   [`UnexpectedEof`](PeerError::UnexpectedEof) when the peer leaves
-///   after a `100` without sending the full request: nothing is written
-///   then. A server's idle timeout closes silently, with no event but
-///   [`Event::Closed`].
+///   syntax, validation, limits, a refused handshake, a full request that
+///   does not match its handshake (D10), a message or continue timeout
+///   (`408`, D3), the end of stream in the middle of a message (`400`
+///   "incomplete message", D1). An adapter can log each one like any other
+///   answer. Besides, nothing written: [`UnexpectedEof`](PeerError::UnexpectedEof)
+///   when the peer leaves after a `100` without sending the full request,
+///   and [`OutputStalled`](PeerError::OutputStalled). A server's idle
+///   timeout closes silently, with no event but `Closed`.
 /// - A **client** reports what it received wrong as
 ///   [`Rejected`](PeerError::Rejected) and
 ///   [`ResourceMismatch`](PeerError::ResourceMismatch), and what went
-///   missing as [`TimedOut`](PeerError::TimedOut) and
-///   [`UnexpectedEof`](PeerError::UnexpectedEof).
+///   missing as [`TimedOut`](PeerError::TimedOut),
+///   [`UnexpectedEof`](PeerError::UnexpectedEof) and
+///   [`OutputStalled`](PeerError::OutputStalled).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum PeerError {
     /// A message was refused; the rejection carries the status D5 gives.
     /// Server: every error response the machine writes itself, timeouts
@@ -100,14 +119,16 @@ pub enum PeerError {
         /// Whether the connection closes after the error response.
         closes: bool,
     },
-    /// Client: the response echoed another resource than the request's (D13).
+    /// Client: the response echoed another resource than the request's
+    /// (D13). It answered the exchange, which is over.
     ResourceMismatch {
         /// Which exchange.
         id: RequestId,
         /// What we sent.
         sent: String,
-        /// What came back.
-        received: String,
+        /// What came back: its `resource` is not `sent`; its status may
+        /// still say what the server made of the request.
+        response: Box<Response>,
     },
     /// Client: a timer ran out (D3). A server reports its timeouts as the
     /// `408` it writes ([`PeerError::Rejected`]).
@@ -121,17 +142,62 @@ pub enum PeerError {
     /// request cut short is reported as the `400` written instead
     /// ([`PeerError::Rejected`]).
     UnexpectedEof,
+    /// The peer took none of our output for
+    /// [`Limits::stall_timeout`](super::Limits::stall_timeout) (D3): the
+    /// connection is closed and what was pending is dropped, unwritten.
+    OutputStalled,
 }
+
+impl fmt::Display for PeerError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let exchange = |id: &Option<RequestId>| match id {
+            Some(id) => format!("request {}", id.0),
+            None => "the connection".to_owned(),
+        };
+        match self {
+            PeerError::Rejected {
+                id,
+                rejection,
+                closes,
+            } => {
+                write!(
+                    f,
+                    "{} refused with {}: {}",
+                    exchange(id),
+                    rejection.status.as_u16(),
+                    rejection.message
+                )?;
+                if *closes {
+                    f.write_str("; the connection closes")?;
+                }
+                Ok(())
+            }
+            PeerError::ResourceMismatch { id, sent, response } => write!(
+                f,
+                "the response to request {} ({}) is for resource {:?}, not {sent:?} as requested",
+                id.0,
+                response.status.code.as_u16(),
+                response.resource
+            ),
+            PeerError::TimedOut { id } => write!(f, "{} timed out", exchange(id)),
+            PeerError::UnexpectedEof => f.write_str("the peer ended the stream too early"),
+            PeerError::OutputStalled => {
+                f.write_str("the peer took none of our output for too long; the connection is closed")
+            }
+        }
+    }
+}
+
+impl std::error::Error for PeerError {}
 
 /// What the local application did wrong: a bug in the caller, not the peer.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum UsageError {
     /// This exchange was already answered, or never existed.
     UnknownRequest(RequestId),
     /// A `1xx` other than the acknowledgement of D10.
     InformationalResponse,
-    /// This call does not fit the connection's role.
-    WrongRole,
     /// The connection is closed or closing.
     Closed,
     /// A 100-continue call for an exchange that is not awaiting one.
@@ -141,8 +207,8 @@ pub enum UsageError {
     OutOfTurn(RequestId),
 }
 
-impl std::fmt::Display for UsageError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+impl fmt::Display for UsageError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             UsageError::UnknownRequest(id) => {
                 write!(f, "request {} was already answered or does not exist", id.0)
@@ -150,7 +216,6 @@ impl std::fmt::Display for UsageError {
             UsageError::InformationalResponse => {
                 f.write_str("a 1xx response other than the 100-continue acknowledgement")
             }
-            UsageError::WrongRole => f.write_str("this call does not fit the connection's role"),
             UsageError::Closed => f.write_str("the connection is closed"),
             UsageError::NotAwaitingContinue(id) => {
                 write!(f, "request {} is not awaiting a 100-continue answer", id.0)
@@ -167,3 +232,31 @@ impl std::fmt::Display for UsageError {
 }
 
 impl std::error::Error for UsageError {}
+
+/// What the shared core reports in either role's own event type.
+pub(super) trait RoleEvent {
+    /// The role's `Closed` event.
+    fn closed() -> Self;
+    /// The role's `PeerError` event.
+    fn peer_error(error: PeerError) -> Self;
+}
+
+impl RoleEvent for ServerEvent {
+    fn closed() -> Self {
+        ServerEvent::Closed
+    }
+
+    fn peer_error(error: PeerError) -> Self {
+        ServerEvent::PeerError(error)
+    }
+}
+
+impl RoleEvent for ClientEvent {
+    fn closed() -> Self {
+        ClientEvent::Closed
+    }
+
+    fn peer_error(error: PeerError) -> Self {
+        ClientEvent::PeerError(error)
+    }
+}

@@ -1,17 +1,17 @@
-//! The sans-I/O connection state machine (issue 3).
+//! The sans-I/O connection state machine.
 //!
-//! One [`Connection`] per TCP connection, in the [`Role::Server`] or
-//! [`Role::Client`] role. It holds no socket and reads no clock: bytes and
-//! the current time ([`Now`]: a monotonic instant for timers, the wall
-//! clock for `date`) go in; events and bytes to send come out.
+//! One [`ServerConnection`] or [`ClientConnection`] per TCP connection. It
+//! holds no socket and reads no clock: bytes and the current time
+//! ([`Now`]: a monotonic instant for timers, the wall clock for `date`) go
+//! in; events and bytes to send come out.
 //!
 //! ```text
 //!   bytes from the socket ──► receive_data(bytes, now) ─┐
 //!   end of stream        ──► receive_eof(now)           │
 //!                                                       ▼
-//!                         next_event(now) ──► Request / Response / Continue …
+//!                         next_event(now) ──► ServerEvent / ClientEvent
 //!   answer / send       ──► send_response(…) / accept_continue(…) / send_request(…)
-//!   bytes to the socket ◄── pending_output() + consume_output(n)
+//!   bytes to the socket ◄── pending_output() + consume_output(n, now)
 //!   timers              ◄── poll_timeout(); handle_timeout(now)
 //! ```
 //!
@@ -22,59 +22,89 @@
 //! httparse-style. Every limit of D3 is checked as bytes arrive, so the
 //! outcome never depends on how TCP split them.
 //!
+//! # Exchanges
+//!
+//! Each exchange moves through the one table of [`table`], shared by both
+//! roles; [`table::diagram`] renders every move. A move the application
+//! asks for and the table refuses is a [`UsageError`]; one the peer's
+//! message makes is a [`PeerError`].
+//!
 //! # The server role
 //!
-//! Each exchange moves through the table of [`state`], shared by both
-//! roles. Responses go out strictly in request order (D2), including the
-//! errors the machine answers itself.
+//! Responses go out strictly in request order (D2), including the errors
+//! the machine answers itself. Requests are handed out one event at a
+//! time: the next message is read once the caller has taken the events
+//! of the last.
 //!
 //! ```text
-//!  request ─────────────► Event::Request ─► send_response ─► written in turn
+//!  request ─────────────► ServerEvent::Request ─► send_response ─► written in turn
 //!  request with expect: 100-continue (D10), by ContinuePolicy:
-//!   ├ AutoAccept ─► 100 written ─► full request ─► Event::Request (same id)
-//!   ├ Ask ─► Event::ContinueRequested ─┬ accept_continue ─► as AutoAccept
-//!   │                                  └ send_response 4xx/5xx ─► exchange
-//!   │                                      done; the connection stays open
+//!   ├ AutoAccept ─► 100 written ─► full request ─► ServerEvent::Request (same id)
+//!   │                              (another method or resource: 400, the
+//!   │                               exchange ends, the connection stays open)
+//!   ├ Ask ─► ServerEvent::ContinueRequested ─┬ accept_continue ─► as AutoAccept
+//!   │                                        └ send_response 4xx/5xx ─► exchange
+//!   │                                            done; the connection stays open
 //!   └ Refuse ─► 501, then close
-//!
-//!  connection:
-//!   Open ─ framing error (400, echo "") / over size (413) / message or
-//!          continue timeout (408) / refused handshake (501) ─► MustClose:
-//!          the error goes out after every response owed before it, then
-//!          is_closed()
-//!   Open ─ peer's end of stream ─► every owed response written ─► closed
-//!          (cut short mid-message: 400 "incomplete message", then closed)
-//!   Open ─ idle timeout ─► closed, nothing written
 //! ```
 //!
 //! Every error response the server machine writes on its own, timeouts and
 //! the stream cut short included, is reported as
 //! [`PeerError::Rejected`] with the rejection it wrote (status, echo), so
-//! an adapter can log it without knowing the protocol.
+//! an adapter can log it without knowing the protocol. Whatever the
+//! application puts in a response's `resource`, the echo is the request's
+//! own string (D7, D12).
 //!
-//! Reading pauses ([`Connection::wants_read`] is false) while
-//! `max_pipelined` responses are owed and not yet written (D3), and while
-//! the application decides a handshake.
+//! Reading pauses ([`ServerConnection::wants_read`] is false, and no new
+//! request is handled) while `max_pipelined` responses are owed and not yet
+//! taken by the peer, while more than `max_output_owed` bytes of output are
+//! queued beyond the response being written (D3), and while the
+//! application decides a handshake; it resumes as the peer catches up.
+//! [`ServerConnection::is_idle`] says when nothing is under way, for a
+//! graceful shutdown.
 //!
 //! # The client role
 //!
 //! ```text
-//!  send_request ─► request written ─► response ─► Event::Response
+//!  send_request ─► request written ─► response ─► ClientEvent::Response
 //!  send_request with expect: 100-continue (D10):
 //!   first request written (headers as given, empty body)
-//!   ├ 100 ─► Event::Continue; full request written (expect removed)
-//!   │        ─► Event::Response
-//!   ├ final 4xx/5xx ─► Event::Response; the full request is never sent
+//!   ├ 100 ─► ClientEvent::Continue; full request written (expect removed)
+//!   │        ─► ClientEvent::Response
+//!   ├ final 4xx/5xx ─► ClientEvent::Response; the full request is never sent
 //!   └ continue_wait passes ─► full request written anyway; a late 100 is
-//!                             taken quietly ─► Event::Response
+//!                             taken quietly ─► ClientEvent::Response
 //!  requests sent meanwhile wait until the handshake ends (the server reads
 //!  the next request as the full one)
 //! ```
 //!
-//! Responses are matched to requests in order; an echoed `resource` that
-//! differs is [`PeerError::ResourceMismatch`] (D13). End of stream after
-//! complete responses is fine (the reference server closes after each);
-//! with requests outstanding it is [`PeerError::UnexpectedEof`].
+//! Responses are matched to requests in order. An echoed `resource` that
+//! differs is [`PeerError::ResourceMismatch`], carrying the response (D13);
+//! an error response echoing `""` (the server could not read our
+//! request's resource, D12) answers the request like any other. End of
+//! stream after complete responses is fine (the reference server closes
+//! after each); with requests outstanding it is
+//! [`PeerError::UnexpectedEof`].
+//!
+//! # The connection
+//!
+//! ```text
+//!  Open ─ peer's end of stream ─► PeerEnded: complete messages still handled
+//!    │                             │ the last one handled
+//!    ▼                             ▼
+//!  InputStopped: nothing more read; what is owed still goes out
+//!    (server: framing error 400 echo "", over size 413, message or
+//!     continue timeout 408, refused handshake 501, stream cut short 400
+//!     "incomplete message": each goes out after every response owed
+//!     before it)
+//!    │ nothing owed any more (client: at once)
+//!    ▼
+//!  Closed: reported once as the role's Closed event; write out
+//!          pending_output(), then close the socket
+//!
+//!  server idle timeout ─► Closed, nothing written
+//!  output stalled (D3) ─► Closed, pending output dropped, PeerError::OutputStalled
+//! ```
 //!
 //! # Timers
 //!
@@ -90,30 +120,39 @@
 //! client cannot send the full request before it sees it. While the `100`
 //! waits, and while reading is paused for backpressure, no timer runs on
 //! the exchange: the delay is ours, not the peer's.
-//! [`Connection::poll_timeout`] gives the earliest deadline; call
-//! [`Connection::handle_timeout`] once it has passed.
+//!
+//! The stall timer runs, in both roles and even once the connection is
+//! closed, while output is pending: when the peer takes none of it for
+//! [`Limits::stall_timeout`], the connection closes and the pending output
+//! is dropped, its memory freed. Any byte taken
+//! ([`consume_output`](ServerConnection::consume_output)) restarts it; the
+//! part already written is given back as it grows, so a peer that reads
+//! steadily keeps the buffer small.
+//!
+//! `poll_timeout` gives the earliest deadline; call `handle_timeout` once
+//! it has passed.
 //!
 //! # Example: a server driven by hand
 //!
 //! ```
-//! use jsontp::machine::{Config, Connection, Event, Role};
+//! use jsontp::machine::{ServerConfig, ServerConnection, ServerEvent};
 //! use jsontp::message::{Body, Response, Status, StatusCode};
 //!
 //! // The caller owns the clock; here it is read once and held: one moment.
 //! let now = jsontp::io_adapters::now();
-//! let mut server = Connection::new(Role::Server, Config::default(), now);
+//! let mut server = ServerConnection::new(ServerConfig::default(), now);
 //!
 //! // A request arrives in two pieces; nothing happens until it is whole.
 //! server.receive_data(br#"{"jsontp":"1.0","type":"request","resource":"/hello.txt","#, now);
 //! assert_eq!(server.next_event(now), None);
 //! server.receive_data(br#""method":"GET","headers":{},"body":{"content":"","encoding":"identity"}}"#, now);
 //!
-//! let Some(Event::Request { id, request }) = server.next_event(now) else {
+//! let Some(ServerEvent::Request { id, request }) = server.next_event(now) else {
 //!     panic!("a request");
 //! };
 //! assert_eq!(request.resource.path(), "/hello.txt");
 //!
-//! // The answer; the machine adds `date` and `language`.
+//! // The answer; the machine adds `date`, `language` and the echoed resource.
 //! let response = Response::new(Status::new(StatusCode::OK, "here it is"))
 //!     .with_body(Body::text("Hello, world!"));
 //! server.send_response(id, response, now)?;
@@ -122,26 +161,27 @@
 //! assert!(out.starts_with(br#"{"jsontp":"1.0","type":"response","status":{"code":200,"#));
 //! assert!(out.ends_with(b"}\n"));
 //! let written = out.len(); // as if the socket took every byte
-//! server.consume_output(written);
+//! server.consume_output(written, now);
+//! assert!(server.is_idle());
 //!
 //! // The peer half-closes; nothing is owed, so the connection is done.
 //! server.receive_eof(now);
 //! assert!(server.is_closed());
-//! assert_eq!(server.next_event(now), Some(Event::Closed));
+//! assert_eq!(server.next_event(now), Some(ServerEvent::Closed));
 //! # Ok::<(), jsontp::machine::UsageError>(())
 //! ```
 
 mod client;
 mod config;
-mod connection;
+mod core;
 mod event;
 mod responses;
 pub mod scan;
 mod server;
-pub mod state;
+pub mod table;
 
-pub use config::{Config, ContinuePolicy, Limits, Now};
-pub use connection::Connection;
-pub use event::{Event, PeerError, RequestId, UsageError};
+pub use client::ClientConnection;
+pub use config::{ClientConfig, ContinuePolicy, Limits, Now, ServerConfig};
+pub use event::{ClientEvent, PeerError, RequestId, ServerEvent, UsageError};
 pub use scan::{Scan, Scanner, scan};
-pub use state::Role;
+pub use server::ServerConnection;

@@ -107,6 +107,16 @@ pub(super) mod refusal {
         Rejection::new(StatusCode::BAD_REQUEST, message, "")
     }
 
+    /// D10: the full request after `100` names another method or resource
+    /// than the handshake's first request; the exchange ends with this.
+    pub(in super::super) fn full_request_mismatch(resource: &str) -> Rejection {
+        Rejection::new(
+            StatusCode::BAD_REQUEST,
+            "the full request must name the same method and resource as the handshake",
+            resource,
+        )
+    }
+
     /// D10: a server configured without 100-continue.
     pub(in super::super) fn continue_refused(resource: &str) -> Rejection {
         Rejection::new(

@@ -1,54 +1,38 @@
 //! The server role: requests in, responses out, strictly in request order
-//! (D2), with the 100-continue handshake (D10) and the machine's own error
-//! answers (D1, D3, D5).
+//! (D2), with the 100-continue handshake (D10), the machine's own error
+//! answers (D1, D3, D5) and the bounds on what it owes (D3).
 //!
 //! Every exchange holds a slot in `slots`, in request order. A slot is
 //! written out when it reaches the front and its answer is there; an error
 //! the machine answers itself is a slot like any other, so a rejection of
-//! request 3 goes out after the responses to requests 1 and 2.
+//! request 3 goes out after the responses to requests 1 and 2. Where a
+//! slot stands is its [`Exchange`], moved only through the table: the
+//! handshake the application decides is the last slot in
+//! `AwaitingContinue`, the handshake whose full request is awaited the last
+//! slot in `SendingFullRequest`.
 
 use std::collections::VecDeque;
 use std::time::Instant;
 
-use super::connection::Connection;
+use super::core::{Core, Frame, Framed, Lifecycle, Timers, deadline, due};
 use super::responses::{self, refusal};
-use super::state::{Exchange, ExchangeState, Input};
-use super::{ContinuePolicy, Event, Now, PeerError, RequestId, Role, UsageError};
-use crate::message::{Rejection, RequestContext, Response, parse_request_scanned};
+use super::table::{Exchange, ExchangeState, Input, Role, TransitionError};
+use super::{ContinuePolicy, Now, PeerError, RequestId, ServerConfig, ServerEvent, UsageError};
+use crate::message::{Method, Rejection, RequestContext, Response, parse_request_scanned};
 
-/// The server's half of a connection.
-#[derive(Debug, Default)]
-pub(super) struct ServerSide {
-    /// Exchanges not yet written, in request order.
+/// One jsontp connection in the server role, without I/O.
+///
+/// See the [module documentation](super) for its states and a worked
+/// example.
+#[derive(Debug)]
+pub struct ServerConnection {
+    config: ServerConfig,
+    core: Core<ServerEvent>,
+    /// Exchanges not yet written, in request order (D2).
     slots: VecDeque<Slot>,
-    /// For each final response written to the output buffer but not yet
-    /// taken by the peer: the output offset where it ends (D3).
+    /// For each final response queued but not yet taken by the peer: the
+    /// output offset where it ends (D3).
     untaken: VecDeque<u64>,
-    /// The handshake whose decision the application owes (`Ask`).
-    deciding: Option<RequestId>,
-    /// The handshake whose full request is awaited, and since when its
-    /// `100` is in the output: the continue timer (D3, D10) runs from
-    /// there. `None` while the `100` waits behind responses owed before it
-    /// (D2): the client cannot send the full request before it sees the
-    /// `100`, so that delay is ours.
-    awaiting_full: Option<(RequestId, Option<Instant>)>,
-}
-
-impl ServerSide {
-    /// Whether a handshake's full request is awaited, and if so since when
-    /// its `100` went out (see `awaiting_full`).
-    pub(super) fn awaiting_full_since(&self) -> Option<Option<Instant>> {
-        self.awaiting_full.map(|(_, since)| since)
-    }
-
-    /// Responses owed and not yet taken by the peer (D3).
-    fn owed(&self) -> usize {
-        self.slots.len() + self.untaken.len()
-    }
-
-    fn slot_mut(&mut self, id: RequestId) -> Option<&mut Slot> {
-        self.slots.iter_mut().find(|slot| slot.id == id)
-    }
 }
 
 /// One exchange in response order.
@@ -56,111 +40,360 @@ impl ServerSide {
 struct Slot {
     id: RequestId,
     exchange: Exchange,
-    /// The request's resource, for the `100` (D10).
+    /// The request's method, when it could be read: the full request of a
+    /// handshake must repeat it (D10).
+    method: Option<Method>,
+    /// The request's resource string: echoed by every answer (D7, D12),
+    /// and repeated by the full request of a handshake (D10).
     resource: String,
     /// A `100` to write before the final answer.
     interim: Option<Response>,
+    /// When the `100` went into the output: the continue timer runs from
+    /// there (D3, D10).
+    continue_sent: Option<Instant>,
     /// The final answer, once given.
     response: Option<Response>,
     /// The connection closes after this answer (D1, D3, D10).
     closes: bool,
-    /// The peer left before sending the full request: nothing to answer.
-    abandoned: bool,
 }
 
 impl Slot {
-    fn new(id: RequestId, resource: String) -> Slot {
+    fn new(id: RequestId, method: Option<Method>, resource: String) -> Slot {
         Slot {
             id,
             exchange: Exchange::new(),
+            method,
             resource,
             interim: None,
+            continue_sent: None,
             response: None,
             closes: false,
-            abandoned: false,
         }
     }
 }
 
-impl Connection {
-    /// Whether the next message may be read now: not while the
-    /// application decides a handshake, nor while too many responses are
-    /// owed (D3) unless the message is the full request of a handshake,
-    /// which owes nothing new.
-    pub(super) fn server_ready_for_message(&self) -> bool {
-        self.server.deciding.is_none()
-            && (self.server.awaiting_full.is_some() || self.server.owed() < self.config.limits.max_pipelined)
+impl ServerConnection {
+    /// A server connection; `now` starts the idle timer.
+    pub fn new(config: ServerConfig, now: Now) -> ServerConnection {
+        let core = Core::new(config.limits.message.max_message_bytes, now);
+        ServerConnection {
+            config,
+            core,
+            slots: VecDeque::new(),
+            untaken: VecDeque::new(),
+        }
     }
 
-    pub(super) fn server_wants_read(&self) -> bool {
-        self.server_ready_for_message()
+    /// The configuration.
+    pub fn config(&self) -> &ServerConfig {
+        &self.config
     }
 
-    /// Nothing under way and nothing owed: the idle timer runs (D3).
-    pub(super) fn server_idle(&self) -> bool {
-        self.server.owed() == 0
-            && self.server.deciding.is_none()
-            && self.server.awaiting_full.is_none()
-            && !self.scanner.in_message()
+    /// Bytes received from the peer. Requests are handled one event at a
+    /// time: the next complete message is read once the events of the last
+    /// are taken ([`next_event`](Self::next_event)), as far as the limits on
+    /// what is owed allow (D3); the outcome does not depend on how the bytes
+    /// were split.
+    ///
+    /// Bytes after the peer's end of stream or after an error that closes
+    /// the connection are ignored.
+    pub fn receive_data(&mut self, data: &[u8], now: Now) {
+        if self.core.receive(data) {
+            self.process_input(now);
+            self.after_call(now);
+        }
     }
 
-    /// The peer has ended and every answer is written.
-    pub(super) fn server_finished(&self) -> bool {
-        self.peer_eof && self.input_stopped && self.server.slots.is_empty()
+    /// The peer closed its sending side. Complete messages already received
+    /// are still answered (D1, D2); a message cut short is answered `400`,
+    /// then the connection closes.
+    pub fn receive_eof(&mut self, now: Now) {
+        self.core.receive_eof();
+        self.process_input(now);
+        self.after_call(now);
     }
 
-    /// Handles one framed message.
-    pub(super) fn server_message(&mut self, bytes: &[u8], max_depth: usize, now: Now) {
+    /// The next event, if any; reads the next buffered message when every
+    /// event before it has been taken.
+    pub fn next_event(&mut self, now: Now) -> Option<ServerEvent> {
+        if !self.core.has_events() {
+            self.process_input(now);
+            self.after_call(now);
+        }
+        self.core.pop_event()
+    }
+
+    /// Answers exchange `id`. Responses go out in request order (D2),
+    /// whatever order they are given in. The machine fills in `date` (from
+    /// `now.wall`) and `language` (from the configuration) when the
+    /// response leaves them out, and echoes the request's own `resource`
+    /// string whatever the response carries (D7, D12).
+    ///
+    /// Answering an exchange whose handshake is being decided
+    /// ([`ServerEvent::ContinueRequested`]) rejects the handshake: the
+    /// response should be a `4xx`/`5xx` and the connection stays open (D10).
+    pub fn send_response(&mut self, id: RequestId, response: Response, now: Now) -> Result<(), UsageError> {
+        let result = self.answer(id, response, now);
+        self.process_input(now);
+        self.after_call(now);
+        result
+    }
+
+    /// Accepts a 100-continue handshake the application was asked about
+    /// ([`ServerEvent::ContinueRequested`]): the `100` goes out in turn
+    /// (D2, D10).
+    pub fn accept_continue(&mut self, id: RequestId, now: Now) -> Result<(), UsageError> {
+        let result = self.accept(id, now);
+        self.process_input(now);
+        self.after_call(now);
+        result
+    }
+
+    /// Bytes waiting to be written to the peer.
+    pub fn pending_output(&self) -> &[u8] {
+        self.core.pending_output()
+    }
+
+    /// Marks `n` bytes of [`pending_output`](Self::pending_output) as written
+    /// (more than are pending is clamped). Any byte taken restarts the
+    /// stall timer; responses the peer has taken no longer count against
+    /// the limits on what is owed (D3), so reading may resume.
+    pub fn consume_output(&mut self, n: usize, now: Now) {
+        if self.core.consume_output(n, now) == 0 {
+            return;
+        }
+        let written = self.core.written();
+        while self.untaken.front().is_some_and(|&end| end <= written) {
+            self.untaken.pop_front();
+        }
+        if self.is_quiet() {
+            self.core.set_idle_since(now);
+        }
+        self.process_input(now);
+        self.after_call(now);
+    }
+
+    /// Bytes of memory the connection's input and output buffers hold
+    /// (capacity, not content). An idle connection keeps at most a few KiB,
+    /// whatever it carried before, and the written part of the output is
+    /// given back as it grows.
+    pub fn buffered_capacity(&self) -> usize {
+        self.core.buffered_capacity()
+    }
+
+    /// Whether the machine wants more input now: false while
+    /// `max_pipelined` responses are owed or more than `max_output_owed`
+    /// bytes are queued beyond the response being written (D3), while the
+    /// application decides a handshake, after the peer's end of stream, and
+    /// once the connection is closing.
+    pub fn wants_read(&self) -> bool {
+        self.core.lifecycle() == Lifecycle::Open && self.ready_for_message()
+    }
+
+    /// When the next timer is due, if one runs.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.timers().earliest()
+    }
+
+    /// Tells the machine that time has passed: acts on the timers due at
+    /// `now` (D3).
+    pub fn handle_timeout(&mut self, now: Now) {
+        let timers = self.timers();
+        if due(timers.stall, now) {
+            // Nothing more can be written: nothing is owed any more.
+            self.slots.clear();
+            self.untaken.clear();
+            self.core.close_stalled();
+        } else if due(timers.continue_wait, now) {
+            self.continue_timeout(now);
+        } else if due(timers.message, now) {
+            let secs = self.config.limits.message_timeout.as_secs();
+            let rejection = refusal::timed_out("the message", secs, "");
+            self.reject(None, rejection, true, now);
+        } else if due(timers.idle, now) {
+            // D3: close without a response.
+            self.core.close();
+        }
+        self.process_input(now);
+        self.after_call(now);
+    }
+
+    /// Whether the connection is finished: write out
+    /// [`pending_output`](Self::pending_output), then close the socket.
+    pub fn is_closed(&self) -> bool {
+        self.core.is_closed()
+    }
+
+    /// Whether nothing is under way: no part of a request received, no
+    /// exchange open (read, decided or answered but not written), no event
+    /// waiting to be taken and no output pending. A server shutting down
+    /// gracefully may close such a connection without cutting an exchange
+    /// short.
+    pub fn is_idle(&self) -> bool {
+        self.slots.is_empty()
+            && self.core.pending_output().is_empty()
+            && !self.core.holds_input()
+            && !self.core.has_events()
+    }
+
+    // -- reading -----------------------------------------------------------
+
+    /// Whether the next message may be read now: not while the application
+    /// decides a handshake, nor while too much is owed (D3) unless the
+    /// message is the full request of a handshake, which owes nothing new.
+    fn ready_for_message(&self) -> bool {
+        let limits = &self.config.limits;
+        match self.slots.back().map(|slot| slot.exchange.state()) {
+            Some(ExchangeState::AwaitingContinue) => false,
+            Some(ExchangeState::SendingFullRequest) => true,
+            _ => {
+                self.slots.len() + self.untaken.len() < limits.max_pipelined
+                    && self.output_beyond_front() <= limits.max_output_owed
+            }
+        }
+    }
+
+    /// Bytes queued after the end of the response being written (D3).
+    fn output_beyond_front(&self) -> usize {
+        let beyond = self
+            .untaken
+            .front()
+            .map_or(0, |&end| self.core.queued().saturating_sub(end));
+        usize::try_from(beyond).unwrap_or(usize::MAX)
+    }
+
+    /// The handshake whose full request is awaited: the last slot, after
+    /// its `100` (D10).
+    fn awaited(&self) -> Option<&Slot> {
+        self.slots
+            .back()
+            .filter(|slot| slot.exchange.state() == ExchangeState::SendingFullRequest)
+    }
+
+    /// Frames and handles messages while the server may read. One event at
+    /// a time: the next message is read once the caller has taken the
+    /// events of the last, so that its answer is queued first and the
+    /// bound on output owed holds (D3) however many requests one read
+    /// brought.
+    fn process_input(&mut self, now: Now) {
+        loop {
+            // Answers given are queued first: they count against the
+            // bound on output owed (D3).
+            self.flush(now);
+            if self.core.has_events() || !self.ready_for_message() {
+                return;
+            }
+            let awaited = self.awaited().map(|slot| slot.id);
+            match self.core.frame(now) {
+                Frame::Partial => return,
+                Frame::Message(framed) => self.on_message(&framed, now),
+                Frame::End { cut_short: true } => {
+                    // D1: `400` if the peer can still read, then the close.
+                    self.reject(awaited, refusal::incomplete(), true, now);
+                }
+                Frame::End { cut_short: false } => {
+                    if awaited.is_some() {
+                        // The peer left after the `100` without the full
+                        // request: nothing to answer, nothing written.
+                        self.slots.pop_back();
+                        self.core
+                            .push_event(ServerEvent::PeerError(PeerError::UnexpectedEof));
+                    }
+                }
+                Frame::Invalid { byte, first } => {
+                    self.reject(awaited, refusal::framing(byte, first), true, now);
+                }
+                Frame::TooLarge => {
+                    let limit = self.config.limits.message.max_message_bytes;
+                    self.reject(awaited, refusal::too_large(limit), true, now);
+                }
+            }
+        }
+    }
+
+    /// Handles one framed message: the full request of the awaited
+    /// handshake, or a new exchange.
+    fn on_message(&mut self, framed: &Framed, now: Now) {
         let limits = self.config.limits.message;
-        let full_of = self.server.awaiting_full.take().map(|(id, _)| id);
-        let context = match full_of {
+        let awaited = self.awaited().map(|slot| slot.id);
+        let context = match awaited {
             Some(_) => RequestContext::AfterContinue,
             None => RequestContext::Fresh,
         };
         // D3: the scanner measured the depth; a deep message is refused
         // from that count before any recursive parser runs.
-        let parsed = parse_request_scanned(bytes, Some(max_depth), context, &limits);
+        let parsed = parse_request_scanned(
+            self.core.message(framed),
+            Some(framed.max_depth),
+            context,
+            &limits,
+        );
         let request = match parsed {
             Ok(request) => request,
             Err(rejection) => {
-                self.server_reject(full_of, rejection, false, now);
+                self.reject(awaited, rejection, false, now);
                 return;
             }
         };
-        if let Some(id) = full_of {
-            // The full request of a handshake: a normal request (D10).
-            if let Some(slot) = self.server.slot_mut(id) {
-                let _ = slot.exchange.apply(Role::Client, Input::Request);
+        let input = if request.headers.expect_continue() {
+            Input::RequestExpectingContinue
+        } else {
+            Input::Request
+        };
+        if let Some(id) = awaited {
+            let mismatch = self
+                .awaited()
+                .filter(|slot| {
+                    slot.method != Some(request.method) || slot.resource != request.resource.as_str()
+                })
+                .map(|slot| refusal::full_request_mismatch(&slot.resource));
+            if let Some(rejection) = mismatch {
+                // D10: the exchange ends; the connection stays open.
+                self.reject(Some(id), rejection, false, now);
+                return;
             }
-            self.events.push_back(Event::Request { id, request });
+            // The full request: its `expect` is ignored (D10).
+            if let Some(slot) = self.slots.back_mut()
+                && self
+                    .core
+                    .advance(&mut slot.exchange, Role::Client, input)
+                    .is_some()
+            {
+                self.core.push_event(ServerEvent::Request { id, request });
+            }
             return;
         }
-        let id = self.fresh_id();
-        let mut slot = Slot::new(id, request.resource.as_str().to_owned());
-        if !request.headers.expect_continue() {
-            let _ = slot.exchange.apply(Role::Client, Input::Request);
-            self.server.slots.push_back(slot);
-            self.events.push_back(Event::Request { id, request });
-            return;
+        let id = self.core.fresh_id();
+        let mut slot = Slot::new(id, Some(request.method), request.resource.as_str().to_owned());
+        match self.core.advance(&mut slot.exchange, Role::Client, input) {
+            Some(ExchangeState::AwaitingContinue) => {}
+            Some(_) => {
+                self.slots.push_back(slot);
+                self.core.push_event(ServerEvent::Request { id, request });
+                return;
+            }
+            None => return,
         }
-        let _ = slot.exchange.apply(Role::Client, Input::RequestExpectingContinue);
         match self.config.continue_policy {
             ContinuePolicy::AutoAccept => {
-                let _ = slot.exchange.apply(Role::Server, Input::Continue);
-                slot.interim = Some(responses::continue_ack(&slot.resource, now, self.config.language));
-                // The continue timer starts when the 100 is written out.
-                self.server.awaiting_full = Some((id, None));
-                self.server.slots.push_back(slot);
+                if self
+                    .core
+                    .advance(&mut slot.exchange, Role::Server, Input::Continue)
+                    .is_some()
+                {
+                    slot.interim = Some(responses::continue_ack(&slot.resource, now, self.config.language));
+                    self.slots.push_back(slot);
+                }
             }
             ContinuePolicy::Ask => {
-                self.server.deciding = Some(id);
-                self.server.slots.push_back(slot);
-                self.events.push_back(Event::ContinueRequested { id, request });
+                self.slots.push_back(slot);
+                self.core
+                    .push_event(ServerEvent::ContinueRequested { id, request });
             }
             ContinuePolicy::Refuse => {
                 let rejection = refusal::continue_refused(&slot.resource);
-                self.server.slots.push_back(slot);
-                self.server_reject(Some(id), rejection, true, now);
+                self.slots.push_back(slot);
+                self.reject(Some(id), rejection, true, now);
             }
         }
     }
@@ -170,197 +403,181 @@ impl Connection {
     /// response the machine writes on its own goes through here, and is
     /// reported as [`PeerError::Rejected`] with the status and echo it
     /// carries, so that adapters can log it without knowing the protocol.
-    fn server_reject(&mut self, target: Option<RequestId>, rejection: Rejection, closes: bool, now: Now) {
+    fn reject(&mut self, target: Option<RequestId>, rejection: Rejection, closes: bool, now: Now) {
         let id = match target {
             Some(id) => id,
             None => {
-                let id = self.fresh_id();
-                self.server.slots.push_back(Slot::new(id, String::new()));
+                let id = self.core.fresh_id();
+                self.slots.push_back(Slot::new(id, None, String::new()));
                 id
             }
         };
         let response = responses::rejection(&rejection, now, self.config.language);
-        if let Some(slot) = self.server.slot_mut(id) {
-            // The message was received (a bad one); the error is its answer.
-            if matches!(
-                slot.exchange.state(),
-                ExchangeState::Idle | ExchangeState::SendingFullRequest
-            ) {
-                let _ = slot.exchange.apply(Role::Client, Input::Request);
+        if let Some(slot) = self.slots.iter_mut().find(|slot| slot.id == id) {
+            // The refused message is the exchange's request (a bad one),
+            // unless the exchange has its request already.
+            let received = match slot.exchange.state() {
+                ExchangeState::Idle | ExchangeState::SendingFullRequest => self
+                    .core
+                    .advance(&mut slot.exchange, Role::Client, Input::Request)
+                    .is_some(),
+                _ => true,
+            };
+            if received
+                && self
+                    .core
+                    .advance(&mut slot.exchange, Role::Server, Input::FinalResponse)
+                    .is_some()
+            {
+                slot.response = Some(response);
+                slot.closes = closes;
             }
-            let _ = slot.exchange.apply(Role::Server, Input::FinalResponse);
-            slot.response = Some(response);
-            slot.closes = closes;
         }
         if closes {
-            self.input_stopped = true;
+            self.core.stop_input();
         }
-        self.events.push_back(Event::PeerError(PeerError::Rejected {
+        self.core.push_event(ServerEvent::PeerError(PeerError::Rejected {
             id: Some(id),
             rejection,
             closes,
         }));
     }
 
-    pub(super) fn server_framing_error(&mut self, byte: Option<u8>, first: bool, now: Now) {
-        let target = self.server.awaiting_full.take().map(|(id, _)| id);
-        self.server_reject(target, refusal::framing(byte, first), true, now);
-    }
-
-    pub(super) fn server_too_large(&mut self, now: Now) {
-        let target = self.server.awaiting_full.take().map(|(id, _)| id);
-        let limit = self.config.limits.message.max_message_bytes;
-        self.server_reject(target, refusal::too_large(limit), true, now);
-    }
-
-    /// End of stream, after every complete message was handled.
-    pub(super) fn server_eof(&mut self, cut_short: bool, now: Now) {
-        let full_of = self.server.awaiting_full.take().map(|(id, _)| id);
-        if cut_short {
-            // D1: `400` if the peer can still read, then the close. Reported
-            // as the rejection written, so the caller can log it.
-            self.server_reject(full_of, refusal::incomplete(), true, now);
-        } else if let Some(id) = full_of {
-            // The full request never came: nothing left to answer, nothing
-            // written.
-            if let Some(slot) = self.server.slot_mut(id) {
-                slot.abandoned = true;
-            }
-            self.events.push_back(Event::PeerError(PeerError::UnexpectedEof));
+    /// D3, D10: the full request did not come in time after the `100`.
+    fn continue_timeout(&mut self, now: Now) {
+        let Some(slot) = self
+            .slots
+            .back_mut()
+            .filter(|slot| slot.exchange.state() == ExchangeState::SendingFullRequest)
+        else {
+            return;
+        };
+        let id = slot.id;
+        let secs = self.config.limits.continue_timeout.as_secs();
+        let rejection = refusal::timed_out("the full request after 100 Continue", secs, &slot.resource);
+        if self
+            .core
+            .advance(&mut slot.exchange, Role::Server, Input::FullRequestWaitExpired)
+            .is_some()
+        {
+            self.reject(Some(id), rejection, true, now);
         }
     }
 
-    /// D3: a message began but did not end in time.
-    pub(super) fn server_message_timeout(&mut self, now: Now) {
-        let secs = self.config.limits.message_timeout.as_secs();
-        let rejection = refusal::timed_out("the message", secs, "");
-        self.server_reject(None, rejection, true, now);
-    }
+    // -- answering ---------------------------------------------------------
 
-    /// D3, D10: the full request did not come in time after the `100`.
-    pub(super) fn server_continue_timeout(&mut self, now: Now) {
-        let Some((id, _)) = self.server.awaiting_full.take() else {
-            return;
-        };
-        let secs = self.config.limits.continue_timeout.as_secs();
-        let resource = self
-            .server
-            .slot_mut(id)
-            .map(|slot| slot.resource.clone())
-            .unwrap_or_default();
-        let rejection = refusal::timed_out("the full request after 100 Continue", secs, &resource);
-        self.server_reject(Some(id), rejection, true, now);
-    }
-
-    pub(super) fn server_send_response(
-        &mut self,
-        id: RequestId,
-        mut response: Response,
-        now: Now,
-    ) -> Result<(), UsageError> {
+    fn answer(&mut self, id: RequestId, mut response: Response, now: Now) -> Result<(), UsageError> {
         if response.status.code.is_informational() {
             // D12: only the acknowledgement, through `accept_continue`.
             return Err(UsageError::InformationalResponse);
         }
-        let closing = self.must_close;
-        let language = self.config.language;
-        let Some(slot) = self.server.slot_mut(id) else {
-            return Err(if closing {
+        let closed = self.core.is_closed();
+        let Some(slot) = self.slots.iter_mut().find(|slot| slot.id == id) else {
+            return Err(if closed {
                 UsageError::Closed
             } else {
                 UsageError::UnknownRequest(id)
             });
         };
-        if slot.response.is_some() || slot.abandoned {
-            return Err(UsageError::UnknownRequest(id));
+        match slot.exchange.apply(Role::Server, Input::FinalResponse) {
+            Ok(_) => {}
+            Err(TransitionError::NotNow {
+                state: ExchangeState::Done,
+                ..
+            }) => return Err(UsageError::UnknownRequest(id)),
+            Err(_) => return Err(UsageError::OutOfTurn(id)),
         }
-        slot.exchange
-            .apply(Role::Server, Input::FinalResponse)
-            .map_err(|_| UsageError::OutOfTurn(id))?;
-        responses::fill_defaults(&mut response, now, language);
+        responses::fill_defaults(&mut response, now, self.config.language);
         // D7, D12: the echo is the request's own string, whatever the
         // application put there.
         response.resource.clone_from(&slot.resource);
         slot.response = Some(response);
-        if self.server.deciding == Some(id) {
-            // A rejected handshake ends the exchange; the connection stays
-            // open and the next message is a new request (D10).
-            self.server.deciding = None;
-        }
         Ok(())
     }
 
-    pub(super) fn server_accept_continue(&mut self, id: RequestId, now: Now) -> Result<(), UsageError> {
-        if self.server.deciding != Some(id) {
-            return Err(UsageError::NotAwaitingContinue(id));
-        }
-        let language = self.config.language;
-        let stopped = self.input_stopped;
-        let Some(slot) = self.server.slot_mut(id) else {
-            return Err(UsageError::NotAwaitingContinue(id));
+    fn accept(&mut self, id: RequestId, now: Now) -> Result<(), UsageError> {
+        let closed = self.core.is_closed();
+        let Some(slot) = self.slots.iter_mut().find(|slot| slot.id == id) else {
+            return Err(if closed {
+                UsageError::Closed
+            } else {
+                UsageError::NotAwaitingContinue(id)
+            });
         };
         slot.exchange
             .apply(Role::Server, Input::Continue)
             .map_err(|_| UsageError::NotAwaitingContinue(id))?;
-        slot.interim = Some(responses::continue_ack(&slot.resource, now, language));
-        // The peer already left: the full request will not come.
-        slot.abandoned = stopped;
-        self.server.deciding = None;
-        if !stopped {
-            // The continue timer starts when the 100 is written out.
-            self.server.awaiting_full = Some((id, None));
-        }
+        slot.interim = Some(responses::continue_ack(&slot.resource, now, self.config.language));
         Ok(())
     }
 
+    // -- writing -----------------------------------------------------------
+
+    /// Bookkeeping after every call: write out what has reached the front,
+    /// finish once input has stopped and nothing is owed, give back memory.
+    fn after_call(&mut self, now: Now) {
+        self.flush(now);
+        if self.core.lifecycle() == Lifecycle::InputStopped && self.slots.is_empty() {
+            self.core.close();
+        }
+        self.core.release_buffers();
+    }
+
     /// Writes out every answer that has reached the front, in order (D2).
-    pub(super) fn server_flush(&mut self) {
-        loop {
-            let Some(front) = self.server.slots.front_mut() else {
-                return;
-            };
+    fn flush(&mut self, now: Now) {
+        while let Some(front) = self.slots.front_mut() {
             if let Some(ack) = front.interim.take() {
-                let id = front.id;
-                self.queue_output(|out| ack.write_to(out));
+                self.core.queue_output(now, |out| ack.write_to(out));
                 // D3, D10: the wait for the full request starts now that
                 // the client can see the 100.
-                let now = self.last_now.instant;
-                if let Some((awaited, since)) = &mut self.server.awaiting_full
-                    && *awaited == id
-                {
-                    since.get_or_insert(now);
-                }
+                front.continue_sent = Some(now.instant);
                 continue;
             }
-            if !front.abandoned && front.response.is_none() {
-                return;
-            }
-            let Some(slot) = self.server.slots.pop_front() else {
+            let Some(response) = front.response.take() else {
                 return;
             };
-            if let Some(response) = slot.response {
-                let end = self.queue_output(|out| response.write_to(out));
-                self.server.untaken.push_back(end);
-            }
-            if slot.closes {
+            let closes = front.closes;
+            self.slots.pop_front();
+            let end = self.core.queue_output(now, |out| response.write_to(out));
+            self.untaken.push_back(end);
+            if closes {
                 // Nothing follows the error that closes (D1, D3, D10).
-                self.must_close = true;
-                self.input_stopped = true;
-                self.server.slots.clear();
+                self.slots.clear();
                 return;
             }
         }
     }
 
-    /// Some output was written: responses the peer has taken no longer
-    /// count as owed (D3).
-    pub(super) fn server_output_taken(&mut self) {
-        let written = self.output_written;
-        while self.server.untaken.front().is_some_and(|&end| end <= written) {
-            self.server.untaken.pop_front();
+    // -- timers ------------------------------------------------------------
+
+    /// Nothing under way and nothing owed: the idle timer runs (D3).
+    fn is_quiet(&self) -> bool {
+        self.slots.is_empty() && self.untaken.is_empty() && !self.core.holds_input()
+    }
+
+    /// The deadlines that run now.
+    fn timers(&self) -> Timers {
+        let limits = &self.config.limits;
+        let mut timers = Timers {
+            stall: self.core.stall_deadline(limits.stall_timeout),
+            ..Timers::default()
+        };
+        if self.core.lifecycle() != Lifecycle::Open {
+            return timers;
         }
-        if self.server_idle() {
-            self.idle_since = self.last_now.instant;
+        if let Some(slot) = self.awaited() {
+            // D3, D10: the continue timer replaces the message timer for
+            // the full request, and runs only once the 100 is out; before,
+            // nothing runs (the delay is ours).
+            timers.continue_wait = deadline(slot.continue_sent, limits.continue_timeout);
+        } else if let Some(started) = self.core.message_started() {
+            // While reading is paused the delay is ours: no timer runs.
+            if self.ready_for_message() {
+                timers.message = deadline(Some(started), limits.message_timeout);
+            }
+        } else if self.is_quiet() {
+            timers.idle = deadline(Some(self.core.idle_since()), limits.idle_timeout);
         }
+        timers
     }
 }

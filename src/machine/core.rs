@@ -1,0 +1,477 @@
+//! What both roles share: the input buffer and the framing scanner, the
+//! output buffer, the event queue, the exchange numbers, the timers' inputs
+//! and the connection's lifecycle. The roles own a `Core` and change it
+//! only through the methods here, so every field has one writer.
+
+use std::collections::VecDeque;
+use std::ops::Range;
+use std::time::{Duration, Instant};
+
+use super::event::RoleEvent;
+use super::scan::{Scan, Scanner};
+use super::table::{Exchange, ExchangeState, Input, Role, TransitionError};
+use super::{Now, PeerError, RequestId};
+
+/// Capacity an empty input or output buffer may keep for the next message;
+/// more is given back (see [`Buffer::release`]).
+const RETAINED_CAPACITY: usize = 16 * 1024;
+
+/// The written (or read) prefix of a buffer is given back once it is at
+/// least this large and at least half the buffer: every byte is moved at
+/// most once per time it is written, so compaction costs O(1) per byte.
+const COMPACT_AT: usize = 64 * 1024;
+
+/// Where a connection stands, as a whole. It only moves forward.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) enum Lifecycle {
+    /// Reading and writing.
+    Open,
+    /// The peer ended its stream; the complete messages it sent before are
+    /// still handled (D1).
+    PeerEnded,
+    /// No more input is handled: the stream ended after the last message,
+    /// or an error closes the connection. What is owed still goes out.
+    InputStopped,
+    /// Finished, and reported with the role's `Closed` event: nothing more
+    /// is queued; the caller writes out what is pending, then closes.
+    Closed,
+}
+
+/// What [`Core::frame`] found in the input.
+#[derive(Debug)]
+pub(super) enum Frame {
+    /// No complete message (yet), or input is no longer handled.
+    Partial,
+    /// A complete message; its bytes are [`Core::message`].
+    Message(Framed),
+    /// The stream ended after the last complete message; `cut_short` when
+    /// it ended inside one (D1). Input is now stopped.
+    End {
+        /// A message had begun.
+        cut_short: bool,
+    },
+    /// A byte that cannot be framed (D1); `first` when it stands where a
+    /// message must start. Input is now stopped.
+    Invalid {
+        /// The byte, if the scanner pointed at one.
+        byte: Option<u8>,
+        /// It is where a message must start.
+        first: bool,
+    },
+    /// The message passed the size limit (D3). Input is now stopped.
+    TooLarge,
+}
+
+/// Where a complete message sits in the input buffer, until the next call
+/// that changes it.
+#[derive(Debug)]
+pub(super) struct Framed {
+    range: Range<usize>,
+    /// The nesting depth the scanner measured (D3).
+    pub(super) max_depth: usize,
+}
+
+/// The deadlines of one moment; `None` for a timer that does not run.
+#[derive(Debug, Default, Clone, Copy)]
+pub(super) struct Timers {
+    /// The peer takes none of our output (D3).
+    pub(super) stall: Option<Instant>,
+    /// A message began and has not ended (D3).
+    pub(super) message: Option<Instant>,
+    /// Server: nothing under way (D3).
+    pub(super) idle: Option<Instant>,
+    /// Server: the full request after `100`; client: the `100` (D3, D10).
+    pub(super) continue_wait: Option<Instant>,
+}
+
+impl Timers {
+    /// The earliest deadline.
+    pub(super) fn earliest(self) -> Option<Instant> {
+        [self.stall, self.message, self.idle, self.continue_wait]
+            .into_iter()
+            .flatten()
+            .min()
+    }
+}
+
+/// Whether `deadline` has passed at `now`.
+pub(super) fn due(deadline: Option<Instant>, now: Now) -> bool {
+    deadline.is_some_and(|t| t <= now.instant)
+}
+
+/// `since + timeout`; a timeout too long to represent never ends.
+pub(super) fn deadline(since: Option<Instant>, timeout: Duration) -> Option<Instant> {
+    since.and_then(|t| t.checked_add(timeout))
+}
+
+/// Bytes with a consumed prefix: `bytes[start..]` is live.
+#[derive(Debug, Default)]
+struct Buffer {
+    bytes: Vec<u8>,
+    start: usize,
+}
+
+impl Buffer {
+    fn live(&self) -> &[u8] {
+        &self.bytes[self.start..]
+    }
+
+    fn len(&self) -> usize {
+        self.bytes.len() - self.start
+    }
+
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Gives back the consumed prefix when nothing is live, or when it is
+    /// large and at least half the buffer (amortised O(1) per byte); a
+    /// buffer left far larger than its content is shrunk.
+    fn compact(&mut self) {
+        if self.is_empty() {
+            self.bytes.clear();
+            self.start = 0;
+        } else if self.start >= COMPACT_AT && self.start >= self.bytes.len() / 2 {
+            self.bytes.drain(..self.start);
+            self.start = 0;
+            let keep = (2 * self.bytes.len()).max(RETAINED_CAPACITY);
+            if self.bytes.capacity() > 2 * keep {
+                self.bytes.shrink_to(keep);
+            }
+        }
+    }
+
+    /// Once empty, keeps at most [`RETAINED_CAPACITY`], so that an idle
+    /// connection costs little memory whatever it carried before.
+    fn release(&mut self) {
+        if self.is_empty() {
+            self.bytes.clear();
+            self.start = 0;
+            if self.bytes.capacity() > RETAINED_CAPACITY {
+                self.bytes = Vec::new();
+            }
+        }
+    }
+
+    /// Drops everything, memory included.
+    fn discard(&mut self) {
+        self.bytes = Vec::new();
+        self.start = 0;
+    }
+}
+
+/// The state both roles share; see the module documentation.
+#[derive(Debug)]
+pub(super) struct Core<E> {
+    lifecycle: Lifecycle,
+
+    /// Received bytes not yet framed.
+    input: Buffer,
+    scanner: Scanner,
+    /// When the first byte of the message being received was scanned.
+    message_started: Option<Instant>,
+    /// When the connection last became idle: the end of the last message,
+    /// or the moment the peer took the last response (D3).
+    idle_since: Instant,
+
+    /// Bytes queued for the peer.
+    output: Buffer,
+    /// Total bytes ever queued / ever taken by the peer, to know which
+    /// responses it has taken (D3).
+    queued: u64,
+    written: u64,
+    /// Since when the peer has taken none of the pending output; `None`
+    /// while nothing is pending (D3).
+    stalled_since: Option<Instant>,
+
+    events: VecDeque<E>,
+    next_id: u64,
+}
+
+impl<E: RoleEvent> Core<E> {
+    /// A connection at its start; `now` starts the idle timer.
+    pub(super) fn new(max_message_bytes: usize, now: Now) -> Core<E> {
+        Core {
+            lifecycle: Lifecycle::Open,
+            input: Buffer::default(),
+            scanner: Scanner::with_limit(max_message_bytes),
+            message_started: None,
+            idle_since: now.instant,
+            output: Buffer::default(),
+            queued: 0,
+            written: 0,
+            stalled_since: None,
+            events: VecDeque::new(),
+            next_id: 0,
+        }
+    }
+
+    // -- lifecycle ---------------------------------------------------------
+
+    pub(super) fn lifecycle(&self) -> Lifecycle {
+        self.lifecycle
+    }
+
+    /// Whether the peer's bytes are still handled.
+    pub(super) fn reads_input(&self) -> bool {
+        self.lifecycle <= Lifecycle::PeerEnded
+    }
+
+    /// Whether the connection is finished.
+    pub(super) fn is_closed(&self) -> bool {
+        self.lifecycle == Lifecycle::Closed
+    }
+
+    /// No more input is handled; what was buffered is dropped.
+    pub(super) fn stop_input(&mut self) {
+        self.lifecycle = self.lifecycle.max(Lifecycle::InputStopped);
+        self.input.discard();
+        self.message_started = None;
+    }
+
+    /// Finishes the connection (once): nothing more is read or queued, and
+    /// the role's `Closed` is reported. Pending output stays, to be
+    /// written.
+    pub(super) fn close(&mut self) {
+        if self.lifecycle == Lifecycle::Closed {
+            return;
+        }
+        self.stop_input();
+        self.lifecycle = Lifecycle::Closed;
+        self.events.push_back(E::closed());
+    }
+
+    /// D3: the peer left our output untaken for too long. Nothing more is
+    /// written; the pending output is dropped and its memory freed.
+    pub(super) fn close_stalled(&mut self) {
+        self.output.discard();
+        self.stalled_since = None;
+        self.events.push_back(E::peer_error(PeerError::OutputStalled));
+        self.close();
+    }
+
+    /// A move the machine makes on its own was refused by the table: its
+    /// bookkeeping is wrong. Debug builds (the tests, the fuzzers) stop
+    /// here so that the bug is found; a release build closes the
+    /// connection rather than go on from a state it cannot trust.
+    fn internal_error(&mut self, error: TransitionError) {
+        debug_assert!(false, "the machine made a move its table refuses: {error}");
+        self.close();
+    }
+
+    /// Moves `exchange` by a move the machine makes on its own, which its
+    /// logic makes legal; `None` (and the connection closed, see
+    /// [`internal_error`](Self::internal_error)) if the table refuses it.
+    pub(super) fn advance(
+        &mut self,
+        exchange: &mut Exchange,
+        sender: Role,
+        input: Input,
+    ) -> Option<ExchangeState> {
+        match exchange.apply(sender, input) {
+            Ok(state) => Some(state),
+            Err(error) => {
+                self.internal_error(error);
+                None
+            }
+        }
+    }
+
+    // -- input -------------------------------------------------------------
+
+    /// Bytes from the peer; ignored after its end of stream or once input
+    /// is no longer handled. Returns whether they were taken.
+    pub(super) fn receive(&mut self, data: &[u8]) -> bool {
+        if data.is_empty() || self.lifecycle != Lifecycle::Open {
+            return false;
+        }
+        self.input.compact();
+        self.input.bytes.extend_from_slice(data);
+        true
+    }
+
+    /// The peer ended its stream.
+    pub(super) fn receive_eof(&mut self) {
+        self.lifecycle = self.lifecycle.max(Lifecycle::PeerEnded);
+    }
+
+    /// Frames the next message, if the input holds one (D1); bookkeeping
+    /// for the message timer and the idle timer on the way (D3).
+    pub(super) fn frame(&mut self, now: Now) -> Frame {
+        if !self.reads_input() {
+            return Frame::Partial;
+        }
+        match self.scanner.scan(self.input.live()) {
+            Scan::Partial => {
+                let idle = self.scanner.idle_prefix();
+                self.scanner.drop_prefix(idle);
+                self.input.start += idle;
+                if self.scanner.in_message() {
+                    self.message_started.get_or_insert(now.instant);
+                } else {
+                    self.message_started = None;
+                }
+                if self.lifecycle == Lifecycle::PeerEnded {
+                    let cut_short = self.scanner.in_message();
+                    self.stop_input();
+                    return Frame::End { cut_short };
+                }
+                Frame::Partial
+            }
+            Scan::Complete {
+                start,
+                end,
+                max_depth,
+            } => {
+                let base = self.input.start;
+                // The bytes stay where they are until the next call that
+                // receives or compacts: the role reads them first.
+                self.input.start += end;
+                self.message_started = None;
+                self.idle_since = now.instant;
+                Frame::Message(Framed {
+                    range: base + start..base + end,
+                    max_depth,
+                })
+            }
+            Scan::Error { at } => {
+                let byte = self.input.live().get(at).copied();
+                let first = !self.scanner.in_message();
+                self.stop_input();
+                Frame::Invalid { byte, first }
+            }
+            Scan::TooLarge { .. } => {
+                self.stop_input();
+                Frame::TooLarge
+            }
+        }
+    }
+
+    /// The bytes of a message [`frame`](Self::frame) just found.
+    pub(super) fn message(&self, framed: &Framed) -> &[u8] {
+        self.input.bytes.get(framed.range.clone()).unwrap_or_default()
+    }
+
+    /// Whether part of a message has been received (scanned or not): the
+    /// input holds more than whitespace between messages.
+    pub(super) fn holds_input(&self) -> bool {
+        self.scanner.in_message()
+            || self
+                .input
+                .live()
+                .iter()
+                .any(|b| !matches!(b, b' ' | b'\t' | b'\r' | b'\n'))
+    }
+
+    /// When the message being received began, if one has.
+    pub(super) fn message_started(&self) -> Option<Instant> {
+        self.message_started
+    }
+
+    /// Since when the connection is idle (see the field).
+    pub(super) fn idle_since(&self) -> Instant {
+        self.idle_since
+    }
+
+    /// The connection became idle now (D3).
+    pub(super) fn set_idle_since(&mut self, now: Now) {
+        self.idle_since = now.instant;
+    }
+
+    // -- output ------------------------------------------------------------
+
+    /// Appends bytes for the peer; returns the total ever queued after
+    /// them. Nothing is queued once the connection is closed.
+    pub(super) fn queue_output(&mut self, now: Now, write: impl FnOnce(&mut Vec<u8>)) -> u64 {
+        if self.is_closed() {
+            return self.queued;
+        }
+        if self.output.is_empty() {
+            self.output.compact();
+        }
+        let before = self.output.bytes.len();
+        write(&mut self.output.bytes);
+        let added = self.output.bytes.len() - before;
+        self.queued += added as u64;
+        if added > 0 && self.stalled_since.is_none() {
+            // The stall timer runs from the moment output is pending.
+            self.stalled_since = Some(now.instant);
+        }
+        self.queued
+    }
+
+    /// Bytes waiting to be written to the peer.
+    pub(super) fn pending_output(&self) -> &[u8] {
+        self.output.live()
+    }
+
+    /// The peer took `n` bytes (more than are pending is clamped); returns
+    /// how many. Any byte taken restarts the stall timer (D3), and the
+    /// written prefix is given back as it grows.
+    pub(super) fn consume_output(&mut self, n: usize, now: Now) -> usize {
+        let n = n.min(self.output.len());
+        if n == 0 {
+            return 0;
+        }
+        self.output.start += n;
+        self.written += n as u64;
+        self.output.compact();
+        self.stalled_since = if self.output.is_empty() {
+            None
+        } else {
+            Some(now.instant)
+        };
+        n
+    }
+
+    /// Total bytes ever queued.
+    pub(super) fn queued(&self) -> u64 {
+        self.queued
+    }
+
+    /// Total bytes ever taken by the peer.
+    pub(super) fn written(&self) -> u64 {
+        self.written
+    }
+
+    /// When the stall timer runs out, if it runs (D3).
+    pub(super) fn stall_deadline(&self, timeout: Duration) -> Option<Instant> {
+        deadline(self.stalled_since, timeout)
+    }
+
+    // -- events and ids ----------------------------------------------------
+
+    pub(super) fn push_event(&mut self, event: E) {
+        self.events.push_back(event);
+    }
+
+    pub(super) fn pop_event(&mut self) -> Option<E> {
+        self.events.pop_front()
+    }
+
+    /// Whether events wait to be taken.
+    pub(super) fn has_events(&self) -> bool {
+        !self.events.is_empty()
+    }
+
+    /// The next exchange number.
+    pub(super) fn fresh_id(&mut self) -> RequestId {
+        let id = RequestId(self.next_id);
+        self.next_id += 1;
+        id
+    }
+
+    // -- memory ------------------------------------------------------------
+
+    /// Gives back buffer space no longer needed (after every call).
+    pub(super) fn release_buffers(&mut self) {
+        self.input.release();
+        self.output.release();
+    }
+
+    /// Bytes of memory the input and output buffers hold (capacity, not
+    /// content).
+    pub(super) fn buffered_capacity(&self) -> usize {
+        self.input.bytes.capacity() + self.output.bytes.capacity()
+    }
+}

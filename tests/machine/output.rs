@@ -1,0 +1,218 @@
+//! D3's rows on output: a peer that takes none of our output is cut off
+//! and the output dropped (stall timer); a server queues at most
+//! `max_output_owed` bytes beyond the response being written before it
+//! stops reading requests; and the written part of the output buffer is
+//! given back as it grows.
+
+use std::time::Duration;
+
+use jsontp::machine::{
+    ClientConfig, ClientConnection, PeerError, ServerConfig, ServerConnection, ServerEvent,
+};
+use jsontp::message::{Body, Method, Request, Response, Status, StatusCode};
+
+use crate::support::{App, Clock, Pair, render_client, render_server};
+
+const GET: &str = "{\"jsontp\":\"1.0\",\"type\":\"request\",\"resource\":\"/f\",\"method\":\"GET\",\"headers\":{},\"body\":{\"content\":\"\",\"encoding\":\"identity\"}}\n";
+
+/// A response of `n` control characters, each written as a six-byte JSON
+/// escape (`\u0001`): the output is six times the content.
+fn escaped(n: usize) -> Response {
+    Response::new(Status::new(StatusCode::OK, "OK")).with_body(Body::text("\u{1}".repeat(n)))
+}
+
+/// Takes every event, answering requests with `answer`; returns them
+/// rendered.
+fn serve(conn: &mut ServerConnection, clock: &Clock, answer: impl Fn() -> Response) -> Vec<String> {
+    let mut seen = Vec::new();
+    while let Some(event) = conn.next_event(clock.now()) {
+        seen.push(render_server(&event));
+        if let ServerEvent::Request { id, .. } = event {
+            conn.send_response(id, answer(), clock.now()).expect("answer");
+        }
+    }
+    seen
+}
+
+#[test]
+fn a_server_whose_output_stalls_closes_and_frees_it() {
+    // D3: 30 s without the peer taking one byte; any byte taken restarts
+    // the timer.
+    let mut clock = Clock::new();
+    let mut server = ServerConnection::new(ServerConfig::default(), clock.now());
+    server.receive_data(GET.as_bytes(), clock.now());
+    serve(&mut server, &clock, || escaped(100_000));
+    assert!(server.pending_output().len() > 600_000);
+    let start = clock.now().instant;
+    assert_eq!(server.poll_timeout(), Some(start + Duration::from_secs(30)));
+
+    clock.advance(Duration::from_secs(29));
+    server.consume_output(1, clock.now());
+    let restarted = clock.now().instant + Duration::from_secs(30);
+    assert_eq!(server.poll_timeout(), Some(restarted), "a byte taken restarts it");
+
+    clock.advance_to(restarted);
+    server.handle_timeout(clock.now());
+    assert!(server.is_closed());
+    assert!(server.pending_output().is_empty(), "nothing more is written");
+    assert!(
+        server.buffered_capacity() <= 16 * 1024,
+        "the output is dropped, its memory freed: {} bytes held",
+        server.buffered_capacity()
+    );
+    assert_eq!(server.poll_timeout(), None);
+    assert_eq!(
+        serve(&mut server, &clock, || escaped(1)),
+        ["peer error OutputStalled", "closed"]
+    );
+    // Nothing more is read either.
+    server.receive_data(GET.as_bytes(), clock.now());
+    assert_eq!(server.next_event(clock.now()), None);
+    assert!(server.pending_output().is_empty());
+}
+
+#[test]
+fn the_stall_timer_still_runs_once_the_connection_is_closed() {
+    // A framing error: 400 and close (D1). The 400 is pending; a peer that
+    // never reads it does not hold the connection open for ever.
+    let mut clock = Clock::new();
+    let mut server = ServerConnection::new(ServerConfig::default(), clock.now());
+    server.receive_data(b"garbage", clock.now());
+    serve(&mut server, &clock, || escaped(1));
+    assert!(server.is_closed());
+    assert!(!server.pending_output().is_empty());
+    let deadline = server.poll_timeout().expect("the stall timer");
+    assert_eq!(deadline, clock.now().instant + Duration::from_secs(30));
+    clock.advance_to(deadline);
+    server.handle_timeout(clock.now());
+    assert!(server.pending_output().is_empty());
+    assert_eq!(server.poll_timeout(), None);
+}
+
+#[test]
+fn a_client_whose_requests_are_not_taken_closes() {
+    // The same timer on the client: a server that reads none of our
+    // request for 30 s.
+    let mut clock = Clock::new();
+    let mut client = ClientConnection::new(ClientConfig::default(), clock.now());
+    client
+        .send_request(Request::new(Method::Get, "/a".parse().unwrap()), clock.now())
+        .unwrap();
+    let deadline = client.poll_timeout().expect("the stall timer");
+    assert_eq!(deadline, clock.now().instant + Duration::from_secs(30));
+    clock.advance_to(deadline);
+    client.handle_timeout(clock.now());
+    assert!(client.is_closed() && client.pending_output().is_empty());
+    let events: Vec<_> = std::iter::from_fn(|| client.next_event(clock.now()))
+        .map(|e| render_client(&e))
+        .collect();
+    assert_eq!(events, ["peer error OutputStalled", "closed"]);
+}
+
+#[test]
+fn a_peer_that_stops_reading_is_cut_off_in_simulated_time() {
+    // The pair, stepped: the client sends, the server answers, the client
+    // never reads; the next deadline is the server's stall timer, 30 s on.
+    let mut pair = Pair::with_server(ServerConfig::default(), App::Echo);
+    pair.client_reads = Some(0);
+    pair.send(Request::new(Method::Get, "/a".parse().unwrap()));
+    let start = pair.clock.now().instant;
+    while pair.step() {}
+    assert_eq!(
+        pair.clock.now().instant.duration_since(start),
+        Duration::from_secs(30)
+    );
+    assert!(
+        pair.server_events
+            .contains(&ServerEvent::PeerError(PeerError::OutputStalled))
+    );
+    assert!(pair.server.is_closed() && pair.client.is_closed());
+    assert_eq!(pair.client_log(), ["peer error UnexpectedEof", "closed"]);
+}
+
+#[test]
+fn a_server_stops_handling_requests_while_too_much_output_is_owed() {
+    // D3: pipelined requests whose responses (24 kB) escape six-fold. With
+    // 20 kB of output allowed beyond the response being written, the third
+    // request waits until the peer has taken the first response whole.
+    let clock = Clock::new();
+    let mut config = ServerConfig::default();
+    config.limits.max_output_owed = 20_000;
+    let mut server = ServerConnection::new(config, clock.now());
+    server.receive_data(GET.repeat(4).as_bytes(), clock.now());
+    let seen = serve(&mut server, &clock, || escaped(4_000));
+    assert_eq!(seen, ["request #0 GET /f", "request #1 GET /f"]);
+    let one = server.pending_output().len() / 2;
+    assert!(one > 24_000, "each response is {one} bytes");
+    assert!(!server.wants_read(), "reading pauses too");
+    assert!(server.poll_timeout().is_some_and(|t| t > clock.now().instant));
+
+    // Part of the first response taken: still too much beyond it.
+    server.consume_output(one / 2, clock.now());
+    assert_eq!(
+        serve(&mut server, &clock, || escaped(4_000)),
+        Vec::<String>::new()
+    );
+    assert!(!server.wants_read());
+
+    // The first response taken whole: the second is the one being written,
+    // the third request is handled; its response is then beyond again.
+    server.consume_output(one - one / 2, clock.now());
+    assert_eq!(
+        serve(&mut server, &clock, || escaped(4_000)),
+        ["request #2 GET /f"]
+    );
+    assert!(!server.wants_read());
+    let n = server.pending_output().len();
+    server.consume_output(n, clock.now());
+    assert_eq!(
+        serve(&mut server, &clock, || escaped(4_000)),
+        ["request #3 GET /f"]
+    );
+    let n = server.pending_output().len();
+    server.consume_output(n, clock.now());
+    assert!(server.wants_read() && server.is_idle());
+}
+
+#[test]
+fn one_read_of_many_requests_does_not_queue_all_their_responses() {
+    // The attack D3's row answers: 16 pipelined requests for a file of
+    // control characters, in one read. Requests are handed out one event
+    // at a time, so no more than two responses are ever queued.
+    let clock = Clock::new();
+    let mut server = ServerConnection::new(ServerConfig::default(), clock.now());
+    server.receive_data(GET.repeat(16).as_bytes(), clock.now());
+    let seen = serve(&mut server, &clock, || escaped(200_000));
+    assert_eq!(seen.len(), 2, "{seen:?}");
+    assert!(server.pending_output().len() < 2 * 1_300_000);
+    let mut handled = seen.len();
+    while handled < 16 {
+        let n = server.pending_output().len().min(64 * 1024);
+        server.consume_output(n, clock.now());
+        assert!(server.pending_output().len() < 3 * 1_300_000);
+        handled += serve(&mut server, &clock, || escaped(200_000)).len();
+    }
+}
+
+#[test]
+fn a_steady_reader_keeps_the_output_buffer_small() {
+    // The peer reads every round as much as was written, but never lets the
+    // buffer empty: the written prefix is given back all the same.
+    let clock = Clock::new();
+    let mut server = ServerConnection::new(ServerConfig::default(), clock.now());
+    const LAG: usize = 5_000;
+    let mut peak = 0;
+    for _ in 0..2_000 {
+        server.receive_data(GET.as_bytes(), clock.now());
+        serve(&mut server, &clock, || escaped(2_000));
+        let n = server.pending_output().len().saturating_sub(LAG);
+        server.consume_output(n, clock.now());
+        assert!(server.pending_output().len() <= LAG);
+        peak = peak.max(server.buffered_capacity());
+    }
+    // 2,000 responses of 12 kB went through: 24 MB.
+    assert!(peak <= 256 * 1024, "the buffer reached {peak} bytes");
+    let n = server.pending_output().len();
+    server.consume_output(n, clock.now());
+    assert!(server.buffered_capacity() <= 32 * 1024);
+}

@@ -1,0 +1,435 @@
+//! Property tests of the machine:
+//!
+//! - the scanner and the JSON parsers agree on where every generated
+//!   message ends (D1: a disagreement would let one message be read as
+//!   two);
+//! - split invariance: any chunking of a byte stream gives the same events
+//!   and the same output bytes (D3: limits checked on every input);
+//! - no panic on arbitrary bytes, in either role.
+
+use std::time::Duration;
+
+use jsontp::machine::{
+    ClientConfig, ClientConnection, Scan, Scanner, ServerConfig, ServerConnection, ServerEvent, UsageError,
+    scan,
+};
+use jsontp::message::{Method, Request};
+use proptest::prelude::*;
+
+use crate::support::{Clock, echo_response, render_client, render_server};
+
+// ---------------------------------------------------------------------------
+// Documents for the differential test, written the way JSON5 allows.
+
+/// Whitespace and comments that may sit between tokens inside an object.
+fn gap() -> impl Strategy<Value = String> {
+    let comment_text = proptest::collection::vec(
+        prop::sample::select(vec![
+            "a", " ", "{", "}", "[", "]", "\"", "'", "/", "*", "\\", "\u{2027}", "€", "\t",
+        ]),
+        0..6,
+    )
+    .prop_map(|parts| parts.concat());
+    let line_end = prop::sample::select(vec!["\n", "\r", "\r\n", "\u{2028}", "\u{2029}"]);
+    let block_text = proptest::collection::vec(
+        prop::sample::select(vec![
+            "a", " ", "{", "}", "[", "]", "\"", "'", "/", "*", "\n", "/*", "\u{2028}",
+        ]),
+        0..6,
+    )
+    .prop_map(|parts| parts.concat().replace("*/", "* /"));
+    prop_oneof![
+        3 => Just(String::new()),
+        2 => prop::sample::select(vec![" ", "\t", "\n", "\r\n", "  ", "\u{A0}", "\u{FEFF}", "\u{2028}"])
+            .prop_map(str::to_owned),
+        1 => (comment_text, line_end).prop_map(|(text, end)| format!("//{text}{end}")),
+        1 => block_text.prop_map(|text| format!("/*{text}*/")),
+    ]
+}
+
+/// A string literal with the escapes and characters that can fool a
+/// framer: the other quote, brackets, slashes, escaped quotes and line
+/// continuations.
+fn string_literal() -> impl Strategy<Value = String> {
+    let piece = prop::sample::select(vec![
+        "a", " ", "{", "}", "[", "]", "/", "//", "/*", "*/", "é", "\u{2027}", "\\\\", "\\n", "\\u0041",
+        "\\x41", "\\/", "\\\\\\\\",
+    ]);
+    let pieces = proptest::collection::vec(piece, 0..6);
+    (
+        any::<bool>(),
+        pieces,
+        proptest::collection::vec(any::<bool>(), 0..3),
+    )
+        .prop_map(|(double, pieces, extras)| {
+            let quote = if double { '"' } else { '\'' };
+            let other = if double { '\'' } else { '"' };
+            let mut text = String::new();
+            text.push(quote);
+            for piece in pieces {
+                text.push_str(piece);
+            }
+            for (n, extra) in extras.into_iter().enumerate() {
+                // An escaped own quote, the other quote as is, and line
+                // continuations (JSON5).
+                match (n, extra) {
+                    (0, true) => text.push_str(&format!("\\{quote}")),
+                    (0, false) => text.push(other),
+                    (1, true) => text.push_str("\\\r\n"),
+                    (1, false) => text.push_str("\\\u{2028}"),
+                    (_, true) => text.push_str("\\\n"),
+                    (_, false) => text.push_str("\\\r"),
+                }
+            }
+            text.push(quote);
+            text
+        })
+}
+
+fn key() -> impl Strategy<Value = String> {
+    prop_oneof![
+        string_literal(),
+        prop::sample::select(vec!["abc", "$x", "_y", "k2"]).prop_map(str::to_owned),
+    ]
+}
+
+fn value() -> impl Strategy<Value = String> {
+    let leaf = prop_oneof![
+        string_literal(),
+        prop::sample::select(vec!["1", "-2.5", "0x1F", "true", "false", "null", "+3", ".5"])
+            .prop_map(str::to_owned),
+    ];
+    leaf.prop_recursive(4, 24, 4, |inner| {
+        prop_oneof![
+            object_of(inner.clone()),
+            (
+                proptest::collection::vec((gap(), inner, gap()), 0..4),
+                any::<bool>(),
+                gap()
+            )
+                .prop_map(|(items, trailing, end)| {
+                    let body: Vec<String> = items.into_iter().map(|(a, v, b)| format!("{a}{v}{b}")).collect();
+                    let comma = if trailing && !body.is_empty() { "," } else { "" };
+                    format!("[{}{comma}{end}]", body.join(","))
+                }),
+        ]
+    })
+}
+
+fn object_of(values: impl Strategy<Value = String>) -> impl Strategy<Value = String> {
+    (
+        proptest::collection::vec((gap(), key(), gap(), gap(), values, gap()), 0..4),
+        any::<bool>(),
+        gap(),
+    )
+        .prop_map(|(pairs, trailing, end)| {
+            let body: Vec<String> = pairs
+                .into_iter()
+                .map(|(a, k, b, c, v, d)| format!("{a}{k}{b}:{c}{v}{d}"))
+                .collect();
+            let comma = if trailing && !body.is_empty() { "," } else { "" };
+            format!("{{{}{comma}{end}}}", body.join(","))
+        })
+}
+
+fn document() -> impl Strategy<Value = String> {
+    object_of(value())
+}
+
+/// What may follow a message on the stream: the next message's start, or
+/// bytes that would end a comment or a string if the scanner had lost
+/// track.
+fn tail() -> impl Strategy<Value = String> {
+    prop::sample::select(vec![
+        "",
+        "\n",
+        "\n{",
+        "}",
+        "\"}",
+        "'}",
+        "*/}",
+        "\n}",
+        " {\"a\":1}",
+    ])
+    .prop_map(str::to_owned)
+}
+
+/// Where the JSON5 grammar (and serde_json, when the text is strict JSON)
+/// says the object ends: the text is the object exactly.
+fn parsers_accept(text: &str) -> bool {
+    let json5: Result<serde_json::Value, _> = json5::from_str(text);
+    let strict: Result<serde_json::Value, _> = serde_json::from_str(text);
+    if let Ok(strict) = &strict {
+        // When both parse, they must read the same thing.
+        if let Ok(json5) = &json5 {
+            assert_eq!(strict, json5);
+        }
+    }
+    json5.is_ok_and(|v| v.is_object()) || strict.is_ok_and(|v| v.is_object())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+
+    /// D1: for every generated message the parsers accept, the scanner ends
+    /// it exactly where it ends, whole or byte by byte, whatever follows.
+    #[test]
+    fn scanner_agrees_with_the_parsers(doc in document(), lead in "[ \t\r\n]{0,3}", tail in tail()) {
+        prop_assume!(parsers_accept(&doc));
+        let stream = format!("{lead}{doc}{tail}");
+        let expected = Scan::Complete {
+            start: lead.len(),
+            end: lead.len() + doc.len(),
+            max_depth: scan(doc.as_bytes()).max_depth_or_zero(),
+        };
+        prop_assert_eq!(scan(stream.as_bytes()), expected);
+        let mut scanner = Scanner::new();
+        let bytes = stream.as_bytes();
+        let mut found = Scan::Partial;
+        for n in 1..=bytes.len() {
+            found = scanner.scan(&bytes[..n]);
+            if found != Scan::Partial {
+                break;
+            }
+        }
+        prop_assert_eq!(found, expected);
+    }
+
+    /// The other direction: random text from the bytes that matter; when a
+    /// parser accepts an object, the scanner agrees on its end.
+    #[test]
+    fn random_texts_the_parsers_accept_frame_the_same(
+        parts in proptest::collection::vec(prop::sample::select(vec![
+            "{", "}", "[", "]", "\"", "'", "\\", "/", "*", "\n", "\r", "\u{2028}", "a", ":", ",", "1", " ",
+        ]), 1..24)
+    ) {
+        let text = format!("{{{}", parts.concat());
+        if parsers_accept(&text) {
+            // The scanner's end is the object's: what it frames parses, and
+            // what it leaves is only whitespace and comments (`{}` followed
+            // by it still parses).
+            let found = scan(text.as_bytes());
+            let Scan::Complete { start: 0, end, .. } = found else {
+                return Err(TestCaseError::fail(format!("{found:?} for {text:?}")));
+            };
+            prop_assert!(parsers_accept(&text[..end]), "framed {:?} of {:?}", &text[..end], text);
+            prop_assert!(parsers_accept(&format!("{{}}{}", &text[end..])), "left {:?}", &text[end..]);
+        }
+    }
+}
+
+trait MaxDepth {
+    fn max_depth_or_zero(self) -> usize;
+}
+
+impl MaxDepth for Scan {
+    fn max_depth_or_zero(self) -> usize {
+        match self {
+            Scan::Complete { max_depth, .. } => max_depth,
+            _ => 0,
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Split invariance and robustness of whole connections.
+
+const GET_A: &str = "{\"jsontp\":\"1.0\",\"type\":\"request\",\"resource\":\"/a\",\"method\":\"GET\",\"headers\":{},\"body\":{\"content\":\"\",\"encoding\":\"identity\"}}\n";
+const COMMENTED: &str = "{ // a comment with } and \" in it\n \"jsontp\": \"1.0\", \"type\": 'request', /* } */ \"resource\": \"/b}\", \"method\": \"GET\", \"headers\": {}, \"body\": {\"content\": \"x\\\"}\", \"encoding\": \"identity\",},}";
+const FIRST_OF_HANDSHAKE: &str = "{\"jsontp\":\"1.0\",\"type\":\"request\",\"resource\":\"/up\",\"method\":\"PUT\",\"headers\":{\"expect\":\"100-continue\"},\"body\":{}}";
+const FULL_OF_HANDSHAKE: &str = "{\"jsontp\":\"1.0\",\"type\":\"request\",\"resource\":\"/up\",\"method\":\"PUT\",\"headers\":{},\"body\":{\"content\":\"data\",\"encoding\":\"identity\"}}";
+const BAD_METHOD: &str = "{\"jsontp\":\"1.0\",\"type\":\"request\",\"resource\":\"/c\",\"method\":\"FETCH\",\"headers\":{},\"body\":{}}";
+const TOO_DEEP: &str = "{\"a\":[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}";
+const BROKEN_JSON: &str = "{\"jsontp\":1.0.0}";
+
+fn stream_part() -> impl Strategy<Value = String> {
+    prop_oneof![
+        4 => Just(GET_A.to_owned()),
+        2 => Just(COMMENTED.to_owned()),
+        1 => Just(format!("{FIRST_OF_HANDSHAKE}\n{FULL_OF_HANDSHAKE}")),
+        1 => Just(BAD_METHOD.to_owned()),
+        1 => Just(TOO_DEEP.to_owned()),
+        1 => Just(BROKEN_JSON.to_owned()),
+        1 => "[ \t\r\n]{1,4}",
+    ]
+}
+
+/// How a stream ends: cleanly, with garbage (framing error), with an
+/// oversize message, or cut in the middle of a message.
+fn stream_end() -> impl Strategy<Value = String> {
+    prop_oneof![
+        Just(String::new()),
+        Just("garbage".to_owned()),
+        Just("{\"jsontp\":\"1.0\",\"padding\":\"".to_owned() + &"x".repeat(700)),
+        Just("{\"jsontp\":\"1.0\",\"ty".to_owned()),
+    ]
+}
+
+/// Cut points, as fractions of the length.
+fn cuts() -> impl Strategy<Value = Vec<usize>> {
+    proptest::collection::vec(0usize..10_000, 0..12)
+}
+
+fn chunks(bytes: &[u8], cuts: &[usize]) -> Vec<Vec<u8>> {
+    let mut points: Vec<usize> = cuts.iter().map(|c| c * bytes.len() / 10_000).collect();
+    points.push(0);
+    points.push(bytes.len());
+    points.sort_unstable();
+    points.dedup();
+    points.windows(2).map(|w| bytes[w[0]..w[1]].to_vec()).collect()
+}
+
+fn small_limits() -> ServerConfig {
+    let mut config = ServerConfig::default();
+    config.limits.message.max_message_bytes = 512;
+    config.limits.max_pipelined = 3;
+    config
+}
+
+/// Runs a server over the chunks, answering every request at once and
+/// writing all output after every call; returns the events and the bytes.
+fn run_server(chunks: &[Vec<u8>]) -> (Vec<String>, Vec<u8>) {
+    let clock = Clock::new();
+    let now = clock.now();
+    let mut conn = ServerConnection::new(small_limits(), now);
+    let mut events = Vec::new();
+    let mut output = Vec::new();
+    let mut pump = |conn: &mut ServerConnection| loop {
+        let mut moved = false;
+        while let Some(event) = conn.next_event(now) {
+            moved = true;
+            if let ServerEvent::Request { id, request } = &event {
+                conn.send_response(*id, echo_response(request), now).unwrap();
+            }
+            events.push(render_server(&event));
+        }
+        let pending = conn.pending_output().len();
+        if pending > 0 {
+            moved = true;
+            output.extend_from_slice(conn.pending_output());
+            conn.consume_output(pending, now);
+        }
+        if !moved {
+            break;
+        }
+    };
+    for chunk in chunks {
+        conn.receive_data(chunk, now);
+        pump(&mut conn);
+    }
+    conn.receive_eof(now);
+    pump(&mut conn);
+    assert!(conn.is_closed(), "after end of stream and every answer");
+    (events, output)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+    /// D3: however TCP splits the same bytes, the server gives the same
+    /// events and writes the same bytes.
+    #[test]
+    fn server_split_invariance(parts in proptest::collection::vec(stream_part(), 1..8), end in stream_end(), cuts in cuts()) {
+        let stream = format!("{}{end}", parts.concat());
+        let whole = run_server(&[stream.as_bytes().to_vec()]);
+        let split = run_server(&chunks(stream.as_bytes(), &cuts));
+        let bytewise: Vec<Vec<u8>> = stream.bytes().map(|b| vec![b]).collect();
+        prop_assert_eq!(&whole, &split);
+        prop_assert_eq!(&whole, &run_server(&bytewise));
+    }
+
+    /// The client, too: responses to pipelined requests, cut anywhere.
+    #[test]
+    fn client_split_invariance(count in 1usize..5, cuts in cuts(), cut_short in any::<bool>()) {
+        let clock = Clock::new();
+        let now = clock.now();
+        let mut stream = String::new();
+        for n in 0..count {
+            stream.push_str(&format!(
+                "{{\"jsontp\":\"1.0\",\"type\":\"response\",\"status\":{{\"code\":200,\"formal-message\":\"ok\",\"human-message\":\"/* }} */\"}},\"resource\":\"/r{n}\",\"headers\":{{\"date\":\"2025-11-22T00:00:00Z+0000\",\"language\":\"en-US\"}},\"body\":{{\"content\":\"}}{{'\",\"encoding\":\"identity\"}}}}\n"
+            ));
+        }
+        if cut_short {
+            stream.push_str("{\"jsontp\":");
+        }
+        let run = |chunks: &[Vec<u8>]| {
+            let mut conn = ClientConnection::new(ClientConfig::default(), now);
+            for n in 0..count + 1 {
+                conn.send_request(Request::new(Method::Get, format!("/r{n}").parse().unwrap()), now).unwrap();
+            }
+            let mut events = Vec::new();
+            for chunk in chunks {
+                conn.receive_data(chunk, now);
+                events.extend(std::iter::from_fn(|| conn.next_event(now)).map(|e| render_client(&e)));
+            }
+            conn.receive_eof(now);
+            events.extend(std::iter::from_fn(|| conn.next_event(now)).map(|e| render_client(&e)));
+            events
+        };
+        let whole = run(&[stream.as_bytes().to_vec()]);
+        prop_assert_eq!(whole.len(), count + 2, "responses, the end-of-stream error, closed");
+        prop_assert_eq!(&whole, &run(&chunks(stream.as_bytes(), &cuts)));
+    }
+
+    /// Arbitrary bytes, in arbitrary chunks, with time passing: neither
+    /// role panics, and a server still closes after end of stream.
+    #[test]
+    fn no_panic_on_arbitrary_bytes(
+        prefix in proptest::collection::vec(stream_part(), 0..3),
+        noise in proptest::collection::vec(any::<u8>(), 0..300),
+        cuts in cuts(),
+        waits in proptest::collection::vec(0u64..100, 0..4),
+    ) {
+        let mut bytes = prefix.concat().into_bytes();
+        bytes.extend_from_slice(&noise);
+        let _ = scan(&bytes);
+        let pieces = chunks(&bytes, &cuts);
+
+        let mut clock = Clock::new();
+        let mut server = ServerConnection::new(small_limits(), clock.now());
+        let serve = |conn: &mut ServerConnection, clock: &Clock| {
+            while let Some(event) = conn.next_event(clock.now()) {
+                if let ServerEvent::Request { id, request } = event {
+                    // Closed: a stall timer closed the connection since.
+                    let answered = conn.send_response(id, echo_response(&request), clock.now());
+                    assert!(matches!(answered, Ok(()) | Err(UsageError::Closed)), "{answered:?}");
+                }
+            }
+        };
+        for (n, piece) in pieces.iter().enumerate() {
+            server.receive_data(piece, clock.now());
+            if let Some(&secs) = waits.get(n) {
+                clock.advance(Duration::from_secs(secs));
+                server.handle_timeout(clock.now());
+            }
+            serve(&mut server, &clock);
+            let pending = server.pending_output().len();
+            server.consume_output(pending, clock.now());
+            let _ = (server.wants_read(), server.poll_timeout(), server.is_idle());
+        }
+        server.receive_eof(clock.now());
+        serve(&mut server, &clock);
+        prop_assert!(server.is_closed());
+
+        let mut clock = Clock::new();
+        let mut client = ClientConnection::new(ClientConfig::default(), clock.now());
+        for _ in 0..3 {
+            client.send_request(Request::new(Method::Get, "/a".parse().unwrap()), clock.now())
+                .expect("an open connection takes requests");
+        }
+        for (n, piece) in pieces.iter().enumerate() {
+            client.receive_data(piece, clock.now());
+            if let Some(&secs) = waits.get(n) {
+                clock.advance(Duration::from_secs(secs));
+                client.handle_timeout(clock.now());
+            }
+            while client.next_event(clock.now()).is_some() {}
+            let pending = client.pending_output().len();
+            client.consume_output(pending, clock.now());
+            let _ = (client.wants_read(), client.poll_timeout());
+        }
+        client.receive_eof(clock.now());
+        while client.next_event(clock.now()).is_some() {}
+        prop_assert!(client.is_closed());
+    }
+}
