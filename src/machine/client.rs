@@ -9,7 +9,8 @@ use super::connection::Connection;
 use super::responses::refusal;
 use super::state::{Exchange, ExchangeState, Input};
 use super::{Event, Now, PeerError, RequestId, Role};
-use crate::message::{Body, Rejection, Request, StatusCode, parse_response_scanned};
+use crate::message::framing::Frame;
+use crate::message::{Body, Rejection, Request, StatusCode, parse_response_framed};
 
 /// The client's half of a connection.
 #[derive(Debug, Default)]
@@ -169,10 +170,10 @@ impl Connection {
     }
 
     /// Handles one framed response.
-    pub(super) fn client_message(&mut self, bytes: &[u8], max_depth: usize, now: Now) {
+    pub(super) fn client_message(&mut self, bytes: &[u8], frame: &Frame, now: Now) {
         let limits = self.config.limits.message;
         // D3: depth as the scanner measured it (see `server_message`).
-        let parsed = parse_response_scanned(bytes, Some(max_depth), self.config.validation, &limits);
+        let parsed = parse_response_framed(bytes, frame, self.config.validation, &limits);
         let front = self.client.sent.front().map(|s| (s.id, s.exchange.state()));
         let parsed = match parsed {
             Ok(parsed) => parsed,

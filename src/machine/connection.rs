@@ -10,9 +10,9 @@ use std::collections::VecDeque;
 use std::time::Instant;
 
 use super::client::ClientSide;
-use super::scan::{Scan, Scanner};
 use super::server::ServerSide;
 use super::{Config, Event, Now, RequestId, Role, UsageError};
+use crate::message::framing::{Scan, Scanner};
 use crate::message::{Request, Response};
 
 /// Capacity an empty input or output buffer may keep for the next message;
@@ -345,11 +345,8 @@ impl Connection {
                     }
                     return;
                 }
-                Scan::Complete {
-                    start,
-                    end,
-                    max_depth,
-                } => {
+                Scan::Complete(frame) => {
+                    let (start, end) = (frame.start(), frame.end());
                     let base = self.input_pos;
                     self.input_pos += end;
                     self.message_started = None;
@@ -359,12 +356,12 @@ impl Connection {
                     let input = std::mem::take(&mut self.input);
                     let message = &input[base + start..base + end];
                     match self.role {
-                        Role::Server => self.server_message(message, max_depth, now),
-                        Role::Client => self.client_message(message, max_depth, now),
+                        Role::Server => self.server_message(message, &frame, now),
+                        Role::Client => self.client_message(message, &frame, now),
                     }
                     self.input = input;
                 }
-                Scan::Error { at } => {
+                Scan::Error { at, .. } => {
                     let byte = self.live_input().get(at).copied();
                     let first = !self.scanner.in_message();
                     self.input_stopped = true;

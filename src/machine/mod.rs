@@ -22,6 +22,9 @@
 //! httparse-style. Every limit of D3 is checked as bytes arrive, so the
 //! outcome never depends on how TCP split them.
 //!
+//! [`Scanner`]: crate::message::framing::Scanner
+//! [`scan()`]: crate::message::framing::scan()
+//!
 //! # The server role
 //!
 //! Each exchange moves through the table of [`state`], shared by both
@@ -136,12 +139,10 @@ mod config;
 mod connection;
 mod event;
 mod responses;
-pub mod scan;
 mod server;
 pub mod state;
 
 pub use config::{Config, ContinuePolicy, Limits, Now};
 pub use connection::Connection;
 pub use event::{Event, PeerError, RequestId, UsageError};
-pub use scan::{Scan, Scanner, scan};
 pub use state::Role;

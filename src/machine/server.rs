@@ -14,7 +14,8 @@ use super::connection::Connection;
 use super::responses::{self, refusal};
 use super::state::{Exchange, ExchangeState, Input};
 use super::{ContinuePolicy, Event, Now, PeerError, RequestId, Role, UsageError};
-use crate::message::{Rejection, RequestContext, Response, parse_request_scanned};
+use crate::message::framing::Frame;
+use crate::message::{Rejection, RequestContext, Response, parse_request_framed};
 
 /// The server's half of a connection.
 #[derive(Debug, Default)]
@@ -110,7 +111,7 @@ impl Connection {
     }
 
     /// Handles one framed message.
-    pub(super) fn server_message(&mut self, bytes: &[u8], max_depth: usize, now: Now) {
+    pub(super) fn server_message(&mut self, bytes: &[u8], frame: &Frame, now: Now) {
         let limits = self.config.limits.message;
         let full_of = self.server.awaiting_full.take().map(|(id, _)| id);
         let context = match full_of {
@@ -119,7 +120,7 @@ impl Connection {
         };
         // D3: the scanner measured the depth; a deep message is refused
         // from that count before any recursive parser runs.
-        let parsed = parse_request_scanned(bytes, Some(max_depth), context, &limits);
+        let parsed = parse_request_framed(bytes, frame, context, &limits);
         let request = match parsed {
             Ok(request) => request,
             Err(rejection) => {
