@@ -317,7 +317,9 @@ fn object_field<'e, T>(name: &str, value: &'e Option<Result<T, Kind>>) -> Result
 
 /// Level 2 (D6): the version form, then whether we speak it.
 fn version(env: &Envelope<'_>) -> Result<Version, Problem> {
-    let text = string_field("jsontp", &env.jsontp)?;
+    // D6: missing and not a string are version errors too (level 2).
+    let text =
+        string_field("jsontp", &env.jsontp).map_err(|(_, message)| (RejectionKind::Version, message))?;
     let version: Version = text.parse().map_err(|e| {
         (
             RejectionKind::Version,
