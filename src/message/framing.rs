@@ -376,37 +376,8 @@ impl Scanner {
                     };
                 }
                 State::Object => {
-                    // Skip to the next byte that matters.
-                    let Some(offset) = buf[at..end].iter().position(|&b| STRUCTURAL[b as usize]) else {
-                        self.pos = end;
-                        continue;
-                    };
-                    let at = at + offset;
-                    self.pos = at + 1;
-                    match buf[at] {
-                        b'{' => self.open(false),
-                        b'[' => self.open(true),
-                        closer @ (b'}' | b']') => {
-                            if !self.close(closer == b']') {
-                                return fail(at, Fault::MismatchedBracket);
-                            }
-                            if self.depth == 0 {
-                                return Scan::Complete(Frame {
-                                    start: self.start.unwrap_or(0),
-                                    end: at + 1,
-                                    max_depth: self.max_depth,
-                                    lone_surrogate: self.lone_surrogate,
-                                });
-                            }
-                        }
-                        quote @ (b'"' | b'\'') => self.state = State::Str(quote),
-                        b'/' => self.state = State::Slash,
-                        b'*' => self.state = State::Star,
-                        // `\` outside a string: a JSON5 key's `\uXXXX`.
-                        _ => {
-                            self.escape_at = at;
-                            self.state = State::Escape(Within::Key);
-                        }
+                    if let Some(found) = self.object(buf, at, end) {
+                        return found;
                     }
                 }
                 State::Star => match byte {
@@ -545,6 +516,68 @@ impl Scanner {
         }
     }
 
+    /// Inside the message, outside strings and comments, from `buf[i]`:
+    /// brackets and whole strings are passed over without leaving this
+    /// loop (the common case, and the fast one); anything else (an escape,
+    /// a comment, a string the buffer cuts) is handed to the state machine
+    /// with `pos` and `state` set. Returns the scan's answer when the
+    /// message ends or cannot be framed.
+    #[inline]
+    fn object(&mut self, buf: &[u8], mut i: usize, end: usize) -> Option<Scan> {
+        loop {
+            let Some(offset) = buf[i..end].iter().position(|&b| STRUCTURAL[b as usize]) else {
+                self.pos = end;
+                return None;
+            };
+            let at = i + offset;
+            i = at + 1;
+            match buf[at] {
+                b'{' => self.open(false),
+                b'[' => self.open(true),
+                closer @ (b'}' | b']') => {
+                    if !self.close(closer == b']') {
+                        return Some(fail(at, Fault::MismatchedBracket));
+                    }
+                    if self.depth == 0 {
+                        return Some(Scan::Complete(Frame {
+                            start: self.start.unwrap_or(0),
+                            end: i,
+                            max_depth: self.max_depth,
+                            lone_surrogate: self.lone_surrogate,
+                        }));
+                    }
+                }
+                quote @ (b'"' | b'\'') => match find_string_end(quote, &buf[i..end]) {
+                    Some(offset) if buf[i + offset] == quote => i += offset + 1,
+                    Some(offset) => {
+                        self.escape_at = i + offset;
+                        self.pos = i + offset + 1;
+                        self.state = State::Escape(Within::Str(quote));
+                        return None;
+                    }
+                    None => {
+                        self.pos = end;
+                        self.state = State::Str(quote);
+                        return None;
+                    }
+                },
+                other => {
+                    self.pos = i;
+                    self.state = match other {
+                        b'/' => State::Slash,
+                        b'*' => State::Star,
+                        // `\` outside a string: a JSON5 key's `\uXXXX`.
+                        _ => {
+                            self.escape_at = at;
+                            State::Escape(Within::Key)
+                        }
+                    };
+                    return None;
+                }
+            }
+        }
+    }
+
     /// A backslash followed by anything but `u`. In a string any byte is
     /// escaped (`\"`, `\\`, the first byte of a line continuation): it is
     /// taken as is. In a key only `\u` is an escape, which the parsers
@@ -643,18 +676,36 @@ fn hex_digit(byte: u8) -> Option<u16> {
 }
 
 /// The first quote or backslash in a string body. Most strings in a
-/// message are short (keys, header values): a plain loop finds their end
-/// before a vectorised search would have started; long ones go to memchr.
+/// message are short (keys, header values): eight bytes at a time in a
+/// machine word finds their end before a vectorised search would have
+/// started; long ones (content) go to memchr.
+#[inline]
 fn find_string_end(quote: u8, bytes: &[u8]) -> Option<usize> {
-    const SHORT: usize = 16;
-    let head = &bytes[..bytes.len().min(SHORT)];
-    if let Some(offset) = head.iter().position(|&b| b == quote || b == b'\\') {
-        return Some(offset);
+    const SHORT: usize = 32;
+    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
+    const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
+    let quotes = ONES * u64::from(quote);
+    let backslashes = ONES * u64::from(b'\\');
+    // A word's bytes that are zero: the lowest flagged byte is always a
+    // true zero (a borrow can only flag bytes above one), which is all
+    // this needs.
+    let zeros = |word: u64| word.wrapping_sub(ONES) & !word & HIGHS;
+    let mut at = 0;
+    while let Some(chunk) = bytes[at..].first_chunk::<8>() {
+        let word = u64::from_le_bytes(*chunk);
+        let found = zeros(word ^ quotes) | zeros(word ^ backslashes);
+        if found != 0 {
+            return Some(at + (found.trailing_zeros() / 8) as usize);
+        }
+        at += 8;
+        if at >= SHORT {
+            return memchr2(quote, b'\\', &bytes[at..]).map(|offset| offset + at);
+        }
     }
-    if bytes.len() <= SHORT {
-        return None;
-    }
-    memchr2(quote, b'\\', &bytes[SHORT..]).map(|offset| offset + SHORT)
+    bytes[at..]
+        .iter()
+        .position(|&b| b == quote || b == b'\\')
+        .map(|offset| offset + at)
 }
 
 /// Scans a whole buffer at once, httparse-style: where the first message in
@@ -841,6 +892,27 @@ mod tests {
             lone_surrogate: Some(6),
         };
         check(r#"{"a":"\ud800\"}"}"#, Scan::Complete(frame));
+    }
+
+    #[test]
+    fn string_ends_are_found_at_every_offset_and_length() {
+        for len in 0..80 {
+            for hit in 0..=len {
+                for (byte, quote) in [(b'"', b'"'), (b'\\', b'"'), (b'\'', b'\''), (b'\\', b'\'')] {
+                    let mut text = vec![b'a'; len];
+                    // Bytes that are near the ones searched for, and the
+                    // other quote, must not be taken for them.
+                    for (i, b) in text.iter_mut().enumerate() {
+                        *b = [b'a', b'#', b'[', b'\'' ^ b'"' ^ quote, 0x80 | b'"', 0xDC][i % 6];
+                    }
+                    let expected = (hit < len).then_some(hit);
+                    if let Some(hit) = expected {
+                        text[hit] = byte;
+                    }
+                    assert_eq!(find_string_end(quote, &text), expected, "{len} {hit} {byte}");
+                }
+            }
+        }
     }
 
     #[test]
