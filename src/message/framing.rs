@@ -184,8 +184,9 @@ enum State {
     BlockComment,
     /// Inside a `/* */` comment, after a `*`.
     BlockCommentStar,
-    /// Sticky: an error or the size limit was reported.
-    Failed(Scan),
+    /// Sticky: an error (`fault`) or the size limit (no fault; `at` is the
+    /// message's start) was reported.
+    Failed { at: usize, fault: Option<Fault> },
 }
 
 /// Bytes that matter inside a message outside strings and comments.
@@ -272,7 +273,7 @@ impl Scanner {
     /// (whitespace, a BOM) and may be dropped.
     pub fn idle_prefix(&self) -> usize {
         match self.state {
-            State::Failed(_) => 0,
+            State::Failed { .. } => 0,
             _ => self.start.unwrap_or(self.pos),
         }
     }
@@ -282,6 +283,9 @@ impl Scanner {
     /// is clamped to it).
     pub fn drop_prefix(&mut self, n: usize) {
         let n = n.min(self.idle_prefix());
+        if n == 0 {
+            return;
+        }
         self.pos -= n;
         // Every offset below lies at or after the message's start, which is
         // at or after the idle prefix.
@@ -297,14 +301,25 @@ impl Scanner {
     /// Scans `buf` (every byte received since the last complete message,
     /// less any dropped prefix), resuming where the last call stopped.
     pub fn scan(&mut self, buf: &[u8]) -> Scan {
-        if let State::Failed(found) = self.state {
-            return found;
+        if let State::Failed { at, fault } = self.state {
+            return failed(at, fault);
         }
         let found = self.run(buf);
         match found {
             Scan::Partial => {}
             Scan::Complete(_) => self.next_message(),
-            Scan::Error { .. } | Scan::TooLarge { .. } => self.state = State::Failed(found),
+            Scan::Error { at, fault } => {
+                self.state = State::Failed {
+                    at,
+                    fault: Some(fault),
+                }
+            }
+            Scan::TooLarge { start } => {
+                self.state = State::Failed {
+                    at: start,
+                    fault: None,
+                }
+            }
         }
         found
     }
@@ -511,7 +526,7 @@ impl Scanner {
                     };
                     self.pos += 1;
                 }
-                State::Failed(found) => return found,
+                State::Failed { at, fault } => return failed(at, fault),
             }
         }
     }
@@ -669,6 +684,14 @@ impl Within {
 
 fn fail(at: usize, fault: Fault) -> Scan {
     Scan::Error { at, fault }
+}
+
+/// The sticky answer of [`State::Failed`].
+fn failed(at: usize, fault: Option<Fault>) -> Scan {
+    match fault {
+        Some(fault) => Scan::Error { at, fault },
+        None => Scan::TooLarge { start: at },
+    }
 }
 
 fn hex_digit(byte: u8) -> Option<u16> {
