@@ -8,7 +8,8 @@ use std::hint::black_box;
 use std::time::Instant;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use jsontp::machine::{Now, Scan, Scanner, ServerConfig, ServerConnection, ServerEvent};
+use jsontp::machine::{Now, ServerConfig, ServerConnection, ServerEvent};
+use jsontp::message::framing::{Scan, Scanner};
 use jsontp::message::{Body, Date, Response, Status, StatusCode};
 
 const REQUEST: &str = "{\"jsontp\":\"1.0\",\"type\":\"request\",\"resource\":\"/hello.txt\",\"method\":\"GET\",\"headers\":{\"accept-language\":[\"en-US\",\"fr-FR\"],\"accept-encoding\":\"gzip, identity\"},\"body\":{\"content\":\"\",\"encoding\":\"identity\"}}\n";
@@ -37,8 +38,8 @@ fn scan_all(buf: &[u8]) -> usize {
     let mut scanner = Scanner::new();
     let mut rest = buf;
     let mut count = 0;
-    while let Scan::Complete { end, .. } = scanner.scan(rest) {
-        rest = &rest[end..];
+    while let Scan::Complete(frame) = scanner.scan(rest) {
+        rest = &rest[frame.end()..];
         count += 1;
     }
     count

@@ -8,9 +8,10 @@
 use std::time::{Duration, Instant};
 
 use jsontp::machine::{
-    ClientConfig, ClientConnection, ContinuePolicy, Now, Scan, Scanner, ServerConfig, ServerConnection,
-    ServerEvent, UsageError,
+    ClientConfig, ClientConnection, ContinuePolicy, Now, ServerConfig, ServerConnection, ServerEvent,
+    UsageError,
 };
+use jsontp::message::framing::{Scan, Scanner};
 use jsontp::message::{
     Body, Date, Encoding, MessageLimits, Method, RequestContext, Response, Status, StatusCode, Validation,
     codec, parse_request, parse_response,
@@ -169,7 +170,8 @@ fn check_responses(mut written: &[u8]) {
     };
     while !written.iter().all(u8::is_ascii_whitespace) {
         match Scanner::new().scan(written) {
-            Scan::Complete { start, end, .. } => {
+            Scan::Complete(frame) => {
+                let (start, end) = (frame.start(), frame.end());
                 if let Err(e) = parse_response(&written[start..end], Validation::Strict, &limits) {
                     panic!(
                         "the server wrote an invalid response ({e}): {}",

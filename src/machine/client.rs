@@ -11,11 +11,11 @@
 use std::collections::VecDeque;
 use std::time::Instant;
 
-use super::core::{Core, Frame, Framed, Lifecycle, Timers, deadline, due};
+use super::core::{Core, Framed, Lifecycle, Scanned, Timers, deadline, due};
 use super::responses::refusal;
 use super::table::{Exchange, ExchangeState, Input, Role, TransitionError};
 use super::{ClientConfig, ClientEvent, Now, PeerError, RequestId, UsageError};
-use crate::message::{Body, Rejection, Request, StatusCode, parse_response_scanned};
+use crate::message::{Body, Rejection, Request, StatusCode, parse_response_framed};
 
 /// One jsontp connection in the client role, without I/O.
 ///
@@ -277,9 +277,9 @@ impl ClientConnection {
     fn process_input(&mut self, now: Now) {
         loop {
             match self.core.frame(now) {
-                Frame::Partial => return,
-                Frame::Message(framed) => self.on_message(&framed, now),
-                Frame::End { cut_short } => {
+                Scanned::Partial => return,
+                Scanned::Message(framed) => self.on_message(&framed, now),
+                Scanned::End { cut_short } => {
                     // Fine after complete responses when nothing is owed.
                     let owed = self.exchanges.iter().any(|o| o.id.is_some());
                     if cut_short || owed {
@@ -287,8 +287,8 @@ impl ClientConnection {
                             .push_event(ClientEvent::PeerError(PeerError::UnexpectedEof));
                     }
                 }
-                Frame::Invalid { byte, first } => self.fatal(refusal::framing(byte, first)),
-                Frame::TooLarge => {
+                Scanned::Invalid { byte, fault } => self.fatal(refusal::framing(byte, fault)),
+                Scanned::TooLarge => {
                     let limit = self.config.limits.message.max_message_bytes;
                     self.fatal(refusal::too_large(limit));
                 }
@@ -315,9 +315,9 @@ impl ClientConnection {
     fn on_message(&mut self, framed: &Framed, now: Now) {
         let limits = self.config.limits.message;
         // D3: depth as the scanner measured it (see the server).
-        let parsed = parse_response_scanned(
+        let parsed = parse_response_framed(
             self.core.message(framed),
-            Some(framed.max_depth),
+            &framed.frame,
             self.config.validation,
             &limits,
         );

@@ -8,9 +8,9 @@ use std::ops::Range;
 use std::time::{Duration, Instant};
 
 use super::event::RoleEvent;
-use super::scan::{Scan, Scanner};
 use super::table::{Exchange, ExchangeState, Input, Role, TransitionError};
 use super::{Now, PeerError, RequestId};
+use crate::message::framing::{self, Fault, Scan, Scanner};
 
 /// Capacity an empty input or output buffer may keep for the next message;
 /// more is given back (see [`Buffer::release`]).
@@ -39,7 +39,7 @@ pub(super) enum Lifecycle {
 
 /// What [`Core::frame`] found in the input.
 #[derive(Debug)]
-pub(super) enum Frame {
+pub(super) enum Scanned {
     /// No complete message (yet), or input is no longer handled.
     Partial,
     /// A complete message; its bytes are [`Core::message`].
@@ -55,8 +55,8 @@ pub(super) enum Frame {
     Invalid {
         /// The byte, if the scanner pointed at one.
         byte: Option<u8>,
-        /// It is where a message must start.
-        first: bool,
+        /// What is wrong with it.
+        fault: Fault,
     },
     /// The message passed the size limit (D3). Input is now stopped.
     TooLarge,
@@ -67,8 +67,9 @@ pub(super) enum Frame {
 #[derive(Debug)]
 pub(super) struct Framed {
     range: Range<usize>,
-    /// The nesting depth the scanner measured (D3).
-    pub(super) max_depth: usize,
+    /// What the scanner measured on the way (depth, lone surrogates), for
+    /// the parser (D3, D4).
+    pub(super) frame: framing::Frame,
 }
 
 /// The deadlines of one moment; `None` for a timer that does not run.
@@ -297,9 +298,9 @@ impl<E: RoleEvent> Core<E> {
 
     /// Frames the next message, if the input holds one (D1); bookkeeping
     /// for the message timer and the idle timer on the way (D3).
-    pub(super) fn frame(&mut self, now: Now) -> Frame {
+    pub(super) fn frame(&mut self, now: Now) -> Scanned {
         if !self.reads_input() {
-            return Frame::Partial;
+            return Scanned::Partial;
         }
         match self.scanner.scan(self.input.live()) {
             Scan::Partial => {
@@ -314,35 +315,31 @@ impl<E: RoleEvent> Core<E> {
                 if self.lifecycle == Lifecycle::PeerEnded {
                     let cut_short = self.scanner.in_message();
                     self.stop_input();
-                    return Frame::End { cut_short };
+                    return Scanned::End { cut_short };
                 }
-                Frame::Partial
+                Scanned::Partial
             }
-            Scan::Complete {
-                start,
-                end,
-                max_depth,
-            } => {
+            Scan::Complete(frame) => {
+                let (start, end) = (frame.start(), frame.end());
                 let base = self.input.start;
                 // The bytes stay where they are until the next call that
                 // receives or compacts: the role reads them first.
                 self.input.start += end;
                 self.message_started = None;
                 self.idle_since = now.instant;
-                Frame::Message(Framed {
+                Scanned::Message(Framed {
                     range: base + start..base + end,
-                    max_depth,
+                    frame,
                 })
             }
-            Scan::Error { at } => {
+            Scan::Error { at, fault } => {
                 let byte = self.input.live().get(at).copied();
-                let first = !self.scanner.in_message();
                 self.stop_input();
-                Frame::Invalid { byte, first }
+                Scanned::Invalid { byte, fault }
             }
             Scan::TooLarge { .. } => {
                 self.stop_input();
-                Frame::TooLarge
+                Scanned::TooLarge
             }
         }
     }

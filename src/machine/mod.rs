@@ -17,10 +17,13 @@
 //!
 //! # Framing
 //!
-//! [`Scanner`] finds where each message ends on the stream (D1), resuming
-//! where it stopped; [`scan()`] does the same for a whole buffer,
-//! httparse-style. Every limit of D3 is checked as bytes arrive, so the
-//! outcome never depends on how TCP split them.
+//! The message layer's lexer, [`Scanner`], finds where each message ends on
+//! the stream (D1), resuming where it stopped; the same lexer runs before
+//! every parse, so framing and parsing cannot disagree. Every limit of D3 is
+//! checked as bytes arrive, so the outcome never depends on how TCP split
+//! them.
+//!
+//! [`Scanner`]: crate::message::framing::Scanner
 //!
 //! # Exchanges
 //!
@@ -176,12 +179,10 @@ mod config;
 mod core;
 mod event;
 mod responses;
-pub mod scan;
 mod server;
 pub mod table;
 
 pub use client::ClientConnection;
 pub use config::{ClientConfig, ContinuePolicy, Limits, Now, ServerConfig};
 pub use event::{ClientEvent, PeerError, RequestId, ServerEvent, UsageError};
-pub use scan::{Scan, Scanner, scan};
 pub use server::ServerConnection;

@@ -40,24 +40,26 @@ pub(super) fn rejection(rejection: &Rejection, now: Now, language: LanguageTag) 
 /// parsing it. The resource could not be read in any of these, so the echo
 /// is `""` (D12).
 pub(super) mod refusal {
-    use crate::message::{Rejection, StatusCode};
+    use crate::message::framing::Fault;
+    use crate::message::{Rejection, RejectionKind, StatusCode};
 
-    /// D1: a byte that cannot be framed. `first` when it is where a message
-    /// must start.
-    pub(in super::super) fn framing(byte: Option<u8>, first: bool) -> Rejection {
-        let message = match (byte, first) {
-            (Some(b'['), true) => "the message is a JSON array; a message must be one JSON object".to_owned(),
-            (Some(byte), true) => format!(
+    /// D1: a byte that cannot be framed, and what the lexer found wrong
+    /// with it.
+    pub(in super::super) fn framing(byte: Option<u8>, fault: Fault) -> Rejection {
+        let message = match (byte, fault) {
+            (Some(b'['), Fault::NotAMessageStart) => {
+                "the message is a JSON array; a message must be one JSON object".to_owned()
+            }
+            (Some(byte), Fault::NotAMessageStart) => format!(
                 "the stream holds byte 0x{byte:02X} where a message must start; only \
                  whitespace may come between messages, and a message starts with '{{'"
             ),
-            (Some(byte), false) => format!(
-                "the message cannot be framed: byte 0x{byte:02X} is a closing bracket that \
-                 does not match its opening one, or a '/' that starts no comment"
-            ),
-            (None, _) => "the message cannot be framed".to_owned(),
+            (Some(byte), fault) => {
+                format!("the message cannot be framed: byte 0x{byte:02X} is {fault}")
+            }
+            (None, fault) => format!("the message cannot be framed: {fault}"),
         };
-        Rejection::new(StatusCode::BAD_REQUEST, message, "")
+        Rejection::of(RejectionKind::Framing, message, "")
     }
 
     /// D3: over the size limit (`413`, then close).
@@ -71,8 +73,8 @@ pub(super) mod refusal {
 
     /// D1: the stream ended inside a message.
     pub(in super::super) fn incomplete() -> Rejection {
-        Rejection::new(
-            StatusCode::BAD_REQUEST,
+        Rejection::of(
+            RejectionKind::Incomplete,
             "incomplete message: the stream ended before the message's closing '}'",
             "",
         )
@@ -110,8 +112,8 @@ pub(super) mod refusal {
     /// D10: the full request after `100` names another method or resource
     /// than the handshake's first request; the exchange ends with this.
     pub(in super::super) fn full_request_mismatch(resource: &str) -> Rejection {
-        Rejection::new(
-            StatusCode::BAD_REQUEST,
+        Rejection::of(
+            RejectionKind::Envelope,
             "the full request must name the same method and resource as the handshake",
             resource,
         )

@@ -14,11 +14,11 @@
 use std::collections::VecDeque;
 use std::time::Instant;
 
-use super::core::{Core, Frame, Framed, Lifecycle, Timers, deadline, due};
+use super::core::{Core, Framed, Lifecycle, Scanned, Timers, deadline, due};
 use super::responses::{self, refusal};
 use super::table::{Exchange, ExchangeState, Input, Role, TransitionError};
 use super::{ContinuePolicy, Now, PeerError, RequestId, ServerConfig, ServerEvent, UsageError};
-use crate::message::{Method, Rejection, RequestContext, Response, parse_request_scanned};
+use crate::message::{Method, Rejection, RequestContext, Response, parse_request_framed};
 
 /// One jsontp connection in the server role, without I/O.
 ///
@@ -285,13 +285,13 @@ impl ServerConnection {
             }
             let awaited = self.awaited().map(|slot| slot.id);
             match self.core.frame(now) {
-                Frame::Partial => return,
-                Frame::Message(framed) => self.on_message(&framed, now),
-                Frame::End { cut_short: true } => {
+                Scanned::Partial => return,
+                Scanned::Message(framed) => self.on_message(&framed, now),
+                Scanned::End { cut_short: true } => {
                     // D1: `400` if the peer can still read, then the close.
                     self.reject(awaited, refusal::incomplete(), true, now);
                 }
-                Frame::End { cut_short: false } => {
+                Scanned::End { cut_short: false } => {
                     if awaited.is_some() {
                         // The peer left after the `100` without the full
                         // request: nothing to answer, nothing written.
@@ -300,10 +300,10 @@ impl ServerConnection {
                             .push_event(ServerEvent::PeerError(PeerError::UnexpectedEof));
                     }
                 }
-                Frame::Invalid { byte, first } => {
-                    self.reject(awaited, refusal::framing(byte, first), true, now);
+                Scanned::Invalid { byte, fault } => {
+                    self.reject(awaited, refusal::framing(byte, fault), true, now);
                 }
-                Frame::TooLarge => {
+                Scanned::TooLarge => {
                     let limit = self.config.limits.message.max_message_bytes;
                     self.reject(awaited, refusal::too_large(limit), true, now);
                 }
@@ -322,12 +322,7 @@ impl ServerConnection {
         };
         // D3: the scanner measured the depth; a deep message is refused
         // from that count before any recursive parser runs.
-        let parsed = parse_request_scanned(
-            self.core.message(framed),
-            Some(framed.max_depth),
-            context,
-            &limits,
-        );
+        let parsed = parse_request_framed(self.core.message(framed), &framed.frame, context, &limits);
         let request = match parsed {
             Ok(request) => request,
             Err(rejection) => {

@@ -78,6 +78,26 @@ pub enum DecodeError {
     },
 }
 
+impl fmt::Display for DecodeError {
+    /// `is not valid base64 (…)`, `decodes to more than the limit of N
+    /// bytes`: phrased to follow the field's name, as [`ValueError`] is.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DecodeError::Corrupt(why) => why.fmt(f),
+            DecodeError::TooLarge { limit } => write!(f, "decodes to more than the limit of {limit} bytes"),
+        }
+    }
+}
+
+impl std::error::Error for DecodeError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            DecodeError::Corrupt(why) => Some(why),
+            DecodeError::TooLarge { .. } => None,
+        }
+    }
+}
+
 /// Decodes a `content` string written in `encoding` into bytes, refusing to
 /// produce more than `limit` bytes.
 ///
@@ -505,6 +525,17 @@ mod tests {
         assert!(out.bytes.capacity() <= 40_000);
         assert_eq!(out.push(&[7]), Err(DecodeError::TooLarge { limit: 40_000 }));
         assert_eq!(out.push(&[]), Ok(()));
+    }
+
+    #[test]
+    fn decode_errors_display_as_a_phrase_and_are_errors() {
+        let e = decode("!!", Encoding::Gzip, LIMIT).unwrap_err();
+        assert!(e.to_string().starts_with("is not valid base64 ("), "{e}");
+        assert!(std::error::Error::source(&e).is_some());
+        let e = DecodeError::TooLarge { limit: 4 };
+        assert_eq!(e.to_string(), "decodes to more than the limit of 4 bytes");
+        let boxed: Box<dyn std::error::Error> = Box::new(e);
+        assert!(boxed.source().is_none());
     }
 
     #[test]

@@ -7,9 +7,10 @@
 use std::collections::HashSet;
 use std::str::FromStr;
 
+use super::envelope::RawHeaders;
 use super::headers::{EncodingList, HeaderName, split_weight};
-use super::json::{Loose, RawHeaders};
 use super::parse::{Forgiven, Validation};
+use super::syntax::Loose;
 use super::{Cookies, EncodingRange, Headers, ValueError, Weight, Weighted};
 
 /// A value quoted as JSON for a message, cut short when long (a megabyte of

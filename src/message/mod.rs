@@ -9,17 +9,21 @@
 //!   the status code D5 gives and a `human-message` naming the field.
 //! - [`Request::to_bytes`] / [`Response::to_bytes`] write compact JSON plus
 //!   `\n` (D1).
+//! - [`framing`] is the one lexer every parser runs behind: it finds where
+//!   each message ends on a stream (D1), how deep it nests (D3) and whether
+//!   it escapes a lone surrogate (D4).
 //! - [`negotiate`] holds the helpers an application uses to answer
 //!   `accept-*` and conditional headers; [`codec`] the body encodings (D9).
 
 pub mod codec;
 pub mod cookies;
 pub mod date;
+mod envelope;
 pub mod form;
+pub mod framing;
 mod header_values;
 mod headers;
 mod iso_codes;
-mod json;
 pub mod language;
 pub mod media;
 mod method;
@@ -30,6 +34,7 @@ pub mod resource;
 mod serialize;
 mod shortcuts;
 mod status;
+mod syntax;
 mod types;
 mod version;
 
@@ -41,11 +46,11 @@ pub use language::{LanguageRange, LanguageTag};
 pub use media::{MediaRange, MediaType};
 pub use method::Method;
 pub use parse::{Forgiven, Parsed, RequestContext, Validation, parse_request, parse_response};
-/// For the connection machine, whose framing scanner already knows each
-/// message's depth: skips the depth pre-scan (see [`parse::parse_request_scanned`]).
+/// For the connection machine, whose scanner has framed each message
+/// already: no byte is lexed twice (see [`parse::parse_request_framed`]).
 #[allow(unused_imports)]
-pub(crate) use parse::{parse_request_scanned, parse_response_scanned};
-pub use rejection::{Rejection, ValueError};
+pub(crate) use parse::{parse_request_framed, parse_response_framed};
+pub use rejection::{Rejection, RejectionKind, ValueError};
 pub use resource::Resource;
 pub use status::{Status, StatusCode};
 pub use types::{Body, MessageLimits, Request, Response};

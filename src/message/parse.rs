@@ -1,36 +1,47 @@
 //! Parsing and validating one message from bytes (D4, D5, D6, D8, D9).
 //!
-//! Two steps: `json.rs` turns the text into a shallow [`Envelope`] (syntax,
-//! duplicate keys, types as found), then the functions here judge it in the
-//! order of D5 and stop at the first level that finds a problem:
+//! Three steps, and the first that finds a problem answers:
 //!
-//! 1. size (`413`), UTF-8, syntax, depth and lone surrogates,
-//!    not an object, duplicate keys (`400`);
+//! 1. the lexer ([`super::framing`]) frames the bytes: one object and only
+//!    whitespace around it, how deep it nests, lone surrogates. The
+//!    connection machine has done this already and hands its [`Frame`]
+//!    over; [`parse_request`] and [`parse_response`] do it themselves;
+//! 2. [`super::syntax`] reads the text into the shallow [`Envelope`] of
+//!    `envelope.rs` (strict JSON, then JSON5; duplicate keys and numbers
+//!    JSON cannot carry are noted);
+//! 3. the functions here judge the envelope in the order of D5 and stop at
+//!    the first level that finds a problem:
+//!
+//! 1. size (`413`), framing, UTF-8, depth, lone surrogates, syntax,
+//!    not an object, duplicate keys, `Infinity`/`NaN` (`400`);
 //! 2. `jsontp` (`400`, or `505` for another major);
 //!
 //!    2½. more than `max_headers` headers (`431`). It sits after the version,
 //!    so `505` still wins, and before every other envelope check: a flood
-//!    of headers is refused as a flood, whatever names it uses (the
-//!    conformance suite: "over 100 headers → 431");
+//!    of headers is refused as a flood, whatever names it uses;
 //! 3. the envelope (`400`), in a fixed order rather than document order, so
 //!    that the answer does not depend on how a client orders its keys:
 //!    `type`, `resource`, `method` (requests) or `status` (responses),
 //!    `headers` (entries in document order), `body`, then unknown
 //!    top-level fields (the first in document order);
-//! 4. in D5's own order: `expect` (`501`), `body.encoding` (`412`),
-//!    `content` that does not decode (`400`) or decodes past the limit
-//!    (`413`), `content` missing on `POST`/`PUT` (`400`).
+//! 4. in D5's own order: `expect` (`501`, D10: after every envelope error
+//!    and the version), `body.encoding` (`412`), `content` that does not
+//!    decode (`400`) or decodes past the limit (`413`), `content` missing
+//!    on `POST`/`PUT` (`400`).
 //!
-//! Levels 5 and 6 belong to the application ([`super::negotiate`]).
+//! Levels 5 and 6 belong to the application ([`super::negotiate`]); the
+//! first request of a 100-continue handshake reaches them too (D10).
 
 use std::borrow::Cow;
 
 use super::codec::{self, DecodeError};
+use super::envelope::{Envelope, RawBody, RawStatus};
+use super::framing::{Fault, Frame, Scan, Scanner};
 use super::header_values::{quoted, request_headers, response_headers};
-use super::json::{Envelope, Kind, Loose, Number, RawBody, parse_top};
+use super::syntax::{self, Kind, Loose, Note, Notes, Number};
 use super::{
-    Body, Encoding, MessageLimits, Method, Rejection, Request, Resource, Response, Status, StatusCode,
-    Version,
+    Body, Encoding, MessageLimits, Method, Rejection, RejectionKind, Request, Resource, Response, Status,
+    StatusCode, Version,
 };
 
 /// Where a request stands in its exchange, which changes what is checked.
@@ -81,38 +92,34 @@ pub struct Parsed<T> {
 
 /// Parses and validates the bytes of one request message.
 ///
-/// The bytes are one message as the framing found it (D1); whitespace
-/// around the object is allowed. On failure the [`Rejection`] carries the
-/// status of the first D5 level that applies, a message naming the field,
-/// and the `resource` to echo (D12).
+/// The bytes are one message: a JSON object, with only whitespace (space,
+/// tab, CR, LF) around it. On failure the [`Rejection`] carries the status
+/// of the first D5 level that applies, its [`kind`](Rejection::kind), a
+/// message naming the field, and the `resource` to echo (D12).
 pub fn parse_request(
     bytes: &[u8],
     context: RequestContext,
     limits: &MessageLimits,
 ) -> Result<Request, Rejection> {
-    parse_request_scanned(bytes, None, context, limits)
+    let frame = frame_whole(bytes, limits)?;
+    parse_request_framed(&bytes[frame.range()], &frame, context, limits)
 }
 
-/// [`parse_request`] for a caller that already knows how deep the message
-/// nests: the connection's framing scanner counts `{ [` outside strings
-/// and comments, so `max_depth_seen` (the message object is depth 1) over
-/// the limit is refused at once, before any parser runs. Within the limit
-/// the parse is the same as [`parse_request`]'s (which measures the depth
-/// itself, D3); `None` says the depth is not known.
+/// [`parse_request`] for the bytes of a message the lexer has framed
+/// already (the connection's [`Scanner`]): `bytes` are exactly the
+/// message, `frame` what the scanner found in them, so no byte is lexed
+/// twice.
 #[inline]
-pub(crate) fn parse_request_scanned(
+pub(crate) fn parse_request_framed(
     bytes: &[u8],
-    max_depth_seen: Option<usize>,
+    frame: &Frame,
     context: RequestContext,
     limits: &MessageLimits,
 ) -> Result<Request, Rejection> {
     let mut env = Envelope::default();
-    syntax(bytes, max_depth_seen, limits, &mut env)?;
-    validate_request(&env, context, limits).map_err(|(status, message)| Rejection {
-        status,
-        message,
-        resource: env.resource_echo(),
-    })
+    read(bytes, frame, limits, &mut env)?;
+    validate_request(&env, context, limits)
+        .map_err(|(kind, message)| Rejection::of(kind, message, env.resource_echo()))
 }
 
 /// Parses and validates the bytes of one response message (client side,
@@ -123,46 +130,43 @@ pub fn parse_response(
     validation: Validation,
     limits: &MessageLimits,
 ) -> Result<Parsed<Response>, Rejection> {
-    parse_response_scanned(bytes, None, validation, limits)
+    let frame = frame_whole(bytes, limits)?;
+    parse_response_framed(&bytes[frame.range()], &frame, validation, limits)
 }
 
-/// [`parse_response`] with the depth already known; see
-/// [`parse_request_scanned`].
-pub(crate) fn parse_response_scanned(
+/// [`parse_response`] for a message the lexer has framed already; see
+/// [`parse_request_framed`].
+pub(crate) fn parse_response_framed(
     bytes: &[u8],
-    max_depth_seen: Option<usize>,
+    frame: &Frame,
     validation: Validation,
     limits: &MessageLimits,
 ) -> Result<Parsed<Response>, Rejection> {
     let mut env = Envelope::default();
-    syntax(bytes, max_depth_seen, limits, &mut env)?;
-    validate_response(&env, validation, limits).map_err(|(status, message)| Rejection {
-        status,
-        message,
-        resource: env.resource_echo(),
-    })
+    read(bytes, frame, limits, &mut env)?;
+    validate_response(&env, validation, limits)
+        .map_err(|(kind, message)| Rejection::of(kind, message, env.resource_echo()))
 }
 
-/// A problem found past level 1: the status and the message. The caller
+/// A problem found past level 1: what kind, and the message. The caller
 /// adds the echo.
-type Problem = (StatusCode, String);
+type Problem = (RejectionKind, String);
 
 fn bad(message: String) -> Problem {
-    (StatusCode::BAD_REQUEST, message)
+    (RejectionKind::Envelope, message)
 }
 
-/// D5 level 1 up to the envelope: size, UTF-8, syntax, depth. A
-/// failure here echoes `""`: the message could not be read.
-fn syntax<'a>(
-    bytes: &'a [u8],
-    max_depth_seen: Option<usize>,
-    limits: &MessageLimits,
-    env: &mut Envelope<'a>,
-) -> Result<(), Rejection> {
-    let refuse = |status, message: String| Rejection::new(status, message, "");
+/// A level-1 refusal: the message could not be read, so the echo is `""`.
+fn unread(kind: RejectionKind, message: String) -> Rejection {
+    Rejection::of(kind, message, "")
+}
+
+/// D5 level 1 for a whole buffer: the size, then the lexer. The buffer
+/// must hold one message and nothing but whitespace around it.
+fn frame_whole(bytes: &[u8], limits: &MessageLimits) -> Result<Frame, Rejection> {
     if bytes.len() > limits.max_message_bytes {
-        return Err(refuse(
-            StatusCode::PAYLOAD_TOO_LARGE,
+        return Err(unread(
+            RejectionKind::TooLarge,
             format!(
                 "message is {} bytes, more than the limit of {} (D3)",
                 bytes.len(),
@@ -170,38 +174,119 @@ fn syntax<'a>(
             ),
         ));
     }
+    let syntax = |why: String| {
+        unread(
+            RejectionKind::Syntax,
+            format!("message is not valid JSON or JSON5: {why}"),
+        )
+    };
+    match Scanner::new().scan(bytes) {
+        Scan::Complete(frame) => match bytes[frame.end()..]
+            .iter()
+            .position(|b| !matches!(b, b' ' | b'\t' | b'\r' | b'\n'))
+        {
+            None => Ok(frame),
+            Some(offset) => Err(syntax(format!(
+                "more follows the object's end, at byte {} (D1)",
+                frame.end() + offset
+            ))),
+        },
+        Scan::Partial if bytes.iter().all(|b| matches!(b, b' ' | b'\t' | b'\r' | b'\n')) => {
+            Err(syntax("the message is empty".to_owned()))
+        }
+        Scan::Partial => Err(unread(
+            RejectionKind::Incomplete,
+            "message is not valid JSON or JSON5: it ends before its object does (D1)".to_owned(),
+        )),
+        Scan::Error {
+            at,
+            fault: Fault::NotAMessageStart,
+        } => Err(not_an_object(bytes, at)),
+        Scan::Error { at, fault } => Err(unread(
+            RejectionKind::Framing,
+            format!("message holds {fault} at byte {at}, which leaves its end in doubt (D1)"),
+        )),
+        Scan::TooLarge { .. } => Err(unread(
+            RejectionKind::TooLarge,
+            format!(
+                "message is more than the limit of {} bytes (D3)",
+                limits.max_message_bytes
+            ),
+        )),
+    }
+}
+
+/// The refusal of a buffer whose first byte past whitespace, at `at`, is
+/// not `{`: another JSON value, or no JSON at all. serde_json may look
+/// (it stops at 128 levels on its own); the json5 crate may not, as no
+/// lexer has measured the text.
+fn not_an_object(bytes: &[u8], at: usize) -> Rejection {
+    let kind = match serde_json::from_slice::<serde_json::Value>(bytes) {
+        Ok(value) => Some(Kind::of(&value)),
+        Err(_) => match bytes.get(at) {
+            Some(b'[') => Some(Kind::Array),
+            Some(b'"' | b'\'') => Some(Kind::String),
+            _ => None,
+        },
+    };
+    match kind {
+        Some(kind) => unread(
+            RejectionKind::NotAnObject,
+            format!("message is {}, not a JSON object", kind.described()),
+        ),
+        None => unread(
+            RejectionKind::Syntax,
+            format!(
+                "message is not valid JSON or JSON5: a message is a JSON object, and byte {at} cannot start one (D1)"
+            ),
+        ),
+    }
+}
+
+/// The rest of level 1, on the bytes of one framed message: UTF-8, depth,
+/// lone surrogates (as the lexer found them), syntax, then what the parser
+/// noted. A failure before the notes echoes `""`: the message could not be
+/// read.
+fn read<'a>(
+    bytes: &'a [u8],
+    frame: &Frame,
+    limits: &MessageLimits,
+    env: &mut Envelope<'a>,
+) -> Result<(), Rejection> {
     let text = std::str::from_utf8(bytes).map_err(|e| {
-        refuse(
-            StatusCode::BAD_REQUEST,
+        unread(
+            RejectionKind::Syntax,
             format!("message is not valid UTF-8 (byte {}) (D4)", e.valid_up_to()),
         )
     })?;
-    // The framing scanner's count, when given, refuses a deep message
-    // before any parser runs; otherwise `parse_top` measures the depth.
-    if let Some(depth) = max_depth_seen.filter(|depth| *depth > limits.max_depth) {
-        return Err(refuse(
-            StatusCode::BAD_REQUEST,
+    if frame.max_depth() > limits.max_depth {
+        return Err(unread(
+            RejectionKind::TooDeep,
             format!(
-                "message nests objects and arrays {depth} levels deep, deeper than the limit of {} levels",
+                "message nests objects and arrays {} levels deep, deeper than the limit of {} levels",
+                frame.max_depth(),
                 limits.max_depth
             ),
         ));
     }
-    if let Some(kind) =
-        parse_top(text, env, limits.max_depth).map_err(|m| refuse(StatusCode::BAD_REQUEST, m))?
-    {
-        return Err(refuse(
-            StatusCode::BAD_REQUEST,
-            format!("message is {}, not a JSON object", kind.described()),
+    if let Some(at) = frame.lone_surrogate() {
+        return Err(unread(
+            RejectionKind::Syntax,
+            format!(
+                "message holds a lone surrogate escape at byte {}, which is not a character",
+                at.saturating_sub(frame.start())
+            ),
         ));
     }
-    if let Some(dup) = env.first_duplicate() {
-        // Still level 1 (D4), but the message was read: echo it.
-        return Err(Rejection::new(
-            StatusCode::BAD_REQUEST,
-            format!("{dup} (D4)"),
-            env.resource_echo(),
-        ));
+    let mut notes = Notes::default();
+    syntax::parse(text, frame.max_depth(), env, &mut notes).map_err(|m| unread(RejectionKind::Syntax, m))?;
+    if let Some(note) = notes.into_first() {
+        // Still level 1 (D4, D9), but the message was read: echo it.
+        let kind = match note {
+            Note::Duplicate { .. } => RejectionKind::DuplicateKey,
+            Note::NotJsonNumber { .. } => RejectionKind::NotJsonNumber,
+        };
+        return Err(Rejection::of(kind, note.to_string(), env.resource_echo()));
     }
     Ok(())
 }
@@ -232,13 +317,18 @@ fn object_field<'e, T>(name: &str, value: &'e Option<Result<T, Kind>>) -> Result
 
 /// Level 2 (D6): the version form, then whether we speak it.
 fn version(env: &Envelope<'_>) -> Result<Version, Problem> {
-    let text = string_field("jsontp", &env.jsontp)?;
-    let version: Version = text
-        .parse()
-        .map_err(|e| bad(format!("field \"jsontp\": {} {e}", quoted(text))))?;
+    // D6: missing and not a string are version errors too (level 2).
+    let text =
+        string_field("jsontp", &env.jsontp).map_err(|(_, message)| (RejectionKind::Version, message))?;
+    let version: Version = text.parse().map_err(|e| {
+        (
+            RejectionKind::Version,
+            format!("field \"jsontp\": {} {e}", quoted(text)),
+        )
+    })?;
     if !version.is_supported() {
         return Err((
-            StatusCode::VERSION_NOT_SUPPORTED,
+            RejectionKind::UnsupportedVersion,
             format!(
                 "version {} is not supported; this implementation speaks major version 1 (D6)",
                 quoted(text)
@@ -253,7 +343,7 @@ fn header_count(env: &Envelope<'_>, limits: &MessageLimits) -> Result<(), Proble
     if let Some(Ok(headers)) = &env.headers {
         if headers.entries.len() > limits.max_headers {
             return Err((
-                StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+                RejectionKind::TooManyHeaders,
                 format!(
                     "headers: {} headers, more than the limit of {} (D3)",
                     headers.entries.len(),
@@ -338,7 +428,7 @@ fn body_fields<'e>(body: &'e RawBody<'_>) -> Result<BodyFields<'e>, Problem> {
 fn encoding(text: &str) -> Result<Encoding, Problem> {
     text.parse().map_err(|e| {
         (
-            StatusCode::PRECONDITION_FAILED,
+            RejectionKind::Encoding,
             format!("field \"body.encoding\": {} {e} (D9)", quoted(text)),
         )
     })
@@ -348,7 +438,7 @@ fn encoding(text: &str) -> Result<Encoding, Problem> {
 fn decode_content(content: &str, encoding: Encoding, limits: &MessageLimits) -> Result<Vec<u8>, Problem> {
     let too_large = |limit| {
         (
-            StatusCode::PAYLOAD_TOO_LARGE,
+            RejectionKind::ContentTooLarge,
             format!("field \"body.content\" decodes to more than the limit of {limit} bytes (D3)"),
         )
     };
@@ -359,9 +449,10 @@ fn decode_content(content: &str, encoding: Encoding, limits: &MessageLimits) -> 
         }
         Encoding::Identity => Ok(content.as_bytes().to_vec()),
         _ => codec::decode(content, encoding, limits.max_decoded_body).map_err(|e| match e {
-            DecodeError::Corrupt(why) => bad(format!(
-                "field \"body.content\" does not decode as {encoding}: it {why}"
-            )),
+            DecodeError::Corrupt(why) => (
+                RejectionKind::Content,
+                format!("field \"body.content\" does not decode as {encoding}: it {why}"),
+            ),
             DecodeError::TooLarge { limit } => too_large(limit),
         }),
     }
@@ -411,7 +502,7 @@ fn validate_request(
     // Level 4.
     if let Some(other) = expect.filter(|e| *e != "100-continue") {
         return Err((
-            StatusCode::NOT_IMPLEMENTED,
+            RejectionKind::Expectation,
             format!(
                 "header \"expect\": {} is not supported; the only expectation is \"100-continue\" (D10)",
                 quoted(other)
@@ -429,9 +520,12 @@ fn validate_request(
             let bytes = match content {
                 Some(content) => decode_content(content, encoding, limits)?,
                 None if method.requires_content() => {
-                    return Err(bad(format!(
-                        "field \"body.content\" is missing, which a {method} request without \"expect\": \"100-continue\" must carry (D9)"
-                    )));
+                    return Err((
+                        RejectionKind::Content,
+                        format!(
+                            "field \"body.content\" is missing, which a {method} request without \"expect\": \"100-continue\" must carry (D9)"
+                        ),
+                    ));
                 }
                 // D9: on other methods a missing `content` means "".
                 None => Vec::new(),
@@ -493,7 +587,7 @@ fn validate_response(
 }
 
 /// The `status` object (reference: status fields; D12, D13).
-fn status(raw: &super::json::RawStatus<'_>) -> Result<Status, Problem> {
+fn status(raw: &RawStatus<'_>) -> Result<Status, Problem> {
     let code = match &raw.code {
         None => return Err(bad("field \"status.code\" is missing".to_owned())),
         Some(Loose::Number(n)) => {
@@ -547,19 +641,36 @@ fn number_text(n: Number) -> Cow<'static, str> {
 mod tests {
     use super::*;
 
-    const GET: &str = r#"{"jsontp":"1.0","type":"request","resource":"/a","method":"GET","headers":{},"body":{"encoding":"identity","x":"\ud800"}}"#;
+    fn framed(text: &str) -> Frame {
+        match Scanner::new().scan(text.as_bytes()) {
+            Scan::Complete(frame) => frame,
+            other => panic!("{other:?}"),
+        }
+    }
 
     #[test]
-    fn scanned_entry_trusts_the_depth_but_still_checks_surrogates() {
+    fn the_framed_entry_takes_the_lexers_word_for_depth_and_surrogates() {
         let limits = MessageLimits::default();
-        // The caller's depth decides: over the limit is 400 without a scan.
-        let e = parse_request_scanned(b"{}", Some(65), RequestContext::Fresh, &limits).unwrap_err();
-        assert_eq!(e.status, StatusCode::BAD_REQUEST);
-        assert!(e.message.contains("deeper than the limit of 64"), "{e}");
-        // A lone surrogate is found even when the depth is known (D4).
-        let e = parse_request_scanned(GET.as_bytes(), Some(3), RequestContext::Fresh, &limits).unwrap_err();
-        assert!(e.message.contains("lone surrogate"), "{e}");
-        let e = parse_response_scanned(GET.as_bytes(), Some(3), Validation::Lenient, &limits).unwrap_err();
+        let deep = format!("{}{}", "[".repeat(64), "]".repeat(64));
+        let text = format!(r#"{{"x":{deep}}}"#);
+        let e = parse_request_framed(text.as_bytes(), &framed(&text), RequestContext::Fresh, &limits)
+            .unwrap_err();
+        assert_eq!(e.kind(), RejectionKind::TooDeep);
+        assert!(
+            e.message.contains("65 levels deep, deeper than the limit of 64"),
+            "{e}"
+        );
+        let text = r#"{"jsontp":"1.0","type":"request","resource":"/a","method":"GET","headers":{},"body":{"encoding":"identity","x":"\ud800"}}"#;
+        let frame = framed(text);
+        let e = parse_request_framed(text.as_bytes(), &frame, RequestContext::Fresh, &limits).unwrap_err();
+        assert_eq!(e.kind(), RejectionKind::Syntax);
+        let at = text.find("\\ud800").unwrap();
+        assert!(
+            e.message
+                .contains(&format!("lone surrogate escape at byte {at},")),
+            "{e}"
+        );
+        let e = parse_response_framed(text.as_bytes(), &frame, Validation::Lenient, &limits).unwrap_err();
         assert!(e.message.contains("lone surrogate"), "{e}");
     }
 }

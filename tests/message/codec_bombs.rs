@@ -11,9 +11,9 @@
 //! stream of exactly the claimed size.
 
 use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
 use std::io::Write;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
@@ -21,22 +21,33 @@ use flate2::{Compress, Compression, Crc, FlushCompress};
 use jsontp::message::codec::{DecodeError, decode};
 use jsontp::message::{Encoding, MessageLimits};
 
-/// Counts live heap bytes and remembers the peak.
+/// Counts live heap bytes and remembers the peak, per thread: the other
+/// tests of this binary allocate on their own threads meanwhile, and a
+/// decode runs on its caller's thread.
 struct CountingAllocator;
 
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
+thread_local! {
+    /// Bytes allocated less bytes freed by this thread (memory another
+    /// thread allocated and this one frees makes it go down).
+    static LIVE: Cell<isize> = const { Cell::new(0) };
+    static PEAK: Cell<isize> = const { Cell::new(0) };
+}
 
-fn grew(by: usize) {
-    let now = LIVE.fetch_add(by, Ordering::SeqCst) + by;
-    PEAK.fetch_max(now, Ordering::SeqCst);
+fn changed(by: isize) {
+    // `try_with`: the allocator also runs while a thread's locals are torn
+    // down, when there is nothing left to count in.
+    let _ = LIVE.try_with(|live| {
+        let now = live.get() + by;
+        live.set(now);
+        let _ = PEAK.try_with(|peak| peak.set(peak.get().max(now)));
+    });
 }
 
 unsafe impl GlobalAlloc for CountingAllocator {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         let p = unsafe { System.alloc(layout) };
         if !p.is_null() {
-            grew(layout.size());
+            changed(layout.size() as isize);
         }
         p
     }
@@ -44,24 +55,20 @@ unsafe impl GlobalAlloc for CountingAllocator {
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         let p = unsafe { System.alloc_zeroed(layout) };
         if !p.is_null() {
-            grew(layout.size());
+            changed(layout.size() as isize);
         }
         p
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         unsafe { System.dealloc(ptr, layout) };
-        LIVE.fetch_sub(layout.size(), Ordering::SeqCst);
+        changed(-(layout.size() as isize));
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         let p = unsafe { System.realloc(ptr, layout, new_size) };
         if !p.is_null() {
-            if new_size >= layout.size() {
-                grew(new_size - layout.size());
-            } else {
-                LIVE.fetch_sub(layout.size() - new_size, Ordering::SeqCst);
-            }
+            changed(new_size as isize - layout.size() as isize);
         }
         p
     }
@@ -70,8 +77,8 @@ unsafe impl GlobalAlloc for CountingAllocator {
 #[global_allocator]
 static ALLOCATOR: CountingAllocator = CountingAllocator;
 
-/// The tests of this file run one at a time, so that the peak measured in
-/// one is not another's.
+/// The tests of this file run one at a time, so that two of them do not
+/// hold a gigabyte-scale stream each at once.
 static SERIAL: Mutex<()> = Mutex::new(());
 
 const MIB: usize = 1024 * 1024;
@@ -79,12 +86,14 @@ const GIB: usize = 1024 * MIB;
 /// The allowed peak heap growth while decoding a bomb with the 8 MiB limit.
 const PEAK_ALLOWED: usize = 64 * MIB;
 
-/// Runs `f` and returns its result with the peak heap growth during it.
+/// Runs `f` and returns its result with the peak heap growth during it, on
+/// this thread.
 fn peak_during<T>(f: impl FnOnce() -> T) -> (T, usize) {
-    let base = LIVE.load(Ordering::SeqCst);
-    PEAK.store(base, Ordering::SeqCst);
+    let base = LIVE.with(Cell::get);
+    PEAK.with(|peak| peak.set(base));
     let out = f();
-    (out, PEAK.load(Ordering::SeqCst) - base)
+    let peak = PEAK.with(Cell::get) - base;
+    (out, usize::try_from(peak).unwrap_or(0))
 }
 
 /// A gzip stream (RFC 1952) of `total` zero bytes, `total` a multiple of

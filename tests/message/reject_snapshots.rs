@@ -15,6 +15,21 @@ const CASES: &[(&str, &str)] = &[
     ("string", r#""request""#),
     ("trailing garbage", r#"{"jsontp":"1.0"} x"#),
     ("lone surrogate", r#"{"jsontp":"1.0","x":"\ud800"}"#),
+    ("stray slash", r#"{"jsontp":"1.0" / }"#),
+    ("stray comment end", r#"{"jsontp":"1.0" */ }"#),
+    ("mismatched bracket", r#"{"jsontp":"1.0","x":[}"#),
+    (
+        "duplicate inside a body key",
+        r#"{"jsontp":"1.0","type":"request","resource":"/a","method":"GET","headers":{},"body":{"encoding":"identity","meta":{"a":1,"\u0061":2}}}"#,
+    ),
+    (
+        "JSON5 with a mistake",
+        "{jsontp: '1.0', type: 'request' resource: '/a'}",
+    ),
+    (
+        "NaN in a body key",
+        "{jsontp: '1.0', type: 'request', resource: '/a', method: 'GET', headers: {}, body: {encoding: 'identity', n: NaN}}",
+    ),
     (
         "duplicate top-level key",
         r#"{"jsontp":"1.0","type":"request","resource":"/a","method":"GET","\u006dethod":"PUT","headers":{},"body":{"encoding":"identity"}}"#,
@@ -181,8 +196,9 @@ fn rejections_of_bad_requests() {
         let line = match parse_request(text.as_bytes(), RequestContext::Fresh, &limits) {
             Ok(_) => format!("{what}: ACCEPTED\n"),
             Err(e) => format!(
-                "{what}\n    {} {:?}\n    {}\n",
+                "{what}\n    {} {:?} {:?}\n    {}\n",
                 e.status.as_u16(),
+                e.kind(),
                 e.resource,
                 e.message
             ),
@@ -195,8 +211,9 @@ fn rejections_of_bad_requests() {
     for (what, text) in [("nested 101 deep", deep), ("over 1 MiB", big)] {
         let e = parse_request(text.as_bytes(), RequestContext::Fresh, &limits).unwrap_err();
         table.push_str(&format!(
-            "{what}\n    {} {:?}\n    {}\n",
+            "{what}\n    {} {:?} {:?}\n    {}\n",
             e.status.as_u16(),
+            e.kind(),
             e.resource,
             e.message
         ));

@@ -3,71 +3,12 @@
 //! D13, D15, D16, D18), and the D5 precedence between them.
 
 use jsontp::message::{
-    Encoding, Forgiven, MessageLimits, Method, Rejection, Request, RequestContext, Response, StatusCode,
-    Validation, parse_request, parse_response,
+    Encoding, Forgiven, MessageLimits, Method, Rejection, RejectionKind, RequestContext, Response,
+    StatusCode, Validation, parse_request, parse_response,
 };
 use serde_json::{Value, json};
 
-// ---------------------------------------------------------------------------
-// helpers
-// ---------------------------------------------------------------------------
-
-/// A valid GET of /hello.txt, as a JSON value to edit.
-fn base() -> Value {
-    json!({
-        "jsontp": "1.0", "type": "request", "resource": "/hello.txt", "method": "GET",
-        "headers": {}, "body": {"content": "", "encoding": "identity"}
-    })
-}
-
-fn with(edit: impl FnOnce(&mut Value)) -> String {
-    let mut v = base();
-    edit(&mut v);
-    v.to_string()
-}
-
-fn header(name: &str, value: Value) -> String {
-    with(|m| m["headers"][name] = value)
-}
-
-fn parse(text: &str) -> Result<Request, Rejection> {
-    parse_request(text.as_bytes(), RequestContext::Fresh, &MessageLimits::default())
-}
-
-fn parse_after_continue(text: &str) -> Result<Request, Rejection> {
-    parse_request(
-        text.as_bytes(),
-        RequestContext::AfterContinue,
-        &MessageLimits::default(),
-    )
-}
-
-#[track_caller]
-fn ok(text: &str) -> Request {
-    match parse(text) {
-        Ok(r) => r,
-        Err(e) => panic!("{text}\nmust parse, got {e}"),
-    }
-}
-
-#[track_caller]
-fn refused(text: &str) -> Rejection {
-    match parse(text) {
-        Ok(r) => panic!("{text}\nmust be refused, got {r:?}"),
-        Err(e) => e,
-    }
-}
-
-#[track_caller]
-fn code(text: &str) -> u16 {
-    refused(text).status.as_u16()
-}
-
-fn remove(field: &'static str) -> impl FnOnce(&mut Value) {
-    move |m| {
-        m.as_object_mut().map(|o| o.remove(field));
-    }
-}
+use super::support::{base, code, header, ok, parse, parse_after_continue, refused, remove, with};
 
 // ---------------------------------------------------------------------------
 // Request message table
@@ -459,7 +400,10 @@ fn too_many_headers_d3() {
     };
     assert!(parse(&many(limits.max_headers)).is_ok());
     let e = refused(&many(limits.max_headers + 1));
-    assert_eq!((e.status.as_u16(), e.resource.as_str()), (431, "/hello.txt"));
+    assert_eq!(
+        (e.status.as_u16(), e.resource.as_str(), e.kind()),
+        (431, "/hello.txt", RejectionKind::TooManyHeaders)
+    );
     // Without the flag, a flood of unknown names is still 431, not 400.
     let mut headers = serde_json::Map::new();
     for i in 0..=limits.max_headers {
@@ -539,7 +483,7 @@ fn expect_d10() {
 
 #[test]
 fn d5_precedence() {
-    let cases: Vec<(&str, String, u16, &str)> = vec![
+    let cases: Vec<(&str, String, u16, &str, RejectionKind)> = vec![
         (
             "lowercase method (3) before unknown encoding (4)",
             with(|m| {
@@ -548,6 +492,7 @@ fn d5_precedence() {
             }),
             400,
             "field \"method\"",
+            RejectionKind::Envelope,
         ),
         (
             "bad version (2) before unknown field (3)",
@@ -557,6 +502,7 @@ fn d5_precedence() {
             }),
             400,
             "field \"jsontp\"",
+            RejectionKind::Version,
         ),
         (
             "505 (2) before unknown field (3)",
@@ -566,6 +512,7 @@ fn d5_precedence() {
             }),
             505,
             "version",
+            RejectionKind::UnsupportedVersion,
         ),
         (
             "505 (2) before bad resource (3)",
@@ -575,6 +522,7 @@ fn d5_precedence() {
             }),
             505,
             "version",
+            RejectionKind::UnsupportedVersion,
         ),
         (
             "missing jsontp (2) before missing type (3)",
@@ -584,6 +532,7 @@ fn d5_precedence() {
             }),
             400,
             "field \"jsontp\" is missing",
+            RejectionKind::Version,
         ),
         (
             "expect other (4, first) before encoding zip (4, second)",
@@ -593,6 +542,7 @@ fn d5_precedence() {
             }),
             501,
             "expect",
+            RejectionKind::Expectation,
         ),
         (
             "encoding zip (412) before content missing on POST (400)",
@@ -602,12 +552,14 @@ fn d5_precedence() {
             }),
             412,
             "body.encoding",
+            RejectionKind::Encoding,
         ),
         (
             "encoding zip (412) before content that does not decode",
             with(|m| m["body"] = json!({"content": "!!", "encoding": "zip"})),
             412,
             "body.encoding",
+            RejectionKind::Encoding,
         ),
         (
             "header type (3) before expect other (4)",
@@ -617,6 +569,7 @@ fn d5_precedence() {
             }),
             400,
             "header \"accept\"",
+            RejectionKind::Envelope,
         ),
         (
             "body field type (3) before expect other (4)",
@@ -626,12 +579,14 @@ fn d5_precedence() {
             }),
             400,
             "body.content",
+            RejectionKind::Envelope,
         ),
         (
             "duplicate key (1) before 505 (2)",
             with(|m| m["jsontp"] = json!("2.0")).replacen("\"body\":", "\"type\":\"request\",\"body\":", 1),
             400,
             "twice",
+            RejectionKind::DuplicateKey,
         ),
         (
             "fixed order in level 3: type before method",
@@ -641,13 +596,130 @@ fn d5_precedence() {
             }),
             400,
             "field \"type\"",
+            RejectionKind::Envelope,
         ),
     ];
-    for (what, text, status, needle) in cases {
+    for (what, text, status, needle, kind) in cases {
         let e = refused(&text);
-        assert_eq!(e.status.as_u16(), status, "{what}: {e}");
+        assert_eq!((e.status.as_u16(), e.kind()), (status, kind), "{what}: {e}");
         assert!(e.message.contains(needle), "{what}: {e}");
     }
+}
+
+#[test]
+fn d10_unsupported_expect_sits_at_level_4() {
+    let expect_other = |m: &mut Value| m["headers"]["expect"] = json!("200-ok");
+    // An envelope error (level 3) and the version (level 2) win over 501.
+    for (what, edit, status, kind) in [
+        (
+            "bad resource",
+            (|m: &mut Value| m["resource"] = json!("http://x/")) as fn(&mut Value),
+            400,
+            RejectionKind::Envelope,
+        ),
+        (
+            "bad method",
+            |m| m["method"] = json!("FETCH"),
+            400,
+            RejectionKind::Envelope,
+        ),
+        (
+            "unknown field",
+            |m| m["x"] = json!(1),
+            400,
+            RejectionKind::Envelope,
+        ),
+        (
+            "unknown header",
+            |m| m["headers"]["x-y"] = json!("1"),
+            400,
+            RejectionKind::Envelope,
+        ),
+        (
+            "body not an object",
+            |m| m["body"] = json!([]),
+            400,
+            RejectionKind::Envelope,
+        ),
+        (
+            "version 2.0",
+            |m| m["jsontp"] = json!("2.0"),
+            505,
+            RejectionKind::UnsupportedVersion,
+        ),
+        (
+            "version malformed",
+            |m| m["jsontp"] = json!("1"),
+            400,
+            RejectionKind::Version,
+        ),
+    ] {
+        let e = refused(&with(|m| {
+            expect_other(m);
+            edit(m);
+        }));
+        assert_eq!((e.status.as_u16(), e.kind()), (status, kind), "{what}: {e}");
+    }
+    // Then 501, before the rest of level 4 (encoding, content).
+    let e = refused(&with(|m| {
+        expect_other(m);
+        m["method"] = json!("PUT");
+        m["body"] = json!({"encoding": "zip"});
+    }));
+    assert_eq!((e.status.as_u16(), e.kind()), (501, RejectionKind::Expectation));
+    // The first request of a handshake passes levels 1 to 4 whatever its
+    // body holds (it is ignored), so the server can still refuse it at
+    // levels 5 and 6, or at level 4 when it takes no handshake at all.
+    let r = ok(&with(|m| {
+        m["method"] = json!("PUT");
+        m["headers"]["expect"] = json!("100-continue");
+        m["headers"]["content-type"] = json!("application/x-unknown");
+        m["body"] = json!({"encoding": "zip", "content": "!!"});
+    }));
+    assert!(r.headers.expect_continue());
+    assert_eq!(
+        r.headers.content_type().map(|t| t.to_string()).as_deref(),
+        Some("application/x-unknown")
+    );
+}
+
+#[test]
+fn d9_empty_content_is_empty_in_every_encoding() {
+    for encoding in ["identity", "gzip", "deflate", "br"] {
+        for method in ["GET", "POST", "PUT"] {
+            let r = ok(&with(|m| {
+                m["method"] = json!(method);
+                m["body"] = json!({"content": "", "encoding": encoding});
+            }));
+            assert_eq!(r.body.content(), b"", "{method} {encoding}");
+            assert_eq!(r.body.encoding().as_str(), encoding);
+        }
+    }
+}
+
+#[test]
+fn kinds_of_level_4_refusals() {
+    let limits = MessageLimits {
+        max_decoded_body: 4,
+        ..MessageLimits::default()
+    };
+    let text = with(|m| m["body"]["content"] = json!("12345"));
+    let e = parse_request(text.as_bytes(), RequestContext::Fresh, &limits).unwrap_err();
+    assert_eq!(
+        (e.status.as_u16(), e.kind()),
+        (413, RejectionKind::ContentTooLarge)
+    );
+    let e = refused(&with(|m| {
+        m["body"] = json!({"content": "!!", "encoding": "gzip"})
+    }));
+    assert_eq!((e.status.as_u16(), e.kind()), (400, RejectionKind::Content));
+    let e = refused(&with(|m| {
+        m["method"] = json!("PUT");
+        m["body"] = json!({"encoding": "identity"});
+    }));
+    assert_eq!((e.status.as_u16(), e.kind()), (400, RejectionKind::Content));
+    let e = refused(&with(|m| m["body"]["encoding"] = json!("zip")));
+    assert_eq!((e.status.as_u16(), e.kind()), (412, RejectionKind::Encoding));
 }
 
 #[test]
@@ -667,179 +739,10 @@ fn d5_syntax_before_everything() {
         ..MessageLimits::default()
     };
     let e = parse_request(b"{\"a\":[[[[[[[[[[", RequestContext::Fresh, &limits).unwrap_err();
-    assert_eq!((e.status.as_u16(), e.resource.as_str()), (413, ""));
-}
-
-// ---------------------------------------------------------------------------
-// D4 syntax
-// ---------------------------------------------------------------------------
-
-#[test]
-fn d4_published_examples_with_comments_and_trailing_commas() {
-    let text = r#"{
-        "jsontp": "1.0", // the version
-        "type": "request", // the only type a client sends
-        "resource": "/hello.txt", // shape 1
-        "method": "GET", /* retrieval */
-        "headers": {
-            "accept-encoding": ["gzip", "identity",], // in order
-        },
-        "body": {
-            "content": "", // nothing
-            "encoding": "identity",
-        },
-    }"#;
-    let r = ok(text);
-    assert_eq!(r.resource.as_str(), "/hello.txt");
     assert_eq!(
-        entries(r.headers.accept_encoding()),
-        Some(vec!["gzip".into(), "identity".into()])
+        (e.status.as_u16(), e.resource.as_str(), e.kind()),
+        (413, "", RejectionKind::TooLarge)
     );
-}
-
-#[test]
-fn d4_json5_quotes_and_keys() {
-    let text = "{jsontp: '1.0', type: 'request', resource: '/it\\'s', method: 'GET', headers: {'Accept': '*/*'}, body: {content: 'a\\nb', encoding: 'identity', n: 0x10}}";
-    let r = ok(text);
-    assert_eq!(r.resource.as_str(), "/it's");
-    assert_eq!(r.body.as_text(), Some("a\nb"));
-    assert_eq!(r.body.extra()["n"], json!(16));
-    // Duplicates are found in JSON5 as well.
-    let text = "{jsontp: '1.0', jsontp: '1.0', type: 'request', resource: '/', method: 'GET', headers: {}, body: {encoding: 'identity'}}";
-    assert!(refused(text).message.contains("twice"));
-}
-
-#[test]
-fn d4_neither_json_nor_json5() {
-    for text in ["{", "{\"a\" 1}", "{\"jsontp\":\"1.0\",}}", "", "nul", "{} {}"] {
-        let e = refused(text);
-        assert_eq!((e.status.as_u16(), e.resource.as_str()), (400, ""), "{text}");
-        assert!(
-            e.message.starts_with("message is not valid JSON or JSON5"),
-            "{text}: {e}"
-        );
-    }
-}
-
-#[test]
-fn d4_not_an_object() {
-    for text in ["[1,2,3]", "\"text\"", "5", "null", "true"] {
-        let e = refused(text);
-        assert_eq!((e.status.as_u16(), e.resource.as_str()), (400, ""), "{text}");
-        assert!(e.message.ends_with("not a JSON object"), "{e}");
-    }
-}
-
-#[test]
-fn d4_duplicate_keys_at_every_level() {
-    let b = base().to_string();
-    let cases = [
-        b.replacen("\"method\":\"GET\"", "\"method\":\"GET\",\"method\":\"PUT\"", 1),
-        b.replacen(
-            "\"method\":\"GET\"",
-            "\"method\":\"GET\",\"\\u006dethod\":\"GET\"",
-            1,
-        ),
-        b.replacen(
-            "\"headers\":{}",
-            "\"headers\":{\"accept\":\"*/*\",\"ACCEPT\":\"*/*\"}",
-            1,
-        ),
-        b.replacen(
-            "\"encoding\":\"identity\"",
-            "\"encoding\":\"identity\",\"encoding\":\"gzip\"",
-            1,
-        ),
-        b.replacen(
-            "\"encoding\":\"identity\"",
-            "\"encoding\":\"identity\",\"x\":1,\"x\":1",
-            1,
-        ),
-        b.replacen(
-            "\"encoding\":\"identity\"",
-            "\"encoding\":\"identity\",\"x\":null,\"x\":null",
-            1,
-        ),
-        format!("{},\"q\":1,\"q\":2}}", &b[..b.len() - 1]),
-    ];
-    for text in cases {
-        let e = refused(&text);
-        assert_eq!(e.status.as_u16(), 400, "{text}");
-        assert!(e.message.contains("twice"), "{text}: {e}");
-    }
-    // A key spelled with escapes is the decoded key.
-    let text = b.replacen("\"method\"", "\"\\u006dethod\"", 1);
-    assert_eq!(ok(&text).method, Method::Get);
-    // Two resources: no one can say which to echo.
-    let text = b.replacen("\"method\"", "\"resource\":\"/other\",\"method\"", 1);
-    assert_eq!(refused(&text).resource, "");
-}
-
-#[test]
-fn d4_invalid_utf8_and_lone_surrogates() {
-    let mut bytes = with(|m| m["body"]["content"] = json!("abX")).into_bytes();
-    let at = bytes.iter().position(|&b| b == b'X').unwrap();
-    bytes[at] = 0xFF;
-    let e = parse_request(&bytes, RequestContext::Fresh, &MessageLimits::default()).unwrap_err();
-    assert_eq!(e.status.as_u16(), 400);
-    assert!(e.message.contains("UTF-8"), "{e}");
-    let b = base().to_string();
-    for (from, to) in [
-        ("\"content\":\"\"", "\"content\":\"\\ud800\""),
-        ("\"content\":\"\"", "\"content\":\"\\udc00x\""),
-        ("\"content\":\"\"", "\"content\":\"\", \"x\": [\"\\ud800\"]"),
-        (
-            "\"headers\":{}",
-            "\"headers\":{\"x\\ud800\":1,\"ignore-invalid-headers\":true}",
-        ),
-    ] {
-        let text = b.replacen(from, to, 1);
-        let e = refused(&text);
-        assert_eq!(e.status.as_u16(), 400, "{text}");
-        assert!(e.message.contains("lone surrogate"), "{text}: {e}");
-    }
-    // A proper pair is a character.
-    let r = ok(&b.replacen("\"content\":\"\"", "\"content\":\"\\ud83d\\ude00\"", 1));
-    assert_eq!(r.body.as_text(), Some("😀"));
-}
-
-// ---------------------------------------------------------------------------
-// D3 depth
-// ---------------------------------------------------------------------------
-
-fn nested_in_body(levels: usize, json5: bool) -> String {
-    let mut s = String::with_capacity(levels * 2 + 200);
-    s.push_str(r#"{"jsontp":"1.0","type":"request","resource":"/a","method":"GET","headers":{},"body":{"content":"","encoding":"identity","deep":"#);
-    s.extend(std::iter::repeat_n('[', levels));
-    s.extend(std::iter::repeat_n(']', levels));
-    s.push_str(if json5 { "},} // json5\n" } else { "}}" });
-    s
-}
-
-#[test]
-fn d3_depth_limit() {
-    // The envelope is 1, body 2, so 62 brackets reach 64.
-    assert!(parse(&nested_in_body(62, false)).is_ok());
-    assert!(parse(&nested_in_body(62, true)).is_ok());
-    let e = refused(&nested_in_body(63, false));
-    assert_eq!((e.status.as_u16(), e.resource.as_str()), (400, ""));
-    assert!(e.message.contains("deeper than the limit of 64"), "{e}");
-}
-
-#[test]
-fn d3_deep_nesting_never_reaches_a_recursive_parser() {
-    let limits = MessageLimits {
-        max_message_bytes: 4 << 20,
-        ..MessageLimits::default()
-    };
-    for levels in [100_000, 1_000_000] {
-        for json5 in [false, true] {
-            let text = nested_in_body(levels, json5);
-            let e = parse_request(text.as_bytes(), RequestContext::Fresh, &limits).unwrap_err();
-            assert_eq!(e.status.as_u16(), 400, "{levels}");
-            assert!(e.message.contains("deeper"), "{e}");
-        }
-    }
 }
 
 // ---------------------------------------------------------------------------

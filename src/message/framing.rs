@@ -1,0 +1,974 @@
+//! The one lexer (D1, D3, D4): where each message ends on a stream, how deep
+//! it nests, and whether it escapes a lone surrogate; incrementally, never
+//! rescanning a byte.
+//!
+//! Every parser in this crate runs behind it: the connection machine frames
+//! the stream with a [`Scanner`], and [`parse_request`] /
+//! [`parse_response`] scan a whole buffer with it before any recursive
+//! parser sees the text. So one table of rules decides where strings,
+//! comments and brackets are, and the depth limit is checked before the
+//! json5 crate (which has no limit of its own) could recurse.
+//!
+//! The scanner classifies each byte once, in a small state machine that
+//! survives between calls: when more bytes arrive it resumes in the middle
+//! of a string, an escape, a comment or a UTF-8 line separator. It knows
+//! exactly as much JSON5 as framing needs, and agrees with the JSON5 grammar
+//! and the json5 crate on every byte of it:
+//!
+//! - strings are `"…"` or `'…'`; a backslash escapes the next byte (which
+//!   also covers line continuations, `\` + CR LF); a `\uXXXX` escape in the
+//!   range D800-DFFF must be half of a surrogate pair, `\uD8xx\uDCxx`, or the
+//!   message holds a lone surrogate (D4), which [`Frame::lone_surrogate`]
+//!   reports without ending the scan;
+//! - `// …` comments end at LF, CR, U+2028 or U+2029 (UTF-8 `E2 80 A8` /
+//!   `E2 80 A9`), as in JSON5; `/* … */` comments end at the first `*/`
+//!   after the `/*` (so `/*/` does not close);
+//! - depth counts `{ }` and `[ ]` outside strings and comments, past any
+//!   limit ([`Frame::max_depth`], D3);
+//! - between messages only space, tab, CR and LF; a UTF-8 BOM only at the
+//!   very start of the stream; a message must start with `{` (D5 level 1).
+//!
+//! Whatever would leave the end of a message in doubt is a [`Fault`] (D1:
+//! `400` and close): a closing bracket that does not match its opener, a
+//! `/` that starts no comment, and `*/` outside a comment. A reader that
+//! disagreed with us about any of them could read one message as two.
+//!
+//! With a size limit ([`Scanner::with_limit`]) the scanner stops at the
+//! first byte past the limit and answers [`Scan::TooLarge`] without waiting
+//! for the message's end (D3).
+//!
+//! [`parse_request`]: super::parse_request
+//! [`parse_response`]: super::parse_response
+
+use std::fmt;
+use std::ops::Range;
+
+use memchr::{memchr, memchr2, memchr3};
+use smallvec::SmallVec;
+
+/// What a scan of the buffered bytes found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scan {
+    /// No complete message yet.
+    Partial,
+    /// A complete message.
+    Complete(Frame),
+    /// A byte that leaves the message's end in doubt, or that cannot start
+    /// a message (D1: `400` and close).
+    Error {
+        /// Where the offending byte is (for `*/`, the `*`).
+        at: usize,
+        /// What is wrong there.
+        fault: Fault,
+    },
+    /// The message passed the size limit before it ended (D3: `413` and
+    /// close). Reported at the first byte past the limit.
+    TooLarge {
+        /// Offset of the message's first byte (`{`).
+        start: usize,
+    },
+}
+
+/// One complete message as the scanner saw it. Offsets are into the buffer
+/// the scanner was given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Frame {
+    start: usize,
+    end: usize,
+    max_depth: usize,
+    lone_surrogate: Option<usize>,
+}
+
+impl Frame {
+    /// Offset of the message's first byte (`{`), after any whitespace
+    /// before it.
+    pub fn start(&self) -> usize {
+        self.start
+    }
+
+    /// Offset one past the message's last byte (`}`).
+    pub fn end(&self) -> usize {
+        self.end
+    }
+
+    /// `start..end`: the message's bytes.
+    pub fn range(&self) -> Range<usize> {
+        self.start..self.end
+    }
+
+    /// The deepest nesting of objects and arrays (the message object
+    /// itself is 1), measured past any limit (D3).
+    pub fn max_depth(&self) -> usize {
+        self.max_depth
+    }
+
+    /// Where the first lone surrogate escape is (the offset of its
+    /// backslash), if the message holds one: a `\uD800`-`\uDFFF` escape
+    /// that is not half of a pair, in a string or an unquoted key (D4:
+    /// `400`; it is not a character, and parsers differ on what to make of
+    /// it). It does not leave the message's end in doubt, so it does not
+    /// stop the scan.
+    pub fn lone_surrogate(&self) -> Option<usize> {
+        self.lone_surrogate
+    }
+}
+
+/// What leaves a message's end in doubt (D1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Fault {
+    /// A byte where a message must start that is neither whitespace nor
+    /// `{` (a comment, an array, a BOM after the stream's start, …).
+    NotAMessageStart,
+    /// A closing bracket that does not match the open one.
+    MismatchedBracket,
+    /// A `/` that starts no comment.
+    StraySlash,
+    /// `*/` outside a comment.
+    StrayCommentEnd,
+}
+
+impl fmt::Display for Fault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Fault::NotAMessageStart => "a byte where a message must start that is neither whitespace nor {",
+            Fault::MismatchedBracket => "a closing bracket that does not match the open one",
+            Fault::StraySlash => "a / that starts no comment",
+            Fault::StrayCommentEnd => "*/ outside a comment",
+        })
+    }
+}
+
+/// Where a backslash stands: inside a string opened by a quote, or in an
+/// unquoted JSON5 key (where only `\uXXXX` is an escape).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Within {
+    Str(u8),
+    Key,
+}
+
+/// Where the scanner stands: the byte it reads next is interpreted in this
+/// state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    /// Between messages: whitespace, or the `{` that starts one.
+    Between,
+    /// At the stream's start, after `EF` of a BOM.
+    Bom1,
+    /// After `EF BB` of a BOM.
+    Bom2,
+    /// Inside the message, outside strings and comments.
+    Object,
+    /// After a `*` outside strings and comments: `/` must not follow.
+    Star,
+    /// Inside a string opened by the quote.
+    Str(u8),
+    /// After a backslash.
+    Escape(Within),
+    /// Inside `\uXXXX`, after `digits` hex digits worth `value`.
+    Hex { within: Within, digits: u8, value: u16 },
+    /// After the high half of a surrogate pair: its low half's `\` must
+    /// follow.
+    LowBackslash(Within),
+    /// After that `\`: `u` must follow.
+    LowU(Within),
+    /// After a `/` outside strings: a comment must start.
+    Slash,
+    /// Inside a `//` comment.
+    LineComment,
+    /// Inside a `//` comment, after `E2` (maybe U+2028/U+2029).
+    LineCommentE2,
+    /// After `E2 80`.
+    LineCommentE280,
+    /// Inside a `/* */` comment.
+    BlockComment,
+    /// Inside a `/* */` comment, after a `*`.
+    BlockCommentStar,
+    /// Sticky: an error (`fault`) or the size limit (no fault; `at` is the
+    /// message's start) was reported.
+    Failed { at: usize, fault: Option<Fault> },
+}
+
+/// Bytes that matter inside a message outside strings and comments.
+const STRUCTURAL: [bool; 256] = {
+    let mut table = [false; 256];
+    let special = b"{}[]\"'/*\\";
+    let mut k = 0;
+    while k < special.len() {
+        table[special[k] as usize] = true;
+        k += 1;
+    }
+    table
+};
+
+/// An incremental scanner for one message at a time.
+///
+/// Feed it the same growing buffer (every byte received since the last
+/// complete message) until it answers something other than
+/// [`Scan::Partial`]. After [`Scan::Complete`] it is ready for the next
+/// message: hand it the bytes after [`Frame::end`]. Bytes before the
+/// message's start may be dropped at any time with
+/// [`drop_prefix`](Self::drop_prefix), so that whitespace between messages
+/// is never kept.
+#[derive(Debug, Clone)]
+pub struct Scanner {
+    /// The next byte to classify, as an offset into the caller's buffer.
+    pos: usize,
+    /// Where the current message's `{` is, once seen.
+    start: Option<usize>,
+    state: State,
+    depth: usize,
+    max_depth: usize,
+    /// One bit per open level, 1 for `[`: closers must match (bounded by
+    /// the message size, one bit per byte at most).
+    brackets: SmallVec<[u64; 2]>,
+    /// The backslash of the `\u` escape being read.
+    escape_at: usize,
+    /// The backslash of a high surrogate escape whose low half is awaited.
+    high_at: Option<usize>,
+    /// The first lone surrogate escape of this message (D4).
+    lone_surrogate: Option<usize>,
+    /// A BOM may still be skipped (nothing scanned on this stream yet).
+    at_stream_start: bool,
+    max_message_bytes: usize,
+}
+
+impl Default for Scanner {
+    fn default() -> Self {
+        Scanner::new()
+    }
+}
+
+impl Scanner {
+    /// A scanner at the start of a connection (a BOM may follow, D1), with
+    /// no size limit.
+    pub fn new() -> Scanner {
+        Scanner::with_limit(usize::MAX)
+    }
+
+    /// A scanner at the start of a connection that answers
+    /// [`Scan::TooLarge`] once a message passes `max_message_bytes` (D3).
+    pub fn with_limit(max_message_bytes: usize) -> Scanner {
+        Scanner {
+            pos: 0,
+            start: None,
+            state: State::Between,
+            depth: 0,
+            max_depth: 0,
+            brackets: SmallVec::new(),
+            escape_at: 0,
+            high_at: None,
+            lone_surrogate: None,
+            at_stream_start: true,
+            max_message_bytes,
+        }
+    }
+
+    /// Whether part of a message has been seen (its `{` and maybe more).
+    pub fn in_message(&self) -> bool {
+        self.start.is_some()
+    }
+
+    /// How many bytes at the front of the buffer hold no part of a message
+    /// (whitespace, a BOM) and may be dropped.
+    pub fn idle_prefix(&self) -> usize {
+        match self.state {
+            State::Failed { .. } => 0,
+            _ => self.start.unwrap_or(self.pos),
+        }
+    }
+
+    /// Tells the scanner that the caller removed `n` bytes from the front of
+    /// its buffer; `n` is at most [`idle_prefix`](Self::idle_prefix) (more
+    /// is clamped to it).
+    pub fn drop_prefix(&mut self, n: usize) {
+        let n = n.min(self.idle_prefix());
+        if n == 0 {
+            return;
+        }
+        self.pos -= n;
+        // Every offset below lies at or after the message's start, which is
+        // at or after the idle prefix.
+        for offset in [&mut self.start, &mut self.high_at, &mut self.lone_surrogate]
+            .into_iter()
+            .flatten()
+        {
+            *offset -= n;
+        }
+        self.escape_at = self.escape_at.saturating_sub(n);
+    }
+
+    /// Scans `buf` (every byte received since the last complete message,
+    /// less any dropped prefix), resuming where the last call stopped.
+    pub fn scan(&mut self, buf: &[u8]) -> Scan {
+        if let State::Failed { at, fault } = self.state {
+            return failed(at, fault);
+        }
+        let found = self.run(buf);
+        match found {
+            Scan::Partial => {}
+            Scan::Complete(_) => self.next_message(),
+            Scan::Error { at, fault } => {
+                self.state = State::Failed {
+                    at,
+                    fault: Some(fault),
+                }
+            }
+            Scan::TooLarge { start } => {
+                self.state = State::Failed {
+                    at: start,
+                    fault: None,
+                }
+            }
+        }
+        found
+    }
+
+    /// Ready for the message after the one just completed.
+    fn next_message(&mut self) {
+        self.pos = 0;
+        self.start = None;
+        self.state = State::Between;
+        self.depth = 0;
+        self.max_depth = 0;
+        self.brackets.clear();
+        self.high_at = None;
+        self.lone_surrogate = None;
+    }
+
+    /// The end of the bytes this message may still use before passing the
+    /// limit, clamped to the buffer.
+    fn scan_end(&self, buf: &[u8]) -> usize {
+        match self.start {
+            Some(start) => start.saturating_add(self.max_message_bytes).min(buf.len()),
+            None => buf.len(),
+        }
+    }
+
+    /// The whole state machine: one arm per state, each reading the byte at
+    /// `self.pos` (or skipping to the next byte that matters) and moving on.
+    /// An arm that leaves `pos` where it was hands the same byte to the next
+    /// state.
+    fn run(&mut self, buf: &[u8]) -> Scan {
+        loop {
+            let end = self.scan_end(buf);
+            if self.pos >= end {
+                return match self.start {
+                    Some(start) if buf.len() > end => Scan::TooLarge { start },
+                    _ => Scan::Partial,
+                };
+            }
+            let at = self.pos;
+            let byte = buf[at];
+            match self.state {
+                State::Between => {
+                    self.at_stream_start &= at == 0 && byte == 0xEF;
+                    match byte {
+                        b' ' | b'\t' | b'\r' | b'\n' => self.pos += 1,
+                        0xEF if self.at_stream_start => {
+                            self.pos += 1;
+                            self.state = State::Bom1;
+                        }
+                        b'{' => {
+                            self.start = Some(at);
+                            self.pos += 1;
+                            self.open(false);
+                            self.state = State::Object;
+                        }
+                        _ => return fail(at, Fault::NotAMessageStart),
+                    }
+                }
+                State::Bom1 | State::Bom2 => {
+                    let wanted = if self.state == State::Bom1 { 0xBB } else { 0xBF };
+                    if byte != wanted {
+                        return fail(at, Fault::NotAMessageStart);
+                    }
+                    self.pos += 1;
+                    self.state = if self.state == State::Bom1 {
+                        State::Bom2
+                    } else {
+                        State::Between
+                    };
+                }
+                State::Object => {
+                    if let Some(found) = self.object(buf, at, end) {
+                        return found;
+                    }
+                }
+                State::Star => match byte {
+                    b'/' => return fail(at - 1, Fault::StrayCommentEnd),
+                    b'*' => self.pos += 1,
+                    _ => self.state = State::Object,
+                },
+                State::Str(quote) => match find_string_end(quote, &buf[at..end]) {
+                    None => self.pos = end,
+                    Some(offset) => {
+                        let hit = at + offset;
+                        self.pos = hit + 1;
+                        if buf[hit] == quote {
+                            self.state = State::Object;
+                        } else {
+                            self.escape_at = hit;
+                            self.state = State::Escape(Within::Str(quote));
+                        }
+                    }
+                },
+                State::Escape(within) => {
+                    if byte == b'u' {
+                        self.pos += 1;
+                        self.state = State::Hex {
+                            within,
+                            digits: 0,
+                            value: 0,
+                        };
+                    } else {
+                        self.after_escape(within);
+                    }
+                }
+                State::Hex {
+                    within,
+                    digits,
+                    value,
+                } => match hex_digit(byte) {
+                    Some(digit) => {
+                        self.pos += 1;
+                        let value = value << 4 | digit;
+                        if digits < 3 {
+                            self.state = State::Hex {
+                                within,
+                                digits: digits + 1,
+                                value,
+                            };
+                        } else {
+                            self.code_unit(within, value);
+                        }
+                    }
+                    // Not an escape the parsers take: they refuse it. The
+                    // byte is read again as part of the string or key.
+                    None => {
+                        self.high_at = None;
+                        self.state = within.state();
+                    }
+                },
+                State::LowBackslash(within) => {
+                    if byte == b'\\' {
+                        self.pos += 1;
+                        self.escape_at = at;
+                        self.state = State::LowU(within);
+                    } else {
+                        self.lone_high();
+                        self.state = within.state();
+                    }
+                }
+                State::LowU(within) => {
+                    if byte == b'u' {
+                        self.pos += 1;
+                        self.state = State::Hex {
+                            within,
+                            digits: 0,
+                            value: 0,
+                        };
+                    } else {
+                        self.lone_high();
+                        self.after_escape(within);
+                    }
+                }
+                State::Slash => {
+                    self.state = match byte {
+                        b'/' => State::LineComment,
+                        b'*' => State::BlockComment,
+                        _ => return fail(at - 1, Fault::StraySlash),
+                    };
+                    self.pos += 1;
+                }
+                State::LineComment => match memchr3(b'\n', b'\r', 0xE2, &buf[at..end]) {
+                    None => self.pos = end,
+                    Some(offset) => {
+                        let hit = at + offset;
+                        self.pos = hit + 1;
+                        self.state = if buf[hit] == 0xE2 {
+                            State::LineCommentE2
+                        } else {
+                            State::Object
+                        };
+                    }
+                },
+                State::LineCommentE2 => {
+                    if byte == 0x80 {
+                        self.pos += 1;
+                        self.state = State::LineCommentE280;
+                    } else {
+                        // Not a separator; look at this byte again (it may
+                        // itself be a line end or another E2).
+                        self.state = State::LineComment;
+                    }
+                }
+                State::LineCommentE280 => {
+                    if byte == 0xA8 || byte == 0xA9 {
+                        self.pos += 1;
+                        self.state = State::Object;
+                    } else {
+                        self.state = State::LineComment;
+                    }
+                }
+                State::BlockComment => match memchr(b'*', &buf[at..end]) {
+                    None => self.pos = end,
+                    Some(offset) => {
+                        self.pos = at + offset + 1;
+                        self.state = State::BlockCommentStar;
+                    }
+                },
+                State::BlockCommentStar => {
+                    self.state = match byte {
+                        b'/' => State::Object,
+                        b'*' => State::BlockCommentStar,
+                        _ => State::BlockComment,
+                    };
+                    self.pos += 1;
+                }
+                State::Failed { at, fault } => return failed(at, fault),
+            }
+        }
+    }
+
+    /// Inside the message, outside strings and comments, from `buf[i]`:
+    /// brackets and whole strings are passed over without leaving this
+    /// loop (the common case, and the fast one); anything else (an escape,
+    /// a comment, a string the buffer cuts) is handed to the state machine
+    /// with `pos` and `state` set. Returns the scan's answer when the
+    /// message ends or cannot be framed.
+    #[inline]
+    fn object(&mut self, buf: &[u8], mut i: usize, end: usize) -> Option<Scan> {
+        loop {
+            let Some(offset) = buf[i..end].iter().position(|&b| STRUCTURAL[b as usize]) else {
+                self.pos = end;
+                return None;
+            };
+            let at = i + offset;
+            i = at + 1;
+            match buf[at] {
+                b'{' => self.open(false),
+                b'[' => self.open(true),
+                closer @ (b'}' | b']') => {
+                    if !self.close(closer == b']') {
+                        return Some(fail(at, Fault::MismatchedBracket));
+                    }
+                    if self.depth == 0 {
+                        return Some(Scan::Complete(Frame {
+                            start: self.start.unwrap_or(0),
+                            end: i,
+                            max_depth: self.max_depth,
+                            lone_surrogate: self.lone_surrogate,
+                        }));
+                    }
+                }
+                quote @ (b'"' | b'\'') => match find_string_end(quote, &buf[i..end]) {
+                    Some(offset) if buf[i + offset] == quote => i += offset + 1,
+                    Some(offset) => {
+                        self.escape_at = i + offset;
+                        self.pos = i + offset + 1;
+                        self.state = State::Escape(Within::Str(quote));
+                        return None;
+                    }
+                    None => {
+                        self.pos = end;
+                        self.state = State::Str(quote);
+                        return None;
+                    }
+                },
+                other => {
+                    self.pos = i;
+                    self.state = match other {
+                        b'/' => State::Slash,
+                        b'*' => State::Star,
+                        // `\` outside a string: a JSON5 key's `\uXXXX`.
+                        _ => {
+                            self.escape_at = at;
+                            State::Escape(Within::Key)
+                        }
+                    };
+                    return None;
+                }
+            }
+        }
+    }
+
+    /// A backslash followed by anything but `u`. In a string any byte is
+    /// escaped (`\"`, `\\`, the first byte of a line continuation): it is
+    /// taken as is. In a key only `\u` is an escape, which the parsers
+    /// refuse: the byte is read again as part of the key.
+    fn after_escape(&mut self, within: Within) {
+        if let Within::Str(_) = within {
+            self.pos += 1;
+        }
+        self.state = within.state();
+    }
+
+    /// The four hex digits of a `\u` escape are read: checks the surrogate
+    /// halves (D4).
+    fn code_unit(&mut self, within: Within, value: u16) {
+        let awaited_low = self.high_at.take();
+        let is_low = (0xDC00..=0xDFFF).contains(&value);
+        if let Some(high) = awaited_low {
+            if is_low {
+                self.state = within.state();
+                return;
+            }
+            self.lone(high);
+        }
+        if is_low {
+            self.lone(self.escape_at);
+            self.state = within.state();
+        } else if (0xD800..=0xDBFF).contains(&value) {
+            self.high_at = Some(self.escape_at);
+            self.state = State::LowBackslash(within);
+        } else {
+            self.state = within.state();
+        }
+    }
+
+    /// The awaited low half did not come.
+    fn lone_high(&mut self) {
+        if let Some(high) = self.high_at.take() {
+            self.lone(high);
+        }
+    }
+
+    fn lone(&mut self, at: usize) {
+        self.lone_surrogate.get_or_insert(at);
+    }
+
+    /// Enters one level; `array` for `[`.
+    fn open(&mut self, array: bool) {
+        let level = self.depth;
+        let (word, bit) = (level / 64, level % 64);
+        if word >= self.brackets.len() {
+            self.brackets.push(0);
+        }
+        if array {
+            self.brackets[word] |= 1 << bit;
+        } else {
+            self.brackets[word] &= !(1 << bit);
+        }
+        self.depth += 1;
+        self.max_depth = self.max_depth.max(self.depth);
+    }
+
+    /// Leaves one level; false when the closer does not match its opener.
+    fn close(&mut self, array: bool) -> bool {
+        let Some(level) = self.depth.checked_sub(1) else {
+            return false;
+        };
+        let (word, bit) = (level / 64, level % 64);
+        let opened_array = self.brackets.get(word).is_some_and(|w| w & (1 << bit) != 0);
+        if opened_array != array {
+            return false;
+        }
+        self.depth = level;
+        if bit == 0 && word + 1 == self.brackets.len() {
+            self.brackets.pop();
+        }
+        true
+    }
+}
+
+impl Within {
+    /// The state a finished escape returns to.
+    fn state(self) -> State {
+        match self {
+            Within::Str(quote) => State::Str(quote),
+            Within::Key => State::Object,
+        }
+    }
+}
+
+fn fail(at: usize, fault: Fault) -> Scan {
+    Scan::Error { at, fault }
+}
+
+/// The sticky answer of [`State::Failed`].
+fn failed(at: usize, fault: Option<Fault>) -> Scan {
+    match fault {
+        Some(fault) => Scan::Error { at, fault },
+        None => Scan::TooLarge { start: at },
+    }
+}
+
+fn hex_digit(byte: u8) -> Option<u16> {
+    (byte as char).to_digit(16).map(|d| d as u16)
+}
+
+/// The first quote or backslash in a string body. Most strings in a
+/// message are short (keys, header values): eight bytes at a time in a
+/// machine word finds their end before a vectorised search would have
+/// started; long ones (content) go to memchr.
+#[inline]
+fn find_string_end(quote: u8, bytes: &[u8]) -> Option<usize> {
+    const SHORT: usize = 32;
+    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
+    const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
+    let quotes = ONES * u64::from(quote);
+    let backslashes = ONES * u64::from(b'\\');
+    // A word's bytes that are zero: the lowest flagged byte is always a
+    // true zero (a borrow can only flag bytes above one), which is all
+    // this needs.
+    let zeros = |word: u64| word.wrapping_sub(ONES) & !word & HIGHS;
+    let mut at = 0;
+    while let Some(chunk) = bytes[at..].first_chunk::<8>() {
+        let word = u64::from_le_bytes(*chunk);
+        let found = zeros(word ^ quotes) | zeros(word ^ backslashes);
+        if found != 0 {
+            return Some(at + (found.trailing_zeros() / 8) as usize);
+        }
+        at += 8;
+        if at >= SHORT {
+            return memchr2(quote, b'\\', &bytes[at..]).map(|offset| offset + at);
+        }
+    }
+    bytes[at..]
+        .iter()
+        .position(|&b| b == quote || b == b'\\')
+        .map(|offset| offset + at)
+}
+
+/// Scans a whole buffer at once, httparse-style: where the first message in
+/// `buf` ends, if it does.
+pub fn scan(buf: &[u8]) -> Scan {
+    Scanner::new().scan(buf)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Feeds `input` one byte at a time and returns the first non-partial
+    /// answer.
+    fn bytewise(input: &[u8]) -> Scan {
+        let mut scanner = Scanner::new();
+        for n in 1..=input.len() {
+            let found = scanner.scan(&input[..n]);
+            if found != Scan::Partial {
+                return found;
+            }
+        }
+        Scan::Partial
+    }
+
+    fn complete(start: usize, end: usize, max_depth: usize) -> Scan {
+        Scan::Complete(Frame {
+            start,
+            end,
+            max_depth,
+            lone_surrogate: None,
+        })
+    }
+
+    #[track_caller]
+    fn check(input: &str, expected: Scan) {
+        assert_eq!(scan(input.as_bytes()), expected, "whole: {input:?}");
+        assert_eq!(bytewise(input.as_bytes()), expected, "bytewise: {input:?}");
+    }
+
+    #[test]
+    fn d1_finds_the_end_of_simple_objects() {
+        check("{}", complete(0, 2, 1));
+        check("  \r\n\t{}\n{}", complete(5, 7, 1));
+        check(r#"{"a":{"b":[1,{"c":[]}]}}"#, complete(0, 24, 5));
+        check("{", Scan::Partial);
+        check("", Scan::Partial);
+        check("   ", Scan::Partial);
+    }
+
+    #[test]
+    fn d1_braces_inside_strings_do_not_count() {
+        check(r#"{"a":"}"}"#, complete(0, 9, 1));
+        check(r#"{'a':'}"'}"#, complete(0, 10, 1));
+        check(r#"{"a":"\"}"}"#, complete(0, 11, 1));
+        check(r#"{"a":"\\"}"#, complete(0, 10, 1));
+        check(r#"{"a":'\'}'}"#, complete(0, 11, 1));
+        // A line continuation (D4, JSON5): `\` CR LF stays in the string.
+        check("{'a':'x\\\r\n}'}", complete(0, 13, 1));
+        // `*` and `/` inside strings are text.
+        check(r#"{"a":"*/ /x"}"#, complete(0, 13, 1));
+    }
+
+    #[test]
+    fn d1_comments_are_skipped_as_json5_does() {
+        check("{// }\n}", complete(0, 7, 1));
+        check("{// }\r}", complete(0, 7, 1));
+        check("{// }\u{2028}}", complete(0, 9, 1));
+        check("{// }\u{2029}}", complete(0, 9, 1));
+        // Other characters starting with E2 do not end the comment.
+        check("{// \u{2027}}\n}", complete(0, 10, 1));
+        check("{/* } */}", complete(0, 9, 1));
+        check("{/*/ } */}", complete(0, 10, 1));
+        check("{/** } **/}", complete(0, 11, 1));
+        check("{\"a\":1 // \"\n}", complete(0, 13, 1));
+        // A `*` outside a comment that no `/` follows is the parser's to
+        // refuse; it leaves no doubt about the end.
+        check("{\"a\":1 * }", complete(0, 10, 1));
+    }
+
+    #[test]
+    fn d1_bad_bytes_where_a_message_starts_are_errors() {
+        let at = |at| fail(at, Fault::NotAMessageStart);
+        check("hello {}", at(0));
+        check("  x", at(2));
+        // D5 level 1: an array is not an object.
+        check("[1,2]", at(0));
+        // A comment between messages is not whitespace (D1).
+        check("// hi\n{}", at(0));
+        check("\u{0B}{}", at(0));
+    }
+
+    #[test]
+    fn d1_a_closing_bracket_that_does_not_match_is_an_error() {
+        check("{]", fail(1, Fault::MismatchedBracket));
+        check("{[}", fail(2, Fault::MismatchedBracket));
+        check("{\"a\":[{]}", fail(7, Fault::MismatchedBracket));
+    }
+
+    #[test]
+    fn d1_a_slash_that_starts_no_comment_is_an_error() {
+        check("{\"a\":1/}", fail(6, Fault::StraySlash));
+        check("{\"a\":1 / 2}", fail(7, Fault::StraySlash));
+        check("{/", Scan::Partial);
+    }
+
+    #[test]
+    fn d1_a_comment_end_outside_a_comment_is_an_error() {
+        check("{\"a\":1 */}", fail(7, Fault::StrayCommentEnd));
+        check("{\"a\":1 **/}", fail(8, Fault::StrayCommentEnd));
+        // `*//`: not the start of a line comment, `*/` comes first.
+        check("{\"a\":1*//x\n}", fail(6, Fault::StrayCommentEnd));
+        check("{/* a */ */}", fail(9, Fault::StrayCommentEnd));
+        check("{*", Scan::Partial);
+    }
+
+    #[test]
+    fn bom_only_at_the_very_start() {
+        check("\u{FEFF}{}", complete(3, 5, 1));
+        check("\u{FEFF}  {}", complete(5, 7, 1));
+        check(" \u{FEFF}{}", fail(1, Fault::NotAMessageStart));
+        let mut scanner = Scanner::new();
+        assert_eq!(scanner.scan(b"{}"), complete(0, 2, 1));
+        assert_eq!(
+            scanner.scan("\u{FEFF}{}".as_bytes()),
+            fail(0, Fault::NotAMessageStart)
+        );
+        assert_eq!(scan(b"\xEF\xBB{}"), fail(2, Fault::NotAMessageStart));
+        assert_eq!(scan(b"\xEF\xBB"), Scan::Partial);
+    }
+
+    #[test]
+    fn d3_depth_is_measured_past_any_limit() {
+        let deep = format!("{}{}", "{\"a\":[".repeat(100), "]}".repeat(100));
+        check(&deep, complete(0, deep.len(), 200));
+        // Brackets in strings and comments do not count; after a comment
+        // ended by U+2028 they do.
+        check(
+            "{\"a\":\"[[\", 'b':'{{\\'[[', \"c\\\"[[\":1 // [[\n /* [[ */ }",
+            complete(0, 52, 1),
+        );
+        check("{ // x\u{2028}[] }", complete(0, 13, 2));
+    }
+
+    fn lone(input: &str) -> Option<usize> {
+        let whole = match scan(input.as_bytes()) {
+            Scan::Complete(frame) => frame.lone_surrogate(),
+            other => panic!("{input:?}: {other:?}"),
+        };
+        let Scan::Complete(frame) = bytewise(input.as_bytes()) else {
+            panic!("{input:?} bytewise");
+        };
+        assert_eq!(frame.lone_surrogate(), whole, "bytewise: {input:?}");
+        whole
+    }
+
+    #[test]
+    fn d4_lone_surrogates_are_found_in_strings_and_keys() {
+        assert_eq!(lone(r#"{"a":"\ud800"}"#), Some(6));
+        assert_eq!(lone(r#"{"a":"\uDC00"}"#), Some(6));
+        assert_eq!(lone(r#"{"a":"\ud800\u0041"}"#), Some(6));
+        assert_eq!(lone(r#"{"a":"\ud800x"}"#), Some(6));
+        assert_eq!(lone(r#"{"a":"\ud800\n"}"#), Some(6));
+        assert_eq!(lone(r#"{"a":"\ud800\ud800\udc00"}"#), Some(6));
+        assert_eq!(lone(r#"{"a":"ok\ud83d\ude00","b":"\udfff"}"#), Some(27));
+        assert_eq!(lone(r#"{'a':'x\ud800'}"#), Some(7));
+        assert_eq!(lone(r#"{"\udc00":1}"#), Some(2));
+        assert_eq!(lone(r#"{\ud800a:1}"#), Some(1));
+        // Past the short loop of the string search.
+        let pad = "x".repeat(40);
+        assert_eq!(lone(&format!(r#"{{"a":"{pad}\ud800"}}"#)), Some(46));
+        // Pairs, escaped backslashes and other escapes are not.
+        assert_eq!(lone(r#"{"a":"\ud83d\ude00"}"#), None);
+        assert_eq!(lone(r#"{"a":"\\ud800"}"#), None);
+        assert_eq!(lone(r#"{"a":"\u00e9\u12"}"#), None);
+        assert_eq!(lone(r#"{"a":"\ud83d\u12"}"#), None);
+        // The string still ends where it ends.
+        assert_eq!(lone(r#"{"a":"\ud800"}"#), Some(6));
+        check(r#"{"a":"\u12"}"#, complete(0, 12, 1));
+        let frame = Frame {
+            start: 0,
+            end: 17,
+            max_depth: 1,
+            lone_surrogate: Some(6),
+        };
+        check(r#"{"a":"\ud800\"}"}"#, Scan::Complete(frame));
+    }
+
+    #[test]
+    fn string_ends_are_found_at_every_offset_and_length() {
+        for len in 0..80 {
+            for hit in 0..=len {
+                for (byte, quote) in [(b'"', b'"'), (b'\\', b'"'), (b'\'', b'\''), (b'\\', b'\'')] {
+                    let mut text = vec![b'a'; len];
+                    // Bytes that are near the ones searched for, and the
+                    // other quote, must not be taken for them.
+                    for (i, b) in text.iter_mut().enumerate() {
+                        *b = [b'a', b'#', b'[', b'\'' ^ b'"' ^ quote, 0x80 | b'"', 0xDC][i % 6];
+                    }
+                    let expected = (hit < len).then_some(hit);
+                    if let Some(hit) = expected {
+                        text[hit] = byte;
+                    }
+                    assert_eq!(find_string_end(quote, &text), expected, "{len} {hit} {byte}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn d3_the_size_limit_is_reported_at_the_first_byte_past_it() {
+        let mut scanner = Scanner::with_limit(4);
+        assert_eq!(scanner.scan(b"  {  "), Scan::Partial);
+        assert_eq!(scanner.scan(b"  {  }"), complete(2, 6, 1));
+        let mut scanner = Scanner::with_limit(4);
+        assert_eq!(scanner.scan(b"\n{\"abc"), Scan::TooLarge { start: 1 });
+        // Sticky.
+        assert_eq!(scanner.scan(b"\n{\"abc\"}"), Scan::TooLarge { start: 1 });
+        let mut scanner = Scanner::with_limit(4);
+        for n in 1..=6 {
+            let found = scanner.scan(&b"\n{\"abc"[..n]);
+            assert_eq!(found == Scan::Partial, n < 6, "{n}");
+        }
+    }
+
+    #[test]
+    fn whitespace_between_messages_can_be_dropped() {
+        let mut scanner = Scanner::new();
+        assert_eq!(scanner.scan(b"\n\n  "), Scan::Partial);
+        assert_eq!(scanner.idle_prefix(), 4);
+        scanner.drop_prefix(4);
+        assert_eq!(scanner.scan(b" {\"a\":\"\\ud800"), Scan::Partial);
+        assert_eq!(scanner.idle_prefix(), 1);
+        scanner.drop_prefix(1);
+        // Offsets inside the message moved with the buffer.
+        let Scan::Complete(frame) = scanner.scan(b"{\"a\":\"\\ud800\"}") else {
+            panic!("complete");
+        };
+        assert_eq!((frame.range(), frame.lone_surrogate()), (0..14, Some(6)));
+        // The next message is scanned from the buffer's start again.
+        assert_eq!(scanner.scan(b"{}"), complete(0, 2, 1));
+    }
+}

@@ -1,0 +1,826 @@
+//! The JSON syntax layer (D4, D9): strict JSON first, JSON5 second, and the
+//! values a message carries.
+//!
+//! [`parse`] runs on the text of one message that the lexer
+//! ([`super::framing`]) has already framed: it starts with `{`, ends with
+//! the matching `}`, nests no deeper than the limit and escapes no lone
+//! surrogate. So neither parser here can be driven into deep recursion, and
+//! both see exactly the bytes the framing saw.
+//!
+//! 1. serde_json reads the text as strict JSON (RFC 8259). Strings without
+//!    escapes are borrowed from the input.
+//! 2. When that fails, the json5 crate reads it as JSON5 (comments, trailing
+//!    commas, single quotes, unquoted keys, every JSON5 number form).
+//! 3. When both fail, the complaint quoted is the one of the parser that got
+//!    further into the text: the lenient parser's for a message that is
+//!    clearly JSON5, the strict parser's otherwise.
+//!
+//! Both parsers drive the same serde seeds, which see every key and every
+//! value of the message, at every level, including values nobody reads
+//! later. While reading they note, without stopping, the problems that are
+//! not syntax: a key written twice in one object (D4; keys compare as
+//! decoded, so `"a"` and `"\u0061"` are the same key) and a JSON5 number JSON
+//! cannot carry (`Infinity`, `NaN`, D9). Reading on lets the caller still
+//! echo the request's `resource` in its answer (D12).
+
+use std::borrow::Cow;
+use std::cell::RefCell;
+use std::collections::HashSet;
+use std::fmt;
+
+use serde::de::{Deserialize, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::map::Entry;
+use serde_json::{Map, Value};
+use smallvec::SmallVec;
+
+// ---------------------------------------------------------------------------
+// Values
+// ---------------------------------------------------------------------------
+
+/// The JSON type of a value, for messages such as `must be a string, not an
+/// array`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Null,
+    Boolean,
+    Number,
+    String,
+    Array,
+    Object,
+}
+
+impl Kind {
+    /// With its article: `a string`, `an array`, `null`.
+    pub(crate) fn described(self) -> &'static str {
+        match self {
+            Kind::Null => "null",
+            Kind::Boolean => "a boolean",
+            Kind::Number => "a number",
+            Kind::String => "a string",
+            Kind::Array => "an array",
+            Kind::Object => "an object",
+        }
+    }
+
+    /// The kind of a JSON value.
+    pub(crate) fn of(value: &Value) -> Kind {
+        match value {
+            Value::Null => Kind::Null,
+            Value::Bool(_) => Kind::Boolean,
+            Value::Number(_) => Kind::Number,
+            Value::String(_) => Kind::String,
+            Value::Array(_) => Kind::Array,
+            Value::Object(_) => Kind::Object,
+        }
+    }
+}
+
+/// A JSON number as the parser handed it over.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Number {
+    Unsigned(u64),
+    Signed(i64),
+    Float(f64),
+}
+
+/// A string, or the kind of the value that stood where one was wanted.
+pub(crate) type StrOr<'a> = Result<Cow<'a, str>, Kind>;
+
+/// A value whose type is kept but whose insides are only kept where some
+/// field could need them: strings, arrays of strings, objects of strings.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Loose<'a> {
+    Null,
+    Bool(bool),
+    Number(Number),
+    Str(Cow<'a, str>),
+    /// Each element, `Err` with its kind when it was not a string.
+    Array(Vec<StrOr<'a>>),
+    /// Each entry in order, the value `Err` when it was not a string.
+    Object(Vec<(Cow<'a, str>, StrOr<'a>)>),
+}
+
+impl Loose<'_> {
+    pub(crate) fn kind(&self) -> Kind {
+        match self {
+            Loose::Null => Kind::Null,
+            Loose::Bool(_) => Kind::Boolean,
+            Loose::Number(_) => Kind::Number,
+            Loose::Str(_) => Kind::String,
+            Loose::Array(_) => Kind::Array,
+            Loose::Object(_) => Kind::Object,
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Where a value is, and what was noted on the way
+// ---------------------------------------------------------------------------
+
+/// The place of a value in the message, built on the stack as the seeds
+/// descend (no allocation) and written out only for a note.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Path<'p> {
+    /// The message object itself.
+    Root,
+    /// A key of the object at the parent path.
+    Key(&'p Path<'p>, &'p str),
+    /// An element of the array at the parent path.
+    Index(&'p Path<'p>, usize),
+}
+
+impl fmt::Display for Path<'_> {
+    /// `the message`, `headers`, `body.meta.list[2]`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Path::Root => f.write_str("the message"),
+            Path::Key(Path::Root, key) => f.write_str(key),
+            Path::Key(parent, key) => write!(f, "{parent}.{key}"),
+            Path::Index(parent, i) => write!(f, "{parent}[{i}]"),
+        }
+    }
+}
+
+/// A problem found while reading, which does not stop the reading.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Note {
+    /// A key written twice in one object (D4).
+    Duplicate { place: String, key: String },
+    /// `Infinity` or `NaN` (D9).
+    NotJsonNumber { field: String },
+}
+
+impl fmt::Display for Note {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Note::Duplicate { place, key } => write!(
+                f,
+                "{place} has the key {} twice (D4)",
+                serde_json::to_string(key).unwrap_or_default()
+            ),
+            Note::NotJsonNumber { field } => write!(
+                f,
+                "field \"{field}\" is Infinity or NaN (or too large for a double), which JSON cannot carry (D9)"
+            ),
+        }
+    }
+}
+
+/// The first [`Note`] of a read, in document order.
+#[derive(Debug, Default)]
+pub(crate) struct Notes(RefCell<Option<Note>>);
+
+impl Notes {
+    fn note(&self, make: impl FnOnce() -> Note) {
+        let mut first = self.0.borrow_mut();
+        if first.is_none() {
+            *first = Some(make());
+        }
+    }
+
+    /// The object at `place` has `key` twice.
+    pub(crate) fn duplicate(&self, place: &Path<'_>, key: &str) {
+        self.note(|| Note::Duplicate {
+            place: place.to_string(),
+            key: key.to_owned(),
+        });
+    }
+
+    fn not_json_number(&self, at: &Path<'_>) {
+        self.note(|| Note::NotJsonNumber {
+            field: at.to_string(),
+        });
+    }
+
+    /// The first note, if any.
+    pub(crate) fn into_first(self) -> Option<Note> {
+        self.0.into_inner()
+    }
+}
+
+/// What every seed carries: where its value is, and where to note.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Ctx<'c> {
+    pub(crate) notes: &'c Notes,
+    pub(crate) path: &'c Path<'c>,
+}
+
+impl<'c> Ctx<'c> {
+    /// The same notes, at `path` (a child of this one).
+    pub(crate) fn at<'d>(self, path: &'d Path<'d>) -> Ctx<'d>
+    where
+        'c: 'd,
+    {
+        Ctx {
+            notes: self.notes,
+            path,
+        }
+    }
+}
+
+/// The keys of one object, to find one written twice (D4). A linear search
+/// while the object is small, a hash set past that: no quadratic cost on a
+/// huge object.
+#[derive(Debug, Default)]
+pub(crate) struct KeySet<'a> {
+    small: SmallVec<[Cow<'a, str>; KeySet::SMALL]>,
+    large: Option<HashSet<Cow<'a, str>>>,
+}
+
+impl<'a> KeySet<'a> {
+    const SMALL: usize = 8;
+
+    /// Adds `key`, or gives it back when it is there already.
+    pub(crate) fn insert(&mut self, key: Cow<'a, str>) -> Result<(), Cow<'a, str>> {
+        if self.contains(&key) {
+            return Err(key);
+        }
+        match &mut self.large {
+            Some(large) => {
+                large.insert(key);
+            }
+            None if self.small.len() < Self::SMALL => self.small.push(key),
+            None => {
+                let mut large: HashSet<_> = self.small.drain(..).collect();
+                large.insert(key);
+                self.large = Some(large);
+            }
+        }
+        Ok(())
+    }
+
+    pub(crate) fn contains(&self, key: &str) -> bool {
+        match &self.large {
+            Some(large) => large.contains(key),
+            None => self.small.iter().any(|k| k == key),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Seeds
+// ---------------------------------------------------------------------------
+
+/// A key: a string, borrowed from the input when the parser can (no
+/// escapes).
+pub(crate) struct KeySeed;
+
+impl<'de> DeserializeSeed<'de> for KeySeed {
+    type Value = Cow<'de, str>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for KeySeed {
+    type Value = Cow<'de, str>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a string")
+    }
+
+    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+        Ok(Cow::Borrowed(v))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+        Ok(Cow::Owned(v.to_owned()))
+    }
+
+    fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
+        Ok(Cow::Owned(v))
+    }
+}
+
+/// Implements `DeserializeSeed` (as `deserialize_any`) and the scalar
+/// `visit_*` methods of a seed with a `ctx` field and a
+/// `fn scalar(self, Loose<'de>) -> Self::Value`.
+macro_rules! seed_with_scalars {
+    ($seed:ident, $value:ty) => {
+        impl<'de> DeserializeSeed<'de> for $seed<'_> {
+            type Value = $value;
+
+            fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+                d.deserialize_any(self)
+            }
+        }
+
+        impl<'de> $seed<'_> {
+            fn visit_loose<E>(self, value: Loose<'de>) -> Result<$value, E> {
+                Ok(self.scalar(value))
+            }
+        }
+    };
+}
+
+/// The scalar `visit_*` methods, for inside a `Visitor` impl of a seed made
+/// with [`seed_with_scalars`].
+macro_rules! scalar_visits {
+    () => {
+        fn visit_unit<E>(self) -> Result<Self::Value, E> {
+            self.visit_loose(Loose::Null)
+        }
+        fn visit_none<E>(self) -> Result<Self::Value, E> {
+            self.visit_loose(Loose::Null)
+        }
+        fn visit_bool<E>(self, v: bool) -> Result<Self::Value, E> {
+            self.visit_loose(Loose::Bool(v))
+        }
+        fn visit_u64<E>(self, v: u64) -> Result<Self::Value, E> {
+            self.visit_loose(Loose::Number(Number::Unsigned(v)))
+        }
+        fn visit_i64<E>(self, v: i64) -> Result<Self::Value, E> {
+            self.visit_loose(Loose::Number(Number::Signed(v)))
+        }
+        fn visit_f64<E>(self, v: f64) -> Result<Self::Value, E> {
+            // Only JSON5 has these (D9); serde_json refuses them as syntax.
+            if !v.is_finite() {
+                self.ctx.notes.not_json_number(self.ctx.path);
+            }
+            self.visit_loose(Loose::Number(Number::Float(v)))
+        }
+        fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+            self.visit_loose(Loose::Str(Cow::Borrowed(v)))
+        }
+        fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+            self.visit_loose(Loose::Str(Cow::Owned(v.to_owned())))
+        }
+        fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
+            self.visit_loose(Loose::Str(Cow::Owned(v)))
+        }
+    };
+}
+
+/// Any value nobody looks into: read only for its notes.
+#[derive(Clone, Copy)]
+pub(crate) struct AnySeed<'c> {
+    pub(crate) ctx: Ctx<'c>,
+}
+
+seed_with_scalars!(AnySeed, ());
+
+impl AnySeed<'_> {
+    fn scalar(self, _: Loose<'_>) {}
+}
+
+impl<'de> Visitor<'de> for AnySeed<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    scalar_visits!();
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        for i in 0.. {
+            let path = Path::Index(self.ctx.path, i);
+            if seq
+                .next_element_seed(AnySeed {
+                    ctx: self.ctx.at(&path),
+                })?
+                .is_none()
+            {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let mut keys = KeySet::default();
+        while let Some(key) = map.next_key_seed(KeySeed)? {
+            let path = Path::Key(self.ctx.path, &key);
+            map.next_value_seed(AnySeed {
+                ctx: self.ctx.at(&path),
+            })?;
+            if let Err(key) = keys.insert(key) {
+                self.ctx.notes.duplicate(self.ctx.path, &key);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A string, or the kind of whatever else stood there.
+#[derive(Clone, Copy)]
+struct StrOrKindSeed<'c> {
+    ctx: Ctx<'c>,
+}
+
+seed_with_scalars!(StrOrKindSeed, StrOr<'de>);
+
+impl<'de> StrOrKindSeed<'_> {
+    fn scalar(self, value: Loose<'de>) -> StrOr<'de> {
+        match value {
+            Loose::Str(s) => Ok(s),
+            other => Err(other.kind()),
+        }
+    }
+}
+
+impl<'de> Visitor<'de> for StrOrKindSeed<'_> {
+    type Value = StrOr<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    scalar_visits!();
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+        AnySeed { ctx: self.ctx }.visit_seq(seq)?;
+        Ok(Err(Kind::Array))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+        AnySeed { ctx: self.ctx }.visit_map(map)?;
+        Ok(Err(Kind::Object))
+    }
+}
+
+/// A [`Loose`] value.
+#[derive(Clone, Copy)]
+pub(crate) struct LooseSeed<'c> {
+    pub(crate) ctx: Ctx<'c>,
+}
+
+seed_with_scalars!(LooseSeed, Loose<'de>);
+
+impl<'de> LooseSeed<'_> {
+    fn scalar(self, value: Loose<'de>) -> Loose<'de> {
+        value
+    }
+}
+
+impl<'de> Visitor<'de> for LooseSeed<'_> {
+    type Value = Loose<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    scalar_visits!();
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let mut items = Vec::new();
+        loop {
+            let path = Path::Index(self.ctx.path, items.len());
+            match seq.next_element_seed(StrOrKindSeed {
+                ctx: self.ctx.at(&path),
+            })? {
+                Some(item) => items.push(item),
+                None => return Ok(Loose::Array(items)),
+            }
+        }
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut entries = Vec::new();
+        let mut keys = KeySet::default();
+        while let Some(key) = map.next_key_seed(KeySeed)? {
+            let path = Path::Key(self.ctx.path, &key);
+            let value = map.next_value_seed(StrOrKindSeed {
+                ctx: self.ctx.at(&path),
+            })?;
+            if let Err(again) = keys.insert(key.clone()) {
+                self.ctx.notes.duplicate(self.ctx.path, &again);
+            }
+            entries.push((key, value));
+        }
+        Ok(Loose::Object(entries))
+    }
+}
+
+/// A whole JSON value, as the application gets it (a body key, D9).
+#[derive(Clone, Copy)]
+pub(crate) struct ValueSeed<'c> {
+    pub(crate) ctx: Ctx<'c>,
+}
+
+seed_with_scalars!(ValueSeed, Value);
+
+impl ValueSeed<'_> {
+    fn scalar(self, value: Loose<'_>) -> Value {
+        match value {
+            Loose::Bool(b) => Value::Bool(b),
+            Loose::Number(Number::Unsigned(n)) => Value::from(n),
+            Loose::Number(Number::Signed(n)) => Value::from(n),
+            // A number JSON cannot carry was noted: the message is refused.
+            Loose::Number(Number::Float(n)) => {
+                serde_json::Number::from_f64(n).map_or(Value::Null, Value::Number)
+            }
+            Loose::Str(s) => Value::String(s.into_owned()),
+            Loose::Null | Loose::Array(_) | Loose::Object(_) => Value::Null,
+        }
+    }
+}
+
+impl<'de> Visitor<'de> for ValueSeed<'_> {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    scalar_visits!();
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let mut items = Vec::new();
+        loop {
+            let path = Path::Index(self.ctx.path, items.len());
+            match seq.next_element_seed(ValueSeed {
+                ctx: self.ctx.at(&path),
+            })? {
+                Some(item) => items.push(item),
+                None => return Ok(Value::Array(items)),
+            }
+        }
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut object = Map::new();
+        while let Some(key) = map.next_key_seed(KeySeed)? {
+            let path = Path::Key(self.ctx.path, &key);
+            let value = map.next_value_seed(ValueSeed {
+                ctx: self.ctx.at(&path),
+            })?;
+            match object.entry(key.into_owned()) {
+                Entry::Vacant(slot) => {
+                    slot.insert(value);
+                }
+                Entry::Occupied(slot) => self.ctx.notes.duplicate(self.ctx.path, slot.key()),
+            }
+        }
+        Ok(Value::Object(object))
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The two parsers
+// ---------------------------------------------------------------------------
+
+/// serde_json refuses to nest deeper than this on its own. The json5 crate
+/// has no limit and recurses once per level: it runs only on text within
+/// this depth, whatever the configured limit (D3).
+pub(crate) const PARSER_MAX_DEPTH: usize = 128;
+
+/// What a message is read into: filled by one parser, or reset and filled
+/// by the next.
+pub(crate) trait Document<'de>: Default {
+    /// Reads the whole message from `d`, noting problems in `notes`.
+    fn read<D: Deserializer<'de>>(&mut self, d: D, notes: &Notes) -> Result<(), D::Error>;
+}
+
+/// A document read by the json5 crate, whose `from_str` also refuses text
+/// after the value.
+struct Lenient<T>(T, Notes);
+
+impl<'de, T: Document<'de>> Deserialize<'de> for Lenient<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let notes = Notes::default();
+        let mut doc = T::default();
+        doc.read(d, &notes)?;
+        Ok(Lenient(doc, notes))
+    }
+}
+
+/// Reads `text` into `doc`: strict JSON first, JSON5 when strict JSON fails
+/// (D4). `depth` is how deep the text nests, as the lexer measured it.
+/// The error is the complaint to quote.
+pub(crate) fn parse<'de, T: Document<'de>>(
+    text: &'de str,
+    depth: usize,
+    doc: &mut T,
+    notes: &mut Notes,
+) -> Result<(), String> {
+    let mut strict = serde_json::Deserializer::from_str(text);
+    let strict_error = match doc.read(&mut strict, notes).and_then(|()| strict.end()) {
+        Ok(()) => return Ok(()),
+        Err(e) => e,
+    };
+    let refuse = |complaint: &dyn fmt::Display| format!("message is not valid JSON or JSON5: {complaint}");
+    if depth > PARSER_MAX_DEPTH {
+        return Err(refuse(&strict_error));
+    }
+    match json5::from_str::<Lenient<T>>(text) {
+        Ok(Lenient(lenient, lenient_notes)) => {
+            *doc = lenient;
+            *notes = lenient_notes;
+            Ok(())
+        }
+        Err(lenient_error) => {
+            // The parser that read further saw more of the writer's intent:
+            // json5 for a message written in JSON5, serde_json otherwise.
+            let strict_at = strict_offset(text, strict_error.line(), strict_error.column());
+            let lenient_at = lenient_error
+                .position()
+                .map_or(text.len(), |p| json5_offset(text, p.line, p.column));
+            if lenient_at > strict_at {
+                Err(refuse(&lenient_error))
+            } else {
+                Err(refuse(&strict_error))
+            }
+        }
+    }
+}
+
+/// The byte offset of serde_json's error position: lines (from 1) end at
+/// LF, the column (from 1) counts bytes.
+fn strict_offset(text: &str, line: usize, column: usize) -> usize {
+    let line_start = if line <= 1 {
+        0
+    } else {
+        text.match_indices('\n')
+            .nth(line - 2)
+            .map_or(text.len(), |(i, _)| i + 1)
+    };
+    (line_start + column.saturating_sub(1)).min(text.len())
+}
+
+/// The byte offset of json5's error position: lines (from 0) end at LF, CR,
+/// CR LF, U+2028 or U+2029, the column (from 0) counts characters.
+fn json5_offset(text: &str, line: usize, column: usize) -> usize {
+    let mut chars = text.char_indices().peekable();
+    let mut current = 0;
+    while current < line {
+        match chars.next() {
+            None => return text.len(),
+            Some((_, '\r')) => {
+                if chars.peek().is_some_and(|&(_, c)| c == '\n') {
+                    chars.next();
+                }
+                current += 1;
+            }
+            Some((_, '\n' | '\u{2028}' | '\u{2029}')) => current += 1,
+            Some(_) => {}
+        }
+    }
+    chars.nth(column).map_or(text.len(), |(i, _)| i)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A document that is any JSON value, read for its notes.
+    #[derive(Default)]
+    struct Anything;
+
+    impl<'de> Document<'de> for Anything {
+        fn read<D: Deserializer<'de>>(&mut self, d: D, notes: &Notes) -> Result<(), D::Error> {
+            AnySeed {
+                ctx: Ctx {
+                    notes,
+                    path: &Path::Root,
+                },
+            }
+            .deserialize(d)
+        }
+    }
+
+    fn notes_of(text: &str) -> Result<Option<Note>, String> {
+        let mut notes = Notes::default();
+        parse(text, 8, &mut Anything, &mut notes)?;
+        Ok(notes.into_first())
+    }
+
+    fn duplicate(place: &str, key: &str) -> Option<Note> {
+        Some(Note::Duplicate {
+            place: place.into(),
+            key: key.into(),
+        })
+    }
+
+    #[test]
+    fn d4_duplicates_are_found_at_every_level_in_both_parsers() {
+        assert_eq!(notes_of(r#"{"a":1,"a":2}"#), Ok(duplicate("the message", "a")));
+        assert_eq!(
+            notes_of(r#"{"a":1,"\u0061":2}"#),
+            Ok(duplicate("the message", "a"))
+        );
+        assert_eq!(
+            notes_of(r#"{"x":[1,{"b":{"c":1,"c":2}}]}"#),
+            Ok(duplicate("x[1].b", "c"))
+        );
+        assert_eq!(
+            notes_of("{x: [1, {b: {c: 1, 'c': 2,}}],}"),
+            Ok(duplicate("x[1].b", "c"))
+        );
+        assert_eq!(notes_of(r#"{"a":{"b":1},"c":{"b":1}}"#), Ok(None));
+        // The first in document order.
+        assert_eq!(notes_of(r#"{"a":{"b":1,"b":1},"a":1}"#), Ok(duplicate("a", "b")));
+    }
+
+    #[test]
+    fn d4_huge_objects_cost_no_quadratic_time() {
+        let keys: Vec<String> = (0..100_000).map(|i| format!("\"k{i}\":{i}")).collect();
+        let text = format!("{{{}}}", keys.join(","));
+        assert_eq!(notes_of(&text), Ok(None));
+        let text = format!("{{{},\"k99999\":0}}", keys.join(","));
+        assert_eq!(notes_of(&text), Ok(duplicate("the message", "k99999")));
+    }
+
+    #[test]
+    fn key_set_switches_to_hashing_past_a_few_keys() {
+        let mut keys = KeySet::default();
+        for i in 0..20 {
+            assert_eq!(keys.insert(Cow::Owned(format!("k{i}"))), Ok(()));
+        }
+        assert!(keys.large.is_some());
+        assert!(keys.contains("k3") && keys.contains("k19") && !keys.contains("k20"));
+        assert_eq!(keys.insert(Cow::Borrowed("k5")), Err(Cow::Borrowed("k5")));
+    }
+
+    #[test]
+    fn d9_infinity_and_nan_are_noted_wherever_they_are() {
+        for (text, field) in [
+            ("{a: Infinity}", "a"),
+            ("{a: [1, -Infinity]}", "a[1]"),
+            ("{a: {b: NaN}}", "a.b"),
+            ("{a: 1e999}", "a"),
+        ] {
+            assert_eq!(
+                notes_of(text),
+                Ok(Some(Note::NotJsonNumber { field: field.into() })),
+                "{text}"
+            );
+        }
+        let message = Note::NotJsonNumber {
+            field: "body.x".into(),
+        }
+        .to_string();
+        assert!(message.contains("JSON cannot carry"), "{message}");
+    }
+
+    #[test]
+    fn d4_the_complaint_of_the_parser_that_read_further() {
+        // Strict JSON with a mistake: serde_json's complaint.
+        let err = notes_of(r#"{"a":1 "b":2}"#).unwrap_err();
+        assert_eq!(
+            err,
+            "message is not valid JSON or JSON5: expected `,` or `}` at line 1 column 8"
+        );
+        // JSON5 with a mistake further on: json5's.
+        for text in [
+            "{a: 1, b: tru}",
+            "{'a': 1, 'b' 2}",
+            "{\"a\": 1, // note\n \"b\" 2}",
+            "{\"a\": [1,], \"b\" 2}",
+        ] {
+            let err = notes_of(text).unwrap_err();
+            assert!(!err.contains('`'), "{text}: {err}");
+            assert!(err.starts_with("message is not valid JSON or JSON5: "), "{err}");
+        }
+    }
+
+    #[test]
+    fn error_positions_become_byte_offsets() {
+        assert_eq!(strict_offset("ab\ncd\nef", 3, 2), 7);
+        assert_eq!(strict_offset("ab", 1, 0), 0);
+        assert_eq!(json5_offset("ab\r\ncd\u{2028}éf", 2, 1), 11);
+        assert_eq!(json5_offset("ab", 5, 0), 2);
+    }
+
+    #[test]
+    fn d9_every_json5_number_form_is_a_json_value() {
+        #[derive(Default)]
+        struct One(Value);
+        impl<'de> Document<'de> for One {
+            fn read<D: Deserializer<'de>>(&mut self, d: D, notes: &Notes) -> Result<(), D::Error> {
+                self.0 = ValueSeed {
+                    ctx: Ctx {
+                        notes,
+                        path: &Path::Root,
+                    },
+                }
+                .deserialize(d)?;
+                Ok(())
+            }
+        }
+        let mut doc = One::default();
+        parse(
+            "{a: 0xff, b: -0xff, c: .5, d: 5., e: +1, f: 0XA, g: -.5e1, h: [null]}",
+            8,
+            &mut doc,
+            &mut Notes::default(),
+        )
+        .unwrap();
+        assert_eq!(
+            doc.0,
+            serde_json::json!({"a": 255, "b": -255, "c": 0.5, "d": 5.0, "e": 1, "f": 10, "g": -5.0, "h": [null]})
+        );
+    }
+
+    #[test]
+    fn what_the_parsers_do_on_their_own() {
+        // serde_json's own recursion limit, which bounds the lenient path.
+        let deep = |n| format!("{}{}", "[".repeat(n), "]".repeat(n));
+        assert!(serde_json::from_str::<Value>(&deep(PARSER_MAX_DEPTH - 1)).is_ok());
+        assert!(serde_json::from_str::<Value>(&deep(PARSER_MAX_DEPTH + 1)).is_err());
+        // json5 reads every JSON5 form of a number and refuses a lone
+        // surrogate by itself, but the lexer checks that first (D4).
+        assert!(json5::from_str::<String>(r#""\ud800""#).is_err());
+    }
+}
