@@ -340,17 +340,17 @@ fn version(env: &Envelope<'_>) -> Result<Version, Problem> {
 
 /// Level 2½: the number of headers (D3).
 fn header_count(env: &Envelope<'_>, limits: &MessageLimits) -> Result<(), Problem> {
-    if let Some(Ok(headers)) = &env.headers {
-        if headers.entries.len() > limits.max_headers {
-            return Err((
-                RejectionKind::TooManyHeaders,
-                format!(
-                    "headers: {} headers, more than the limit of {} (D3)",
-                    headers.entries.len(),
-                    limits.max_headers
-                ),
-            ));
-        }
+    if let Some(Ok(headers)) = &env.headers
+        && headers.entries.len() > limits.max_headers
+    {
+        return Err((
+            RejectionKind::TooManyHeaders,
+            format!(
+                "headers: {} headers, more than the limit of {} (D3)",
+                headers.entries.len(),
+                limits.max_headers
+            ),
+        ));
     }
     Ok(())
 }
