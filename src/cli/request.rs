@@ -113,11 +113,10 @@ fn header_value(name: &str, value: &str) -> Value {
             _ => {}
         }
     }
-    // Nested rather than a let-chain: the crate's rust-version is 1.85.
-    if value.starts_with(['[', '{']) {
-        if let Ok(json) = serde_json::from_str::<Value>(value) {
-            return json;
-        }
+    if value.starts_with(['[', '{'])
+        && let Ok(json) = serde_json::from_str::<Value>(value)
+    {
+        return json;
     }
     Value::String(value.to_owned())
 }
