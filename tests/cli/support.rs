@@ -38,12 +38,54 @@ impl Drop for Serve {
     }
 }
 
+/// Every variable `jsontp serve` reads: cleared for the servers the tests
+/// start, so that the developer's environment cannot change a test.
+pub const SERVE_ENV: [&str; 11] = [
+    "JSONTP_ROOT",
+    "JSONTP_ADDR",
+    "JSONTP_WRITABLE",
+    "JSONTP_TOKEN",
+    "JSONTP_TOKEN_FILE",
+    "JSONTP_LIST",
+    "JSONTP_LANGUAGE",
+    "JSONTP_NO_CONTINUE",
+    "JSONTP_WORKERS",
+    "JSONTP_MAX_CONNECTIONS",
+    "JSONTP_QUIET",
+];
+
+/// `jsontp serve ARGS…` with none of [`SERVE_ENV`] set but `env`.
+pub fn serve_command(args: &[&str], env: &[(&str, &str)]) -> Command {
+    let mut command = Command::new(BIN);
+    command.arg("serve").args(args);
+    for name in SERVE_ENV {
+        command.env_remove(name);
+    }
+    command.envs(env.iter().copied());
+    command
+}
+
 /// Starts `jsontp serve` on port 0 with one worker and reads the address it
 /// bound from its start line (`… on jsontp://127.0.0.1:PORT`): no race with
 /// other tests for a free port. Returns its stderr for the access log.
 pub fn spawn_serve(root: &Path, extra: &[&str]) -> (Serve, SocketAddr, BufReader<ChildStderr>) {
-    let mut child = Command::new(BIN)
-        .args(["serve", "--addr", "127.0.0.1:0", "--workers", "1", "--root"])
+    spawn_serve_with_env(root, extra, &[])
+}
+
+/// [`spawn_serve`] with environment variables; `JSONTP_ADDR` in `env`
+/// replaces the `--addr 127.0.0.1:0` it passes otherwise.
+pub fn spawn_serve_with_env(
+    root: &Path,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> (Serve, SocketAddr, BufReader<ChildStderr>) {
+    let addr: &[&str] = if env.iter().any(|(name, _)| *name == "JSONTP_ADDR") {
+        &[]
+    } else {
+        &["--addr", "127.0.0.1:0"]
+    };
+    let mut child = serve_command(addr, env)
+        .args(["--workers", "1", "--root"])
         .arg(root)
         .args(extra)
         .stdout(Stdio::null())
@@ -64,8 +106,8 @@ pub fn spawn_serve(root: &Path, extra: &[&str]) -> (Serve, SocketAddr, BufReader
     (server, addr, stderr)
 }
 
-/// `jsontp serve --quiet` on a fresh folder holding `hello.txt` and
-/// `binary.bin` (the 256 byte values); cleaned up on drop.
+/// `jsontp serve --writable --quiet` on a fresh folder holding `hello.txt`
+/// and `binary.bin` (the 256 byte values); cleaned up on drop.
 pub struct Served {
     _serve: Serve,
     pub addr: SocketAddr,
@@ -76,7 +118,7 @@ impl Served {
     pub fn start(name: &str) -> Served {
         let root = temp_root(name);
         std::fs::write(root.join("binary.bin"), binary()).expect("fixture");
-        let (serve, addr, mut log) = spawn_serve(&root, &["--quiet"]);
+        let (serve, addr, mut log) = spawn_serve(&root, &["--writable", "--quiet"]);
         // Keep draining its stderr so that it never blocks on a full pipe.
         thread::spawn(move || std::io::copy(&mut log, &mut std::io::sink()));
         Served {
