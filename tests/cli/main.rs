@@ -15,4 +15,6 @@ mod help;
 #[cfg(feature = "cli")]
 mod serve;
 #[cfg(feature = "cli")]
+mod serve_options;
+#[cfg(feature = "cli")]
 mod support;

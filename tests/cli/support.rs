@@ -72,21 +72,23 @@ pub fn spawn_serve(root: &Path, extra: &[&str]) -> (Serve, SocketAddr, BufReader
     spawn_serve_with_env(root, extra, &[])
 }
 
-/// [`spawn_serve`] with environment variables; `JSONTP_ADDR` in `env`
-/// replaces the `--addr 127.0.0.1:0` it passes otherwise.
+/// [`spawn_serve`] with environment variables; `JSONTP_ADDR` and
+/// `JSONTP_ROOT` in `env` replace the `--addr 127.0.0.1:0` and `--root ROOT`
+/// it passes otherwise.
 pub fn spawn_serve_with_env(
     root: &Path,
     extra: &[&str],
     env: &[(&str, &str)],
 ) -> (Serve, SocketAddr, BufReader<ChildStderr>) {
-    let addr: &[&str] = if env.iter().any(|(name, _)| *name == "JSONTP_ADDR") {
-        &[]
-    } else {
-        &["--addr", "127.0.0.1:0"]
-    };
-    let mut child = serve_command(addr, env)
-        .args(["--workers", "1", "--root"])
-        .arg(root)
+    let has = |variable: &str| env.iter().any(|(name, _)| *name == variable);
+    let mut command = serve_command(&["--workers", "1"], env);
+    if !has("JSONTP_ADDR") {
+        command.args(["--addr", "127.0.0.1:0"]);
+    }
+    if !has("JSONTP_ROOT") {
+        command.arg("--root").arg(root);
+    }
+    let mut child = command
         .args(extra)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
