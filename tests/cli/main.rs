@@ -9,6 +9,8 @@ mod file_server;
 #[cfg(feature = "cli")]
 mod client;
 #[cfg(feature = "cli")]
+mod generate;
+#[cfg(feature = "cli")]
 mod habits;
 #[cfg(feature = "cli")]
 mod help;
