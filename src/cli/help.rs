@@ -21,7 +21,7 @@ Exit status:
 /// `jsontp --help`.
 pub const TOP: &str = "\
 Examples:
-  jsontp serve --root site                     serve ./site on 127.0.0.1:8080
+  jsontp serve --root site                     serve ./site, read-only, on 127.0.0.1:8080
   jsontp get localhost/hello.txt               print a file
   jsontp get localhost/logo.png -o logo.png    save a file
   jsontp put localhost/logo.png --file logo.png  upload a file

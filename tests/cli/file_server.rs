@@ -912,9 +912,8 @@ fn d17_a_listing_is_modified_when_an_entry_is() {
         req(Method::Get, "/sub/")
             .with_headers(Headers::new().with_if_modified_since(date.parse::<Date>().expect("a date")))
     };
-    // Nothing in sub/ is newer than now + a day.
-    let later = Date::from_system_time(SystemTime::now() + Duration::from_secs(86_400)).to_string();
-    assert_eq!(code(&ask(&server, since(&later))), 304);
+    // Nothing in sub/ is newer than a date far ahead.
+    assert_eq!(code(&ask(&server, since("2999-01-01T00:00:00Z+0000"))), 304);
     // Everything is newer than 2020, including after a folder's own time
     // is set back: an entry's time counts.
     let old_dir = fs::File::open(fixture.path("sub")).expect("open folder");

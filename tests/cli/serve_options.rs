@@ -185,7 +185,9 @@ fn two_token_sources_are_a_usage_error() {
     let file = temp_root("token-conflict").join("hello.txt");
     let file = file.to_string_lossy().into_owned();
     let base = ["--addr", "127.0.0.1:0", "--root", "."];
-    let cases: [(&[&str], &[(&str, &str)], [&str; 2]); 5] = [
+    /// Arguments, variables, and the two sources the error must name.
+    type Case<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], [&'a str; 2]);
+    let cases: [Case; 5] = [
         (
             &["--token", "a", "--token-file", &file],
             &[],
