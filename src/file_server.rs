@@ -36,6 +36,17 @@
 //!   `accept-encoding` (D8).
 //! - Files larger than the D3 decoded-body limit (8 MiB by default) are not
 //!   read into memory: `500`, saying so.
+//! - Media types come from the file's extension (the `mime_guess` table);
+//!   a folder sends its `index.html`, so `text/html`; an unknown extension
+//!   is `application/octet-stream`. No `charset` parameter: a `.txt` file
+//!   need not be UTF-8, and the server does not read it to find out.
+//! - A folder without `index.html` is `404` (D11), unless listings are on
+//!   ([`FileServer::with_listing`]): then `GET` answers a JSON array of its
+//!   entries, `{"name", "size", "modified", "is-folder"}`, sorted by name.
+//!   The listing shows what a `GET` could reach and nothing else: a symlink
+//!   whose target lies outside the root, or that leads nowhere, is left
+//!   out, as are names that are not UTF-8 (no resource can name them) and
+//!   entries that are neither files nor folders.
 
 use std::collections::hash_map::RandomState;
 use std::ffi::OsString;
@@ -44,6 +55,8 @@ use std::hash::{BuildHasher, Hasher};
 use std::io::{self, Write};
 use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde::Serialize;
 
 use crate::io_adapters::{Handler, RequestInfo};
 use crate::message::negotiate::{self, ContentKind};
@@ -80,6 +93,7 @@ pub struct FileServer {
     max_file_bytes: u64,
     content_types: Vec<MediaType>,
     writable: bool,
+    listing: bool,
 }
 
 /// Why a request cannot be answered as asked: the response to send.
@@ -98,6 +112,26 @@ enum Place {
     /// Nothing that could be: the folder is missing, or lies outside the
     /// root.
     Nowhere,
+}
+
+/// What a `GET`/`POST` of a resource sends, found before the checks.
+enum Source {
+    /// A file inside the root (a folder's `index.html` included), canonical.
+    File(PathBuf),
+    /// A folder inside the root without `index.html`, listed.
+    Listing(PathBuf),
+}
+
+/// One entry of a folder listing, as sent.
+#[derive(Serialize)]
+struct ListingEntry {
+    name: String,
+    /// Bytes; `0` for a folder.
+    size: u64,
+    /// The D16 date, `null` when the file system does not say.
+    modified: Option<String>,
+    #[serde(rename = "is-folder")]
+    is_folder: bool,
 }
 
 /// A file that `GET`/`POST` return, as read in the checks.
@@ -140,7 +174,7 @@ struct Plan {
 
 impl FileServer {
     /// Serves `root`, which must be an existing folder. Languages default to
-    /// `en-US` (D18); no token; writes allowed.
+    /// `en-US` (D18); no token; writes allowed; no folder listings.
     pub fn new(root: impl AsRef<Path>) -> io::Result<FileServer> {
         let root = fs::canonicalize(root.as_ref())?;
         if !root.is_dir() {
@@ -156,6 +190,7 @@ impl FileServer {
             max_file_bytes: MessageLimits::default().max_decoded_body as u64,
             content_types: ACCEPTED_CONTENT_TYPES.iter().map(|t| constant_media(t)).collect(),
             writable: true,
+            listing: false,
         })
     }
 
@@ -189,6 +224,16 @@ impl FileServer {
         self
     }
 
+    /// Whether `GET` of a folder without `index.html` answers a listing of
+    /// it (default: no, `404` as D11 says). The listing is a JSON array,
+    /// `content-type: application/json`, of `{"name", "size", "modified",
+    /// "is-folder"}` sorted by name; it never shows what lies outside the
+    /// root.
+    pub fn with_listing(mut self, listing: bool) -> Self {
+        self.listing = listing;
+        self
+    }
+
     /// The served folder, canonical.
     pub fn root(&self) -> &Path {
         &self.root
@@ -210,15 +255,19 @@ impl FileServer {
 
         // Level 5: content-type, accept, accept-encoding, accept-language.
         negotiate::check_content_type(headers.content_type(), &self.content_types).map_err(refused)?;
-        if reads {
-            negotiate::check_accept(headers.accept(), &media_type_of(path)).map_err(refused)?;
-        }
+        let (media, source) = if reads {
+            let (media, source) = self.resolve(path);
+            negotiate::check_accept(headers.accept(), &media).map_err(refused)?;
+            (media, source)
+        } else {
+            (media_type_of(path), None)
+        };
         // What needs no content first: text fits every encoding.
         let mut encoding =
             negotiate::choose_encoding(headers.accept_encoding(), &Encoding::ALL, ContentKind::Text)
                 .map_err(refused)?;
-        let loaded = match reads.then(|| self.readable_file(path)).flatten() {
-            Some(file) => Some(self.load(&file)?),
+        let loaded = match &source {
+            Some(source) => Some(self.load(source)?),
             None => None,
         };
         if let Some(Loaded::Content(content, _)) = &loaded {
@@ -260,7 +309,7 @@ impl FileServer {
                     Some(Loaded::Content(content, _)) => Action::Serve {
                         content,
                         encoding,
-                        media: media_type_of(path),
+                        media,
                     },
                 }
             }
@@ -366,16 +415,32 @@ impl FileServer {
         Err(Box::new(Response::unauthorized(message)))
     }
 
-    /// The file a resource path names for reading, inside the root; `None`
-    /// when it names nothing we may serve (missing, or reaching outside the
-    /// root). Folders resolve to their `index.html`.
-    fn readable_file(&self, path: &str) -> Option<PathBuf> {
-        let mut target = self.root.join(relative(path)?);
-        if target.is_dir() {
-            target.push(INDEX);
+    /// A resource path as `GET` and `POST` read it: the media type of what
+    /// it sends, and what that is; `None` when it names nothing we may serve
+    /// (missing, or reaching outside the root). A folder resolves to its
+    /// `index.html`, or to its listing when there is none and listings are
+    /// on. The media type is known for a missing file too (from its name),
+    /// since `accept` is checked before existence (D5).
+    fn resolve(&self, path: &str) -> (MediaType, Option<Source>) {
+        let by_name = || media_type_of(path);
+        let Some(real) = relative(path).and_then(|rel| self.inside(&self.root.join(rel))) else {
+            return (by_name(), None);
+        };
+        if !real.is_dir() {
+            return (by_name(), real.is_file().then_some(Source::File(real)));
         }
-        let real = fs::canonicalize(&target).ok()?;
-        (real.starts_with(&self.root) && real.is_file()).then_some(real)
+        match self.inside(&real.join(INDEX)) {
+            Some(index) if index.is_file() => (constant_media("text/html"), Some(Source::File(index))),
+            _ if self.listing => (constant_media("application/json"), Some(Source::Listing(real))),
+            _ => (constant_media("text/html"), None),
+        }
+    }
+
+    /// `path` with every symlink followed, when that lies inside the root.
+    fn inside(&self, path: &Path) -> Option<PathBuf> {
+        fs::canonicalize(path)
+            .ok()
+            .filter(|real| real.starts_with(&self.root))
     }
 
     /// What a resource path names for writing: the last component is not
@@ -413,7 +478,7 @@ impl FileServer {
     /// `allowed-methods` for a resource (D11): never `404`; a missing
     /// resource lists what could be done there.
     fn allowed_methods(&self, path: &str) -> &'static [Method] {
-        let exists = self.readable_file(path).is_some();
+        let exists = self.resolve(path).1.is_some();
         match (self.writable, exists, self.place(path)) {
             (true, true, _) | (true, _, Place::File(_) | Place::Folder) => ALL_METHODS,
             (false, true, _) | (false, _, Place::File(_) | Place::Folder) => READ_METHODS,
@@ -422,12 +487,23 @@ impl FileServer {
         }
     }
 
-    /// Reads a file to serve, unless it passes the size limit.
-    fn load(&self, file: &Path) -> Result<Loaded, Refusal> {
+    /// Reads a file or lists a folder, unless the content passes the size
+    /// limit.
+    fn load(&self, source: &Source) -> Result<Loaded, Refusal> {
         let failed = |e: io::Error| {
             Box::new(Response::internal_error(format!(
                 "the server could not access the file: {e}"
             )))
+        };
+        let file = match source {
+            Source::File(file) => file,
+            Source::Listing(folder) => {
+                let (content, modified) = self.list(folder).map_err(failed)?;
+                if content.len() as u64 > self.max_file_bytes {
+                    return Ok(Loaded::TooLarge(modified));
+                }
+                return Ok(Loaded::Content(content, modified));
+            }
         };
         let metadata = fs::metadata(file).map_err(failed)?;
         let modified = metadata.modified().ok().map(Date::from_system_time);
@@ -436,6 +512,45 @@ impl FileServer {
         }
         let content = fs::read(file).map_err(failed)?;
         Ok(Loaded::Content(content, modified))
+    }
+
+    /// A folder's listing as JSON text, and its last modification for the
+    /// conditional headers (D17): the latest of the folder's and its
+    /// entries', since changing a file's content leaves its folder's time
+    /// alone. Only what a `GET` could reach is listed: symlinks are followed
+    /// only when they stay inside the root.
+    fn list(&self, folder: &Path) -> io::Result<(Vec<u8>, Option<Date>)> {
+        let mut latest = fs::metadata(folder)?.modified().ok().map(Date::from_system_time);
+        let mut entries = Vec::new();
+        for entry in fs::read_dir(folder)? {
+            let entry = entry?;
+            let Ok(name) = entry.file_name().into_string() else {
+                continue;
+            };
+            let path = entry.path();
+            let metadata = if entry.file_type()?.is_symlink() {
+                match self.inside(&path).map(fs::metadata) {
+                    Some(Ok(metadata)) => metadata,
+                    _ => continue,
+                }
+            } else {
+                entry.metadata()?
+            };
+            if !(metadata.is_file() || metadata.is_dir()) {
+                continue;
+            }
+            let modified = metadata.modified().ok().map(Date::from_system_time);
+            latest = latest.max(modified);
+            entries.push(ListingEntry {
+                name,
+                size: if metadata.is_dir() { 0 } else { metadata.len() },
+                modified: modified.map(|date| date.to_string()),
+                is_folder: metadata.is_dir(),
+            });
+        }
+        entries.sort_unstable_by(|a, b| a.name.cmp(&b.name));
+        let content = serde_json::to_vec(&entries).map_err(io::Error::other)?;
+        Ok((content, latest))
     }
 }
 
@@ -453,22 +568,24 @@ impl Handler for FileServer {
     }
 }
 
-/// The media type sent for a file, from its extension.
+/// The media type sent for a resource path, from its extension (the
+/// `mime_guess` table, extensions in any case): `.txt` is `text/plain`,
+/// `.html` `text/html`, `.json` `application/json`; a path ending in `/`
+/// names a folder, which sends its `index.html`, so `text/html`; an unknown
+/// extension, or none, is `application/octet-stream`.
 pub fn media_type_of(path: &str) -> MediaType {
-    let extension = path
-        .rsplit('/')
-        .next()
-        .and_then(|name| name.rsplit_once('.'))
-        .map(|(_, ext)| ext);
-    let name = match extension.map(str::to_ascii_lowercase).as_deref() {
-        Some("txt") => "text/plain",
-        Some("html") => "text/html",
-        Some("json") => "application/json",
-        _ if path.ends_with('/') => "text/html", // a folder serves its index.html
-        _ => "application/octet-stream",
-    };
-    let name = if path == "/" { "text/html" } else { name };
-    constant_media(name)
+    const UNKNOWN: &str = "application/octet-stream";
+    if path.ends_with('/') {
+        return constant_media("text/html");
+    }
+    let name = path.rsplit('/').next().unwrap_or(path);
+    let guessed = name
+        .rsplit_once('.')
+        .and_then(|(_, extension)| mime_guess::from_ext(extension).first_raw())
+        .unwrap_or(UNKNOWN);
+    // The table's names are registered media types; one this crate would
+    // not parse is sent as what it is to us: bytes.
+    guessed.parse().unwrap_or_else(|_| constant_media(UNKNOWN))
 }
 
 /// Parses one of this file's constant media types.

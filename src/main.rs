@@ -1,9 +1,10 @@
 //! The `jsontp` command: `jsontp serve` (a file server) and the client
-//! commands `get`, `post`, `put`, `delete` and `options`, used like curl.
+//! commands `get`, `post`, `put`, `delete` and `options`, used like curl;
+//! `completions` and `man` write what a package installs beside it.
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use jsontp::message::Method;
 
 mod cli;
@@ -21,9 +22,10 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Serve files from a folder (default: the current one) on 127.0.0.1:8080.
+    /// Serve files from a folder (default: the current one) on
+    /// 127.0.0.1:8080, read-only unless --writable.
     #[command(after_help = help::SERVE)]
-    Serve(cli::serve::ServeArgs),
+    Serve(cli::serve::Serve),
     /// GET a resource and print its content.
     #[command(after_help = help::GET)]
     Get(cli::client::PlainArgs),
@@ -39,15 +41,23 @@ enum Command {
     /// Ask which methods a resource allows.
     #[command(after_help = help::OPTIONS)]
     Options(cli::client::OptionsArgs),
+    /// Write a shell completion script to stdout.
+    #[command(after_help = help::COMPLETIONS)]
+    Completions(cli::generate::CompletionsArgs),
+    /// Write a man page (roff) to stdout.
+    #[command(after_help = help::MAN)]
+    Man(cli::generate::ManArgs),
 }
 
 fn main() -> ExitCode {
     match Cli::parse().command {
-        Command::Serve(args) => cli::serve::run(args),
+        Command::Serve(serve) => serve.run(),
         Command::Get(args) => args.run(Method::Get),
         Command::Post(args) => args.run(Method::Post),
         Command::Put(args) => args.run(Method::Put),
         Command::Delete(args) => args.run(Method::Delete),
         Command::Options(args) => args.run(),
+        Command::Completions(args) => args.run(Cli::command()),
+        Command::Man(args) => args.run(Cli::command()),
     }
 }

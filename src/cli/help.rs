@@ -21,7 +21,7 @@ Exit status:
 /// `jsontp --help`.
 pub const TOP: &str = "\
 Examples:
-  jsontp serve --root site                     serve ./site on 127.0.0.1:8080
+  jsontp serve --root site                     serve ./site, read-only, on 127.0.0.1:8080
   jsontp get localhost/hello.txt               print a file
   jsontp get localhost/logo.png -o logo.png    save a file
   jsontp put localhost/logo.png --file logo.png  upload a file
@@ -79,13 +79,35 @@ Examples:
 
 /// `jsontp serve --help`.
 pub const SERVE: &str = "\
+By default the server is read-only (PUT and DELETE answer 405) and listens on
+127.0.0.1 only. --writable opens writes to anyone who can connect; a token
+opens them to the requests that carry it. Give the token in JSONTP_TOKEN or
+--token-file rather than --token, which every user sees in `ps`; giving it
+two ways is a usage error.
+
 Examples:
-  jsontp serve                                  the current folder on 127.0.0.1:8080
-  jsontp serve --root site --addr 0.0.0.0:9000
-  jsontp serve --token s3cret                   PUT and DELETE need authorization
+  jsontp serve                                  the current folder, read-only, on 127.0.0.1:8080
+  jsontp serve --root site --addr 0.0.0.0:9000  every interface, port 9000
+  jsontp serve --addr 9000 --list               127.0.0.1:9000, folders listed
+  jsontp serve --writable                       PUT and DELETE for anyone
+  JSONTP_TOKEN=s3cret jsontp serve              PUT and DELETE need `authorization: s3cret`
+  jsontp serve --token-file /etc/jsontp/token   the same, the token read from a file
 
 Exit status:
   0    stopped by ctrl-c or SIGTERM, after finishing the exchanges under way
   1    could not start (the folder is missing, the address is in use, ...)
   2    a usage error
   130  a second ctrl-c or SIGTERM: stopped at once";
+
+/// `jsontp completions --help`.
+pub const COMPLETIONS: &str = "\
+Examples:
+  jsontp completions bash > ~/.local/share/bash-completion/completions/jsontp
+  jsontp completions zsh > ~/.zfunc/_jsontp
+  jsontp completions fish > ~/.config/fish/completions/jsontp.fish";
+
+/// `jsontp man --help`.
+pub const MAN: &str = "\
+Examples:
+  jsontp man > jsontp.1 && man ./jsontp.1
+  jsontp man serve > jsontp-serve.1";

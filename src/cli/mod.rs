@@ -1,6 +1,7 @@
 //! The subcommands of `jsontp`.
 
 pub mod client;
+pub mod generate;
 pub mod help;
 pub mod output;
 pub mod request;

@@ -1,88 +1,401 @@
-//! `jsontp serve`: the file server on the mio adapter.
+//! `jsontp serve`: the file server on the mio adapter. Read-only unless
+//! `--writable` (or a token) says otherwise, on loopback unless `--addr`
+//! says otherwise; every option also read from a `JSONTP_*` variable.
 
+use std::fmt;
 use std::io::Write;
-use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::net::{Ipv4Addr, Ipv6Addr};
+use std::num::NonZeroUsize;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use clap::builder::{FalseyValueParser, NonEmptyStringValueParser};
+use clap::error::ErrorKind;
+use clap::parser::ValueSource;
+use clap::{ArgMatches, FromArgMatches};
 use jsontp::file_server::FileServer;
-use jsontp::io_adapters::mio_server::{MioServer, ShutdownHandle};
-use jsontp::io_adapters::{Exchange, Handler, RequestInfo, ServerOptions};
 use jsontp::machine::{ContinuePolicy, ServerConfig};
 use jsontp::message::{LanguageTag, Request, Response};
 
-/// Arguments of `jsontp serve`.
+use self::adapter::{Exchange, Handler, RequestInfo, ShutdownHandle};
+use super::target::DEFAULT_PORT;
+
+/// The environment variable that holds the token (`--token`'s, listed
+/// apart because it is a token source of its own: see [`Serve`]).
+const TOKEN_ENV: &str = "JSONTP_TOKEN";
+
+/// The host a bare port listens on: loopback, so that nothing outside the
+/// machine reaches a server started without thinking about it.
+const DEFAULT_HOST: &str = "127.0.0.1";
+
+/// Arguments of `jsontp serve`, each also read from the environment
+/// variable `--help` names (the command line wins).
 #[derive(Debug, clap::Args)]
 pub struct ServeArgs {
     /// The folder to serve.
-    #[arg(long, default_value = ".")]
+    #[arg(long, env = "JSONTP_ROOT", default_value = ".")]
     root: PathBuf,
-    /// Where to listen; port 0 picks a free port (the start line says which).
-    #[arg(long, default_value = "127.0.0.1:8080")]
-    addr: SocketAddr,
-    /// Require `authorization` equal to this token on PUT and DELETE.
-    #[arg(long)]
+    /// Where to listen: HOST:PORT, HOST (port 8080), PORT (on 127.0.0.1)
+    /// or [IPV6]:PORT; port 0 picks a free port (the start line says which).
+    #[arg(
+        long,
+        env = "JSONTP_ADDR",
+        default_value = "127.0.0.1:8080",
+        value_parser = ListenAddr::parse
+    )]
+    addr: ListenAddr,
+    /// Serve PUT and DELETE (without it they answer 405: the server is
+    /// read-only).
+    #[arg(long, env = "JSONTP_WRITABLE", value_parser = FalseyValueParser::new())]
+    writable: bool,
+    /// Serve PUT and DELETE to requests whose `authorization` equals TOKEN
+    /// (others get 401). Visible to every user in `ps`: prefer
+    /// JSONTP_TOKEN or --token-file.
+    #[arg(
+        long,
+        env = TOKEN_ENV,
+        hide_env_values = true,
+        value_parser = NonEmptyStringValueParser::new()
+    )]
     token: Option<String>,
+    /// Read the token from the first line of FILE (as --token does).
+    #[arg(long, env = "JSONTP_TOKEN_FILE", value_name = "FILE")]
+    token_file: Option<PathBuf>,
+    /// Answer GET of a folder without index.html with a JSON listing of
+    /// its entries (without it: 404).
+    #[arg(long, env = "JSONTP_LIST", value_parser = FalseyValueParser::new())]
+    list: bool,
     /// The languages offered, comma-separated, the first being the default.
-    #[arg(long, value_delimiter = ',', default_value = "en-US")]
+    #[arg(long, env = "JSONTP_LANGUAGE", value_delimiter = ',', default_value = "en-US")]
     language: Vec<LanguageTag>,
     /// Refuse `expect: 100-continue`: answer 501 and close the connection.
-    #[arg(long)]
+    #[arg(long, env = "JSONTP_NO_CONTINUE", value_parser = FalseyValueParser::new())]
     no_continue: bool,
     /// Event-loop threads (default: one per core).
-    #[arg(long, default_value_t = 0, hide_default_value = true)]
+    #[arg(long, env = "JSONTP_WORKERS", default_value_t = 0, hide_default_value = true)]
     workers: usize,
+    /// The most connections open at once; more wait in the listen queue.
+    #[arg(
+        long,
+        env = "JSONTP_MAX_CONNECTIONS",
+        value_name = "N",
+        default_value = "10000",
+        value_parser = parse_max_connections
+    )]
+    max_connections: NonZeroUsize,
     /// No access log.
-    #[arg(long)]
+    #[arg(long, env = "JSONTP_QUIET", value_parser = FalseyValueParser::new())]
     quiet: bool,
 }
 
-/// Runs the file server until the process is stopped.
-pub fn run(args: ServeArgs) -> ExitCode {
-    let files = match FileServer::new(&args.root) {
-        Ok(files) => files,
-        Err(e) => {
-            eprintln!("jsontp serve: cannot serve {}: {e}", args.root.display());
-            return ExitCode::FAILURE;
+/// `jsontp serve` as parsed: its arguments, and the one place the token
+/// comes from. The token may be given on the command line, in
+/// `JSONTP_TOKEN` or in a file; two of them at once are a usage error
+/// rather than one silently winning, since the operator meant one of them
+/// and would not learn which one the server took.
+#[derive(Debug)]
+pub struct Serve {
+    args: ServeArgs,
+    token: TokenSource,
+}
+
+/// Where the token comes from.
+#[derive(Debug, PartialEq, Eq)]
+enum TokenSource {
+    /// No token: writes, if `--writable`, are open to anyone who can connect.
+    None,
+    /// `--token` or `JSONTP_TOKEN`.
+    Given(String),
+    /// The first line of this file.
+    File(PathBuf),
+}
+
+impl FromArgMatches for Serve {
+    fn from_arg_matches(matches: &ArgMatches) -> Result<Self, clap::Error> {
+        let args = ServeArgs::from_arg_matches(matches)?;
+        // Clap keeps the command line's `--token` over `JSONTP_TOKEN`
+        // silently; both are counted here.
+        let mut sources = Vec::new();
+        if matches.value_source("token") == Some(ValueSource::CommandLine) {
+            sources.push("--token");
         }
-    };
-    let root = files.root().to_path_buf();
-    let files = files.with_token(args.token).with_languages(args.language);
-    let config = ServerConfig {
-        continue_policy: if args.no_continue {
-            ContinuePolicy::Refuse
-        } else {
-            ContinuePolicy::Ask
-        },
-        language: files.languages().first().copied().unwrap_or(LanguageTag::EN_US),
-        ..ServerConfig::default()
-    };
-    let handler = AccessLog {
-        inner: files,
-        quiet: args.quiet,
-    };
-    let options = ServerOptions::default()
-        .with_config(config)
-        .with_workers(args.workers);
-    let server = match MioServer::bind(args.addr, handler, options) {
-        Ok(server) => server,
-        Err(e) => {
-            eprintln!("jsontp serve: cannot listen on {}: {e}", args.addr);
-            return ExitCode::FAILURE;
+        if std::env::var_os(TOKEN_ENV).is_some() {
+            sources.push(TOKEN_ENV);
         }
-    };
-    let bound = server.local_addr().unwrap_or(args.addr);
-    if let Err(e) = stop_on_signals(server.shutdown_handle()) {
-        eprintln!("jsontp serve: cannot handle signals: {e}");
-        return ExitCode::FAILURE;
+        match matches.value_source("token_file") {
+            Some(ValueSource::CommandLine) => sources.push("--token-file"),
+            Some(ValueSource::EnvVariable) => sources.push("JSONTP_TOKEN_FILE"),
+            _ => {}
+        }
+        if sources.len() > 1 {
+            let message = format!(
+                "the token is given {} ways ({}); give it one way only",
+                sources.len(),
+                sources.join(", ")
+            );
+            // Formatted here, so that the usage shown is `jsontp serve`'s.
+            let mut serve =
+                <ServeArgs as clap::Args>::augment_args(clap::Command::new("serve").bin_name("jsontp serve"));
+            return Err(clap::Error::raw(ErrorKind::ArgumentConflict, message).format(&mut serve));
+        }
+        let token = match (&args.token, &args.token_file) {
+            (Some(token), _) => TokenSource::Given(token.clone()),
+            (None, Some(file)) => TokenSource::File(file.clone()),
+            (None, None) => TokenSource::None,
+        };
+        Ok(Serve { args, token })
     }
-    eprintln!("jsontp serve: serving {} on jsontp://{bound}", root.display());
-    match server.run() {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("jsontp serve: {e}");
-            ExitCode::FAILURE
+
+    fn update_from_arg_matches(&mut self, matches: &ArgMatches) -> Result<(), clap::Error> {
+        *self = Serve::from_arg_matches(matches)?;
+        Ok(())
+    }
+}
+
+impl clap::Args for Serve {
+    fn augment_args(command: clap::Command) -> clap::Command {
+        ServeArgs::augment_args(command)
+    }
+
+    fn augment_args_for_update(command: clap::Command) -> clap::Command {
+        ServeArgs::augment_args_for_update(command)
+    }
+}
+
+/// Where `jsontp serve` listens, as `--addr` gives it: resolved when the
+/// server binds, so that a host name is looked up once, at start.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListenAddr {
+    host: String,
+    port: u16,
+}
+
+impl ListenAddr {
+    /// `HOST:PORT`, `HOST` (port 8080), `PORT` (on 127.0.0.1), `[IPV6]` or
+    /// `[IPV6]:PORT`; HOST an IPv4 address or a host name. The error says
+    /// what is wrong and which forms are meant.
+    pub fn parse(text: &str) -> Result<ListenAddr, String> {
+        ListenAddr::parse_forms(text).map_err(|why| {
+            format!(
+                "{why}; write HOST:PORT, HOST (port {DEFAULT_PORT}), PORT (on {DEFAULT_HOST}) or [IPV6]:PORT"
+            )
+        })
+    }
+
+    fn parse_forms(text: &str) -> Result<ListenAddr, &'static str> {
+        if text.contains('/') {
+            return Err("an address has no scheme and no path");
         }
+        if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
+            return Ok(ListenAddr {
+                host: DEFAULT_HOST.to_owned(),
+                port: parse_port(text)?,
+            });
+        }
+        let (host, port) = if let Some(bracketed) = text.strip_prefix('[') {
+            let (host, after) = bracketed.split_once(']').ok_or("the [ is not closed")?;
+            host.parse::<Ipv6Addr>()
+                .map_err(|_| "what stands in brackets is not an IPv6 address")?;
+            let port = match after {
+                "" => None,
+                _ => Some(after.strip_prefix(':').ok_or("text follows the ]")?),
+            };
+            (host, port)
+        } else {
+            let (host, port) = match text.split_once(':') {
+                Some((_, port)) if port.contains(':') => {
+                    return Err("an IPv6 address goes in brackets, as [::1]:8080");
+                }
+                Some((host, port)) => (host, Some(port)),
+                None => (text, None),
+            };
+            check_host(host)?;
+            (host, port)
+        };
+        Ok(ListenAddr {
+            host: host.to_owned(),
+            port: port.map_or(Ok(DEFAULT_PORT), parse_port)?,
+        })
+    }
+}
+
+impl fmt::Display for ListenAddr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.host.contains(':') {
+            write!(f, "[{}]:{}", self.host, self.port)
+        } else {
+            write!(f, "{}:{}", self.host, self.port)
+        }
+    }
+}
+
+/// A port, 0 included (a free one).
+fn parse_port(text: &str) -> Result<u16, &'static str> {
+    match text.parse::<u16>() {
+        Ok(port) if text.bytes().all(|b| b.is_ascii_digit()) => Ok(port),
+        _ => Err("the port is not a number from 0 to 65535"),
+    }
+}
+
+/// An IPv4 address or a host name (RFC 1123 labels: letters, digits and
+/// inner hyphens; the last label not all digits, which would be a mistyped
+/// IPv4 address).
+fn check_host(host: &str) -> Result<(), &'static str> {
+    if host.is_empty() {
+        return Err("no host is named");
+    }
+    if host.parse::<Ipv4Addr>().is_ok() {
+        return Ok(());
+    }
+    let host = host.strip_suffix('.').unwrap_or(host);
+    let label_ok = |label: &str| {
+        (1..=63).contains(&label.len())
+            && label.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+            && !label.starts_with('-')
+            && !label.ends_with('-')
+    };
+    if host.len() > 253 || !host.split('.').all(label_ok) {
+        return Err("the host is not an IP address or a host name");
+    }
+    if host
+        .rsplit('.')
+        .next()
+        .is_some_and(|last| last.bytes().all(|b| b.is_ascii_digit()))
+    {
+        return Err("the host is not an IPv4 address");
+    }
+    Ok(())
+}
+
+/// `--max-connections`: a count from 1 up.
+fn parse_max_connections(text: &str) -> Result<NonZeroUsize, String> {
+    text.parse::<NonZeroUsize>()
+        .map_err(|_| "expected a number of connections from 1 up".to_owned())
+}
+
+/// The token's file: its first line, without the line ending.
+fn read_token_file(file: &Path) -> Result<String, String> {
+    let text = std::fs::read_to_string(file).map_err(|e| e.to_string())?;
+    match text.lines().next() {
+        Some(token) if !token.is_empty() => Ok(token.to_owned()),
+        _ => Err("its first line is empty".to_owned()),
+    }
+}
+
+impl Serve {
+    /// Runs the file server until the process is stopped.
+    pub fn run(self) -> ExitCode {
+        let Serve { args, token } = self;
+        let token = match token {
+            TokenSource::None => None,
+            TokenSource::Given(token) => Some(token),
+            TokenSource::File(file) => match read_token_file(&file) {
+                Ok(token) => Some(token),
+                Err(why) => {
+                    eprintln!(
+                        "jsontp serve: cannot read the token from {}: {why}",
+                        file.display()
+                    );
+                    return ExitCode::FAILURE;
+                }
+            },
+        };
+        let files = match FileServer::new(&args.root) {
+            Ok(files) => files,
+            Err(e) => {
+                eprintln!("jsontp serve: cannot serve {}: {e}", args.root.display());
+                return ExitCode::FAILURE;
+            }
+        };
+        let root = files.root().to_path_buf();
+        // A token opens writes to its holders (D14: the others get 401).
+        let mode = match (&token, args.writable) {
+            (Some(_), _) => "writable with the token",
+            (None, true) => "writable by anyone",
+            (None, false) => "read-only",
+        };
+        let files = files
+            .with_writes(args.writable || token.is_some())
+            .with_token(token)
+            .with_listing(args.list)
+            .with_languages(args.language);
+        let config = ServerConfig {
+            continue_policy: if args.no_continue {
+                ContinuePolicy::Refuse
+            } else {
+                ContinuePolicy::Ask
+            },
+            language: files.languages().first().copied().unwrap_or(LanguageTag::EN_US),
+            ..ServerConfig::default()
+        };
+        let handler = AccessLog {
+            inner: files,
+            quiet: args.quiet,
+        };
+        let limits = Limits {
+            workers: args.workers,
+            max_connections: args.max_connections,
+        };
+        let server = match adapter::bind(&args.addr, handler, config, limits) {
+            Ok(server) => server,
+            Err(e) => {
+                eprintln!("jsontp serve: cannot listen on {}: {e}", args.addr);
+                return ExitCode::FAILURE;
+            }
+        };
+        let bound = match server.local_addr() {
+            Ok(bound) => bound.to_string(),
+            Err(_) => args.addr.to_string(),
+        };
+        if let Err(e) = stop_on_signals(server.shutdown_handle()) {
+            eprintln!("jsontp serve: cannot handle signals: {e}");
+            return ExitCode::FAILURE;
+        }
+        eprintln!(
+            "jsontp serve: serving {} ({mode}) on jsontp://{bound}",
+            root.display()
+        );
+        match server.run() {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("jsontp serve: {e}");
+                ExitCode::FAILURE
+            }
+        }
+    }
+}
+
+/// The server's capacity, as the options give it.
+struct Limits {
+    workers: usize,
+    max_connections: NonZeroUsize,
+}
+
+/// Every use of the I/O adapters' names in one place, since they move
+/// with the adapters' layout: the server type, its options, its shutdown
+/// handle and the handler trait.
+mod adapter {
+    use jsontp::io_adapters::ServerOptions;
+    pub use jsontp::io_adapters::mio_server::{MioServer as Server, ShutdownHandle};
+    pub use jsontp::io_adapters::{Exchange, Handler, RequestInfo};
+    use jsontp::machine::ServerConfig;
+
+    use super::{Limits, ListenAddr};
+
+    /// Binds `addr` (a host name is looked up here) for `handler`.
+    pub fn bind<H: Handler>(
+        addr: &ListenAddr,
+        handler: H,
+        config: ServerConfig,
+        limits: Limits,
+    ) -> std::io::Result<Server<H>> {
+        let options = ServerOptions::default()
+            .with_config(config)
+            .with_workers(limits.workers);
+        // MERGE (adapters): pass the limit once ServerOptions has it:
+        // `.with_max_connections(limits.max_connections.get())` on `options`.
+        let _ = limits.max_connections;
+        Server::bind((addr.host.as_str(), addr.port), handler, options)
     }
 }
 
@@ -137,5 +450,62 @@ impl Handler for AccessLog {
             exchange.elapsed.as_secs_f64() * 1000.0,
         );
         let _ = std::io::stderr().lock().write_all(line.as_bytes());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn addr(text: &str) -> Result<String, String> {
+        ListenAddr::parse(text).map(|a| a.to_string())
+    }
+
+    #[test]
+    fn listen_address_forms() {
+        assert_eq!(addr("127.0.0.1:9000"), Ok("127.0.0.1:9000".into()));
+        assert_eq!(addr("0.0.0.0:0"), Ok("0.0.0.0:0".into()));
+        assert_eq!(addr("localhost"), Ok("localhost:8080".into()));
+        assert_eq!(addr("localhost:9000"), Ok("localhost:9000".into()));
+        assert_eq!(addr("example.com."), Ok("example.com.:8080".into()));
+        assert_eq!(addr("9000"), Ok("127.0.0.1:9000".into()));
+        assert_eq!(addr("0"), Ok("127.0.0.1:0".into()));
+        assert_eq!(addr("[::1]:8080"), Ok("[::1]:8080".into()));
+        assert_eq!(addr("[::]"), Ok("[::]:8080".into()));
+    }
+
+    #[test]
+    fn listen_address_errors_say_why_and_how() {
+        for (text, why) in [
+            ("", "no host"),
+            ("70000", "port"),
+            ("localhost:", "port"),
+            ("localhost:x", "port"),
+            ("localhost:+80", "port"),
+            (":8080", "no host"),
+            ("::1", "brackets"),
+            ("::1:8080", "brackets"),
+            ("[::1", "not closed"),
+            ("[::1]8080", "follows"),
+            ("[localhost]:80", "IPv6"),
+            ("jsontp://localhost:80", "no scheme"),
+            ("localhost/x", "no path"),
+            ("a_b", "host name"),
+            ("a b", "host name"),
+            ("-a.com", "host name"),
+            ("999.1.1.1", "IPv4"),
+        ] {
+            let error = addr(text).expect_err(text);
+            assert!(error.contains(why), "{text:?}: {error}");
+            assert!(error.contains("write HOST:PORT"), "{text:?}: {error}");
+        }
+    }
+
+    #[test]
+    fn max_connections_is_at_least_one() {
+        assert_eq!(parse_max_connections("10000").map(NonZeroUsize::get), Ok(10_000));
+        assert!(parse_max_connections("0").is_err());
+        assert!(parse_max_connections("-1").is_err());
+        assert!(parse_max_connections("many").is_err());
     }
 }

@@ -765,3 +765,183 @@ fn a_missing_root_is_an_error() {
     let missing = Path::new("/definitely/not/a/folder/jsontp");
     assert!(FileServer::new(missing).is_err());
 }
+
+#[test]
+fn media_types_come_from_the_extension_table() {
+    use jsontp::file_server::media_type_of;
+    for (path, expected) in [
+        // The ones the conformance suite checks.
+        ("/hello.txt", "text/plain"),
+        ("/index.html", "text/html"),
+        ("/data.json", "application/json"),
+        ("/binary.bin", "application/octet-stream"),
+        ("/no-extension", "application/octet-stream"),
+        ("/odd.not-a-known-extension", "application/octet-stream"),
+        // From the table, in any case.
+        ("/LOUD.TXT", "text/plain"),
+        ("/logo.png", "image/png"),
+        ("/style.css", "text/css"),
+        ("/a/b/c.pdf", "application/pdf"),
+        // A folder sends its index.html.
+        ("/", "text/html"),
+        ("/sub/", "text/html"),
+    ] {
+        assert_eq!(media_type_of(path).essence(), expected, "{path}");
+        // No charset: a .txt file need not be UTF-8.
+        assert_eq!(media_type_of(path).to_string(), expected, "{path}");
+    }
+    // What is sent agrees, and a folder named without its slash is still
+    // its index.html.
+    let fixture = Fixture::new();
+    fs::write(fixture.path("logo.png"), [0x89, b'P', b'N', b'G']).expect("write");
+    fs::write(fixture.path("sub/index.html"), "sub index").expect("write");
+    let server = fixture.server();
+    for (resource, expected) in [("/logo.png", "image/png"), ("/sub", "text/html")] {
+        let response = ask(&server, req(Method::Get, resource));
+        assert_eq!(code(&response), 200, "{resource}");
+        assert_eq!(
+            response.headers.content_type().map(|t| t.essence()),
+            Some(expected),
+            "{resource}"
+        );
+    }
+}
+
+/// The listing a response carries, parsed.
+fn listing(response: &Response) -> Vec<serde_json::Value> {
+    assert_eq!(code(response), 200, "{}", response.status.human_message);
+    assert_eq!(
+        response.headers.content_type().map(|t| t.essence()),
+        Some("application/json")
+    );
+    serde_json::from_str(text(response)).expect("a JSON array")
+}
+
+fn names(entries: &[serde_json::Value]) -> Vec<&str> {
+    entries
+        .iter()
+        .map(|e| e["name"].as_str().expect("a name"))
+        .collect()
+}
+
+#[test]
+fn d11_a_folder_without_index_is_404_unless_listings_are_on() {
+    let fixture = Fixture::new();
+    assert_eq!(code(&ask(&fixture.server(), req(Method::Get, "/sub"))), 404);
+    assert_eq!(
+        code(&ask(
+            &fixture.server().with_listing(false),
+            req(Method::Get, "/sub/")
+        )),
+        404
+    );
+    let server = fixture.server().with_listing(true);
+    for resource in ["/sub", "/sub/", "/empty-folder"] {
+        let response = ask(&server, req(Method::Get, resource));
+        assert_eq!(code(&response), 200, "{resource}");
+    }
+    assert!(listing(&ask(&server, req(Method::Get, "/empty-folder"))).is_empty());
+    // A folder with index.html still serves it.
+    let root = ask(&server, req(Method::Get, "/"));
+    assert_eq!(text(&root), "<h1>hello</h1>\n");
+    // And the root without one is listed.
+    fs::remove_file(fixture.path("index.html")).expect("remove");
+    let root = listing(&ask(&server, req(Method::Get, "/")));
+    assert_eq!(
+        names(&root),
+        [
+            "binary.bin",
+            "data.json",
+            "empty-folder",
+            "hello.txt",
+            "old.txt",
+            "sub"
+        ]
+    );
+}
+
+#[test]
+fn a_listing_names_size_date_and_kind_sorted_by_name() {
+    let fixture = Fixture::new();
+    fs::write(fixture.path("sub/b.txt"), "12345").expect("write");
+    fs::write(fixture.path("sub/A.txt"), "").expect("write");
+    fs::create_dir(fixture.path("sub/folder")).expect("folder");
+    let old = fixture.path("sub/page.txt");
+    fs::File::options()
+        .write(true)
+        .open(&old)
+        .and_then(|f| f.set_modified(SystemTime::UNIX_EPOCH + Duration::from_secs(1_577_836_800)))
+        .expect("mtime");
+    let server = fixture.server().with_listing(true);
+    for method in [Method::Get, Method::Post] {
+        let entries = listing(&ask(&server, req(method, "/sub/")));
+        // Sorted by name, byte order.
+        assert_eq!(names(&entries), ["A.txt", "b.txt", "folder", "page.txt"]);
+        assert_eq!(entries[1]["size"], 5);
+        assert_eq!(entries[1]["is-folder"], false);
+        assert_eq!(entries[2]["is-folder"], true);
+        assert_eq!(entries[2]["size"], 0);
+        // D16 dates.
+        assert_eq!(entries[3]["modified"], "2020-01-01T00:00:00Z+0000");
+        assert_eq!(entries[3]["size"], 6);
+        for entry in &entries {
+            let keys: Vec<&String> = entry.as_object().expect("an object").keys().collect();
+            assert_eq!(keys.len(), 4, "{entry}");
+            let date = entry["modified"].as_str().expect("a date");
+            assert!(date.parse::<Date>().is_ok(), "{date}");
+        }
+    }
+}
+
+#[test]
+fn d18_a_listing_is_json_for_accept() {
+    let fixture = Fixture::new();
+    let server = fixture.server().with_listing(true);
+    let html_only = Headers::new().with_accept(ranges(&["text/html"]));
+    let refused = ask(&server, req(Method::Get, "/sub").with_headers(html_only));
+    assert_eq!(code(&refused), 415);
+    let json = Headers::new().with_accept(ranges(&["application/json"]));
+    listing(&ask(&server, req(Method::Get, "/sub").with_headers(json)));
+}
+
+#[test]
+fn d17_a_listing_is_modified_when_an_entry_is() {
+    let fixture = Fixture::new();
+    let server = fixture.server().with_listing(true);
+    let since = |date: &str| {
+        req(Method::Get, "/sub/")
+            .with_headers(Headers::new().with_if_modified_since(date.parse::<Date>().expect("a date")))
+    };
+    // Nothing in sub/ is newer than a date far ahead.
+    assert_eq!(code(&ask(&server, since("2999-01-01T00:00:00Z+0000"))), 304);
+    // Everything is newer than 2020, including after a folder's own time
+    // is set back: an entry's time counts.
+    let old_dir = fs::File::open(fixture.path("sub")).expect("open folder");
+    old_dir
+        .set_modified(SystemTime::UNIX_EPOCH + Duration::from_secs(1_577_836_800))
+        .expect("folder mtime");
+    assert_eq!(code(&ask(&server, since("2021-01-01T00:00:00Z+0000"))), 200);
+}
+
+#[cfg(unix)]
+#[test]
+fn d7_a_listing_shows_nothing_outside_the_root() {
+    let fixture = Fixture::new();
+    let outside = Fixture::new();
+    let link = |target: &Path, name: &str| {
+        std::os::unix::fs::symlink(target, fixture.path(name)).expect("symlink");
+    };
+    link(&outside.path("hello.txt"), "sub/out-file.txt");
+    link(&outside.root, "sub/out-folder");
+    link(&fixture.path("nowhere"), "sub/dangling");
+    link(&fixture.path("hello.txt"), "sub/in-file.txt");
+    link(&fixture.path("empty-folder"), "sub/in-folder");
+    let server = fixture.server().with_listing(true);
+    let entries = listing(&ask(&server, req(Method::Get, "/sub")));
+    assert_eq!(names(&entries), ["in-file.txt", "in-folder", "page.txt"]);
+    // The links inside are described by what they lead to.
+    assert_eq!(entries[0]["size"], 13);
+    assert_eq!(entries[1]["is-folder"], true);
+    // A folder outside is not listed either, though a link names it.
+    assert_eq!(code(&ask(&server, req(Method::Get, "/sub/out-folder/"))), 404);
+}

@@ -16,7 +16,16 @@ fn help(command: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-const COMMANDS: [&str; 6] = ["serve", "get", "post", "put", "delete", "options"];
+const COMMANDS: [&str; 8] = [
+    "serve",
+    "get",
+    "post",
+    "put",
+    "delete",
+    "options",
+    "completions",
+    "man",
+];
 
 /// `D` and digits, not inside a word: `D13`, `(D7)`.
 fn rule_numbers(text: &str) -> Vec<String> {
@@ -112,6 +121,12 @@ fn help_shows_examples_and_the_exit_statuses() {
     let serve = help(&["serve"]);
     assert!(
         serve.contains("Examples:") && serve.contains("Exit status:"),
+        "{serve}"
+    );
+    // The safe default, and why the token is better not on the command line.
+    assert!(serve.contains("read-only"), "{serve}");
+    assert!(
+        serve.contains("`ps`") && serve.contains("JSONTP_TOKEN"),
         "{serve}"
     );
 }

@@ -9,10 +9,14 @@ mod file_server;
 #[cfg(feature = "cli")]
 mod client;
 #[cfg(feature = "cli")]
+mod generate;
+#[cfg(feature = "cli")]
 mod habits;
 #[cfg(feature = "cli")]
 mod help;
 #[cfg(feature = "cli")]
 mod serve;
+#[cfg(feature = "cli")]
+mod serve_options;
 #[cfg(feature = "cli")]
 mod support;

@@ -38,13 +38,57 @@ impl Drop for Serve {
     }
 }
 
+/// Every variable `jsontp serve` reads: cleared for the servers the tests
+/// start, so that the developer's environment cannot change a test.
+pub const SERVE_ENV: [&str; 11] = [
+    "JSONTP_ROOT",
+    "JSONTP_ADDR",
+    "JSONTP_WRITABLE",
+    "JSONTP_TOKEN",
+    "JSONTP_TOKEN_FILE",
+    "JSONTP_LIST",
+    "JSONTP_LANGUAGE",
+    "JSONTP_NO_CONTINUE",
+    "JSONTP_WORKERS",
+    "JSONTP_MAX_CONNECTIONS",
+    "JSONTP_QUIET",
+];
+
+/// `jsontp serve ARGS…` with none of [`SERVE_ENV`] set but `env`.
+pub fn serve_command(args: &[&str], env: &[(&str, &str)]) -> Command {
+    let mut command = Command::new(BIN);
+    command.arg("serve").args(args);
+    for name in SERVE_ENV {
+        command.env_remove(name);
+    }
+    command.envs(env.iter().copied());
+    command
+}
+
 /// Starts `jsontp serve` on port 0 with one worker and reads the address it
 /// bound from its start line (`… on jsontp://127.0.0.1:PORT`): no race with
 /// other tests for a free port. Returns its stderr for the access log.
 pub fn spawn_serve(root: &Path, extra: &[&str]) -> (Serve, SocketAddr, BufReader<ChildStderr>) {
-    let mut child = Command::new(BIN)
-        .args(["serve", "--addr", "127.0.0.1:0", "--workers", "1", "--root"])
-        .arg(root)
+    spawn_serve_with_env(root, extra, &[])
+}
+
+/// [`spawn_serve`] with environment variables; `JSONTP_ADDR` and
+/// `JSONTP_ROOT` in `env` replace the `--addr 127.0.0.1:0` and `--root ROOT`
+/// it passes otherwise.
+pub fn spawn_serve_with_env(
+    root: &Path,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> (Serve, SocketAddr, BufReader<ChildStderr>) {
+    let has = |variable: &str| env.iter().any(|(name, _)| *name == variable);
+    let mut command = serve_command(&["--workers", "1"], env);
+    if !has("JSONTP_ADDR") {
+        command.args(["--addr", "127.0.0.1:0"]);
+    }
+    if !has("JSONTP_ROOT") {
+        command.arg("--root").arg(root);
+    }
+    let mut child = command
         .args(extra)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -64,8 +108,8 @@ pub fn spawn_serve(root: &Path, extra: &[&str]) -> (Serve, SocketAddr, BufReader
     (server, addr, stderr)
 }
 
-/// `jsontp serve --quiet` on a fresh folder holding `hello.txt` and
-/// `binary.bin` (the 256 byte values); cleaned up on drop.
+/// `jsontp serve --writable --quiet` on a fresh folder holding `hello.txt`
+/// and `binary.bin` (the 256 byte values); cleaned up on drop.
 pub struct Served {
     _serve: Serve,
     pub addr: SocketAddr,
@@ -76,7 +120,7 @@ impl Served {
     pub fn start(name: &str) -> Served {
         let root = temp_root(name);
         std::fs::write(root.join("binary.bin"), binary()).expect("fixture");
-        let (serve, addr, mut log) = spawn_serve(&root, &["--quiet"]);
+        let (serve, addr, mut log) = spawn_serve(&root, &["--writable", "--quiet"]);
         // Keep draining its stderr so that it never blocks on a full pipe.
         thread::spawn(move || std::io::copy(&mut log, &mut std::io::sink()));
         Served {
