@@ -35,7 +35,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde_json::Value;
 
-use crate::io_adapters::{Handler, RequestInfo};
+use crate::io_adapters::server::{Handler, RequestInfo};
 use crate::message::negotiate;
 use crate::message::{
     Body, Date, Encoding, Headers, LanguageTag, MediaType, MessageLimits, Method, Request, Response, Status,

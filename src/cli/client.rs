@@ -11,7 +11,8 @@ use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use jsontp::io_adapters::std_client::{Client, ClientOptions, Direction, Exchange};
+use jsontp::io_adapters::client::blocking::Client;
+use jsontp::io_adapters::client::{Answer, ClientOptions, Direction};
 use jsontp::message::{
     Body, Encoding, Forgiven, MessageLimits, Method, Request, RequestContext, Response, Validation,
     parse_request,
@@ -78,7 +79,7 @@ pub fn run(method: Method, args: ClientArgs) -> ExitCode {
 }
 
 /// Builds the request, sends it and waits for the response.
-fn exchange(method: Method, args: &ClientArgs) -> Result<Exchange, Failure> {
+fn exchange(method: Method, args: &ClientArgs) -> Result<Answer, Failure> {
     let target = Target::parse(&args.url).map_err(Failure)?;
     let request = build_request(method, &target.resource, args)?;
     if !(args.timeout.is_finite() && args.timeout > 0.0) {
@@ -114,7 +115,7 @@ fn exchange(method: Method, args: &ClientArgs) -> Result<Exchange, Failure> {
 }
 
 /// Prints the outcome and picks the exit status.
-fn report(method: Method, args: &ClientArgs, exchange: &Exchange) -> ExitCode {
+fn report(method: Method, args: &ClientArgs, exchange: &Answer) -> ExitCode {
     let response = &exchange.response;
     if args.verbose >= 1 {
         print_head(response, exchange.continued);

@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use jsontp::file_server::FileServer;
-use jsontp::io_adapters::mio_server::{MioServer, ShutdownHandle};
-use jsontp::io_adapters::{Exchange, Handler, RequestInfo, ServerOptions};
+use jsontp::io_adapters::server::mio::{MioServer, ShutdownHandle};
+use jsontp::io_adapters::server::{AccessRecord, Handler, RequestInfo, ServerOptions};
 use jsontp::machine::{Config, ContinuePolicy};
 use jsontp::message::{LanguageTag, Request, Response};
 
@@ -122,7 +122,7 @@ impl Handler for AccessLog {
         self.inner.check_continue(request, info)
     }
 
-    fn log_exchange(&self, exchange: &Exchange<'_>) {
+    fn log_exchange(&self, exchange: &AccessRecord<'_>) {
         if self.quiet {
             return;
         }

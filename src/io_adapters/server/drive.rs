@@ -1,0 +1,448 @@
+//! The server's drive step: every decision the runtimes share, once.
+//!
+//! A [`Driver`] owns one connection's machine and the glue to the
+//! [`Handler`]. [`Driver::step`] moves bytes between a [`Transport`] and the
+//! machine, runs the timers, and says what the runtime does next: run the
+//! handler, wait, let other connections go first, or drop the transport.
+//! The std, mio and tokio servers only perform what it says; none holds a
+//! loop of its own. This is the one module that calls the machine.
+//!
+//! ```text
+//!   step ─► Dispatch ─► dispatch(handler) ─► step
+//!        ─► Wait { read, write, deadline } ─► (ready or deadline) ─► step
+//!        ─► Yield ─► (other connections' turns) ─► step
+//!        ─► Close ─► drop the transport
+//! ```
+//!
+//! # Embedding in an event loop
+//!
+//! The seam for an event loop (a mio `Poll`, or any other) is the driver
+//! itself over a non-blocking transport:
+//!
+//! ```no_run
+//! # #[cfg(feature = "mio")]
+//! # fn demo(mut stream: mio::net::TcpStream, peer: std::net::SocketAddr) {
+//! use jsontp::io_adapters::IoMode;
+//! use jsontp::io_adapters::server::{Driver, ServerOptions, Step};
+//! use jsontp::message::{Request, Response, Status, StatusCode};
+//!
+//! let handler = |_: &Request| Response::new(Status::new(StatusCode::OK, "fine"));
+//! let mut driver = Driver::new(peer, &ServerOptions::default().config, IoMode::EdgeTriggered);
+//! let mut scratch = vec![0; 64 * 1024]; // one per event loop is enough
+//! // Register `stream` for readable and writable (edge-triggered), then on
+//! // every event for it, and when its deadline passes:
+//! loop {
+//!     match driver.step(&mut stream, &mut scratch) {
+//!         Step::Dispatch => driver.dispatch(&handler),
+//!         Step::Wait { deadline, .. } => break, // arm a timer for `deadline`
+//!         Step::Yield => break,                 // step again after the others
+//!         Step::Close => break,                 // deregister and drop `stream`
+//!         _ => break,
+//!     }
+//! }
+//! # }
+//! ```
+//!
+//! With a level-triggered poll, register the interest [`Step::Wait`] names
+//! (`read`, `write`) instead of both.
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use super::{AccessRecord, Handler, RequestInfo};
+use crate::io_adapters::linger::{Linger, Lingering};
+use crate::io_adapters::now;
+use crate::io_adapters::transport::{IoMode, Transport, would_block};
+use crate::machine::{Config, Connection, ContinuePolicy, Event, PeerError, RequestId, Role, UsageError};
+use crate::message::{Request, Response, Status, StatusCode};
+
+/// Longest one blocking read or write may take: how soon a blocking
+/// connection notices a shutdown when its timers are far off.
+pub(crate) const BLOCKING_SLICE: Duration = Duration::from_millis(200);
+
+/// Bytes one connection may read and write in one turn before the others
+/// get theirs: 8 connections streaming 900 KB messages cannot keep a small
+/// request waiting for more than a few of their parses.
+const TURN_BYTES: usize = 256 * 1024;
+
+/// What the runtime does next with a connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Step {
+    /// Requests or other events arrived: run [`Driver::dispatch`] with the
+    /// handler (where handlers may run: inline, or a blocking pool), then
+    /// step again.
+    Dispatch,
+    /// Nothing can move until the transport is ready or `deadline` passes;
+    /// then step again. Every direction waited for answered `WouldBlock`
+    /// in this step, as an edge-triggered poll requires. A blocking
+    /// runtime has already waited inside the timed-out call, and steps
+    /// again at once; only when it waits for neither direction does it
+    /// sleep until the deadline.
+    Wait {
+        /// Waits for the transport to be readable.
+        read: bool,
+        /// Waits for the transport to be writable.
+        write: bool,
+        /// When to step again anyway (a timer of the machine, D3, or the
+        /// end of the graceful close).
+        deadline: Option<Instant>,
+    },
+    /// The connection used its share of this turn: step again after the
+    /// other connections of the event loop had theirs.
+    Yield,
+    /// The connection is over: drop the transport (which closes it).
+    Close,
+}
+
+/// One server connection: the machine, the glue to the handler, and where
+/// the connection is in its life (serving, lingering, closed).
+#[derive(Debug)]
+pub struct Driver {
+    /// The machine.
+    conn: Connection,
+    info: RequestInfo,
+    mode: IoMode,
+    /// The application chose to accept every handshake without being asked
+    /// (`ContinuePolicy::AutoAccept`). The machine then asks anyway, and
+    /// `dispatch` accepts at once: that way the driver knows when a full
+    /// request is awaited, to close such a connection at shutdown.
+    auto_accept: bool,
+    /// Bytes other than whitespace arrived, or a `100` was sent, since the
+    /// last request was handed out: an exchange is under way.
+    in_flight: bool,
+    /// A handshake was accepted and nothing of its full request has
+    /// arrived (D10): at shutdown the wait may be 300 s, so the connection
+    /// is closed instead.
+    awaiting_full: bool,
+    /// Input or a timer reached the machine since the handler last looked.
+    fed: bool,
+    /// The peer ended its stream.
+    eof: bool,
+    /// The server is shutting down: close once nothing is under way.
+    stopping: bool,
+    /// A short read drained the socket this turn ([`IoMode::EdgeTriggered`]).
+    drained: bool,
+    /// Bytes moved this turn.
+    turn: usize,
+    /// The timeout last given to a blocking transport.
+    timeout: Option<Duration>,
+    linger: Option<Linger>,
+    closed: bool,
+}
+
+impl Driver {
+    /// A new connection with `peer`, configured by `config`, over a
+    /// transport that behaves as `mode` says.
+    pub fn new(peer: SocketAddr, config: &Config, mode: IoMode) -> Driver {
+        let auto_accept = config.continue_policy == ContinuePolicy::AutoAccept;
+        let mut machine_config = config.clone();
+        if auto_accept {
+            machine_config.continue_policy = ContinuePolicy::Ask;
+        }
+        Driver {
+            conn: Connection::new(Role::Server, machine_config, now()),
+            info: RequestInfo::new(peer),
+            mode,
+            auto_accept,
+            in_flight: false,
+            awaiting_full: false,
+            fed: false,
+            eof: false,
+            stopping: false,
+            drained: false,
+            turn: 0,
+            timeout: None,
+            linger: None,
+            closed: false,
+        }
+    }
+
+    /// The peer, as the handler sees it.
+    pub fn peer(&self) -> SocketAddr {
+        self.info.peer
+    }
+
+    /// Starts the graceful shutdown of this connection: it closes as soon
+    /// as nothing is under way (at once when idle, or when it waits for
+    /// the full request of a handshake), after finishing the exchange in
+    /// progress otherwise. Step again after calling it.
+    pub fn shut_down(&mut self) {
+        self.stopping = true;
+    }
+
+    /// Whether the connection is over ([`Step::Close`] was returned).
+    pub fn is_closed(&self) -> bool {
+        self.closed
+    }
+
+    /// Moves bytes and time until the runtime has something to do; see
+    /// [`Step`]. `scratch` is the read buffer (it may be shared by every
+    /// connection of a thread: nothing is kept in it between calls).
+    pub fn step<T: Transport + ?Sized>(&mut self, io: &mut T, scratch: &mut [u8]) -> Step {
+        // Within one call: a direction that answered WouldBlock is not
+        // tried again (a blocking call has already waited).
+        let mut write_blocked = false;
+        let mut read_blocked = self.drained;
+        loop {
+            if self.closed {
+                return Step::Close;
+            }
+            if let Some(linger) = &mut self.linger {
+                return match linger.step(io, scratch, self.mode) {
+                    Lingering::Wait {
+                        read,
+                        write,
+                        deadline,
+                    } => self.end_turn(Step::Wait {
+                        read,
+                        write,
+                        deadline: Some(deadline),
+                    }),
+                    Lingering::Done => self.abort(),
+                };
+            }
+            if self.fed {
+                self.fed = false;
+                return Step::Dispatch;
+            }
+            let at = now();
+            if self.conn.poll_timeout().is_some_and(|t| t <= at.instant) {
+                self.conn.handle_timeout(at);
+                self.fed = true;
+                continue;
+            }
+            if self.conn.pending_output().is_empty()
+                && (self.conn.is_closed() || (self.stopping && self.may_stop()))
+            {
+                self.linger = Some(Linger::new(at.instant));
+                continue;
+            }
+            let deadline = self.conn.poll_timeout();
+            let over_budget = self.turn >= TURN_BYTES;
+            let mut moved = false;
+
+            if !self.conn.pending_output().is_empty() && !write_blocked && !over_budget {
+                if self.bound(io, deadline, at.instant).is_err() {
+                    return self.abort();
+                }
+                match io.write(self.conn.pending_output()) {
+                    // The peer is gone: nothing more can be sent.
+                    Ok(0) => return self.abort(),
+                    Ok(n) => {
+                        self.conn.consume_output(n);
+                        self.turn += n;
+                        moved = true;
+                    }
+                    Err(e) if would_block(&e) => write_blocked = true,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => moved = true,
+                    Err(_) => return self.abort(),
+                }
+            }
+
+            let pending = !self.conn.pending_output().is_empty();
+            let want_read = !self.eof && self.conn.wants_read();
+            // A blocking read would hold a pending write back: read only
+            // once the write is done, or has timed out.
+            let read_turn = !self.mode.is_blocking() || !pending || write_blocked;
+            if want_read && read_turn && !read_blocked && !over_budget {
+                if self.bound(io, deadline, at.instant).is_err() {
+                    return self.abort();
+                }
+                match io.read(scratch) {
+                    Ok(0) => {
+                        self.eof = true;
+                        self.conn.receive_eof(now());
+                        self.fed = true;
+                    }
+                    Ok(n) => {
+                        self.receive(&scratch[..n]);
+                        self.turn += n;
+                        if self.mode == IoMode::EdgeTriggered && n < scratch.len() {
+                            self.drained = true;
+                            read_blocked = true;
+                        }
+                    }
+                    Err(e) if would_block(&e) => read_blocked = true,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => moved = true,
+                    // Reset by the peer: nothing can be sent.
+                    Err(_) => return self.abort(),
+                }
+            }
+            if self.fed || moved {
+                continue;
+            }
+            let budget_stopped = (want_read && !read_blocked) || (pending && !write_blocked);
+            if over_budget && budget_stopped {
+                return self.end_turn(Step::Yield);
+            }
+            return self.end_turn(Step::Wait {
+                read: want_read,
+                write: pending,
+                deadline,
+            });
+        }
+    }
+
+    /// Answers every pending event with `handler`, and reports each
+    /// response to its access-log hook.
+    pub fn dispatch<H: Handler + ?Sized>(&mut self, handler: &H) {
+        while let Some(event) = self.conn.next_event(now()) {
+            match event {
+                Event::Request { id, request } => {
+                    self.in_flight = false;
+                    self.awaiting_full = false;
+                    let started = Instant::now();
+                    let response = answer(handler, &request, &self.info);
+                    self.respond(handler, id, &request, response, started);
+                }
+                Event::ContinueRequested { id, request } => {
+                    let started = Instant::now();
+                    let decision = if self.auto_accept {
+                        Ok(())
+                    } else {
+                        handler.check_continue(&request, &self.info)
+                    };
+                    match decision {
+                        Ok(()) => {
+                            // The full request is now awaited (D10).
+                            self.in_flight = true;
+                            self.awaiting_full = true;
+                            let _ = self.conn.accept_continue(id, now());
+                        }
+                        Err(response) => {
+                            self.in_flight = false;
+                            self.respond(handler, id, &request, response, started);
+                        }
+                    }
+                }
+                // Every response the machine writes on its own (framing,
+                // limits, timeouts, a stream cut short) comes as a rejection
+                // carrying what it wrote: log it like an answer.
+                Event::PeerError(PeerError::Rejected { rejection, .. }) => {
+                    self.in_flight = false;
+                    self.awaiting_full = false;
+                    handler.log_exchange(&AccessRecord {
+                        peer: self.info.peer,
+                        method: None,
+                        resource: &rejection.resource,
+                        status: rejection.status,
+                        // The connection's error responses carry no content.
+                        content_bytes: 0,
+                        elapsed: Duration::ZERO,
+                    });
+                }
+                // The peer left after a `100` without the full request:
+                // nothing was written, so nothing to log.
+                Event::PeerError(_) => {
+                    self.in_flight = false;
+                    self.awaiting_full = false;
+                }
+                // Closed: `step` sees it. Client events do not occur on a
+                // server connection.
+                Event::Closed | Event::Continue { .. } | Event::Response { .. } => {}
+            }
+        }
+    }
+
+    /// Feeds bytes read from the transport.
+    fn receive(&mut self, data: &[u8]) {
+        // Whitespace between messages starts no exchange (D1).
+        if data.iter().any(|b| !matches!(b, b' ' | b'\t' | b'\r' | b'\n')) {
+            self.in_flight = true;
+            self.awaiting_full = false;
+        }
+        self.conn.receive_data(data, now());
+        self.fed = true;
+    }
+
+    /// Whether a shutting-down connection may close now: nothing half
+    /// received and nothing left to write, or only the full request of a
+    /// handshake awaited (which may take 300 s, D3).
+    fn may_stop(&self) -> bool {
+        let idle = !self.in_flight && self.conn.pending_output().is_empty();
+        idle || self.awaiting_full
+    }
+
+    /// Blocking transports: bounds the next call by the nearest deadline,
+    /// and by [`BLOCKING_SLICE`] so that a shutdown is noticed.
+    fn bound<T: Transport + ?Sized>(
+        &mut self,
+        io: &mut T,
+        deadline: Option<Instant>,
+        at: Instant,
+    ) -> std::io::Result<()> {
+        if !self.mode.is_blocking() {
+            return Ok(());
+        }
+        let until = deadline.map_or(BLOCKING_SLICE, |d| d.saturating_duration_since(at));
+        // Zero would mean "for ever" to the socket.
+        let limit = Some(until.clamp(Duration::from_millis(1), BLOCKING_SLICE));
+        if self.timeout != limit {
+            io.set_timeout(limit)?;
+            self.timeout = limit;
+        }
+        Ok(())
+    }
+
+    fn end_turn(&mut self, step: Step) -> Step {
+        self.turn = 0;
+        self.drained = false;
+        step
+    }
+
+    /// Closes without lingering: the transport failed or the peer is gone.
+    fn abort(&mut self) -> Step {
+        self.closed = true;
+        self.linger = None;
+        Step::Close
+    }
+
+    /// Sends the application's answer to exchange `id` and logs it. An
+    /// answer the machine refuses as a misuse (a `1xx` other than the
+    /// acknowledgement, D12) would leave the exchange unanswered and stall
+    /// every pipelined response behind it, so it is replaced by a `500`.
+    fn respond<H: Handler + ?Sized>(
+        &mut self,
+        handler: &H,
+        id: RequestId,
+        request: &Request,
+        response: Response,
+        started: Instant,
+    ) {
+        let (mut status, mut content_bytes) = (response.status.code, response.body.content().len());
+        match self.conn.send_response(id, response, now()) {
+            // Closed: the connection is going away; nobody is left to answer.
+            Ok(()) | Err(UsageError::Closed) => {}
+            Err(misuse) => {
+                let fallback = Response::new(Status::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    format!("the server's application gave an answer that cannot be sent: {misuse}"),
+                ));
+                (status, content_bytes) = (fallback.status.code, 0);
+                let _ = self.conn.send_response(id, fallback, now());
+            }
+        }
+        handler.log_exchange(&AccessRecord {
+            peer: self.info.peer,
+            method: Some(request.method),
+            resource: request.resource.as_str(),
+            status,
+            content_bytes,
+            elapsed: started.elapsed(),
+        });
+    }
+}
+
+/// Runs the handler; a handler that panics gets its request answered `500`
+/// instead of taking down the worker and every connection on it.
+fn answer<H: Handler + ?Sized>(handler: &H, request: &Request, info: &RequestInfo) -> Response {
+    let run = std::panic::AssertUnwindSafe(|| handler.handle(request, info));
+    std::panic::catch_unwind(run).unwrap_or_else(|_| {
+        let status = Status::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "the server failed while answering this request",
+        );
+        Response::new(status)
+    })
+}
