@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, SystemTime};
 
 use jsontp::file_server::FileServer;
-use jsontp::io_adapters::{Handler, RequestInfo};
+use jsontp::io_adapters::server::{Handler, RequestInfo};
 use jsontp::message::{
     Body, Date, Encoding, Headers, LanguageRange, LanguageTag, MediaType, Method, Request, Response, codec,
 };

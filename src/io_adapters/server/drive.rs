@@ -61,9 +61,11 @@ use crate::message::{Request, Response, Status, StatusCode};
 pub(crate) const BLOCKING_SLICE: Duration = Duration::from_millis(200);
 
 /// Bytes one connection may read and write in one turn before the others
-/// get theirs: 8 connections streaming 900 KB messages cannot keep a small
-/// request waiting for more than a few of their parses.
-const TURN_BYTES: usize = 256 * 1024;
+/// get theirs. Parsing costs about as much per byte whatever the message,
+/// so this bounds the work of a turn: with 8 connections streaming 900 KB
+/// JSON5 messages, a small request waits for a round of 8 × 32 KiB of
+/// their parsing, not for everything they sent.
+const TURN_BYTES: usize = 32 * 1024;
 
 /// What the runtime does next with a connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -115,8 +117,16 @@ pub struct Driver {
     /// arrived (D10): at shutdown the wait may be 300 s, so the connection
     /// is closed instead.
     awaiting_full: bool,
-    /// Input or a timer reached the machine since the handler last looked.
-    fed: bool,
+    /// The machine's next event, taken to see whether the handler has
+    /// work: `dispatch` starts with it.
+    held: Option<Event>,
+    /// Received bytes go to the machine in `dispatch`, not in `step`
+    /// ([`Driver::parse_in_dispatch`]).
+    deferred: bool,
+    /// Bytes read and not yet given to the machine (when `deferred`).
+    inbox: Vec<u8>,
+    /// The end of stream, not yet given to the machine (when `deferred`).
+    inbox_eof: bool,
     /// The peer ended its stream.
     eof: bool,
     /// The server is shutting down: close once nothing is under way.
@@ -147,7 +157,10 @@ impl Driver {
             auto_accept,
             in_flight: false,
             awaiting_full: false,
-            fed: false,
+            held: None,
+            deferred: false,
+            inbox: Vec::new(),
+            inbox_eof: false,
             eof: false,
             stopping: false,
             drained: false,
@@ -156,6 +169,16 @@ impl Driver {
             linger: None,
             closed: false,
         }
+    }
+
+    /// Hands received bytes to the machine in [`dispatch`](Self::dispatch)
+    /// rather than in [`step`](Self::step) (builder style). Parsing a large
+    /// message is work for the CPU: an async runtime, which runs `dispatch`
+    /// on its blocking pool, keeps it off the threads that poll every
+    /// connection's I/O.
+    pub fn parse_in_dispatch(mut self) -> Driver {
+        self.deferred = true;
+        self
     }
 
     /// The peer, as the handler sees it.
@@ -202,14 +225,17 @@ impl Driver {
                     Lingering::Done => self.abort(),
                 };
             }
-            if self.fed {
-                self.fed = false;
+            let at = now();
+            // Input, a timer, or output taken (which lets held requests
+            // through, D3) may each have produced events.
+            if self.held.is_none() {
+                self.held = self.conn.next_event(at);
+            }
+            if self.held.is_some() || !self.inbox.is_empty() || self.inbox_eof {
                 return Step::Dispatch;
             }
-            let at = now();
             if self.conn.poll_timeout().is_some_and(|t| t <= at.instant) {
                 self.conn.handle_timeout(at);
-                self.fed = true;
                 continue;
             }
             if self.conn.pending_output().is_empty()
@@ -245,20 +271,26 @@ impl Driver {
             // A blocking read would hold a pending write back: read only
             // once the write is done, or has timed out.
             let read_turn = !self.mode.is_blocking() || !pending || write_blocked;
-            if want_read && read_turn && !read_blocked && !over_budget {
+            let room = scratch.len().min(TURN_BYTES.saturating_sub(self.turn));
+            if want_read && read_turn && !read_blocked && room > 0 {
                 if self.bound(io, deadline, at.instant).is_err() {
                     return self.abort();
                 }
-                match io.read(scratch) {
+                match io.read(&mut scratch[..room]) {
                     Ok(0) => {
                         self.eof = true;
-                        self.conn.receive_eof(now());
-                        self.fed = true;
+                        if self.deferred {
+                            self.inbox_eof = true;
+                        } else {
+                            self.conn.receive_eof(now());
+                        }
+                        moved = true;
                     }
                     Ok(n) => {
                         self.receive(&scratch[..n]);
                         self.turn += n;
-                        if self.mode == IoMode::EdgeTriggered && n < scratch.len() {
+                        moved = true;
+                        if self.mode == IoMode::EdgeTriggered && n < room {
                             self.drained = true;
                             read_blocked = true;
                         }
@@ -269,7 +301,7 @@ impl Driver {
                     Err(_) => return self.abort(),
                 }
             }
-            if self.fed || moved {
+            if moved {
                 continue;
             }
             let budget_stopped = (want_read && !read_blocked) || (pending && !write_blocked);
@@ -287,7 +319,14 @@ impl Driver {
     /// Answers every pending event with `handler`, and reports each
     /// response to its access-log hook.
     pub fn dispatch<H: Handler + ?Sized>(&mut self, handler: &H) {
-        while let Some(event) = self.conn.next_event(now()) {
+        if !self.inbox.is_empty() {
+            self.conn.receive_data(&self.inbox, now());
+            self.inbox.clear();
+        }
+        if std::mem::take(&mut self.inbox_eof) {
+            self.conn.receive_eof(now());
+        }
+        while let Some(event) = self.held.take().or_else(|| self.conn.next_event(now())) {
             match event {
                 Event::Request { id, request } => {
                     self.in_flight = false;
@@ -352,8 +391,11 @@ impl Driver {
             self.in_flight = true;
             self.awaiting_full = false;
         }
-        self.conn.receive_data(data, now());
-        self.fed = true;
+        if self.deferred {
+            self.inbox.extend_from_slice(data);
+        } else {
+            self.conn.receive_data(data, now());
+        }
     }
 
     /// Whether a shutting-down connection may close now: nothing half

@@ -215,6 +215,8 @@ struct Client {
     driver: Driver,
     /// The deadline this client has in the worker's timer set.
     timer: Option<Instant>,
+    /// The last round of the event loop in which it had a turn.
+    round: u64,
 }
 
 struct Worker<H> {
@@ -228,6 +230,8 @@ struct Worker<H> {
     timers: BTreeSet<(Instant, usize)>,
     /// Clients that used their turn and still have work.
     again: Vec<usize>,
+    /// Counts the rounds of the event loop: one turn per client per round.
+    round: u64,
     scratch: Vec<u8>,
     /// The listener may hold clients: accept when there is room.
     accept_ready: bool,
@@ -262,6 +266,7 @@ impl<H: Handler> Worker<H> {
             free: Vec::new(),
             timers: BTreeSet::new(),
             again: Vec::new(),
+            round: 0,
             scratch: vec![0; SCRATCH],
             accept_ready: true,
             accept_after: None,
@@ -298,15 +303,19 @@ impl<H: Handler> Worker<H> {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(e),
             }
+            // One turn per client per round, whether it is ready, waiting
+            // for its next turn, or due.
+            self.round += 1;
+            let again = std::mem::take(&mut self.again);
             for event in events.iter() {
                 match event.token() {
                     LISTENER => self.accept_ready = true,
                     WAKER => {}
-                    Token(slot) => self.drive(slot),
+                    Token(slot) => self.turn(slot),
                 }
             }
-            for slot in std::mem::take(&mut self.again) {
-                self.drive(slot);
+            for slot in again {
+                self.turn(slot);
             }
             self.fire_timers();
         }
@@ -377,12 +386,30 @@ impl<H: Handler> Worker<H> {
             stream,
             driver: Driver::new(peer, &self.config, MODE),
             timer: None,
+            round: self.round,
         };
         if slot == self.clients.len() {
             self.clients.push(Some(client));
         } else {
             self.clients[slot] = Some(client);
         }
+        self.drive(slot);
+    }
+
+    /// Gives the client its turn of this round, unless it had it.
+    fn turn(&mut self, slot: usize) {
+        let round = self.round;
+        let Some(Some(client)) = self.clients.get_mut(slot) else {
+            return;
+        };
+        if client.round == round {
+            // Had its turn: the next round, then.
+            if !self.again.contains(&slot) {
+                self.again.push(slot);
+            }
+            return;
+        }
+        client.round = round;
         self.drive(slot);
     }
 
@@ -432,7 +459,7 @@ impl<H: Handler> Worker<H> {
             self.timers.pop_first();
             if let Some(Some(client)) = self.clients.get_mut(slot) {
                 client.timer = None;
-                self.drive(slot);
+                self.turn(slot);
             }
         }
     }

@@ -140,7 +140,9 @@ async fn run<S, H>(
     S: AsyncRead + AsyncWrite + Unpin,
     H: Handler,
 {
-    let mut driver = Driver::new(peer, &config, IoMode::NonBlocking);
+    // Parsing runs with the handler on the blocking pool: the runtime's
+    // threads only move bytes, and stay quick to notice new clients.
+    let mut driver = Driver::new(peer, &config, IoMode::NonBlocking).parse_in_dispatch();
     let mut scratch = vec![0u8; READ_CHUNK];
     let mut timer = Box::pin(tokio::time::sleep(std::time::Duration::ZERO));
     let mut stopping = stop.as_ref().is_some_and(|stop| *stop.borrow());
