@@ -17,13 +17,23 @@ use super::outstanding::{Deadlines, Outstanding};
 use super::{Answer, ClientError, ClientOptions, Direction, Tracer};
 use crate::io_adapters::now;
 use crate::io_adapters::transport::{IoMode, Transport, is_reset, would_block};
-use crate::machine::{Connection, Role, UsageError};
+use crate::machine::{Config, Connection, Role, UsageError};
 use crate::message::Request;
 
 /// Blocking transports: the longest a write may block before the step
 /// reads what the server sent meanwhile, and the longest that read blocks
 /// before the step writes again.
 const WRITE_SLICE: Duration = Duration::from_millis(20);
+
+/// The machine's configuration for a client connection.
+fn machine_config(options: &ClientOptions) -> Config {
+    Config {
+        limits: options.limits,
+        validation: options.validation,
+        continue_wait: options.continue_wait,
+        ..Config::default()
+    }
+}
 
 /// What a client does next in a call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,7 +77,7 @@ pub(crate) struct ClientDriver {
 impl ClientDriver {
     pub(crate) fn new(options: ClientOptions, mode: IoMode) -> ClientDriver {
         ClientDriver {
-            conn: Connection::new(Role::Client, options.machine_config(), now()),
+            conn: Connection::new(Role::Client, machine_config(&options), now()),
             options,
             mode,
             eof: false,

@@ -82,16 +82,6 @@ impl ClientOptions {
         self.validation = Validation::Lenient;
         self
     }
-
-    /// The machine's configuration for a client connection.
-    pub(crate) fn machine_config(&self) -> Config {
-        Config {
-            limits: self.limits,
-            validation: self.validation,
-            continue_wait: self.continue_wait,
-            ..Config::default()
-        }
-    }
 }
 
 /// The answer to one request: its final response, and how it came.
@@ -252,7 +242,7 @@ impl std::error::Error for ClientError {
     }
 }
 
-/// Which way bytes went, for a [`Client::set_tracer`] callback.
+/// Which way bytes went, for a tracer ([`blocking::Client::set_tracer`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Direction {
     /// Written to the server.

@@ -35,7 +35,6 @@ use std::time::{Duration, Instant};
 use super::drive::BLOCKING_SLICE;
 use super::{ACCEPT_BACKOFF, Driver, Handler, ServerOptions, Step, client_gave_up, listen, stop_listening};
 use crate::io_adapters::transport::{IoMode, Transport};
-use crate::machine::Config;
 
 /// Size of each thread's read buffer.
 const READ_BUFFER: usize = 16 * 1024;
@@ -54,7 +53,7 @@ pub fn serve_connection<T: Transport, H: Handler + ?Sized>(
     options: &ServerOptions,
 ) {
     let mut scratch = vec![0; READ_BUFFER];
-    serve(stream, peer, handler, &options.config, None, &mut scratch);
+    serve(stream, peer, handler, options, None, &mut scratch);
 }
 
 /// Runs one connection: performs what the drive step asks.
@@ -62,11 +61,11 @@ fn serve<T: Transport, H: Handler + ?Sized>(
     mut stream: T,
     peer: SocketAddr,
     handler: &H,
-    config: &Config,
+    options: &ServerOptions,
     stopping: Option<&AtomicBool>,
     scratch: &mut [u8],
 ) {
-    let mut driver = Driver::new(peer, config, IoMode::Blocking);
+    let mut driver = Driver::new(peer, options, IoMode::Blocking);
     let mut stopped = false;
     loop {
         if !stopped && stopping.is_some_and(|s| s.load(Ordering::SeqCst)) {
@@ -147,7 +146,7 @@ impl Shared {
 }
 
 impl<H: Handler> StdServer<H> {
-    /// Binds `addr` (with [`listen`](super::listen)'s backlog) and prepares
+    /// Binds `addr` (with [`listen`]'s backlog) and prepares
     /// to serve `handler`.
     pub fn bind(addr: impl ToSocketAddrs, handler: H, options: ServerOptions) -> io::Result<Self> {
         StdServer::from_listener(listen(addr)?, handler, options)
@@ -307,13 +306,13 @@ fn spawn<H: Handler>(
     ready: usize,
 ) -> Result<(), Option<Job>> {
     let job = Arc::new(Mutex::new(first));
-    let (handler, config, shared) = (Arc::clone(handler), options.config.clone(), Arc::clone(shared));
+    let (handler, options, shared) = (Arc::clone(handler), options.clone(), Arc::clone(shared));
     let handed = Arc::clone(&job);
     let started = std::thread::Builder::new()
         .name("jsontp-std".into())
         .spawn(move || {
             let first = handed.lock().unwrap_or_else(|p| p.into_inner()).take();
-            work(first, &*handler, &config, &shared, ready);
+            work(first, &*handler, &options, &shared, ready);
         });
     match started {
         Ok(_) => Ok(()),
@@ -323,7 +322,13 @@ fn spawn<H: Handler>(
 
 /// A server thread: serves one connection after another; a spare thread
 /// ends after [`SPARE_THREAD_LIFE`] without one.
-fn work<H: Handler>(mut job: Option<Job>, handler: &H, config: &Config, shared: &Shared, ready: usize) {
+fn work<H: Handler>(
+    mut job: Option<Job>,
+    handler: &H,
+    options: &ServerOptions,
+    shared: &Shared,
+    ready: usize,
+) {
     let mut scratch = vec![0; READ_BUFFER];
     loop {
         if let Some((stream, peer)) = job.take() {
@@ -333,7 +338,7 @@ fn work<H: Handler>(mut job: Option<Job>, handler: &H, config: &Config, shared: 
                 stream,
                 peer,
                 handler,
-                config,
+                options,
                 Some(&shared.stopping),
                 &mut scratch,
             );

@@ -1,59 +1,16 @@
 //! The server's drive step: every decision the runtimes share, once.
 //!
-//! A [`Driver`] owns one connection's machine and the glue to the
-//! [`Handler`]. [`Driver::step`] moves bytes between a [`Transport`] and the
-//! machine, runs the timers, and says what the runtime does next: run the
-//! handler, wait, let other connections go first, or drop the transport.
-//! The std, mio and tokio servers only perform what it says; none holds a
-//! loop of its own. This is the one module that calls the machine.
-//!
-//! ```text
-//!   step ─► Dispatch ─► dispatch(handler) ─► step
-//!        ─► Wait { read, write, deadline } ─► (ready or deadline) ─► step
-//!        ─► Yield ─► (other connections' turns) ─► step
-//!        ─► Close ─► drop the transport
-//! ```
-//!
-//! # Embedding in an event loop
-//!
-//! The seam for an event loop (a mio `Poll`, or any other) is the driver
-//! itself over a non-blocking transport:
-//!
-//! ```no_run
-//! # #[cfg(feature = "mio")]
-//! # fn demo(mut stream: mio::net::TcpStream, peer: std::net::SocketAddr) {
-//! use jsontp::io_adapters::IoMode;
-//! use jsontp::io_adapters::server::{Driver, ServerOptions, Step};
-//! use jsontp::message::{Request, Response, Status, StatusCode};
-//!
-//! let handler = |_: &Request| Response::new(Status::new(StatusCode::OK, "fine"));
-//! let mut driver = Driver::new(peer, &ServerOptions::default().config, IoMode::EdgeTriggered);
-//! let mut scratch = vec![0; 64 * 1024]; // one per event loop is enough
-//! // Register `stream` for readable and writable (edge-triggered), then on
-//! // every event for it, and when its deadline passes:
-//! loop {
-//!     match driver.step(&mut stream, &mut scratch) {
-//!         Step::Dispatch => driver.dispatch(&handler),
-//!         Step::Wait { deadline, .. } => break, // arm a timer for `deadline`
-//!         Step::Yield => break,                 // step again after the others
-//!         Step::Close => break,                 // deregister and drop `stream`
-//!         _ => break,
-//!     }
-//! }
-//! # }
-//! ```
-//!
-//! With a level-triggered poll, register the interest [`Step::Wait`] names
-//! (`read`, `write`) instead of both.
+//! See [`Driver`]. This is the one module of the server side that calls
+//! the machine.
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use super::{AccessRecord, Handler, RequestInfo};
+use super::{AccessRecord, Handler, RequestInfo, ServerOptions};
 use crate::io_adapters::linger::{Linger, Lingering};
 use crate::io_adapters::now;
 use crate::io_adapters::transport::{IoMode, Transport, would_block};
-use crate::machine::{Config, Connection, ContinuePolicy, Event, PeerError, RequestId, Role, UsageError};
+use crate::machine::{Connection, ContinuePolicy, Event, PeerError, RequestId, Role, UsageError};
 use crate::message::{Request, Response, Status, StatusCode};
 
 /// Longest one blocking read or write may take: how soon a blocking
@@ -97,8 +54,54 @@ pub enum Step {
     Close,
 }
 
-/// One server connection: the machine, the glue to the handler, and where
-/// the connection is in its life (serving, lingering, closed).
+/// One server connection: the drive step every server runtime shares.
+///
+/// A `Driver` owns one connection's machine, the glue to the [`Handler`]
+/// and where the connection is in its life (serving, lingering, closed).
+/// [`Driver::step`] moves bytes between a [`Transport`] and the
+/// machine, runs the timers, and says what the runtime does next: run the
+/// handler, wait, let other connections go first, or drop the transport.
+/// The std, mio and tokio servers only perform what it says; none holds a
+/// loop of its own.
+///
+/// ```text
+///   step ─► Dispatch ─► dispatch(handler) ─► step
+///        ─► Wait { read, write, deadline } ─► (ready or deadline) ─► step
+///        ─► Yield ─► (other connections' turns) ─► step
+///        ─► Close ─► drop the transport
+/// ```
+///
+/// # Embedding in an event loop
+///
+/// The seam for an event loop (a mio `Poll`, or any other) is the driver
+/// itself over a non-blocking transport:
+///
+/// ```no_run
+/// # #[cfg(feature = "mio")]
+/// # fn demo(mut stream: mio::net::TcpStream, peer: std::net::SocketAddr) {
+/// use jsontp::io_adapters::IoMode;
+/// use jsontp::io_adapters::server::{Driver, ServerOptions, Step};
+/// use jsontp::message::{Request, Response, Status, StatusCode};
+///
+/// let handler = |_: &Request| Response::new(Status::new(StatusCode::OK, "fine"));
+/// let mut driver = Driver::new(peer, &ServerOptions::default(), IoMode::EdgeTriggered);
+/// let mut scratch = vec![0; 64 * 1024]; // one per event loop is enough
+/// // Register `stream` for readable and writable (edge-triggered), then on
+/// // every event for it, and when its deadline passes:
+/// loop {
+///     match driver.step(&mut stream, &mut scratch) {
+///         Step::Dispatch => driver.dispatch(&handler),
+///         Step::Wait { deadline: _, .. } => break, // arm a timer for `deadline`
+///         Step::Yield => break,                 // step again after the others
+///         Step::Close => break,                 // deregister and drop `stream`
+///         _ => break,
+///     }
+/// }
+/// # }
+/// ```
+///
+/// With a level-triggered poll, register the interest [`Step::Wait`] names
+/// (`read`, `write`) instead of both.
 #[derive(Debug)]
 pub struct Driver {
     /// The machine.
@@ -142,11 +145,11 @@ pub struct Driver {
 }
 
 impl Driver {
-    /// A new connection with `peer`, configured by `config`, over a
+    /// A new connection with `peer`, configured by `options.config`, over a
     /// transport that behaves as `mode` says.
-    pub fn new(peer: SocketAddr, config: &Config, mode: IoMode) -> Driver {
-        let auto_accept = config.continue_policy == ContinuePolicy::AutoAccept;
-        let mut machine_config = config.clone();
+    pub fn new(peer: SocketAddr, options: &ServerOptions, mode: IoMode) -> Driver {
+        let auto_accept = options.config.continue_policy == ContinuePolicy::AutoAccept;
+        let mut machine_config = options.config.clone();
         if auto_accept {
             machine_config.continue_policy = ContinuePolicy::Ask;
         }

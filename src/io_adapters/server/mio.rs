@@ -42,7 +42,6 @@ use mio::{Events, Interest, Poll, Token, Waker};
 
 use super::{ACCEPT_BACKOFF, Driver, Handler, ServerOptions, Step, client_gave_up, listen, stop_listening};
 use crate::io_adapters::transport::IoMode;
-use crate::machine::Config;
 
 const LISTENER: Token = Token(usize::MAX);
 const WAKER: Token = Token(usize::MAX - 1);
@@ -112,7 +111,7 @@ impl Shared {
 }
 
 impl<H: Handler> MioServer<H> {
-    /// Binds `addr` (with [`listen`](super::listen)'s backlog) and prepares
+    /// Binds `addr` (with [`listen`]'s backlog) and prepares
     /// to serve `handler`.
     pub fn bind(addr: impl ToSocketAddrs, handler: H, options: ServerOptions) -> io::Result<Self> {
         MioServer::from_listener(listen(addr)?, handler, options)
@@ -161,7 +160,7 @@ impl<H: Handler> MioServer<H> {
                 Worker::new(
                     TcpListener::from_std(listener),
                     Arc::clone(&self.handler),
-                    self.options.config.clone(),
+                    self.options.clone(),
                     Arc::clone(&self.shared),
                 )
             });
@@ -223,7 +222,7 @@ struct Worker<H> {
     poll: Poll,
     listener: Option<TcpListener>,
     handler: Arc<H>,
-    config: Config,
+    options: ServerOptions,
     shared: Arc<Shared>,
     clients: Vec<Option<Client>>,
     free: Vec<usize>,
@@ -244,7 +243,7 @@ impl<H: Handler> Worker<H> {
     fn new(
         mut listener: TcpListener,
         handler: Arc<H>,
-        config: Config,
+        options: ServerOptions,
         shared: Arc<Shared>,
     ) -> io::Result<Self> {
         let poll = Poll::new()?;
@@ -260,7 +259,7 @@ impl<H: Handler> Worker<H> {
             poll,
             listener: Some(listener),
             handler,
-            config,
+            options,
             shared,
             clients: Vec::new(),
             free: Vec::new(),
@@ -384,7 +383,7 @@ impl<H: Handler> Worker<H> {
         }
         let client = Client {
             stream,
-            driver: Driver::new(peer, &self.config, MODE),
+            driver: Driver::new(peer, &self.options, MODE),
             timer: None,
             round: self.round,
         };

@@ -25,7 +25,6 @@ use tokio::task::JoinSet;
 
 use super::{ACCEPT_BACKOFF, Driver, Handler, ServerOptions, Step, client_gave_up};
 use crate::io_adapters::transport::{IoMode, PolledIo};
-use crate::machine::Config;
 
 const READ_CHUNK: usize = 16 * 1024;
 
@@ -88,8 +87,8 @@ where
                     // Responses are written whole: Nagle would only delay
                     // them. A failure costs latency, not correctness.
                     let _ = stream.set_nodelay(true);
-                    let (handler, config, stop) = (Arc::clone(&handler), options.config.clone(), stop_rx.clone());
-                    connections.spawn(run(stream, peer, handler, config, Some(stop)));
+                    let (handler, stop) = (Arc::clone(&handler), stop_rx.clone());
+                    connections.spawn(run(stream, peer, handler, options.clone(), Some(stop)));
                 }
                 Err(e) if client_gave_up(&e) => {}
                 // Out of descriptors or similar: back off instead of
@@ -120,7 +119,7 @@ where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     H: Handler,
 {
-    run(stream, peer, handler, options.config.clone(), None)
+    run(stream, peer, handler, options.clone(), None)
 }
 
 /// What ended one poll of a connection.
@@ -134,7 +133,7 @@ async fn run<S, H>(
     mut stream: S,
     peer: SocketAddr,
     handler: Arc<H>,
-    config: Config,
+    options: ServerOptions,
     mut stop: Option<watch::Receiver<bool>>,
 ) where
     S: AsyncRead + AsyncWrite + Unpin,
@@ -142,7 +141,7 @@ async fn run<S, H>(
 {
     // Parsing runs with the handler on the blocking pool: the runtime's
     // threads only move bytes, and stay quick to notice new clients.
-    let mut driver = Driver::new(peer, &config, IoMode::NonBlocking).parse_in_dispatch();
+    let mut driver = Driver::new(peer, &options, IoMode::NonBlocking).parse_in_dispatch();
     let mut scratch = vec![0u8; READ_CHUNK];
     let mut timer = Box::pin(tokio::time::sleep(std::time::Duration::ZERO));
     let mut stopping = stop.as_ref().is_some_and(|stop| *stop.borrow());
