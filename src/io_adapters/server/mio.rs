@@ -102,7 +102,13 @@ impl Shared {
         false
     }
 
-    /// Gives a place back; wakes the workers when that makes room again.
+    /// Gives back a place taken for an accept that brought no connection.
+    fn unreserve(&self) {
+        self.open.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    /// Gives a connection's place back; wakes the workers when that makes
+    /// room again.
     fn release(&self) {
         if self.open.fetch_sub(1, Ordering::SeqCst) == self.max {
             self.wake_all();
@@ -354,7 +360,7 @@ impl<H: Handler> Worker<H> {
             match listener.accept() {
                 Ok((stream, peer)) => self.add(stream, peer),
                 Err(e) => {
-                    self.shared.release();
+                    self.shared.unreserve();
                     if e.kind() == io::ErrorKind::WouldBlock {
                         self.accept_ready = false;
                     } else if !client_gave_up(&e) {
