@@ -13,11 +13,13 @@
 //! ```
 //!
 //! The socket stays blocking, every call bounded by a timeout: a request
-//! being written goes out in short slices, and when the server stops taking
-//! it the client reads what the server sent meanwhile, then writes again.
-//! So a client pipelining many requests keeps reading responses while it
-//! writes (otherwise both sides could stop with full buffers), without a
-//! thread or a poller of its own.
+//! being written goes out in slices of at most 20 ms, and when the server
+//! stops taking it the client reads what the server sent meanwhile, then
+//! writes again. So a client pipelining many requests keeps reading
+//! responses while it writes (otherwise both sides could stop with full
+//! buffers), without a thread or a poller of its own; with nothing to
+//! write it blocks in one read until the nearest deadline, so an answer is
+//! taken the moment it arrives.
 
 use std::fmt;
 use std::net::{TcpStream, ToSocketAddrs};
