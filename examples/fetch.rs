@@ -5,7 +5,8 @@
 //! cargo run --example fetch -- 127.0.0.1:8080 /README.md /Cargo.toml
 //! ```
 
-use jsontp::io_adapters::std_client::{Client, ClientOptions};
+use jsontp::io_adapters::client::ClientOptions;
+use jsontp::io_adapters::client::blocking::Client;
 use jsontp::message::{Method, Request};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -26,9 +27,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // Pipelined: every request goes out at once; one outcome each, in order.
     for (path, outcome) in paths.iter().zip(client.send_all(requests)) {
         match outcome {
-            Ok(exchange) => {
-                let status = &exchange.response.status;
-                let size = exchange.response.body.content().len();
+            Ok(answer) => {
+                let status = &answer.response.status;
+                let size = answer.response.body.content().len();
                 println!(
                     "{path}: {} {} ({size} bytes)",
                     status.code.as_u16(),

@@ -7,9 +7,9 @@
 //! ```
 #![allow(clippy::disallowed_methods)] // an application owns its threads
 
-use jsontp::io_adapters::mio_server::MioServer;
-use jsontp::io_adapters::std_server::StdServer;
-use jsontp::io_adapters::{Handler, RequestInfo, ServerOptions};
+use jsontp::io_adapters::server::blocking::StdServer;
+use jsontp::io_adapters::server::mio::MioServer;
+use jsontp::io_adapters::server::{Handler, RequestInfo, ServerOptions};
 use jsontp::message::{Body, Method, Request, Response, Status, StatusCode};
 
 /// Greets on GET and POST, refuses everything else with 405 (D11).

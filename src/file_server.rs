@@ -58,7 +58,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::Serialize;
 
-use crate::io_adapters::{Handler, RequestInfo};
+use crate::io_adapters::server::{Handler, RequestInfo};
 use crate::message::negotiate::{self, ContentKind};
 use crate::message::{
     Body, Date, Encoding, Headers, LanguageTag, MediaType, MessageLimits, Method, Request, Response, Status,

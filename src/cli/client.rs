@@ -12,7 +12,8 @@ use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use jsontp::io_adapters::std_client::{Client, ClientError, ClientOptions};
+use jsontp::io_adapters::client::blocking::Client;
+use jsontp::io_adapters::client::{ClientError, ClientOptions};
 use jsontp::message::{Encoding, Forgiven, Method, Request, Response, Validation};
 use serde_json::Value;
 
@@ -245,7 +246,6 @@ fn exchange(
     options: ClientOptions,
     common: &CommonArgs,
 ) -> Result<Answer, Failure> {
-    let validation = options.validation;
     let mut client = Client::connect(target.address.as_str(), options).map_err(|e| Failure(e.to_string()))?;
     let wire = Arc::new(Mutex::new(Wire::new(common.verbose >= 2)));
     let traced = Arc::clone(&wire);
@@ -266,7 +266,7 @@ fn exchange(
             forgiven: exchange.forgiven,
             continued: exchange.continued,
         }),
-        Err(error) => answer_in_error(error, &wire, validation).map(|response| Answer {
+        Err(error) => answer_in_error(error, &wire).map(|response| Answer {
             response,
             forgiven: Vec::new(),
             continued: false,
@@ -276,7 +276,7 @@ fn exchange(
 
 /// A failed exchange: either still an answer (a response that echoes
 /// `""`), or one line that says what happened.
-fn answer_in_error(error: ClientError, wire: &Wire, validation: Validation) -> Result<Response, Failure> {
+fn answer_in_error(error: ClientError, wire: &Wire) -> Result<Response, Failure> {
     // Whatever the machine made of it, a peer that speaks another protocol
     // is the thing to say.
     if let Some(protocol) = wire.foreign_protocol() {
@@ -285,19 +285,14 @@ fn answer_in_error(error: ClientError, wire: &Wire, validation: Validation) -> R
     match error {
         // D12: a response that echoes `""` is the server saying it could not
         // read the request (too large, not JSON, …): its status and message
-        // are the answer, not a mismatch. The client library reports it as
-        // a mismatch without the response, so it is read again from the
-        // bytes received.
-        ClientError::ResourceMismatch { received, .. } if received.is_empty() => wire
-            .last_response(validation)
-            .filter(|response| response.resource.is_empty())
-            .ok_or_else(|| {
-                Failure(
-                    "the server could not read the request, and its answer could not be read either".into(),
-                )
-            }),
+        // are the answer, not a mismatch. The machine already hands error
+        // responses over as answers; any other such response arrives here.
+        ClientError::ResourceMismatch {
+            received,
+            response: Some(response),
+            ..
+        } if received.is_empty() => Ok(*response),
         // D13: a response for another resource is not an answer to ours.
-        // (`..`: the library is to carry the response here too.)
         ClientError::ResourceMismatch { sent, received, .. } => Err(Failure(format!(
             "the server answered for resource {received:?}, not {sent:?} as requested"
         ))),

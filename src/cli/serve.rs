@@ -375,9 +375,9 @@ struct Limits {
 /// with the adapters' layout: the server type, its options, its shutdown
 /// handle and the handler trait.
 mod adapter {
-    use jsontp::io_adapters::ServerOptions;
-    pub use jsontp::io_adapters::mio_server::{MioServer as Server, ShutdownHandle};
-    pub use jsontp::io_adapters::{Exchange, Handler, RequestInfo};
+    use jsontp::io_adapters::server::ServerOptions;
+    pub use jsontp::io_adapters::server::mio::{MioServer as Server, ShutdownHandle};
+    pub use jsontp::io_adapters::server::{AccessRecord as Exchange, Handler, RequestInfo};
     use jsontp::machine::ServerConfig;
 
     use super::{Limits, ListenAddr};
@@ -391,10 +391,8 @@ mod adapter {
     ) -> std::io::Result<Server<H>> {
         let options = ServerOptions::default()
             .with_config(config)
-            .with_workers(limits.workers);
-        // MERGE (adapters): pass the limit once ServerOptions has it:
-        // `.with_max_connections(limits.max_connections.get())` on `options`.
-        let _ = limits.max_connections;
+            .with_workers(limits.workers)
+            .with_max_connections(limits.max_connections.get());
         Server::bind((addr.host.as_str(), addr.port), handler, options)
     }
 }

@@ -3,8 +3,7 @@
 
 use std::io::{self, Write};
 
-use jsontp::io_adapters::std_client::Direction;
-use jsontp::message::{MessageLimits, Response, Validation, parse_response};
+use jsontp::io_adapters::client::Direction;
 
 /// How much of the received bytes is kept. The copy serves two readings of
 /// a failure: the first bytes (an HTTP status line) and a short error
@@ -74,36 +73,6 @@ impl Wire {
             None
         }
     }
-
-    /// The last message received, read as a response. The client library
-    /// reports a response that echoes another `resource` as an error
-    /// without the response (D13); one that echoes `""` is the server
-    /// saying it could not read the request (D12), and its status is the
-    /// answer the user needs.
-    pub fn last_response(&self, validation: Validation) -> Option<Response> {
-        if self.truncated {
-            return None;
-        }
-        let bytes = last_object(&self.received)?;
-        // The client's own limits are larger than these; the messages read
-        // here are at most KEPT bytes.
-        parse_response(bytes, validation, &MessageLimits::default())
-            .ok()
-            .map(|parsed| parsed.message)
-    }
-}
-
-/// The bytes of the last complete JSON value in a stream of them.
-fn last_object(stream: &[u8]) -> Option<&[u8]> {
-    let mut values = serde_json::Deserializer::from_slice(stream).into_iter::<serde::de::IgnoredAny>();
-    let mut last = None;
-    let mut start = 0;
-    while let Some(Ok(_)) = values.next() {
-        let end = values.byte_offset();
-        last = Some(start..end);
-        start = end;
-    }
-    last.map(|range| &stream[range])
 }
 
 /// `-vv`: every byte sent (`> `) and received (`< `), line by line.
@@ -191,33 +160,5 @@ mod tests {
         let mut wire = Wire::new(false);
         wire.on_bytes(Direction::Sent, b"HTTP/1.1 200 OK\r\n");
         assert_eq!(wire.foreign_protocol(), None);
-    }
-
-    const REFUSED: &str = r#"{"jsontp":"1.0","type":"response","status":{"code":413,"formal-message":"Payload Too Large","human-message":"too large"},"resource":"","headers":{"date":"2026-11-22T01:58:36Z+0000","language":"en-US"},"body":{"content":"","encoding":"identity"}}"#;
-    const CONTINUE: &str = r#"{"jsontp":"1.0","type":"response","status":{"code":100,"formal-message":"Continue","human-message":"go on"},"resource":"/x","headers":{"date":"2026-11-22T01:58:36Z+0000","language":"en-US"},"body":{"content":"","encoding":"identity"}}"#;
-
-    #[test]
-    fn the_last_response_is_read_after_an_acknowledgement() {
-        let alone = received(&[REFUSED.as_bytes(), b"\n"]);
-        let response = alone.last_response(Validation::Strict).expect("a response");
-        assert_eq!(response.status.code.as_u16(), 413);
-        assert_eq!(response.status.human_message, "too large");
-        assert_eq!(response.resource, "");
-
-        let stream = format!("{CONTINUE}\n{REFUSED}\n");
-        let (a, b) = stream.as_bytes().split_at(100);
-        let after = received(&[a, b]).last_response(Validation::Strict);
-        assert_eq!(after.map(|r| r.status.code.as_u16()), Some(413));
-    }
-
-    #[test]
-    fn nothing_is_made_up_from_partial_or_truncated_bytes() {
-        assert!(received(&[]).last_response(Validation::Strict).is_none());
-        let half = &REFUSED.as_bytes()[..REFUSED.len() / 2];
-        assert!(received(&[half]).last_response(Validation::Strict).is_none());
-        let big = vec![b' '; KEPT];
-        let wire = received(&[&big, REFUSED.as_bytes()]);
-        assert!(wire.truncated);
-        assert!(wire.last_response(Validation::Strict).is_none());
     }
 }

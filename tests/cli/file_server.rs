@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, SystemTime};
 
 use jsontp::file_server::FileServer;
-use jsontp::io_adapters::{Handler, RequestInfo};
+use jsontp::io_adapters::server::{Handler, RequestInfo};
 use jsontp::message::{
     Body, Date, Encoding, EncodingRange, Headers, LanguageRange, LanguageTag, MediaRange, MediaType, Method,
     Request, Response, Weight, Weighted, codec,

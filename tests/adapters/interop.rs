@@ -8,7 +8,6 @@
 //! - its server answers one request per connection and closes; its
 //!   responses say `1.0-rc1`, carry no headers at all (no `date`, no
 //!   `language`), and its 404 has an empty `encoding` (D13).
-#![allow(clippy::disallowed_methods)] // the reference server and client are blocking: threads
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -17,7 +16,8 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use jsontp::io_adapters::std_client::{Client, ClientError, ClientOptions};
+use jsontp::io_adapters::client::blocking::Client;
+use jsontp::io_adapters::client::{ClientError, ClientOptions};
 use jsontp::message::{Forgiven, Method, Request, StatusCode};
 use jsontp_ref::server::{Body as RefBody, JsontpRequest, Language, Response as RefResponse, Server};
 
@@ -102,19 +102,19 @@ fn get(resource: &str) -> Request {
 fn our_lenient_client_gets_the_content_and_reports_what_it_forgave() {
     let port = reference_server();
     let mut client = Client::connect(format!("127.0.0.1:{port}"), options().lenient()).expect("connect");
-    let exchange = client.send(get("/hello")).expect("a forgiven answer");
-    assert_eq!(exchange.response.status.code, StatusCode::OK);
-    assert_eq!(exchange.response.body.as_text(), Some("hello from the reference"));
-    assert_eq!(exchange.response.version.to_string(), "1.0-rc1");
+    let answer = client.send(get("/hello")).expect("a forgiven answer");
+    assert_eq!(answer.response.status.code, StatusCode::OK);
+    assert_eq!(answer.response.body.as_text(), Some("hello from the reference"));
+    assert_eq!(answer.response.version.to_string(), "1.0-rc1");
     assert!(
-        exchange.forgiven.contains(&Forgiven::MissingDate),
+        answer.forgiven.contains(&Forgiven::MissingDate),
         "{:?}",
-        exchange.forgiven
+        answer.forgiven
     );
     assert!(
-        exchange.forgiven.contains(&Forgiven::MissingLanguage),
+        answer.forgiven.contains(&Forgiven::MissingLanguage),
         "{:?}",
-        exchange.forgiven
+        answer.forgiven
     );
     // It closes after one answer: the connection cannot be reused.
     let second = client.send(get("/hello"));
@@ -131,13 +131,13 @@ fn our_lenient_client_gets_the_content_and_reports_what_it_forgave() {
 fn our_lenient_client_reads_its_404_with_an_empty_encoding() {
     let port = reference_server();
     let mut client = Client::connect(format!("127.0.0.1:{port}"), options().lenient()).expect("connect");
-    let exchange = client.send(get("/missing")).expect("a forgiven answer");
-    assert_eq!(exchange.response.status.code, StatusCode::NOT_FOUND);
-    assert!(exchange.response.body.content().is_empty());
+    let answer = client.send(get("/missing")).expect("a forgiven answer");
+    assert_eq!(answer.response.status.code, StatusCode::NOT_FOUND);
+    assert!(answer.response.body.content().is_empty());
     assert!(
-        exchange.forgiven.contains(&Forgiven::EmptyEncoding),
+        answer.forgiven.contains(&Forgiven::EmptyEncoding),
         "{:?}",
-        exchange.forgiven
+        answer.forgiven
     );
 }
 
@@ -162,15 +162,15 @@ fn our_strict_client_refuses_its_responses_with_a_clear_error() {
 async fn our_async_client_in_lenient_mode_too() {
     let port = reference_server();
     let mut client =
-        jsontp::io_adapters::tokio_io::Client::connect(format!("127.0.0.1:{port}"), options().lenient())
+        jsontp::io_adapters::client::tokio::Client::connect(format!("127.0.0.1:{port}"), options().lenient())
             .await
             .expect("connect");
-    let exchange = tokio::time::timeout(LIMIT, client.send(get("/hello")))
+    let answer = tokio::time::timeout(LIMIT, client.send(get("/hello")))
         .await
         .expect("in time")
         .expect("a forgiven answer");
-    assert_eq!(exchange.response.body.as_text(), Some("hello from the reference"));
-    assert!(exchange.forgiven.contains(&Forgiven::MissingDate));
+    assert_eq!(answer.response.body.as_text(), Some("hello from the reference"));
+    assert!(answer.forgiven.contains(&Forgiven::MissingDate));
 }
 
 // ---------------------------------------------------------------------------
@@ -195,8 +195,8 @@ fn reference_get(port: u16, resource: &'static str) -> jsontp_ref::client::Jsont
 #[cfg(feature = "tokio")]
 #[test]
 fn the_reference_client_gets_a_correct_answer_from_our_tokio_server() {
-    use jsontp::io_adapters::ServerOptions;
-    use jsontp::io_adapters::tokio_io::serve;
+    use jsontp::io_adapters::server::ServerOptions;
+    use jsontp::io_adapters::server::tokio::serve;
     use jsontp::message::{Body, Response, Status};
 
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
@@ -210,9 +210,7 @@ fn the_reference_client_gets_a_correct_answer_from_our_tokio_server() {
             "/big" => "x".repeat(3000),
             path => format!("you asked for {path}"),
         };
-        Response::new(Status::new(StatusCode::OK, "here it is"))
-            .with_resource(request.resource.as_str())
-            .with_body(Body::text(text))
+        Response::new(Status::new(StatusCode::OK, "here it is")).with_body(Body::text(text))
     };
     let server = runtime.spawn(serve(listener, hello, ServerOptions::default(), async {
         let _ = stopped.await;
@@ -241,13 +239,12 @@ fn the_reference_client_gets_a_correct_answer_from_our_tokio_server() {
 
 #[test]
 fn the_reference_client_gets_a_correct_answer_from_our_std_server() {
-    use jsontp::io_adapters::ServerOptions;
-    use jsontp::io_adapters::std_server::StdServer;
+    use jsontp::io_adapters::server::ServerOptions;
+    use jsontp::io_adapters::server::blocking::StdServer;
     use jsontp::message::{Body, Response, Status};
 
     let hello = |request: &Request| {
         Response::new(Status::new(StatusCode::OK, "here it is"))
-            .with_resource(request.resource.as_str())
             .with_body(Body::text(format!("std server: {}", request.resource.path())))
     };
     let server =
@@ -268,6 +265,7 @@ fn the_reference_client_gets_a_correct_answer_from_our_std_server() {
 
 /// `jsontp serve` (our file server on the mio adapter) answering the
 /// reference client.
+#[cfg(feature = "mio")]
 #[test]
 fn the_reference_client_gets_a_file_from_jsontp_serve() {
     let root = std::env::temp_dir().join(format!("jsontp-interop-{}", std::process::id()));

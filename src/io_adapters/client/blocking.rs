@@ -1,0 +1,130 @@
+//! The blocking client: std only, one connection, requests in, answers out.
+//!
+//! ```no_run
+//! use jsontp::io_adapters::client::ClientOptions;
+//! use jsontp::io_adapters::client::blocking::Client;
+//! use jsontp::message::{Method, Request};
+//!
+//! let mut client = Client::connect("127.0.0.1:8080", ClientOptions::default())?;
+//! let request = Request::new(Method::Get, "/hello.txt".parse()?);
+//! let answer = client.send(request)?;
+//! println!("{}", answer.response.body.as_text().unwrap_or(""));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! The socket stays blocking, every call bounded by a timeout: a request
+//! being written goes out in slices of at most 20 ms, and when the server
+//! stops taking it the client reads what the server sent meanwhile, then
+//! writes again. So a client pipelining many requests keeps reading
+//! responses while it writes (otherwise both sides could stop with full
+//! buffers), without a thread or a poller of its own; with nothing to
+//! write it blocks in one read until the nearest deadline, so an answer is
+//! taken the moment it arrives.
+
+use std::fmt;
+use std::net::{TcpStream, ToSocketAddrs};
+use std::time::Instant;
+
+use super::drive::{ClientDriver, ClientStep};
+use super::{Answer, ClientError, ClientOptions, Direction, connect};
+use crate::io_adapters::transport::{IoMode, Transport};
+use crate::message::Request;
+
+const READ_CHUNK: usize = 16 * 1024;
+
+/// A blocking client on one connection (keep-alive: every request on it
+/// until one side closes), over TCP or any blocking [`Transport`].
+pub struct Client<S = TcpStream> {
+    stream: S,
+    driver: ClientDriver,
+    scratch: Box<[u8]>,
+}
+
+impl<S> fmt::Debug for Client<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Client")
+            .field("options", self.driver.options())
+            .field("closed", &self.driver.is_closed())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Client<TcpStream> {
+    /// Connects to `addr` (`"host:port"` or a `SocketAddr`), each address
+    /// tried bounded by [`ClientOptions::connect_timeout`].
+    pub fn connect(
+        addr: impl ToSocketAddrs + fmt::Display,
+        options: ClientOptions,
+    ) -> Result<Client, ClientError> {
+        let stream = connect(addr, options.connect_timeout)?;
+        Ok(Client::from_stream(stream, options))
+    }
+}
+
+impl<S: Transport> Client<S> {
+    /// Runs a client over a connected, blocking stream (TCP, a Unix
+    /// socket, a TLS stream). Set `TCP_NODELAY` on a TCP stream first:
+    /// requests are written whole, and Nagle would only delay them.
+    pub fn from_stream(stream: S, options: ClientOptions) -> Client<S> {
+        Client {
+            stream,
+            driver: ClientDriver::new(options, IoMode::Blocking),
+            scratch: vec![0; READ_CHUNK].into_boxed_slice(),
+        }
+    }
+
+    /// The stream underneath.
+    pub fn get_ref(&self) -> &S {
+        &self.stream
+    }
+
+    /// The options in use.
+    pub fn options(&self) -> &ClientOptions {
+        self.driver.options()
+    }
+
+    /// Calls `tracer` with every byte written and read (for `-vv`).
+    pub fn set_tracer(&mut self, tracer: impl FnMut(Direction, &[u8]) + Send + 'static) {
+        self.driver.set_tracer(Box::new(tracer));
+    }
+
+    /// Whether the connection can take no more requests.
+    pub fn is_closed(&self) -> bool {
+        self.driver.is_closed()
+    }
+
+    /// Sends one request and waits for its answer.
+    pub fn send(&mut self, request: Request) -> Result<Answer, ClientError> {
+        self.send_all([request])
+            .pop()
+            .unwrap_or(Err(ClientError::ClosedEarly))
+    }
+
+    /// Sends every request at once (pipelining, D2) and waits for all the
+    /// answers. One outcome per request, in order; an error that ends the
+    /// connection is the outcome of every request still unanswered.
+    pub fn send_all(
+        &mut self,
+        requests: impl IntoIterator<Item = Request>,
+    ) -> Vec<Result<Answer, ClientError>> {
+        let mut call = self.driver.begin(requests);
+        loop {
+            match self.driver.step(&mut self.stream, &mut self.scratch, &mut call) {
+                ClientStep::Done => break,
+                // Waiting for neither direction: only a timer can move.
+                ClientStep::Wait {
+                    read: false,
+                    write: false,
+                    deadline,
+                } => {
+                    if let Some(left) = deadline.map(|d| d.saturating_duration_since(Instant::now())) {
+                        std::thread::sleep(left);
+                    }
+                }
+                // The timed-out read or write was the wait.
+                ClientStep::Wait { .. } => {}
+            }
+        }
+        self.driver.finish(call)
+    }
+}

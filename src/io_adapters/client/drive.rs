@@ -1,0 +1,273 @@
+//! The client's drive step: every decision both clients share, once, and
+//! the only calls into the machine on the client side.
+//!
+//! A call (`send`, `send_all`) queues its requests ([`ClientDriver::begin`]),
+//! then steps until [`ClientStep::Done`], performing the waits the step
+//! asks for, and collects the outcomes ([`ClientDriver::finish`]). The
+//! blocking client steps over a blocking transport: a pending request goes
+//! out first, bounded by a short slice, and reading takes over when the
+//! server stops taking it (it may be waiting for us to read its
+//! responses: a long pipeline must keep reading while it writes, or both
+//! sides stop with full buffers). The async client steps over a polled
+//! stream and waits for whichever comes first.
+
+use std::time::{Duration, Instant};
+
+use super::outstanding::{Deadlines, Outstanding};
+use super::{Answer, ClientError, ClientOptions, Direction, Tracer};
+use crate::io_adapters::now;
+use crate::io_adapters::transport::{IoMode, Transport, is_reset, would_block};
+use crate::machine::{ClientConfig, ClientConnection, UsageError};
+use crate::message::Request;
+
+/// Blocking transports: the longest a write may block before the step
+/// reads what the server sent meanwhile, and the longest that read blocks
+/// before the step writes again.
+const WRITE_SLICE: Duration = Duration::from_millis(20);
+
+/// The machine's configuration for a client connection.
+fn machine_config(options: &ClientOptions) -> ClientConfig {
+    ClientConfig {
+        limits: options.limits,
+        validation: options.validation,
+        continue_wait: options.continue_wait,
+    }
+}
+
+/// What a client does next in a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ClientStep {
+    /// Wait until the transport is ready (each direction named answered
+    /// `WouldBlock` in this step) or `deadline`, then step again. A
+    /// blocking client has already waited in the timed-out call unless it
+    /// waits for neither direction.
+    Wait {
+        read: bool,
+        write: bool,
+        deadline: Option<Instant>,
+    },
+    /// Every exchange of the call has its outcome.
+    Done,
+}
+
+/// One call under way: its exchanges and its clocks.
+pub(crate) struct Call {
+    outstanding: Outstanding,
+    deadlines: Deadlines,
+}
+
+/// One client connection: the machine and what the runtimes share.
+pub(crate) struct ClientDriver {
+    conn: ClientConnection,
+    options: ClientOptions,
+    mode: IoMode,
+    /// The server ended its stream (or reset it).
+    eof: bool,
+    /// Writing failed with a reset: what the server sent before may still
+    /// be readable, and the machine decides what it means.
+    write_closed: bool,
+    /// An error left the connection unusable.
+    broken: bool,
+    tracer: Option<Tracer>,
+    /// The timeout last given to a blocking transport.
+    timeout: Option<Option<Duration>>,
+}
+
+impl ClientDriver {
+    pub(crate) fn new(options: ClientOptions, mode: IoMode) -> ClientDriver {
+        ClientDriver {
+            conn: ClientConnection::new(machine_config(&options), now()),
+            options,
+            mode,
+            eof: false,
+            write_closed: false,
+            broken: false,
+            tracer: None,
+            timeout: None,
+        }
+    }
+
+    pub(crate) fn options(&self) -> &ClientOptions {
+        &self.options
+    }
+
+    pub(crate) fn set_tracer(&mut self, tracer: Tracer) {
+        self.tracer = Some(tracer);
+    }
+
+    /// Whether the connection can take no more requests.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.broken || self.conn.is_closed()
+    }
+
+    /// Queues `requests` on the machine, in order, each with its slot among
+    /// the outcomes; a request the connection cannot take fails at once.
+    pub(crate) fn begin(&mut self, requests: impl IntoIterator<Item = Request>) -> Call {
+        let start = now();
+        let mut outstanding = Outstanding::new();
+        for request in requests {
+            if self.broken {
+                outstanding.push_failed(ClientError::ConnectionClosed);
+                continue;
+            }
+            match self.conn.send_request(request, start) {
+                Ok(id) => outstanding.push(id),
+                Err(UsageError::Closed) => outstanding.push_failed(ClientError::ConnectionClosed),
+                Err(e) => outstanding.push_failed(ClientError::Usage(e)),
+            }
+        }
+        Call {
+            outstanding,
+            deadlines: Deadlines::start(&self.options, start.instant),
+        }
+    }
+
+    /// The outcomes of a finished call, in request order.
+    pub(crate) fn finish(&mut self, call: Call) -> Vec<Result<Answer, ClientError>> {
+        if call.outstanding.broke_connection() {
+            self.broken = true;
+        }
+        call.outstanding.into_results()
+    }
+
+    /// Moves bytes and time until the call is done or must wait. What is
+    /// still queued when the call is done (a full request after `100` that
+    /// the server answered early) goes out with the next call.
+    pub(crate) fn step<T: Transport + ?Sized>(
+        &mut self,
+        io: &mut T,
+        scratch: &mut [u8],
+        call: &mut Call,
+    ) -> ClientStep {
+        let mut write_blocked = false;
+        let mut read_blocked = false;
+        loop {
+            let at = now();
+            while let Some(event) = self.conn.next_event(at) {
+                call.outstanding.on_event(event);
+            }
+            if call.outstanding.is_done() {
+                return ClientStep::Done;
+            }
+            if self.conn.poll_timeout().is_some_and(|t| t <= at.instant) {
+                self.conn.handle_timeout(at);
+                continue;
+            }
+            let pending = !self.write_closed && !self.conn.pending_output().is_empty();
+            if (self.conn.is_closed() || self.eof) && !pending {
+                // The stream has ended or the machine has finished, and it
+                // has said all it will about it: nothing more can come.
+                call.outstanding.fail_rest(&ClientError::ClosedEarly);
+                return ClientStep::Done;
+            }
+            if let Some(timeout) = call.deadlines.expired(at.instant) {
+                return self.fail(call, ClientError::TimedOut(timeout));
+            }
+            let deadline = call.deadlines.next(self.conn.poll_timeout());
+            let mut moved = false;
+
+            if pending && !write_blocked {
+                if let Err(e) = self.bound(io, deadline, at.instant, true) {
+                    return self.fail(call, ClientError::Io(e));
+                }
+                let out = self.conn.pending_output();
+                match io.write(out) {
+                    Ok(0) => return self.fail(call, ClientError::Io(std::io::ErrorKind::WriteZero.into())),
+                    Ok(n) => {
+                        if let Some(tracer) = self.tracer.as_mut() {
+                            tracer(Direction::Sent, &out[..n]);
+                        }
+                        self.conn.consume_output(n, now());
+                        moved = true;
+                    }
+                    Err(e) if would_block(&e) => write_blocked = true,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => moved = true,
+                    Err(e) if is_reset(&e) => {
+                        self.write_closed = true;
+                        moved = true;
+                    }
+                    Err(e) => return self.fail(call, ClientError::Io(e)),
+                }
+            }
+
+            let pending = !self.write_closed && !self.conn.pending_output().is_empty();
+            let want_read = !self.eof && self.conn.wants_read();
+            let read_turn = !self.mode.is_blocking() || !pending || write_blocked;
+            if want_read && read_turn && !read_blocked {
+                if let Err(e) = self.bound(io, deadline, at.instant, pending) {
+                    return self.fail(call, ClientError::Io(e));
+                }
+                match io.read(scratch) {
+                    Ok(0) => {
+                        self.eof = true;
+                        self.conn.receive_eof(now());
+                        moved = true;
+                    }
+                    Ok(n) => {
+                        let data = &scratch[..n];
+                        if let Some(tracer) = self.tracer.as_mut() {
+                            tracer(Direction::Received, data);
+                        }
+                        let at = now();
+                        self.conn.receive_data(data, at);
+                        call.deadlines.on_read(at.instant);
+                        moved = true;
+                    }
+                    Err(e) if would_block(&e) => read_blocked = true,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => moved = true,
+                    // A reset is an abrupt end of stream.
+                    Err(e) if is_reset(&e) => {
+                        self.eof = true;
+                        self.conn.receive_eof(now());
+                        moved = true;
+                    }
+                    Err(e) => return self.fail(call, ClientError::Io(e)),
+                }
+            }
+            if moved {
+                continue;
+            }
+            return ClientStep::Wait {
+                read: want_read,
+                write: pending,
+                deadline,
+            };
+        }
+    }
+
+    /// Ends the call with `error` for every exchange still unanswered; the
+    /// connection is unusable after it.
+    fn fail(&mut self, call: &mut Call, error: ClientError) -> ClientStep {
+        self.broken = true;
+        call.outstanding.fail_rest(&error);
+        ClientStep::Done
+    }
+
+    /// Blocking transports: a write, and a read while a write is pending,
+    /// are bounded by [`WRITE_SLICE`]; a read with nothing to write waits
+    /// until the nearest deadline.
+    fn bound<T: Transport + ?Sized>(
+        &mut self,
+        io: &mut T,
+        deadline: Option<Instant>,
+        at: Instant,
+        sliced: bool,
+    ) -> std::io::Result<()> {
+        if !self.mode.is_blocking() {
+            return Ok(());
+        }
+        let until = deadline.map(|d| d.saturating_duration_since(at));
+        let limit = match (until, sliced) {
+            (Some(until), true) => Some(until.min(WRITE_SLICE)),
+            (None, true) => Some(WRITE_SLICE),
+            (until, false) => until,
+        };
+        // Zero would mean "for ever" to the socket.
+        let limit = limit.map(|l| l.max(Duration::from_millis(1)));
+        if self.timeout != Some(limit) {
+            io.set_timeout(limit)?;
+            self.timeout = Some(limit);
+        }
+        Ok(())
+    }
+}

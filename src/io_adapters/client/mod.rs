@@ -1,0 +1,323 @@
+//! The clients: one connection each, requests in, answers out.
+//!
+//! Both clients drive the same client machine through one drive step
+//! (`drive.rs`, the only caller of the machine here) and share the
+//! bookkeeping of a call (`outstanding.rs`); each only performs the I/O the
+//! step asks for:
+//!
+//! - [`blocking::Client`]: std only, over any blocking
+//!   [`Transport`](super::Transport) (TCP by default).
+//! - `tokio::Client` (feature `tokio`): over any `AsyncRead + AsyncWrite`.
+//!
+//! The machine writes the requests, runs the 100-continue handshake (D10),
+//! frames and validates the responses (D1, D13) and checks the echoed
+//! `resource`. The options, outcomes ([`Answer`]) and errors
+//! ([`ClientError`]) below are the same for both clients.
+
+use std::fmt;
+use std::io;
+use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::time::Duration;
+
+use crate::machine::{ClientConfig, Limits, UsageError};
+use crate::message::{Forgiven, Rejection, Response, Validation};
+
+pub mod blocking;
+mod drive;
+mod outstanding;
+#[cfg(feature = "tokio")]
+pub mod tokio;
+
+/// How a client connects, waits and validates.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientOptions {
+    /// Strict or lenient response validation (D13). Strict by default.
+    pub validation: Validation,
+    /// How long to wait for `100` before sending the full request anyway
+    /// (D10).
+    pub continue_wait: Duration,
+    /// Limits on the responses (D3).
+    pub limits: Limits,
+    /// Longest wait for the TCP connection. `None`: the system's own.
+    pub connect_timeout: Option<Duration>,
+    /// Longest silence while a response is owed. `None`: no limit.
+    pub read_timeout: Option<Duration>,
+    /// Longest time from sending a request (or a pipelined batch) to its
+    /// last response. `None`: no limit.
+    pub exchange_timeout: Option<Duration>,
+}
+
+impl Default for ClientOptions {
+    /// Strict; 10 s to connect, 30 s of silence, 60 s per exchange; the
+    /// machine's default client limits (responses up to
+    /// [`ClientConfig::MAX_RESPONSE_BYTES`] on the wire) and 100-continue
+    /// wait.
+    fn default() -> Self {
+        let config = ClientConfig::default();
+        ClientOptions {
+            validation: config.validation,
+            continue_wait: config.continue_wait,
+            limits: config.limits,
+            connect_timeout: Some(Duration::from_secs(10)),
+            read_timeout: Some(Duration::from_secs(30)),
+            exchange_timeout: Some(Duration::from_secs(60)),
+        }
+    }
+}
+
+impl ClientOptions {
+    /// Lenient validation (builder style): forgives what the published
+    /// reference crate leaves out, and reports it (D13).
+    pub fn lenient(mut self) -> Self {
+        self.validation = Validation::Lenient;
+        self
+    }
+}
+
+/// The answer to one request: its final response, and how it came.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Answer {
+    /// The final response.
+    pub response: Response,
+    /// What lenient validation forgave in it (D13); empty when strict.
+    pub forgiven: Vec<Forgiven>,
+    /// Whether the server acknowledged a 100-continue handshake with `100`
+    /// before this response (D10).
+    pub continued: bool,
+}
+
+/// Which clock ran out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Timeout {
+    /// [`ClientOptions::connect_timeout`].
+    Connect,
+    /// [`ClientOptions::read_timeout`]: the server stayed silent.
+    Read,
+    /// [`ClientOptions::exchange_timeout`].
+    Exchange,
+    /// The machine's own timer (D3): a response started and did not finish
+    /// in time.
+    Message,
+}
+
+impl fmt::Display for Timeout {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Timeout::Connect => "connecting took too long",
+            Timeout::Read => "the server sent nothing for too long",
+            Timeout::Exchange => "the exchange took too long",
+            Timeout::Message => "a response started but did not finish in time",
+        })
+    }
+}
+
+/// What went wrong with an exchange.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ClientError {
+    /// The connection could not be made (refused, unreachable, name not
+    /// resolved).
+    Refused {
+        /// The address as given.
+        addr: String,
+        /// Why.
+        source: io::Error,
+    },
+    /// The server closed the connection before answering.
+    ClosedEarly,
+    /// The response echoed another `resource` than the request's (D13):
+    /// it is not taken as the answer. (A response echoing `""`, the
+    /// server's error about a resource it could not read, D12, is an
+    /// answer, not a mismatch.)
+    ResourceMismatch {
+        /// What we sent.
+        sent: String,
+        /// What came back.
+        received: String,
+        /// The response itself, when the connection reports it: its status
+        /// may still say what the server made of the request.
+        response: Option<Box<Response>>,
+    },
+    /// A clock ran out.
+    TimedOut(Timeout),
+    /// The response broke the protocol, or fits no request of ours (a
+    /// `1xx` other than the `100` of a handshake we asked for, D10, D12);
+    /// the rejection says how.
+    InvalidResponse(Rejection),
+    /// The connection was already closed (by the server after an earlier
+    /// exchange, or after an error): connect again.
+    ConnectionClosed,
+    /// A call the connection could not take.
+    Usage(UsageError),
+    /// The socket failed.
+    Io(io::Error),
+}
+
+impl ClientError {
+    /// A copy, for the other exchanges of a pipeline that the same failure
+    /// ends (`io::Error` is not `Clone`).
+    pub(crate) fn duplicate(&self) -> ClientError {
+        match self {
+            ClientError::Refused { addr, source } => ClientError::Refused {
+                addr: addr.clone(),
+                source: io::Error::new(source.kind(), source.to_string()),
+            },
+            ClientError::ClosedEarly => ClientError::ClosedEarly,
+            ClientError::ResourceMismatch {
+                sent,
+                received,
+                response,
+            } => ClientError::ResourceMismatch {
+                sent: sent.clone(),
+                received: received.clone(),
+                response: response.clone(),
+            },
+            ClientError::TimedOut(t) => ClientError::TimedOut(*t),
+            ClientError::InvalidResponse(r) => ClientError::InvalidResponse(r.clone()),
+            ClientError::ConnectionClosed => ClientError::ConnectionClosed,
+            ClientError::Usage(u) => ClientError::Usage(u.clone()),
+            ClientError::Io(e) => ClientError::Io(io::Error::new(e.kind(), e.to_string())),
+        }
+    }
+
+    /// Whether the connection is unusable after this error.
+    pub(crate) fn breaks_connection(&self) -> bool {
+        !matches!(
+            self,
+            ClientError::ResourceMismatch { .. } | ClientError::InvalidResponse(_) | ClientError::Usage(_)
+        )
+    }
+}
+
+impl fmt::Display for ClientError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ClientError::Refused { addr, source } => write!(f, "could not connect to {addr}: {source}"),
+            ClientError::ClosedEarly => f.write_str("the server closed the connection before answering"),
+            ClientError::ResourceMismatch {
+                sent,
+                received,
+                response: Some(response),
+            } => write!(
+                f,
+                "the response ({} {}) is for resource {received:?}, not {sent:?} as requested (D13)",
+                response.status.code.as_u16(),
+                response.status.formal_message()
+            ),
+            ClientError::ResourceMismatch {
+                sent,
+                received,
+                response: None,
+            } => write!(
+                f,
+                "the response is for resource {received:?}, not {sent:?} as requested (D13)"
+            ),
+            ClientError::TimedOut(t) => write!(f, "timed out: {t}"),
+            ClientError::InvalidResponse(r) => write!(f, "invalid response: {}", r.message),
+            ClientError::ConnectionClosed => f.write_str("the connection is closed; connect again"),
+            ClientError::Usage(u) => write!(f, "{u}"),
+            ClientError::Io(e) => write!(f, "I/O error: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for ClientError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ClientError::Refused { source, .. } | ClientError::Io(source) => Some(source),
+            ClientError::InvalidResponse(r) => Some(r),
+            ClientError::Usage(u) => Some(u),
+            _ => None,
+        }
+    }
+}
+
+/// Which way bytes went, for a tracer ([`blocking::Client::set_tracer`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    /// Written to the server.
+    Sent,
+    /// Read from the server.
+    Received,
+}
+
+/// A callback that sees every byte written and read.
+pub type Tracer = Box<dyn FnMut(Direction, &[u8]) + Send>;
+
+/// Connects to the first address of `addr` that accepts, each try bounded
+/// by `timeout`: the one connect routine of both clients (the async client
+/// runs it on tokio's blocking pool, where tokio resolves names anyway).
+/// Requests are written whole, so Nagle's delay is turned off.
+pub(crate) fn connect(
+    addr: impl ToSocketAddrs + fmt::Display,
+    timeout: Option<Duration>,
+) -> Result<TcpStream, ClientError> {
+    let refused = |source| ClientError::Refused {
+        addr: addr.to_string(),
+        source,
+    };
+    let addrs: Vec<SocketAddr> = addr.to_socket_addrs().map_err(refused)?.collect();
+    let mut last = io::Error::new(io::ErrorKind::NotFound, "the name resolved to no address");
+    for a in addrs {
+        let attempt = match timeout {
+            Some(t) => TcpStream::connect_timeout(&a, t),
+            None => TcpStream::connect(a),
+        };
+        match attempt {
+            Ok(stream) => {
+                stream.set_nodelay(true).map_err(ClientError::Io)?;
+                return Ok(stream);
+            }
+            Err(e) => last = e,
+        }
+    }
+    if last.kind() == io::ErrorKind::TimedOut {
+        return Err(ClientError::TimedOut(Timeout::Connect));
+    }
+    Err(refused(last))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::{Status, StatusCode};
+
+    #[test]
+    fn clients_can_move_between_threads() {
+        fn is_send<T: Send>() {}
+        is_send::<blocking::Client>();
+        is_send::<ClientError>();
+    }
+
+    #[test]
+    fn errors_say_what_happened() {
+        let e = ClientError::ResourceMismatch {
+            sent: "/a".into(),
+            received: "/b".into(),
+            response: None,
+        };
+        assert!(e.to_string().contains("\"/b\""));
+        let e = ClientError::ResourceMismatch {
+            sent: "/a".into(),
+            received: "/b".into(),
+            response: Some(Box::new(Response::new(Status::new(
+                StatusCode::NOT_FOUND,
+                "gone",
+            )))),
+        };
+        assert_eq!(
+            e.to_string(),
+            "the response (404 Not Found) is for resource \"/b\", not \"/a\" as requested (D13)"
+        );
+        assert_eq!(
+            ClientError::TimedOut(Timeout::Read).to_string(),
+            "timed out: the server sent nothing for too long"
+        );
+        let rejected = ClientError::InvalidResponse(Rejection::new(
+            StatusCode::BAD_REQUEST,
+            "headers.date is missing",
+            "/",
+        ));
+        assert_eq!(rejected.to_string(), "invalid response: headers.date is missing");
+    }
+}

@@ -1,0 +1,141 @@
+//! The async client (feature `tokio`): the twin of
+//! [`blocking::Client`](super::blocking::Client), with the same options,
+//! outcomes and errors, and the same drive step, polled through the
+//! stream (tokio's `Pending` is the step's `WouldBlock`).
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use jsontp::io_adapters::client::ClientOptions;
+//! use jsontp::io_adapters::client::tokio::Client;
+//! use jsontp::message::{Method, Request};
+//!
+//! let mut client = Client::connect("127.0.0.1:8080", ClientOptions::default()).await?;
+//! let answer = client.send(Request::new(Method::Get, "/hello.txt".parse()?)).await?;
+//! println!("{}", answer.response.body.as_text().unwrap_or(""));
+//! # Ok(())
+//! # }
+//! ```
+
+use std::fmt;
+use std::future::{Future, poll_fn};
+use std::net::ToSocketAddrs;
+use std::task::Poll;
+
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::TcpStream;
+
+use super::drive::{ClientDriver, ClientStep};
+use super::{Answer, ClientError, ClientOptions, Direction, connect};
+use crate::io_adapters::transport::{IoMode, PolledIo};
+use crate::message::Request;
+
+const READ_CHUNK: usize = 16 * 1024;
+
+/// An async client on one connection, over TCP or any
+/// `AsyncRead + AsyncWrite` stream.
+pub struct Client<S = TcpStream> {
+    stream: S,
+    driver: ClientDriver,
+    scratch: Box<[u8]>,
+}
+
+impl<S> fmt::Debug for Client<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Client")
+            .field("options", self.driver.options())
+            .field("closed", &self.driver.is_closed())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Client<TcpStream> {
+    /// Connects to `addr` (`"host:port"` or a `SocketAddr`), each address
+    /// tried bounded by [`ClientOptions::connect_timeout`]. Resolving and
+    /// connecting run on tokio's blocking pool, with the blocking client's
+    /// own routine.
+    pub async fn connect(
+        addr: impl ToSocketAddrs + fmt::Display,
+        options: ClientOptions,
+    ) -> Result<Client, ClientError> {
+        let shown = addr.to_string();
+        let timeout = options.connect_timeout;
+        let connected = tokio::task::spawn_blocking(move || connect(shown.as_str(), timeout))
+            .await
+            .map_err(|e| ClientError::Io(std::io::Error::other(e)))??;
+        connected.set_nonblocking(true).map_err(ClientError::Io)?;
+        let stream = TcpStream::from_std(connected).map_err(ClientError::Io)?;
+        Ok(Client::from_stream(stream, options))
+    }
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin> Client<S> {
+    /// Runs a client over a connected stream (TCP, a Unix socket, a TLS
+    /// stream). Set `TCP_NODELAY` on a TCP stream first: requests are
+    /// written whole, and Nagle would only delay them.
+    pub fn from_stream(stream: S, options: ClientOptions) -> Client<S> {
+        Client {
+            stream,
+            driver: ClientDriver::new(options, IoMode::NonBlocking),
+            scratch: vec![0; READ_CHUNK].into_boxed_slice(),
+        }
+    }
+
+    /// The stream underneath.
+    pub fn get_ref(&self) -> &S {
+        &self.stream
+    }
+
+    /// The options in use.
+    pub fn options(&self) -> &ClientOptions {
+        self.driver.options()
+    }
+
+    /// Calls `tracer` with every byte written and read.
+    pub fn set_tracer(&mut self, tracer: impl FnMut(Direction, &[u8]) + Send + 'static) {
+        self.driver.set_tracer(Box::new(tracer));
+    }
+
+    /// Whether the connection can take no more requests.
+    pub fn is_closed(&self) -> bool {
+        self.driver.is_closed()
+    }
+
+    /// Sends one request and waits for its answer.
+    pub async fn send(&mut self, request: Request) -> Result<Answer, ClientError> {
+        self.send_all([request])
+            .await
+            .pop()
+            .unwrap_or(Err(ClientError::ClosedEarly))
+    }
+
+    /// Sends every request at once (pipelining, D2) and waits for all the
+    /// answers: one outcome per request, in order.
+    pub async fn send_all(
+        &mut self,
+        requests: impl IntoIterator<Item = Request>,
+    ) -> Vec<Result<Answer, ClientError>> {
+        let mut call = self.driver.begin(requests);
+        let mut timer = Box::pin(tokio::time::sleep(std::time::Duration::ZERO));
+        let (stream, driver, scratch) = (&mut self.stream, &mut self.driver, &mut self.scratch);
+        poll_fn(|cx| {
+            loop {
+                let mut io = PolledIo { io: &mut *stream, cx };
+                match driver.step(&mut io, scratch, &mut call) {
+                    ClientStep::Done => return Poll::Ready(()),
+                    // Every direction waited for has registered the waker.
+                    ClientStep::Wait { deadline, .. } => {
+                        let Some(deadline) = deadline else {
+                            return Poll::Pending;
+                        };
+                        timer.as_mut().reset(deadline.into());
+                        if timer.as_mut().poll(cx).is_pending() {
+                            return Poll::Pending;
+                        }
+                    }
+                }
+            }
+        })
+        .await;
+        self.driver.finish(call)
+    }
+}

@@ -1,0 +1,494 @@
+//! The server's drive step: every decision the runtimes share, once.
+//!
+//! See [`Driver`]. This is the one module of the server side that calls
+//! the machine.
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use super::{AccessRecord, Handler, RequestInfo, ServerOptions};
+use crate::io_adapters::linger::{Linger, Lingering};
+use crate::io_adapters::now;
+use crate::io_adapters::transport::{IoMode, Transport, would_block};
+use crate::machine::{ContinuePolicy, PeerError, RequestId, ServerConnection, ServerEvent, UsageError};
+use crate::message::{Request, Response, Status, StatusCode};
+
+/// Longest one blocking read or write may take: how soon a blocking
+/// connection notices a shutdown when its timers are far off.
+pub(crate) const BLOCKING_SLICE: Duration = Duration::from_millis(200);
+
+/// Bytes one connection may read and write in one turn before the others
+/// get theirs. Parsing costs about as much per byte whatever the message,
+/// so this bounds the work of a turn: with 8 connections streaming 900 KB
+/// JSON5 messages, a small request waits for a round of 8 × 32 KiB of
+/// their parsing, not for everything they sent.
+const TURN_BYTES: usize = 32 * 1024;
+
+/// What the runtime does next with a connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Step {
+    /// Requests or other events arrived: run [`Driver::dispatch`] with the
+    /// handler (where handlers may run: inline, or a blocking pool), then
+    /// step again.
+    Dispatch,
+    /// Nothing can move until the transport is ready or `deadline` passes;
+    /// then step again. Every direction waited for answered `WouldBlock`
+    /// in this step, as an edge-triggered poll requires. A blocking
+    /// runtime has already waited inside the timed-out call, and steps
+    /// again at once; only when it waits for neither direction does it
+    /// sleep until the deadline.
+    Wait {
+        /// Waits for the transport to be readable.
+        read: bool,
+        /// Waits for the transport to be writable.
+        write: bool,
+        /// When to step again anyway (a timer of the machine, D3, or the
+        /// end of the graceful close).
+        deadline: Option<Instant>,
+    },
+    /// The connection used its share of this turn: step again after the
+    /// other connections of the event loop had theirs.
+    Yield,
+    /// The connection is over: drop the transport (which closes it).
+    Close,
+}
+
+/// One server connection: the drive step every server runtime shares.
+///
+/// A `Driver` owns one connection's machine, the glue to the [`Handler`]
+/// and where the connection is in its life (serving, lingering, closed).
+/// [`Driver::step`] moves bytes between a [`Transport`] and the
+/// machine, runs the timers, and says what the runtime does next: run the
+/// handler, wait, let other connections go first, or drop the transport.
+/// The std, mio and tokio servers only perform what it says; none holds a
+/// loop of its own.
+///
+/// ```text
+///   step ─► Dispatch ─► dispatch(handler) ─► step
+///        ─► Wait { read, write, deadline } ─► (ready or deadline) ─► step
+///        ─► Yield ─► (other connections' turns) ─► step
+///        ─► Close ─► drop the transport
+/// ```
+///
+/// # Embedding in an event loop
+///
+/// The seam for an event loop (a mio `Poll`, or any other) is the driver
+/// itself over a non-blocking transport:
+///
+/// ```no_run
+/// # #[cfg(feature = "mio")]
+/// # fn demo(mut stream: mio::net::TcpStream, peer: std::net::SocketAddr) {
+/// use jsontp::io_adapters::IoMode;
+/// use jsontp::io_adapters::server::{Driver, ServerOptions, Step};
+/// use jsontp::message::{Request, Response, Status, StatusCode};
+///
+/// let handler = |_: &Request| Response::new(Status::new(StatusCode::OK, "fine"));
+/// let mut driver = Driver::new(peer, &ServerOptions::default(), IoMode::EdgeTriggered);
+/// let mut scratch = vec![0; 64 * 1024]; // one per event loop is enough
+/// // Register `stream` for readable and writable (edge-triggered), then on
+/// // every event for it, and when its deadline passes:
+/// loop {
+///     match driver.step(&mut stream, &mut scratch) {
+///         Step::Dispatch => driver.dispatch(&handler),
+///         Step::Wait { deadline: _, .. } => break, // arm a timer for `deadline`
+///         Step::Yield => break,                 // step again after the others
+///         Step::Close => break,                 // deregister and drop `stream`
+///         _ => break,
+///     }
+/// }
+/// # }
+/// ```
+///
+/// With a level-triggered poll, register the interest [`Step::Wait`] names
+/// (`read`, `write`) instead of both.
+#[derive(Debug)]
+pub struct Driver {
+    /// The machine.
+    conn: ServerConnection,
+    info: RequestInfo,
+    mode: IoMode,
+    /// The application chose to accept every handshake without being asked
+    /// (`ContinuePolicy::AutoAccept`). The machine then asks anyway, and
+    /// `dispatch` accepts at once: that way the driver knows when a full
+    /// request is awaited, to close such a connection at shutdown.
+    auto_accept: bool,
+    /// A handshake was accepted and nothing of its full request has
+    /// arrived (D10): at shutdown the wait may be 300 s, so the connection
+    /// is closed instead.
+    awaiting_full: bool,
+    /// The machine's next event, taken to see whether the handler has
+    /// work: `dispatch` starts with it.
+    held: Option<ServerEvent>,
+    /// Received bytes go to the machine in `dispatch`, not in `step`
+    /// ([`Driver::parse_in_dispatch`]).
+    deferred: bool,
+    /// Bytes read and not yet given to the machine (when `deferred`).
+    inbox: Vec<u8>,
+    /// The end of stream, not yet given to the machine (when `deferred`).
+    inbox_eof: bool,
+    /// The peer ended its stream.
+    eof: bool,
+    /// The server is shutting down: close once nothing is under way.
+    stopping: bool,
+    /// A short read drained the socket this turn ([`IoMode::EdgeTriggered`]).
+    drained: bool,
+    /// The runtime saw the peer's end of stream: a short read no longer
+    /// proves the socket drained, since the end may follow the data with no
+    /// new readiness event; read until the read answers 0.
+    read_closed: bool,
+    /// Bytes moved this turn.
+    turn: usize,
+    /// The timeout last given to a blocking transport.
+    timeout: Option<Duration>,
+    linger: Option<Linger>,
+    closed: bool,
+}
+
+impl Driver {
+    /// A new connection with `peer`, configured by `options.config`, over a
+    /// transport that behaves as `mode` says.
+    pub fn new(peer: SocketAddr, options: &ServerOptions, mode: IoMode) -> Driver {
+        let auto_accept = options.config.continue_policy == ContinuePolicy::AutoAccept;
+        let mut machine_config = options.config.clone();
+        if auto_accept {
+            machine_config.continue_policy = ContinuePolicy::Ask;
+        }
+        Driver {
+            conn: ServerConnection::new(machine_config, now()),
+            info: RequestInfo::new(peer),
+            mode,
+            auto_accept,
+            awaiting_full: false,
+            held: None,
+            deferred: false,
+            inbox: Vec::new(),
+            inbox_eof: false,
+            eof: false,
+            stopping: false,
+            drained: false,
+            read_closed: false,
+            turn: 0,
+            timeout: None,
+            linger: None,
+            closed: false,
+        }
+    }
+
+    /// Hands received bytes to the machine in [`dispatch`](Self::dispatch)
+    /// rather than in [`step`](Self::step) (builder style). Parsing a large
+    /// message is work for the CPU: an async runtime, which runs `dispatch`
+    /// on its blocking pool, keeps it off the threads that poll every
+    /// connection's I/O.
+    pub fn parse_in_dispatch(mut self) -> Driver {
+        self.deferred = true;
+        self
+    }
+
+    /// The peer, as the handler sees it.
+    pub fn peer(&self) -> SocketAddr {
+        self.info.peer
+    }
+
+    /// Starts the graceful shutdown of this connection: it closes as soon
+    /// as nothing is under way (at once when idle, or when it waits for
+    /// the full request of a handshake), after finishing the exchange in
+    /// progress otherwise. Step again after calling it.
+    pub fn shut_down(&mut self) {
+        self.stopping = true;
+    }
+
+    /// Edge-triggered runtimes: the poll reported the peer's end of stream
+    /// (EPOLLRDHUP). The end can arrive with the last data in one readiness
+    /// event, so the driver reads on past a short read until it sees it.
+    pub fn peer_closed_reading(&mut self) {
+        self.read_closed = true;
+    }
+
+    /// Whether the connection is over ([`Step::Close`] was returned).
+    pub fn is_closed(&self) -> bool {
+        self.closed
+    }
+
+    /// Moves bytes and time until the runtime has something to do; see
+    /// [`Step`]. `scratch` is the read buffer (it may be shared by every
+    /// connection of a thread: nothing is kept in it between calls).
+    pub fn step<T: Transport + ?Sized>(&mut self, io: &mut T, scratch: &mut [u8]) -> Step {
+        // Within one call: a direction that answered WouldBlock is not
+        // tried again (a blocking call has already waited).
+        let mut write_blocked = false;
+        let mut read_blocked = self.drained;
+        loop {
+            if self.closed {
+                return Step::Close;
+            }
+            if let Some(linger) = &mut self.linger {
+                return match linger.step(io, scratch, self.mode) {
+                    Lingering::Wait {
+                        read,
+                        write,
+                        deadline,
+                    } => self.end_turn(Step::Wait {
+                        read,
+                        write,
+                        deadline: Some(deadline),
+                    }),
+                    Lingering::Done => self.abort(),
+                };
+            }
+            let at = now();
+            // Input, a timer, or output taken (which lets held requests
+            // through, D3) may each have produced events.
+            if self.held.is_none() {
+                self.held = self.conn.next_event(at);
+            }
+            if self.held.is_some() || !self.inbox.is_empty() || self.inbox_eof {
+                return Step::Dispatch;
+            }
+            if self.conn.poll_timeout().is_some_and(|t| t <= at.instant) {
+                self.conn.handle_timeout(at);
+                continue;
+            }
+            if self.conn.pending_output().is_empty()
+                && (self.conn.is_closed() || (self.stopping && self.may_stop()))
+            {
+                self.linger = Some(Linger::new(at.instant));
+                continue;
+            }
+            let deadline = self.conn.poll_timeout();
+            let over_budget = self.turn >= TURN_BYTES;
+            let mut moved = false;
+
+            if !self.conn.pending_output().is_empty() && !write_blocked && !over_budget {
+                if self.bound(io, deadline, at.instant).is_err() {
+                    return self.abort();
+                }
+                match io.write(self.conn.pending_output()) {
+                    // The peer is gone: nothing more can be sent.
+                    Ok(0) => return self.abort(),
+                    Ok(n) => {
+                        self.conn.consume_output(n, now());
+                        self.turn += n;
+                        moved = true;
+                    }
+                    Err(e) if would_block(&e) => write_blocked = true,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => moved = true,
+                    Err(_) => return self.abort(),
+                }
+            }
+
+            let pending = !self.conn.pending_output().is_empty();
+            let want_read = !self.eof && self.conn.wants_read();
+            // A blocking read would hold a pending write back: read only
+            // once the write is done, or has timed out.
+            let read_turn = !self.mode.is_blocking() || !pending || write_blocked;
+            let room = scratch.len().min(TURN_BYTES.saturating_sub(self.turn));
+            if want_read && read_turn && !read_blocked && room > 0 {
+                if self.bound(io, deadline, at.instant).is_err() {
+                    return self.abort();
+                }
+                match io.read(&mut scratch[..room]) {
+                    Ok(0) => {
+                        self.eof = true;
+                        if self.deferred {
+                            self.inbox_eof = true;
+                        } else {
+                            self.conn.receive_eof(now());
+                        }
+                        moved = true;
+                    }
+                    Ok(n) => {
+                        self.receive(&scratch[..n]);
+                        self.turn += n;
+                        moved = true;
+                        if self.mode == IoMode::EdgeTriggered && n < room && !self.read_closed {
+                            self.drained = true;
+                            read_blocked = true;
+                        }
+                    }
+                    Err(e) if would_block(&e) => read_blocked = true,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => moved = true,
+                    // Reset by the peer: nothing can be sent.
+                    Err(_) => return self.abort(),
+                }
+            }
+            if moved {
+                continue;
+            }
+            let budget_stopped = (want_read && !read_blocked) || (pending && !write_blocked);
+            if over_budget && budget_stopped {
+                return self.end_turn(Step::Yield);
+            }
+            return self.end_turn(Step::Wait {
+                read: want_read,
+                write: pending,
+                deadline,
+            });
+        }
+    }
+
+    /// Answers every pending event with `handler`, and reports each
+    /// response to its access-log hook.
+    pub fn dispatch<H: Handler + ?Sized>(&mut self, handler: &H) {
+        if !self.inbox.is_empty() {
+            self.conn.receive_data(&self.inbox, now());
+            self.inbox.clear();
+        }
+        if std::mem::take(&mut self.inbox_eof) {
+            self.conn.receive_eof(now());
+        }
+        while let Some(event) = self.held.take().or_else(|| self.conn.next_event(now())) {
+            match event {
+                ServerEvent::Request { id, request } => {
+                    self.awaiting_full = false;
+                    let started = Instant::now();
+                    let response = answer(handler, &request, &self.info);
+                    self.respond(handler, id, &request, response, started);
+                }
+                ServerEvent::ContinueRequested { id, request } => {
+                    let started = Instant::now();
+                    let decision = if self.auto_accept {
+                        Ok(())
+                    } else {
+                        handler.check_continue(&request, &self.info)
+                    };
+                    match decision {
+                        Ok(()) => {
+                            // The full request is now awaited (D10).
+                            self.awaiting_full = true;
+                            let _ = self.conn.accept_continue(id, now());
+                        }
+                        Err(response) => {
+                            self.respond(handler, id, &request, response, started);
+                        }
+                    }
+                }
+                // Every response the machine writes on its own (framing,
+                // limits, timeouts, a stream cut short) comes as a rejection
+                // carrying what it wrote: log it like an answer.
+                ServerEvent::PeerError(PeerError::Rejected { rejection, .. }) => {
+                    self.awaiting_full = false;
+                    handler.log_exchange(&AccessRecord {
+                        peer: self.info.peer,
+                        method: None,
+                        resource: &rejection.resource,
+                        status: rejection.status,
+                        // The connection's error responses carry no content.
+                        content_bytes: 0,
+                        elapsed: Duration::ZERO,
+                    });
+                }
+                // The peer left after a `100` without the full request:
+                // nothing was written, so nothing to log.
+                ServerEvent::PeerError(_) => {
+                    self.awaiting_full = false;
+                }
+                // Closed: `step` sees it.
+                _ => {}
+            }
+        }
+    }
+
+    /// Feeds bytes read from the transport.
+    fn receive(&mut self, data: &[u8]) {
+        // Whitespace between messages starts no exchange (D1).
+        if data.iter().any(|b| !matches!(b, b' ' | b'\t' | b'\r' | b'\n')) {
+            self.awaiting_full = false;
+        }
+        if self.deferred {
+            self.inbox.extend_from_slice(data);
+        } else {
+            self.conn.receive_data(data, now());
+        }
+    }
+
+    /// Whether a shutting-down connection may close now: nothing half
+    /// received and nothing left to write, or only the full request of a
+    /// handshake awaited (which may take 300 s, D3).
+    fn may_stop(&self) -> bool {
+        let idle = self.held.is_none() && self.inbox.is_empty() && !self.inbox_eof && self.conn.is_idle();
+        idle || self.awaiting_full
+    }
+
+    /// Blocking transports: bounds the next call by the nearest deadline,
+    /// and by [`BLOCKING_SLICE`] so that a shutdown is noticed.
+    fn bound<T: Transport + ?Sized>(
+        &mut self,
+        io: &mut T,
+        deadline: Option<Instant>,
+        at: Instant,
+    ) -> std::io::Result<()> {
+        if !self.mode.is_blocking() {
+            return Ok(());
+        }
+        let until = deadline.map_or(BLOCKING_SLICE, |d| d.saturating_duration_since(at));
+        // Zero would mean "for ever" to the socket.
+        let limit = Some(until.clamp(Duration::from_millis(1), BLOCKING_SLICE));
+        if self.timeout != limit {
+            io.set_timeout(limit)?;
+            self.timeout = limit;
+        }
+        Ok(())
+    }
+
+    fn end_turn(&mut self, step: Step) -> Step {
+        self.turn = 0;
+        self.drained = false;
+        step
+    }
+
+    /// Closes without lingering: the transport failed or the peer is gone.
+    fn abort(&mut self) -> Step {
+        self.closed = true;
+        self.linger = None;
+        Step::Close
+    }
+
+    /// Sends the application's answer to exchange `id` and logs it. An
+    /// answer the machine refuses as a misuse (a `1xx` other than the
+    /// acknowledgement, D12) would leave the exchange unanswered and stall
+    /// every pipelined response behind it, so it is replaced by a `500`.
+    fn respond<H: Handler + ?Sized>(
+        &mut self,
+        handler: &H,
+        id: RequestId,
+        request: &Request,
+        response: Response,
+        started: Instant,
+    ) {
+        let (mut status, mut content_bytes) = (response.status.code, response.body.content().len());
+        match self.conn.send_response(id, response, now()) {
+            // Closed: the connection is going away; nobody is left to answer.
+            Ok(()) | Err(UsageError::Closed) => {}
+            Err(misuse) => {
+                let fallback = Response::new(Status::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    format!("the server's application gave an answer that cannot be sent: {misuse}"),
+                ));
+                (status, content_bytes) = (fallback.status.code, 0);
+                let _ = self.conn.send_response(id, fallback, now());
+            }
+        }
+        handler.log_exchange(&AccessRecord {
+            peer: self.info.peer,
+            method: Some(request.method),
+            resource: request.resource.as_str(),
+            status,
+            content_bytes,
+            elapsed: started.elapsed(),
+        });
+    }
+}
+
+/// Runs the handler; a handler that panics gets its request answered `500`
+/// instead of taking down the worker and every connection on it.
+fn answer<H: Handler + ?Sized>(handler: &H, request: &Request, info: &RequestInfo) -> Response {
+    let run = std::panic::AssertUnwindSafe(|| handler.handle(request, info));
+    std::panic::catch_unwind(run).unwrap_or_else(|_| {
+        let status = Status::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "the server failed while answering this request",
+        );
+        Response::new(status)
+    })
+}

@@ -1,0 +1,491 @@
+//! The mio event-loop server (feature `mio`), the engine of `jsontp serve`.
+//!
+//! `workers` threads (default: one per core), each with its own `Poll`,
+//! its connections, and a sorted set of their deadlines that sets the poll
+//! timeout. Every worker registers its own `try_clone` of the one listening
+//! socket: the kernel wakes the workers and whichever accepts first gets
+//! the client. That needs no acceptor thread and no hand-over between
+//! threads; the price, a spurious wake-up of the other workers per burst of
+//! connections, is small for a few workers.
+//!
+//! Each connection is a [`Driver`] over a non-blocking socket registered
+//! once, edge-triggered, for both directions; the worker performs what
+//! [`Driver::step`] asks and nothing else. Reads go through one scratch
+//! buffer per worker, so an idle connection holds only its socket and its
+//! machine. A connection that used its turn's budget waits behind the
+//! others. Handlers run on the worker thread.
+//!
+//! ```no_run
+//! use jsontp::io_adapters::server::ServerOptions;
+//! use jsontp::io_adapters::server::mio::MioServer;
+//! use jsontp::message::{Body, Request, Response, Status, StatusCode};
+//!
+//! let hello = |request: &Request| {
+//!     Response::new(Status::new(StatusCode::OK, "hello"))
+//!         .with_body(Body::text("hello"))
+//! };
+//! let server = MioServer::bind("127.0.0.1:8080", hello, ServerOptions::default())?;
+//! let stop = server.shutdown_handle(); // stop.shutdown() from another thread
+//! server.run()?;
+//! # Ok::<(), std::io::Error>(())
+//! ```
+
+use std::collections::BTreeSet;
+use std::io;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use mio::net::{TcpListener, TcpStream};
+use mio::{Events, Interest, Poll, Token, Waker};
+
+use super::{ACCEPT_BACKOFF, Driver, Handler, ServerOptions, Step, client_gave_up, listen, stop_listening};
+use crate::io_adapters::transport::IoMode;
+
+const LISTENER: Token = Token(usize::MAX);
+const WAKER: Token = Token(usize::MAX - 1);
+/// Each worker's read buffer, shared by all its connections.
+const SCRATCH: usize = 64 * 1024;
+
+/// How a socket reports readiness here: edge-triggered where mio's
+/// backends are (epoll, kqueue), where a short read means drained.
+const MODE: IoMode = if cfg!(windows) {
+    IoMode::NonBlocking
+} else {
+    IoMode::EdgeTriggered
+};
+
+/// A non-blocking jsontp server on `workers` event loops.
+#[derive(Debug)]
+pub struct MioServer<H> {
+    listener: std::net::TcpListener,
+    handler: Arc<H>,
+    options: ServerOptions,
+    shared: Arc<Shared>,
+}
+
+/// Stops a running [`MioServer`]: it stops listening at once (new clients
+/// are refused), every worker closes its idle connections and those
+/// awaiting the full request of a handshake, finishes the exchanges under
+/// way (bounded by the D3 timers), and `run` returns.
+#[derive(Debug, Clone)]
+pub struct ShutdownHandle {
+    shared: Arc<Shared>,
+}
+
+#[derive(Debug)]
+struct Shared {
+    stopping: AtomicBool,
+    wakers: Mutex<Vec<Arc<Waker>>>,
+    /// Connections open, all workers together.
+    open: AtomicUsize,
+    max: usize,
+    /// A handle on the listening socket, to stop it listening from the
+    /// shutdown handle.
+    listener: Mutex<Option<std::net::TcpListener>>,
+}
+
+impl Shared {
+    fn wake_all(&self) {
+        for waker in self.wakers.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+            let _ = waker.wake();
+        }
+    }
+
+    /// Takes a place for one more connection, if there is room.
+    fn reserve(&self) -> bool {
+        if self.open.fetch_add(1, Ordering::SeqCst) < self.max {
+            return true;
+        }
+        self.open.fetch_sub(1, Ordering::SeqCst);
+        false
+    }
+
+    /// Gives back a place taken for an accept that brought no connection.
+    fn unreserve(&self) {
+        self.open.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    /// Gives a connection's place back; wakes the workers when that makes
+    /// room again.
+    fn release(&self) {
+        if self.open.fetch_sub(1, Ordering::SeqCst) == self.max {
+            self.wake_all();
+        }
+    }
+}
+
+impl<H: Handler> MioServer<H> {
+    /// Binds `addr` (with [`listen`]'s backlog) and prepares
+    /// to serve `handler`.
+    pub fn bind(addr: impl ToSocketAddrs, handler: H, options: ServerOptions) -> io::Result<Self> {
+        MioServer::from_listener(listen(addr)?, handler, options)
+    }
+
+    /// Serves an already bound listener.
+    pub fn from_listener(
+        listener: std::net::TcpListener,
+        handler: H,
+        options: ServerOptions,
+    ) -> io::Result<Self> {
+        listener.set_nonblocking(true)?;
+        let shared = Arc::new(Shared {
+            stopping: AtomicBool::new(false),
+            wakers: Mutex::new(Vec::new()),
+            open: AtomicUsize::new(0),
+            max: options.max_connections.max(1),
+            listener: Mutex::new(Some(listener.try_clone()?)),
+        });
+        Ok(MioServer {
+            listener,
+            handler: Arc::new(handler),
+            options,
+            shared,
+        })
+    }
+
+    /// The address the server listens on (useful after binding port 0).
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.listener.local_addr()
+    }
+
+    /// A handle that stops the server from another thread.
+    pub fn shutdown_handle(&self) -> ShutdownHandle {
+        ShutdownHandle {
+            shared: Arc::clone(&self.shared),
+        }
+    }
+
+    /// Serves until [`ShutdownHandle::shutdown`] and every worker is done.
+    pub fn run(self) -> io::Result<()> {
+        let mut threads = Vec::new();
+        let mut result = Ok(());
+        for n in 0..self.options.worker_count() {
+            let worker = self.listener.try_clone().and_then(|listener| {
+                Worker::new(
+                    TcpListener::from_std(listener),
+                    Arc::clone(&self.handler),
+                    self.options.clone(),
+                    Arc::clone(&self.shared),
+                )
+            });
+            let thread = std::thread::Builder::new().name(format!("jsontp-mio-{n}"));
+            match worker.and_then(|mut worker| thread.spawn(move || worker.run())) {
+                Ok(thread) => threads.push(thread),
+                Err(e) => {
+                    result = Err(e);
+                    ShutdownHandle {
+                        shared: Arc::clone(&self.shared),
+                    }
+                    .shutdown();
+                    break;
+                }
+            }
+        }
+        // The workers hold their own handles; once they drop them at
+        // shutdown, the socket is closed.
+        drop(self.listener);
+        for thread in threads {
+            match thread.join() {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => result = Err(e),
+                Err(_) => result = Err(io::Error::other("a server worker panicked")),
+            }
+        }
+        result
+    }
+}
+
+impl ShutdownHandle {
+    /// Starts the graceful shutdown; returns at once.
+    pub fn shutdown(&self) {
+        self.shared.stopping.store(true, Ordering::SeqCst);
+        let handle = self
+            .shared
+            .listener
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some(handle) = handle {
+            stop_listening(&handle);
+        }
+        self.shared.wake_all();
+    }
+}
+
+/// One client connection on a worker.
+struct Client {
+    stream: TcpStream,
+    driver: Driver,
+    /// The deadline this client has in the worker's timer set.
+    timer: Option<Instant>,
+    /// The last round of the event loop in which it had a turn.
+    round: u64,
+}
+
+struct Worker<H> {
+    poll: Poll,
+    listener: Option<TcpListener>,
+    handler: Arc<H>,
+    options: ServerOptions,
+    shared: Arc<Shared>,
+    clients: Vec<Option<Client>>,
+    free: Vec<usize>,
+    timers: BTreeSet<(Instant, usize)>,
+    /// Clients that used their turn and still have work.
+    again: Vec<usize>,
+    /// Counts the rounds of the event loop: one turn per client per round.
+    round: u64,
+    scratch: Vec<u8>,
+    /// The listener may hold clients: accept when there is room.
+    accept_ready: bool,
+    /// After running out of descriptors: no accept before then.
+    accept_after: Option<Instant>,
+    stopped: bool,
+}
+
+impl<H: Handler> Worker<H> {
+    fn new(
+        mut listener: TcpListener,
+        handler: Arc<H>,
+        options: ServerOptions,
+        shared: Arc<Shared>,
+    ) -> io::Result<Self> {
+        let poll = Poll::new()?;
+        poll.registry()
+            .register(&mut listener, LISTENER, Interest::READABLE)?;
+        let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
+        shared
+            .wakers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(waker);
+        Ok(Worker {
+            poll,
+            listener: Some(listener),
+            handler,
+            options,
+            shared,
+            clients: Vec::new(),
+            free: Vec::new(),
+            timers: BTreeSet::new(),
+            again: Vec::new(),
+            round: 0,
+            scratch: vec![0; SCRATCH],
+            accept_ready: true,
+            accept_after: None,
+            stopped: false,
+        })
+    }
+
+    fn run(&mut self) -> io::Result<()> {
+        let mut events = Events::with_capacity(1024);
+        loop {
+            // Checked after registering the waker, so no wake-up is lost.
+            if !self.stopped && self.shared.stopping.load(Ordering::SeqCst) {
+                self.stop();
+            }
+            if self.stopped && self.clients.iter().all(Option::is_none) {
+                return Ok(());
+            }
+            self.accept();
+            let timeout = if self.again.is_empty() {
+                let accept_at = self
+                    .accept_after
+                    .filter(|_| self.accept_ready && self.listener.is_some());
+                let first = self.timers.first().map(|(at, _)| *at);
+                [first, accept_at]
+                    .into_iter()
+                    .flatten()
+                    .min()
+                    .map(|at| at.saturating_duration_since(Instant::now()))
+            } else {
+                Some(Duration::ZERO)
+            };
+            match self.poll.poll(&mut events, timeout) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            }
+            // One turn per client per round, whether it is ready, waiting
+            // for its next turn, or due.
+            self.round += 1;
+            let again = std::mem::take(&mut self.again);
+            for event in events.iter() {
+                match event.token() {
+                    LISTENER => self.accept_ready = true,
+                    WAKER => {}
+                    Token(slot) => {
+                        if event.is_read_closed()
+                            && let Some(Some(client)) = self.clients.get_mut(slot)
+                        {
+                            client.driver.peer_closed_reading();
+                        }
+                        self.turn(slot);
+                    }
+                }
+            }
+            for slot in again {
+                self.turn(slot);
+            }
+            self.fire_timers();
+        }
+    }
+
+    /// During shutdown: stop accepting, ask every connection to close once
+    /// nothing is under way.
+    fn stop(&mut self) {
+        self.stopped = true;
+        if let Some(mut listener) = self.listener.take() {
+            let _ = self.poll.registry().deregister(&mut listener);
+        }
+        for slot in 0..self.clients.len() {
+            if let Some(client) = &mut self.clients[slot] {
+                client.driver.shut_down();
+                self.drive(slot);
+            }
+        }
+    }
+
+    /// Accepts while the listener has clients and there is room. Edge-
+    /// triggered: the listener reports no new event for clients already
+    /// waiting, so `accept_ready` stays set until `WouldBlock`, and the
+    /// accept is retried when room is made or the back-off ends.
+    fn accept(&mut self) {
+        while self.accept_ready {
+            let Some(listener) = &self.listener else { return };
+            if self.accept_after.is_some_and(|at| Instant::now() < at) {
+                return;
+            }
+            self.accept_after = None;
+            // At the cap, the clients wait in the backlog (D3); a closing
+            // connection wakes every worker.
+            if !self.shared.reserve() {
+                return;
+            }
+            match listener.accept() {
+                Ok((stream, peer)) => self.add(stream, peer),
+                Err(e) => {
+                    self.shared.unreserve();
+                    if e.kind() == io::ErrorKind::WouldBlock {
+                        self.accept_ready = false;
+                    } else if !client_gave_up(&e) {
+                        // Out of descriptors or memory: serve the open
+                        // connections, and try again shortly.
+                        self.accept_after = Some(Instant::now() + ACCEPT_BACKOFF);
+                    }
+                }
+            }
+        }
+    }
+
+    fn add(&mut self, mut stream: TcpStream, peer: SocketAddr) {
+        let _ = stream.set_nodelay(true);
+        let slot = self.free.pop().unwrap_or(self.clients.len());
+        let interest = Interest::READABLE | Interest::WRITABLE;
+        if self
+            .poll
+            .registry()
+            .register(&mut stream, Token(slot), interest)
+            .is_err()
+        {
+            self.free.push(slot);
+            self.shared.release();
+            return;
+        }
+        let client = Client {
+            stream,
+            driver: Driver::new(peer, &self.options, MODE),
+            timer: None,
+            round: self.round,
+        };
+        if slot == self.clients.len() {
+            self.clients.push(Some(client));
+        } else {
+            self.clients[slot] = Some(client);
+        }
+        self.drive(slot);
+    }
+
+    /// Gives the client its turn of this round, unless it had it.
+    fn turn(&mut self, slot: usize) {
+        let round = self.round;
+        let Some(Some(client)) = self.clients.get_mut(slot) else {
+            return;
+        };
+        if client.round == round {
+            // Had its turn: the next round, then.
+            if !self.again.contains(&slot) {
+                self.again.push(slot);
+            }
+            return;
+        }
+        client.round = round;
+        self.drive(slot);
+    }
+
+    /// Performs what the drive step asks until the connection waits,
+    /// yields its turn, or closes.
+    fn drive(&mut self, slot: usize) {
+        loop {
+            let Some(Some(client)) = self.clients.get_mut(slot) else {
+                return;
+            };
+            match client.driver.step(&mut client.stream, &mut self.scratch) {
+                Step::Dispatch => client.driver.dispatch(&*self.handler),
+                Step::Wait { deadline, .. } => return self.set_timer(slot, deadline),
+                Step::Yield => {
+                    if !self.again.contains(&slot) {
+                        self.again.push(slot);
+                    }
+                    return;
+                }
+                Step::Close => return self.remove(slot),
+            }
+        }
+    }
+
+    fn set_timer(&mut self, slot: usize, at: Option<Instant>) {
+        let Some(Some(client)) = self.clients.get_mut(slot) else {
+            return;
+        };
+        if client.timer == at {
+            return;
+        }
+        if let Some(old) = client.timer.take() {
+            self.timers.remove(&(old, slot));
+        }
+        if let Some(at) = at {
+            self.timers.insert((at, slot));
+            client.timer = Some(at);
+        }
+    }
+
+    fn fire_timers(&mut self) {
+        let now = Instant::now();
+        while let Some(&(at, slot)) = self.timers.first() {
+            if at > now {
+                break;
+            }
+            self.timers.pop_first();
+            if let Some(Some(client)) = self.clients.get_mut(slot) {
+                client.timer = None;
+                self.turn(slot);
+            }
+        }
+    }
+
+    fn remove(&mut self, slot: usize) {
+        let Some(mut client) = self.clients.get_mut(slot).and_then(Option::take) else {
+            return;
+        };
+        if let Some(at) = client.timer {
+            self.timers.remove(&(at, slot));
+        }
+        self.again.retain(|s| *s != slot);
+        let _ = self.poll.registry().deregister(&mut client.stream);
+        self.free.push(slot);
+        self.shared.release();
+    }
+}

@@ -1,0 +1,220 @@
+//! The servers: one application interface ([`Handler`]), one drive step
+//! ([`Driver`]), three runtimes.
+//!
+//! | runtime | module | threads | connections at once |
+//! |---|---|---|---|
+//! | std | [`blocking`] | one per open connection (a warm pool of `workers`, more on demand) | `max_connections` |
+//! | mio (feature `mio`, default) | `mio` | `workers` event loops | `max_connections` |
+//! | tokio (feature `tokio`) | `tokio` | the runtime's | `max_connections` |
+//!
+//! Each runtime only performs the I/O [`Driver::step`] asks for; the
+//! decisions (read? write? wait until when? linger? close?) are taken once,
+//! there. Any [`Transport`](super::Transport) can be served:
+//! [`blocking::serve_connection`] takes a blocking one (a Unix socket, a
+//! TLS stream), `tokio::serve_connection` any `AsyncRead + AsyncWrite`.
+//!
+//! Every TCP server binds with [`listen`] (a backlog of
+//! [`LISTEN_BACKLOG`]), keeps at most [`ServerOptions::max_connections`]
+//! open (the rest wait in the kernel's backlog, D3), backs off and retries
+//! when it runs out of descriptors, and on shutdown closes its listening
+//! socket at once, so that new clients are refused rather than left
+//! waiting.
+
+use std::io;
+use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
+use std::time::Duration;
+
+use crate::machine::ServerConfig;
+use crate::message::{Method, Request, Response, StatusCode};
+
+pub mod blocking;
+mod drive;
+#[cfg(feature = "mio")]
+pub mod mio;
+#[cfg(feature = "tokio")]
+pub mod tokio;
+
+pub use drive::{Driver, Step};
+
+/// The backlog [`listen`] asks for: a burst of a thousand connects fits
+/// (std's own is 128). The kernel may cap it (`somaxconn` on Linux).
+pub const LISTEN_BACKLOG: i32 = 1024;
+
+/// How long a server waits before accepting again after an accept failed
+/// for lack of descriptors or memory: the open connections go on being
+/// served meanwhile, and nothing spins.
+pub(crate) const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
+
+/// Binds a TCP listener on the first address of `addr` that can be bound,
+/// with a backlog of [`LISTEN_BACKLOG`] (and `SO_REUSEADDR` on Unix, so that
+/// a restarted server can bind again at once).
+pub fn listen(addr: impl ToSocketAddrs) -> io::Result<TcpListener> {
+    use socket2::{Domain, Protocol, Socket, Type};
+    let mut last = io::Error::new(io::ErrorKind::InvalidInput, "no address to listen on");
+    for addr in addr.to_socket_addrs()? {
+        let bound = (|| {
+            let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+            #[cfg(unix)]
+            socket.set_reuse_address(true)?;
+            socket.bind(&addr.into())?;
+            socket.listen(LISTEN_BACKLOG)?;
+            Ok::<TcpListener, io::Error>(socket.into())
+        })();
+        match bound {
+            Ok(listener) => return Ok(listener),
+            Err(e) => last = e,
+        }
+    }
+    Err(last)
+}
+
+/// Stops `listener` listening at once, even while other handles to the
+/// same socket (a worker's clone, a thread blocked in `accept`) are still
+/// open: on Linux, shutting down a listening socket refuses new clients and
+/// wakes `accept`. Elsewhere the servers also drop every handle promptly.
+pub(crate) fn stop_listening(listener: &TcpListener) {
+    let _ = socket2::SockRef::from(listener).shutdown(std::net::Shutdown::Both);
+}
+
+/// Whether an accept error leaves the listener usable: the client gave up
+/// before we took it. Anything else (no descriptors, no memory) calls for
+/// [`ACCEPT_BACKOFF`].
+pub(crate) fn client_gave_up(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::ConnectionAborted | io::ErrorKind::ConnectionReset | io::ErrorKind::Interrupted
+    )
+}
+
+/// What an adapter knows about a request besides the message itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RequestInfo {
+    /// The peer's address.
+    pub peer: SocketAddr,
+}
+
+impl RequestInfo {
+    /// Information about a request from `peer`.
+    pub fn new(peer: SocketAddr) -> Self {
+        RequestInfo { peer }
+    }
+}
+
+/// One response, as an access log sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct AccessRecord<'a> {
+    /// Who asked.
+    pub peer: SocketAddr,
+    /// The request's method; `None` when the connection refused the message
+    /// before it was a valid request (D5 levels 1–4).
+    pub method: Option<Method>,
+    /// The `resource` string as the response echoes it (`""` when it could
+    /// not be read, D12).
+    pub resource: &'a str,
+    /// The status of the response.
+    pub status: StatusCode,
+    /// Size of the response's decoded content, in bytes.
+    pub content_bytes: usize,
+    /// How long the handler took to answer (zero for errors the connection
+    /// answered itself).
+    pub elapsed: Duration,
+}
+
+/// The application: answers requests.
+///
+/// Any `Fn(&Request) -> Response + Send + Sync` is a handler. Implement the
+/// trait to see the peer, or to look at the first request of a 100-continue
+/// handshake before the client sends its body (D10).
+pub trait Handler: Send + Sync + 'static {
+    /// Answers a complete, valid request. Protocol errors never get here:
+    /// the connection answers them itself (D5 levels 1–4).
+    fn handle(&self, request: &Request, info: &RequestInfo) -> Response;
+
+    /// Looks at the first request of a 100-continue handshake (its body is
+    /// empty): `Ok(())` accepts (the client then sends the full request),
+    /// `Err(response)` answers with a final 4xx/5xx instead (D10). Accepts
+    /// by default. Called only with
+    /// [`ContinuePolicy::Ask`](crate::machine::ContinuePolicy::Ask).
+    // A fixed part of the interface; the refusal is rare, so its size costs nothing.
+    #[allow(clippy::result_large_err)]
+    fn check_continue(&self, request: &Request, info: &RequestInfo) -> Result<(), Response> {
+        let _ = (request, info);
+        Ok(())
+    }
+
+    /// Told about every response once it is queued, the connection's own
+    /// error responses included: the hook for an access log. Does nothing by
+    /// default.
+    fn log_exchange(&self, record: &AccessRecord<'_>) {
+        let _ = record;
+    }
+}
+
+impl<F> Handler for F
+where
+    F: Fn(&Request) -> Response + Send + Sync + 'static,
+{
+    fn handle(&self, request: &Request, _info: &RequestInfo) -> Response {
+        self(request)
+    }
+}
+
+/// How a server runs: the connection configuration, its threads, and how
+/// many connections it keeps open at once.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ServerOptions {
+    /// The configuration of every connection (limits, timeouts, 100-continue
+    /// policy, default language).
+    pub config: ServerConfig,
+    /// Worker threads; `0` means one per core
+    /// ([`std::thread::available_parallelism`]). The mio server runs this
+    /// many event loops; the std server keeps this many threads ready and
+    /// starts more when every one is busy. Tokio uses its runtime's.
+    pub workers: usize,
+    /// Connections open at once, at most (D3: 10,000 by default). Beyond
+    /// it the server stops accepting: new clients wait in the kernel's
+    /// backlog until a connection closes.
+    pub max_connections: usize,
+}
+
+impl Default for ServerOptions {
+    fn default() -> Self {
+        ServerOptions {
+            config: ServerConfig::default(),
+            workers: 0,
+            max_connections: 10_000,
+        }
+    }
+}
+
+impl ServerOptions {
+    /// Sets the connection configuration (builder style).
+    pub fn with_config(mut self, config: ServerConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// Sets the number of workers (builder style); `0` means one per core.
+    pub fn with_workers(mut self, workers: usize) -> Self {
+        self.workers = workers;
+        self
+    }
+
+    /// Sets the most connections open at once (builder style); at least 1.
+    pub fn with_max_connections(mut self, max: usize) -> Self {
+        self.max_connections = max.max(1);
+        self
+    }
+
+    /// The number of workers to start: `workers`, or the number of cores.
+    pub fn worker_count(&self) -> usize {
+        if self.workers > 0 {
+            self.workers
+        } else {
+            std::thread::available_parallelism().map_or(1, |n| n.get())
+        }
+    }
+}

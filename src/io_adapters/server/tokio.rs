@@ -1,0 +1,202 @@
+//! The tokio server (feature `tokio`).
+//!
+//! [`serve`] accepts from a tokio listener and runs [`serve_connection`]
+//! for each client; [`serve_connection`] runs one connection over any
+//! `AsyncRead + AsyncWrite` stream (TCP, a Unix socket, a TLS stream). The
+//! connection is the same [`Driver`] as on the std and mio servers, polled
+//! through the stream: tokio's `Pending` is the driver's `WouldBlock`.
+//!
+//! Handlers are synchronous (`fn handle(&self, …) -> Response`) and may
+//! block (the file server reads files), so they run on tokio's blocking
+//! pool with `spawn_blocking`, never on a runtime worker. The requests of
+//! one connection are handled one after the other, which keeps the
+//! responses in request order (D2) without buffering them.
+
+use std::future::{Future, poll_fn};
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::task::Poll;
+
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+use super::{ACCEPT_BACKOFF, Driver, Handler, ServerOptions, Step, client_gave_up};
+use crate::io_adapters::transport::{IoMode, PolledIo};
+
+const READ_CHUNK: usize = 16 * 1024;
+
+/// Serves `handler` on every connection `listener` accepts, until `shutdown`
+/// completes.
+///
+/// `options.config` configures every connection (limits and timeouts, D3;
+/// the 100-continue policy, D10: [`Handler::check_continue`] is asked only
+/// with [`ContinuePolicy::Ask`](crate::machine::ContinuePolicy::Ask)); at
+/// most `options.max_connections` are open at once, the rest waiting in
+/// the backlog. `options.workers` is not used: the runtime's threads serve.
+/// Bind the listener with [`listen`](super::listen) for a larger backlog.
+///
+/// At shutdown the listener is closed at once (new clients are refused);
+/// idle connections and those awaiting the full request of a handshake
+/// close; a connection with an exchange under way finishes it, writes the
+/// response and closes, bounded by the machine's timers (D3). Returns once
+/// all are gone.
+///
+/// ```no_run
+/// # async fn demo() -> std::io::Result<()> {
+/// use jsontp::io_adapters::server::{ServerOptions, listen};
+/// use jsontp::io_adapters::server::tokio::serve;
+/// use jsontp::message::{Body, Request, Response, Status, StatusCode};
+///
+/// let listener = listen("127.0.0.1:8080")?;
+/// listener.set_nonblocking(true)?;
+/// let listener = tokio::net::TcpListener::from_std(listener)?;
+/// let hello = |request: &Request| {
+///     Response::new(Status::new(StatusCode::OK, "here it is"))
+///         .with_body(Body::text("hello"))
+/// };
+/// serve(listener, hello, ServerOptions::default(), async {
+///     let _ = tokio::signal::ctrl_c().await;
+/// })
+/// .await
+/// # }
+/// ```
+pub async fn serve<H, S>(
+    listener: TcpListener,
+    handler: H,
+    options: ServerOptions,
+    shutdown: S,
+) -> io::Result<()>
+where
+    H: Handler,
+    S: Future<Output = ()>,
+{
+    let handler = Arc::new(handler);
+    let max = options.max_connections.max(1);
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let mut connections = JoinSet::new();
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        tokio::select! {
+            () = &mut shutdown => break,
+            // At the cap the clients wait in the backlog (D3).
+            accepted = listener.accept(), if connections.len() < max => match accepted {
+                Ok((stream, peer)) => {
+                    // Responses are written whole: Nagle would only delay
+                    // them. A failure costs latency, not correctness.
+                    let _ = stream.set_nodelay(true);
+                    let (handler, stop) = (Arc::clone(&handler), stop_rx.clone());
+                    connections.spawn(run(stream, peer, handler, options.clone(), Some(stop)));
+                }
+                Err(e) if client_gave_up(&e) => {}
+                // Out of descriptors or similar: back off instead of
+                // spinning, and keep serving the open connections.
+                Err(_) => tokio::time::sleep(ACCEPT_BACKOFF).await,
+            },
+            // Reap finished connections: the set counts the open ones.
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+        }
+    }
+    // New clients are refused from here on.
+    drop(listener);
+    // Receivers only look for the change; a send error means none is left.
+    let _ = stop_tx.send(true);
+    while connections.join_next().await.is_some() {}
+    Ok(())
+}
+
+/// Serves one connection over `stream` until it closes. `options.config`
+/// configures it; handlers run on the blocking pool.
+pub fn serve_connection<S, H>(
+    stream: S,
+    peer: SocketAddr,
+    handler: Arc<H>,
+    options: &ServerOptions,
+) -> impl Future<Output = ()> + Send + 'static
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    H: Handler,
+{
+    run(stream, peer, handler, options.clone(), None)
+}
+
+/// What ended one poll of a connection.
+enum Turn {
+    Step(Step),
+    Stop,
+}
+
+/// Performs what the drive step asks, from accept to close.
+async fn run<S, H>(
+    mut stream: S,
+    peer: SocketAddr,
+    handler: Arc<H>,
+    options: ServerOptions,
+    mut stop: Option<watch::Receiver<bool>>,
+) where
+    S: AsyncRead + AsyncWrite + Unpin,
+    H: Handler,
+{
+    // Parsing runs with the handler on the blocking pool: the runtime's
+    // threads only move bytes, and stay quick to notice new clients.
+    let mut driver = Driver::new(peer, &options, IoMode::NonBlocking).parse_in_dispatch();
+    let mut scratch = vec![0u8; READ_CHUNK];
+    let mut timer = Box::pin(tokio::time::sleep(std::time::Duration::ZERO));
+    let mut stopping = stop.as_ref().is_some_and(|stop| *stop.borrow());
+    if stopping {
+        driver.shut_down();
+    }
+    loop {
+        let step = poll_fn(|cx| {
+            loop {
+                let mut io = PolledIo { io: &mut stream, cx };
+                match driver.step(&mut io, &mut scratch) {
+                    // Every direction waited for has registered the waker.
+                    Step::Wait { deadline, .. } => {
+                        let Some(deadline) = deadline else {
+                            return Poll::Pending;
+                        };
+                        timer.as_mut().reset(deadline.into());
+                        if timer.as_mut().poll(cx).is_pending() {
+                            return Poll::Pending;
+                        }
+                    }
+                    other => return Poll::Ready(other),
+                }
+            }
+        });
+        let turn = match stop.as_mut() {
+            Some(stop) if !stopping => tokio::select! {
+                step = step => Turn::Step(step),
+                _ = stop.changed() => Turn::Stop,
+            },
+            _ => Turn::Step(step.await),
+        };
+        match turn {
+            Turn::Stop => {
+                stopping = true;
+                driver.shut_down();
+            }
+            Turn::Step(Step::Dispatch) => {
+                // The connection's state travels to the blocking pool and
+                // back.
+                let handler = Arc::clone(&handler);
+                let dispatched = tokio::task::spawn_blocking(move || {
+                    driver.dispatch(&*handler);
+                    driver
+                });
+                match dispatched.await {
+                    Ok(back) => driver = back,
+                    // A hook panicked outside the handler's own guard:
+                    // the connection state is gone with it.
+                    Err(_) => return,
+                }
+            }
+            Turn::Step(Step::Yield) => tokio::task::yield_now().await,
+            Turn::Step(Step::Close) => return,
+            Turn::Step(Step::Wait { .. }) => {}
+        }
+    }
+}

@@ -1,0 +1,185 @@
+//! The transport seam: the byte stream a drive step reads and writes.
+//!
+//! The drive steps ([`server::Driver`](super::server::Driver) and the
+//! clients') never name a socket type. They read and write a [`Transport`]:
+//! plain TCP, a Unix socket, and later TLS or a stream that has consumed a
+//! PROXY header (D20, D21) are all the same to them. A transport is either
+//! blocking, bounded by [`Transport::set_timeout`], or non-blocking,
+//! answering [`io::ErrorKind::WouldBlock`]; the [`IoMode`] given to the
+//! driver says which.
+
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, TcpStream};
+use std::time::Duration;
+
+/// A byte stream a drive step can serve: `Read + Write`, plus the two
+/// things a connection needs beyond them.
+///
+/// Implemented for std's `TcpStream` and `UnixStream` and mio's
+/// `TcpStream`. A wrapper (TLS, a PROXY-protocol reader) implements it by
+/// passing both calls on to the socket underneath.
+pub trait Transport: Read + Write {
+    /// Ends our sending side and keeps receiving: TCP's half-close. A
+    /// closing server calls it, then drains what the peer still sends for
+    /// a moment, so that closing with unread input does not reset the
+    /// connection and lose our last response.
+    fn shutdown_write(&mut self) -> io::Result<()>;
+
+    /// Blocking transports: how long one read or write may block (`None`:
+    /// for ever). The drive step bounds every call so that it regains
+    /// control to run the timers (D3) and notice a shutdown. A timed-out
+    /// call answers `WouldBlock` or `TimedOut`. Non-blocking transports
+    /// ignore it.
+    fn set_timeout(&mut self, limit: Option<Duration>) -> io::Result<()>;
+}
+
+/// How the transport behaves when it has nothing to give or take; decides
+/// how a drive step uses it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum IoMode {
+    /// Calls block, bounded by [`Transport::set_timeout`]. One call at a
+    /// time: a pending write goes first, and reading waits until the write
+    /// is done or timed out (a blocked read would hold the write back).
+    Blocking,
+    /// Calls answer `WouldBlock`. The step reads and writes in the same
+    /// turn, until every direction it wants would block; only then does it
+    /// ask to wait (what readiness-based runtimes require).
+    NonBlocking,
+    /// [`NonBlocking`](IoMode::NonBlocking), and a read that fills less than
+    /// the buffer means the socket is drained: an edge-triggered poll
+    /// (epoll, kqueue) reports new data as a new event, so the step spares
+    /// the read that would only answer `WouldBlock`.
+    EdgeTriggered,
+}
+
+impl IoMode {
+    pub(crate) fn is_blocking(self) -> bool {
+        self == IoMode::Blocking
+    }
+}
+
+/// Whether a read or write gave up for now (non-blocking, or a blocking
+/// call's timeout) rather than failed.
+pub(crate) fn would_block(e: &io::Error) -> bool {
+    matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut)
+}
+
+/// A peer that closed with unread data resets the connection.
+pub(crate) fn is_reset(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::ConnectionReset | io::ErrorKind::ConnectionAborted | io::ErrorKind::BrokenPipe
+    )
+}
+
+impl Transport for TcpStream {
+    fn shutdown_write(&mut self) -> io::Result<()> {
+        self.shutdown(Shutdown::Write)
+    }
+
+    fn set_timeout(&mut self, limit: Option<Duration>) -> io::Result<()> {
+        self.set_read_timeout(limit)?;
+        self.set_write_timeout(limit)
+    }
+}
+
+#[cfg(unix)]
+impl Transport for std::os::unix::net::UnixStream {
+    fn shutdown_write(&mut self) -> io::Result<()> {
+        self.shutdown(Shutdown::Write)
+    }
+
+    fn set_timeout(&mut self, limit: Option<Duration>) -> io::Result<()> {
+        self.set_read_timeout(limit)?;
+        self.set_write_timeout(limit)
+    }
+}
+
+#[cfg(feature = "mio")]
+impl Transport for mio::net::TcpStream {
+    fn shutdown_write(&mut self) -> io::Result<()> {
+        self.shutdown(Shutdown::Write)
+    }
+
+    fn set_timeout(&mut self, _limit: Option<Duration>) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<T: Transport + ?Sized> Transport for &mut T {
+    fn shutdown_write(&mut self) -> io::Result<()> {
+        (**self).shutdown_write()
+    }
+
+    fn set_timeout(&mut self, limit: Option<Duration>) -> io::Result<()> {
+        (**self).set_timeout(limit)
+    }
+}
+
+impl<T: Transport + ?Sized> Transport for Box<T> {
+    fn shutdown_write(&mut self) -> io::Result<()> {
+        (**self).shutdown_write()
+    }
+
+    fn set_timeout(&mut self, limit: Option<Duration>) -> io::Result<()> {
+        (**self).set_timeout(limit)
+    }
+}
+
+/// A tokio stream seen through the synchronous [`Transport`] for one poll:
+/// `Pending` reads as `WouldBlock`, having registered the task's waker, so
+/// the async runtimes run the same drive step as the others (the way
+/// tokio-rustls runs rustls' synchronous I/O).
+#[cfg(feature = "tokio")]
+pub(crate) struct PolledIo<'a, 'b, S> {
+    pub(crate) io: &'a mut S,
+    pub(crate) cx: &'a mut std::task::Context<'b>,
+}
+
+#[cfg(feature = "tokio")]
+mod polled {
+    use std::io::{self, Read, Write};
+    use std::pin::Pin;
+    use std::task::Poll;
+    use std::time::Duration;
+
+    use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+    use super::{PolledIo, Transport};
+
+    fn ready<T>(poll: Poll<io::Result<T>>) -> io::Result<T> {
+        match poll {
+            Poll::Ready(result) => result,
+            Poll::Pending => Err(io::ErrorKind::WouldBlock.into()),
+        }
+    }
+
+    impl<S: AsyncRead + Unpin> Read for PolledIo<'_, '_, S> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            let mut buf = ReadBuf::new(buf);
+            ready(Pin::new(&mut *self.io).poll_read(self.cx, &mut buf))?;
+            Ok(buf.filled().len())
+        }
+    }
+
+    impl<S: AsyncWrite + Unpin> Write for PolledIo<'_, '_, S> {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            ready(Pin::new(&mut *self.io).poll_write(self.cx, buf))
+        }
+
+        fn flush(&mut self) -> io::Result<()> {
+            ready(Pin::new(&mut *self.io).poll_flush(self.cx))
+        }
+    }
+
+    impl<S: AsyncRead + AsyncWrite + Unpin> Transport for PolledIo<'_, '_, S> {
+        fn shutdown_write(&mut self) -> io::Result<()> {
+            ready(Pin::new(&mut *self.io).poll_shutdown(self.cx))
+        }
+
+        fn set_timeout(&mut self, _limit: Option<Duration>) -> io::Result<()> {
+            Ok(())
+        }
+    }
+}

@@ -1,0 +1,16 @@
+//! The adapters over real streams: every server runtime (std, mio, tokio)
+//! and every client (blocking, tokio), against each other, against raw
+//! sockets and scripted peers, against the published reference crate, and
+//! under the conditions that used to hurt (idle and slow peers, bursts, a
+//! lack of descriptors, shutdown). Loopback only; every test is bounded in
+//! time.
+#![allow(clippy::disallowed_methods)] // tests own threads and the clock
+
+mod clients;
+mod interop;
+mod matrix;
+mod robustness;
+mod seam;
+mod servers;
+mod stall;
+mod support;
