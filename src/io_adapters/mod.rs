@@ -31,7 +31,8 @@ pub use transport::{IoMode, Transport};
 
 /// Reads both clocks the machine needs (a monotonic instant for timers, the
 /// wall clock for `date`) into a [`Now`]. The sans-I/O core never calls
-/// this; whoever drives a [`Connection`](crate::machine::Connection) by hand
+/// this; whoever drives a [`ServerConnection`](crate::machine::ServerConnection) or a
+/// [`ClientConnection`](crate::machine::ClientConnection) by hand
 /// may.
 pub fn now() -> Now {
     Now {
