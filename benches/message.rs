@@ -1,4 +1,4 @@
-//! The message layer's speed (issue 2): parsing and validating a typical
+//! The message layer's speed: parsing and validating a typical
 //! small request must cost no more than `serde_json::from_slice::<Value>`
 //! of the same bytes; and the cost of writing a typical response.
 //!
@@ -13,7 +13,8 @@ use jsontp::message::{
     parse_request,
 };
 
-/// Requests of the kind the conformance cases send.
+/// Requests of the kinds a file server receives: small GETs, GETs with
+/// headers, a PUT with content.
 const REQUESTS: &[(&str, &str)] = &[
     (
         "minimal GET",

@@ -1,5 +1,6 @@
 //! The file server behind `jsontp serve`: a [`Handler`] that serves one
-//! folder, as the conformance suite's README describes.
+//! folder: GET/POST read files, PUT writes them atomically, DELETE removes
+//! them, OPTIONS lists what can be done (D11).
 //!
 //! Checks run in the order D5 gives, in one function, `plan`, which both
 //! [`Handler::handle`] and [`Handler::check_continue`] call, so that a
@@ -65,7 +66,8 @@ use crate::message::{
     StatusCode,
 };
 
-/// The media types a request's `content-type` may name (conformance README).
+/// The media types a request's `content-type` may name: the file types the
+/// server sends, and form data for POST (D11); another is `415` (D5).
 const ACCEPTED_CONTENT_TYPES: [&str; 5] = [
     "text/plain",
     "text/html",

@@ -46,8 +46,8 @@ impl FromStr for Date {
     ///
     /// The `Z` is required: D16 reads "the same shape with any offset", and
     /// the shape is `…SSZ+hhmm`. `2021-06-01T02:00:00+02:00` (RFC 3339,
-    /// without `Z`) is therefore refused; the conformance case
-    /// `conditional.ims-colon-offset` sends `2021-06-01T02:00:00Z+02:00`. The
+    /// without `Z`) is therefore refused, and `2021-06-01T02:00:00Z+02:00`
+    /// is read. The
     /// offset is what the sender's local time differs from UTC by, so
     /// `…02:00:00Z+02:00` is 00:00 UTC.
     fn from_str(s: &str) -> Result<Self, Self::Err> {

@@ -82,7 +82,7 @@ mod tests {
 
     #[test]
     fn d11_not_form_content() {
-        // The conformance case methods.post-unparseable.
+        // Stray `%`s and empty pairs: not form data, so the raw content goes on.
         assert_eq!(form("%%%=&&=%zz"), None);
         for bad in [
             "hello", "a=1&b", "a=1&&b=2", "a=1&", "&", "a=%4", "a=%", "a=%g1", "a=%ff", "a=%C3",

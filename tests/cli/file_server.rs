@@ -1,6 +1,5 @@
 //! The file server behind `jsontp serve`, called as a handler on a fresh
-//! temporary folder (the contract of the conformance README; D5, D8, D11,
-//! D17).
+//! temporary folder holding the files of a small site (D5, D8, D11, D17).
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -770,7 +769,7 @@ fn a_missing_root_is_an_error() {
 fn media_types_come_from_the_extension_table() {
     use jsontp::file_server::media_type_of;
     for (path, expected) in [
-        // The ones the conformance suite checks.
+        // The types every jsontp file server is expected to give.
         ("/hello.txt", "text/plain"),
         ("/index.html", "text/html"),
         ("/data.json", "application/json"),

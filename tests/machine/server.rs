@@ -541,7 +541,8 @@ fn the_100_waits_for_the_responses_owed_before_it() {
 
 #[test]
 fn an_idle_connection_gives_back_the_buffers_of_a_large_exchange() {
-    // Issue 4: idle connections cost little memory, whatever they carried.
+    // Thousands of idle connections per worker: each must cost little
+    // memory, whatever it carried before.
     let mut s = Server::new(ServerConfig::default(), App::Echo);
     let big = "x".repeat(600 * 1024);
     s.send(put("/big.txt", &big).as_bytes());

@@ -1,5 +1,5 @@
 //! Round trip: any valid request or response, serialized and parsed again,
-//! is the same message (issue 2: serialization; D1, D8, D9, D12, D15, D16).
+//! is the same message (D1, D8, D9, D12, D15, D16).
 
 use jsontp::message::{
     Body, Cookies, Date, Encoding, Headers, LanguageRange, LanguageTag, MediaRange, MediaType, MessageLimits,
