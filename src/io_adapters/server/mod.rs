@@ -120,6 +120,13 @@ pub struct AccessRecord<'a> {
     /// How long the handler took to answer (zero for errors the connection
     /// answered itself).
     pub elapsed: Duration,
+    /// Bytes of the response the peer took: the whole JSON message (and the
+    /// interim `100` before it, if any) when [`complete`](Self::complete).
+    pub bytes_written: u64,
+    /// Whether the peer took the whole response. `false` when the
+    /// connection ended first (the peer left mid-download, a reset, a
+    /// stall): a transfer cut short, not a success, whatever the status.
+    pub complete: bool,
 }
 
 /// The application: answers requests.
@@ -144,7 +151,9 @@ pub trait Handler: Send + Sync + 'static {
         Ok(())
     }
 
-    /// Told about every response once it is queued, the connection's own
+    /// Told about every response once its last byte has been taken by the
+    /// peer, or once the connection ended before it could be
+    /// ([`AccessRecord::complete`] is then `false`), the connection's own
     /// error responses included: the hook for an access log. Does nothing by
     /// default.
     fn log_exchange(&self, record: &AccessRecord<'_>) {
