@@ -86,6 +86,35 @@ pub(crate) fn client_gave_up(e: &io::Error) -> bool {
     )
 }
 
+/// Accept failures for lack of descriptors or memory come in bursts (each
+/// retry fails until a connection closes): warned once when a burst starts,
+/// and once when it ends, with its count, rather than once per retry.
+#[derive(Debug, Default)]
+pub(crate) struct AcceptFaults {
+    failed: u64,
+}
+
+impl AcceptFaults {
+    /// An accept failed for lack of resources: the server backs off.
+    pub(crate) fn failed(&mut self, error: &io::Error) {
+        if self.failed == 0 {
+            tracing::warn!(
+                %error,
+                "cannot accept connections (out of descriptors or memory?): backing off, new clients wait in the backlog"
+            );
+        }
+        self.failed += 1;
+    }
+
+    /// An accept succeeded: a burst of failures, if any, is over.
+    pub(crate) fn accepted(&mut self) {
+        if self.failed > 0 {
+            tracing::warn!(failed_accepts = self.failed, "accepting connections again");
+            self.failed = 0;
+        }
+    }
+}
+
 /// What an adapter knows about a request besides the message itself.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
