@@ -12,7 +12,7 @@ use crate::io_adapters::linger::{Linger, Lingering};
 use crate::io_adapters::now;
 use crate::io_adapters::transport::{IoMode, Transport, would_block};
 use crate::machine::{ContinuePolicy, PeerError, RequestId, ServerConnection, ServerEvent, UsageError};
-use crate::message::{Method, Request, Response, Status, StatusCode};
+use crate::message::{Method, Request, Resource, Response, Status, StatusCode};
 
 /// Longest one blocking read or write may take: how soon a blocking
 /// connection notices a shutdown when its timers are far off.
@@ -167,13 +167,30 @@ pub struct Driver {
 #[derive(Debug)]
 struct Unlogged {
     method: Option<Method>,
-    resource: String,
+    resource: Echoed,
     status: StatusCode,
     content_bytes: usize,
     elapsed: Duration,
     /// Where its bytes end in the output, once the machine has queued it;
     /// never, when the connection closed before it could be.
     end: Option<u64>,
+}
+
+/// The resource an exchange's response echoes (D12).
+#[derive(Debug)]
+enum Echoed {
+    Request(Resource),
+    /// As the rejection wrote it (`""` when it could not be read).
+    Rejection(String),
+}
+
+impl Echoed {
+    fn as_str(&self) -> &str {
+        match self {
+            Echoed::Request(resource) => resource.as_str(),
+            Echoed::Rejection(text) => text,
+        }
+    }
 }
 
 /// Why a connection ended, as the debug log says it.
@@ -439,7 +456,7 @@ impl Driver {
                     self.awaiting_full = false;
                     let started = Instant::now();
                     let response = answer(handler, &request, &self.info);
-                    self.respond(id, &request, response, started);
+                    self.respond(id, request, response, started);
                 }
                 ServerEvent::ContinueRequested { id, request } => {
                     let started = Instant::now();
@@ -455,7 +472,7 @@ impl Driver {
                             let _ = self.conn.accept_continue(id, now());
                         }
                         Err(response) => {
-                            self.respond(id, &request, response, started);
+                            self.respond(id, request, response, started);
                         }
                     }
                 }
@@ -477,7 +494,7 @@ impl Driver {
                     }
                     self.unlogged.push_back(Unlogged {
                         method: None,
-                        resource: rejection.resource,
+                        resource: Echoed::Rejection(rejection.resource),
                         status: rejection.status,
                         // The connection's error responses carry no content.
                         content_bytes: 0,
@@ -555,7 +572,7 @@ impl Driver {
             handler.log_exchange(&AccessRecord {
                 peer: self.info.peer,
                 method: done.method,
-                resource: &done.resource,
+                resource: done.resource.as_str(),
                 status: done.status,
                 content_bytes: done.content_bytes,
                 elapsed: done.elapsed,
@@ -636,7 +653,7 @@ impl Driver {
     /// record for the access log until it has left. An answer the machine
     /// refuses as a misuse (a `1xx` other than the acknowledgement, D12) would leave the exchange unanswered and stall
     /// every pipelined response behind it, so it is replaced by a `500`.
-    fn respond(&mut self, id: RequestId, request: &Request, response: Response, started: Instant) {
+    fn respond(&mut self, id: RequestId, request: Request, response: Response, started: Instant) {
         let (mut status, mut content_bytes) = (response.status.code, response.body.content().len());
         match self.conn.send_response(id, response, now()) {
             // Closed: the connection is going away; nobody is left to answer.
@@ -652,7 +669,8 @@ impl Driver {
         }
         self.unlogged.push_back(Unlogged {
             method: Some(request.method),
-            resource: request.resource.as_str().to_owned(),
+            // Moved, not copied: the request is done with.
+            resource: Echoed::Request(request.resource),
             status,
             content_bytes,
             elapsed: started.elapsed(),
