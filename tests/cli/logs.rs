@@ -246,3 +246,61 @@ fn the_library_emits_events_to_a_subscriber() {
         "{events:?}"
     );
 }
+
+/// A handler that keeps every access record: (status, bytes, complete).
+#[derive(Clone, Default)]
+struct Records(Arc<Mutex<Vec<(u16, u64, bool)>>>);
+
+impl jsontp::io_adapters::server::Handler for Records {
+    fn handle(
+        &self,
+        _: &jsontp::message::Request,
+        _: &jsontp::io_adapters::server::RequestInfo,
+    ) -> jsontp::message::Response {
+        use jsontp::message::{Response, Status, StatusCode};
+        Response::new(Status::new(StatusCode::OK, "fine"))
+    }
+
+    fn log_exchange(&self, record: &jsontp::io_adapters::server::AccessRecord<'_>) {
+        let entry = (record.status.as_u16(), record.bytes_written, record.complete);
+        self.0.lock().expect("not poisoned").push(entry);
+    }
+}
+
+#[test]
+fn each_record_counts_the_bytes_of_its_own_response() {
+    use jsontp::io_adapters::server::{ServerOptions, blocking};
+
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let client = std::thread::spawn(move || {
+        let mut stream = TcpStream::connect(addr).expect("connect");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .expect("timeout");
+        // Pipelined: an answer, a refusal the connection writes itself
+        // (queued behind the answer, D2), another answer.
+        let bad = "{\"jsontp\": \"1.0\", \"type\": \"request\", \"resource\": \"/bad\", \"method\": \"FETCH\", \"headers\": {}, \"body\": {\"content\": \"\", \"encoding\": \"identity\"}}\n";
+        let batch = request("/one") + bad + &request("/three");
+        stream.write_all(batch.as_bytes()).expect("write");
+        stream.shutdown(std::net::Shutdown::Write).expect("half close");
+        let mut text = String::new();
+        BufReader::new(stream).read_to_string(&mut text).expect("answers");
+        text
+    });
+    let (stream, peer) = listener.accept().expect("accept");
+    let records = Records::default();
+    blocking::serve_connection(stream, peer, &records, &ServerOptions::default());
+    let answers = client.join().expect("client");
+    let sizes: Vec<u64> = answers.split_inclusive('\n').map(|l| l.len() as u64).collect();
+    let logged = records.0.lock().expect("not poisoned").clone();
+    assert_eq!(
+        logged,
+        [
+            (200, sizes[0], true),
+            (400, sizes[1], true),
+            (200, sizes[2], true)
+        ],
+        "{answers}"
+    );
+}
