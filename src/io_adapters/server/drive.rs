@@ -29,9 +29,10 @@ const TURN_BYTES: usize = 32 * 1024;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Step {
-    /// Requests or other events arrived: run [`Driver::dispatch`] with the
-    /// handler (where handlers may run: inline, or a blocking pool), then
-    /// step again.
+    /// Requests or other events arrived, or a response has left (or the
+    /// connection ended) and its access record is due: run
+    /// [`Driver::dispatch`] with the handler (where handlers may run:
+    /// inline, or a blocking pool), then step again.
     Dispatch,
     /// Nothing can move until the transport is ready or `deadline` passes;
     /// then step again. Every direction waited for answered `WouldBlock`
@@ -434,7 +435,8 @@ impl Driver {
     }
 
     /// Answers every pending event with `handler`, and reports each
-    /// response to its access-log hook.
+    /// response to its access-log hook once it has wholly left, or once the
+    /// connection ended before it could.
     pub fn dispatch<H: Handler + ?Sized>(&mut self, handler: &H) {
         let span = self.span.clone();
         let _entered = span.enter();
