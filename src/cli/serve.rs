@@ -3,7 +3,6 @@
 //! says otherwise; every option also read from a `JSONTP_*` variable.
 
 use std::fmt;
-use std::io::Write;
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
@@ -17,7 +16,9 @@ use jsontp::file_server::FileServer;
 use jsontp::machine::{ContinuePolicy, ServerConfig};
 use jsontp::message::{LanguageTag, Request, Response};
 
-use self::adapter::{Exchange, Handler, RequestInfo, ShutdownHandle};
+pub use self::adapter::Exchange;
+use self::adapter::{Handler, RequestInfo, ShutdownHandle};
+use super::log::{self, LogFormat};
 use super::target::DEFAULT_PORT;
 
 /// The environment variable that holds the token (`--token`'s, listed
@@ -83,9 +84,18 @@ pub struct ServeArgs {
         value_parser = parse_max_connections
     )]
     max_connections: NonZeroUsize,
-    /// No access log.
+    /// No access log (the server's warnings and errors still show).
     #[arg(long, env = "JSONTP_QUIET", value_parser = FalseyValueParser::new())]
     quiet: bool,
+    /// How log lines on stderr are written: text, or one JSON object per
+    /// line.
+    #[arg(long, env = "JSONTP_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
+    /// What is logged, as RUST_LOG writes it: `debug` shows every
+    /// connection; the access log's target is jsontp::access. Default:
+    /// RUST_LOG, else `warn,jsontp::access=info`.
+    #[arg(long, env = "JSONTP_LOG_LEVEL", value_name = "FILTER", value_parser = log::parse_filter)]
+    log_level: Option<String>,
 }
 
 /// `jsontp serve` as parsed: its arguments, and the one place the token
@@ -286,6 +296,7 @@ impl Serve {
     /// Runs the file server until the process is stopped.
     pub fn run(self) -> ExitCode {
         let Serve { args, token } = self;
+        log::install(args.log_format, args.log_level.as_deref());
         let token = match token {
             TokenSource::None => None,
             TokenSource::Given(token) => Some(token),
@@ -417,7 +428,7 @@ fn stop_on_signals(stop: ShutdownHandle) -> std::io::Result<()> {
     Ok(())
 }
 
-/// The file server with one access-log line per response on stderr.
+/// The file server with one access-log event per response.
 struct AccessLog {
     inner: FileServer,
     quiet: bool,
@@ -434,20 +445,9 @@ impl Handler for AccessLog {
     }
 
     fn log_exchange(&self, exchange: &Exchange<'_>) {
-        if self.quiet {
-            return;
+        if !self.quiet {
+            log::access(exchange);
         }
-        let method = exchange.method.map_or("-", |m| m.as_str());
-        // One write per line, so lines from several workers do not mix.
-        let line = format!(
-            "{} {method} {:?} {} {}B {:.1}ms\n",
-            exchange.peer,
-            exchange.resource,
-            exchange.status.as_u16(),
-            exchange.content_bytes,
-            exchange.elapsed.as_secs_f64() * 1000.0,
-        );
-        let _ = std::io::stderr().lock().write_all(line.as_bytes());
     }
 }
 

@@ -173,6 +173,22 @@ impl ServerConnection {
         self.after_call(now);
     }
 
+    /// Bytes of output the peer has taken since the connection opened (the
+    /// sum of every [`consume_output`](Self::consume_output)).
+    pub fn output_written(&self) -> u64 {
+        self.core.written()
+    }
+
+    /// Where each final response queued and not yet wholly taken by the
+    /// peer ends, oldest first, as a count of output bytes since the
+    /// connection opened. Responses are queued in request order (D2), so an
+    /// access log can match them with the exchanges it saw, and tell with
+    /// [`output_written`](Self::output_written) whether each one left whole.
+    /// Interim `100`s are not listed. Ends leave the list once taken.
+    pub fn response_ends(&self) -> impl ExactSizeIterator<Item = u64> + '_ {
+        self.untaken.iter().copied()
+    }
+
     /// Bytes of memory the connection's input and output buffers hold
     /// (capacity, not content). An idle connection keeps at most a few KiB,
     /// whatever it carried before, and the written part of the output is

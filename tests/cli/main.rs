@@ -15,6 +15,8 @@ mod habits;
 #[cfg(feature = "cli")]
 mod help;
 #[cfg(feature = "cli")]
+mod logs;
+#[cfg(feature = "cli")]
 mod serve;
 #[cfg(feature = "cli")]
 mod serve_options;

@@ -37,7 +37,7 @@ fn serves_the_root_and_logs_each_request() {
     let mut line = String::new();
     log.read_line(&mut line).expect("access log line");
     assert!(
-        line.contains("GET") && line.contains("/hello.txt") && line.contains(" 200 "),
+        line.contains("GET") && line.contains("/hello.txt") && line.contains(" status=200 "),
         "{line:?}"
     );
     let _ = std::fs::remove_dir_all(root);
@@ -116,7 +116,7 @@ fn an_incomplete_message_has_an_access_log_line() {
     let line = rx
         .recv_timeout(Duration::from_secs(5))
         .expect("an access-log line for the 400");
-    assert!(line.contains(" 400 "), "{line:?}");
+    assert!(line.contains(" status=400 "), "{line:?}");
     let _ = std::fs::remove_dir_all(root);
 }
 

@@ -40,7 +40,7 @@ impl Drop for Serve {
 
 /// Every variable `jsontp serve` reads: cleared for the servers the tests
 /// start, so that the developer's environment cannot change a test.
-pub const SERVE_ENV: [&str; 11] = [
+pub const SERVE_ENV: [&str; 13] = [
     "JSONTP_ROOT",
     "JSONTP_ADDR",
     "JSONTP_WRITABLE",
@@ -52,6 +52,8 @@ pub const SERVE_ENV: [&str; 11] = [
     "JSONTP_WORKERS",
     "JSONTP_MAX_CONNECTIONS",
     "JSONTP_QUIET",
+    "JSONTP_LOG_FORMAT",
+    "JSONTP_LOG_LEVEL",
 ];
 
 /// `jsontp serve ARGS…` with none of [`SERVE_ENV`] set but `env`.
@@ -61,6 +63,9 @@ pub fn serve_command(args: &[&str], env: &[(&str, &str)]) -> Command {
     for name in SERVE_ENV {
         command.env_remove(name);
     }
+    // Read when --log-level is not given: the developer's must not change
+    // what a test sees.
+    command.env_remove("RUST_LOG");
     command.envs(env.iter().copied());
     command
 }

@@ -33,7 +33,10 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use super::drive::BLOCKING_SLICE;
-use super::{ACCEPT_BACKOFF, Driver, Handler, ServerOptions, Step, client_gave_up, listen, stop_listening};
+use super::{
+    ACCEPT_BACKOFF, AcceptFaults, Driver, Handler, ServerOptions, Step, client_gave_up, listen,
+    stop_listening,
+};
 use crate::io_adapters::transport::{IoMode, Transport};
 
 /// Size of each thread's read buffer.
@@ -229,6 +232,7 @@ fn accept_loop<H: Handler>(
     ready: usize,
 ) -> io::Result<()> {
     let max = options.max_connections.max(1);
+    let mut faults = AcceptFaults::default();
     loop {
         {
             // At the cap: the clients wait in the backlog (D3).
@@ -249,11 +253,17 @@ fn accept_loop<H: Handler>(
             return Ok(());
         }
         match accepted {
-            Ok((stream, peer)) => hand_over(stream, peer, handler, options, shared, ready),
+            Ok((stream, peer)) => {
+                faults.accepted();
+                hand_over(stream, peer, handler, options, shared, ready)
+            }
             Err(e) if client_gave_up(&e) => {}
             // Out of descriptors or memory: the client stays in the
             // backlog; the open connections go on meanwhile.
-            Err(e) if lacks_resources(&e) => std::thread::sleep(ACCEPT_BACKOFF),
+            Err(e) if lacks_resources(&e) => {
+                faults.failed(&e);
+                std::thread::sleep(ACCEPT_BACKOFF);
+            }
             Err(e) => return Err(e),
         }
     }

@@ -3,6 +3,7 @@
 //! See [`Driver`]. This is the one module of the server side that calls
 //! the machine.
 
+use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
@@ -11,7 +12,7 @@ use crate::io_adapters::linger::{Linger, Lingering};
 use crate::io_adapters::now;
 use crate::io_adapters::transport::{IoMode, Transport, would_block};
 use crate::machine::{ContinuePolicy, PeerError, RequestId, ServerConnection, ServerEvent, UsageError};
-use crate::message::{Request, Response, Status, StatusCode};
+use crate::message::{Method, Request, Resource, Response, Status, StatusCode};
 
 /// Longest one blocking read or write may take: how soon a blocking
 /// connection notices a shutdown when its timers are far off.
@@ -28,9 +29,10 @@ const TURN_BYTES: usize = 32 * 1024;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Step {
-    /// Requests or other events arrived: run [`Driver::dispatch`] with the
-    /// handler (where handlers may run: inline, or a blocking pool), then
-    /// step again.
+    /// Requests or other events arrived, or a response has left (or the
+    /// connection ended) and its access record is due: run
+    /// [`Driver::dispatch`] with the handler (where handlers may run:
+    /// inline, or a blocking pool), then step again.
     Dispatch,
     /// Nothing can move until the transport is ready or `deadline` passes;
     /// then step again. Every direction waited for answered `WouldBlock`
@@ -143,6 +145,80 @@ pub struct Driver {
     timeout: Option<Duration>,
     linger: Option<Linger>,
     closed: bool,
+    /// Exchanges answered whose response has not wholly left: each is
+    /// told to the access log once its last byte is taken, or the
+    /// connection ends first (then as cut short, like nginx's 499).
+    unlogged: VecDeque<Unlogged>,
+    /// Ends of queued responses not yet matched with an exchange
+    /// (responses go out in exchange order, D2, so front matches front).
+    ends: VecDeque<u64>,
+    /// The latest response end seen from the machine.
+    ends_seen: u64,
+    /// Where the next logged response's bytes start: the end of the one
+    /// logged before it (an interim `100` counts with its exchange).
+    logged_to: u64,
+    /// Why the connection ends, once known: told once, when it closes.
+    why_closing: Option<CloseReason>,
+    /// The connection's span: every event of the connection carries the
+    /// peer.
+    span: tracing::Span,
+}
+
+/// An answered exchange waiting for its response to leave.
+#[derive(Debug)]
+struct Unlogged {
+    method: Option<Method>,
+    resource: Echoed,
+    status: StatusCode,
+    content_bytes: usize,
+    elapsed: Duration,
+    /// Where its bytes end in the output, once the machine has queued it;
+    /// never, when the connection closed before it could be.
+    end: Option<u64>,
+}
+
+/// The resource an exchange's response echoes (D12).
+#[derive(Debug)]
+enum Echoed {
+    Request(Resource),
+    /// As the rejection wrote it (`""` when it could not be read).
+    Rejection(String),
+}
+
+impl Echoed {
+    fn as_str(&self) -> &str {
+        match self {
+            Echoed::Request(resource) => resource.as_str(),
+            Echoed::Rejection(text) => text,
+        }
+    }
+}
+
+/// Why a connection ended, as the debug log says it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum CloseReason {
+    PeerClosed,
+    IdleTimeout,
+    /// The peer took none of the output for the stall timeout (D3).
+    Stalled,
+    /// An error response that closes the connection (D1, D3, D5).
+    Rejected,
+    Shutdown,
+    /// A read or write failed, or the peer vanished mid-write.
+    TransportFailed,
+}
+
+impl CloseReason {
+    fn as_str(self) -> &'static str {
+        match self {
+            CloseReason::PeerClosed => "peer closed",
+            CloseReason::IdleTimeout => "idle timeout",
+            CloseReason::Stalled => "output stalled",
+            CloseReason::Rejected => "closing error response",
+            CloseReason::Shutdown => "shutdown",
+            CloseReason::TransportFailed => "transport failed",
+        }
+    }
 }
 
 impl Driver {
@@ -172,6 +248,12 @@ impl Driver {
             timeout: None,
             linger: None,
             closed: false,
+            unlogged: VecDeque::new(),
+            ends: VecDeque::new(),
+            ends_seen: 0,
+            logged_to: 0,
+            why_closing: None,
+            span: opened(peer),
         }
     }
 
@@ -216,11 +298,18 @@ impl Driver {
     pub fn step<T: Transport + ?Sized>(&mut self, io: &mut T, scratch: &mut [u8]) -> Step {
         // Within one call: a direction that answered WouldBlock is not
         // tried again (a blocking call has already waited).
+        let span = self.span.clone();
+        let _entered = span.enter();
         let mut write_blocked = false;
         let mut read_blocked = self.drained;
         loop {
             if self.closed {
-                return Step::Close;
+                // What was not wholly written is logged as cut short first.
+                return if self.unlogged.is_empty() {
+                    Step::Close
+                } else {
+                    Step::Dispatch
+                };
             }
             if let Some(linger) = &mut self.linger {
                 return match linger.step(io, scratch, self.mode) {
@@ -233,7 +322,10 @@ impl Driver {
                         write,
                         deadline: Some(deadline),
                     }),
-                    Lingering::Done => self.abort(),
+                    Lingering::Done => {
+                        let why = self.why_closing.unwrap_or(CloseReason::PeerClosed);
+                        self.abort(why, None)
+                    }
                 };
             }
             let at = now();
@@ -242,16 +334,28 @@ impl Driver {
             if self.held.is_none() {
                 self.held = self.conn.next_event(at);
             }
-            if self.held.is_some() || !self.inbox.is_empty() || self.inbox_eof {
+            if self.held.is_some() || !self.inbox.is_empty() || self.inbox_eof || self.log_due() {
                 return Step::Dispatch;
             }
             if self.conn.poll_timeout().is_some_and(|t| t <= at.instant) {
+                self.note_ends();
+                let idle = self.conn.is_idle();
                 self.conn.handle_timeout(at);
+                if idle && self.conn.is_closed() {
+                    // D3: an idle connection closes without a response.
+                    tracing::debug!("idle timeout");
+                    self.why_closing.get_or_insert(CloseReason::IdleTimeout);
+                }
                 continue;
             }
             if self.conn.pending_output().is_empty()
                 && (self.conn.is_closed() || (self.stopping && self.may_stop()))
             {
+                if self.conn.is_closed() {
+                    self.why_closing.get_or_insert(CloseReason::PeerClosed);
+                } else {
+                    self.why_closing.get_or_insert(CloseReason::Shutdown);
+                }
                 self.linger = Some(Linger::new(at.instant));
                 continue;
             }
@@ -260,20 +364,23 @@ impl Driver {
             let mut moved = false;
 
             if !self.conn.pending_output().is_empty() && !write_blocked && !over_budget {
-                if self.bound(io, deadline, at.instant).is_err() {
-                    return self.abort();
+                if let Err(e) = self.bound(io, deadline, at.instant) {
+                    return self.abort(CloseReason::TransportFailed, Some(&e));
                 }
                 match io.write(self.conn.pending_output()) {
                     // The peer is gone: nothing more can be sent.
-                    Ok(0) => return self.abort(),
+                    Ok(0) => return self.abort(CloseReason::TransportFailed, None),
                     Ok(n) => {
+                        // The ends must be seen before taking output lets
+                        // the machine forget them.
+                        self.note_ends();
                         self.conn.consume_output(n, now());
                         self.turn += n;
                         moved = true;
                     }
                     Err(e) if would_block(&e) => write_blocked = true,
                     Err(e) if e.kind() == std::io::ErrorKind::Interrupted => moved = true,
-                    Err(_) => return self.abort(),
+                    Err(e) => return self.abort(CloseReason::TransportFailed, Some(&e)),
                 }
             }
 
@@ -284,8 +391,8 @@ impl Driver {
             let read_turn = !self.mode.is_blocking() || !pending || write_blocked;
             let room = scratch.len().min(TURN_BYTES.saturating_sub(self.turn));
             if want_read && read_turn && !read_blocked && room > 0 {
-                if self.bound(io, deadline, at.instant).is_err() {
-                    return self.abort();
+                if let Err(e) = self.bound(io, deadline, at.instant) {
+                    return self.abort(CloseReason::TransportFailed, Some(&e));
                 }
                 match io.read(&mut scratch[..room]) {
                     Ok(0) => {
@@ -309,7 +416,7 @@ impl Driver {
                     Err(e) if would_block(&e) => read_blocked = true,
                     Err(e) if e.kind() == std::io::ErrorKind::Interrupted => moved = true,
                     // Reset by the peer: nothing can be sent.
-                    Err(_) => return self.abort(),
+                    Err(e) => return self.abort(CloseReason::TransportFailed, Some(&e)),
                 }
             }
             if moved {
@@ -328,8 +435,16 @@ impl Driver {
     }
 
     /// Answers every pending event with `handler`, and reports each
-    /// response to its access-log hook.
+    /// response to its access-log hook once it has wholly left, or once the
+    /// connection ended before it could.
     pub fn dispatch<H: Handler + ?Sized>(&mut self, handler: &H) {
+        let span = self.span.clone();
+        let _entered = span.enter();
+        if self.closed {
+            // Nothing more is served: only the log is told what was cut short.
+            self.log_sent(handler);
+            return;
+        }
         if !self.inbox.is_empty() {
             self.conn.receive_data(&self.inbox, now());
             self.inbox.clear();
@@ -343,7 +458,7 @@ impl Driver {
                     self.awaiting_full = false;
                     let started = Instant::now();
                     let response = answer(handler, &request, &self.info);
-                    self.respond(handler, id, &request, response, started);
+                    self.respond(id, request, response, started);
                 }
                 ServerEvent::ContinueRequested { id, request } => {
                     let started = Instant::now();
@@ -359,24 +474,39 @@ impl Driver {
                             let _ = self.conn.accept_continue(id, now());
                         }
                         Err(response) => {
-                            self.respond(handler, id, &request, response, started);
+                            self.respond(id, request, response, started);
                         }
                     }
                 }
                 // Every response the machine writes on its own (framing,
                 // limits, timeouts, a stream cut short) comes as a rejection
                 // carrying what it wrote: log it like an answer.
-                ServerEvent::PeerError(PeerError::Rejected { rejection, .. }) => {
+                ServerEvent::PeerError(PeerError::Rejected {
+                    rejection, closes, ..
+                }) => {
                     self.awaiting_full = false;
-                    handler.log_exchange(&AccessRecord {
-                        peer: self.info.peer,
+                    tracing::debug!(
+                        status = rejection.status.as_u16(),
+                        closes,
+                        reason = %rejection.message,
+                        "request rejected"
+                    );
+                    if closes {
+                        self.why_closing.get_or_insert(CloseReason::Rejected);
+                    }
+                    self.unlogged.push_back(Unlogged {
                         method: None,
-                        resource: &rejection.resource,
+                        resource: Echoed::Rejection(rejection.resource),
                         status: rejection.status,
                         // The connection's error responses carry no content.
                         content_bytes: 0,
                         elapsed: Duration::ZERO,
+                        end: None,
                     });
+                }
+                ServerEvent::PeerError(PeerError::OutputStalled) => {
+                    tracing::debug!("output stalled: the peer takes nothing");
+                    self.why_closing.get_or_insert(CloseReason::Stalled);
                 }
                 // The peer left after a `100` without the full request:
                 // nothing was written, so nothing to log.
@@ -386,6 +516,71 @@ impl Driver {
                 // Closed: `step` sees it.
                 _ => {}
             }
+            self.note_ends();
+        }
+        self.note_ends();
+        self.log_sent(handler);
+    }
+
+    /// Takes the ends of the responses the machine queued since last
+    /// time, and gives them, in order, to the exchanges waiting for one.
+    fn note_ends(&mut self) {
+        for end in self.conn.response_ends() {
+            if end > self.ends_seen {
+                self.ends.push_back(end);
+                self.ends_seen = end;
+            }
+        }
+        for waiting in self.unlogged.iter_mut().filter(|u| u.end.is_none()) {
+            match self.ends.pop_front() {
+                Some(end) => waiting.end = Some(end),
+                None => break,
+            }
+        }
+    }
+
+    /// Whether `dispatch` has a record to give the access log: a response
+    /// wholly taken by the peer.
+    fn log_due(&self) -> bool {
+        let written = self.conn.output_written();
+        self.unlogged
+            .front()
+            .and_then(|u| u.end)
+            .is_some_and(|end| end <= written)
+    }
+
+    /// Tells the access log about every response that has wholly left
+    /// and, once the connection is closed, about those cut short.
+    fn log_sent<H: Handler + ?Sized>(&mut self, handler: &H) {
+        let written = self.conn.output_written();
+        while let Some(front) = self.unlogged.front() {
+            let complete = front.end.is_some_and(|end| end <= written);
+            if !complete && !self.closed {
+                break;
+            }
+            let Some(done) = self.unlogged.pop_front() else {
+                break;
+            };
+            let end = done.end.unwrap_or(self.logged_to).max(self.logged_to);
+            let bytes_written = written.min(end) - self.logged_to;
+            self.logged_to = end;
+            if !complete {
+                tracing::debug!(
+                    status = done.status.as_u16(),
+                    bytes_written,
+                    "response cut short: the connection ended before it left"
+                );
+            }
+            handler.log_exchange(&AccessRecord {
+                peer: self.info.peer,
+                method: done.method,
+                resource: done.resource.as_str(),
+                status: done.status,
+                content_bytes: done.content_bytes,
+                elapsed: done.elapsed,
+                bytes_written,
+                complete,
+            });
         }
     }
 
@@ -437,25 +632,30 @@ impl Driver {
         step
     }
 
-    /// Closes without lingering: the transport failed or the peer is gone.
-    fn abort(&mut self) -> Step {
+    /// Closes without lingering (the transport failed or the peer is
+    /// gone) or after it; says why. What is left to log goes to `dispatch`
+    /// first.
+    fn abort(&mut self, why: CloseReason, error: Option<&std::io::Error>) -> Step {
         self.closed = true;
         self.linger = None;
-        Step::Close
+        let why = self.why_closing.unwrap_or(why);
+        self.note_ends();
+        match error {
+            Some(error) => tracing::debug!(reason = why.as_str(), %error, "connection closed"),
+            None => tracing::debug!(reason = why.as_str(), "connection closed"),
+        }
+        if self.unlogged.is_empty() {
+            Step::Close
+        } else {
+            Step::Dispatch
+        }
     }
 
-    /// Sends the application's answer to exchange `id` and logs it. An
-    /// answer the machine refuses as a misuse (a `1xx` other than the
-    /// acknowledgement, D12) would leave the exchange unanswered and stall
+    /// Sends the application's answer to exchange `id`, and keeps its
+    /// record for the access log until it has left. An answer the machine
+    /// refuses as a misuse (a `1xx` other than the acknowledgement, D12) would leave the exchange unanswered and stall
     /// every pipelined response behind it, so it is replaced by a `500`.
-    fn respond<H: Handler + ?Sized>(
-        &mut self,
-        handler: &H,
-        id: RequestId,
-        request: &Request,
-        response: Response,
-        started: Instant,
-    ) {
+    fn respond(&mut self, id: RequestId, request: Request, response: Response, started: Instant) {
         let (mut status, mut content_bytes) = (response.status.code, response.body.content().len());
         match self.conn.send_response(id, response, now()) {
             // Closed: the connection is going away; nobody is left to answer.
@@ -469,22 +669,42 @@ impl Driver {
                 let _ = self.conn.send_response(id, fallback, now());
             }
         }
-        handler.log_exchange(&AccessRecord {
-            peer: self.info.peer,
+        self.unlogged.push_back(Unlogged {
             method: Some(request.method),
-            resource: request.resource.as_str(),
+            // Moved, not copied: the request is done with.
+            resource: Echoed::Request(request.resource),
             status,
             content_bytes,
             elapsed: started.elapsed(),
+            end: None,
         });
+        self.note_ends();
     }
+}
+
+/// The span of a connection, and its first event.
+fn opened(peer: SocketAddr) -> tracing::Span {
+    let span = tracing::debug_span!("connection", %peer);
+    span.in_scope(|| tracing::debug!("connection opened"));
+    span
 }
 
 /// Runs the handler; a handler that panics gets its request answered `500`
 /// instead of taking down the worker and every connection on it.
 fn answer<H: Handler + ?Sized>(handler: &H, request: &Request, info: &RequestInfo) -> Response {
     let run = std::panic::AssertUnwindSafe(|| handler.handle(request, info));
-    std::panic::catch_unwind(run).unwrap_or_else(|_| {
+    std::panic::catch_unwind(run).unwrap_or_else(|panic| {
+        let why = panic
+            .downcast_ref::<&str>()
+            .copied()
+            .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+            .unwrap_or("(not a string)");
+        tracing::error!(
+            method = request.method.as_str(),
+            resource = request.resource.as_str(),
+            panic = why,
+            "the handler panicked; answering 500"
+        );
         let status = Status::new(
             StatusCode::INTERNAL_SERVER_ERROR,
             "the server failed while answering this request",

@@ -40,7 +40,10 @@ use std::time::{Duration, Instant};
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token, Waker};
 
-use super::{ACCEPT_BACKOFF, Driver, Handler, ServerOptions, Step, client_gave_up, listen, stop_listening};
+use super::{
+    ACCEPT_BACKOFF, AcceptFaults, Driver, Handler, ServerOptions, Step, client_gave_up, listen,
+    stop_listening,
+};
 use crate::io_adapters::transport::IoMode;
 
 const LISTENER: Token = Token(usize::MAX);
@@ -242,6 +245,8 @@ struct Worker<H> {
     accept_ready: bool,
     /// After running out of descriptors: no accept before then.
     accept_after: Option<Instant>,
+    /// Warns once per burst of failed accepts.
+    accept_faults: AcceptFaults,
     stopped: bool,
 }
 
@@ -275,6 +280,7 @@ impl<H: Handler> Worker<H> {
             scratch: vec![0; SCRATCH],
             accept_ready: true,
             accept_after: None,
+            accept_faults: AcceptFaults::default(),
             stopped: false,
         })
     }
@@ -365,7 +371,10 @@ impl<H: Handler> Worker<H> {
                 return;
             }
             match listener.accept() {
-                Ok((stream, peer)) => self.add(stream, peer),
+                Ok((stream, peer)) => {
+                    self.accept_faults.accepted();
+                    self.add(stream, peer);
+                }
                 Err(e) => {
                     self.shared.unreserve();
                     if e.kind() == io::ErrorKind::WouldBlock {
@@ -373,6 +382,7 @@ impl<H: Handler> Worker<H> {
                     } else if !client_gave_up(&e) {
                         // Out of descriptors or memory: serve the open
                         // connections, and try again shortly.
+                        self.accept_faults.failed(&e);
                         self.accept_after = Some(Instant::now() + ACCEPT_BACKOFF);
                     }
                 }

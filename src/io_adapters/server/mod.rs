@@ -86,6 +86,35 @@ pub(crate) fn client_gave_up(e: &io::Error) -> bool {
     )
 }
 
+/// Accept failures for lack of descriptors or memory come in bursts (each
+/// retry fails until a connection closes): warned once when a burst starts,
+/// and once when it ends, with its count, rather than once per retry.
+#[derive(Debug, Default)]
+pub(crate) struct AcceptFaults {
+    failed: u64,
+}
+
+impl AcceptFaults {
+    /// An accept failed for lack of resources: the server backs off.
+    pub(crate) fn failed(&mut self, error: &io::Error) {
+        if self.failed == 0 {
+            tracing::warn!(
+                %error,
+                "cannot accept connections (out of descriptors or memory?): backing off, new clients wait in the backlog"
+            );
+        }
+        self.failed += 1;
+    }
+
+    /// An accept succeeded: a burst of failures, if any, is over.
+    pub(crate) fn accepted(&mut self) {
+        if self.failed > 0 {
+            tracing::warn!(failed_accepts = self.failed, "accepting connections again");
+            self.failed = 0;
+        }
+    }
+}
+
 /// What an adapter knows about a request besides the message itself.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -120,6 +149,13 @@ pub struct AccessRecord<'a> {
     /// How long the handler took to answer (zero for errors the connection
     /// answered itself).
     pub elapsed: Duration,
+    /// Bytes of the response the peer took: the whole JSON message (and the
+    /// interim `100` before it, if any) when [`complete`](Self::complete).
+    pub bytes_written: u64,
+    /// Whether the peer took the whole response. `false` when the
+    /// connection ended first (the peer left mid-download, a reset, a
+    /// stall): a transfer cut short, not a success, whatever the status.
+    pub complete: bool,
 }
 
 /// The application: answers requests.
@@ -144,7 +180,9 @@ pub trait Handler: Send + Sync + 'static {
         Ok(())
     }
 
-    /// Told about every response once it is queued, the connection's own
+    /// Told about every response once its last byte has been taken by the
+    /// peer, or once the connection ended before it could be
+    /// ([`AccessRecord::complete`] is then `false`), the connection's own
     /// error responses included: the hook for an access log. Does nothing by
     /// default.
     fn log_exchange(&self, record: &AccessRecord<'_>) {

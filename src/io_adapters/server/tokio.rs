@@ -23,7 +23,7 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
-use super::{ACCEPT_BACKOFF, Driver, Handler, ServerOptions, Step, client_gave_up};
+use super::{ACCEPT_BACKOFF, AcceptFaults, Driver, Handler, ServerOptions, Step, client_gave_up};
 use crate::io_adapters::transport::{IoMode, PolledIo};
 
 const READ_CHUNK: usize = 16 * 1024;
@@ -78,12 +78,14 @@ where
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut connections = JoinSet::new();
     let mut shutdown = std::pin::pin!(shutdown);
+    let mut accept_faults = AcceptFaults::default();
     loop {
         tokio::select! {
             () = &mut shutdown => break,
             // At the cap the clients wait in the backlog (D3).
             accepted = listener.accept(), if connections.len() < max => match accepted {
                 Ok((stream, peer)) => {
+                    accept_faults.accepted();
                     // Responses are written whole: Nagle would only delay
                     // them. A failure costs latency, not correctness.
                     let _ = stream.set_nodelay(true);
@@ -93,7 +95,10 @@ where
                 Err(e) if client_gave_up(&e) => {}
                 // Out of descriptors or similar: back off instead of
                 // spinning, and keep serving the open connections.
-                Err(_) => tokio::time::sleep(ACCEPT_BACKOFF).await,
+                Err(e) => {
+                    accept_faults.failed(&e);
+                    tokio::time::sleep(ACCEPT_BACKOFF).await;
+                }
             },
             // Reap finished connections: the set counts the open ones.
             Some(_) = connections.join_next(), if !connections.is_empty() => {}
@@ -191,7 +196,10 @@ async fn run<S, H>(
                     Ok(back) => driver = back,
                     // A hook panicked outside the handler's own guard:
                     // the connection state is gone with it.
-                    Err(_) => return,
+                    Err(_) => {
+                        tracing::error!(peer = %peer, "a server hook panicked; the connection is dropped");
+                        return;
+                    }
                 }
             }
             Turn::Step(Step::Yield) => tokio::task::yield_now().await,

@@ -1,0 +1,97 @@
+//! `jsontp serve`'s logs: the `tracing` subscriber it installs, and the
+//! access log as events.
+//!
+//! The library emits spans and events and never prints (connections at
+//! debug, faults at warn and error); the access log is one event per
+//! exchange under the target [`ACCESS_TARGET`]. Both go to stderr as text
+//! or as JSON lines, filtered as `RUST_LOG` filters.
+//!
+//! Writing: each event is formatted into a buffer and written to stderr
+//! with one `write` per line, under stderr's lock. No thread and no queue
+//! stand in between: a line is never lost or held back, memory stays
+//! bounded, and lines from several workers never mix. The cost is one
+//! system call per line on the worker that logs; a background writer would
+//! only move a stalled reader's cost from waiting to dropping lines or
+//! growing a queue, and an operator's log is worth its system call.
+
+use std::io::IsTerminal;
+
+use tracing_subscriber::EnvFilter;
+
+use super::serve::Exchange;
+
+/// The target of the access-log events: `RUST_LOG=jsontp::access=off`
+/// silences them, `warn,jsontp::access=info` is the default.
+pub const ACCESS_TARGET: &str = "jsontp::access";
+
+/// What is logged when neither `--log-level` nor `RUST_LOG` says: the
+/// access log, and the library's warnings and errors.
+pub const DEFAULT_FILTER: &str = "warn,jsontp::access=info";
+
+/// The variable read when `--log-level` is not given.
+pub const RUST_LOG: &str = "RUST_LOG";
+
+/// How log lines are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum LogFormat {
+    /// `TIMESTAMP LEVEL TARGET: field=value …`, one line per event.
+    #[default]
+    Text,
+    /// One JSON object per line: `timestamp`, `level`, `target`, and the
+    /// event's fields.
+    Json,
+}
+
+/// `--log-level`: a filter as `RUST_LOG` writes it (`info`,
+/// `warn,jsontp::access=info`, `debug`…), checked at parse time.
+pub fn parse_filter(text: &str) -> Result<String, String> {
+    EnvFilter::try_new(text)
+        .map(|_| text.to_owned())
+        .map_err(|e| format!("not a log filter ({e}); write e.g. info, debug or warn,jsontp::access=info"))
+}
+
+/// Installs the subscriber for the whole process: `filter` if given, else
+/// `RUST_LOG`, else [`DEFAULT_FILTER`]. An unreadable `RUST_LOG` is said
+/// once, and the default used.
+pub fn install(format: LogFormat, filter: Option<&str>) {
+    let (filter, bad_env) = match filter {
+        Some(given) => (EnvFilter::new(given), None),
+        None => match std::env::var(RUST_LOG) {
+            Ok(text) if !text.trim().is_empty() => match EnvFilter::try_new(&text) {
+                Ok(filter) => (filter, None),
+                Err(e) => (EnvFilter::new(DEFAULT_FILTER), Some(format!("{text:?}: {e}"))),
+            },
+            _ => (EnvFilter::new(DEFAULT_FILTER), None),
+        },
+    };
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal());
+    // Another subscriber already set (a test harness) keeps its place.
+    let _ = match format {
+        LogFormat::Text => builder.try_init(),
+        LogFormat::Json => builder.json().flatten_event(true).try_init(),
+    };
+    if let Some(why) = bad_env {
+        tracing::warn!("{RUST_LOG} is not a log filter ({why}); using {DEFAULT_FILTER}");
+    }
+}
+
+/// One access-log event: who, what, the outcome, how much left and how
+/// long the answer took; `aborted` when the peer did not take the whole
+/// response (the connection ended first, like nginx's 499).
+pub fn access(exchange: &Exchange<'_>) {
+    let elapsed_ms = (exchange.elapsed.as_secs_f64() * 1_000_000.0).round() / 1000.0;
+    tracing::info!(
+        target: ACCESS_TARGET,
+        peer = %exchange.peer,
+        method = %exchange.method.map_or("-", |m| m.as_str()),
+        resource = exchange.resource,
+        status = exchange.status.as_u16(),
+        bytes = exchange.bytes_written,
+        content_bytes = exchange.content_bytes,
+        duration_ms = elapsed_ms,
+        aborted = !exchange.complete,
+    );
+}
