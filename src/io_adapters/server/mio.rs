@@ -40,7 +40,7 @@ use std::time::{Duration, Instant};
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token, Waker};
 
-use super::{ACCEPT_BACKOFF, Driver, Handler, ServerOptions, Step, client_gave_up, listen, stop_listening};
+use super::{ACCEPT_BACKOFF, Accepted, Driver, Handler, ServerOptions, Step, client_gave_up, listen, stop_listening};
 use crate::io_adapters::transport::IoMode;
 
 const LISTENER: Token = Token(usize::MAX);
@@ -216,7 +216,7 @@ impl ShutdownHandle {
 
 /// One client connection on a worker.
 struct Client {
-    stream: TcpStream,
+    stream: Accepted<TcpStream>,
     driver: Driver,
     /// The deadline this client has in the worker's timer set.
     timer: Option<Instant>,
@@ -380,23 +380,28 @@ impl<H: Handler> Worker<H> {
         }
     }
 
-    fn add(&mut self, mut stream: TcpStream, peer: SocketAddr) {
+    fn add(&mut self, stream: TcpStream, peer: SocketAddr) {
         let _ = stream.set_nodelay(true);
+        let Ok(mut stream) = Accepted::new(stream, &self.options) else {
+            self.shared.release();
+            return;
+        };
         let slot = self.free.pop().unwrap_or(self.clients.len());
         let interest = Interest::READABLE | Interest::WRITABLE;
         if self
             .poll
             .registry()
-            .register(&mut stream, Token(slot), interest)
+            .register(stream.get_mut(), Token(slot), interest)
             .is_err()
         {
             self.free.push(slot);
             self.shared.release();
             return;
         }
+        let mode = stream.mode(MODE);
         let client = Client {
             stream,
-            driver: Driver::new(peer, &self.options, MODE),
+            driver: Driver::new(peer, &self.options, mode),
             timer: None,
             round: self.round,
         };
@@ -484,7 +489,7 @@ impl<H: Handler> Worker<H> {
             self.timers.remove(&(at, slot));
         }
         self.again.retain(|s| *s != slot);
-        let _ = self.poll.registry().deregister(&mut client.stream);
+        let _ = self.poll.registry().deregister(client.stream.get_mut());
         self.free.push(slot);
         self.shared.release();
     }
