@@ -48,7 +48,10 @@ fn read_certs(path: &Path) -> io::Result<Vec<CertificateDer<'static>>> {
         .and_then(|iter| iter.collect::<Result<Vec<_>, _>>())
         .map_err(|e| invalid(format_args!("{}: {e}", path.display())))?;
     if certs.is_empty() {
-        return Err(invalid(format_args!("{}: no PEM certificate in it", path.display())));
+        return Err(invalid(format_args!(
+            "{}: no PEM certificate in it",
+            path.display()
+        )));
     }
     Ok(certs)
 }
@@ -83,17 +86,20 @@ impl ServerTls {
     /// ALPN `jsontp`, TLS 1.2 and 1.3.
     pub fn from_pem_files(cert_chain: &Path, key: &Path, client_ca: Option<&Path>) -> io::Result<Self> {
         let certs = read_certs(cert_chain)?;
-        let key = PrivateKeyDer::from_pem_file(key).map_err(|e| invalid(format_args!("{}: {e}", key.display())))?;
+        let key =
+            PrivateKeyDer::from_pem_file(key).map_err(|e| invalid(format_args!("{}: {e}", key.display())))?;
         let builder = rustls::ServerConfig::builder_with_provider(provider())
             .with_protocol_versions(VERSIONS)
             .map_err(invalid)?;
         let builder = match client_ca {
             None => builder.with_no_client_auth(),
             Some(ca) => {
-                let verifier =
-                    rustls::server::WebPkiClientVerifier::builder_with_provider(Arc::new(read_roots(ca)?), provider())
-                        .build()
-                        .map_err(invalid)?;
+                let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
+                    Arc::new(read_roots(ca)?),
+                    provider(),
+                )
+                .build()
+                .map_err(invalid)?;
                 builder.with_client_cert_verifier(verifier)
             }
         };
@@ -210,7 +216,8 @@ impl ClientTls {
 /// address (brackets of an IPv6 literal dropped).
 pub(crate) fn server_name_of(host: &str) -> io::Result<ServerName<'static>> {
     let host = host.trim_start_matches('[').trim_end_matches(']');
-    ServerName::try_from(host.to_owned()).map_err(|e| invalid(format_args!("{host}: not a TLS server name: {e}")))
+    ServerName::try_from(host.to_owned())
+        .map_err(|e| invalid(format_args!("{host}: not a TLS server name: {e}")))
 }
 
 impl fmt::Debug for ClientTls {
@@ -363,10 +370,15 @@ impl<T: Transport> TlsStream<T> {
         );
         if plaintext && self.conn.is_handshaking() {
             let hint = match self.conn {
-                rustls::Connection::Client(_) => "the server did not answer with TLS (a plaintext jsontp:// port?)",
+                rustls::Connection::Client(_) => {
+                    "the server did not answer with TLS (a plaintext jsontp:// port?)"
+                }
                 rustls::Connection::Server(_) => "the client did not speak TLS",
             };
-            io::Error::new(io::ErrorKind::InvalidData, format!("TLS handshake failed: {hint}: {e}"))
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("TLS handshake failed: {hint}: {e}"),
+            )
         } else if self.conn.is_handshaking() {
             io::Error::new(io::ErrorKind::InvalidData, format!("TLS handshake failed: {e}"))
         } else {
@@ -501,7 +513,11 @@ mod tokio_io {
     }
 
     impl<S: AsyncRead + AsyncWrite + Unpin> AsyncRead for TokioTlsStream<S> {
-        fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        fn poll_read(
+            mut self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+            buf: &mut ReadBuf<'_>,
+        ) -> Poll<io::Result<()>> {
             push(&mut self.inner, cx)?;
             Pin::new(&mut self.inner).poll_read(cx, buf)
         }
@@ -530,7 +546,10 @@ mod tokio_io {
 /// [`TlsStream`] says it.
 #[cfg(feature = "tokio")]
 pub(crate) fn explain_handshake(e: io::Error) -> io::Error {
-    let Some(tls) = e.get_ref().and_then(|inner| inner.downcast_ref::<rustls::Error>()) else {
+    let Some(tls) = e
+        .get_ref()
+        .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+    else {
         return e;
     };
     let hint = match tls {

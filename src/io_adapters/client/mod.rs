@@ -238,9 +238,9 @@ impl fmt::Display for ClientError {
 impl std::error::Error for ClientError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            ClientError::Refused { source, .. } | ClientError::Tls { source, .. } | ClientError::Io(source) => {
-                Some(source)
-            }
+            ClientError::Refused { source, .. }
+            | ClientError::Tls { source, .. }
+            | ClientError::Io(source) => Some(source),
             ClientError::InvalidResponse(r) => Some(r),
             ClientError::Usage(u) => Some(u),
             _ => None,

@@ -33,7 +33,9 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use super::drive::BLOCKING_SLICE;
-use super::{ACCEPT_BACKOFF, Accepted, Driver, Handler, ServerOptions, Step, client_gave_up, listen, stop_listening};
+use super::{
+    ACCEPT_BACKOFF, Accepted, Driver, Handler, ServerOptions, Step, client_gave_up, listen, stop_listening,
+};
 use crate::io_adapters::transport::{IoMode, Transport};
 
 /// Size of each thread's read buffer.
@@ -338,9 +340,9 @@ fn work<H: Handler>(
             if let Ok(stream) = Accepted::new(stream, options) {
                 serve(
                     stream,
-                peer,
-                handler,
-                options,
+                    peer,
+                    handler,
+                    options,
                     Some(&shared.stopping),
                     &mut scratch,
                 );

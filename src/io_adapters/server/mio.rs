@@ -40,7 +40,9 @@ use std::time::{Duration, Instant};
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token, Waker};
 
-use super::{ACCEPT_BACKOFF, Accepted, Driver, Handler, ServerOptions, Step, client_gave_up, listen, stop_listening};
+use super::{
+    ACCEPT_BACKOFF, Accepted, Driver, Handler, ServerOptions, Step, client_gave_up, listen, stop_listening,
+};
 use crate::io_adapters::transport::IoMode;
 
 const LISTENER: Token = Token(usize::MAX);
