@@ -24,7 +24,9 @@ use std::io;
 use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
 use std::time::Duration;
 
-use crate::io_adapters::transport::{IoMode, Transport};
+#[cfg(feature = "mio")]
+use crate::io_adapters::transport::IoMode;
+use crate::io_adapters::transport::Transport;
 use crate::machine::ServerConfig;
 use crate::message::{Method, Request, Response, StatusCode};
 
@@ -136,6 +138,7 @@ impl<S: Transport> Accepted<S> {
     /// How a readiness-based runtime drives it: a TLS session cannot be
     /// edge-triggered (a short read of plaintext does not mean the socket is
     /// drained), so `edge` becomes [`IoMode::NonBlocking`] there.
+    #[cfg(feature = "mio")]
     pub(crate) fn mode(&self, edge: IoMode) -> IoMode {
         match self {
             Accepted::Plain(_) => edge,
