@@ -9,7 +9,7 @@
 //!
 //! Each runtime only performs the I/O [`Driver::step`] asks for; the
 //! decisions (read? write? wait until when? linger? close?) are taken once,
-//! there. Any [`Transport`](super::Transport) can be served:
+//! there. Any [`Transport`] can be served:
 //! [`blocking::serve_connection`] takes a blocking one (a Unix socket, a
 //! TLS stream), `tokio::serve_connection` any `AsyncRead + AsyncWrite`.
 //!
