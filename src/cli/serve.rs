@@ -86,7 +86,8 @@ pub struct ServeArgs {
     /// No access log.
     #[arg(long, env = "JSONTP_QUIET", value_parser = FalseyValueParser::new())]
     quiet: bool,
-    /// Serve TLS (D20): the certificate chain, PEM, leaf first. Needs
+    // D20.
+    /// Serve TLS: the certificate chain, PEM, leaf first. Needs
     /// --tls-key.
     #[arg(long, env = "JSONTP_TLS_CERT", value_name = "FILE", requires = "tls_key")]
     tls_cert: Option<PathBuf>,
