@@ -345,3 +345,46 @@ fn openssl_s_client_sees_the_alpn() {
     assert!(text.contains("Verify return code: 0 (ok)"), "{text}");
     server.shutdown_and_join();
 }
+
+/// `jsontp get` with a `jsontps://` URL, as a user runs it.
+#[cfg(feature = "cli")]
+fn jsontp(args: &[&std::ffi::OsStr]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_jsontp"))
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run jsontp")
+}
+
+#[cfg(feature = "cli")]
+#[test]
+fn the_command_speaks_jsontps_and_names_a_tls_port() {
+    let pki = Pki::new();
+    let server = start(Runtime::Mio, Echo, tls_options(pki.server(false)));
+    let port = server.addr.port();
+    let url = format!("jsontps://localhost:{port}/cli");
+    let ca = pki.path("ca.pem");
+    let out = jsontp(&["get".as_ref(), "--cacert".as_ref(), ca.as_os_str(), url.as_ref()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "echo /cli ");
+    // Another CA: refused, and said so.
+    let other = Pki::new();
+    let out = jsontp(&[
+        "get".as_ref(),
+        "--cacert".as_ref(),
+        other.path("ca.pem").as_os_str(),
+        url.as_ref(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("certificate"));
+    // --insecure takes any certificate.
+    let out = jsontp(&["get".as_ref(), "--insecure".as_ref(), url.as_ref()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // A plaintext URL on the TLS port: told to use jsontps://.
+    let plain = format!("jsontp://localhost:{port}/cli");
+    let out = jsontp(&["get".as_ref(), plain.as_ref()]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("jsontps://"), "{stderr}");
+    server.shutdown_and_join();
+}
