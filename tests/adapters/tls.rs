@@ -388,3 +388,56 @@ fn the_command_speaks_jsontps_and_names_a_tls_port() {
     assert!(stderr.contains("jsontps://"), "{stderr}");
     server.shutdown_and_join();
 }
+
+/// `jsontp serve --tls-cert --tls-key --tls-client-ca`, the key given by
+/// `JSONTP_TLS_KEY`: serves TLS, and only to clients with a certificate.
+#[cfg(feature = "cli")]
+#[test]
+fn the_command_serves_mutual_tls_from_flags_and_env() {
+    use std::io::{BufRead, BufReader};
+
+    let pki = Pki::new();
+    let root = pki.path("root");
+    std::fs::create_dir_all(&root).expect("root");
+    std::fs::write(root.join("hello.txt"), "hello").expect("file");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_jsontp"))
+        .args(["serve", "--quiet", "--addr", "127.0.0.1:0", "--root"])
+        .arg(&root)
+        .arg("--tls-cert")
+        .arg(pki.path("server.pem"))
+        .arg("--tls-client-ca")
+        .arg(pki.path("ca.pem"))
+        .env("JSONTP_TLS_KEY", pki.path("server.key"))
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start jsontp serve");
+    let mut banner = String::new();
+    let stderr = child.stderr.take().expect("stderr");
+    BufReader::new(stderr).read_line(&mut banner).expect("banner");
+    let outcome = std::panic::catch_unwind(|| {
+        let bound = banner
+            .trim()
+            .rsplit_once("jsontps://")
+            .unwrap_or_else(|| panic!("a jsontps:// address in {banner:?}"))
+            .1;
+        let addr: SocketAddr = bound.parse().expect("address");
+        let mut client =
+            TlsClient::connect(ClientKind::Blocking, addr, &pki.client_with_cert()).expect("mutual TLS");
+        let answer = client
+            .send_all(vec![get("/hello.txt")])
+            .remove(0)
+            .expect("answered");
+        assert_eq!(answer.response.body.content(), b"hello");
+        let refused = match TlsClient::connect(ClientKind::Blocking, addr, &pki.client()) {
+            Err(_) => true,
+            Ok(mut client) => client.send_all(vec![get("/hello.txt")]).remove(0).is_err(),
+        };
+        assert!(refused, "served a client without a certificate");
+    });
+    let _ = child.kill();
+    let _ = child.wait();
+    if let Err(panic) = outcome {
+        std::panic::resume_unwind(panic);
+    }
+}
