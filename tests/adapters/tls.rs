@@ -441,3 +441,25 @@ fn the_command_serves_mutual_tls_from_flags_and_env() {
         std::panic::resume_unwind(panic);
     }
 }
+
+#[test]
+fn a_client_that_never_says_hello_does_not_hold_up_shutdown() {
+    let pki = Pki::new();
+    for &runtime in RUNTIMES {
+        let server = start(runtime, Echo, tls_options(pki.server(false)));
+        // Connected, silent: mid-handshake as far as the server knows.
+        let silent = crate::support::connect(server.addr);
+        still_serves(
+            ClientKind::Blocking,
+            server.addr,
+            &pki.client(),
+            &format!("{runtime:?}"),
+        );
+        let took = server.shutdown_and_join();
+        assert!(
+            took < std::time::Duration::from_secs(5),
+            "{runtime:?}: shutdown took {took:?}"
+        );
+        drop(silent);
+    }
+}

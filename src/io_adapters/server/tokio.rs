@@ -130,7 +130,8 @@ where
 /// What ended one poll of a connection.
 /// Runs the TLS handshake (D20), then the connection over the TLS stream.
 /// The handshake is bounded by the idle timeout (D3), as the first request
-/// would be; one that fails or times out closes this connection only.
+/// would be, and ends at shutdown like an idle connection; one that fails
+/// or times out closes this connection only.
 #[cfg(feature = "tls")]
 async fn run_tls<H: Handler>(
     tls: crate::io_adapters::tls::ServerTls,
@@ -138,11 +139,16 @@ async fn run_tls<H: Handler>(
     peer: SocketAddr,
     handler: Arc<H>,
     options: ServerOptions,
-    stop: watch::Receiver<bool>,
+    mut stop: watch::Receiver<bool>,
 ) {
     let acceptor = tokio_rustls::TlsAcceptor::from(Arc::clone(tls.config()));
     let limit = options.config.limits.idle_timeout;
-    if let Ok(Ok(stream)) = tokio::time::timeout(limit, acceptor.accept(stream)).await {
+    let handshake = tokio::time::timeout(limit, acceptor.accept(stream));
+    let shaken = tokio::select! {
+        shaken = handshake => shaken,
+        _ = stop.wait_for(|stopping| *stopping) => return,
+    };
+    if let Ok(Ok(stream)) = shaken {
         let stream = crate::io_adapters::tls::TokioTlsStream::new(stream.into());
         run(stream, peer, handler, options, Some(stop)).await;
     }
