@@ -12,8 +12,10 @@ use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use jsontp::io_adapters::Transport;
 use jsontp::io_adapters::client::blocking::Client;
 use jsontp::io_adapters::client::{ClientError, ClientOptions};
+use jsontp::io_adapters::tls::ClientTls;
 use jsontp::message::{Encoding, Forgiven, Method, Request, Response, Validation};
 use serde_json::Value;
 
@@ -26,8 +28,17 @@ use super::wire::Wire;
 #[derive(Debug, clap::Args)]
 pub struct CommonArgs {
     /// Where to send the request: `jsontp://host:port/path`,
-    /// `host:port/path` or `host/path` (port 8080 when absent).
+    /// `host:port/path` or `host/path` (port 8080 when absent), or
+    /// `jsontps://host:port/path` for TLS (port 8443 when absent).
     pub url: String,
+    /// `jsontps://`: trust only the CA certificates of this PEM file
+    /// instead of the system's.
+    #[arg(long, value_name = "FILE", env = "JSONTP_CACERT")]
+    pub cacert: Option<PathBuf>,
+    /// `jsontps://`: accept any server certificate (no authentication;
+    /// for tests).
+    #[arg(short = 'k', long, conflicts_with = "cacert")]
+    pub insecure: bool,
     /// A request header, `name=value` or `'name: value'` (repeatable). The
     /// value is sent as a string; `[…]` and `{…}` that parse as JSON are
     /// sent as JSON, and `ignore-invalid-headers=true|false` as a boolean.
@@ -246,7 +257,38 @@ fn exchange(
     options: ClientOptions,
     common: &CommonArgs,
 ) -> Result<Answer, Failure> {
-    let mut client = Client::connect(target.address.as_str(), options).map_err(|e| Failure(e.to_string()))?;
+    if target.tls {
+        let tls = client_tls(common).map_err(|source| ClientError::Tls {
+            addr: target.address.clone(),
+            source,
+        });
+        let client = tls
+            .and_then(|tls| Client::connect_tls(target.address.as_str(), &target.host, &tls, options))
+            .map_err(|e| Failure(e.to_string()))?;
+        return talk(client, request, common);
+    }
+    let client = Client::connect(target.address.as_str(), options).map_err(|e| Failure(e.to_string()))?;
+    talk(client, request, common)
+}
+
+/// Which server certificates a `jsontps://` client trusts (D20): the
+/// system's roots unless `--cacert` or `--insecure` says otherwise.
+fn client_tls(common: &CommonArgs) -> io::Result<ClientTls> {
+    if common.insecure {
+        Ok(ClientTls::insecure())
+    } else if let Some(file) = &common.cacert {
+        ClientTls::from_ca_file(file)
+    } else {
+        ClientTls::system_roots()
+    }
+}
+
+/// Sends the request on a connected client and waits for the answer.
+fn talk<S: Transport>(
+    mut client: Client<S>,
+    request: Request,
+    common: &CommonArgs,
+) -> Result<Answer, Failure> {
     let wire = Arc::new(Mutex::new(Wire::new(common.verbose >= 2)));
     let traced = Arc::clone(&wire);
     client.set_tracer(move |direction, bytes| {

@@ -17,7 +17,7 @@ use jsontp::machine::{ContinuePolicy, ServerConfig};
 use jsontp::message::{LanguageTag, Request, Response};
 
 pub use self::adapter::Exchange;
-use self::adapter::{Handler, RequestInfo, ShutdownHandle};
+use self::adapter::{Handler, RequestInfo, ServerTls, ShutdownHandle};
 use super::log::{self, LogFormat};
 use super::target::DEFAULT_PORT;
 
@@ -96,6 +96,23 @@ pub struct ServeArgs {
     /// RUST_LOG, else `warn,jsontp::access=info`.
     #[arg(long, env = "JSONTP_LOG_LEVEL", value_name = "FILTER", value_parser = log::parse_filter)]
     log_level: Option<String>,
+    // D20.
+    /// Serve TLS: the certificate chain, PEM, leaf first. Needs
+    /// --tls-key.
+    #[arg(long, env = "JSONTP_TLS_CERT", value_name = "FILE", requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert, PEM.
+    #[arg(long, env = "JSONTP_TLS_KEY", value_name = "FILE", requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
+    /// Mutual TLS: only clients with a certificate issued by a CA of this
+    /// PEM file are served.
+    #[arg(
+        long,
+        env = "JSONTP_TLS_CLIENT_CA",
+        value_name = "FILE",
+        requires = "tls_cert"
+    )]
+    tls_client_ca: Option<PathBuf>,
 }
 
 /// `jsontp serve` as parsed: its arguments, and the one place the token
@@ -343,9 +360,23 @@ impl Serve {
             inner: files,
             quiet: args.quiet,
         };
+        let tls = match (&args.tls_cert, &args.tls_key) {
+            (Some(cert), Some(key)) => {
+                match ServerTls::from_pem_files(cert, key, args.tls_client_ca.as_deref()) {
+                    Ok(tls) => Some(tls),
+                    Err(e) => {
+                        eprintln!("jsontp serve: cannot set up TLS: {e}");
+                        return ExitCode::FAILURE;
+                    }
+                }
+            }
+            _ => None,
+        };
+        let scheme = if tls.is_some() { "jsontps" } else { "jsontp" };
         let limits = Limits {
             workers: args.workers,
             max_connections: args.max_connections,
+            tls,
         };
         let server = match adapter::bind(&args.addr, handler, config, limits) {
             Ok(server) => server,
@@ -363,7 +394,7 @@ impl Serve {
             return ExitCode::FAILURE;
         }
         eprintln!(
-            "jsontp serve: serving {} ({mode}) on jsontp://{bound}",
+            "jsontp serve: serving {} ({mode}) on {scheme}://{bound}",
             root.display()
         );
         match server.run() {
@@ -380,6 +411,8 @@ impl Serve {
 struct Limits {
     workers: usize,
     max_connections: NonZeroUsize,
+    /// TLS settings, when serving TLS (D20).
+    tls: Option<ServerTls>,
 }
 
 /// Every use of the I/O adapters' names in one place, since they move
@@ -389,6 +422,7 @@ mod adapter {
     use jsontp::io_adapters::server::ServerOptions;
     pub use jsontp::io_adapters::server::mio::{MioServer as Server, ShutdownHandle};
     pub use jsontp::io_adapters::server::{AccessRecord as Exchange, Handler, RequestInfo};
+    pub use jsontp::io_adapters::tls::ServerTls;
     use jsontp::machine::ServerConfig;
 
     use super::{Limits, ListenAddr};
@@ -400,10 +434,13 @@ mod adapter {
         config: ServerConfig,
         limits: Limits,
     ) -> std::io::Result<Server<H>> {
-        let options = ServerOptions::default()
+        let mut options = ServerOptions::default()
             .with_config(config)
             .with_workers(limits.workers)
             .with_max_connections(limits.max_connections.get());
+        if let Some(tls) = limits.tls {
+            options = options.with_tls(tls);
+        }
         Server::bind((addr.host.as_str(), addr.port), handler, options)
     }
 }

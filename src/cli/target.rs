@@ -4,9 +4,15 @@
 /// The port when the URL gives none.
 pub const DEFAULT_PORT: u16 = 8080;
 
+/// The port of `jsontps://` URLs when they give none (D20).
+pub const DEFAULT_TLS_PORT: u16 = 8443;
+
 /// The scheme, matched in any case as D7 reads it (`JSONTP://` is
 /// `jsontp://`).
 const SCHEME: &str = "jsontp://";
+
+/// The scheme of jsontp over TLS (D20): a client-side address only.
+const TLS_SCHEME: &str = "jsontps://";
 
 /// Where the URL points: the address to connect to and the `resource` to
 /// send.
@@ -16,19 +22,31 @@ pub struct Target {
     pub address: String,
     /// The path with its query and fragment, from `/`.
     pub resource: String,
+    /// The host alone (no brackets, no port): the name a TLS certificate
+    /// is checked against.
+    pub host: String,
+    /// `jsontps://`: connect over TLS (D20).
+    pub tls: bool,
 }
 
 impl Target {
-    /// Parses `jsontp://host:port/path`, `host:port/path` or `host/path`.
+    /// Parses `jsontp://host:port/path`, `jsontps://host:port/path`,
+    /// `host:port/path` or `host/path`.
     pub fn parse(url: &str) -> Result<Target, String> {
-        let rest = match url.get(..SCHEME.len()) {
-            Some(scheme) if scheme.eq_ignore_ascii_case(SCHEME) => &url[SCHEME.len()..],
-            _ if url.contains("://") => {
-                return Err(format!(
-                    "{url:?} is not a jsontp:// URL (write jsontp://host:port/path or host:port/path)"
-                ));
-            }
-            _ => url,
+        let has = |scheme: &str| {
+            url.get(..scheme.len())
+                .is_some_and(|s| s.eq_ignore_ascii_case(scheme))
+        };
+        let (rest, tls) = if has(SCHEME) {
+            (&url[SCHEME.len()..], false)
+        } else if has(TLS_SCHEME) {
+            (&url[TLS_SCHEME.len()..], true)
+        } else if url.contains("://") {
+            return Err(format!(
+                "{url:?} is not a jsontp:// or jsontps:// URL (write jsontp://host:port/path or host:port/path)"
+            ));
+        } else {
+            (url, false)
         };
         let (authority, path) = match rest.find(['/', '?', '#']) {
             Some(i) => rest.split_at(i),
@@ -38,18 +56,25 @@ impl Target {
             Some('/') => path.to_owned(),
             _ => format!("/{path}"),
         };
-        let (host, port) = split_host_port(authority).map_err(|why| format!("the URL {url:?} {why}"))?;
+        let default = if tls { DEFAULT_TLS_PORT } else { DEFAULT_PORT };
+        let (host, port) =
+            split_host_port(authority, default).map_err(|why| format!("the URL {url:?} {why}"))?;
         let address = if host.contains(':') {
             format!("[{host}]:{port}")
         } else {
             format!("{host}:{port}")
         };
-        Ok(Target { address, resource })
+        Ok(Target {
+            address,
+            resource,
+            host: host.to_owned(),
+            tls,
+        })
     }
 }
 
 /// `host`, `host:port`, `[v6]` or `[v6]:port`.
-fn split_host_port(authority: &str) -> Result<(&str, u16), &'static str> {
+fn split_host_port(authority: &str, default: u16) -> Result<(&str, u16), &'static str> {
     let (host, port) = if let Some(bracketed) = authority.strip_prefix('[') {
         let (host, after) = bracketed.split_once(']').ok_or("has an unclosed [")?;
         match after {
@@ -66,7 +91,7 @@ fn split_host_port(authority: &str) -> Result<(&str, u16), &'static str> {
         return Err("names no host");
     }
     let port = match port {
-        None => DEFAULT_PORT,
+        None => default,
         Some(port) => match port.parse::<u16>() {
             Ok(p) if p > 0 => p,
             _ => return Err("has a port that is not a number from 1 to 65535"),
@@ -119,9 +144,28 @@ mod tests {
     }
 
     #[test]
+    fn jsontps_means_tls_on_port_8443_by_default() {
+        // D20: `jsontps://`, default port 8443, the scheme in any case.
+        let t = Target::parse("jsontps://example.com/a").expect("parses");
+        assert_eq!(
+            (t.address.as_str(), t.resource.as_str()),
+            ("example.com:8443", "/a")
+        );
+        assert_eq!((t.host.as_str(), t.tls), ("example.com", true));
+        let t = Target::parse("JSONTPS://[::1]:9443/x").expect("parses");
+        assert_eq!(
+            (t.address.as_str(), t.host.as_str(), t.tls),
+            ("[::1]:9443", "::1", true)
+        );
+        let plain = Target::parse("jsontp://example.com/a").expect("parses");
+        assert!(!plain.tls);
+        assert_eq!(plain.host, "example.com");
+    }
+
+    #[test]
     fn bad_urls_say_why() {
         let http = target("http://example.com/").unwrap_err();
-        assert!(http.contains("not a jsontp:// URL"), "{http}");
+        assert!(http.contains("not a jsontp:// or jsontps:// URL"), "{http}");
         assert!(http.contains("host:port/path"), "{http}");
         assert!(target("/path").unwrap_err().contains("names no host"));
         assert!(target("jsontp:///path").unwrap_err().contains("names no host"));

@@ -63,7 +63,11 @@ impl Wire {
         let first = &self.received[start..];
         let starts_with =
             |prefix: &[u8]| first.len() >= prefix.len() && first[..prefix.len()].eq_ignore_ascii_case(prefix);
-        if first.starts_with(b"HTTP/") {
+        // A TLS record (an alert, 0x15, or a handshake, 0x16) of version 3.x:
+        // a TLS server refusing our plaintext (D20).
+        if matches!(first, [0x15 | 0x16, 0x03, ..]) {
+            Some("the peer answered with TLS, not plain jsontp (use a jsontps:// URL)")
+        } else if first.starts_with(b"HTTP/") {
             Some("the peer answered in HTTP, not jsontp (is it a web server? check the host and port)")
         } else if starts_with(b"<!doctype html") || starts_with(b"<html") {
             Some(

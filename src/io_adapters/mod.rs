@@ -8,6 +8,8 @@
 //!   on by default), `server::tokio` (feature `tokio`).
 //! - [`client`]: the options, outcomes and errors every client shares, and
 //!   the clients: [`client::blocking`] (std only) and `client::tokio`.
+//! - `tls` (feature `tls`): TLS streams for both roles (D20), through the
+//!   transport seam.
 //!
 //! Every runtime moves bytes between a [`Transport`] and a drive step that
 //! holds every decision; none holds protocol logic or a loop of its own.
@@ -25,6 +27,8 @@ use crate::message::Date;
 pub mod client;
 mod linger;
 pub mod server;
+#[cfg(feature = "tls")]
+pub mod tls;
 mod transport;
 
 pub use transport::{IoMode, Transport};

@@ -14,3 +14,4 @@ mod seam;
 mod servers;
 mod stall;
 mod support;
+mod tls;

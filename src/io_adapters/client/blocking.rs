@@ -61,6 +61,37 @@ impl Client<TcpStream> {
     }
 }
 
+#[cfg(feature = "tls")]
+impl Client<crate::io_adapters::tls::TlsStream<TcpStream>> {
+    /// Connects to `addr` over TLS (D20), checking the server's certificate
+    /// against `server_name` (a DNS name or an IP address) as `tls` says.
+    /// The handshake is done here, bounded by
+    /// [`ClientOptions::connect_timeout`]: a failure is
+    /// [`ClientError::Tls`].
+    pub fn connect_tls(
+        addr: impl ToSocketAddrs + fmt::Display,
+        server_name: &str,
+        tls: &crate::io_adapters::tls::ClientTls,
+        options: ClientOptions,
+    ) -> Result<Self, ClientError> {
+        let shown = addr.to_string();
+        let failed = |source| ClientError::Tls {
+            addr: shown.clone(),
+            source,
+        };
+        let stream = connect(addr, options.connect_timeout)?;
+        let mut stream = tls.connect(server_name, stream).map_err(failed)?;
+        stream.handshake(options.connect_timeout).map_err(|e| {
+            if crate::io_adapters::transport::would_block(&e) {
+                ClientError::TimedOut(super::Timeout::Connect)
+            } else {
+                failed(e)
+            }
+        })?;
+        Ok(Client::from_stream(stream, options))
+    }
+}
+
 impl<S: Transport> Client<S> {
     /// Runs a client over a connected, blocking stream (TCP, a Unix
     /// socket, a TLS stream). Set `TCP_NODELAY` on a TCP stream first:

@@ -123,6 +123,15 @@ pub enum ClientError {
         /// Why.
         source: io::Error,
     },
+    /// The TLS session with the server could not be set up (D20): the
+    /// handshake failed (a plaintext port, a certificate not trusted, no
+    /// common protocol) or timed out.
+    Tls {
+        /// The address as given.
+        addr: String,
+        /// Why, as rustls says it.
+        source: io::Error,
+    },
     /// The server closed the connection before answering.
     ClosedEarly,
     /// The response echoed another `resource` than the request's (D13):
@@ -162,6 +171,10 @@ impl ClientError {
                 addr: addr.clone(),
                 source: io::Error::new(source.kind(), source.to_string()),
             },
+            ClientError::Tls { addr, source } => ClientError::Tls {
+                addr: addr.clone(),
+                source: io::Error::new(source.kind(), source.to_string()),
+            },
             ClientError::ClosedEarly => ClientError::ClosedEarly,
             ClientError::ResourceMismatch {
                 sent,
@@ -193,6 +206,7 @@ impl fmt::Display for ClientError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ClientError::Refused { addr, source } => write!(f, "could not connect to {addr}: {source}"),
+            ClientError::Tls { addr, source } => write!(f, "no TLS session with {addr}: {source}"),
             ClientError::ClosedEarly => f.write_str("the server closed the connection before answering"),
             ClientError::ResourceMismatch {
                 sent,
@@ -224,7 +238,9 @@ impl fmt::Display for ClientError {
 impl std::error::Error for ClientError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            ClientError::Refused { source, .. } | ClientError::Io(source) => Some(source),
+            ClientError::Refused { source, .. }
+            | ClientError::Tls { source, .. }
+            | ClientError::Io(source) => Some(source),
             ClientError::InvalidResponse(r) => Some(r),
             ClientError::Usage(u) => Some(u),
             _ => None,

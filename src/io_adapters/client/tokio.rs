@@ -68,6 +68,40 @@ impl Client<TcpStream> {
     }
 }
 
+#[cfg(feature = "tls")]
+impl Client<crate::io_adapters::tls::TokioTlsStream<TcpStream>> {
+    /// Connects to `addr` over TLS (D20) with tokio-rustls, checking the
+    /// server's certificate against `server_name` (a DNS name or an IP
+    /// address) as `tls` says. The handshake is done here, bounded by
+    /// [`ClientOptions::connect_timeout`]: a failure is
+    /// [`ClientError::Tls`].
+    pub async fn connect_tls(
+        addr: impl ToSocketAddrs + fmt::Display,
+        server_name: &str,
+        tls: &crate::io_adapters::tls::ClientTls,
+        options: ClientOptions,
+    ) -> Result<Self, ClientError> {
+        let shown = addr.to_string();
+        let failed = |source| ClientError::Tls {
+            addr: shown.clone(),
+            source,
+        };
+        let name = crate::io_adapters::tls::server_name_of(server_name).map_err(failed)?;
+        let Client { stream, .. } = Client::connect(addr, options.clone()).await?;
+        let connector = tokio_rustls::TlsConnector::from(std::sync::Arc::clone(tls.config()));
+        let handshake = connector.connect(name, stream);
+        let stream = match options.connect_timeout {
+            Some(limit) => tokio::time::timeout(limit, handshake)
+                .await
+                .map_err(|_| ClientError::TimedOut(super::Timeout::Connect))?,
+            None => handshake.await,
+        }
+        .map_err(|e| failed(crate::io_adapters::tls::explain_handshake(e)))?;
+        let stream = crate::io_adapters::tls::TokioTlsStream::new(stream.into());
+        Ok(Client::from_stream(stream, options))
+    }
+}
+
 impl<S: AsyncRead + AsyncWrite + Unpin> Client<S> {
     /// Runs a client over a connected stream (TCP, a Unix socket, a TLS
     /// stream). Set `TCP_NODELAY` on a TCP stream first: requests are

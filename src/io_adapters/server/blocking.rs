@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 
 use super::drive::BLOCKING_SLICE;
 use super::{
-    ACCEPT_BACKOFF, AcceptFaults, Driver, Handler, ServerOptions, Step, client_gave_up, listen,
+    ACCEPT_BACKOFF, AcceptFaults, Accepted, Driver, Handler, ServerOptions, Step, client_gave_up, listen,
     stop_listening,
 };
 use crate::io_adapters::transport::{IoMode, Transport};
@@ -344,14 +344,17 @@ fn work<H: Handler>(
         if let Some((stream, peer)) = job.take() {
             // Responses are written whole: Nagle would only delay them.
             let _ = stream.set_nodelay(true);
-            serve(
-                stream,
-                peer,
-                handler,
-                options,
-                Some(&shared.stopping),
-                &mut scratch,
-            );
+            // A TLS handshake that fails closes this connection only.
+            if let Ok(stream) = Accepted::new(stream, options) {
+                serve(
+                    stream,
+                    peer,
+                    handler,
+                    options,
+                    Some(&shared.stopping),
+                    &mut scratch,
+                );
+            }
             shared.pool().open -= 1;
             shared.changed.notify_all();
         }

@@ -41,7 +41,7 @@ use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token, Waker};
 
 use super::{
-    ACCEPT_BACKOFF, AcceptFaults, Driver, Handler, ServerOptions, Step, client_gave_up, listen,
+    ACCEPT_BACKOFF, AcceptFaults, Accepted, Driver, Handler, ServerOptions, Step, client_gave_up, listen,
     stop_listening,
 };
 use crate::io_adapters::transport::IoMode;
@@ -219,7 +219,7 @@ impl ShutdownHandle {
 
 /// One client connection on a worker.
 struct Client {
-    stream: TcpStream,
+    stream: Accepted<TcpStream>,
     driver: Driver,
     /// The deadline this client has in the worker's timer set.
     timer: Option<Instant>,
@@ -390,23 +390,28 @@ impl<H: Handler> Worker<H> {
         }
     }
 
-    fn add(&mut self, mut stream: TcpStream, peer: SocketAddr) {
+    fn add(&mut self, stream: TcpStream, peer: SocketAddr) {
         let _ = stream.set_nodelay(true);
+        let Ok(mut stream) = Accepted::new(stream, &self.options) else {
+            self.shared.release();
+            return;
+        };
         let slot = self.free.pop().unwrap_or(self.clients.len());
         let interest = Interest::READABLE | Interest::WRITABLE;
         if self
             .poll
             .registry()
-            .register(&mut stream, Token(slot), interest)
+            .register(stream.get_mut(), Token(slot), interest)
             .is_err()
         {
             self.free.push(slot);
             self.shared.release();
             return;
         }
+        let mode = stream.mode(MODE);
         let client = Client {
             stream,
-            driver: Driver::new(peer, &self.options, MODE),
+            driver: Driver::new(peer, &self.options, mode),
             timer: None,
             round: self.round,
         };
@@ -494,7 +499,7 @@ impl<H: Handler> Worker<H> {
             self.timers.remove(&(at, slot));
         }
         self.again.retain(|s| *s != slot);
-        let _ = self.poll.registry().deregister(&mut client.stream);
+        let _ = self.poll.registry().deregister(client.stream.get_mut());
         self.free.push(slot);
         self.shared.release();
     }

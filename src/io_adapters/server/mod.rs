@@ -9,7 +9,7 @@
 //!
 //! Each runtime only performs the I/O [`Driver::step`] asks for; the
 //! decisions (read? write? wait until when? linger? close?) are taken once,
-//! there. Any [`Transport`](super::Transport) can be served:
+//! there. Any [`Transport`] can be served:
 //! [`blocking::serve_connection`] takes a blocking one (a Unix socket, a
 //! TLS stream), `tokio::serve_connection` any `AsyncRead + AsyncWrite`.
 //!
@@ -24,6 +24,9 @@ use std::io;
 use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
 use std::time::Duration;
 
+#[cfg(feature = "mio")]
+use crate::io_adapters::transport::IoMode;
+use crate::io_adapters::transport::Transport;
 use crate::machine::ServerConfig;
 use crate::message::{Method, Request, Response, StatusCode};
 
@@ -111,6 +114,113 @@ impl AcceptFaults {
         if self.failed > 0 {
             tracing::warn!(failed_accepts = self.failed, "accepting connections again");
             self.failed = 0;
+        }
+    }
+}
+
+/// An accepted connection as the server serves it: the socket itself, or
+/// a TLS session over it when [`ServerOptions::tls`] is set.
+///
+/// The one place where the synchronous runtimes (std, mio) turn an accepted
+/// socket into what they serve: a reader of the PROXY protocol header
+/// (D21) belongs here too.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Accepted<S> {
+    /// Plain TCP.
+    Plain(S),
+    /// TLS over the socket (D20); the handshake runs in the first reads and
+    /// writes.
+    #[cfg(feature = "tls")]
+    Tls(Box<crate::io_adapters::tls::TlsStream<S>>),
+}
+
+impl<S: Transport> Accepted<S> {
+    /// Wraps an accepted `stream` as `options` say.
+    pub fn new(stream: S, options: &ServerOptions) -> io::Result<Self> {
+        #[cfg(feature = "tls")]
+        if let Some(tls) = &options.tls {
+            return Ok(Accepted::Tls(Box::new(tls.accept(stream)?)));
+        }
+        let _ = options;
+        Ok(Accepted::Plain(stream))
+    }
+
+    /// The socket underneath.
+    pub fn get_ref(&self) -> &S {
+        match self {
+            Accepted::Plain(s) => s,
+            #[cfg(feature = "tls")]
+            Accepted::Tls(s) => s.get_ref(),
+        }
+    }
+
+    /// The socket underneath, mutably (to register it with a poller).
+    pub fn get_mut(&mut self) -> &mut S {
+        match self {
+            Accepted::Plain(s) => s,
+            #[cfg(feature = "tls")]
+            Accepted::Tls(s) => s.get_mut(),
+        }
+    }
+
+    /// How a readiness-based runtime drives it: a TLS session cannot be
+    /// edge-triggered (a short read of plaintext does not mean the socket is
+    /// drained), so `edge` becomes [`IoMode::NonBlocking`] there.
+    #[cfg(feature = "mio")]
+    pub(crate) fn mode(&self, edge: IoMode) -> IoMode {
+        match self {
+            Accepted::Plain(_) => edge,
+            #[cfg(feature = "tls")]
+            Accepted::Tls(_) if edge == IoMode::EdgeTriggered => IoMode::NonBlocking,
+            #[cfg(feature = "tls")]
+            Accepted::Tls(_) => edge,
+        }
+    }
+}
+
+impl<S: Transport> io::Read for Accepted<S> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Accepted::Plain(s) => s.read(buf),
+            #[cfg(feature = "tls")]
+            Accepted::Tls(s) => s.read(buf),
+        }
+    }
+}
+
+impl<S: Transport> io::Write for Accepted<S> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Accepted::Plain(s) => s.write(buf),
+            #[cfg(feature = "tls")]
+            Accepted::Tls(s) => s.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Accepted::Plain(s) => s.flush(),
+            #[cfg(feature = "tls")]
+            Accepted::Tls(s) => s.flush(),
+        }
+    }
+}
+
+impl<S: Transport> Transport for Accepted<S> {
+    fn shutdown_write(&mut self) -> io::Result<()> {
+        match self {
+            Accepted::Plain(s) => s.shutdown_write(),
+            #[cfg(feature = "tls")]
+            Accepted::Tls(s) => s.shutdown_write(),
+        }
+    }
+
+    fn set_timeout(&mut self, limit: Option<Duration>) -> io::Result<()> {
+        match self {
+            Accepted::Plain(s) => s.set_timeout(limit),
+            #[cfg(feature = "tls")]
+            Accepted::Tls(s) => s.set_timeout(limit),
         }
     }
 }
@@ -204,6 +314,11 @@ where
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ServerOptions {
+    /// Serve TLS (D20) with these settings instead of plain TCP: every
+    /// runtime wraps each accepted connection ([`Accepted`]). A failed
+    /// handshake closes that connection only.
+    #[cfg(feature = "tls")]
+    pub tls: Option<crate::io_adapters::tls::ServerTls>,
     /// The configuration of every connection (limits, timeouts, 100-continue
     /// policy, default language).
     pub config: ServerConfig,
@@ -222,6 +337,8 @@ impl Default for ServerOptions {
     fn default() -> Self {
         ServerOptions {
             config: ServerConfig::default(),
+            #[cfg(feature = "tls")]
+            tls: None,
             workers: 0,
             max_connections: 10_000,
         }
@@ -232,6 +349,13 @@ impl ServerOptions {
     /// Sets the connection configuration (builder style).
     pub fn with_config(mut self, config: ServerConfig) -> Self {
         self.config = config;
+        self
+    }
+
+    /// Serves TLS with `tls` (builder style, D20).
+    #[cfg(feature = "tls")]
+    pub fn with_tls(mut self, tls: crate::io_adapters::tls::ServerTls) -> Self {
+        self.tls = Some(tls);
         self
     }
 

@@ -90,6 +90,11 @@ where
                     // them. A failure costs latency, not correctness.
                     let _ = stream.set_nodelay(true);
                     let (handler, stop) = (Arc::clone(&handler), stop_rx.clone());
+                    #[cfg(feature = "tls")]
+                    if let Some(tls) = &options.tls {
+                        connections.spawn(run_tls(tls.clone(), stream, peer, handler, options.clone(), stop));
+                        continue;
+                    }
                     connections.spawn(run(stream, peer, handler, options.clone(), Some(stop)));
                 }
                 Err(e) if client_gave_up(&e) => {}
@@ -128,6 +133,32 @@ where
 }
 
 /// What ended one poll of a connection.
+/// Runs the TLS handshake (D20), then the connection over the TLS stream.
+/// The handshake is bounded by the idle timeout (D3), as the first request
+/// would be, and ends at shutdown like an idle connection; one that fails
+/// or times out closes this connection only.
+#[cfg(feature = "tls")]
+async fn run_tls<H: Handler>(
+    tls: crate::io_adapters::tls::ServerTls,
+    stream: tokio::net::TcpStream,
+    peer: SocketAddr,
+    handler: Arc<H>,
+    options: ServerOptions,
+    mut stop: watch::Receiver<bool>,
+) {
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::clone(tls.config()));
+    let limit = options.config.limits.idle_timeout;
+    let handshake = tokio::time::timeout(limit, acceptor.accept(stream));
+    let shaken = tokio::select! {
+        shaken = handshake => shaken,
+        _ = stop.wait_for(|stopping| *stopping) => return,
+    };
+    if let Ok(Ok(stream)) = shaken {
+        let stream = crate::io_adapters::tls::TokioTlsStream::new(stream.into());
+        run(stream, peer, handler, options, Some(stop)).await;
+    }
+}
+
 enum Turn {
     Step(Step),
     Stop,

@@ -1,0 +1,562 @@
+//! TLS (D20) through the transport seam, with rustls and its `ring`
+//! provider.
+//!
+//! A [`TlsStream`] wraps any [`Transport`] (a blocking std socket, a
+//! non-blocking mio one) and is a [`Transport`] itself, so the one drive
+//! step of each role runs over it unchanged. The async runtimes use
+//! tokio-rustls' streams with their ordinary `serve_connection` and
+//! `Client::from_stream` instead.
+//!
+//! Configuration: [`ServerTls`] (certificate chain and key, optionally a CA
+//! that client certificates must chain to: mutual TLS) and [`ClientTls`]
+//! (the system's roots, a CA file, or no check at all for tests). Both offer
+//! ALPN [`ALPN`] and speak TLS 1.2 and 1.3.
+
+use std::fmt;
+use std::io::{self, Read, Write};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::crypto::CryptoProvider;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
+use rustls::{DigitallySignedStruct, RootCertStore, SignatureScheme};
+
+use super::transport::{Transport, would_block};
+
+/// The ALPN protocol name of jsontp over TLS (D20).
+pub const ALPN: &[u8] = b"jsontp";
+
+/// The default port of `jsontps://` addresses (D20).
+pub const DEFAULT_PORT: u16 = 8443;
+
+fn provider() -> Arc<CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+/// D20: TLS 1.2 or 1.3.
+const VERSIONS: &[&rustls::SupportedProtocolVersion] = &[&rustls::version::TLS13, &rustls::version::TLS12];
+
+fn invalid(what: impl fmt::Display) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidInput, what.to_string())
+}
+
+fn read_certs(path: &Path) -> io::Result<Vec<CertificateDer<'static>>> {
+    let certs = CertificateDer::pem_file_iter(path)
+        .and_then(|iter| iter.collect::<Result<Vec<_>, _>>())
+        .map_err(|e| invalid(format_args!("{}: {e}", path.display())))?;
+    if certs.is_empty() {
+        return Err(invalid(format_args!(
+            "{}: no PEM certificate in it",
+            path.display()
+        )));
+    }
+    Ok(certs)
+}
+
+fn read_roots(path: &Path) -> io::Result<RootCertStore> {
+    let mut roots = RootCertStore::empty();
+    for cert in read_certs(path)? {
+        roots
+            .add(cert)
+            .map_err(|e| invalid(format_args!("{}: {e}", path.display())))?;
+    }
+    Ok(roots)
+}
+
+/// A server's TLS settings: the rustls configuration every accepted
+/// connection is wrapped with. Cheap to clone (shared).
+#[derive(Clone)]
+pub struct ServerTls {
+    config: Arc<rustls::ServerConfig>,
+}
+
+impl ServerTls {
+    /// Uses `config` as it is. Its ALPN list should hold [`ALPN`]
+    /// ([`ServerTls::from_pem_files`] sets it).
+    pub fn new(config: Arc<rustls::ServerConfig>) -> Self {
+        ServerTls { config }
+    }
+
+    /// Builds the configuration from PEM files: the certificate chain (leaf
+    /// first) and its private key; with `client_ca`, every client must show
+    /// a certificate issued by one of that file's CAs (mutual TLS, D20).
+    /// ALPN `jsontp`, TLS 1.2 and 1.3.
+    pub fn from_pem_files(cert_chain: &Path, key: &Path, client_ca: Option<&Path>) -> io::Result<Self> {
+        let certs = read_certs(cert_chain)?;
+        let key =
+            PrivateKeyDer::from_pem_file(key).map_err(|e| invalid(format_args!("{}: {e}", key.display())))?;
+        let builder = rustls::ServerConfig::builder_with_provider(provider())
+            .with_protocol_versions(VERSIONS)
+            .map_err(invalid)?;
+        let builder = match client_ca {
+            None => builder.with_no_client_auth(),
+            Some(ca) => {
+                let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
+                    Arc::new(read_roots(ca)?),
+                    provider(),
+                )
+                .build()
+                .map_err(invalid)?;
+                builder.with_client_cert_verifier(verifier)
+            }
+        };
+        let mut config = builder.with_single_cert(certs, key).map_err(invalid)?;
+        config.alpn_protocols = vec![ALPN.to_vec()];
+        Ok(ServerTls::new(Arc::new(config)))
+    }
+
+    /// The rustls configuration.
+    pub fn config(&self) -> &Arc<rustls::ServerConfig> {
+        &self.config
+    }
+
+    /// Starts the server side of a TLS session over an accepted `stream`;
+    /// the handshake runs in the stream's first reads and writes.
+    pub fn accept<T: Transport>(&self, stream: T) -> io::Result<TlsStream<T>> {
+        let conn = rustls::ServerConnection::new(Arc::clone(&self.config)).map_err(io::Error::other)?;
+        Ok(TlsStream::new(conn.into(), stream))
+    }
+}
+
+impl fmt::Debug for ServerTls {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ServerTls")
+            .field("alpn", &self.config.alpn_protocols)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Two settings are equal when they share one configuration (rustls'
+/// configuration cannot be compared); lets the server options stay `Eq`.
+impl PartialEq for ServerTls {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.config, &other.config)
+    }
+}
+
+impl Eq for ServerTls {}
+
+/// A client's TLS settings: which server certificates it trusts. Cheap to
+/// clone (shared).
+#[derive(Clone)]
+pub struct ClientTls {
+    config: Arc<rustls::ClientConfig>,
+}
+
+impl ClientTls {
+    /// Uses `config` as it is (for instance with a client certificate for
+    /// mutual TLS). Its ALPN list should hold [`ALPN`].
+    pub fn new(config: Arc<rustls::ClientConfig>) -> Self {
+        ClientTls { config }
+    }
+
+    fn with_roots(roots: RootCertStore) -> io::Result<Self> {
+        let mut config = rustls::ClientConfig::builder_with_provider(provider())
+            .with_protocol_versions(VERSIONS)
+            .map_err(invalid)?
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        config.alpn_protocols = vec![ALPN.to_vec()];
+        Ok(ClientTls::new(Arc::new(config)))
+    }
+
+    /// Trusts the system's root certificates (D20's default).
+    pub fn system_roots() -> io::Result<Self> {
+        let found = rustls_native_certs::load_native_certs();
+        let mut roots = RootCertStore::empty();
+        roots.add_parsable_certificates(found.certs);
+        if roots.is_empty() {
+            return Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                "no system root certificate could be loaded (give a CA file)",
+            ));
+        }
+        ClientTls::with_roots(roots)
+    }
+
+    /// Trusts only the CA certificates of the PEM file at `path`.
+    pub fn from_ca_file(path: &Path) -> io::Result<Self> {
+        ClientTls::with_roots(read_roots(path)?)
+    }
+
+    /// Accepts any server certificate, checking only the handshake's
+    /// signatures: no authentication at all. For tests and local use.
+    pub fn insecure() -> Self {
+        let provider = provider();
+        let mut config = rustls::ClientConfig::builder_with_provider(Arc::clone(&provider))
+            .with_protocol_versions(VERSIONS)
+            .expect("ring supports TLS 1.2 and 1.3")
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(AnyCertificate(provider)))
+            .with_no_client_auth();
+        config.alpn_protocols = vec![ALPN.to_vec()];
+        ClientTls::new(Arc::new(config))
+    }
+
+    /// The rustls configuration.
+    pub fn config(&self) -> &Arc<rustls::ClientConfig> {
+        &self.config
+    }
+
+    /// Starts the client side of a TLS session with `server_name` (a DNS
+    /// name or an IP address) over a connected `stream`; the handshake
+    /// runs in the stream's first reads and writes, or in
+    /// [`TlsStream::handshake`].
+    pub fn connect<T: Transport>(&self, server_name: &str, stream: T) -> io::Result<TlsStream<T>> {
+        let conn = rustls::ClientConnection::new(Arc::clone(&self.config), server_name_of(server_name)?)
+            .map_err(io::Error::other)?;
+        Ok(TlsStream::new(conn.into(), stream))
+    }
+}
+
+/// The name a client checks the certificate against: a DNS name, or an IP
+/// address (brackets of an IPv6 literal dropped).
+pub(crate) fn server_name_of(host: &str) -> io::Result<ServerName<'static>> {
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    ServerName::try_from(host.to_owned())
+        .map_err(|e| invalid(format_args!("{host}: not a TLS server name: {e}")))
+}
+
+impl fmt::Debug for ClientTls {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ClientTls")
+            .field("alpn", &self.config.alpn_protocols)
+            .finish_non_exhaustive()
+    }
+}
+
+/// `--insecure`: every certificate passes; the handshake's signatures are
+/// still checked, so the session is at least with the certificate's holder.
+#[derive(Debug)]
+struct AnyCertificate(Arc<CryptoProvider>);
+
+impl ServerCertVerifier for AnyCertificate {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+/// A TLS session over a [`Transport`], itself a [`Transport`]: blocking
+/// when the stream underneath blocks, non-blocking when it answers
+/// `WouldBlock`.
+///
+/// A write that was taken is sent without a `flush` (the drive steps never
+/// flush): whatever TLS output the socket could not take yet goes out at
+/// the start of the next read or write. Readiness-based runtimes must use
+/// [`IoMode::NonBlocking`](super::IoMode::NonBlocking), not
+/// `EdgeTriggered`: a short read of plaintext says nothing about the
+/// socket underneath.
+pub struct TlsStream<T> {
+    conn: rustls::Connection,
+    io: T,
+}
+
+impl<T> fmt::Debug for TlsStream<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TlsStream")
+            .field("handshaking", &self.conn.is_handshaking())
+            .field("alpn", &self.conn.alpn_protocol())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T: Transport> TlsStream<T> {
+    fn new(conn: rustls::Connection, io: T) -> Self {
+        TlsStream { conn, io }
+    }
+
+    /// The stream underneath.
+    pub fn get_ref(&self) -> &T {
+        &self.io
+    }
+
+    /// The stream underneath, mutably (reading or writing it directly
+    /// breaks the session).
+    pub fn get_mut(&mut self) -> &mut T {
+        &mut self.io
+    }
+
+    /// The rustls session (the peer's certificates, the ALPN protocol, the
+    /// version agreed).
+    pub fn session(&self) -> &rustls::Connection {
+        &self.conn
+    }
+
+    /// Runs the handshake to its end now, each read and write bounded by
+    /// `limit` (blocking streams). A non-blocking stream answers
+    /// `WouldBlock` until it is done.
+    pub fn handshake(&mut self, limit: Option<Duration>) -> io::Result<()> {
+        self.io.set_timeout(limit)?;
+        while self.conn.is_handshaking() {
+            self.send_pending()?;
+            if !self.conn.is_handshaking() {
+                break;
+            }
+            if self.receive()? == 0 {
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "the peer closed the connection during the TLS handshake",
+                ));
+            }
+        }
+        self.send_pending()
+    }
+
+    /// Sends the TLS output rustls holds, until none is left or the stream
+    /// would block.
+    fn send_pending(&mut self) -> io::Result<()> {
+        while self.conn.wants_write() {
+            if self.conn.write_tls(&mut self.io)? == 0 {
+                return Err(io::ErrorKind::WriteZero.into());
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads TLS input once and processes it; the bytes read (0: the peer
+    /// closed). A protocol error is sent to the peer as an alert (as far as
+    /// the socket takes it) and returned.
+    fn receive(&mut self) -> io::Result<usize> {
+        let n = self.conn.read_tls(&mut self.io)?;
+        if let Err(e) = self.conn.process_new_packets() {
+            let _ = self.send_pending();
+            return Err(self.explain(e));
+        }
+        // Handshake messages or a key update may want an answer.
+        match self.send_pending() {
+            Err(e) if !would_block(&e) => return Err(e),
+            _ => {}
+        }
+        Ok(n)
+    }
+
+    /// A rustls error as an I/O error that says what most likely happened.
+    fn explain(&self, e: rustls::Error) -> io::Error {
+        let plaintext = matches!(
+            e,
+            rustls::Error::InvalidMessage(_) | rustls::Error::InappropriateHandshakeMessage { .. }
+        );
+        if plaintext && self.conn.is_handshaking() {
+            let hint = match self.conn {
+                rustls::Connection::Client(_) => {
+                    "the server did not answer with TLS (a plaintext jsontp:// port?)"
+                }
+                rustls::Connection::Server(_) => "the client did not speak TLS",
+            };
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("TLS handshake failed: {hint}: {e}"),
+            )
+        } else if self.conn.is_handshaking() {
+            io::Error::new(io::ErrorKind::InvalidData, format!("TLS handshake failed: {e}"))
+        } else {
+            io::Error::new(io::ErrorKind::InvalidData, format!("TLS: {e}"))
+        }
+    }
+}
+
+impl<T: Transport> Read for TlsStream<T> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        // Output the socket could not take before goes first, but a full
+        // socket must not keep us from reading.
+        match self.send_pending() {
+            Err(e) if !would_block(&e) => return Err(e),
+            _ => {}
+        }
+        loop {
+            match self.conn.reader().read(buf) {
+                Ok(n) => return Ok(n),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                // The peer closed without close_notify. A jsontp message is
+                // framed by its own JSON, never by the end of the stream, so
+                // a truncation cannot pass for a whole message: read it as
+                // the end, like TCP's.
+                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(0),
+                Err(e) => return Err(e),
+            }
+            if self.receive()? == 0 {
+                // Let rustls tell a clean close from a truncation above.
+                if self.conn.wants_read() && self.conn.is_handshaking() {
+                    return Err(io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        "the peer closed the connection during the TLS handshake",
+                    ));
+                }
+                return match self.conn.reader().read(buf) {
+                    Ok(n) => Ok(n),
+                    Err(_) => Ok(0),
+                };
+            }
+        }
+    }
+}
+
+impl<T: Transport> Write for TlsStream<T> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        // Nothing new is taken while older output waits: that is the
+        // back-pressure a non-blocking caller waits on.
+        self.send_pending()?;
+        while self.conn.is_handshaking() {
+            if self.receive()? == 0 {
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "the peer closed the connection during the TLS handshake",
+                ));
+            }
+            self.send_pending()?;
+        }
+        let n = self.conn.writer().write(buf)?;
+        // Taken: what the socket cannot take now goes at the next call.
+        match self.send_pending() {
+            Err(e) if !would_block(&e) => Err(e),
+            _ => Ok(n),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.send_pending()?;
+        self.io.flush()
+    }
+}
+
+impl<T: Transport> Transport for TlsStream<T> {
+    /// Sends close_notify and every byte still held, then half-closes the
+    /// socket underneath.
+    fn shutdown_write(&mut self) -> io::Result<()> {
+        self.conn.send_close_notify();
+        self.send_pending()?;
+        self.io.shutdown_write()
+    }
+
+    fn set_timeout(&mut self, limit: Option<Duration>) -> io::Result<()> {
+        self.io.set_timeout(limit)
+    }
+}
+
+/// A tokio-rustls stream (either role) as the async runtimes serve it.
+///
+/// tokio-rustls takes a write and keeps what the socket cannot take yet
+/// until the next `poll_flush`; the drive steps never flush. This wrapper
+/// flushes after every write and before every read, so a response left
+/// behind by a full socket still goes out once it drains (the flush that
+/// answers `Pending` has registered the task to be woken then).
+#[cfg(feature = "tokio")]
+#[derive(Debug)]
+pub struct TokioTlsStream<S> {
+    inner: tokio_rustls::TlsStream<S>,
+}
+
+#[cfg(feature = "tokio")]
+impl<S> TokioTlsStream<S> {
+    /// Wraps a stream whose handshake is done.
+    pub fn new(inner: tokio_rustls::TlsStream<S>) -> Self {
+        TokioTlsStream { inner }
+    }
+
+    /// The tokio-rustls stream (the socket, the rustls session).
+    pub fn get_ref(&self) -> &tokio_rustls::TlsStream<S> {
+        &self.inner
+    }
+}
+
+#[cfg(feature = "tokio")]
+mod tokio_io {
+    use std::io;
+    use std::pin::Pin;
+    use std::task::{Context, Poll};
+
+    use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+    use super::TokioTlsStream;
+
+    /// Sends what is held back; `Pending` is fine (the waker is set).
+    fn push<S: AsyncRead + AsyncWrite + Unpin>(
+        inner: &mut tokio_rustls::TlsStream<S>,
+        cx: &mut Context<'_>,
+    ) -> io::Result<()> {
+        match Pin::new(inner).poll_flush(cx) {
+            Poll::Ready(Err(e)) => Err(e),
+            _ => Ok(()),
+        }
+    }
+
+    impl<S: AsyncRead + AsyncWrite + Unpin> AsyncRead for TokioTlsStream<S> {
+        fn poll_read(
+            mut self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+            buf: &mut ReadBuf<'_>,
+        ) -> Poll<io::Result<()>> {
+            push(&mut self.inner, cx)?;
+            Pin::new(&mut self.inner).poll_read(cx, buf)
+        }
+    }
+
+    impl<S: AsyncRead + AsyncWrite + Unpin> AsyncWrite for TokioTlsStream<S> {
+        fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+            let written = Pin::new(&mut self.inner).poll_write(cx, buf);
+            if let Poll::Ready(Ok(_)) = written {
+                push(&mut self.inner, cx)?;
+            }
+            written
+        }
+
+        fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Pin::new(&mut self.inner).poll_flush(cx)
+        }
+
+        fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Pin::new(&mut self.inner).poll_shutdown(cx)
+        }
+    }
+}
+
+/// A client handshake error from tokio-rustls, said as plainly as
+/// [`TlsStream`] says it.
+#[cfg(feature = "tokio")]
+pub(crate) fn explain_handshake(e: io::Error) -> io::Error {
+    let Some(tls) = e
+        .get_ref()
+        .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+    else {
+        return e;
+    };
+    let hint = match tls {
+        rustls::Error::InvalidMessage(_) | rustls::Error::InappropriateHandshakeMessage { .. } => {
+            ": the server did not answer with TLS (a plaintext jsontp:// port?)"
+        }
+        _ => "",
+    };
+    io::Error::new(e.kind(), format!("TLS handshake failed{hint}: {tls}"))
+}

@@ -1,0 +1,465 @@
+//! TLS (D20) on every server runtime with both clients: round trips,
+//! mutual TLS, and the wrong protocol on either side. Certificates are
+//! made here with rcgen; loopback only.
+#![cfg(feature = "tls")]
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use jsontp::io_adapters::client::{Answer, ClientError};
+use jsontp::io_adapters::server::ServerOptions;
+use jsontp::io_adapters::tls::{ClientTls, ServerTls, TlsStream};
+use jsontp::machine::ServerConfig;
+use jsontp::message::{Method, Request};
+use rcgen::{
+    BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa, KeyPair,
+};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+
+use crate::support::{
+    AnyClient, CLIENTS, ClientKind, Echo, LIMIT, RUNTIMES, Runtime, api_request, get, options, quick, start,
+};
+
+/// A CA, a server certificate for `localhost` and 127.0.0.1, and a client
+/// certificate, all as PEM files in a directory of their own.
+struct Pki {
+    dir: PathBuf,
+}
+
+impl Pki {
+    fn new() -> Pki {
+        static COUNT: AtomicUsize = AtomicUsize::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "jsontp-tls-{}-{}",
+            std::process::id(),
+            COUNT.fetch_add(1, Ordering::SeqCst)
+        ));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let ca_key = KeyPair::generate().expect("key");
+        let mut ca_params = CertificateParams::new(Vec::<String>::new()).expect("params");
+        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        // Names of their own: a leaf named like its issuer looks
+        // self-signed to OpenSSL.
+        ca_params.distinguished_name = name("jsontp test CA");
+        let ca = ca_params.self_signed(&ca_key).expect("CA");
+        let leaf = |names: Vec<String>, usage: ExtendedKeyUsagePurpose, stem: &str| {
+            let key = KeyPair::generate().expect("key");
+            let mut params = CertificateParams::new(names).expect("params");
+            params.extended_key_usages = vec![usage];
+            params.distinguished_name = name(stem);
+            let cert = params.signed_by(&key, &ca, &ca_key).expect("signed");
+            std::fs::write(dir.join(format!("{stem}.pem")), cert.pem()).expect("write");
+            std::fs::write(dir.join(format!("{stem}.key")), key.serialize_pem()).expect("write");
+        };
+        leaf(
+            vec!["localhost".into(), "127.0.0.1".into()],
+            ExtendedKeyUsagePurpose::ServerAuth,
+            "server",
+        );
+        leaf(
+            vec!["client".into()],
+            ExtendedKeyUsagePurpose::ClientAuth,
+            "client",
+        );
+        std::fs::write(dir.join("ca.pem"), ca.pem()).expect("write");
+        Pki { dir }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.join(name)
+    }
+
+    fn server(&self, mutual: bool) -> ServerTls {
+        let ca = self.path("ca.pem");
+        ServerTls::from_pem_files(
+            &self.path("server.pem"),
+            &self.path("server.key"),
+            mutual.then_some(ca.as_path()),
+        )
+        .expect("server TLS")
+    }
+
+    fn client(&self) -> ClientTls {
+        ClientTls::from_ca_file(&self.path("ca.pem")).expect("client TLS")
+    }
+
+    /// A client that shows the client certificate.
+    fn client_with_cert(&self) -> ClientTls {
+        let mut roots = rustls::RootCertStore::empty();
+        roots
+            .add(CertificateDer::from_pem_file(self.path("ca.pem")).expect("ca"))
+            .expect("root");
+        let chain = vec![CertificateDer::from_pem_file(self.path("client.pem")).expect("cert")];
+        let key = PrivateKeyDer::from_pem_file(self.path("client.key")).expect("key");
+        let mut config =
+            rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+                .with_safe_default_protocol_versions()
+                .expect("versions")
+                .with_root_certificates(roots)
+                .with_client_auth_cert(chain, key)
+                .expect("client cert");
+        config.alpn_protocols = vec![jsontp::io_adapters::tls::ALPN.to_vec()];
+        ClientTls::new(Arc::new(config))
+    }
+}
+
+fn name(common: &str) -> DistinguishedName {
+    let mut name = DistinguishedName::new();
+    name.push(DnType::CommonName, common);
+    name
+}
+
+impl Drop for Pki {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A TLS client of either kind.
+enum TlsClient {
+    Blocking(jsontp::io_adapters::client::blocking::Client<TlsStream<std::net::TcpStream>>),
+    #[cfg(feature = "tokio")]
+    Tokio(
+        tokio::runtime::Runtime,
+        jsontp::io_adapters::client::tokio::Client<
+            jsontp::io_adapters::tls::TokioTlsStream<tokio::net::TcpStream>,
+        >,
+    ),
+}
+
+impl TlsClient {
+    fn connect(kind: ClientKind, addr: SocketAddr, tls: &ClientTls) -> Result<TlsClient, ClientError> {
+        match kind {
+            ClientKind::Blocking => {
+                jsontp::io_adapters::client::blocking::Client::connect_tls(addr, "localhost", tls, quick())
+                    .map(TlsClient::Blocking)
+            }
+            #[cfg(feature = "tokio")]
+            ClientKind::Tokio => {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .expect("runtime");
+                let client = runtime.block_on(async {
+                    jsontp::io_adapters::client::tokio::Client::connect_tls(addr, "localhost", tls, quick())
+                        .await
+                })?;
+                Ok(TlsClient::Tokio(runtime, client))
+            }
+        }
+    }
+
+    fn send_all(&mut self, requests: Vec<Request>) -> Vec<Result<Answer, ClientError>> {
+        match self {
+            TlsClient::Blocking(client) => client.send_all(requests),
+            #[cfg(feature = "tokio")]
+            TlsClient::Tokio(runtime, client) => runtime.block_on(async {
+                tokio::time::timeout(LIMIT * 3, client.send_all(requests))
+                    .await
+                    .expect("the async client finishes in time")
+            }),
+        }
+    }
+
+    fn alpn(&self) -> Option<Vec<u8>> {
+        match self {
+            TlsClient::Blocking(client) => client.get_ref().session().alpn_protocol().map(<[u8]>::to_vec),
+            #[cfg(feature = "tokio")]
+            TlsClient::Tokio(_, client) => client
+                .get_ref()
+                .get_ref()
+                .get_ref()
+                .1
+                .alpn_protocol()
+                .map(<[u8]>::to_vec),
+        }
+    }
+}
+
+fn tls_options(tls: ServerTls) -> ServerOptions {
+    options(ServerConfig::default(), 2).with_tls(tls)
+}
+
+/// Whether a plain client still gets answered by the server at `addr`
+/// over TLS: the server kept serving.
+fn still_serves(kind: ClientKind, addr: SocketAddr, tls: &ClientTls, what: &str) {
+    let mut client = TlsClient::connect(kind, addr, tls).unwrap_or_else(|e| panic!("{what}: {e}"));
+    let answer = client.send_all(vec![get("/after")]).remove(0);
+    let answer = answer.unwrap_or_else(|e| panic!("{what}: {e}"));
+    assert_eq!(answer.response.body.as_text(), Some("echo /after "), "{what}");
+}
+
+#[test]
+fn round_trip_on_every_runtime_with_both_clients() {
+    let pki = Pki::new();
+    let tls = pki.server(false);
+    for &runtime in RUNTIMES {
+        let server = start(runtime, Echo, tls_options(tls.clone()));
+        for &kind in CLIENTS {
+            let what = format!("{runtime:?} {kind:?}");
+            let mut client = TlsClient::connect(kind, server.addr, &pki.client())
+                .unwrap_or_else(|e| panic!("{what}: {e}"));
+            assert_eq!(
+                client.alpn().as_deref(),
+                Some(&b"jsontp"[..]),
+                "{what}: ALPN (D20)"
+            );
+            // Keep-alive, a pipeline, and answers larger than the socket
+            // buffers: TLS output held back by a full socket must still go.
+            let mut requests = vec![api_request(Method::Put, "/a", "one")];
+            requests.extend((0..10).map(|n| get(&format!("/p{n}"))));
+            requests.extend((0..3).map(|_| get("/big/2000000")));
+            let results = client.send_all(requests);
+            assert_eq!(results.len(), 14, "{what}");
+            for (n, result) in results.into_iter().enumerate() {
+                let answer = result.unwrap_or_else(|e| panic!("{what}: request {n}: {e}"));
+                let body = answer.response.body.as_text().unwrap_or_default().to_owned();
+                match n {
+                    0 => assert_eq!(body, "echo /a one", "{what}"),
+                    1..=10 => assert_eq!(body, format!("echo /p{} ", n - 1), "{what}"),
+                    _ => assert_eq!(body.len(), 2_000_000, "{what}"),
+                }
+            }
+        }
+        server.shutdown_and_join();
+    }
+}
+
+#[test]
+fn mutual_tls_accepts_a_known_client_and_refuses_one_without_a_certificate() {
+    let pki = Pki::new();
+    for &runtime in RUNTIMES {
+        let server = start(runtime, Echo, tls_options(pki.server(true)));
+        for &kind in CLIENTS {
+            let what = format!("{runtime:?} {kind:?}");
+            // Without a certificate: the handshake fails, or (TLS 1.3, where
+            // the server judges the client after the client is done) the
+            // first exchange does. Either way no answer.
+            match TlsClient::connect(kind, server.addr, &pki.client()) {
+                Err(ClientError::Tls { .. }) => {}
+                Err(other) => panic!("{what}: a TLS error expected, got {other}"),
+                Ok(mut client) => {
+                    let result = client.send_all(vec![get("/secret")]).remove(0);
+                    assert!(result.is_err(), "{what}: answered without a client certificate");
+                }
+            }
+            still_serves(kind, server.addr, &pki.client_with_cert(), &what);
+        }
+        server.shutdown_and_join();
+    }
+}
+
+#[test]
+fn plaintext_client_on_the_tls_port_fails_and_the_server_goes_on() {
+    let pki = Pki::new();
+    for &runtime in RUNTIMES {
+        let server = start(runtime, Echo, tls_options(pki.server(false)));
+        for &kind in CLIENTS {
+            let what = format!("{runtime:?} {kind:?}");
+            let mut plain = AnyClient::connect(kind, server.addr, quick()).expect("TCP connects");
+            let result = plain.send_all(vec![get("/plain")]).remove(0);
+            assert!(
+                result.is_err(),
+                "{what}: a plaintext request was answered on the TLS port"
+            );
+            still_serves(kind, server.addr, &pki.client(), &what);
+        }
+        server.shutdown_and_join();
+    }
+}
+
+#[test]
+fn tls_client_on_a_plaintext_port_gets_a_clear_error() {
+    let pki = Pki::new();
+    for &runtime in RUNTIMES {
+        let server = start(runtime, Echo, options(ServerConfig::default(), 2));
+        for &kind in CLIENTS {
+            let what = format!("{runtime:?} {kind:?}");
+            match TlsClient::connect(kind, server.addr, &pki.client()) {
+                Err(e @ ClientError::Tls { .. }) => {
+                    let text = e.to_string();
+                    assert!(text.contains("plaintext"), "{what}: {text}");
+                }
+                Err(other) => panic!("{what}: a TLS error expected, got {other}"),
+                Ok(_) => panic!("{what}: a TLS session with a plaintext server"),
+            }
+            let mut plain = AnyClient::connect(kind, server.addr, quick()).expect("connect");
+            let answer = plain.send_all(vec![get("/after")]).remove(0).expect("answered");
+            assert_eq!(answer.response.body.as_text(), Some("echo /after "), "{what}");
+        }
+        server.shutdown_and_join();
+    }
+}
+
+#[test]
+fn a_client_that_does_not_trust_the_certificate_is_told_so() {
+    let pki = Pki::new();
+    let other = Pki::new();
+    let server = start(Runtime::Std, Echo, tls_options(pki.server(false)));
+    for &kind in CLIENTS {
+        match TlsClient::connect(kind, server.addr, &other.client()) {
+            Err(e @ ClientError::Tls { .. }) => {
+                assert!(e.to_string().contains("certificate"), "{kind:?}: {e}")
+            }
+            Err(e) => panic!("{kind:?}: a TLS error expected, got {e}"),
+            Ok(_) => panic!("{kind:?}: a certificate from another CA was trusted"),
+        }
+        let mut insecure =
+            TlsClient::connect(kind, server.addr, &ClientTls::insecure()).expect("--insecure connects");
+        assert!(insecure.send_all(vec![get("/x")]).remove(0).is_ok(), "{kind:?}");
+    }
+    server.shutdown_and_join();
+}
+
+#[test]
+fn openssl_s_client_sees_the_alpn() {
+    let Ok(probe) = std::process::Command::new("openssl").arg("version").output() else {
+        eprintln!("skipped: no `openssl` command on this machine");
+        return;
+    };
+    assert!(probe.status.success(), "openssl version");
+    let pki = Pki::new();
+    let server = start(Runtime::Std, Echo, tls_options(pki.server(false)));
+    let output = std::process::Command::new("timeout")
+        .args([
+            "10",
+            "openssl",
+            "s_client",
+            "-alpn",
+            "jsontp",
+            "-servername",
+            "localhost",
+        ])
+        .arg("-connect")
+        .arg(server.addr.to_string())
+        .arg("-CAfile")
+        .arg(pki.path("ca.pem"))
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run openssl s_client");
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(text.contains("ALPN protocol: jsontp"), "{text}");
+    assert!(text.contains("Verify return code: 0 (ok)"), "{text}");
+    server.shutdown_and_join();
+}
+
+/// `jsontp get` with a `jsontps://` URL, as a user runs it.
+#[cfg(feature = "cli")]
+fn jsontp(args: &[&std::ffi::OsStr]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_jsontp"))
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run jsontp")
+}
+
+#[cfg(feature = "cli")]
+#[test]
+fn the_command_speaks_jsontps_and_names_a_tls_port() {
+    let pki = Pki::new();
+    let server = start(Runtime::Mio, Echo, tls_options(pki.server(false)));
+    let port = server.addr.port();
+    let url = format!("jsontps://localhost:{port}/cli");
+    let ca = pki.path("ca.pem");
+    let out = jsontp(&["get".as_ref(), "--cacert".as_ref(), ca.as_os_str(), url.as_ref()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "echo /cli ");
+    // Another CA: refused, and said so.
+    let other = Pki::new();
+    let out = jsontp(&[
+        "get".as_ref(),
+        "--cacert".as_ref(),
+        other.path("ca.pem").as_os_str(),
+        url.as_ref(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("certificate"));
+    // --insecure takes any certificate.
+    let out = jsontp(&["get".as_ref(), "--insecure".as_ref(), url.as_ref()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // A plaintext URL on the TLS port: told to use jsontps://.
+    let plain = format!("jsontp://localhost:{port}/cli");
+    let out = jsontp(&["get".as_ref(), plain.as_ref()]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("jsontps://"), "{stderr}");
+    server.shutdown_and_join();
+}
+
+/// `jsontp serve --tls-cert --tls-key --tls-client-ca`, the key given by
+/// `JSONTP_TLS_KEY`: serves TLS, and only to clients with a certificate.
+#[cfg(feature = "cli")]
+#[test]
+fn the_command_serves_mutual_tls_from_flags_and_env() {
+    use std::io::{BufRead, BufReader};
+
+    let pki = Pki::new();
+    let root = pki.path("root");
+    std::fs::create_dir_all(&root).expect("root");
+    std::fs::write(root.join("hello.txt"), "hello").expect("file");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_jsontp"))
+        .args(["serve", "--quiet", "--addr", "127.0.0.1:0", "--root"])
+        .arg(&root)
+        .arg("--tls-cert")
+        .arg(pki.path("server.pem"))
+        .arg("--tls-client-ca")
+        .arg(pki.path("ca.pem"))
+        .env("JSONTP_TLS_KEY", pki.path("server.key"))
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start jsontp serve");
+    let mut banner = String::new();
+    let stderr = child.stderr.take().expect("stderr");
+    BufReader::new(stderr).read_line(&mut banner).expect("banner");
+    let outcome = std::panic::catch_unwind(|| {
+        let bound = banner
+            .trim()
+            .rsplit_once("jsontps://")
+            .unwrap_or_else(|| panic!("a jsontps:// address in {banner:?}"))
+            .1;
+        let addr: SocketAddr = bound.parse().expect("address");
+        let mut client =
+            TlsClient::connect(ClientKind::Blocking, addr, &pki.client_with_cert()).expect("mutual TLS");
+        let answer = client
+            .send_all(vec![get("/hello.txt")])
+            .remove(0)
+            .expect("answered");
+        assert_eq!(answer.response.body.content(), b"hello");
+        let refused = match TlsClient::connect(ClientKind::Blocking, addr, &pki.client()) {
+            Err(_) => true,
+            Ok(mut client) => client.send_all(vec![get("/hello.txt")]).remove(0).is_err(),
+        };
+        assert!(refused, "served a client without a certificate");
+    });
+    let _ = child.kill();
+    let _ = child.wait();
+    if let Err(panic) = outcome {
+        std::panic::resume_unwind(panic);
+    }
+}
+
+#[test]
+fn a_client_that_never_says_hello_does_not_hold_up_shutdown() {
+    let pki = Pki::new();
+    for &runtime in RUNTIMES {
+        let server = start(runtime, Echo, tls_options(pki.server(false)));
+        // Connected, silent: mid-handshake as far as the server knows.
+        let silent = crate::support::connect(server.addr);
+        still_serves(
+            ClientKind::Blocking,
+            server.addr,
+            &pki.client(),
+            &format!("{runtime:?}"),
+        );
+        let took = server.shutdown_and_join();
+        assert!(
+            took < std::time::Duration::from_secs(5),
+            "{runtime:?}: shutdown took {took:?}"
+        );
+        drop(silent);
+    }
+}
