@@ -9,7 +9,7 @@ use std::str::FromStr;
 
 use super::envelope::RawHeaders;
 use super::headers::{EncodingList, HeaderName, split_weight};
-use super::parse::{Forgiven, Validation};
+use super::leniency::{Forgiven, Validation};
 use super::syntax::Loose;
 use super::{Cookies, EncodingRange, Headers, ValueError, Weight, Weighted};
 

@@ -25,6 +25,7 @@ mod header_values;
 mod headers;
 mod iso_codes;
 pub mod language;
+mod leniency;
 pub mod media;
 mod method;
 pub mod negotiate;
@@ -43,9 +44,10 @@ pub use cookies::Cookies;
 pub use date::Date;
 pub use headers::{EncodingRange, HeaderName, Headers, Weight, Weighted};
 pub use language::{LanguageRange, LanguageTag};
+pub use leniency::{Forgiven, Validation};
 pub use media::{MediaRange, MediaType};
 pub use method::Method;
-pub use parse::{Forgiven, Parsed, RequestContext, Validation, parse_request, parse_response};
+pub use parse::{Parsed, RequestContext, parse_request, parse_response};
 /// For the connection machine, whose scanner has framed each message
 /// already: no byte is lexed twice (see [`parse::parse_request_framed`]).
 #[allow(unused_imports)]

@@ -38,6 +38,7 @@ use super::codec::{self, DecodeError};
 use super::envelope::{Envelope, RawBody, RawStatus};
 use super::framing::{Fault, Frame, Scan, Scanner};
 use super::header_values::{quoted, request_headers, response_headers};
+use super::leniency::{Forgiven, Validation};
 use super::syntax::{self, Kind, Loose, Note, Notes, Number};
 use super::{
     Body, Encoding, MessageLimits, Method, Rejection, RejectionKind, Request, Resource, Response, Status,
@@ -54,31 +55,6 @@ pub enum RequestContext {
     /// The full request after a `100` acknowledgement: its `expect` header
     /// is ignored (D10).
     AfterContinue,
-}
-
-/// How strictly a client checks responses (D13).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Validation {
-    /// Every rule of the response message holds.
-    #[default]
-    Strict,
-    /// Missing `date`/`language` and an empty `encoding` are forgiven (the
-    /// published reference crate sends both) and reported; so are header
-    /// names outside the protocol's list, which are dropped.
-    Lenient,
-}
-
-/// What a lenient parse forgave in a response (D13).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Forgiven {
-    /// `headers.date` was missing.
-    MissingDate,
-    /// `headers.language` was missing.
-    MissingLanguage,
-    /// `body.encoding` was `""`; read as `identity`.
-    EmptyEncoding,
-    /// One or more header names outside the protocol's list were dropped.
-    UnknownHeader,
 }
 
 /// A parsed message and what was forgiven to get it.
