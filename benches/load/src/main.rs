@@ -8,6 +8,10 @@
 //! `scripts/load-bench.sh` builds everything, pins this program to one CPU
 //! and runs `suite`; see BENCHMARKS.md.
 
+// A benchmark owns its clock, threads and processes; the disallowed list
+// (clippy.toml) guards the sans-I/O core.
+#![allow(clippy::disallowed_methods)]
+
 mod framing;
 mod generator;
 mod idle;
@@ -23,7 +27,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use framing::Protocol;
-use servers::Programs;
+use servers::{Programs, ServerKind};
 use suite::{Mode, Settings};
 
 const USAGE: &str = "\
@@ -34,6 +38,7 @@ usage:
   loadbench suite MODE [--runs 3] [--seconds 5] [--warmup 1] [--bin-dir target/release]
                 [--hyper PATH] [--nginx PATH|none] [--work DIR] [--write BENCHMARKS.md]
                 [--svg FILE] [--server-cpu N|none] [--idle-max 10000] [--command TEXT]
+                [--servers nginx,jsontp,hyper,mio]
   MODE: throughput, idle, syscalls, instructions, all, smoke";
 
 fn main() -> ExitCode {
@@ -208,6 +213,16 @@ fn suite(args: &[String]) -> Result<bool, String> {
         write: o.value(&["--write"]).map(PathBuf::from),
         svg: PathBuf::from(o.value(&["--svg"]).unwrap_or("benches/load/throughput.svg")),
         idle_max: o.parsed(&["--idle-max"], 10_000usize)?,
+        only: match o.value(&["--servers"]) {
+            None => ServerKind::ALL.to_vec(),
+            Some(list) => list
+                .split(',')
+                .map(|name| {
+                    ServerKind::from_short(name.trim())
+                        .ok_or_else(|| format!("--servers: {name:?} (nginx, jsontp, hyper, mio)"))
+                })
+                .collect::<Result<_, _>>()?,
+        },
     };
     o.finish()?;
     if !(0.1..=60.0).contains(&settings.seconds) || !(0.0..=30.0).contains(&settings.warmup) {

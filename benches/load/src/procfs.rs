@@ -61,6 +61,25 @@ pub fn children(pid: u32) -> Vec<u32> {
     found
 }
 
+/// CPUs online on the machine (not only those this process may use).
+pub fn cpus_online() -> usize {
+    fs::read_to_string("/proc/cpuinfo")
+        .map(|c| c.lines().filter(|l| l.starts_with("processor")).count())
+        .unwrap_or(0)
+}
+
+/// Whether this process runs as root (real user id 0).
+pub fn is_root() -> bool {
+    fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Uid:"))
+                .and_then(|l| l.split_ascii_whitespace().nth(1).map(|uid| uid == "0"))
+        })
+        .unwrap_or(false)
+}
+
 /// The load average over 1, 5 and 15 minutes.
 pub fn load_average() -> Option<[f64; 3]> {
     let text = fs::read_to_string("/proc/loadavg").ok()?;

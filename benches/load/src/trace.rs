@@ -77,7 +77,7 @@ pub fn strace(pid: u32, load: &Load, scratch: &Path) -> io::Result<Syscalls> {
     let table = fs::read_to_string(&out)?;
     let (total, mut rows) = parse_strace(&table)
         .ok_or_else(|| io::Error::other(format!("no strace summary in {}: {table}", out.display())))?;
-    rows.sort_by(|a, b| b.1.cmp(&a.1));
+    rows.sort_by_key(|row| std::cmp::Reverse(row.1));
     rows.truncate(4);
     Ok(Syscalls {
         requests: outcome.completed,
