@@ -62,6 +62,9 @@ pub struct Outcome {
     pub server_cpu_us_per_request: Option<f64>,
     /// Response bytes received in the window.
     pub bytes_received: u64,
+    /// The generator's own CPU time over the window's length: near 1, it
+    /// and not the server may be what limits the rate.
+    pub generator_cpu_share: Option<f64>,
 }
 
 /// The most requests ever sent: a run is bounded in count as well as time.
@@ -149,10 +152,13 @@ pub fn run(load: &Load) -> io::Result<Outcome> {
     }
 
     let began = Instant::now();
-    let (mut window_start, mut window_end, mut cpu_start) = (began, began + load.warmup, None);
+    let me = [std::process::id()];
+    let (mut window_start, mut window_end) = (began, began + load.warmup);
+    let (mut cpu_start, mut own_start) = (None, None);
     if load.requests.is_some() {
         window_end = began + load.duration;
         cpu_start = procfs::cpu_ticks(&load.server_pids);
+        own_start = procfs::cpu_ticks(&me);
     }
     let mut measuring = load.requests.is_some();
     loop {
@@ -167,6 +173,7 @@ pub fn run(load: &Load) -> io::Result<Outcome> {
             window_start = now;
             window_end = now + load.duration;
             cpu_start = procfs::cpu_ticks(&load.server_pids);
+            own_start = procfs::cpu_ticks(&me);
             continue;
         }
         if load.requests.is_some() && tally.answered >= limit {
@@ -198,6 +205,7 @@ pub fn run(load: &Load) -> io::Result<Outcome> {
     }
     let window_end = Instant::now();
     let cpu_end = procfs::cpu_ticks(&load.server_pids);
+    let own_end = procfs::cpu_ticks(&me);
     if load.requests.is_some() && tally.answered < limit {
         tally.error(format!(
             "only {} of {limit} requests answered in {:?}",
@@ -205,10 +213,13 @@ pub fn run(load: &Load) -> io::Result<Outcome> {
         ));
     }
     let seconds = (window_end - window_start).as_secs_f64();
+    let ticks = procfs::clock_ticks();
+    let generator_cpu_share = match (own_start, own_end) {
+        (Some(a), Some(b)) if seconds > 0.0 => Some(b.saturating_sub(a) as f64 / ticks / seconds),
+        _ => None,
+    };
     let server_cpu_seconds = match (cpu_start, cpu_end) {
-        (Some(a), Some(b)) if !load.server_pids.is_empty() => {
-            Some(b.saturating_sub(a) as f64 / procfs::clock_ticks())
-        }
+        (Some(a), Some(b)) if !load.server_pids.is_empty() => Some(b.saturating_sub(a) as f64 / ticks),
         _ => None,
     };
     Ok(Outcome {
@@ -222,6 +233,7 @@ pub fn run(load: &Load) -> io::Result<Outcome> {
             .filter(|_| tally.completed > 0)
             .map(|s| s * 1e6 / tally.completed as f64),
         bytes_received: tally.bytes,
+        generator_cpu_share,
     })
 }
 

@@ -395,7 +395,7 @@ fn throughput(
             };
             let outcome = generator::run(&load)?;
             eprintln!(
-                "loadbench: round {}/{runs} {:>12} {:?} c{:<3} p{:<2}: {:>9.0} req/s, {} µs CPU/req, {} errors",
+                "loadbench: round {}/{runs} {:>12} {:?} c{:<3} p{:<2}: {:>9.0} req/s, {} µs CPU/req, generator {:.0} %, {} errors",
                 round + 1,
                 case.server.name(),
                 case.payload,
@@ -405,6 +405,7 @@ fn throughput(
                 outcome
                     .server_cpu_us_per_request
                     .map_or("-".to_string(), |c| format!("{c:.1}")),
+                outcome.generator_cpu_share.unwrap_or(0.0) * 100.0,
                 outcome.errors
             );
             runs_so_far.push(outcome);
@@ -806,6 +807,25 @@ fn throughput_tables(results: &[(Case, Vec<Outcome>)], about: &About, svg: &str)
             );
         }
     }
+    let busiest = results
+        .iter()
+        .flat_map(|(c, o)| o.iter().map(move |o| (c, o.generator_cpu_share.unwrap_or(0.0))))
+        .max_by(|a, b| a.1.total_cmp(&b.1));
+    if let Some((case, share)) = busiest {
+        let _ = writeln!(
+            t,
+            "\nThe load generator's busiest run used {:.0} % of its CPU ({}, {} connections, pipeline {}){}.",
+            share * 100.0,
+            case.server.name(),
+            case.connections,
+            case.pipeline,
+            if share > 0.9 {
+                ": there it may be what limits the rate"
+            } else {
+                ""
+            }
+        );
+    }
     let errors: u64 = results.iter().flat_map(|(_, o)| o).map(|o| o.errors).sum();
     let completed: u64 = results.iter().flat_map(|(_, o)| o).map(|o| o.completed).sum();
     let _ = writeln!(
@@ -970,6 +990,7 @@ mod tests {
             server_cpu_seconds: Some(1.0),
             server_cpu_us_per_request: Some(1e6 / rps),
             bytes_received: 0,
+            generator_cpu_share: Some(0.5),
         }
     }
 
