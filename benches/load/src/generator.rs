@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::framing::{Framed, Framer, Protocol};
 use crate::procfs;
@@ -43,7 +43,7 @@ pub struct Load {
 }
 
 /// What a run measured.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Outcome {
     /// Responses completed in the window.
     pub completed: u64,

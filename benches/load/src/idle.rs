@@ -5,14 +5,14 @@ use std::io::{self, Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::framing::{Framed, Framer};
 use crate::procfs;
 use crate::servers::{Running, ServerKind};
 
 /// Resident memory against idle connections, and the line through it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct IdleMemory {
     /// The server.
     pub server: ServerKind,

@@ -39,13 +39,15 @@ usage:
                 [--hyper PATH] [--nginx PATH|none] [--work DIR] [--write BENCHMARKS.md]
                 [--svg FILE] [--server-cpu N|none] [--idle-max 10000] [--command TEXT]
                 [--servers nginx,jsontp,hyper,mio]
-  MODE: throughput, idle, syscalls, instructions, all, smoke";
+  MODE: throughput, idle, syscalls, instructions, all, smoke
+  loadbench replot [--results target/loadbench/results.json] [--svg FILE]";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("gen") => generate(&args[1..]),
         Some("suite") => suite(&args[1..]),
+        Some("replot") => replot(&args[1..]),
         _ => Err(USAGE.to_string()),
     };
     match result {
@@ -241,4 +243,19 @@ fn suite(args: &[String]) -> Result<bool, String> {
         }
     }
     suite::run(mode, &settings).map_err(|e| e.to_string())
+}
+
+fn replot(args: &[String]) -> Result<bool, String> {
+    let mut o = Options::new(args);
+    let results = o
+        .value(&["--results"])
+        .unwrap_or("target/loadbench/results.json")
+        .to_string();
+    let svg = o
+        .value(&["--svg"])
+        .unwrap_or("benches/load/throughput.svg")
+        .to_string();
+    o.finish()?;
+    suite::replot(results.as_ref(), svg.as_ref()).map_err(|e| format!("{results}: {e}"))?;
+    Ok(true)
 }

@@ -33,6 +33,13 @@ pub fn throughput_svg(path: &Path, title: &str, series: &[Series]) -> Result<(),
         .fold(0.0f64, f64::max)
         .max(1.0)
         * 1.1;
+    // The measured connection counts are the ticks.
+    let mut ticks: Vec<f64> = series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.0 as f64))
+        .collect();
+    ticks.sort_by(f64::total_cmp);
+    ticks.dedup();
     let root = SVGBackend::new(path, (760, 440)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| e.to_string())?;
     let mut chart = ChartBuilder::on(&root)
@@ -40,7 +47,10 @@ pub fn throughput_svg(path: &Path, title: &str, series: &[Series]) -> Result<(),
         .margin(12)
         .x_label_area_size(40)
         .y_label_area_size(70)
-        .build_cartesian_2d((0.8f64..max_x * 1.25).log_scale(), 0.0f64..max_y)
+        .build_cartesian_2d(
+            (0.8f64..max_x * 1.25).log_scale().with_key_points(ticks),
+            0.0f64..max_y,
+        )
         .map_err(|e| e.to_string())?;
     chart
         .configure_mesh()

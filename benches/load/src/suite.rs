@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::generator::{self, Load, Outcome};
 use crate::idle::{self, IdleMemory};
@@ -79,7 +79,7 @@ pub struct Settings {
 }
 
 /// Which file a load asks for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum Payload {
     /// The 13-byte `Hello, world!` (the hello servers answer their own).
     Hello,
@@ -90,7 +90,7 @@ pub enum Payload {
 }
 
 /// One load on one server.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct Case {
     /// What is asked for.
     pub payload: Payload,
@@ -146,7 +146,7 @@ fn throughput_cases(available: &[ServerKind], smoke: bool) -> Vec<Case> {
 }
 
 /// Everything a suite measured, as saved beside the scratch files.
-#[derive(Debug, Default, Serialize)]
+#[derive(Debug, Default, Serialize, Deserialize)]
 pub struct Results {
     /// Each load's runs, in round order.
     pub throughput: Vec<(Case, Vec<Outcome>)>,
@@ -209,8 +209,7 @@ pub fn run(mode: Mode, settings: &Settings) -> io::Result<bool> {
         };
         let series = sweep_series(&results.throughput);
         if series.iter().any(|s| s.points.len() > 1) {
-            plot::throughput_svg(&svg, "jsontp load benchmark: req/s against connections", &series)
-                .map_err(io::Error::other)?;
+            plot::throughput_svg(&svg, PLOT_TITLE, &series).map_err(io::Error::other)?;
             eprintln!("loadbench: plot written to {}", svg.display());
         }
         let mut text = header(&about, settings, &results, runs, seconds, warmup);
@@ -326,6 +325,17 @@ pub fn run(mode: Mode, settings: &Settings) -> io::Result<bool> {
     }
     Ok(clean)
 }
+
+/// Draws the plot again from a suite's saved results (`results.json`),
+/// without measuring anything.
+pub fn replot(results: &Path, svg: &Path) -> io::Result<()> {
+    let text = fs::read_to_string(results)?;
+    let results: Results = serde_json::from_str(&text).map_err(io::Error::other)?;
+    plot::throughput_svg(svg, PLOT_TITLE, &sweep_series(&results.throughput)).map_err(io::Error::other)
+}
+
+/// The plot's title.
+const PLOT_TITLE: &str = "jsontp load benchmark: req/s against connections";
 
 fn launch(settings: &Settings) -> Launch {
     Launch {

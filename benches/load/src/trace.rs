@@ -7,12 +7,12 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::generator::{self, Load};
 
 /// System calls the server made for a fixed number of requests.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Syscalls {
     /// Requests answered while strace counted.
     pub requests: u64,
