@@ -170,7 +170,7 @@ pub fn run(mode: Mode, settings: &Settings) -> io::Result<bool> {
         .filter(|&k| settings.programs.has(k) && settings.only.contains(&k))
         .collect();
     if !settings.programs.has(ServerKind::Nginx) {
-        eprintln!("loadbench: nginx is not installed: its rows are left out");
+        eprintln!("loadbench: no nginx (not installed, or --nginx none): its rows are left out");
     }
     let about = About::read(settings);
     let mut results = Results::default();
