@@ -150,6 +150,8 @@ pub fn run(load: &Load) -> io::Result<Outcome> {
         queue(conn, &load.request, n, &mut tally);
         flush(conn, &mut tally);
     }
+    // Connections still open; each close below counts once, as it happens.
+    let mut open = conns.iter().filter(|c| c.open).count();
 
     let began = Instant::now();
     let me = [std::process::id()];
@@ -179,7 +181,7 @@ pub fn run(load: &Load) -> io::Result<Outcome> {
         if load.requests.is_some() && tally.answered >= limit {
             break;
         }
-        if conns.iter().all(|c| !c.open) {
+        if open == 0 {
             break;
         }
         let wait = (window_end - now).min(poll_timeout_cap);
@@ -200,6 +202,9 @@ pub fn run(load: &Load) -> io::Result<Outcome> {
             }
             if conn.open {
                 flush(conn, &mut tally);
+            }
+            if !conn.open {
+                open -= 1;
             }
         }
     }
@@ -378,4 +383,103 @@ fn frame(conn: &mut Conn, tally: &mut Tally) -> usize {
 fn close(conn: &mut Conn, tally: &mut Tally, why: String) {
     conn.open = false;
     tally.error(why);
+}
+
+#[cfg(test)]
+mod tests {
+    use std::net::TcpListener;
+    use std::thread;
+
+    use super::*;
+
+    const OK: &[u8] = br#"{"jsontp":"1.0","type":"response","status":{"code":200,"formal-message":"OK","human-message":"hi"},"resource":"/","headers":{},"body":{"content":"Hello, world!","encoding":"identity"}}"#;
+    const MISSING: &[u8] = br#"{"jsontp":"1.0","type":"response","status":{"code":404,"formal-message":"Not Found","human-message":"no"},"resource":"/","headers":{},"body":{"content":"","encoding":"identity"}}"#;
+
+    /// A server for `connections` connections that answers each request
+    /// (one line) with `answer(n)`, n counting from 0 on its connection,
+    /// and closes a connection after `close_after` answers.
+    fn server(connections: usize, close_after: usize, answer: fn(usize) -> &'static [u8]) -> SocketAddr {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        thread::spawn(move || {
+            for _ in 0..connections {
+                let (mut stream, _) = listener.accept().expect("accept");
+                thread::spawn(move || {
+                    let mut buf = [0u8; 4096];
+                    let mut answered = 0;
+                    while answered < close_after {
+                        let n = match stream.read(&mut buf) {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => n,
+                        };
+                        let mut out = Vec::new();
+                        for _ in buf[..n].iter().filter(|&&b| b == b'\n') {
+                            if answered < close_after {
+                                out.extend_from_slice(answer(answered));
+                                out.push(b'\n');
+                                answered += 1;
+                            }
+                        }
+                        if stream.write_all(&out).is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        addr
+    }
+
+    fn load(addr: SocketAddr, connections: usize, pipeline: usize, requests: u64) -> Load {
+        Load {
+            addr,
+            protocol: Protocol::Jsontp,
+            request: b"{}\n".to_vec(),
+            connections,
+            pipeline,
+            warmup: Duration::ZERO,
+            duration: Duration::from_secs(20),
+            requests: Some(requests),
+            server_pids: vec![std::process::id()],
+        }
+    }
+
+    #[test]
+    fn a_counted_run_gets_every_answer_pipelined() {
+        let addr = server(4, usize::MAX, |_| OK);
+        let outcome = run(&load(addr, 4, 8, 2_000)).expect("a run");
+        assert_eq!((outcome.completed, outcome.errors), (2_000, 0), "{outcome:?}");
+        assert_eq!(outcome.bytes_received, 2_000 * (OK.len() as u64 + 1));
+        assert!(outcome.server_cpu_seconds.is_some());
+    }
+
+    #[test]
+    fn answers_that_are_not_200_are_errors() {
+        // One connection: the count of requests per connection is exact.
+        let addr = server(1, usize::MAX, |n| if n % 4 == 3 { MISSING } else { OK });
+        let outcome = run(&load(addr, 1, 4, 400)).expect("a run");
+        assert_eq!(outcome.completed, 400);
+        assert_eq!(outcome.errors, 100, "{outcome:?}");
+    }
+
+    #[test]
+    fn a_server_that_closes_is_an_error_and_ends_the_run() {
+        let addr = server(2, 10, |_| OK);
+        let outcome = run(&load(addr, 2, 2, 1_000)).expect("a run");
+        assert_eq!(outcome.completed, 20);
+        assert!(outcome.errors >= 2, "{outcome:?}");
+        assert!(
+            outcome.error_samples.iter().any(|e| e.contains("closed")),
+            "{outcome:?}"
+        );
+    }
+
+    #[test]
+    fn only_loopback_and_bounded_loads_run() {
+        let mut far = load(SocketAddr::from(([192, 0, 2, 1], 80)), 1, 1, 1);
+        assert!(run(&far).is_err());
+        far.addr = SocketAddr::from(([127, 0, 0, 1], 9));
+        far.connections = MAX_CONNECTIONS + 1;
+        assert!(run(&far).is_err());
+    }
 }

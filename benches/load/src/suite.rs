@@ -661,6 +661,20 @@ fn ratio(a: &[Outcome], b: &[Outcome]) -> Option<f64> {
     )
 }
 
+/// Median over rounds of `a`'s server CPU per request over `b`'s: less
+/// moved by other work on the machine than req/s, since time the server
+/// spends preempted is not counted.
+fn cpu_ratio(a: &[Outcome], b: &[Outcome]) -> Option<f64> {
+    median(
+        a.iter()
+            .zip(b)
+            .filter_map(|(a, b)| Some((a.server_cpu_us_per_request?, b.server_cpu_us_per_request?)))
+            .filter(|&(_, b)| b > 0.0)
+            .map(|(a, b)| a / b)
+            .collect(),
+    )
+}
+
 fn rps(value: Option<f64>) -> String {
     match value {
         Some(v) if v >= 10_000.0 => format!("{:.0}k", v / 1000.0),
@@ -731,8 +745,17 @@ fn throughput_tables(results: &[(Case, Vec<Outcome>)], about: &About, svg: &str)
             line += &text;
             line += " |";
         }
-        let cpu = cell(*server, Payload::Hello, 16, 1).and_then(median_cpu);
-        let _ = writeln!(line, " {} |", cpu.map_or("—".into(), |c| format!("{c:.1} µs")));
+        let mine = cell(*server, Payload::Hello, 16, 1);
+        let mut cpu = mine
+            .and_then(median_cpu)
+            .map_or("—".into(), |c| format!("{c:.1} µs"));
+        if let (Some(against), Some(mine)) = (against, mine) {
+            if let Some(r) = cell(*against, Payload::Hello, 16, 1).and_then(|theirs| cpu_ratio(mine, theirs))
+            {
+                let _ = write!(cpu, " ({r:.2}× {})", against.name());
+            }
+        }
+        let _ = writeln!(line, " {cpu} |");
         t += &line;
     }
 
@@ -1054,7 +1077,7 @@ mod tests {
         }
         let t = throughput_tables(&results, &about, "x.svg");
         assert!(
-            t.contains("| 30k req/s (0.50× nginx) | 480k req/s (0.50× nginx) | 33.3 µs |"),
+            t.contains("| 30k req/s (0.50× nginx) | 480k req/s (0.50× nginx) | 33.3 µs (2.00× nginx) |"),
             "{t}"
         );
         assert!(t.contains("| 75k req/s (0.75× hyper hello) |"), "{t}");
