@@ -1,0 +1,485 @@
+//! The closed-loop load generator: N keep-alive connections, each keeping P
+//! requests in flight, on one mio event loop.
+//!
+//! Closed loop: a connection sends its next request only when a response
+//! comes back, so the offered load is what the server sustains and nothing
+//! queues without bound. Every response is framed and checked for a 200.
+//! A run is bounded in time (warm-up plus measured window, or a deadline)
+//! and, with `requests`, in count.
+
+use std::io::{self, Read, Write};
+use std::net::{IpAddr, SocketAddr, TcpStream as StdStream};
+use std::time::{Duration, Instant};
+
+use mio::net::TcpStream;
+use mio::{Events, Interest, Poll, Token};
+use serde::{Deserialize, Serialize};
+
+use crate::framing::{Framed, Framer, Protocol};
+use crate::procfs;
+
+/// One load to put on a server.
+#[derive(Debug, Clone)]
+pub struct Load {
+    /// The server; loopback only.
+    pub addr: SocketAddr,
+    /// How its responses are framed.
+    pub protocol: Protocol,
+    /// One request, exactly as sent (pipelining sends copies back to back).
+    pub request: Vec<u8>,
+    /// Keep-alive connections.
+    pub connections: usize,
+    /// Requests in flight per connection.
+    pub pipeline: usize,
+    /// Load before the measured window starts (not counted).
+    pub warmup: Duration,
+    /// The measured window; with `requests`, the deadline for all of them.
+    pub duration: Duration,
+    /// Send exactly this many requests in all and stop when all are
+    /// answered (no warm-up); `None`: run for the window.
+    pub requests: Option<u64>,
+    /// Processes whose CPU time is read at the window's ends.
+    pub server_pids: Vec<u32>,
+}
+
+/// What a run measured.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Outcome {
+    /// Responses completed in the window.
+    pub completed: u64,
+    /// Responses that were not a 200, connections the server closed, bytes
+    /// that were no response.
+    pub errors: u64,
+    /// The first few errors, described.
+    pub error_samples: Vec<String>,
+    /// The window's length in seconds.
+    pub seconds: f64,
+    /// `completed / seconds`.
+    pub requests_per_second: f64,
+    /// Server CPU time (user + system) in the window, in seconds.
+    pub server_cpu_seconds: Option<f64>,
+    /// Server CPU time per completed response, in microseconds.
+    pub server_cpu_us_per_request: Option<f64>,
+    /// Response bytes received in the window.
+    pub bytes_received: u64,
+    /// The generator's own CPU time over the window's length: near 1, it
+    /// and not the server may be what limits the rate.
+    pub generator_cpu_share: Option<f64>,
+}
+
+/// The most requests ever sent: a run is bounded in count as well as time.
+const MAX_REQUESTS: u64 = 1 << 32;
+/// The most connections one run opens.
+pub const MAX_CONNECTIONS: usize = 20_000;
+/// Read buffer per connection to start with; it grows for big responses.
+const READ_CHUNK: usize = 16 * 1024;
+
+struct Conn {
+    stream: TcpStream,
+    framer: Framer,
+    buf: Vec<u8>,
+    /// Bytes `start..filled` of `buf` are received and not yet framed.
+    start: usize,
+    filled: usize,
+    out: Vec<u8>,
+    written: usize,
+    in_flight: usize,
+    open: bool,
+}
+
+/// Counters shared by every connection of a run.
+struct Tally {
+    counting: bool,
+    completed: u64,
+    bytes: u64,
+    errors: u64,
+    samples: Vec<String>,
+    sent: u64,
+    answered: u64,
+}
+
+impl Tally {
+    fn error(&mut self, what: String) {
+        self.errors += 1;
+        if self.samples.len() < 5 {
+            self.samples.push(what);
+        }
+    }
+}
+
+/// Runs `load` and reports what it measured. Fails only when the
+/// connections cannot be opened or polled; everything the server does
+/// wrong is counted in [`Outcome::errors`].
+pub fn run(load: &Load) -> io::Result<Outcome> {
+    check(load)?;
+    let poll_timeout_cap = Duration::from_millis(100);
+    let mut poll = Poll::new()?;
+    let mut events = Events::with_capacity(1024);
+    let mut conns = Vec::with_capacity(load.connections);
+    for i in 0..load.connections {
+        let stream = StdStream::connect_timeout(&load.addr, Duration::from_secs(5))?;
+        stream.set_nodelay(true)?;
+        stream.set_nonblocking(true)?;
+        let mut stream = TcpStream::from_std(stream);
+        poll.registry()
+            .register(&mut stream, Token(i), Interest::READABLE | Interest::WRITABLE)?;
+        conns.push(Conn {
+            stream,
+            framer: Framer::new(load.protocol),
+            buf: vec![0; READ_CHUNK],
+            start: 0,
+            filled: 0,
+            out: Vec::with_capacity(load.request.len() * load.pipeline),
+            written: 0,
+            in_flight: 0,
+            open: true,
+        });
+    }
+    let limit = load.requests.unwrap_or(MAX_REQUESTS);
+    let mut tally = Tally {
+        counting: load.requests.is_some(),
+        completed: 0,
+        bytes: 0,
+        errors: 0,
+        samples: Vec::new(),
+        sent: 0,
+        answered: 0,
+    };
+    for conn in &mut conns {
+        let n = (load.pipeline as u64).min(limit - tally.sent);
+        queue(conn, &load.request, n, &mut tally);
+        flush(conn, &mut tally);
+    }
+    // Connections still open; each close below counts once, as it happens.
+    let mut open = conns.iter().filter(|c| c.open).count();
+
+    let began = Instant::now();
+    let me = [std::process::id()];
+    let (mut window_start, mut window_end) = (began, began + load.warmup);
+    let (mut cpu_start, mut own_start) = (None, None);
+    if load.requests.is_some() {
+        window_end = began + load.duration;
+        cpu_start = procfs::cpu_ticks(&load.server_pids);
+        own_start = procfs::cpu_ticks(&me);
+    }
+    let mut measuring = load.requests.is_some();
+    loop {
+        let now = Instant::now();
+        if now >= window_end {
+            if measuring {
+                break;
+            }
+            // Warm-up over: the measured window starts now.
+            measuring = true;
+            tally.counting = true;
+            window_start = now;
+            window_end = now + load.duration;
+            cpu_start = procfs::cpu_ticks(&load.server_pids);
+            own_start = procfs::cpu_ticks(&me);
+            continue;
+        }
+        if load.requests.is_some() && tally.answered >= limit {
+            break;
+        }
+        if open == 0 {
+            break;
+        }
+        let wait = (window_end - now).min(poll_timeout_cap);
+        poll.poll(&mut events, Some(wait))?;
+        for event in &events {
+            let Some(conn) = conns.get_mut(event.token().0) else {
+                continue;
+            };
+            if !conn.open {
+                continue;
+            }
+            if event.is_readable() || event.is_read_closed() || event.is_error() {
+                let answered = receive(conn, &mut tally);
+                if conn.open && answered > 0 {
+                    let n = (answered as u64).min(limit - tally.sent);
+                    queue(conn, &load.request, n, &mut tally);
+                }
+            }
+            if conn.open {
+                flush(conn, &mut tally);
+            }
+            if !conn.open {
+                open -= 1;
+            }
+        }
+    }
+    let window_end = Instant::now();
+    let cpu_end = procfs::cpu_ticks(&load.server_pids);
+    let own_end = procfs::cpu_ticks(&me);
+    if load.requests.is_some() && tally.answered < limit {
+        tally.error(format!(
+            "only {} of {limit} requests answered in {:?}",
+            tally.answered, load.duration
+        ));
+    }
+    let seconds = (window_end - window_start).as_secs_f64();
+    let ticks = procfs::clock_ticks();
+    let generator_cpu_share = match (own_start, own_end) {
+        (Some(a), Some(b)) if seconds > 0.0 => Some(b.saturating_sub(a) as f64 / ticks / seconds),
+        _ => None,
+    };
+    let server_cpu_seconds = match (cpu_start, cpu_end) {
+        (Some(a), Some(b)) if !load.server_pids.is_empty() => Some(b.saturating_sub(a) as f64 / ticks),
+        _ => None,
+    };
+    Ok(Outcome {
+        completed: tally.completed,
+        errors: tally.errors,
+        error_samples: tally.samples,
+        seconds,
+        requests_per_second: tally.completed as f64 / seconds,
+        server_cpu_seconds,
+        server_cpu_us_per_request: server_cpu_seconds
+            .filter(|_| tally.completed > 0)
+            .map(|s| s * 1e6 / tally.completed as f64),
+        bytes_received: tally.bytes,
+        generator_cpu_share,
+    })
+}
+
+/// Loopback only, and bounded.
+fn check(load: &Load) -> io::Result<()> {
+    let loopback = match load.addr.ip() {
+        IpAddr::V4(ip) => ip.is_loopback(),
+        IpAddr::V6(ip) => ip.is_loopback(),
+    };
+    let invalid = |what: &str| Err(io::Error::new(io::ErrorKind::InvalidInput, what.to_string()));
+    if !loopback {
+        return invalid("the load generator only targets loopback addresses");
+    }
+    if load.connections == 0 || load.connections > MAX_CONNECTIONS {
+        return invalid("connections: 1 to 20,000");
+    }
+    if load.pipeline == 0 || load.pipeline > 1024 {
+        return invalid("pipeline: 1 to 1024");
+    }
+    if load.duration > Duration::from_secs(600) || load.warmup > Duration::from_secs(60) {
+        return invalid("at most 600 s of load and 60 s of warm-up");
+    }
+    if load.request.is_empty() {
+        return invalid("an empty request");
+    }
+    Ok(())
+}
+
+/// Appends `n` requests to the connection's output.
+fn queue(conn: &mut Conn, request: &[u8], n: u64, tally: &mut Tally) {
+    if conn.written == conn.out.len() {
+        conn.out.clear();
+        conn.written = 0;
+    }
+    for _ in 0..n {
+        conn.out.extend_from_slice(request);
+    }
+    conn.in_flight += n as usize;
+    tally.sent += n;
+}
+
+/// Writes what the socket takes.
+fn flush(conn: &mut Conn, tally: &mut Tally) {
+    while conn.written < conn.out.len() {
+        match conn.stream.write(&conn.out[conn.written..]) {
+            Ok(0) => {
+                close(conn, tally, "the server stopped reading".into());
+                return;
+            }
+            Ok(n) => conn.written += n,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => {
+                close(conn, tally, format!("write: {e}"));
+                return;
+            }
+        }
+    }
+}
+
+/// Reads everything there is and frames it; returns how many responses
+/// completed.
+fn receive(conn: &mut Conn, tally: &mut Tally) -> usize {
+    let mut answered = 0;
+    loop {
+        if conn.filled == conn.buf.len() {
+            if conn.start > 0 {
+                conn.buf.copy_within(conn.start..conn.filled, 0);
+                conn.filled -= conn.start;
+                conn.start = 0;
+            } else {
+                let bigger = conn.buf.len() * 2;
+                conn.buf.resize(bigger, 0);
+            }
+        }
+        match conn.stream.read(&mut conn.buf[conn.filled..]) {
+            Ok(0) => {
+                answered += frame(conn, tally);
+                let what = if conn.in_flight > 0 {
+                    format!("the server closed with {} responses owed", conn.in_flight)
+                } else {
+                    "the server closed an idle connection".to_string()
+                };
+                close(conn, tally, what);
+                return answered;
+            }
+            Ok(n) => {
+                conn.filled += n;
+                if tally.counting {
+                    tally.bytes += n as u64;
+                }
+                answered += frame(conn, tally);
+                if !conn.open {
+                    return answered;
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return answered,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => {
+                close(conn, tally, format!("read: {e}"));
+                return answered;
+            }
+        }
+    }
+}
+
+/// Takes every whole response from the buffer.
+fn frame(conn: &mut Conn, tally: &mut Tally) -> usize {
+    let mut answered = 0;
+    loop {
+        match conn.framer.next(&conn.buf[conn.start..conn.filled]) {
+            Framed::Response { len, ok } => {
+                conn.start += len;
+                answered += 1;
+                tally.answered += 1;
+                if conn.in_flight == 0 {
+                    close(conn, tally, "a response to no request".into());
+                    return answered;
+                }
+                conn.in_flight -= 1;
+                if tally.counting {
+                    tally.completed += 1;
+                }
+                if !ok {
+                    tally.error("a response that is not a 200".into());
+                }
+            }
+            Framed::Partial => break,
+            Framed::Error(e) => {
+                close(conn, tally, e);
+                return answered;
+            }
+        }
+    }
+    if conn.start == conn.filled {
+        conn.start = 0;
+        conn.filled = 0;
+    }
+    answered
+}
+
+fn close(conn: &mut Conn, tally: &mut Tally, why: String) {
+    conn.open = false;
+    tally.error(why);
+}
+
+#[cfg(test)]
+mod tests {
+    use std::net::TcpListener;
+    use std::thread;
+
+    use super::*;
+
+    const OK: &[u8] = br#"{"jsontp":"1.0","type":"response","status":{"code":200,"formal-message":"OK","human-message":"hi"},"resource":"/","headers":{},"body":{"content":"Hello, world!","encoding":"identity"}}"#;
+    const MISSING: &[u8] = br#"{"jsontp":"1.0","type":"response","status":{"code":404,"formal-message":"Not Found","human-message":"no"},"resource":"/","headers":{},"body":{"content":"","encoding":"identity"}}"#;
+
+    /// A server for `connections` connections that answers each request
+    /// (one line) with `answer(n)`, n counting from 0 on its connection,
+    /// and closes a connection after `close_after` answers.
+    fn server(connections: usize, close_after: usize, answer: fn(usize) -> &'static [u8]) -> SocketAddr {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        thread::spawn(move || {
+            for _ in 0..connections {
+                let (mut stream, _) = listener.accept().expect("accept");
+                thread::spawn(move || {
+                    let mut buf = [0u8; 4096];
+                    let mut answered = 0;
+                    while answered < close_after {
+                        let n = match stream.read(&mut buf) {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => n,
+                        };
+                        let mut out = Vec::new();
+                        for _ in buf[..n].iter().filter(|&&b| b == b'\n') {
+                            if answered < close_after {
+                                out.extend_from_slice(answer(answered));
+                                out.push(b'\n');
+                                answered += 1;
+                            }
+                        }
+                        if stream.write_all(&out).is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        addr
+    }
+
+    fn load(addr: SocketAddr, connections: usize, pipeline: usize, requests: u64) -> Load {
+        Load {
+            addr,
+            protocol: Protocol::Jsontp,
+            request: b"{}\n".to_vec(),
+            connections,
+            pipeline,
+            warmup: Duration::ZERO,
+            duration: Duration::from_secs(20),
+            requests: Some(requests),
+            server_pids: vec![std::process::id()],
+        }
+    }
+
+    #[test]
+    fn a_counted_run_gets_every_answer_pipelined() {
+        let addr = server(4, usize::MAX, |_| OK);
+        let outcome = run(&load(addr, 4, 8, 2_000)).expect("a run");
+        assert_eq!((outcome.completed, outcome.errors), (2_000, 0), "{outcome:?}");
+        assert_eq!(outcome.bytes_received, 2_000 * (OK.len() as u64 + 1));
+        assert!(outcome.server_cpu_seconds.is_some());
+    }
+
+    #[test]
+    fn answers_that_are_not_200_are_errors() {
+        // One connection: the count of requests per connection is exact.
+        let addr = server(1, usize::MAX, |n| if n % 4 == 3 { MISSING } else { OK });
+        let outcome = run(&load(addr, 1, 4, 400)).expect("a run");
+        assert_eq!(outcome.completed, 400);
+        assert_eq!(outcome.errors, 100, "{outcome:?}");
+    }
+
+    #[test]
+    fn a_server_that_closes_is_an_error_and_ends_the_run() {
+        let addr = server(2, 10, |_| OK);
+        let outcome = run(&load(addr, 2, 2, 1_000)).expect("a run");
+        assert_eq!(outcome.completed, 20);
+        assert!(outcome.errors >= 2, "{outcome:?}");
+        assert!(
+            outcome.error_samples.iter().any(|e| e.contains("closed")),
+            "{outcome:?}"
+        );
+    }
+
+    #[test]
+    fn only_loopback_and_bounded_loads_run() {
+        let mut far = load(SocketAddr::from(([192, 0, 2, 1], 80)), 1, 1, 1);
+        assert!(run(&far).is_err());
+        far.addr = SocketAddr::from(([127, 0, 0, 1], 9));
+        far.connections = MAX_CONNECTIONS + 1;
+        assert!(run(&far).is_err());
+    }
+}

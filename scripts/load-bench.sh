@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# Load benchmarks: `jsontp serve` and the mio adapter beside nginx and hyper
+# (BENCHMARKS.md, "Load").
+#
+#   scripts/load-bench.sh [MODE] [options of `loadbench suite`]
+#
+# MODE
+#   all           everything below (default; about 20 minutes)
+#   throughput    req/s and server CPU per request: 16 connections at
+#                 pipeline 1 and 16, 1 and 128 connections, a 300 KiB file,
+#                 gzip, and the sweep over 1…256 connections with its plot
+#   idle          resident memory per idle keep-alive connection (1…10,000)
+#   syscalls      system calls per request (strace -c -f)
+#   instructions  instructions per request (valgrind --tool=callgrind)
+#   smoke         seconds: every server starts, every load completes without
+#                 an error, the tables render; nothing is written (CI)
+#
+# Options go to the suite, e.g. `--runs 5 --seconds 10`, `--nginx none`.
+# The full modes write their tables into BENCHMARKS.md between markers and
+# the plot to benches/load/throughput.svg. Servers run on CPU 0, the load
+# generator on CPU 1 (taskset); loopback only.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+mode=${1:-all}
+[ $# -gt 0 ] && shift
+case "$mode" in
+    all | throughput | idle | syscalls | instructions | smoke) ;;
+    -h | --help)
+        sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'
+        exit 0
+        ;;
+    *)
+        echo "load-bench: unknown mode $mode (all, throughput, idle, syscalls, instructions, smoke)" >&2
+        exit 2
+        ;;
+esac
+
+note() { printf 'load-bench: %s\n' "$*" >&2; }
+
+# Debian packages, installed when missing (as root, or through sudo).
+apt_install() {
+    command -v apt-get >/dev/null 2>&1 || return 1
+    local run=()
+    if [ "$(id -u)" -ne 0 ]; then
+        command -v sudo >/dev/null 2>&1 || return 1
+        run=(sudo -n)
+    fi
+    export DEBIAN_FRONTEND=noninteractive
+    "${run[@]}" apt-get install -y -qq "$@" >/dev/null 2>&1 && return 0
+    "${run[@]}" apt-get update -qq >/dev/null 2>&1 || return 1
+    "${run[@]}" apt-get install -y -qq "$@" >/dev/null 2>&1
+}
+
+find_nginx() {
+    command -v nginx 2>/dev/null || { [ -x /usr/sbin/nginx ] && echo /usr/sbin/nginx; } || true
+}
+
+nginx=$(find_nginx)
+if [ -z "$nginx" ]; then
+    note "installing nginx-light"
+    apt_install nginx-light || true
+    nginx=$(find_nginx)
+fi
+suite_nginx=()
+if [ -z "$nginx" ]; then
+    note "nginx cannot be installed here: the nginx server is skipped"
+    suite_nginx=(--nginx none)
+else
+    suite_nginx=(--nginx "$nginx")
+fi
+
+require() { # tool package
+    if ! command -v "$1" >/dev/null 2>&1; then
+        note "installing $2"
+        apt_install "$2" || { note "$1 is needed for mode $mode and cannot be installed"; exit 1; }
+    fi
+}
+case "$mode" in
+    all) require strace strace; require valgrind valgrind ;;
+    syscalls) require strace strace ;;
+    instructions) require valgrind valgrind ;;
+esac
+require taskset util-linux
+
+# Up to 10,000 idle connections, each an open file on both sides.
+ulimit -n 65536 2>/dev/null || ulimit -n 20000 2>/dev/null || true
+fds=$(ulimit -n)
+idle=()
+if [ "$fds" != unlimited ] && [ "$fds" -lt 10100 ]; then
+    max=$((fds - 100))
+    note "ulimit -n is $fds: at most $max idle connections"
+    idle=(--idle-max "$max")
+fi
+
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target}
+note "building (release)"
+cargo build --release --quiet --bin jsontp --example hello_server
+# The bench tooling is a crate of its own; it shares the target folder.
+cargo build --release --quiet --manifest-path benches/load/Cargo.toml
+if [ "$mode" = smoke ]; then
+    # The tooling's own checks: framing, ratios, the markers, the plot.
+    cargo test --release --quiet --manifest-path benches/load/Cargo.toml
+fi
+
+# Servers on CPU 0, this driver and its load generator on CPU 1.
+pin=()
+cpus=(--server-cpu 0)
+if [ "$(nproc)" -ge 2 ]; then
+    pin=(taskset -c 1)
+else
+    note "one CPU only: nothing is pinned"
+    cpus=(--server-cpu none)
+fi
+
+command_line="scripts/load-bench.sh $mode${*:+ $*}"
+exec "${pin[@]}" "$CARGO_TARGET_DIR/release/loadbench" suite "$mode" \
+    --bin-dir "$CARGO_TARGET_DIR/release" \
+    --work "$CARGO_TARGET_DIR/loadbench" \
+    --write BENCHMARKS.md \
+    --svg benches/load/throughput.svg \
+    --command "$command_line" \
+    "${suite_nginx[@]}" "${cpus[@]}" "${idle[@]}" "$@"
