@@ -8,7 +8,7 @@
 use memchr::memmem;
 
 // The one place this tool names the crate's framing scanner.
-use jsontp::machine::scan::{Scan, Scanner};
+use jsontp::message::framing::{Scan, Scanner};
 
 /// The protocol a server speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -72,15 +72,16 @@ impl Framer {
         match self {
             Framer::Jsontp(scanner) => match scanner.scan(buf) {
                 Scan::Partial => Framed::Partial,
-                Scan::Complete { start, end, .. } => {
-                    let message = &buf[start..end];
+                Scan::Complete(frame) => {
+                    let end = frame.end();
+                    let message = &buf[frame.range()];
                     let head = &message[..message.len().min(JSONTP_STATUS_WITHIN)];
                     Framed::Response {
                         len: end,
                         ok: memmem::find(head, br#""code":200,"#).is_some(),
                     }
                 }
-                Scan::Error { at } => Framed::Error(format!(
+                Scan::Error { at, .. } => Framed::Error(format!(
                     "not a jsontp message at byte {at}: {:?}",
                     String::from_utf8_lossy(&buf[at..buf.len().min(at + 40)])
                 )),
