@@ -222,12 +222,10 @@ impl ShutdownHandle {
 struct Client {
     stream: Accepted<TcpStream>,
     driver: Driver,
-    /// Until the PROXY header is in (D21): its reader, the socket's peer,
-    /// and the time by which the header must have arrived.
-    header: Option<(ProxyHeaderReader, SocketAddr, Instant)>,
-    /// The poll reported the peer's end of stream while the header was
-    /// being read: the driver that follows is told.
-    read_closed: bool,
+    /// Until the PROXY header is in (D21): its reader, and the time by
+    /// which the header must have arrived.
+    header: Option<(ProxyHeaderReader, Instant)>,
+
     /// The deadline this client has in the worker's timer set.
     timer: Option<Instant>,
     /// The last round of the event loop in which it had a turn.
@@ -334,7 +332,6 @@ impl<H: Handler> Worker<H> {
                             && let Some(Some(client)) = self.clients.get_mut(slot)
                         {
                             client.driver.peer_closed_reading();
-                            client.read_closed = true;
                         }
                         self.turn(slot);
                     }
@@ -419,13 +416,12 @@ impl<H: Handler> Worker<H> {
         let mode = stream.mode(MODE);
         let header = self.options.proxy_protocol.then(|| {
             let limit = self.options.config.limits.message_timeout;
-            (ProxyHeaderReader::new(), peer, Instant::now() + limit)
+            (ProxyHeaderReader::new(), Instant::now() + limit)
         });
         let client = Client {
             stream,
             driver: Driver::new(peer, &self.options, mode),
             header,
-            read_closed: false,
             timer: None,
             round: self.round,
         };
@@ -486,10 +482,10 @@ impl<H: Handler> Worker<H> {
         let Some(Some(client)) = self.clients.get_mut(slot) else {
             return false;
         };
-        let Some((reader, peer, deadline)) = &mut client.header else {
+        let Some((reader, deadline)) = &mut client.header else {
             return true;
         };
-        let (peer, deadline) = (*peer, *deadline);
+        let (peer, deadline) = (client.driver.peer(), *deadline);
         let header = match reader.read_from(client.stream.get_mut()) {
             Ok(Some(header)) => Ok(header),
             Ok(None) if !self.stopped && Instant::now() < deadline => {
@@ -504,11 +500,7 @@ impl<H: Handler> Worker<H> {
         match proxied_peer(header, peer) {
             Some(client_addr) => {
                 client.header = None;
-                let mode = client.stream.mode(MODE);
-                client.driver = Driver::new(client_addr, &self.options, mode);
-                if client.read_closed {
-                    client.driver.peer_closed_reading();
-                }
+                client.driver.set_peer(client_addr);
                 true
             }
             None => {
