@@ -303,8 +303,15 @@ fn port(text: &str) -> Result<u16, ProxyHeaderError> {
 
 /// Reads the header from a blocking `io`, within `limit` in all (D21: a
 /// silent or slow peer cannot hold the connection longer than it could
-/// hold a message, D3). Leaves `io`'s timeout unset.
-pub fn read_blocking<T: Transport + ?Sized>(io: &mut T, limit: Duration) -> io::Result<ProxiedPeer> {
+/// hold a message, D3). Each read waits `slice` at most, after which
+/// `give_up` is asked whether to stop (a server shutting down says yes:
+/// the wait ends with `Interrupted`). Leaves `io`'s timeout unset.
+pub fn read_blocking<T: Transport + ?Sized>(
+    io: &mut T,
+    limit: Duration,
+    slice: Duration,
+    give_up: impl Fn() -> bool,
+) -> io::Result<ProxiedPeer> {
     let deadline = Instant::now() + limit;
     let mut reader = ProxyHeaderReader::new();
     let result = loop {
@@ -312,10 +319,13 @@ pub fn read_blocking<T: Transport + ?Sized>(io: &mut T, limit: Duration) -> io::
         if left.is_zero() {
             break Err(io::ErrorKind::TimedOut.into());
         }
-        io.set_timeout(Some(left))?;
+        if give_up() {
+            break Err(io::ErrorKind::Interrupted.into());
+        }
+        io.set_timeout(Some(left.min(slice).max(Duration::from_millis(1))))?;
         match reader.read_from(io) {
             Ok(Some(peer)) => break Ok(peer),
-            // A timed-out read: the deadline decides.
+            // A timed-out read: the deadline and `give_up` decide.
             Ok(None) => {}
             Err(e) if e.kind() == io::ErrorKind::TimedOut => {}
             Err(e) => break Err(e),

@@ -211,3 +211,21 @@ fn without_the_option_a_header_is_a_framing_error() {
         server.shutdown_and_join();
     });
 }
+
+#[test]
+fn a_header_still_awaited_does_not_hold_up_shutdown() {
+    // D21 with the default message timeout (30 s): shutdown does not wait
+    // for it.
+    each_runtime(|runtime| {
+        let server = start(runtime, Peers::default(), proxied(ServerConfig::default()));
+        let mut silent = Reader::new(connect(server.addr));
+        silent.send("PROXY TCP4 ");
+        std::thread::sleep(Duration::from_millis(100));
+        let took = server.shutdown_and_join();
+        assert!(
+            took < Duration::from_secs(5),
+            "{runtime:?}: shutdown took {took:?}"
+        );
+        assert!(silent.closed(), "{runtime:?}");
+    });
+}

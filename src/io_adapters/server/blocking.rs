@@ -349,7 +349,10 @@ fn work<H: Handler>(
             // Behind a load balancer the client is who the PROXY header
             // says; without a valid one, no response at all (D21).
             let peer = if options.proxy_protocol {
-                let header = read_blocking(&mut stream, options.config.limits.message_timeout);
+                let limit = options.config.limits.message_timeout;
+                // A header still awaited does not delay a shutdown.
+                let stopping = || shared.stopping.load(Ordering::SeqCst);
+                let header = read_blocking(&mut stream, limit, BLOCKING_SLICE, stopping);
                 proxied_peer(header, peer)
             } else {
                 Some(peer)
