@@ -113,6 +113,13 @@ pub struct ServeArgs {
         requires = "tls_cert"
     )]
     tls_client_ca: Option<PathBuf>,
+    // D21.
+    /// Behind a load balancer (HAProxy `send-proxy-v2`, nginx, Envoy):
+    /// every connection starts with a PROXY protocol header (v1 or v2),
+    /// whose client address is the one served and logged. Connections
+    /// without one are closed unanswered.
+    #[arg(long, env = "JSONTP_PROXY_PROTOCOL", value_parser = FalseyValueParser::new())]
+    proxy_protocol: bool,
 }
 
 /// `jsontp serve` as parsed: its arguments, and the one place the token
@@ -377,6 +384,7 @@ impl Serve {
             workers: args.workers,
             max_connections: args.max_connections,
             tls,
+            proxy_protocol: args.proxy_protocol,
         };
         let server = match adapter::bind(&args.addr, handler, config, limits) {
             Ok(server) => server,
@@ -413,6 +421,8 @@ struct Limits {
     max_connections: NonZeroUsize,
     /// TLS settings, when serving TLS (D20).
     tls: Option<ServerTls>,
+    /// Expect a PROXY protocol header on every connection (D21).
+    proxy_protocol: bool,
 }
 
 /// Every use of the I/O adapters' names in one place, since they move
@@ -437,7 +447,8 @@ mod adapter {
         let mut options = ServerOptions::default()
             .with_config(config)
             .with_workers(limits.workers)
-            .with_max_connections(limits.max_connections.get());
+            .with_max_connections(limits.max_connections.get())
+            .with_proxy_protocol(limits.proxy_protocol);
         if let Some(tls) = limits.tls {
             options = options.with_tls(tls);
         }

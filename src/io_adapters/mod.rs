@@ -26,6 +26,7 @@ use crate::message::Date;
 
 pub mod client;
 mod linger;
+pub mod proxy_protocol;
 pub mod server;
 #[cfg(feature = "tls")]
 pub mod tls;

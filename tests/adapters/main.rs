@@ -9,6 +9,7 @@
 mod clients;
 mod interop;
 mod matrix;
+mod proxy;
 mod robustness;
 mod seam;
 mod servers;

@@ -463,3 +463,41 @@ fn a_client_that_never_says_hello_does_not_hold_up_shutdown() {
         drop(silent);
     }
 }
+
+#[test]
+fn behind_a_proxy_the_header_comes_before_the_tls_session() {
+    // D21 with D20: a TCP balancer sends the PROXY header on the socket,
+    // then passes the client's TLS session through untouched.
+    use std::io::{Read, Write};
+    let pki = Pki::new();
+    for &runtime in RUNTIMES {
+        let server = start(
+            runtime,
+            Echo,
+            tls_options(pki.server(false)).with_proxy_protocol(true),
+        );
+        let mut socket = crate::support::connect(server.addr);
+        socket
+            .write_all(b"PROXY TCP4 198.51.100.9 127.0.0.1 51000 443\r\n")
+            .expect("header");
+        let mut session = pki.client().connect("localhost", socket).expect("session");
+        session
+            .write_all(crate::support::request("GET", "/behind", "").as_bytes())
+            .expect("request");
+        session.flush().expect("flush");
+        let mut answer = Vec::new();
+        let mut chunk = [0; 4096];
+        let response: serde_json::Value = loop {
+            match serde_json::from_slice(&answer) {
+                Ok(response) => break response,
+                Err(e) if e.is_eof() => {}
+                Err(e) => panic!("{runtime:?}: not JSON: {e}"),
+            }
+            let n = session.read(&mut chunk).expect("response");
+            assert!(n > 0, "{runtime:?}: closed before answering");
+            answer.extend_from_slice(&chunk[..n]);
+        };
+        assert_eq!(crate::support::content(&response), "echo /behind ", "{runtime:?}");
+        server.shutdown_and_join();
+    }
+}

@@ -304,3 +304,31 @@ fn each_record_counts_the_bytes_of_its_own_response() {
         "{answers}"
     );
 }
+
+#[test]
+fn behind_a_proxy_the_log_names_the_client_the_header_names() {
+    // D21: the PROXY header's client is the peer served and logged, with
+    // the flag or its environment variable.
+    let root = temp_root("log-proxy");
+    for (extra, env) in [
+        (&["--proxy-protocol"][..], &[][..]),
+        (&[][..], &[("JSONTP_PROXY_PROTOCOL", "1")][..]),
+    ] {
+        let (_server, addr, mut log) = crate::support::spawn_serve_with_env(&root, extra, env);
+        let mut stream = TcpStream::connect(addr).expect("connect");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .expect("timeout");
+        let header = "PROXY TCP4 198.51.100.9 127.0.0.1 51000 80\r\n";
+        stream
+            .write_all((header.to_owned() + &request("/hello.txt")).as_bytes())
+            .expect("write");
+        stream.shutdown(std::net::Shutdown::Write).expect("half close");
+        let mut answer = Vec::new();
+        stream.read_to_end(&mut answer).expect("response then close");
+        assert!(!answer.is_empty(), "answered");
+        let line = access_line(&mut log);
+        assert!(line.contains("peer=198.51.100.9:51000"), "{line:?}");
+    }
+    let _ = std::fs::remove_dir_all(root);
+}

@@ -33,10 +33,12 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use super::drive::BLOCKING_SLICE;
+use super::proxied_peer;
 use super::{
     ACCEPT_BACKOFF, AcceptFaults, Accepted, Driver, Handler, ServerOptions, Step, client_gave_up, listen,
     stop_listening,
 };
+use crate::io_adapters::proxy_protocol::read_blocking;
 use crate::io_adapters::transport::{IoMode, Transport};
 
 /// Size of each thread's read buffer.
@@ -341,11 +343,24 @@ fn work<H: Handler>(
 ) {
     let mut scratch = vec![0; READ_BUFFER];
     loop {
-        if let Some((stream, peer)) = job.take() {
+        if let Some((mut stream, peer)) = job.take() {
             // Responses are written whole: Nagle would only delay them.
             let _ = stream.set_nodelay(true);
+            // Behind a load balancer the client is who the PROXY header
+            // says; without a valid one, no response at all (D21).
+            let peer = if options.proxy_protocol {
+                let limit = options.config.limits.message_timeout;
+                // A header still awaited does not delay a shutdown.
+                let stopping = || shared.stopping.load(Ordering::SeqCst);
+                let header = read_blocking(&mut stream, limit, BLOCKING_SLICE, stopping);
+                proxied_peer(header, peer)
+            } else {
+                Some(peer)
+            };
             // A TLS handshake that fails closes this connection only.
-            if let Ok(stream) = Accepted::new(stream, options) {
+            if let Some(peer) = peer
+                && let Ok(stream) = Accepted::new(stream, options)
+            {
                 serve(
                     stream,
                     peer,

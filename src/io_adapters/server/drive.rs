@@ -272,6 +272,14 @@ impl Driver {
         self.info.peer
     }
 
+    /// The connection's PROXY header named the client (D21): it is the
+    /// peer handlers and access records see from here on. Before the first
+    /// step only.
+    pub(crate) fn set_peer(&mut self, peer: SocketAddr) {
+        self.info.peer = peer;
+        self.span = tracing::debug_span!("connection", %peer);
+    }
+
     /// Starts the graceful shutdown of this connection: it closes as soon
     /// as nothing is under way (at once when idle, or when it waits for
     /// the full request of a handshake), after finishing the exchange in

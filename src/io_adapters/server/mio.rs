@@ -42,8 +42,9 @@ use mio::{Events, Interest, Poll, Token, Waker};
 
 use super::{
     ACCEPT_BACKOFF, AcceptFaults, Accepted, Driver, Handler, ServerOptions, Step, client_gave_up, listen,
-    stop_listening,
+    proxied_peer, stop_listening,
 };
+use crate::io_adapters::proxy_protocol::ProxyHeaderReader;
 use crate::io_adapters::transport::IoMode;
 
 const LISTENER: Token = Token(usize::MAX);
@@ -221,6 +222,10 @@ impl ShutdownHandle {
 struct Client {
     stream: Accepted<TcpStream>,
     driver: Driver,
+    /// Until the PROXY header is in (D21): its reader, and the time by
+    /// which the header must have arrived.
+    header: Option<(ProxyHeaderReader, Instant)>,
+
     /// The deadline this client has in the worker's timer set.
     timer: Option<Instant>,
     /// The last round of the event loop in which it had a turn.
@@ -409,9 +414,14 @@ impl<H: Handler> Worker<H> {
             return;
         }
         let mode = stream.mode(MODE);
+        let header = self.options.proxy_protocol.then(|| {
+            let limit = self.options.config.limits.message_timeout;
+            (ProxyHeaderReader::new(), Instant::now() + limit)
+        });
         let client = Client {
             stream,
             driver: Driver::new(peer, &self.options, mode),
+            header,
             timer: None,
             round: self.round,
         };
@@ -443,6 +453,9 @@ impl<H: Handler> Worker<H> {
     /// Performs what the drive step asks until the connection waits,
     /// yields its turn, or closes.
     fn drive(&mut self, slot: usize) {
+        if !self.read_header(slot) {
+            return;
+        }
         loop {
             let Some(Some(client)) = self.clients.get_mut(slot) else {
                 return;
@@ -457,6 +470,42 @@ impl<H: Handler> Worker<H> {
                     return;
                 }
                 Step::Close => return self.remove(slot),
+            }
+        }
+    }
+
+    /// Reads what has arrived of the client's PROXY header, if it is still
+    /// due (D21); whether the connection can go on to its messages. It
+    /// reads from the socket itself, under any TLS session, and never past
+    /// the header.
+    fn read_header(&mut self, slot: usize) -> bool {
+        let Some(Some(client)) = self.clients.get_mut(slot) else {
+            return false;
+        };
+        let Some((reader, deadline)) = &mut client.header else {
+            return true;
+        };
+        let (peer, deadline) = (client.driver.peer(), *deadline);
+        let header = match reader.read_from(client.stream.get_mut()) {
+            Ok(Some(header)) => Ok(header),
+            Ok(None) if !self.stopped && Instant::now() < deadline => {
+                self.set_timer(slot, Some(deadline));
+                return false;
+            }
+            // A silent peer cannot hold its slot past the message
+            // timeout (D3), nor delay a shutdown.
+            Ok(None) => Err(io::ErrorKind::TimedOut.into()),
+            Err(e) => Err(e),
+        };
+        match proxied_peer(header, peer) {
+            Some(client_addr) => {
+                client.header = None;
+                client.driver.set_peer(client_addr);
+                true
+            }
+            None => {
+                self.remove(slot);
+                false
             }
         }
     }

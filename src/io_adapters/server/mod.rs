@@ -24,6 +24,7 @@ use std::io;
 use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
 use std::time::Duration;
 
+use crate::io_adapters::proxy_protocol::ProxiedPeer;
 #[cfg(feature = "mio")]
 use crate::io_adapters::transport::IoMode;
 use crate::io_adapters::transport::Transport;
@@ -114,6 +115,21 @@ impl AcceptFaults {
         if self.failed > 0 {
             tracing::warn!(failed_accepts = self.failed, "accepting connections again");
             self.failed = 0;
+        }
+    }
+}
+
+/// The peer a connection is served as, given how reading its PROXY header
+/// went (D21): the client the header names, the socket's `peer` when it
+/// names none (a proxy's own health check), `None` when the connection is
+/// to be closed without a response (no valid header, or none in time).
+pub(crate) fn proxied_peer(header: io::Result<ProxiedPeer>, peer: SocketAddr) -> Option<SocketAddr> {
+    match header {
+        Ok(ProxiedPeer::Client(client)) => Some(client),
+        Ok(ProxiedPeer::Unknown) => Some(peer),
+        Err(error) => {
+            tracing::debug!(%peer, %error, "no valid PROXY header: closed without a response");
+            None
         }
     }
 }
@@ -331,6 +347,14 @@ pub struct ServerOptions {
     /// it the server stops accepting: new clients wait in the kernel's
     /// backlog until a connection closes.
     pub max_connections: usize,
+    /// Expect the PROXY protocol header (version 1 or 2) at the start of
+    /// every connection, as a TCP load balancer sends it, and take the
+    /// client's address from it ([`RequestInfo::peer`], access records). A
+    /// connection without a valid header, or whose header does not arrive
+    /// within the message timeout (D3), is closed without a response (D21).
+    /// Off by default: a header is then bytes where a message must start
+    /// (`400` and close, D1).
+    pub proxy_protocol: bool,
 }
 
 impl Default for ServerOptions {
@@ -341,6 +365,7 @@ impl Default for ServerOptions {
             tls: None,
             workers: 0,
             max_connections: 10_000,
+            proxy_protocol: false,
         }
     }
 }
@@ -368,6 +393,13 @@ impl ServerOptions {
     /// Sets the most connections open at once (builder style); at least 1.
     pub fn with_max_connections(mut self, max: usize) -> Self {
         self.max_connections = max.max(1);
+        self
+    }
+
+    /// Expects a PROXY protocol header on every connection (builder style,
+    /// D21); see [`proxy_protocol`](Self::proxy_protocol).
+    pub fn with_proxy_protocol(mut self, on: bool) -> Self {
+        self.proxy_protocol = on;
         self
     }
 

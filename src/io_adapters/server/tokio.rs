@@ -24,6 +24,7 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use super::{ACCEPT_BACKOFF, AcceptFaults, Driver, Handler, ServerOptions, Step, client_gave_up};
+use crate::io_adapters::proxy_protocol::{ProxiedPeer, ProxyHeaderReader};
 use crate::io_adapters::transport::{IoMode, PolledIo};
 
 const READ_CHUNK: usize = 16 * 1024;
@@ -90,12 +91,7 @@ where
                     // them. A failure costs latency, not correctness.
                     let _ = stream.set_nodelay(true);
                     let (handler, stop) = (Arc::clone(&handler), stop_rx.clone());
-                    #[cfg(feature = "tls")]
-                    if let Some(tls) = &options.tls {
-                        connections.spawn(run_tls(tls.clone(), stream, peer, handler, options.clone(), stop));
-                        continue;
-                    }
-                    connections.spawn(run(stream, peer, handler, options.clone(), Some(stop)));
+                    connections.spawn(serve_accepted(stream, peer, handler, options.clone(), stop));
                 }
                 Err(e) if client_gave_up(&e) => {}
                 // Out of descriptors or similar: back off instead of
@@ -133,6 +129,53 @@ where
 }
 
 /// What ended one poll of a connection.
+/// Serves an accepted connection: reads its PROXY header first when the
+/// options ask for one (D21), then TLS or plain TCP.
+async fn serve_accepted<H: Handler>(
+    mut stream: tokio::net::TcpStream,
+    mut peer: SocketAddr,
+    handler: Arc<H>,
+    options: ServerOptions,
+    mut stop: watch::Receiver<bool>,
+) {
+    if options.proxy_protocol {
+        let limit = options.config.limits.message_timeout;
+        let header = tokio::select! {
+            read = tokio::time::timeout(limit, read_proxy_header(&mut stream)) => {
+                read.unwrap_or_else(|_| Err(io::ErrorKind::TimedOut.into()))
+            }
+            // A header still awaited does not delay a shutdown.
+            _ = stop.wait_for(|stopping| *stopping) => Err(io::ErrorKind::Interrupted.into()),
+        };
+        match super::proxied_peer(header, peer) {
+            Some(client) => peer = client,
+            None => return,
+        }
+    }
+    #[cfg(feature = "tls")]
+    if let Some(tls) = options.tls.clone() {
+        return run_tls(tls, stream, peer, handler, options, stop).await;
+    }
+    run(stream, peer, handler, options, Some(stop)).await;
+}
+
+/// Reads a PROXY header from `stream`, never past it.
+async fn read_proxy_header(stream: &mut tokio::net::TcpStream) -> io::Result<ProxiedPeer> {
+    use tokio::io::AsyncReadExt;
+    let mut reader = ProxyHeaderReader::new();
+    let mut chunk = [0; 128];
+    loop {
+        let want = reader.wanted().min(chunk.len());
+        let n = stream.read(&mut chunk[..want]).await?;
+        if n == 0 {
+            return Err(io::ErrorKind::UnexpectedEof.into());
+        }
+        if let Some(peer) = reader.feed(&chunk[..n])? {
+            return Ok(peer);
+        }
+    }
+}
+
 /// Runs the TLS handshake (D20), then the connection over the TLS stream.
 /// The handshake is bounded by the idle timeout (D3), as the first request
 /// would be, and ends at shutdown like an idle connection; one that fails
