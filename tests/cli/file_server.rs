@@ -13,7 +13,7 @@ use jsontp::message::{
     Request, Response, Weight, Weighted, codec,
 };
 
-/// A fresh folder with the conformance fixture's files, removed on drop.
+/// A fresh folder holding a small site's files, removed on drop.
 struct Fixture {
     root: PathBuf,
 }
