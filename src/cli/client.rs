@@ -192,13 +192,13 @@ impl Plan {
             content.expect_continue,
             body,
         )?;
-        let options = ClientOptions {
-            validation: validation(common),
+        let mut options = ClientOptions {
             connect_timeout: Some(timeout),
             read_timeout: Some(timeout),
             exchange_timeout: Some(timeout),
             ..ClientOptions::default()
         };
+        options.config.validation = validation(common);
         Ok(Plan {
             target,
             request,

@@ -474,10 +474,8 @@ fn continue_refused_ends_the_exchange_without_the_content() {
         let request = Request::new(Method::Put, "/upload".parse().expect("resource"))
             .with_headers(Headers::new().with_expect_continue(true))
             .with_body(Body::text("the payload"));
-        let options = ClientOptions {
-            continue_wait: Duration::from_secs(5),
-            ..quick()
-        };
+        let mut options = quick();
+        options.config.continue_wait = Duration::from_secs(5);
         let mut client = AnyClient::connect(kind, &addr, options).expect("connect");
         let exchange = client.send(request).expect("answered");
         assert!(!exchange.continued);
@@ -504,10 +502,8 @@ fn continue_goes_ahead_when_the_server_stays_silent() {
         let request = Request::new(Method::Put, "/upload".parse().expect("resource"))
             .with_headers(Headers::new().with_expect_continue(true))
             .with_body(Body::text("the payload"));
-        let options = ClientOptions {
-            continue_wait: Duration::from_millis(200),
-            ..quick()
-        };
+        let mut options = quick();
+        options.config.continue_wait = Duration::from_millis(200);
         let mut client = AnyClient::connect(kind, &addr, options).expect("connect");
         let exchange = client.send(request).expect("answered");
         assert_eq!(exchange.response.status.code, StatusCode::CREATED);

@@ -17,22 +17,13 @@ use super::outstanding::{Deadlines, Outstanding};
 use super::{Answer, ClientError, ClientOptions, Direction, Tracer};
 use crate::io_adapters::now;
 use crate::io_adapters::transport::{IoMode, Transport, is_reset, would_block};
-use crate::machine::{ClientConfig, ClientConnection, UsageError};
+use crate::machine::{ClientConnection, UsageError};
 use crate::message::Request;
 
 /// Blocking transports: the longest a write may block before the step
 /// reads what the server sent meanwhile, and the longest that read blocks
 /// before the step writes again.
 const WRITE_SLICE: Duration = Duration::from_millis(20);
-
-/// The machine's configuration for a client connection.
-fn machine_config(options: &ClientOptions) -> ClientConfig {
-    ClientConfig {
-        limits: options.limits,
-        validation: options.validation,
-        continue_wait: options.continue_wait,
-    }
-}
 
 /// What a client does next in a call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,7 +67,7 @@ pub(crate) struct ClientDriver {
 impl ClientDriver {
     pub(crate) fn new(options: ClientOptions, mode: IoMode) -> ClientDriver {
         ClientDriver {
-            conn: ClientConnection::new(machine_config(&options), now()),
+            conn: ClientConnection::new(options.config.clone(), now()),
             options,
             mode,
             eof: false,

@@ -19,7 +19,7 @@ use std::io;
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
-use crate::machine::{ClientConfig, Limits, UsageError};
+use crate::machine::{ClientConfig, UsageError};
 use crate::message::{Forgiven, Rejection, Response, Validation};
 
 pub mod blocking;
@@ -31,13 +31,9 @@ pub mod tokio;
 /// How a client connects, waits and validates.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClientOptions {
-    /// Strict or lenient response validation (D13). Strict by default.
-    pub validation: Validation,
-    /// How long to wait for `100` before sending the full request anyway
-    /// (D10).
-    pub continue_wait: Duration,
-    /// Limits on the responses (D3).
-    pub limits: Limits,
+    /// The connection machine's configuration: response limits (D3),
+    /// strict or lenient validation (D13), the wait for `100` (D10).
+    pub config: ClientConfig,
     /// Longest wait for the TCP connection. `None`: the system's own.
     pub connect_timeout: Option<Duration>,
     /// Longest silence while a response is owed. `None`: no limit.
@@ -53,11 +49,8 @@ impl Default for ClientOptions {
     /// [`ClientConfig::MAX_RESPONSE_BYTES`] on the wire) and 100-continue
     /// wait.
     fn default() -> Self {
-        let config = ClientConfig::default();
         ClientOptions {
-            validation: config.validation,
-            continue_wait: config.continue_wait,
-            limits: config.limits,
+            config: ClientConfig::default(),
             connect_timeout: Some(Duration::from_secs(10)),
             read_timeout: Some(Duration::from_secs(30)),
             exchange_timeout: Some(Duration::from_secs(60)),
@@ -69,7 +62,7 @@ impl ClientOptions {
     /// Lenient validation (builder style): forgives what the published
     /// reference crate leaves out, and reports it (D13).
     pub fn lenient(mut self) -> Self {
-        self.validation = Validation::Lenient;
+        self.config.validation = Validation::Lenient;
         self
     }
 }
