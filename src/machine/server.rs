@@ -240,6 +240,15 @@ impl ServerConnection {
         self.core.is_closed()
     }
 
+    /// Whether the connection only waits for the full request of an
+    /// accepted handshake (D10): the `100` is queued or written and no byte
+    /// of the full request has arrived. That wait may last the continue
+    /// timeout (300 s by default, D3), so a server shutting down may close
+    /// such a connection rather than wait.
+    pub fn awaits_full_request(&self) -> bool {
+        self.awaited().is_some() && !self.core.holds_input()
+    }
+
     /// Whether nothing is under way: no part of a request received, no
     /// exchange open (read, decided or answered but not written), no event
     /// waiting to be taken and no output pending. A server shutting down

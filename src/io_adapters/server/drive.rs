@@ -11,7 +11,7 @@ use super::{AccessRecord, Handler, RequestInfo, ServerOptions};
 use crate::io_adapters::linger::{Linger, Lingering};
 use crate::io_adapters::now;
 use crate::io_adapters::transport::{IoMode, Transport, would_block};
-use crate::machine::{ContinuePolicy, PeerError, RequestId, ServerConnection, ServerEvent, UsageError};
+use crate::machine::{PeerError, RequestId, ServerConnection, ServerEvent, UsageError};
 use crate::message::{Method, Request, Resource, Response, Status, StatusCode};
 
 /// Longest one blocking read or write may take: how soon a blocking
@@ -110,15 +110,6 @@ pub struct Driver {
     conn: ServerConnection,
     info: RequestInfo,
     mode: IoMode,
-    /// The application chose to accept every handshake without being asked
-    /// (`ContinuePolicy::AutoAccept`). The machine then asks anyway, and
-    /// `dispatch` accepts at once: that way the driver knows when a full
-    /// request is awaited, to close such a connection at shutdown.
-    auto_accept: bool,
-    /// A handshake was accepted and nothing of its full request has
-    /// arrived (D10): at shutdown the wait may be 300 s, so the connection
-    /// is closed instead.
-    awaiting_full: bool,
     /// The machine's next event, taken to see whether the handler has
     /// work: `dispatch` starts with it.
     held: Option<ServerEvent>,
@@ -225,17 +216,10 @@ impl Driver {
     /// A new connection with `peer`, configured by `options.config`, over a
     /// transport that behaves as `mode` says.
     pub fn new(peer: SocketAddr, options: &ServerOptions, mode: IoMode) -> Driver {
-        let auto_accept = options.config.continue_policy == ContinuePolicy::AutoAccept;
-        let mut machine_config = options.config.clone();
-        if auto_accept {
-            machine_config.continue_policy = ContinuePolicy::Ask;
-        }
         Driver {
-            conn: ServerConnection::new(machine_config, now()),
+            conn: ServerConnection::new(options.config.clone(), now()),
             info: RequestInfo::new(peer),
             mode,
-            auto_accept,
-            awaiting_full: false,
             held: None,
             deferred: false,
             inbox: Vec::new(),
@@ -463,22 +447,15 @@ impl Driver {
         while let Some(event) = self.held.take().or_else(|| self.conn.next_event(now())) {
             match event {
                 ServerEvent::Request { id, request } => {
-                    self.awaiting_full = false;
                     let started = Instant::now();
                     let response = answer(handler, &request, &self.info);
                     self.respond(id, request, response, started);
                 }
                 ServerEvent::ContinueRequested { id, request } => {
                     let started = Instant::now();
-                    let decision = if self.auto_accept {
-                        Ok(())
-                    } else {
-                        handler.check_continue(&request, &self.info)
-                    };
-                    match decision {
+                    match handler.check_continue(&request, &self.info) {
                         Ok(()) => {
                             // The full request is now awaited (D10).
-                            self.awaiting_full = true;
                             let _ = self.conn.accept_continue(id, now());
                         }
                         Err(response) => {
@@ -492,7 +469,6 @@ impl Driver {
                 ServerEvent::PeerError(PeerError::Rejected {
                     rejection, closes, ..
                 }) => {
-                    self.awaiting_full = false;
                     tracing::debug!(
                         status = rejection.status.as_u16(),
                         closes,
@@ -517,11 +493,8 @@ impl Driver {
                     self.why_closing.get_or_insert(CloseReason::Stalled);
                 }
                 // The peer left after a `100` without the full request:
-                // nothing was written, so nothing to log.
-                ServerEvent::PeerError(_) => {
-                    self.awaiting_full = false;
-                }
-                // Closed: `step` sees it.
+                // nothing was written, so nothing to log. Closed: `step`
+                // sees it.
                 _ => {}
             }
             self.note_ends();
@@ -594,10 +567,6 @@ impl Driver {
 
     /// Feeds bytes read from the transport.
     fn receive(&mut self, data: &[u8]) {
-        // Whitespace between messages starts no exchange (D1).
-        if data.iter().any(|b| !matches!(b, b' ' | b'\t' | b'\r' | b'\n')) {
-            self.awaiting_full = false;
-        }
         if self.deferred {
             self.inbox.extend_from_slice(data);
         } else {
@@ -610,7 +579,7 @@ impl Driver {
     /// handshake awaited (which may take 300 s, D3).
     fn may_stop(&self) -> bool {
         let idle = self.held.is_none() && self.inbox.is_empty() && !self.inbox_eof && self.conn.is_idle();
-        idle || self.awaiting_full
+        idle || (self.inbox.is_empty() && self.conn.awaits_full_request())
     }
 
     /// Blocking transports: bounds the next call by the nearest deadline,
