@@ -1,22 +1,19 @@
-//! What went over the connection: the `-vv` echo, and a bounded copy of
-//! the bytes received, read when the exchange fails to say why.
+//! What went over the connection: the `-vv` echo, and the first bytes
+//! received, read when the exchange fails to say why.
 
 use std::io::{self, Write};
 
 use jsontp::io_adapters::client::Direction;
 
-/// How much of the received bytes is kept. The copy serves two readings of
-/// a failure: the first bytes (an HTTP status line) and a short error
-/// response after at most a `100` acknowledgement (D10); neither needs
-/// more. A download larger than this is not copied past it.
-const KEPT: usize = 64 << 10;
+/// How much of the received bytes is kept: enough for the first bytes of
+/// another protocol's answer (a TLS record, an HTTP status line, an HTML
+/// page) after some whitespace. A download is not copied past it.
+const KEPT: usize = 512;
 
-/// The bytes received, up to [`KEPT`], and the `-vv` echo.
+/// The first bytes received, up to [`KEPT`], and the `-vv` echo.
 #[derive(Default)]
 pub struct Wire {
     received: Vec<u8>,
-    /// More arrived than was kept.
-    truncated: bool,
     /// `-vv`: echo every byte on stderr.
     echo: Option<RawEcho>,
 }
@@ -38,7 +35,6 @@ impl Wire {
         if direction == Direction::Received {
             let room = KEPT - self.received.len();
             self.received.extend_from_slice(&bytes[..bytes.len().min(room)]);
-            self.truncated |= bytes.len() > room;
         }
     }
 
