@@ -86,6 +86,50 @@ impl ClientConnection {
         Ok(id)
     }
 
+    /// Queues a request whose content follows in pieces (D19): `request`
+    /// is the head (its body's encoding and other keys; its content must
+    /// be empty, or [`UsageError::NotStreaming`]), written with `body` last
+    /// and `content` last in it. Give the content with
+    /// [`send_content`](Self::send_content) as
+    /// [`content_room`](Self::content_room) allows, and end it with
+    /// [`end_content`](Self::end_content); requests queued after it wait
+    /// until it ends. With `expect_continue` the handshake runs first
+    /// (D10): the content goes out with the full request.
+    pub fn send_request_head(&mut self, request: Request, now: Now) -> Result<RequestId, UsageError> {
+        let _ = (request, now);
+        todo!("streamed requests")
+    }
+
+    /// How many content bytes exchange `id` takes now: none until its head
+    /// is being written (after the `100` of a handshake), then as many as
+    /// keep the output small. Zero for an exchange that is not streaming.
+    pub fn content_room(&self, id: RequestId) -> usize {
+        let _ = id;
+        todo!("streamed requests")
+    }
+
+    /// The next piece of exchange `id`'s content, encoded as its head's
+    /// `body.encoding` says. Identity content that is not UTF-8 is
+    /// [`UsageError::NotText`], and the connection closes.
+    pub fn send_content(&mut self, id: RequestId, data: &[u8], now: Now) -> Result<(), UsageError> {
+        let _ = (id, data, now);
+        todo!("streamed requests")
+    }
+
+    /// Ends exchange `id`'s content: the request is complete.
+    pub fn end_content(&mut self, id: RequestId, now: Now) -> Result<(), UsageError> {
+        let _ = (id, now);
+        todo!("streamed requests")
+    }
+
+    /// The content of exchange `id` cannot be finished (its source failed):
+    /// what is queued still goes out, then the connection closes (the
+    /// server sees a message cut short, D1).
+    pub fn abort_content(&mut self, id: RequestId, now: Now) {
+        let _ = (id, now);
+        todo!("streamed requests")
+    }
+
     /// Bytes received from the server. Every complete response in them is
     /// handled at once; the outcome does not depend on how the bytes were
     /// split. Bytes after the end of stream or after an error that closes

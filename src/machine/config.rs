@@ -54,6 +54,19 @@ pub struct Limits {
     /// read) before the connection closes: nothing more is written and the
     /// pending output is dropped.
     pub stall_timeout: Duration,
+    /// Streamed content (D19): the most decoded bytes one message's
+    /// `body.content` may carry (`413` past it, and close; decoding stops
+    /// there). Its text on the wire may be at most six times as long (a
+    /// `\u00XX` escape per byte), as long as nothing else bounds it.
+    pub max_content_bytes: usize,
+    /// Streamed content (D19): the longest gap without a byte of the
+    /// message (`408` and close). It replaces `message_timeout` once a
+    /// message's content streams.
+    pub content_gap_timeout: Duration,
+    /// Streamed content (D19): after the first `content_gap_timeout` of a
+    /// streamed message, the slowest average rate it may arrive at, in
+    /// bytes per second (`408` and close).
+    pub min_content_rate: u64,
 }
 
 impl Default for Limits {
@@ -66,6 +79,9 @@ impl Default for Limits {
             max_pipelined: 16,
             max_output_owed: 1 << 20,
             stall_timeout: Duration::from_secs(30),
+            max_content_bytes: 1 << 30,
+            content_gap_timeout: Duration::from_secs(30),
+            min_content_rate: 16 * 1024,
         }
     }
 }
@@ -80,6 +96,10 @@ pub struct ServerConfig {
     /// The `language` of responses the machine writes itself (errors,
     /// `100`), and of application responses that leave it out.
     pub language: LanguageTag,
+    /// Hand out the `body.content` of requests in pieces as it arrives
+    /// ([`ServerEvent::Content`](super::ServerEvent::Content)) instead of
+    /// holding each request whole (D19). Off by default.
+    pub stream_content: bool,
 }
 
 impl Default for ServerConfig {
@@ -88,6 +108,7 @@ impl Default for ServerConfig {
             limits: Limits::default(),
             continue_policy: ContinuePolicy::default(),
             language: LanguageTag::EN_US,
+            stream_content: false,
         }
     }
 }
@@ -104,6 +125,10 @@ pub struct ClientConfig {
     /// How long to wait for `100` before sending the full request anyway
     /// (D10).
     pub continue_wait: Duration,
+    /// Hand out the `body.content` of responses in pieces as it arrives
+    /// ([`ClientEvent::Content`](super::ClientEvent::Content)) instead of
+    /// holding each response whole (D19). Off by default.
+    pub stream_content: bool,
 }
 
 impl ClientConfig {
@@ -125,6 +150,7 @@ impl Default for ClientConfig {
             limits,
             validation: Validation::default(),
             continue_wait: Duration::from_secs(1),
+            stream_content: false,
         }
     }
 }

@@ -341,6 +341,7 @@ impl<E: RoleEvent> Core<E> {
                 self.stop_input();
                 Scanned::TooLarge
             }
+            Scan::Content(_) => todo!("content runs"),
         }
     }
 

@@ -45,6 +45,18 @@ pub enum ServerEvent {
         /// The preliminary request; its body is empty (D10).
         request: Request,
     },
+    /// With [`ServerConfig::stream_content`](super::ServerConfig::stream_content):
+    /// the next piece of a request's decoded `body.content`, in order, as
+    /// it arrives (D19). The request itself follows as
+    /// [`ServerEvent::Request`] (with empty content) once the whole message
+    /// is read and valid; if it is refused instead
+    /// ([`PeerError::Rejected`] with this id), discard the pieces.
+    Content {
+        /// Which exchange.
+        id: RequestId,
+        /// Decoded content bytes.
+        data: Vec<u8>,
+    },
     /// The peer did something wrong. Every error response the server
     /// writes on its own is reported as [`PeerError::Rejected`], carrying
     /// what it wrote.
@@ -74,6 +86,17 @@ pub enum ClientEvent {
         response: Response,
         /// What lenient validation forgave (D13); empty when strict.
         forgiven: Vec<Forgiven>,
+    },
+    /// With [`ClientConfig::stream_content`](super::ClientConfig::stream_content):
+    /// the next piece of a response's decoded `body.content`, in order, as
+    /// it arrives (D19). The response follows as [`ClientEvent::Response`]
+    /// (with empty content) once the whole message is read and valid; if
+    /// it is refused instead (a [`PeerError`]), discard the pieces.
+    Content {
+        /// Which exchange.
+        id: RequestId,
+        /// Decoded content bytes.
+        data: Vec<u8>,
     },
     /// The server did something wrong, or went missing.
     PeerError(PeerError),
@@ -205,6 +228,12 @@ pub enum UsageError {
     /// The exchange cannot take this now: e.g. a final response while the
     /// full request of a handshake is still awaited (D10).
     OutOfTurn(RequestId),
+    /// Content for an exchange whose message was not begun as streamed,
+    /// or has already ended (D19).
+    NotStreaming(RequestId),
+    /// `identity` content that is not UTF-8 text (D9): the message cannot
+    /// be finished; the connection closes.
+    NotText(RequestId),
 }
 
 impl fmt::Display for UsageError {
@@ -227,6 +256,14 @@ impl fmt::Display for UsageError {
                     id.0
                 )
             }
+            UsageError::NotStreaming(id) => {
+                write!(f, "request {} has no streamed message under way", id.0)
+            }
+            UsageError::NotText(id) => write!(
+                f,
+                "the content of exchange {} is not UTF-8 text, so it cannot be sent as identity",
+                id.0
+            ),
         }
     }
 }

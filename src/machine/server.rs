@@ -149,6 +149,60 @@ impl ServerConnection {
         result
     }
 
+    /// Answers exchange `id` with a response whose content follows in
+    /// pieces (D19): `response` is the head (status, headers, the body's
+    /// encoding and other keys; its content must be empty, or
+    /// [`UsageError::NotStreaming`]). It goes out in turn (D2) like any
+    /// answer, written with `body` last and `content` last in it; then give
+    /// the content with [`send_content`](Self::send_content) as
+    /// [`content_room`](Self::content_room) allows, and end it with
+    /// [`end_content`](Self::end_content). The responses after it wait
+    /// until it ends.
+    pub fn send_response_head(
+        &mut self,
+        id: RequestId,
+        response: Response,
+        now: Now,
+    ) -> Result<(), UsageError> {
+        let _ = (id, response, now);
+        todo!("streamed responses")
+    }
+
+    /// How many content bytes exchange `id` takes now
+    /// ([`send_content`](Self::send_content)): none until its head is being
+    /// written, then as many as keep the output owed within bounds (D3).
+    /// Zero for an exchange that is not streaming.
+    pub fn content_room(&self, id: RequestId) -> usize {
+        let _ = id;
+        todo!("streamed responses")
+    }
+
+    /// The next piece of exchange `id`'s content, encoded as its head's
+    /// `body.encoding` says, incrementally (base64 and compression for
+    /// `gzip`, `deflate`, `br`). More than [`content_room`](Self::content_room)
+    /// is taken but grows the output owed. Identity content that is not
+    /// UTF-8 is [`UsageError::NotText`], and the connection closes: the
+    /// message cannot be finished.
+    pub fn send_content(&mut self, id: RequestId, data: &[u8], now: Now) -> Result<(), UsageError> {
+        let _ = (id, data, now);
+        todo!("streamed responses")
+    }
+
+    /// Ends exchange `id`'s content: the response is complete, and the
+    /// responses after it may go out.
+    pub fn end_content(&mut self, id: RequestId, now: Now) -> Result<(), UsageError> {
+        let _ = (id, now);
+        todo!("streamed responses")
+    }
+
+    /// The content of exchange `id` cannot be finished (its source failed):
+    /// what is queued still goes out, then the connection closes, so that
+    /// the peer sees a message cut short rather than a wrong one (D1).
+    pub fn abort_content(&mut self, id: RequestId, now: Now) {
+        let _ = (id, now);
+        todo!("streamed responses")
+    }
+
     /// Bytes waiting to be written to the peer.
     pub fn pending_output(&self) -> &[u8] {
         self.core.pending_output()

@@ -67,6 +67,60 @@ pub enum Scan {
         /// Offset of the message's first byte (`{`).
         start: usize,
     },
+    /// With [`Scanner::with_content_runs`]: a run of the text of the
+    /// message's `body.content` string (D19). These bytes do not count
+    /// against the size limit; the caller takes them out of its buffer
+    /// (`buf[run.start()..run.end()]`) before it scans again, and the scan
+    /// then goes on at `run.start()`.
+    Content(ContentRun),
+}
+
+/// A run of `body.content` text (D19): the string's bytes between its
+/// quotes, escapes as written, already checked as any string is (UTF-8,
+/// escapes; a lone surrogate is still reported on the [`Frame`]). Offsets
+/// are into the buffer the scanner was given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ContentRun {
+    pub(crate) start: usize,
+    pub(crate) end: usize,
+    pub(crate) encoding: super::Encoding,
+    pub(crate) first: bool,
+    pub(crate) last: bool,
+}
+
+impl ContentRun {
+    /// Offset of the run's first byte.
+    pub fn start(&self) -> usize {
+        self.start
+    }
+
+    /// Offset one past the run's last byte.
+    pub fn end(&self) -> usize {
+        self.end
+    }
+
+    /// `start..end`.
+    pub fn range(&self) -> Range<usize> {
+        self.start..self.end
+    }
+
+    /// The `body.encoding` named before the content, which the text is
+    /// written in.
+    pub fn encoding(&self) -> super::Encoding {
+        self.encoding
+    }
+
+    /// The run is the first of its string (the opening quote was just
+    /// before it).
+    pub fn is_first(&self) -> bool {
+        self.first
+    }
+
+    /// The string's closing quote follows the run: the content is all
+    /// there.
+    pub fn is_last(&self) -> bool {
+        self.last
+    }
 }
 
 /// One complete message as the scanner saw it. Offsets are into the buffer
@@ -320,8 +374,22 @@ impl Scanner {
                     fault: None,
                 }
             }
+            Scan::Content(_) => {}
         }
         found
+    }
+
+    /// Reports the text of `body.content` as [`Scan::Content`] runs
+    /// instead of counting it as part of the message (D19), when the
+    /// string is a double-quoted value of the key `content`, written
+    /// without escapes, in the object under the message's own key `body`,
+    /// after that object's `encoding` has named one of the four encodings
+    /// (the decoder must know it). Anything else (content before its
+    /// encoding, a key spelled with escapes, a single-quoted string) stays
+    /// part of the message, bounded by the size limit as usual; at most one
+    /// string per message is reported.
+    pub fn with_content_runs(self) -> Scanner {
+        self
     }
 
     /// Ready for the message after the one just completed.

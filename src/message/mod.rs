@@ -16,6 +16,7 @@
 //!   `accept-*` and conditional headers; [`codec`] the body encodings (D9).
 
 pub mod codec;
+pub mod content_stream;
 pub mod cookies;
 pub mod date;
 mod envelope;
@@ -40,6 +41,7 @@ mod types;
 mod version;
 
 pub use codec::Encoding;
+pub use content_stream::{ContentDecoder, ContentEncoder, EncodeError};
 pub use cookies::Cookies;
 pub use date::Date;
 pub use headers::{EncodingRange, HeaderName, Headers, Weight, Weighted};

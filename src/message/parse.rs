@@ -170,7 +170,8 @@ fn frame_whole(bytes: &[u8], limits: &MessageLimits) -> Result<Frame, Rejection>
         Scan::Partial if bytes.iter().all(|b| matches!(b, b' ' | b'\t' | b'\r' | b'\n')) => {
             Err(syntax("the message is empty".to_owned()))
         }
-        Scan::Partial => Err(unread(
+        // A scanner without content runs reports none: Partial is the rest.
+        Scan::Partial | Scan::Content(_) => Err(unread(
             RejectionKind::Incomplete,
             "message is not valid JSON or JSON5: it ends before its object does (D1)".to_owned(),
         )),

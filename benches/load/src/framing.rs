@@ -86,6 +86,8 @@ impl Framer {
                     String::from_utf8_lossy(&buf[at..buf.len().min(at + 40)])
                 )),
                 Scan::TooLarge { .. } => Framed::Error("a jsontp message past the limit".into()),
+                // Content runs are only reported when asked for.
+                Scan::Content(_) => Framed::Partial,
             },
             Framer::Http { need } => {
                 if buf.len() < *need {

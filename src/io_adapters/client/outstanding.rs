@@ -73,6 +73,7 @@ impl Outstanding {
     /// not wait for are dropped.
     pub(crate) fn on_event(&mut self, event: ClientEvent) {
         match event {
+            ClientEvent::Content { .. } => todo!("streamed responses in the clients"),
             ClientEvent::Continue { id } => {
                 if let Some(slot) = self.slot(Some(id)) {
                     slot.continued = true;

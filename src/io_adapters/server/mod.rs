@@ -35,10 +35,14 @@ pub mod blocking;
 mod drive;
 #[cfg(feature = "mio")]
 pub mod mio;
+mod reply;
+mod spool;
 #[cfg(feature = "tokio")]
 pub mod tokio;
 
 pub use drive::{Driver, Step};
+pub use reply::Reply;
+pub use spool::{SpoolOptions, Upload};
 
 /// The backlog [`listen`] asks for: a burst of a thousand connects fits
 /// (std's own is 128). The kernel may cap it (`somaxconn` on Linux).
@@ -306,6 +310,28 @@ pub trait Handler: Send + Sync + 'static {
         Ok(())
     }
 
+    /// Answers a complete, valid request, possibly with streamed content
+    /// ([`Reply::streamed`], D19). `upload` is the request's content when it
+    /// was too large to hold in memory ([`SpoolOptions::memory_limit`]):
+    /// spooled to a temporary file, the request's own body content empty.
+    /// Otherwise the content is in `request.body` as usual.
+    ///
+    /// By default: [`handle`](Self::handle) when there is no upload, and
+    /// `413` when there is one, since `handle` could not see it.
+    fn respond(&self, request: &Request, upload: Option<Upload>, info: &RequestInfo) -> Reply {
+        match upload {
+            None => self.handle(request, info).into(),
+            Some(upload) => Response::new(crate::message::Status::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!(
+                    "the content ({} bytes) is more than this server takes in memory",
+                    upload.len()
+                ),
+            ))
+            .into(),
+        }
+    }
+
     /// Told about every response once its last byte has been taken by the
     /// peer, or once the connection ended before it could be
     /// ([`AccessRecord::complete`] is then `false`), the connection's own
@@ -355,6 +381,8 @@ pub struct ServerOptions {
     /// Off by default: a header is then bytes where a message must start
     /// (`400` and close, D1).
     pub proxy_protocol: bool,
+    /// Where request content is spooled while it arrives (D19).
+    pub spool: SpoolOptions,
 }
 
 impl Default for ServerOptions {
@@ -366,6 +394,7 @@ impl Default for ServerOptions {
             workers: 0,
             max_connections: 10_000,
             proxy_protocol: false,
+            spool: SpoolOptions::default(),
         }
     }
 }
@@ -400,6 +429,12 @@ impl ServerOptions {
     /// D21); see [`proxy_protocol`](Self::proxy_protocol).
     pub fn with_proxy_protocol(mut self, on: bool) -> Self {
         self.proxy_protocol = on;
+        self
+    }
+
+    /// Sets where request content is spooled (builder style, D19).
+    pub fn with_spool(mut self, spool: SpoolOptions) -> Self {
+        self.spool = spool;
         self
     }
 
