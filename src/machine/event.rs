@@ -57,6 +57,14 @@ pub enum ServerEvent {
         /// Decoded content bytes.
         data: Vec<u8>,
     },
+    /// Drop every [`ServerEvent::Content`] piece received for `id` so far;
+    /// the exchange goes on. They were the content of the first request of
+    /// a 100-continue handshake, which is ignored (D10); the full request
+    /// streams its own content under the same id.
+    ContentDiscarded {
+        /// Which exchange.
+        id: RequestId,
+    },
     /// The peer did something wrong. Every error response the server
     /// writes on its own is reported as [`PeerError::Rejected`], carrying
     /// what it wrote.
