@@ -11,7 +11,7 @@
 use std::collections::VecDeque;
 use std::time::Instant;
 
-use super::core::{Core, Framed, Lifecycle, Scanned, Timers, deadline, due};
+use super::core::{ContentOutcome, Core, Framed, Lifecycle, Outbound, Scanned, Timers, deadline, due};
 use super::responses::refusal;
 use super::table::{Exchange, ExchangeState, Input, Role, TransitionError};
 use super::{ClientConfig, ClientEvent, Now, PeerError, RequestId, UsageError};
@@ -44,12 +44,14 @@ struct Outgoing {
     unsent: Option<Request>,
     /// When the wait for `100` ends.
     continue_deadline: Option<Instant>,
+    /// A streamed request's content (D19), until it ends.
+    outbound: Option<Outbound>,
 }
 
 impl ClientConnection {
     /// A client connection.
     pub fn new(config: ClientConfig, now: Now) -> ClientConnection {
-        let core = Core::new(config.limits.message.max_message_bytes, now);
+        let core = Core::new(&config.limits, config.stream_content, now);
         ClientConnection {
             config,
             core,
@@ -80,6 +82,7 @@ impl ClientConnection {
             resource: request.resource.as_str().to_owned(),
             unsent: Some(request),
             continue_deadline: None,
+            outbound: None,
         });
         self.write_ready(now);
         self.after_call();
@@ -96,38 +99,107 @@ impl ClientConnection {
     /// until it ends. With `expect_continue` the handshake runs first
     /// (D10): the content goes out with the full request.
     pub fn send_request_head(&mut self, request: Request, now: Now) -> Result<RequestId, UsageError> {
-        let _ = (request, now);
-        todo!("streamed requests")
+        if self.core.lifecycle() != Lifecycle::Open {
+            return Err(UsageError::Closed);
+        }
+        let id = self.core.fresh_id();
+        self.exchanges.push_back(Outgoing {
+            id: Some(id),
+            exchange: Exchange::new(),
+            resource: request.resource.as_str().to_owned(),
+            outbound: Some(Outbound::new(request.body.encoding())),
+            unsent: Some(request),
+            continue_deadline: None,
+        });
+        self.write_ready(now);
+        self.after_call();
+        Ok(id)
     }
 
     /// How many content bytes exchange `id` takes now: none until its head
     /// is being written (after the `100` of a handshake), then as many as
     /// keep the output small. Zero for an exchange that is not streaming.
     pub fn content_room(&self, id: RequestId) -> usize {
-        let _ = id;
-        todo!("streamed requests")
+        match self.streaming(id) {
+            Some(outbound) if outbound.takes_content() => self.core.content_room(),
+            _ => 0,
+        }
     }
 
     /// The next piece of exchange `id`'s content, encoded as its head's
-    /// `body.encoding` says. Identity content that is not UTF-8 is
-    /// [`UsageError::NotText`], and the connection closes.
+    /// `body.encoding` says. Only once [`content_room`](Self::content_room)
+    /// has been above zero ([`UsageError::OutOfTurn`] before). Identity
+    /// content that is not UTF-8 is [`UsageError::NotText`], and the
+    /// connection closes.
     pub fn send_content(&mut self, id: RequestId, data: &[u8], now: Now) -> Result<(), UsageError> {
-        let _ = (id, data, now);
-        todo!("streamed requests")
+        let closed = self.core.is_closed();
+        let Some(outbound) = self
+            .exchanges
+            .iter_mut()
+            .find(|o| o.id == Some(id))
+            .and_then(|o| o.outbound.as_mut())
+        else {
+            return Err(if closed {
+                UsageError::Closed
+            } else {
+                UsageError::NotStreaming(id)
+            });
+        };
+        if !outbound.takes_content() {
+            return Err(if outbound.ended {
+                UsageError::NotStreaming(id)
+            } else {
+                UsageError::OutOfTurn(id)
+            });
+        }
+        if self.core.queue_content(outbound, data, now).is_err() {
+            self.abort_content(id, now);
+            return Err(UsageError::NotText(id));
+        }
+        self.core.release_buffers();
+        Ok(())
     }
 
     /// Ends exchange `id`'s content: the request is complete.
     pub fn end_content(&mut self, id: RequestId, now: Now) -> Result<(), UsageError> {
-        let _ = (id, now);
-        todo!("streamed requests")
+        let closed = self.core.is_closed();
+        let Some(index) = self
+            .exchanges
+            .iter()
+            .position(|o| o.id == Some(id) && o.outbound.as_ref().is_some_and(|out| !out.ended))
+        else {
+            return Err(if closed {
+                UsageError::Closed
+            } else {
+                UsageError::NotStreaming(id)
+            });
+        };
+        if let Some(outbound) = &mut self.exchanges[index].outbound {
+            outbound.ended = true;
+        }
+        self.close_content(index, now);
+        self.after_call();
+        Ok(())
     }
 
     /// The content of exchange `id` cannot be finished (its source failed):
     /// what is queued still goes out, then the connection closes (the
     /// server sees a message cut short, D1).
     pub fn abort_content(&mut self, id: RequestId, now: Now) {
-        let _ = (id, now);
-        todo!("streamed requests")
+        let _ = now;
+        if self.streaming(id).is_some() {
+            self.exchanges.clear();
+            self.core.close();
+            self.after_call();
+        }
+    }
+
+    /// Exchange `id`'s streamed content, while it has one.
+    fn streaming(&self, id: RequestId) -> Option<&Outbound> {
+        self.exchanges
+            .iter()
+            .find(|o| o.id == Some(id))
+            .and_then(|o| o.outbound.as_ref())
     }
 
     /// Bytes received from the server. Every complete response in them is
@@ -135,7 +207,7 @@ impl ClientConnection {
     /// split. Bytes after the end of stream or after an error that closes
     /// the connection are ignored.
     pub fn receive_data(&mut self, data: &[u8], now: Now) {
-        if self.core.receive(data) {
+        if self.core.receive(data, now) {
             self.process_input(now);
             self.after_call();
         }
@@ -225,16 +297,35 @@ impl ClientConnection {
     /// Writes every request that may go out now: those queued up to the
     /// first handshake still waiting for its `100` (D10).
     fn write_ready(&mut self, now: Now) {
-        for outgoing in self.exchanges.iter_mut() {
+        for index in 0..self.exchanges.len() {
+            let outgoing = &mut self.exchanges[index];
             match outgoing.exchange.state() {
-                // The server reads the next request as the full one.
-                ExchangeState::AwaitingContinue => return,
+                // The server reads the next request as the full one; and
+                // nothing may come between a streamed request's head and
+                // its end (D19).
+                ExchangeState::AwaitingContinue
+                | ExchangeState::SendingRequestContent
+                | ExchangeState::SendingRequestContentUnacknowledged => return,
                 ExchangeState::Idle => {}
                 _ => continue,
             }
             let Some(request) = outgoing.unsent.take() else {
                 continue;
             };
+            if let Some(outbound) = &mut outgoing.outbound
+                && !request.headers.expect_continue()
+            {
+                if self
+                    .core
+                    .advance(&mut outgoing.exchange, Role::Client, Input::RequestHead)
+                    .is_some()
+                {
+                    self.core
+                        .queue_head(outbound, now, |out| request.write_head_to(out));
+                    self.close_content(index, now);
+                }
+                return;
+            }
             if !request.headers.expect_continue() {
                 if self
                     .core
@@ -283,6 +374,19 @@ impl ClientConnection {
             return;
         };
         outgoing.continue_deadline = None;
+        if let Some(outbound) = &mut outgoing.outbound {
+            // D19: the full request streams its content.
+            if self
+                .core
+                .advance(&mut outgoing.exchange, Role::Client, Input::RequestHead)
+                .is_some()
+                && let Some(head) = outgoing.unsent.take()
+            {
+                self.core.queue_head(outbound, now, |out| head.write_head_to(out));
+                self.close_content(index, now);
+            }
+            return;
+        }
         if self
             .core
             .advance(&mut outgoing.exchange, Role::Client, Input::Request)
@@ -294,6 +398,33 @@ impl ClientConnection {
             self.core.queue_output(now, |out| full.write_to(out));
         }
         self.write_ready(now);
+    }
+
+    /// Ends the streamed request at `index` once its head is out and the
+    /// application ended its content (D19); then what waited behind it
+    /// goes out.
+    fn close_content(&mut self, index: usize, now: Now) {
+        let Some(outgoing) = self.exchanges.get_mut(index) else {
+            return;
+        };
+        let Some(outbound) = outgoing.outbound.as_mut().filter(|o| o.head_queued && o.ended) else {
+            return;
+        };
+        if self.core.queue_content_end(outbound, now).is_err() {
+            // Identity content ended inside a UTF-8 sequence: the request
+            // cannot be finished (D1: the server sees it cut short).
+            self.exchanges.clear();
+            self.core.close();
+            return;
+        }
+        outgoing.outbound = None;
+        if self
+            .core
+            .advance(&mut outgoing.exchange, Role::Client, Input::RequestContentEnd)
+            .is_some()
+        {
+            self.write_ready(now);
+        }
     }
 
     /// The wait for `100` ran out: send the full request anyway (D10).
@@ -323,6 +454,16 @@ impl ClientConnection {
             match self.core.frame(now) {
                 Scanned::Partial => return,
                 Scanned::Message(framed) => self.on_message(&framed, now),
+                Scanned::Content(data) => {
+                    // A piece of the front exchange's response (D19); one
+                    // event at a time, so that memory stays bounded. The
+                    // response to a request we gave up on is dropped.
+                    if let Some(id) = self.front_id() {
+                        self.core.push_event(ClientEvent::Content { id, data });
+                        return;
+                    }
+                }
+                Scanned::ContentTooLarge { limit } => self.fatal(refusal::content_too_large(limit)),
                 Scanned::End { cut_short } => {
                     // Fine after complete responses when nothing is owed.
                     let owed = self.exchanges.iter().any(|o| o.id.is_some());
@@ -380,6 +521,17 @@ impl ClientConnection {
                 return;
             }
         };
+        if let Some(ContentOutcome::Corrupt { encoding, why, .. }) = &framed.content {
+            // D5 level 4: streamed content that did not decode (D19).
+            let rejection = refusal::content_corrupt(*encoding, why, &parsed.message.resource);
+            let id = self.finish_front(now).ok().and(id);
+            self.core.push_event(ClientEvent::PeerError(PeerError::Rejected {
+                id,
+                rejection,
+                closes: false,
+            }));
+            return;
+        }
         let response = parsed.message;
         let code = response.status.code;
         if let Some(front) = self.exchanges.front()
@@ -481,6 +633,17 @@ impl ClientConnection {
         let before = front.exchange.state();
         front.exchange.apply(Role::Server, Input::FinalResponse)?;
         self.exchanges.pop_front();
+        if matches!(
+            before,
+            ExchangeState::SendingRequestContent | ExchangeState::SendingRequestContentUnacknowledged
+        ) {
+            // Answered before our content ended (D19): the rest of the
+            // request cannot follow, so nothing more can be read or sent
+            // on this connection.
+            self.exchanges.clear();
+            self.core.stop_input();
+            return Ok(before);
+        }
         self.write_ready(now);
         Ok(before)
     }
@@ -500,6 +663,7 @@ impl ClientConnection {
                 resource: String::new(),
                 unsent: None,
                 continue_deadline: None,
+                outbound: None,
             });
         }
     }
@@ -531,7 +695,12 @@ impl ClientConnection {
             .iter()
             .find(|o| o.exchange.state() == ExchangeState::AwaitingContinue)
             .and_then(|o| o.continue_deadline);
-        timers.message = deadline(self.core.message_started(), limits.message_timeout);
+        timers.message = if self.core.is_streaming() {
+            // D19: a streamed response is held to its gap and its rate.
+            self.core.streamed_deadline(limits)
+        } else {
+            deadline(self.core.message_started(), limits.message_timeout)
+        };
         timers
     }
 }

@@ -9,8 +9,10 @@ use std::time::{Duration, Instant};
 
 use super::event::RoleEvent;
 use super::table::{Exchange, ExchangeState, Input, Role, TransitionError};
-use super::{Now, PeerError, RequestId};
-use crate::message::framing::{self, Fault, Scan, Scanner};
+use super::{Limits, Now, PeerError, RequestId};
+use crate::message::codec::DecodeError;
+use crate::message::framing::{self, ContentRun, Fault, Scan, Scanner};
+use crate::message::{ContentDecoder, ContentEncoder, EncodeError, Encoding, STREAMED_TAIL, ValueError};
 
 /// Capacity an empty input or output buffer may keep for the next message;
 /// more is given back (see [`Buffer::release`]).
@@ -20,6 +22,25 @@ const RETAINED_CAPACITY: usize = 16 * 1024;
 /// least this large and at least half the buffer: every byte is moved at
 /// most once per time it is written, so compaction costs O(1) per byte.
 const COMPACT_AT: usize = 64 * 1024;
+
+/// The most decoded content one [`Scanned::Content`] piece carries (D19):
+/// what a decompression bomb can make the machine hold at once.
+pub(super) const PIECE_BYTES: usize = 64 * 1024;
+
+/// Received bytes the input may hold, unread by the machine, while the
+/// caller has events to take: beyond it the machine wants no more input,
+/// so that a caller slow to take content pieces slows the peer instead of
+/// buffering it (D19).
+const READ_AHEAD: usize = 64 * 1024;
+
+/// Output a streaming message of ours may have queued and untaken before
+/// it takes more content (D19): enough to keep the socket busy, small
+/// enough that memory does not grow with the content.
+const CONTENT_WINDOW: usize = 128 * 1024;
+
+/// How many times the decoded content limit its text may take on the wire
+/// (D19): a `\u00XX` escape writes one byte in six. Past it, `413`.
+const TEXT_PER_CONTENT_BYTE: u64 = 6;
 
 /// Where a connection stands, as a whole. It only moves forward.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -60,6 +81,95 @@ pub(super) enum Scanned {
     },
     /// The message passed the size limit (D3). Input is now stopped.
     TooLarge,
+    /// The next piece of the decoded content of the message being received
+    /// (D19); never empty.
+    Content(Vec<u8>),
+    /// The content of the message being received passed the content limit
+    /// (D19). Input is now stopped.
+    ContentTooLarge {
+        /// The limit, in decoded bytes.
+        limit: usize,
+    },
+}
+
+/// How the streamed content of a framed message went (D19).
+#[derive(Debug)]
+pub(super) enum ContentOutcome {
+    /// Decoded whole; every piece went out as [`Scanned::Content`].
+    Decoded,
+    /// It did not decode: the rest was read and dropped. The message is
+    /// refused at its end, in D5's order (level 4).
+    Corrupt {
+        /// The encoding it claimed.
+        encoding: Encoding,
+        /// What was wrong.
+        why: ValueError,
+    },
+}
+
+/// A message of ours whose content goes out in pieces after its head
+/// (D19), encoded as it goes.
+#[derive(Debug)]
+pub(super) struct Outbound {
+    encoder: ContentEncoder,
+    /// The head is in the output: content may follow.
+    pub(super) head_queued: bool,
+    /// The application ended the content (it may not be written yet).
+    pub(super) ended: bool,
+}
+
+impl Outbound {
+    /// A message whose content is written in `encoding`.
+    pub(super) fn new(encoding: Encoding) -> Outbound {
+        Outbound {
+            encoder: ContentEncoder::new(encoding),
+            head_queued: false,
+            ended: false,
+        }
+    }
+
+    /// Whether content may be given now.
+    pub(super) fn takes_content(&self) -> bool {
+        self.head_queued && !self.ended
+    }
+}
+
+/// The content of the message being received, arriving in runs (D19).
+#[derive(Debug)]
+struct Inbound {
+    /// `None` once the content failed to decode.
+    decoder: Option<ContentDecoder>,
+    encoding: Encoding,
+    /// The closing quote has been seen; the decoder is being finished.
+    ended: bool,
+    /// The decoder is finished: every piece is out.
+    finished: bool,
+    /// Content text taken so far.
+    text_bytes: u64,
+    /// Why the content failed to decode, once it has.
+    fault: Option<ValueError>,
+    /// The content passed the limit (D19).
+    too_large: bool,
+    /// Decoded bytes not yet handed out.
+    ready: Vec<u8>,
+}
+
+impl Inbound {
+    /// Takes in what a call of the decoder said: `Ok(true)` when it is
+    /// finished.
+    fn settle(&mut self, result: Result<bool, DecodeError>) {
+        match result {
+            Ok(finished) => self.finished |= finished,
+            Err(DecodeError::TooLarge { .. }) => self.too_large = true,
+            Err(DecodeError::Corrupt(why)) => {
+                // The rest of the content is read and dropped; the message
+                // is refused at its end (D5 level 4).
+                self.fault = Some(why);
+                self.decoder = None;
+                self.ready.clear();
+            }
+        }
+    }
 }
 
 /// Where a complete message sits in the input buffer, until the next call
@@ -70,6 +180,9 @@ pub(super) struct Framed {
     /// What the scanner measured on the way (depth, lone surrogates), for
     /// the parser (D3, D4).
     pub(super) frame: framing::Frame,
+    /// How its content went, when it was streamed (D19): the message's
+    /// own `body.content` then reads `""`.
+    pub(super) content: Option<ContentOutcome>,
 }
 
 /// The deadlines of one moment; `None` for a timer that does not run.
@@ -171,6 +284,17 @@ pub(super) struct Core<E> {
     scanner: Scanner,
     /// When the first byte of the message being received was scanned.
     message_started: Option<Instant>,
+    /// Up to how many decoded bytes a message's streamed content may
+    /// carry (D19).
+    max_content_bytes: usize,
+    /// The content of the message being received, when it streams.
+    inbound: Option<Inbound>,
+    /// When the last byte arrived (D19: the longest gap).
+    last_input: Instant,
+    /// Bytes ever received, and the count when the message being received
+    /// began (D19: its average rate).
+    received: u64,
+    message_base: u64,
     /// When the connection last became idle: the end of the last message,
     /// or the moment the peer took the last response (D3).
     idle_since: Instant,
@@ -191,12 +315,22 @@ pub(super) struct Core<E> {
 
 impl<E: RoleEvent> Core<E> {
     /// A connection at its start; `now` starts the idle timer.
-    pub(super) fn new(max_message_bytes: usize, now: Now) -> Core<E> {
+    pub(super) fn new(limits: &Limits, stream_content: bool, now: Now) -> Core<E> {
+        let scanner = Scanner::with_limit(limits.message.max_message_bytes);
         Core {
             lifecycle: Lifecycle::Open,
             input: Buffer::default(),
-            scanner: Scanner::with_limit(max_message_bytes),
+            scanner: if stream_content {
+                scanner.with_content_runs()
+            } else {
+                scanner
+            },
             message_started: None,
+            max_content_bytes: limits.max_content_bytes,
+            inbound: None,
+            last_input: now.instant,
+            received: 0,
+            message_base: 0,
             idle_since: now.instant,
             output: Buffer::default(),
             queued: 0,
@@ -228,6 +362,7 @@ impl<E: RoleEvent> Core<E> {
         self.lifecycle = self.lifecycle.max(Lifecycle::InputStopped);
         self.input.discard();
         self.message_started = None;
+        self.inbound = None;
     }
 
     /// Finishes the connection (once): nothing more is read or queued, and
@@ -282,13 +417,47 @@ impl<E: RoleEvent> Core<E> {
 
     /// Bytes from the peer; ignored after its end of stream or once input
     /// is no longer handled. Returns whether they were taken.
-    pub(super) fn receive(&mut self, data: &[u8]) -> bool {
+    pub(super) fn receive(&mut self, data: &[u8], now: Now) -> bool {
         if data.is_empty() || self.lifecycle != Lifecycle::Open {
             return false;
         }
         self.input.compact();
         self.input.bytes.extend_from_slice(data);
+        self.received += data.len() as u64;
+        self.last_input = now.instant;
         true
+    }
+
+    /// Whether the caller should hold off reading: events wait to be taken
+    /// and the input already holds more than [`READ_AHEAD`] unread bytes
+    /// (D19: a slow sink slows the peer, not memory).
+    pub(super) fn backlogged(&self) -> bool {
+        self.has_events() && self.input.len() >= READ_AHEAD
+    }
+
+    /// The deadline of a streamed message (D19): no gap longer than
+    /// `content_gap_timeout`, and after that long from its start, an
+    /// average of at least `min_content_rate`. `None` unless the message
+    /// being received streams its content.
+    pub(super) fn streamed_deadline(&self, limits: &Limits) -> Option<Instant> {
+        self.inbound.as_ref()?;
+        let started = self.message_started?;
+        let gap = self.last_input.checked_add(limits.content_gap_timeout);
+        let bytes = self.received.saturating_sub(self.message_base);
+        // The moment the average falls below the rate: bytes / rate after
+        // the start, and never before the first gap's length.
+        let rate = limits.min_content_rate.max(1);
+        let earned = Duration::from_secs_f64(bytes as f64 / rate as f64);
+        let slow = started.checked_add(earned.max(limits.content_gap_timeout));
+        match (gap, slow) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Whether the message being received streams its content (D19).
+    pub(super) fn is_streaming(&self) -> bool {
+        self.inbound.is_some()
     }
 
     /// The peer ended its stream.
@@ -299,16 +468,34 @@ impl<E: RoleEvent> Core<E> {
     /// Frames the next message, if the input holds one (D1); bookkeeping
     /// for the message timer and the idle timer on the way (D3).
     pub(super) fn frame(&mut self, now: Now) -> Scanned {
-        if !self.reads_input() {
-            return Scanned::Partial;
+        loop {
+            if !self.reads_input() {
+                return Scanned::Partial;
+            }
+            if let Some(scanned) = self.next_piece() {
+                return scanned;
+            }
+            match self.scanner.scan(self.input.live()) {
+                Scan::Content(run) => {
+                    self.take_run(run, now);
+                }
+                found => return self.framed(found, now),
+            }
         }
-        match self.scanner.scan(self.input.live()) {
+    }
+
+    /// What a scan found, other than content.
+    fn framed(&mut self, found: Scan, now: Now) -> Scanned {
+        match found {
             Scan::Partial => {
                 let idle = self.scanner.idle_prefix();
                 self.scanner.drop_prefix(idle);
                 self.input.start += idle;
                 if self.scanner.in_message() {
-                    self.message_started.get_or_insert(now.instant);
+                    if self.message_started.is_none() {
+                        self.message_started = Some(now.instant);
+                        self.message_base = self.received - self.input.len() as u64;
+                    }
                 } else {
                     self.message_started = None;
                 }
@@ -327,9 +514,17 @@ impl<E: RoleEvent> Core<E> {
                 self.input.start += end;
                 self.message_started = None;
                 self.idle_since = now.instant;
+                let content = self.inbound.take().map(|inbound| match inbound.fault {
+                    Some(why) => ContentOutcome::Corrupt {
+                        encoding: inbound.encoding,
+                        why,
+                    },
+                    None => ContentOutcome::Decoded,
+                });
                 Scanned::Message(Framed {
                     range: base + start..base + end,
                     frame,
+                    content,
                 })
             }
             Scan::Error { at, fault } => {
@@ -341,7 +536,71 @@ impl<E: RoleEvent> Core<E> {
                 self.stop_input();
                 Scanned::TooLarge
             }
-            Scan::Content(_) => todo!("content runs"),
+            // Runs are taken by `frame` before it gets here.
+            Scan::Content(_) => Scanned::Partial,
+        }
+    }
+
+    /// Takes a run of content text out of the input into the decoder
+    /// (D19); the scan goes on where the run began.
+    fn take_run(&mut self, run: ContentRun, now: Now) {
+        if run.is_first() {
+            if self.message_started.is_none() {
+                self.message_started = Some(now.instant);
+                self.message_base = self.received - self.input.len() as u64;
+            }
+            self.inbound = Some(Inbound {
+                decoder: Some(ContentDecoder::new(run.encoding(), self.max_content_bytes)),
+                encoding: run.encoding(),
+                ended: false,
+                finished: false,
+                text_bytes: 0,
+                fault: None,
+                too_large: false,
+                ready: Vec::new(),
+            });
+        }
+        let range = self.input.start + run.start()..self.input.start + run.end();
+        let text_limit = (self.max_content_bytes as u64).saturating_mul(TEXT_PER_CONTENT_BYTE);
+        if let Some(inbound) = &mut self.inbound {
+            inbound.text_bytes += range.len() as u64;
+            if inbound.text_bytes > text_limit.saturating_add(PIECE_BYTES as u64) {
+                inbound.too_large = true;
+            } else if let Some(decoder) = &mut inbound.decoder {
+                let result =
+                    decoder.decode(&self.input.bytes[range.clone()], &mut inbound.ready, PIECE_BYTES);
+                inbound.settle(result.map(|()| false));
+            }
+            inbound.ended = run.is_last();
+        }
+        self.input.bytes.drain(range);
+    }
+
+    /// The next thing the streamed content has to say, if any: a decoded
+    /// piece, or the limit passed (D19).
+    fn next_piece(&mut self) -> Option<Scanned> {
+        let inbound = self.inbound.as_mut()?;
+        loop {
+            if inbound.too_large {
+                let limit = self.max_content_bytes;
+                self.stop_input();
+                return Some(Scanned::ContentTooLarge { limit });
+            }
+            if !inbound.ready.is_empty() {
+                return Some(Scanned::Content(std::mem::take(&mut inbound.ready)));
+            }
+            let Some(decoder) = &mut inbound.decoder else {
+                return None;
+            };
+            if decoder.has_pending() {
+                let result = decoder.decode(&[], &mut inbound.ready, PIECE_BYTES);
+                inbound.settle(result.map(|()| false));
+            } else if inbound.ended && !inbound.finished {
+                let result = decoder.finish(&mut inbound.ready, PIECE_BYTES);
+                inbound.settle(result);
+            } else {
+                return None;
+            }
         }
     }
 
@@ -396,6 +655,51 @@ impl<E: RoleEvent> Core<E> {
             self.stalled_since = Some(now.instant);
         }
         self.queued
+    }
+
+    /// Queues the head of a streamed message (`write` writes it up to its
+    /// content's opening quote).
+    pub(super) fn queue_head(&mut self, outbound: &mut Outbound, now: Now, write: impl FnOnce(&mut Vec<u8>)) {
+        self.queue_output(now, write);
+        outbound.head_queued = true;
+    }
+
+    /// Encodes and queues a piece of a streamed message's content (D19).
+    pub(super) fn queue_content(
+        &mut self,
+        outbound: &mut Outbound,
+        data: &[u8],
+        now: Now,
+    ) -> Result<(), EncodeError> {
+        let mut result = Ok(());
+        self.queue_output(now, |out| result = outbound.encoder.encode(data, out));
+        result
+    }
+
+    /// Ends a streamed message: the rest of its encoded content and what
+    /// closes it. Returns the total ever queued after it.
+    pub(super) fn queue_content_end(
+        &mut self,
+        outbound: &mut Outbound,
+        now: Now,
+    ) -> Result<u64, EncodeError> {
+        let mut result = Ok(());
+        let end = self.queue_output(now, |out| {
+            result = outbound.encoder.finish(out);
+            if result.is_ok() {
+                out.extend_from_slice(STREAMED_TAIL);
+            }
+        });
+        result.map(|()| end)
+    }
+
+    /// How many bytes of content a streaming message may give now (D19):
+    /// what keeps the output owed within [`CONTENT_WINDOW`].
+    pub(super) fn content_room(&self) -> usize {
+        if self.is_closed() {
+            return 0;
+        }
+        CONTENT_WINDOW.saturating_sub(self.output.len())
     }
 
     /// Bytes waiting to be written to the peer.

@@ -71,6 +71,40 @@ pub(super) mod refusal {
         )
     }
 
+    /// D19: streamed content past the content limit (`413`, then close).
+    pub(in super::super) fn content_too_large(limit: usize) -> Rejection {
+        Rejection::of(
+            RejectionKind::ContentTooLarge,
+            format!("field \"body.content\" decodes to more than the limit of {limit} bytes"),
+            "",
+        )
+    }
+
+    /// D5 level 4: streamed content that does not decode (D19).
+    pub(in super::super) fn content_corrupt(
+        encoding: crate::message::Encoding,
+        why: &crate::message::ValueError,
+        resource: &str,
+    ) -> Rejection {
+        Rejection::of(
+            RejectionKind::Content,
+            format!("field \"body.content\" does not decode as {encoding}: it {why}"),
+            resource,
+        )
+    }
+
+    /// D19: a streamed message paused too long or came too slowly.
+    pub(in super::super) fn content_too_slow(gap_secs: u64, min_rate: u64) -> Rejection {
+        Rejection::new(
+            StatusCode::REQUEST_TIMEOUT,
+            format!(
+                "the message's content stopped for more than {gap_secs} s, or came slower than \
+                 {min_rate} bytes/s on average after its first {gap_secs} s"
+            ),
+            "",
+        )
+    }
+
     /// D1: the stream ended inside a message.
     pub(in super::super) fn incomplete() -> Rejection {
         Rejection::of(

@@ -14,7 +14,7 @@
 use std::collections::VecDeque;
 use std::time::Instant;
 
-use super::core::{Core, Framed, Lifecycle, Scanned, Timers, deadline, due};
+use super::core::{ContentOutcome, Core, Framed, Lifecycle, Outbound, Scanned, Timers, deadline, due};
 use super::responses::{self, refusal};
 use super::table::{Exchange, ExchangeState, Input, Role, TransitionError};
 use super::{ContinuePolicy, Now, PeerError, RequestId, ServerConfig, ServerEvent, UsageError};
@@ -33,6 +33,9 @@ pub struct ServerConnection {
     /// For each final response queued but not yet taken by the peer: the
     /// output offset where it ends (D3).
     untaken: VecDeque<u64>,
+    /// The exchange whose request's content is streaming in (D19), once
+    /// its first piece went out.
+    receiving: Option<RequestId>,
 }
 
 /// One exchange in response order.
@@ -51,8 +54,11 @@ struct Slot {
     /// When the `100` went into the output: the continue timer runs from
     /// there (D3, D10).
     continue_sent: Option<Instant>,
-    /// The final answer, once given.
+    /// The final answer, once given (the head of a streamed one until it
+    /// is queued).
     response: Option<Response>,
+    /// A streamed answer's content (D19).
+    outbound: Option<Outbound>,
     /// The connection closes after this answer (D1, D3, D10).
     closes: bool,
 }
@@ -67,6 +73,7 @@ impl Slot {
             interim: None,
             continue_sent: None,
             response: None,
+            outbound: None,
             closes: false,
         }
     }
@@ -75,12 +82,13 @@ impl Slot {
 impl ServerConnection {
     /// A server connection; `now` starts the idle timer.
     pub fn new(config: ServerConfig, now: Now) -> ServerConnection {
-        let core = Core::new(config.limits.message.max_message_bytes, now);
+        let core = Core::new(&config.limits, config.stream_content, now);
         ServerConnection {
             config,
             core,
             slots: VecDeque::new(),
             untaken: VecDeque::new(),
+            receiving: None,
         }
     }
 
@@ -98,7 +106,7 @@ impl ServerConnection {
     /// Bytes after the peer's end of stream or after an error that closes
     /// the connection are ignored.
     pub fn receive_data(&mut self, data: &[u8], now: Now) {
-        if self.core.receive(data) {
+        if self.core.receive(data, now) {
             self.process_input(now);
             self.after_call(now);
         }
@@ -133,7 +141,7 @@ impl ServerConnection {
     /// ([`ServerEvent::ContinueRequested`]) rejects the handshake: the
     /// response should be a `4xx`/`5xx` and the connection stays open (D10).
     pub fn send_response(&mut self, id: RequestId, response: Response, now: Now) -> Result<(), UsageError> {
-        let result = self.answer(id, response, now);
+        let result = self.answer(id, response, Input::FinalResponse, now).map(|_| ());
         self.process_input(now);
         self.after_call(now);
         result
@@ -151,8 +159,7 @@ impl ServerConnection {
 
     /// Answers exchange `id` with a response whose content follows in
     /// pieces (D19): `response` is the head (status, headers, the body's
-    /// encoding and other keys; its content must be empty, or
-    /// [`UsageError::NotStreaming`]). It goes out in turn (D2) like any
+    /// encoding and other keys; its content is ignored). It goes out in turn (D2) like any
     /// answer, written with `body` last and `content` last in it; then give
     /// the content with [`send_content`](Self::send_content) as
     /// [`content_room`](Self::content_room) allows, and end it with
@@ -164,8 +171,13 @@ impl ServerConnection {
         response: Response,
         now: Now,
     ) -> Result<(), UsageError> {
-        let _ = (id, response, now);
-        todo!("streamed responses")
+        let encoding = response.body.encoding();
+        let result = self.answer(id, response, Input::ResponseHead, now).map(|slot| {
+            slot.outbound = Some(Outbound::new(encoding));
+        });
+        self.process_input(now);
+        self.after_call(now);
+        result
     }
 
     /// How many content bytes exchange `id` takes now
@@ -173,34 +185,83 @@ impl ServerConnection {
     /// written, then as many as keep the output owed within bounds (D3).
     /// Zero for an exchange that is not streaming.
     pub fn content_room(&self, id: RequestId) -> usize {
-        let _ = id;
-        todo!("streamed responses")
+        match self.slots.front() {
+            Some(front) if front.id == id && front.outbound.as_ref().is_some_and(Outbound::takes_content) => {
+                self.core.content_room()
+            }
+            _ => 0,
+        }
     }
 
     /// The next piece of exchange `id`'s content, encoded as its head's
     /// `body.encoding` says, incrementally (base64 and compression for
-    /// `gzip`, `deflate`, `br`). More than [`content_room`](Self::content_room)
+    /// `gzip`, `deflate`, `br`). Only once [`content_room`](Self::content_room)
+    /// has been above zero ([`UsageError::OutOfTurn`] before); more than it
     /// is taken but grows the output owed. Identity content that is not
     /// UTF-8 is [`UsageError::NotText`], and the connection closes: the
     /// message cannot be finished.
     pub fn send_content(&mut self, id: RequestId, data: &[u8], now: Now) -> Result<(), UsageError> {
-        let _ = (id, data, now);
-        todo!("streamed responses")
+        let Some(front) = self.slots.front_mut().filter(|slot| slot.id == id) else {
+            return Err(self.not_streaming(id));
+        };
+        let Some(outbound) = front.outbound.as_mut() else {
+            return Err(UsageError::NotStreaming(id));
+        };
+        if !outbound.takes_content() {
+            return Err(if outbound.ended {
+                UsageError::NotStreaming(id)
+            } else {
+                UsageError::OutOfTurn(id)
+            });
+        }
+        let result = self.core.queue_content(outbound, data, now);
+        if result.is_err() {
+            self.abort_content(id, now);
+            return Err(UsageError::NotText(id));
+        }
+        self.core.release_buffers();
+        Ok(())
     }
 
     /// Ends exchange `id`'s content: the response is complete, and the
     /// responses after it may go out.
     pub fn end_content(&mut self, id: RequestId, now: Now) -> Result<(), UsageError> {
-        let _ = (id, now);
-        todo!("streamed responses")
+        let Some(slot) = self.slots.iter_mut().find(|slot| slot.id == id) else {
+            return Err(self.not_streaming(id));
+        };
+        match &mut slot.outbound {
+            Some(outbound) if !outbound.ended => outbound.ended = true,
+            _ => return Err(UsageError::NotStreaming(id)),
+        }
+        self.process_input(now);
+        self.after_call(now);
+        Ok(())
     }
 
     /// The content of exchange `id` cannot be finished (its source failed):
     /// what is queued still goes out, then the connection closes, so that
     /// the peer sees a message cut short rather than a wrong one (D1).
     pub fn abort_content(&mut self, id: RequestId, now: Now) {
-        let _ = (id, now);
-        todo!("streamed responses")
+        if !self
+            .slots
+            .iter()
+            .any(|slot| slot.id == id && slot.outbound.is_some())
+        {
+            return;
+        }
+        // Nothing more can follow the message cut short.
+        self.slots.clear();
+        self.core.close();
+        self.after_call(now);
+    }
+
+    /// The error for an exchange with no slot.
+    fn not_streaming(&self, id: RequestId) -> UsageError {
+        if self.core.is_closed() {
+            UsageError::Closed
+        } else {
+            UsageError::NotStreaming(id)
+        }
     }
 
     /// Bytes waiting to be written to the peer.
@@ -257,7 +318,7 @@ impl ServerConnection {
     /// application decides a handshake, after the peer's end of stream, and
     /// once the connection is closing.
     pub fn wants_read(&self) -> bool {
-        self.core.lifecycle() == Lifecycle::Open && self.ready_for_message()
+        self.core.lifecycle() == Lifecycle::Open && self.ready_for_message() && !self.core.backlogged()
     }
 
     /// When the next timer is due, if one runs.
@@ -277,9 +338,14 @@ impl ServerConnection {
         } else if due(timers.continue_wait, now) {
             self.continue_timeout(now);
         } else if due(timers.message, now) {
-            let secs = self.config.limits.message_timeout.as_secs();
-            let rejection = refusal::timed_out("the message", secs, "");
-            self.reject(None, rejection, true, now);
+            let limits = &self.config.limits;
+            let rejection = if self.core.is_streaming() {
+                refusal::content_too_slow(limits.content_gap_timeout.as_secs(), limits.min_content_rate)
+            } else {
+                refusal::timed_out("the message", limits.message_timeout.as_secs(), "")
+            };
+            let target = self.message_target();
+            self.reject(target, rejection, true, now);
         } else if due(timers.idle, now) {
             // D3: close without a response.
             self.core.close();
@@ -366,9 +432,26 @@ impl ServerConnection {
             match self.core.frame(now) {
                 Scanned::Partial => return,
                 Scanned::Message(framed) => self.on_message(&framed, now),
+                Scanned::Content(data) => {
+                    // The exchange is numbered by its first piece (D19).
+                    let id = match self.receiving {
+                        Some(id) => id,
+                        None => {
+                            let id = awaited.unwrap_or_else(|| self.core.fresh_id());
+                            self.receiving = Some(id);
+                            id
+                        }
+                    };
+                    self.core.push_event(ServerEvent::Content { id, data });
+                }
+                Scanned::ContentTooLarge { limit } => {
+                    let target = self.message_target();
+                    self.reject(target, refusal::content_too_large(limit), true, now);
+                }
                 Scanned::End { cut_short: true } => {
                     // D1: `400` if the peer can still read, then the close.
-                    self.reject(awaited, refusal::incomplete(), true, now);
+                    let target = self.message_target();
+                    self.reject(target, refusal::incomplete(), true, now);
                 }
                 Scanned::End { cut_short: false } => {
                     if awaited.is_some() {
@@ -380,14 +463,25 @@ impl ServerConnection {
                     }
                 }
                 Scanned::Invalid { byte, fault } => {
-                    self.reject(awaited, refusal::framing(byte, fault), true, now);
+                    let target = self.message_target();
+                    self.reject(target, refusal::framing(byte, fault), true, now);
                 }
                 Scanned::TooLarge => {
                     let limit = self.config.limits.message.max_message_bytes;
-                    self.reject(awaited, refusal::too_large(limit), true, now);
+                    let target = self.message_target();
+                    self.reject(target, refusal::too_large(limit), true, now);
                 }
             }
         }
+    }
+
+    /// The exchange the message being received belongs to, if it has one
+    /// yet: the awaited handshake's, or the one its first content piece
+    /// was numbered with (D19).
+    fn message_target(&mut self) -> Option<RequestId> {
+        self.receiving
+            .take()
+            .or_else(|| self.awaited().map(|slot| slot.id))
     }
 
     /// Handles one framed message: the full request of the awaited
@@ -402,13 +496,21 @@ impl ServerConnection {
         // D3: the scanner measured the depth; a deep message is refused
         // from that count before any recursive parser runs.
         let parsed = parse_request_framed(self.core.message(framed), &framed.frame, context, &limits);
+        let streamed = self.receiving.take();
         let request = match parsed {
             Ok(request) => request,
             Err(rejection) => {
-                self.reject(awaited, rejection, false, now);
+                self.reject(awaited.or(streamed), rejection, false, now);
                 return;
             }
         };
+        // D5 level 4, after everything the envelope could be refused for:
+        // streamed content that did not decode (D19).
+        if let Some(ContentOutcome::Corrupt { encoding, why, .. }) = &framed.content {
+            let rejection = refusal::content_corrupt(*encoding, why, request.resource.as_str());
+            self.reject(awaited.or(streamed), rejection, false, now);
+            return;
+        }
         let input = if request.headers.expect_continue() {
             Input::RequestExpectingContinue
         } else {
@@ -437,10 +539,16 @@ impl ServerConnection {
             }
             return;
         }
-        let id = self.core.fresh_id();
+        let id = streamed.unwrap_or_else(|| self.core.fresh_id());
         let mut slot = Slot::new(id, Some(request.method), request.resource.as_str().to_owned());
         match self.core.advance(&mut slot.exchange, Role::Client, input) {
-            Some(ExchangeState::AwaitingContinue) => {}
+            Some(ExchangeState::AwaitingContinue) => {
+                if streamed.is_some() {
+                    // D10: the first request's body is ignored; the full
+                    // request streams its own (D19).
+                    self.core.push_event(ServerEvent::ContentDiscarded { id });
+                }
+            }
             Some(_) => {
                 self.slots.push_back(slot);
                 self.core.push_event(ServerEvent::Request { id, request });
@@ -478,14 +586,10 @@ impl ServerConnection {
     /// reported as [`PeerError::Rejected`] with the status and echo it
     /// carries, so that adapters can log it without knowing the protocol.
     fn reject(&mut self, target: Option<RequestId>, rejection: Rejection, closes: bool, now: Now) {
-        let id = match target {
-            Some(id) => id,
-            None => {
-                let id = self.core.fresh_id();
-                self.slots.push_back(Slot::new(id, None, String::new()));
-                id
-            }
-        };
+        let id = target.unwrap_or_else(|| self.core.fresh_id());
+        if !self.slots.iter().any(|slot| slot.id == id) {
+            self.slots.push_back(Slot::new(id, None, String::new()));
+        }
         let response = responses::rejection(&rejection, now, self.config.language);
         if let Some(slot) = self.slots.iter_mut().find(|slot| slot.id == id) {
             // The refused message is the exchange's request (a bad one),
@@ -540,7 +644,15 @@ impl ServerConnection {
 
     // -- answering ---------------------------------------------------------
 
-    fn answer(&mut self, id: RequestId, mut response: Response, now: Now) -> Result<(), UsageError> {
+    /// Gives exchange `id` its answer, whole (`FinalResponse`) or the head
+    /// of a streamed one (`ResponseHead`, D19).
+    fn answer(
+        &mut self,
+        id: RequestId,
+        mut response: Response,
+        input: Input,
+        now: Now,
+    ) -> Result<&mut Slot, UsageError> {
         if response.status.code.is_informational() {
             // D12: only the acknowledgement, through `accept_continue`.
             return Err(UsageError::InformationalResponse);
@@ -553,7 +665,7 @@ impl ServerConnection {
                 UsageError::UnknownRequest(id)
             });
         };
-        match slot.exchange.apply(Role::Server, Input::FinalResponse) {
+        match slot.exchange.apply(Role::Server, input) {
             Ok(_) => {}
             Err(TransitionError::NotNow {
                 state: ExchangeState::Done,
@@ -566,7 +678,7 @@ impl ServerConnection {
         // application put there.
         response.resource.clone_from(&slot.resource);
         slot.response = Some(response);
-        Ok(())
+        Ok(slot)
     }
 
     fn accept(&mut self, id: RequestId, now: Now) -> Result<(), UsageError> {
@@ -607,6 +719,30 @@ impl ServerConnection {
                 front.continue_sent = Some(now.instant);
                 continue;
             }
+            if let Some(outbound) = &mut front.outbound {
+                // D19: the head, the content as it is given, then the end;
+                // what follows waits until then (D2).
+                if let Some(head) = front.response.take() {
+                    self.core.queue_head(outbound, now, |out| head.write_head_to(out));
+                }
+                if !outbound.ended {
+                    return;
+                }
+                let Ok(end) = self.core.queue_content_end(outbound, now) else {
+                    // Identity content ended inside a UTF-8 sequence: the
+                    // message cannot be finished; the peer sees it cut
+                    // short (D1).
+                    self.slots.clear();
+                    self.core.close();
+                    return;
+                };
+                let mut exchange = front.exchange;
+                self.slots.pop_front();
+                self.untaken.push_back(end);
+                self.core
+                    .advance(&mut exchange, Role::Server, Input::ResponseContentEnd);
+                continue;
+            }
             let Some(response) = front.response.take() else {
                 return;
             };
@@ -639,14 +775,22 @@ impl ServerConnection {
         if self.core.lifecycle() != Lifecycle::Open {
             return timers;
         }
-        if let Some(slot) = self.awaited() {
+        let paused = !self.ready_for_message() || self.core.backlogged();
+        if self.core.is_streaming() {
+            // D19: a streamed message, the full request of a handshake
+            // too, is held to its gap and its average rate instead. While
+            // reading is paused the delay is ours: no timer runs.
+            if !paused {
+                timers.message = self.core.streamed_deadline(limits);
+            }
+        } else if let Some(slot) = self.awaited() {
             // D3, D10: the continue timer replaces the message timer for
             // the full request, and runs only once the 100 is out; before,
             // nothing runs (the delay is ours).
             timers.continue_wait = deadline(slot.continue_sent, limits.continue_timeout);
         } else if let Some(started) = self.core.message_started() {
             // While reading is paused the delay is ours: no timer runs.
-            if self.ready_for_message() {
+            if !paused {
                 timers.message = deadline(Some(started), limits.message_timeout);
             }
         } else if self.is_quiet() {

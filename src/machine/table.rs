@@ -65,19 +65,31 @@ pub enum ExchangeState {
     /// is taken; a final response ends the exchange, and the server will
     /// read the full request as a new exchange.
     AwaitingResponseUnacknowledged,
+    /// The head of a request whose content streams was sent (D19); its
+    /// content is going out.
+    SendingRequestContent,
+    /// Client only: as `SendingRequestContent`, for a full request that
+    /// went out without a `100` (D10).
+    SendingRequestContentUnacknowledged,
+    /// The head of a response whose content streams was sent (D19); its
+    /// content is going out.
+    SendingResponseContent,
     /// The final response was sent.
     Done,
 }
 
 impl ExchangeState {
     /// Every state, in the order of the diagram.
-    pub const ALL: [ExchangeState; 7] = [
+    pub const ALL: [ExchangeState; 10] = [
         ExchangeState::Idle,
         ExchangeState::AwaitingResponse,
         ExchangeState::AwaitingContinue,
         ExchangeState::SendingFullRequest,
         ExchangeState::ContinueWaitExpired,
         ExchangeState::AwaitingResponseUnacknowledged,
+        ExchangeState::SendingRequestContent,
+        ExchangeState::SendingRequestContentUnacknowledged,
+        ExchangeState::SendingResponseContent,
         ExchangeState::Done,
     ];
 }
@@ -101,24 +113,44 @@ pub enum Input {
     /// The server's wait for the full request after its `100` ran out (D3):
     /// it owes its final answer, a `408`, without the full request.
     FullRequestWaitExpired,
+    /// The head of a request whose content follows in pieces (D19).
+    RequestHead,
+    /// The end of a streamed request's content (D19).
+    RequestContentEnd,
+    /// The head of a final response whose content follows in pieces (D19).
+    ResponseHead,
+    /// The end of a streamed response's content (D19).
+    ResponseContentEnd,
 }
 
 impl Input {
     /// Every input, in the order of the diagram.
-    pub const ALL: [Input; 6] = [
+    pub const ALL: [Input; 10] = [
         Input::Request,
         Input::RequestExpectingContinue,
         Input::Continue,
         Input::FinalResponse,
         Input::ContinueWaitExpired,
         Input::FullRequestWaitExpired,
+        Input::RequestHead,
+        Input::RequestContentEnd,
+        Input::ResponseHead,
+        Input::ResponseContentEnd,
     ];
 
     /// The only role that may send this input.
     pub fn sender(self) -> Role {
         match self {
-            Input::Request | Input::RequestExpectingContinue | Input::ContinueWaitExpired => Role::Client,
-            Input::Continue | Input::FinalResponse | Input::FullRequestWaitExpired => Role::Server,
+            Input::Request
+            | Input::RequestExpectingContinue
+            | Input::ContinueWaitExpired
+            | Input::RequestHead
+            | Input::RequestContentEnd => Role::Client,
+            Input::Continue
+            | Input::FinalResponse
+            | Input::FullRequestWaitExpired
+            | Input::ResponseHead
+            | Input::ResponseContentEnd => Role::Server,
         }
     }
 }
@@ -188,6 +220,18 @@ pub fn transition(
         (S::ContinueWaitExpired, I::FinalResponse) => S::Done,
         (S::AwaitingResponseUnacknowledged, I::Continue) => S::AwaitingResponse,
         (S::AwaitingResponseUnacknowledged, I::FinalResponse) => S::Done,
+        // D19: a streamed request (a full one too): head, content, end.
+        (S::Idle | S::SendingFullRequest, I::RequestHead) => S::SendingRequestContent,
+        (S::ContinueWaitExpired, I::RequestHead) => S::SendingRequestContentUnacknowledged,
+        (S::SendingRequestContent, I::RequestContentEnd) => S::AwaitingResponse,
+        (S::SendingRequestContentUnacknowledged, I::RequestContentEnd) => S::AwaitingResponseUnacknowledged,
+        (S::SendingRequestContentUnacknowledged, I::Continue) => S::SendingRequestContent,
+        // The server answered before the content ended (a 413 or 408 that
+        // closes, D3, D19): the rest is never sent.
+        (S::SendingRequestContent | S::SendingRequestContentUnacknowledged, I::FinalResponse) => S::Done,
+        // D19: a streamed response: head, content, end.
+        (S::AwaitingResponse, I::ResponseHead) => S::SendingResponseContent,
+        (S::SendingResponseContent, I::ResponseContentEnd) => S::Done,
         _ => return Err(TransitionError::NotNow { state, input }),
     };
     Ok(next)

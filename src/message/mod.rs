@@ -34,6 +34,7 @@ mod parse;
 mod rejection;
 pub mod resource;
 mod serialize;
+pub(crate) use serialize::STREAMED_TAIL;
 mod shortcuts;
 mod status;
 mod syntax;

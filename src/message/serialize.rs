@@ -2,7 +2,8 @@
 //!
 //! Written straight into the output buffer, field by field, in a fixed
 //! order (requests `jsontp, type, resource, method, headers, body`;
-//! responses `jsontp, type, status, resource, headers, body`), headers in
+//! responses `jsontp, type, status, resource, headers, body`; in the body
+//! `encoding`, the other keys, then `content`, D19), headers in
 //! [`HeaderName::ALL`] order. Strings go through serde_json's string writer,
 //! which escapes them correctly; no intermediate `Value` is built.
 
@@ -21,6 +22,20 @@ impl Request {
 
     /// Appends the request, compact JSON plus `\n`, to `out`.
     pub fn write_to(&self, out: &mut Vec<u8>) {
+        self.write_envelope(out);
+        write_body(out, &self.body);
+        out.extend_from_slice(b"}\n");
+    }
+
+    /// Appends the request up to the opening quote of its `body.content`
+    /// (written last, D19): the content's text follows, then
+    /// [`STREAMED_TAIL`]. The body's own content is not written.
+    pub(crate) fn write_head_to(&self, out: &mut Vec<u8>) {
+        self.write_envelope(out);
+        write_body_head(out, &self.body);
+    }
+
+    fn write_envelope(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(b"{\"jsontp\":");
         plain_string(out, &self.version);
         out.extend_from_slice(b",\"type\":\"request\",\"resource\":");
@@ -30,8 +45,6 @@ impl Request {
         out.extend_from_slice(b",\"headers\":");
         write_headers(out, &self.headers);
         out.extend_from_slice(b",\"body\":");
-        write_body(out, &self.body);
-        out.extend_from_slice(b"}\n");
     }
 }
 
@@ -47,6 +60,20 @@ impl Response {
     /// whatever headers are set: the connection fills in `date` and
     /// `language` before it gets here.
     pub fn write_to(&self, out: &mut Vec<u8>) {
+        self.write_envelope(out);
+        write_body(out, &self.body);
+        out.extend_from_slice(b"}\n");
+    }
+
+    /// Appends the response up to the opening quote of its `body.content`
+    /// (written last, D19): the content's text follows, then
+    /// [`STREAMED_TAIL`]. The body's own content is not written.
+    pub(crate) fn write_head_to(&self, out: &mut Vec<u8>) {
+        self.write_envelope(out);
+        write_body_head(out, &self.body);
+    }
+
+    fn write_envelope(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(b"{\"jsontp\":");
         plain_string(out, &self.version);
         out.extend_from_slice(b",\"type\":\"response\",\"status\":{\"code\":");
@@ -61,10 +88,13 @@ impl Response {
         out.extend_from_slice(b",\"headers\":");
         write_headers(out, &self.headers);
         out.extend_from_slice(b",\"body\":");
-        write_body(out, &self.body);
-        out.extend_from_slice(b"}\n");
     }
 }
+
+/// What ends a message whose content was streamed after its head: the
+/// content string's closing quote, the body's brace, the message's, and
+/// the line break (D1).
+pub(crate) const STREAMED_TAIL: &[u8] = b"\"}}\n";
 
 /// A JSON string, escaped.
 fn string(out: &mut Vec<u8>, s: &str) {
@@ -158,22 +188,35 @@ fn write_headers(out: &mut Vec<u8>, h: &Headers) {
     out.push(b'}');
 }
 
-/// `content` (the text for identity, base64 of the compressed bytes
-/// otherwise, D9), `encoding`, then the other keys.
+/// `encoding`, the other keys, then `content` last (the text for
+/// identity, base64 of the compressed bytes otherwise, D9), so that a
+/// receiver can stream it (D19).
 fn write_body(out: &mut Vec<u8>, body: &Body) {
-    out.extend_from_slice(b"{\"content\":");
+    write_body_keys(out, body);
+    out.extend_from_slice(b"\"content\":");
     match body.encoding() {
         // A Body holds only UTF-8 identity content (Body::new checks).
         Encoding::Identity => string(out, &String::from_utf8_lossy(body.content())),
         other => string(out, &codec::encode(body.content(), other)),
     }
-    out.extend_from_slice(b",\"encoding\":");
+    out.push(b'}');
+}
+
+/// The body of a streamed message up to its content's opening quote.
+fn write_body_head(out: &mut Vec<u8>, body: &Body) {
+    write_body_keys(out, body);
+    out.extend_from_slice(b"\"content\":\"");
+}
+
+/// `{"encoding":…,` and every other key, each followed by a comma.
+fn write_body_keys(out: &mut Vec<u8>, body: &Body) {
+    out.extend_from_slice(b"{\"encoding\":");
     string(out, body.encoding().as_str());
+    out.push(b',');
     for (key, value) in body.extra() {
-        out.push(b',');
         string(out, key);
         out.push(b':');
         let _ = serde_json::to_writer(&mut *out, value);
+        out.push(b',');
     }
-    out.push(b'}');
 }
