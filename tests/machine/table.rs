@@ -81,6 +81,60 @@ const ALLOWED: &[(Role, S, I, S)] = &[
         I::FinalResponse,
         S::Done,
     ),
+    // D19: a streamed request: head, content, end; a full request too.
+    (Role::Client, S::Idle, I::RequestHead, S::SendingRequestContent),
+    (
+        Role::Client,
+        S::SendingFullRequest,
+        I::RequestHead,
+        S::SendingRequestContent,
+    ),
+    (
+        Role::Client,
+        S::ContinueWaitExpired,
+        I::RequestHead,
+        S::SendingRequestContentUnacknowledged,
+    ),
+    (
+        Role::Client,
+        S::SendingRequestContent,
+        I::RequestContentEnd,
+        S::AwaitingResponse,
+    ),
+    (
+        Role::Client,
+        S::SendingRequestContentUnacknowledged,
+        I::RequestContentEnd,
+        S::AwaitingResponseUnacknowledged,
+    ),
+    // A late 100 while the content of the full request goes out.
+    (
+        Role::Server,
+        S::SendingRequestContentUnacknowledged,
+        I::Continue,
+        S::SendingRequestContent,
+    ),
+    // D3, D19: answered (413, 408) before the content ended.
+    (Role::Server, S::SendingRequestContent, I::FinalResponse, S::Done),
+    (
+        Role::Server,
+        S::SendingRequestContentUnacknowledged,
+        I::FinalResponse,
+        S::Done,
+    ),
+    // D19: a streamed response: head, content, end.
+    (
+        Role::Server,
+        S::AwaitingResponse,
+        I::ResponseHead,
+        S::SendingResponseContent,
+    ),
+    (
+        Role::Server,
+        S::SendingResponseContent,
+        I::ResponseContentEnd,
+        S::Done,
+    ),
 ];
 
 const ROLES: [Role; 2] = [Role::Client, Role::Server];
@@ -108,7 +162,7 @@ fn every_role_state_and_input() {
         }
     }
     assert_eq!(checked, 2 * S::ALL.len() * I::ALL.len());
-    assert_eq!((S::ALL.len(), I::ALL.len()), (7, 6));
+    assert_eq!((S::ALL.len(), I::ALL.len()), (10, 10));
 }
 
 #[test]
@@ -119,6 +173,10 @@ fn the_senders_of_inputs() {
     assert_eq!(I::FullRequestWaitExpired.sender(), Role::Server);
     assert_eq!(I::Continue.sender(), Role::Server);
     assert_eq!(I::FinalResponse.sender(), Role::Server);
+    assert_eq!(I::RequestHead.sender(), Role::Client);
+    assert_eq!(I::RequestContentEnd.sender(), Role::Client);
+    assert_eq!(I::ResponseHead.sender(), Role::Server);
+    assert_eq!(I::ResponseContentEnd.sender(), Role::Server);
 }
 
 #[test]
