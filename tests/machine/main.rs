@@ -7,5 +7,6 @@ mod output;
 mod pair;
 mod props;
 mod server;
+mod streaming;
 mod support;
 mod table;

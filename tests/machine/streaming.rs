@@ -1,0 +1,597 @@
+//! Streamed content (D19) in both roles: pieces split anywhere give the
+//! same content, a rejection after pieces names their exchange, the content
+//! limit and the streamed timers hold, and streamed messages written by one
+//! machine are read back by the other.
+
+use std::time::Duration;
+
+use jsontp::machine::{
+    ClientConfig, ClientConnection, ClientEvent, ContinuePolicy, Limits, Now, PeerError, RequestId,
+    ServerConfig, ServerConnection, ServerEvent, UsageError,
+};
+use jsontp::message::codec::{self, Encoding};
+use jsontp::message::{Body, Method, Request, Response, Status, StatusCode};
+
+use crate::support::Clock;
+
+fn streaming_server(limits: Limits) -> ServerConfig {
+    ServerConfig {
+        limits,
+        stream_content: true,
+        ..ServerConfig::default()
+    }
+}
+
+fn streaming_client() -> ClientConfig {
+    ClientConfig {
+        stream_content: true,
+        ..ClientConfig::default()
+    }
+}
+
+/// A request as a streaming sender writes it: `body` last, `content` last
+/// in it (D19), the content's text as given.
+fn put_message(path: &str, encoding: Encoding, text: &str) -> Vec<u8> {
+    format!(
+        "{{\"jsontp\":\"1.0\",\"type\":\"request\",\"resource\":\"{path}\",\"method\":\"PUT\",\
+         \"headers\":{{}},\"body\":{{\"encoding\":\"{encoding}\",\"content\":{}}}}}\n",
+        serde_json::to_string(text).unwrap()
+    )
+    .into_bytes()
+}
+
+/// Some text with every kind of escape and multi-byte characters.
+fn sample_text(len: usize) -> String {
+    let alphabet = [
+        "a",
+        "b\"",
+        "\\",
+        "é",
+        "\n",
+        "\u{1F600}",
+        "\t",
+        "x",
+        "\u{1}",
+        "日本",
+    ];
+    let mut text = String::new();
+    let mut i = 0usize;
+    while text.len() < len {
+        text.push_str(alphabet[(i * 7 + i / 3) % alphabet.len()]);
+        i += 1;
+    }
+    text
+}
+
+/// What the server machine made of `wire`, given in pieces of `chunk`
+/// bytes: the content pieces (by id), then every other event.
+struct Received {
+    content: Vec<u8>,
+    piece_ids: Vec<RequestId>,
+    largest_piece: usize,
+    events: Vec<ServerEvent>,
+}
+
+fn receive_in_chunks(config: ServerConfig, wire: &[u8], chunk: usize, clock: &Clock) -> Received {
+    let mut server = ServerConnection::new(config, clock.now());
+    let mut got = Received {
+        content: Vec::new(),
+        piece_ids: Vec::new(),
+        largest_piece: 0,
+        events: Vec::new(),
+    };
+    let take = |server: &mut ServerConnection, got: &mut Received| {
+        while let Some(event) = server.next_event(clock.now()) {
+            match event {
+                ServerEvent::Content { id, data } => {
+                    assert!(!data.is_empty(), "an empty piece");
+                    got.largest_piece = got.largest_piece.max(data.len());
+                    got.content.extend_from_slice(&data);
+                    got.piece_ids.push(id);
+                }
+                ServerEvent::Request { id, request } => {
+                    // The application answers at once, so that the next
+                    // request is read.
+                    let response = Response::new(Status::new(StatusCode::CREATED, "stored"));
+                    server.send_response(id, response, clock.now()).unwrap();
+                    got.events.push(ServerEvent::Request { id, request });
+                }
+                other => got.events.push(other),
+            }
+        }
+    };
+    for piece in wire.chunks(chunk.max(1)) {
+        if server.is_closed() {
+            break;
+        }
+        server.receive_data(piece, clock.now());
+        take(&mut server, &mut got);
+    }
+    take(&mut server, &mut got);
+    got
+}
+
+fn only_request(got: &Received) -> (RequestId, &Request) {
+    let requests: Vec<_> = got
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            ServerEvent::Request { id, request } => Some((*id, request)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(requests.len(), 1, "{:?}", got.events);
+    requests[0]
+}
+
+fn rejection(got: &Received) -> (Option<RequestId>, u16, String, bool) {
+    got.events
+        .iter()
+        .find_map(|e| match e {
+            ServerEvent::PeerError(PeerError::Rejected {
+                id,
+                rejection,
+                closes,
+            }) => Some((*id, rejection.status.as_u16(), rejection.message.clone(), *closes)),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no rejection in {:?}", got.events))
+}
+
+#[test]
+fn identity_content_split_anywhere_arrives_whole_and_the_request_follows() {
+    let clock = Clock::new();
+    let text = sample_text(300_000);
+    let wire = put_message("/big.txt", Encoding::Identity, &text);
+    for chunk in [1, 2, 3, 5, 7, 64, 1000, 4096, 65_536, wire.len()] {
+        let got = receive_in_chunks(streaming_server(Limits::default()), &wire, chunk, &clock);
+        assert_eq!(got.content, text.as_bytes(), "chunk {chunk}");
+        let (id, request) = only_request(&got);
+        assert!(got.piece_ids.iter().all(|&p| p == id), "chunk {chunk}");
+        // The request itself carries no content: it came in pieces.
+        assert!(request.body.content().is_empty());
+        assert_eq!(request.body.encoding(), Encoding::Identity);
+        assert_eq!(request.method, Method::Put);
+        assert!(got.largest_piece <= 64 * 1024);
+    }
+}
+
+#[test]
+fn every_split_point_of_a_small_message_gives_the_same_content() {
+    let clock = Clock::new();
+    let text = "tab\there, quote\" backslash\\ é \u{1F600} end";
+    for encoding in [Encoding::Identity, Encoding::Gzip] {
+        let content = match encoding {
+            Encoding::Identity => text.to_owned(),
+            other => codec::encode(text.as_bytes(), other),
+        };
+        let wire = put_message("/s", encoding, &content);
+        for cut in 0..=wire.len() {
+            let mut server = ServerConnection::new(streaming_server(Limits::default()), clock.now());
+            let mut content_got = Vec::new();
+            let mut requests = 0;
+            for part in [&wire[..cut], &wire[cut..]] {
+                server.receive_data(part, clock.now());
+                while let Some(event) = server.next_event(clock.now()) {
+                    match event {
+                        ServerEvent::Content { data, .. } => content_got.extend(data),
+                        ServerEvent::Request { .. } => requests += 1,
+                        other => panic!("{encoding} cut {cut}: {other:?}"),
+                    }
+                }
+            }
+            assert_eq!(content_got, text.as_bytes(), "{encoding} cut {cut}");
+            assert_eq!(requests, 1, "{encoding} cut {cut}");
+        }
+    }
+}
+
+#[test]
+fn compressed_content_is_decoded_piece_by_piece() {
+    let clock = Clock::new();
+    let original: Vec<u8> = (0..2_000_000u32)
+        .map(|i| (i % 251) as u8 ^ (i / 4096) as u8)
+        .collect();
+    for encoding in [Encoding::Gzip, Encoding::Deflate, Encoding::Br] {
+        let wire = put_message("/bin", encoding, &codec::encode(&original, encoding));
+        for chunk in [13, 16 * 1024] {
+            let got = receive_in_chunks(streaming_server(Limits::default()), &wire, chunk, &clock);
+            assert_eq!(got.content.len(), original.len(), "{encoding} {chunk}");
+            assert!(got.content == original, "{encoding} {chunk}");
+            only_request(&got);
+        }
+    }
+}
+
+#[test]
+fn content_that_breaks_mid_stream_is_refused_at_the_end_and_names_its_pieces() {
+    let clock = Clock::new();
+    let original = vec![7u8; 300_000];
+    let mut text = codec::encode(&original, Encoding::Gzip);
+    // Base64 broken well after the first pieces went out.
+    let at = text.len() - 20;
+    text.replace_range(at..at + 1, "*");
+    let mut wire = put_message("/bad", Encoding::Gzip, &text);
+    // The connection goes on: a good request follows.
+    wire.extend(put_message("/good", Encoding::Identity, "fine"));
+    let got = receive_in_chunks(streaming_server(Limits::default()), &wire, 4096, &clock);
+    let (id, status, message, closes) = rejection(&got);
+    assert_eq!(status, 400);
+    assert!(
+        message.contains("body.content") && message.contains("base64"),
+        "{message}"
+    );
+    assert!(!closes);
+    // The refusal names the exchange its pieces carried: they are discarded.
+    assert!(!got.piece_ids.is_empty());
+    assert_eq!(Some(got.piece_ids[0]), id);
+    let (next, request) = only_request(&got);
+    assert_eq!(request.resource.path(), "/good");
+    assert!(Some(next) > id);
+}
+
+#[test]
+fn a_header_that_fails_after_the_content_refuses_the_request_as_a_whole_message_would() {
+    let clock = Clock::new();
+    let text = sample_text(100_000);
+    let wire = format!(
+        "{{\"jsontp\":\"1.0\",\"type\":\"request\",\"resource\":\"/x\",\"method\":\"PUT\",\
+         \"body\":{{\"encoding\":\"identity\",\"content\":{}}},\"headers\":{{\"accept\":7}}}}",
+        serde_json::to_string(&text).unwrap()
+    );
+    let streamed = receive_in_chunks(streaming_server(Limits::default()), wire.as_bytes(), 999, &clock);
+    let whole = receive_in_chunks(ServerConfig::default(), wire.as_bytes(), 999, &clock);
+    let (id, status, message, _) = rejection(&streamed);
+    let (_, whole_status, whole_message, _) = rejection(&whole);
+    assert_eq!((status, &message), (whole_status, &whole_message));
+    assert_eq!(status, 400);
+    assert_eq!(Some(streamed.piece_ids[0]), id);
+}
+
+#[test]
+fn content_past_the_limit_is_413_and_close_without_decoding_on() {
+    let clock = Clock::new();
+    let limits = Limits {
+        max_content_bytes: 1 << 20,
+        ..Limits::default()
+    };
+    // A bomb: 200 MiB of zeros in a few hundred KB of gzip.
+    let zeros = vec![0u8; 200 << 20];
+    let wire = put_message("/bomb", Encoding::Gzip, &codec::encode(&zeros, Encoding::Gzip));
+    drop(zeros);
+    let got = receive_in_chunks(streaming_server(limits), &wire, 64 * 1024, &clock);
+    let (_, status, message, closes) = rejection(&got);
+    assert_eq!(status, 413, "{message}");
+    assert!(closes);
+    assert!(got.content.len() <= 1 << 20);
+    assert!(got.largest_piece <= 64 * 1024);
+    assert!(got.events.iter().any(|e| matches!(e, ServerEvent::Closed)));
+}
+
+#[test]
+fn content_before_its_encoding_is_held_whole_within_the_message_limit() {
+    let clock = Clock::new();
+    let limits = Limits {
+        message: jsontp::message::MessageLimits {
+            max_message_bytes: 10_000,
+            ..Default::default()
+        },
+        ..Limits::default()
+    };
+    let body = |len: usize| {
+        format!(
+            "{{\"jsontp\":\"1.0\",\"type\":\"request\",\"resource\":\"/x\",\"method\":\"PUT\",\"headers\":{{}},\
+             \"body\":{{\"content\":\"{}\",\"encoding\":\"identity\"}}}}",
+            "a".repeat(len)
+        )
+    };
+    let small = receive_in_chunks(streaming_server(limits), body(5_000).as_bytes(), 100, &clock);
+    assert!(small.piece_ids.is_empty());
+    assert_eq!(only_request(&small).1.body.content().len(), 5_000);
+    let large = receive_in_chunks(streaming_server(limits), body(50_000).as_bytes(), 100, &clock);
+    assert_eq!(rejection(&large).1, 413);
+}
+
+/// Feeds a streamed request at `rate` bytes per `every`, with simulated
+/// time; returns the moment (seconds) and status of any rejection.
+fn trickle(bytes_per_step: usize, every: Duration, total: usize) -> Option<(u64, u16)> {
+    let mut clock = Clock::new();
+    let start = clock.now().instant;
+    let wire = put_message("/slow", Encoding::Identity, &"z".repeat(total));
+    let mut server = ServerConnection::new(streaming_server(Limits::default()), clock.now());
+    for piece in wire.chunks(bytes_per_step) {
+        let next = clock.now().instant + every;
+        while let Some(deadline) = server.poll_timeout().filter(|&d| d <= next) {
+            clock.advance_to(deadline);
+            server.handle_timeout(clock.now());
+        }
+        clock.advance_to(next);
+        if server.is_closed() {
+            break;
+        }
+        server.receive_data(piece, clock.now());
+        while let Some(event) = server.next_event(clock.now()) {
+            match event {
+                ServerEvent::PeerError(PeerError::Rejected { rejection, .. }) => {
+                    let at = clock.now().instant.duration_since(start).as_secs();
+                    return Some((at, rejection.status.as_u16()));
+                }
+                ServerEvent::Request { .. } => return None,
+                _ => {}
+            }
+        }
+    }
+    None
+}
+
+#[test]
+fn a_streamed_message_may_take_longer_than_the_message_timeout_while_it_keeps_pace() {
+    // 32 KiB/s for 64 s: twice D3's 30 s, within D19's rate.
+    assert_eq!(trickle(32 * 1024, Duration::from_secs(1), 64 * 32 * 1024), None);
+}
+
+#[test]
+fn a_streamed_message_that_pauses_too_long_is_408() {
+    // One run of bytes, then 40 s of silence: the gap passes 30 s.
+    let got = trickle(200_000, Duration::from_secs(40), 1_000_000);
+    assert_eq!(got.map(|(_, status)| status), Some(408));
+    assert!(got.is_some_and(|(at, _)| (30..=41).contains(&at)), "{got:?}");
+}
+
+#[test]
+fn a_streamed_message_slower_than_the_average_rate_is_408_after_its_first_30_s() {
+    // 8 KiB every second: never a long gap, half the rate D19 asks.
+    let got = trickle(8 * 1024, Duration::from_secs(1), 2_000_000);
+    assert_eq!(got.map(|(_, status)| status), Some(408));
+    assert!(got.is_some_and(|(at, _)| (30..=40).contains(&at)), "{got:?}");
+}
+
+/// Drives a client and a server machine together until nothing moves,
+/// streaming `content` from `source` when given.
+struct Wire {
+    clock: Clock,
+    client: ClientConnection,
+    server: ServerConnection,
+}
+
+impl Wire {
+    fn new(client: ClientConfig, server: ServerConfig) -> Wire {
+        let clock = Clock::new();
+        Wire {
+            client: ClientConnection::new(client, clock.now()),
+            server: ServerConnection::new(server, clock.now()),
+            clock,
+        }
+    }
+
+    fn now(&self) -> Now {
+        self.clock.now()
+    }
+
+    /// Moves every byte both ways once.
+    fn shuttle(&mut self) {
+        let now = self.now();
+        let out = self.client.pending_output().to_vec();
+        if !out.is_empty() && self.server.wants_read() {
+            self.server.receive_data(&out, now);
+            self.client.consume_output(out.len(), now);
+        }
+        let out = self.server.pending_output().to_vec();
+        if !out.is_empty() && self.client.wants_read() {
+            self.client.receive_data(&out, now);
+            self.server.consume_output(out.len(), now);
+        }
+    }
+}
+
+fn content_head(encoding: Encoding) -> Body {
+    Body::empty().with_encoding(encoding).unwrap()
+}
+
+#[test]
+fn a_streamed_response_reaches_a_streaming_client_in_every_encoding() {
+    let original: Vec<u8> = sample_text(700_000).into_bytes();
+    for encoding in Encoding::ALL {
+        let mut wire = Wire::new(streaming_client(), ServerConfig::default());
+        let first = wire
+            .client
+            .send_request(Request::new(Method::Get, "/file".parse().unwrap()), wire.now())
+            .unwrap();
+        let second = wire
+            .client
+            .send_request(Request::new(Method::Get, "/after".parse().unwrap()), wire.now())
+            .unwrap();
+        wire.shuttle();
+        let mut ids = Vec::new();
+        while let Some(event) = wire.server.next_event(wire.now()) {
+            if let ServerEvent::Request { id, .. } = event {
+                ids.push(id);
+            }
+        }
+        assert_eq!(ids.len(), 2);
+        let head = Response::new(Status::new(StatusCode::OK, "here")).with_body(content_head(encoding));
+        wire.server.send_response_head(ids[0], head, wire.now()).unwrap();
+        // The second answer waits until the streamed one ends (D2).
+        wire.server
+            .send_response(
+                ids[1],
+                Response::new(Status::new(StatusCode::OK, "later")),
+                wire.now(),
+            )
+            .unwrap();
+        assert_eq!(wire.server.content_room(ids[1]), 0);
+        let mut sent = 0;
+        let mut received = Vec::new();
+        let mut responses = Vec::new();
+        loop {
+            let room = wire.server.content_room(ids[0]);
+            if sent < original.len() && room > 0 {
+                let end = (sent + room.min(10_000)).min(original.len());
+                wire.server
+                    .send_content(ids[0], &original[sent..end], wire.now())
+                    .unwrap();
+                sent = end;
+                if sent == original.len() {
+                    wire.server.end_content(ids[0], wire.now()).unwrap();
+                }
+            }
+            // The output owed stays bounded whatever the content's size.
+            assert!(wire.server.pending_output().len() < 512 * 1024);
+            wire.shuttle();
+            let mut moved = false;
+            while let Some(event) = wire.client.next_event(wire.now()) {
+                moved = true;
+                match event {
+                    ClientEvent::Content { id, data } => {
+                        assert_eq!(id, first);
+                        received.extend(data);
+                    }
+                    ClientEvent::Response { id, response, .. } => responses.push((id, response)),
+                    other => panic!("{encoding}: {other:?}"),
+                }
+            }
+            if responses.len() == 2
+                || (!moved && sent == original.len() && wire.server.pending_output().is_empty())
+            {
+                break;
+            }
+        }
+        assert!(
+            received == original,
+            "{encoding}: {} of {} bytes",
+            received.len(),
+            original.len()
+        );
+        assert_eq!(responses.len(), 2, "{encoding}");
+        assert_eq!(responses[0].0, first);
+        assert!(responses[0].1.body.content().is_empty());
+        assert_eq!(responses[1].0, second);
+        assert_eq!(responses[1].1.status.human_message, "later");
+    }
+}
+
+/// Streams `original` from a client to a streaming server; returns what the
+/// server's pieces held and the request it saw.
+fn upload(original: &[u8], encoding: Encoding, expect_continue: bool) -> (Vec<u8>, Request) {
+    let server = ServerConfig {
+        continue_policy: ContinuePolicy::AutoAccept,
+        ..streaming_server(Limits::default())
+    };
+    let mut wire = Wire::new(ClientConfig::default(), server);
+    let mut head = Request::new(Method::Put, "/up".parse().unwrap()).with_body(content_head(encoding));
+    if expect_continue {
+        head.headers = head.headers.with_expect_continue(true);
+    }
+    let id = wire.client.send_request_head(head, wire.now()).unwrap();
+    let mut sent = 0;
+    let mut ended = false;
+    let mut pieces = Vec::new();
+    let mut request = None;
+    for _ in 0..100_000 {
+        let room = wire.client.content_room(id);
+        if !ended && room > 0 {
+            let end = (sent + room.min(7_777)).min(original.len());
+            wire.client
+                .send_content(id, &original[sent..end], wire.now())
+                .unwrap();
+            sent = end;
+            if sent == original.len() {
+                wire.client.end_content(id, wire.now()).unwrap();
+                ended = true;
+            }
+        }
+        wire.shuttle();
+        while let Some(event) = wire.server.next_event(wire.now()) {
+            match event {
+                ServerEvent::Content { data, .. } => pieces.extend(data),
+                ServerEvent::ContentDiscarded { .. } => pieces.clear(),
+                ServerEvent::Request { request: got, .. } => request = Some(got),
+                other => panic!("{other:?}"),
+            }
+        }
+        while wire.client.next_event(wire.now()).is_some() {}
+        if request.is_some() {
+            break;
+        }
+    }
+    (pieces, request.expect("the request arrived"))
+}
+
+#[test]
+fn a_streamed_upload_reaches_a_streaming_server() {
+    let text = sample_text(500_000).into_bytes();
+    let binary: Vec<u8> = (0..400_000u32).map(|i| (i * 31 % 256) as u8).collect();
+    for (original, encoding) in [
+        (&text, Encoding::Identity),
+        (&binary, Encoding::Gzip),
+        (&binary, Encoding::Deflate),
+        (&binary, Encoding::Br),
+    ] {
+        for expect_continue in [false, true] {
+            let (got, request) = upload(original, encoding, expect_continue);
+            assert!(&got == original, "{encoding} expect={expect_continue}");
+            assert_eq!(request.body.encoding(), encoding);
+            assert!(!request.headers.expect_continue());
+        }
+    }
+}
+
+#[test]
+fn content_waits_for_its_turn_and_identity_must_be_text() {
+    let mut wire = Wire::new(ClientConfig::default(), ServerConfig::default());
+    let head = Request::new(Method::Put, "/a".parse().unwrap()).with_body(content_head(Encoding::Identity));
+    let id = wire.client.send_request_head(head, wire.now()).unwrap();
+    assert!(wire.client.content_room(id) > 0);
+    // A request queued behind a streamed one waits for its end.
+    let other = wire
+        .client
+        .send_request(Request::new(Method::Get, "/b".parse().unwrap()), wire.now())
+        .unwrap();
+    assert_eq!(wire.client.content_room(other), 0);
+    assert_eq!(
+        wire.client.send_content(other, b"x", wire.now()),
+        Err(UsageError::NotStreaming(other))
+    );
+    let before = wire.client.pending_output().len();
+    assert!(!String::from_utf8_lossy(wire.client.pending_output()).contains("/b"));
+    // Half of a two-byte character is held for the next piece.
+    wire.client
+        .send_content(id, "é".as_bytes().get(..1).unwrap(), wire.now())
+        .unwrap();
+    wire.client
+        .send_content(id, &"é".as_bytes()[1..], wire.now())
+        .unwrap();
+    assert!(wire.client.pending_output().len() > before);
+    assert_eq!(
+        wire.client.send_content(id, &[0xff, 0xfe], wire.now()),
+        Err(UsageError::NotText(id))
+    );
+    assert!(wire.client.is_closed());
+}
+
+#[test]
+fn the_first_request_of_a_handshake_streams_content_that_is_then_discarded() {
+    let clock = Clock::new();
+    let mut wire = put_message("/h", Encoding::Identity, &sample_text(200_000));
+    let at = wire.windows(12).position(|w| w == b"\"headers\":{}").unwrap();
+    wire.splice(
+        at..at + 12,
+        b"\"headers\":{\"expect\":\"100-continue\"}".iter().copied(),
+    );
+    let config = ServerConfig {
+        continue_policy: ContinuePolicy::Ask,
+        ..streaming_server(Limits::default())
+    };
+    let got = receive_in_chunks(config, &wire, 8192, &clock);
+    assert!(!got.piece_ids.is_empty());
+    let id = got.piece_ids[0];
+    let discarded = got
+        .events
+        .iter()
+        .position(|e| matches!(e, ServerEvent::ContentDiscarded { id: d } if *d == id));
+    let asked = got
+        .events
+        .iter()
+        .position(|e| matches!(e, ServerEvent::ContinueRequested { id: d, .. } if *d == id));
+    assert!(discarded.is_some() && discarded < asked, "{:?}", got.events);
+}
