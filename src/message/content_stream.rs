@@ -5,19 +5,54 @@
 //!
 //! The text is the string's JSON form between its quotes, escapes as
 //! written; pieces may split it anywhere, inside an escape, a UTF-8
-//! sequence or a base64 quantum. Decoding is the same as
-//! [`codec::decode`](super::codec::decode) of the whole string, and encoding
-//! the same as [`codec::encode`](super::codec::encode) plus JSON escaping:
-//! the same bytes, the same errors, whatever the split.
+//! sequence or a base64 quantum. Decoding gives the bytes
+//! [`codec::decode`](super::codec::decode) gives for the whole string, and
+//! refuses what it refuses (the wording of a refusal may differ: a piece
+//! knows less of the whole); encoding gives the text of
+//! [`codec::encode`](super::codec::encode), escaped as a JSON string.
+//!
+//! Decoding runs in stages, each holding at most a small fixed buffer:
+//! JSON escapes, then (for `gzip`, `deflate`, `br`) base64 in groups of
+//! four, then the decompressor, whose output goes straight into the
+//! caller's vector, never more than it asked for.
 
 use std::fmt;
+use std::io::Write;
 
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use brotli::enc::StandardAlloc;
+use brotli::{BrotliDecompressStream, BrotliResult, BrotliState};
+use flate2::write::{GzEncoder, ZlibEncoder};
+use flate2::{Compression, Crc, Decompress, FlushDecompress, Status};
+
+use super::ValueError;
 use super::codec::{DecodeError, Encoding};
+
+/// How much base64 text is turned into compressed bytes at a time: the
+/// decompressor's input buffer.
+const STAGE: usize = 16 * 1024;
 
 /// Decodes the text of one `content` string as it arrives (D19).
 pub struct ContentDecoder {
     encoding: Encoding,
     limit: usize,
+    /// Text taken and not yet unescaped.
+    text: Vec<u8>,
+    text_at: usize,
+    /// Whether any text came at all: `""` is empty content in every
+    /// encoding (D9).
+    any_text: bool,
+    unescape: Unescape,
+    base64: Base64,
+    /// Compressed bytes not yet taken by the decompressor.
+    compressed: Vec<u8>,
+    compressed_at: usize,
+    inflate: Option<Inflate>,
+    /// The decompressor filled the room it had last time: it may hold
+    /// more output.
+    maybe_more: bool,
+    decoded: u64,
 }
 
 impl fmt::Debug for ContentDecoder {
@@ -25,6 +60,7 @@ impl fmt::Debug for ContentDecoder {
         f.debug_struct("ContentDecoder")
             .field("encoding", &self.encoding)
             .field("limit", &self.limit)
+            .field("decoded", &self.decoded)
             .finish_non_exhaustive()
     }
 }
@@ -33,8 +69,34 @@ impl ContentDecoder {
     /// A decoder for content in `encoding` that refuses to produce more
     /// than `limit` decoded bytes (D19: `413`, decoding stops there).
     pub fn new(encoding: Encoding, limit: usize) -> ContentDecoder {
-        let _ = (encoding, limit);
-        todo!("content decoder")
+        let inflate = match encoding {
+            Encoding::Identity => None,
+            Encoding::Gzip => Some(Inflate::Gzip(Gzip::new())),
+            Encoding::Deflate => Some(Inflate::Zlib(Box::new(Zlib::new()))),
+            // `new_strict`: RFC 7932 windows only, as `codec::decode`.
+            Encoding::Br => Some(Inflate::Brotli(
+                Box::new(BrotliState::new_strict(
+                    StandardAlloc::default(),
+                    StandardAlloc::default(),
+                    StandardAlloc::default(),
+                )),
+                false,
+            )),
+        };
+        ContentDecoder {
+            encoding,
+            limit,
+            text: Vec::new(),
+            text_at: 0,
+            any_text: false,
+            unescape: Unescape::default(),
+            base64: Base64::default(),
+            compressed: Vec::new(),
+            compressed_at: 0,
+            inflate,
+            maybe_more: false,
+            decoded: 0,
+        }
     }
 
     /// The encoding being decoded.
@@ -47,14 +109,24 @@ impl ContentDecoder {
     /// to `out`. While [`has_pending`](Self::has_pending), call again with
     /// an empty `text` for the rest before giving more.
     pub fn decode(&mut self, text: &[u8], out: &mut Vec<u8>, max_out: usize) -> Result<(), DecodeError> {
-        let _ = (text, out, max_out);
-        todo!("content decoder")
+        if !text.is_empty() {
+            self.any_text = true;
+            if self.text_at == self.text.len() {
+                self.text.clear();
+                self.text_at = 0;
+            }
+            self.text.extend_from_slice(text);
+        }
+        self.run(out, max_out, false).map(|_| ())
     }
 
     /// Whether text taken is not yet wholly decoded (the last call stopped
     /// at `max_out`).
     pub fn has_pending(&self) -> bool {
-        todo!("content decoder")
+        self.text_at < self.text.len()
+            || self.unescape.holds()
+            || self.compressed_at < self.compressed.len()
+            || self.maybe_more
     }
 
     /// The string ended. Appends at most `max_out` more decoded bytes to
@@ -62,14 +134,686 @@ impl ContentDecoder {
     /// (a whole base64 text, a finished compressed stream), `Ok(false)`
     /// when more remains: call again.
     pub fn finish(&mut self, out: &mut Vec<u8>, max_out: usize) -> Result<bool, DecodeError> {
-        let _ = (out, max_out);
-        todo!("content decoder")
+        self.run(out, max_out, true)
     }
 
     /// Decoded bytes produced so far.
     pub fn decoded_bytes(&self) -> u64 {
-        todo!("content decoder")
+        self.decoded
     }
+
+    /// Decodes as much as `max_out` allows; at the end (`ending`), checks
+    /// that the content is complete. Returns whether it is all out.
+    fn run(&mut self, out: &mut Vec<u8>, max_out: usize, ending: bool) -> Result<bool, DecodeError> {
+        let start = out.len();
+        if self.inflate.is_none() {
+            self.identity(out, max_out)?;
+            if self.text_at < self.text.len() || self.unescape.holds() {
+                return Ok(false);
+            }
+            if ending {
+                self.unescape.finish().map_err(corrupt)?;
+            }
+            return Ok(ending);
+        }
+        loop {
+            let room = max_out.saturating_sub(out.len() - start);
+            if room == 0 {
+                return Ok(false);
+            }
+            if self.compressed_at < self.compressed.len() || self.maybe_more {
+                let (read, written, done) = self.inflate_some(out, room)?;
+                if read > 0 || written > 0 {
+                    continue;
+                }
+                if done && self.compressed_at < self.compressed.len() {
+                    return Err(corrupt(format!(
+                        "is not a valid {} stream ({} bytes follow the end of the stream)",
+                        self.what(),
+                        self.compressed.len() - self.compressed_at
+                    )));
+                }
+                self.maybe_more = false;
+                if self.compressed_at < self.compressed.len() {
+                    // Input the decompressor cannot take yet: it wants
+                    // more first (a gzip header cut in two).
+                    self.refill(ending)?;
+                    if self.compressed_at < self.compressed.len() && !self.has_more_text() {
+                        break;
+                    }
+                    continue;
+                }
+            }
+            if !self.has_more_text() {
+                break;
+            }
+            self.refill(ending)?;
+        }
+        if !ending {
+            return Ok(false);
+        }
+        if !self.any_text {
+            return Ok(true);
+        }
+        self.base64.finish().map_err(corrupt)?;
+        self.unescape.finish().map_err(corrupt)?;
+        let what = self.what();
+        match &self.inflate {
+            Some(inflate) if inflate.is_done() => {
+                if self.compressed_at < self.compressed.len() {
+                    return Err(corrupt(format!(
+                        "is not a valid {what} stream ({} bytes follow the end of the stream)",
+                        self.compressed.len() - self.compressed_at
+                    )));
+                }
+                Ok(true)
+            }
+            _ => Err(corrupt(format!("is not a valid {what} stream (it ends early)"))),
+        }
+    }
+
+    fn has_more_text(&self) -> bool {
+        self.text_at < self.text.len() || self.unescape.holds()
+    }
+
+    fn what(&self) -> &'static str {
+        match self.encoding {
+            Encoding::Deflate => "deflate (zlib)",
+            other => other.as_str(),
+        }
+    }
+
+    /// Identity: the unescaped text is the content.
+    fn identity(&mut self, out: &mut Vec<u8>, max_out: usize) -> Result<(), DecodeError> {
+        let room = max_out.min(self.limit.saturating_sub(self.decoded as usize).saturating_add(1));
+        let before = out.len();
+        let taken = self
+            .unescape
+            .run(&self.text[self.text_at..], out, room)
+            .map_err(corrupt)?;
+        self.text_at += taken;
+        let written = out.len() - before;
+        self.decoded += written as u64;
+        if self.decoded > self.limit as u64 {
+            out.truncate(before);
+            return Err(DecodeError::TooLarge { limit: self.limit });
+        }
+        Ok(())
+    }
+
+    /// Turns up to [`STAGE`] characters of base64 text into compressed
+    /// bytes for the decompressor.
+    fn refill(&mut self, ending: bool) -> Result<(), DecodeError> {
+        let _ = ending;
+        if self.compressed_at == self.compressed.len() {
+            self.compressed.clear();
+            self.compressed_at = 0;
+        } else if self.compressed_at > 0 {
+            self.compressed.drain(..self.compressed_at);
+            self.compressed_at = 0;
+        }
+        let mut chars = Vec::with_capacity(STAGE.min(self.text.len() - self.text_at) + 4);
+        let taken = self
+            .unescape
+            .run(&self.text[self.text_at..], &mut chars, STAGE)
+            .map_err(corrupt)?;
+        self.text_at += taken;
+        self.base64.decode(&chars, &mut self.compressed).map_err(corrupt)
+    }
+
+    /// Runs the decompressor on the compressed bytes held, writing at most
+    /// `room` bytes to `out`; returns (bytes read, bytes written, stream
+    /// done).
+    fn inflate_some(&mut self, out: &mut Vec<u8>, room: usize) -> Result<(usize, usize, bool), DecodeError> {
+        let room = room.min(self.limit.saturating_sub(self.decoded as usize).saturating_add(1));
+        let before = out.len();
+        out.resize(before + room, 0);
+        let input = &self.compressed[self.compressed_at..];
+        let what = self.what();
+        let result = match &mut self.inflate {
+            Some(inflate) => inflate.run(input, &mut out[before..]),
+            None => Ok((0, 0)),
+        };
+        let (read, written) = match result {
+            Ok(moved) => moved,
+            Err(why) => {
+                out.truncate(before);
+                return Err(corrupt(format!("is not a valid {what} stream ({why})")));
+            }
+        };
+        out.truncate(before + written);
+        self.compressed_at += read;
+        self.decoded += written as u64;
+        self.maybe_more = written == room;
+        if self.decoded > self.limit as u64 {
+            out.truncate(before);
+            return Err(DecodeError::TooLarge { limit: self.limit });
+        }
+        let done = self.inflate.as_ref().is_some_and(Inflate::is_done);
+        Ok((read, written, done))
+    }
+}
+
+fn corrupt(reason: String) -> DecodeError {
+    DecodeError::Corrupt(ValueError::new(reason))
+}
+
+/// JSON string escapes, resumable at any byte.
+#[derive(Debug, Default)]
+struct Unescape {
+    state: EscapeState,
+    /// A high surrogate waiting for its low half.
+    high: Option<u16>,
+    /// What the last escape made and the room did not take yet.
+    held: [u8; 4],
+    held_from: u8,
+    held_to: u8,
+}
+
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+enum EscapeState {
+    #[default]
+    Plain,
+    /// After a backslash.
+    Backslash,
+    /// Inside `\uXXXX`: the digits read so far and their value.
+    Unicode { digits: u8, value: u16 },
+}
+
+impl Unescape {
+    /// Unescapes `text` into `out`, writing at most `room` bytes. Returns
+    /// how many text bytes were taken; what an escape made beyond the room
+    /// is held for the next call.
+    fn run(&mut self, text: &[u8], out: &mut Vec<u8>, room: usize) -> Result<usize, String> {
+        let limit = out.len() + room;
+        if !self.flush(out, limit) {
+            return Ok(0);
+        }
+        let mut i = 0;
+        while i < text.len() {
+            match self.state {
+                EscapeState::Plain => {
+                    if self.high.is_some() && text[i] != b'\\' {
+                        return Err(lone_surrogate());
+                    }
+                    let rest = &text[i..];
+                    let plain = memchr::memchr(b'\\', rest).unwrap_or(rest.len());
+                    let n = plain.min(limit.saturating_sub(out.len()));
+                    if let Some(&b) = rest[..n].iter().find(|&&b| b < 0x20 || b == b'"') {
+                        return Err(format!("holds byte 0x{b:02X}, which a JSON string must escape"));
+                    }
+                    out.extend_from_slice(&rest[..n]);
+                    i += n;
+                    if n < plain {
+                        return Ok(i);
+                    }
+                    if i < text.len() {
+                        self.state = EscapeState::Backslash;
+                        i += 1;
+                    }
+                }
+                EscapeState::Backslash => {
+                    i += 1;
+                    let byte = match text[i - 1] {
+                        b'"' => b'"',
+                        b'\\' => b'\\',
+                        b'/' => b'/',
+                        b'b' => 0x08,
+                        b'f' => 0x0c,
+                        b'n' => b'\n',
+                        b'r' => b'\r',
+                        b't' => b'\t',
+                        b'u' => {
+                            self.state = EscapeState::Unicode { digits: 0, value: 0 };
+                            continue;
+                        }
+                        other => {
+                            return Err(format!(
+                                "holds the escape \\{}, which JSON does not have",
+                                other.escape_ascii()
+                            ));
+                        }
+                    };
+                    if self.high.is_some() {
+                        return Err(lone_surrogate());
+                    }
+                    self.state = EscapeState::Plain;
+                    self.hold(&[byte]);
+                    if !self.flush(out, limit) {
+                        return Ok(i);
+                    }
+                }
+                EscapeState::Unicode { digits, value } => {
+                    let digit = match text[i] {
+                        c @ b'0'..=b'9' => c - b'0',
+                        c @ b'a'..=b'f' => c - b'a' + 10,
+                        c @ b'A'..=b'F' => c - b'A' + 10,
+                        _ => return Err("holds a \\u escape without four hex digits".to_owned()),
+                    };
+                    let value = value << 4 | u16::from(digit);
+                    i += 1;
+                    if digits < 3 {
+                        self.state = EscapeState::Unicode {
+                            digits: digits + 1,
+                            value,
+                        };
+                        continue;
+                    }
+                    self.state = EscapeState::Plain;
+                    self.push_unit(value)?;
+                    if !self.flush(out, limit) {
+                        return Ok(i);
+                    }
+                }
+            }
+        }
+        Ok(i)
+    }
+
+    /// One `\uXXXX` code unit: a character, or half of a surrogate pair.
+    fn push_unit(&mut self, unit: u16) -> Result<(), String> {
+        let c = match (self.high.take(), unit) {
+            (None, 0xD800..=0xDBFF) => {
+                self.high = Some(unit);
+                return Ok(());
+            }
+            (Some(high), 0xDC00..=0xDFFF) => {
+                let c = 0x10000 + ((u32::from(high) - 0xD800) << 10) + (u32::from(unit) - 0xDC00);
+                char::from_u32(c).ok_or_else(lone_surrogate)?
+            }
+            (Some(_), _) | (None, 0xDC00..=0xDFFF) => return Err(lone_surrogate()),
+            (None, unit) => char::from_u32(u32::from(unit)).ok_or_else(lone_surrogate)?,
+        };
+        let mut buf = [0u8; 4];
+        self.hold(c.encode_utf8(&mut buf).as_bytes());
+        Ok(())
+    }
+
+    fn hold(&mut self, bytes: &[u8]) {
+        self.held[..bytes.len()].copy_from_slice(bytes);
+        self.held_from = 0;
+        self.held_to = bytes.len() as u8;
+    }
+
+    /// Writes what is held, as far as `limit` allows; whether all of it
+    /// went.
+    fn flush(&mut self, out: &mut Vec<u8>, limit: usize) -> bool {
+        let held = &self.held[usize::from(self.held_from)..usize::from(self.held_to)];
+        let n = held.len().min(limit.saturating_sub(out.len()));
+        out.extend_from_slice(&held[..n]);
+        self.held_from += n as u8;
+        self.held_from == self.held_to
+    }
+
+    /// Whether bytes an escape made wait to be written.
+    fn holds(&self) -> bool {
+        self.held_from < self.held_to
+    }
+
+    /// The string ended: not inside an escape, no surrogate half waiting.
+    fn finish(&self) -> Result<(), String> {
+        if self.high.is_some() {
+            return Err(lone_surrogate());
+        }
+        match self.state {
+            EscapeState::Plain => Ok(()),
+            _ => Err("ends inside an escape".to_owned()),
+        }
+    }
+}
+
+fn lone_surrogate() -> String {
+    "holds a lone surrogate escape (D4)".to_owned()
+}
+
+/// Standard padded base64 (RFC 4648 §4), strict as the `base64` crate's
+/// standard engine: no whitespace, padding only at the end and only to
+/// complete the last group, unused bits zero.
+#[derive(Debug, Default)]
+struct Base64 {
+    group: [u8; 4],
+    filled: usize,
+    /// `=` seen: only `=` may follow, to complete the group.
+    padding: usize,
+    /// The text ended its last group with padding: nothing may follow.
+    closed: bool,
+    /// Characters read, for the offsets in refusals.
+    offset: usize,
+}
+
+impl Base64 {
+    fn decode(&mut self, chars: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
+        for &c in chars {
+            let at = self.offset;
+            self.offset += 1;
+            if self.closed {
+                return Err(format!(
+                    "is not valid base64 (byte 0x{c:02X} at offset {at} follows the padding)"
+                ));
+            }
+            if c == b'=' {
+                if self.filled < 2 {
+                    return Err(format!("is not valid base64 (padding at offset {at})"));
+                }
+                self.padding += 1;
+                self.group[self.filled] = 0;
+                self.filled += 1;
+            } else {
+                if self.padding > 0 {
+                    return Err(format!(
+                        "is not valid base64 (byte 0x{c:02X} at offset {at} follows the padding)"
+                    ));
+                }
+                let Some(value) = sextet(c) else {
+                    return Err(format!(
+                        "is not valid base64 (invalid byte 0x{c:02X} at offset {at})"
+                    ));
+                };
+                self.group[self.filled] = value;
+                self.filled += 1;
+            }
+            if self.filled == 4 {
+                self.flush_group(out)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn flush_group(&mut self, out: &mut Vec<u8>) -> Result<(), String> {
+        let [a, b, c, d] = self.group;
+        let bits = u32::from(a) << 18 | u32::from(b) << 12 | u32::from(c) << 6 | u32::from(d);
+        let bytes = [(bits >> 16) as u8, (bits >> 8) as u8, bits as u8];
+        let keep = 3 - self.padding;
+        // Canonical: the bits padding leaves unused must be zero.
+        let unused = match self.padding {
+            1 => bits & 0xff,
+            2 => bits & 0xffff,
+            _ => 0,
+        };
+        if unused != 0 {
+            return Err(format!(
+                "is not valid base64 (the last group's unused bits are not zero, at offset {})",
+                self.offset - 1
+            ));
+        }
+        out.extend_from_slice(&bytes[..keep]);
+        self.closed = self.padding > 0;
+        self.filled = 0;
+        Ok(())
+    }
+
+    fn finish(&self) -> Result<(), String> {
+        if self.filled == 0 {
+            Ok(())
+        } else {
+            Err(format!(
+                "is not valid base64 (it ends inside a group of four, at offset {})",
+                self.offset
+            ))
+        }
+    }
+}
+
+fn sextet(c: u8) -> Option<u8> {
+    match c {
+        b'A'..=b'Z' => Some(c - b'A'),
+        b'a'..=b'z' => Some(c - b'a' + 26),
+        b'0'..=b'9' => Some(c - b'0' + 52),
+        b'+' => Some(62),
+        b'/' => Some(63),
+        _ => None,
+    }
+}
+
+/// The decompressors, each resumable.
+enum Inflate {
+    Gzip(Box<Gzip>),
+    Zlib(Box<Zlib>),
+    /// The state, and whether the stream has ended.
+    Brotli(
+        Box<BrotliState<StandardAlloc, StandardAlloc, StandardAlloc>>,
+        bool,
+    ),
+}
+
+impl Inflate {
+    /// Decompresses from `input` into `out`; returns (read, written).
+    fn run(&mut self, input: &[u8], out: &mut [u8]) -> Result<(usize, usize), String> {
+        match self {
+            Inflate::Gzip(gzip) => gzip.run(input, out),
+            Inflate::Zlib(zlib) => zlib.run(input, out),
+            Inflate::Brotli(_, true) => Ok((0, 0)),
+            Inflate::Brotli(state, ended) => {
+                let (mut available_in, mut input_offset) = (input.len(), 0usize);
+                let (mut available_out, mut written, mut total) = (out.len(), 0usize, 0usize);
+                let result = BrotliDecompressStream(
+                    &mut available_in,
+                    &mut input_offset,
+                    input,
+                    &mut available_out,
+                    &mut written,
+                    out,
+                    &mut total,
+                    state,
+                );
+                match result {
+                    BrotliResult::ResultFailure => Err("it is corrupt".to_owned()),
+                    BrotliResult::ResultSuccess => {
+                        *ended = true;
+                        Ok((input_offset, written))
+                    }
+                    _ => Ok((input_offset, written)),
+                }
+            }
+        }
+    }
+
+    fn is_done(&self) -> bool {
+        match self {
+            Inflate::Gzip(gzip) => gzip.is_done(),
+            Inflate::Zlib(zlib) => zlib.ended,
+            Inflate::Brotli(_, ended) => *ended,
+        }
+    }
+}
+
+/// A zlib stream (RFC 1950), and whether it has ended.
+struct Zlib {
+    inner: Decompress,
+    ended: bool,
+}
+
+impl Zlib {
+    fn new() -> Zlib {
+        Zlib {
+            inner: Decompress::new(true),
+            ended: false,
+        }
+    }
+
+    fn run(&mut self, input: &[u8], out: &mut [u8]) -> Result<(usize, usize), String> {
+        if self.ended {
+            return Ok((0, 0));
+        }
+        let (read, written, ended) = inflate(&mut self.inner, input, out)?;
+        self.ended = ended;
+        Ok((read, written))
+    }
+}
+
+/// One call of an inflater; returns (read, written, ended).
+fn inflate(inflater: &mut Decompress, input: &[u8], out: &mut [u8]) -> Result<(usize, usize, bool), String> {
+    let (in_before, out_before) = (inflater.total_in(), inflater.total_out());
+    let status = inflater
+        .decompress(input, out, FlushDecompress::None)
+        .map_err(|e| e.to_string())?;
+    // Both deltas are bounded by the slices passed in.
+    let read = (inflater.total_in() - in_before) as usize;
+    let written = (inflater.total_out() - out_before) as usize;
+    Ok((read, written, status == Status::StreamEnd))
+}
+
+/// gzip (RFC 1952): one or more members, each a header, a raw deflate
+/// stream and a trailer (CRC-32 and size), checked as flate2 checks them.
+struct Gzip {
+    part: GzipPart,
+    /// Header or trailer bytes gathered so far (headers may be cut
+    /// anywhere by the pieces).
+    gathered: Vec<u8>,
+    inflater: Decompress,
+    crc: Crc,
+    /// Members finished.
+    members: usize,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum GzipPart {
+    Header,
+    Body,
+    Trailer,
+    /// A member ended; another may start.
+    Between,
+}
+
+/// The header's flag bits (RFC 1952 §2.3.1).
+const FHCRC: u8 = 0x02;
+const FEXTRA: u8 = 0x04;
+const FNAME: u8 = 0x08;
+const FCOMMENT: u8 = 0x10;
+const FRESERVED: u8 = 0xe0;
+
+impl Gzip {
+    fn new() -> Box<Gzip> {
+        Box::new(Gzip {
+            part: GzipPart::Header,
+            gathered: Vec::new(),
+            inflater: Decompress::new(false),
+            crc: Crc::new(),
+            members: 0,
+        })
+    }
+
+    fn is_done(&self) -> bool {
+        self.part == GzipPart::Between
+    }
+
+    fn run(&mut self, input: &[u8], out: &mut [u8]) -> Result<(usize, usize), String> {
+        let mut read = 0;
+        loop {
+            let rest = &input[read..];
+            match self.part {
+                GzipPart::Between => {
+                    if rest.is_empty() {
+                        return Ok((read, 0));
+                    }
+                    // Another member must start with the magic bytes.
+                    if rest[0] != 0x1f {
+                        return Ok((read, 0));
+                    }
+                    self.part = GzipPart::Header;
+                    self.inflater.reset(false);
+                    self.crc.reset();
+                }
+                GzipPart::Header => {
+                    if rest.is_empty() {
+                        return Ok((read, 0));
+                    }
+                    // Gather byte by byte until the header is complete:
+                    // its length depends on its flags.
+                    self.gathered.push(rest[0]);
+                    read += 1;
+                    match header_length(&self.gathered)? {
+                        Some(len) if len == self.gathered.len() => {
+                            self.gathered.clear();
+                            self.part = GzipPart::Body;
+                        }
+                        _ => {}
+                    }
+                }
+                GzipPart::Body => {
+                    let (n, written, ended) = inflate(&mut self.inflater, rest, out)?;
+                    self.crc.update(&out[..written]);
+                    read += n;
+                    if ended {
+                        self.part = GzipPart::Trailer;
+                    }
+                    if written > 0 || !ended {
+                        return Ok((read, written));
+                    }
+                }
+                GzipPart::Trailer => {
+                    let need = 8 - self.gathered.len();
+                    let n = need.min(rest.len());
+                    self.gathered.extend_from_slice(&rest[..n]);
+                    read += n;
+                    if self.gathered.len() < 8 {
+                        return Ok((read, 0));
+                    }
+                    let crc = u32::from_le_bytes([
+                        self.gathered[0],
+                        self.gathered[1],
+                        self.gathered[2],
+                        self.gathered[3],
+                    ]);
+                    let size = u32::from_le_bytes([
+                        self.gathered[4],
+                        self.gathered[5],
+                        self.gathered[6],
+                        self.gathered[7],
+                    ]);
+                    self.gathered.clear();
+                    if crc != self.crc.sum() {
+                        return Err("its CRC-32 does not match".to_owned());
+                    }
+                    if size != self.crc.amount() {
+                        return Err("its size does not match".to_owned());
+                    }
+                    self.members += 1;
+                    self.part = GzipPart::Between;
+                }
+            }
+        }
+    }
+}
+
+/// The length of a gzip header whose first bytes are `bytes`, once it can
+/// be told; an error for a header that is not gzip's.
+fn header_length(bytes: &[u8]) -> Result<Option<usize>, String> {
+    if bytes.len() >= 1 && bytes[0] != 0x1f || bytes.len() >= 2 && bytes[1] != 0x8b {
+        return Err("invalid gzip header".to_owned());
+    }
+    if bytes.len() >= 3 && bytes[2] != 8 {
+        return Err("invalid gzip header (not deflate)".to_owned());
+    }
+    if bytes.len() < 10 {
+        return Ok(None);
+    }
+    let flags = bytes[3];
+    if flags & FRESERVED != 0 {
+        return Err("invalid gzip header (reserved flags)".to_owned());
+    }
+    let mut at = 10;
+    if flags & FEXTRA != 0 {
+        if bytes.len() < at + 2 {
+            return Ok(None);
+        }
+        at += 2 + usize::from(u16::from_le_bytes([bytes[at], bytes[at + 1]]));
+        if bytes.len() < at {
+            return Ok(None);
+        }
+    }
+    for flag in [FNAME, FCOMMENT] {
+        if flags & flag != 0 {
+            match bytes[at.min(bytes.len())..].iter().position(|&b| b == 0) {
+                Some(end) => at += end + 1,
+                None => return Ok(None),
+            }
+        }
+    }
+    if flags & FHCRC != 0 {
+        at += 2;
+    }
+    Ok(Some(at).filter(|&len| bytes.len() >= len).or(None))
 }
 
 /// Content that cannot be written in the encoding asked for: `identity`
@@ -95,21 +839,59 @@ impl std::error::Error for EncodeError {}
 /// Encodes content as the text of a `content` string, piece by piece (D19).
 pub struct ContentEncoder {
     encoding: Encoding,
+    compress: Option<Compress>,
+    /// Identity: the start of a UTF-8 sequence the next piece completes.
+    /// Base64: the bytes of an unfinished group of three.
+    carry: Vec<u8>,
+    /// Content bytes taken.
+    taken: u64,
 }
 
 impl fmt::Debug for ContentEncoder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ContentEncoder")
             .field("encoding", &self.encoding)
+            .field("taken", &self.taken)
             .finish_non_exhaustive()
     }
 }
 
+/// The compressors, writing into a `Vec` drained after every piece.
+enum Compress {
+    Gzip(GzEncoder<Vec<u8>>),
+    Zlib(ZlibEncoder<Vec<u8>>),
+    Brotli(Box<brotli::CompressorWriter<Vec<u8>>>),
+}
+
+/// The same parameters as [`codec::encode`](super::codec::encode).
+const BROTLI_BUFFER: usize = 4096;
+const BROTLI_QUALITY: u32 = 5;
+const BROTLI_WINDOW: u32 = 22;
+const VEC_WRITE: &str = "writing into a Vec<u8> cannot fail";
+
 impl ContentEncoder {
     /// An encoder for `encoding`.
     pub fn new(encoding: Encoding) -> ContentEncoder {
-        let _ = encoding;
-        todo!("content encoder")
+        let compress = match encoding {
+            Encoding::Identity => None,
+            Encoding::Gzip => Some(Compress::Gzip(GzEncoder::new(Vec::new(), Compression::default()))),
+            Encoding::Deflate => Some(Compress::Zlib(ZlibEncoder::new(
+                Vec::new(),
+                Compression::default(),
+            ))),
+            Encoding::Br => Some(Compress::Brotli(Box::new(brotli::CompressorWriter::new(
+                Vec::new(),
+                BROTLI_BUFFER,
+                BROTLI_QUALITY,
+                BROTLI_WINDOW,
+            )))),
+        };
+        ContentEncoder {
+            encoding,
+            compress,
+            carry: Vec::new(),
+            taken: 0,
+        }
     }
 
     /// The encoding written.
@@ -120,13 +902,165 @@ impl ContentEncoder {
     /// Encodes the next piece of content and appends the string text it
     /// makes (JSON-escaped, without quotes) to `out`.
     pub fn encode(&mut self, bytes: &[u8], out: &mut Vec<u8>) -> Result<(), EncodeError> {
-        let _ = (bytes, out);
-        todo!("content encoder")
+        let result = match &mut self.compress {
+            None => self.text(bytes, out),
+            Some(compress) => {
+                let compressed = compress.write(bytes);
+                base64_append(&mut self.carry, &compressed, out, false);
+                Ok(())
+            }
+        };
+        self.taken += bytes.len() as u64;
+        result
     }
 
     /// The content ended: appends the rest of the text to `out`.
     pub fn finish(&mut self, out: &mut Vec<u8>) -> Result<(), EncodeError> {
-        let _ = out;
-        todo!("content encoder")
+        match self.compress.take() {
+            None if self.carry.is_empty() => Ok(()),
+            None => Err(EncodeError {
+                valid_up_to: self.taken - self.carry.len() as u64,
+            }),
+            Some(compress) => {
+                let rest = compress.finish();
+                base64_append(&mut self.carry, &rest, out, true);
+                Ok(())
+            }
+        }
     }
+
+    /// Identity: escapes the UTF-8 text, holding an unfinished sequence
+    /// at the end for the next piece.
+    fn text(&mut self, piece: &[u8], out: &mut Vec<u8>) -> Result<(), EncodeError> {
+        let mut bytes = piece;
+        if !self.carry.is_empty() {
+            // Complete the held sequence from the front of this piece.
+            let need = utf8_length(self.carry[0]).saturating_sub(self.carry.len());
+            let n = need.min(bytes.len());
+            self.carry.extend_from_slice(&bytes[..n]);
+            bytes = &bytes[n..];
+            if self.carry.len() < utf8_length(self.carry[0]) {
+                return Ok(());
+            }
+            match std::str::from_utf8(&self.carry) {
+                Ok(s) => escape(s, out),
+                Err(_) => {
+                    return Err(EncodeError {
+                        valid_up_to: self.taken,
+                    });
+                }
+            }
+            self.carry.clear();
+        }
+        // Content bytes of this piece before `bytes`.
+        let offset = self.taken + (piece.len() - bytes.len()) as u64;
+        match std::str::from_utf8(bytes) {
+            Ok(s) => escape(s, out),
+            Err(e) => {
+                let (valid, rest) = bytes.split_at(e.valid_up_to());
+                // Only a cut-off sequence at the very end may wait for
+                // the next piece.
+                escape(std::str::from_utf8(valid).unwrap_or_default(), out);
+                if e.error_len().is_some() {
+                    return Err(EncodeError {
+                        valid_up_to: offset + valid.len() as u64,
+                    });
+                }
+                self.carry.extend_from_slice(rest);
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Compress {
+    fn write(&mut self, bytes: &[u8]) -> Vec<u8> {
+        match self {
+            Compress::Gzip(e) => {
+                e.write_all(bytes).expect(VEC_WRITE);
+                std::mem::take(e.get_mut())
+            }
+            Compress::Zlib(e) => {
+                e.write_all(bytes).expect(VEC_WRITE);
+                std::mem::take(e.get_mut())
+            }
+            Compress::Brotli(e) => {
+                e.write_all(bytes).expect(VEC_WRITE);
+                std::mem::take(e.get_mut())
+            }
+        }
+    }
+
+    fn finish(self) -> Vec<u8> {
+        match self {
+            Compress::Gzip(e) => e.finish().expect(VEC_WRITE),
+            Compress::Zlib(e) => e.finish().expect(VEC_WRITE),
+            Compress::Brotli(e) => e.into_inner(),
+        }
+    }
+}
+
+/// The length of the UTF-8 sequence `lead` starts (1 for a byte that
+/// starts none: the validator then refuses it).
+fn utf8_length(lead: u8) -> usize {
+    match lead {
+        0xc0..=0xdf => 2,
+        0xe0..=0xef => 3,
+        0xf0..=0xf7 => 4,
+        _ => 1,
+    }
+}
+
+/// Base64 of `carry` + `bytes`, whole groups only unless `last` (then
+/// padded), the rest kept in `carry`.
+fn base64_append(carry: &mut Vec<u8>, bytes: &[u8], out: &mut Vec<u8>, last: bool) {
+    carry.extend_from_slice(bytes);
+    let whole = if last { carry.len() } else { carry.len() / 3 * 3 };
+    if whole == 0 {
+        return;
+    }
+    let start = out.len();
+    out.resize(start + whole.div_ceil(3) * 4, 0);
+    let written = STANDARD
+        .encode_slice(&carry[..whole], &mut out[start..])
+        .unwrap_or(0);
+    out.truncate(start + written);
+    carry.drain(..whole);
+}
+
+/// Appends `s` escaped as the inside of a JSON string, as serde_json
+/// escapes it: `"`, `\` and the control characters.
+fn escape(s: &str, out: &mut Vec<u8>) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let bytes = s.as_bytes();
+    let mut from = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        let escaped: &[u8] = match b {
+            b'"' => b"\\\"",
+            b'\\' => b"\\\\",
+            b'\n' => b"\\n",
+            b'\r' => b"\\r",
+            b'\t' => b"\\t",
+            0x08 => b"\\b",
+            0x0c => b"\\f",
+            0x00..=0x1f => {
+                out.extend_from_slice(&bytes[from..i]);
+                out.extend_from_slice(&[
+                    b'\\',
+                    b'u',
+                    b'0',
+                    b'0',
+                    HEX[usize::from(b >> 4)],
+                    HEX[usize::from(b & 0xf)],
+                ]);
+                from = i + 1;
+                continue;
+            }
+            _ => continue,
+        };
+        out.extend_from_slice(&bytes[from..i]);
+        out.extend_from_slice(escaped);
+        from = i + 1;
+    }
+    out.extend_from_slice(&bytes[from..]);
 }

@@ -241,6 +241,8 @@ enum State {
     /// Sticky: an error (`fault`) or the size limit (no fault; `at` is the
     /// message's start) was reported.
     Failed { at: usize, fault: Option<Fault> },
+    /// Inside the text of `body.content`, reported in runs (D19).
+    Content,
 }
 
 /// Bytes that matter inside a message outside strings and comments.
@@ -285,6 +287,36 @@ pub struct Scanner {
     /// A BOM may still be skipped (nothing scanned on this stream yet).
     at_stream_start: bool,
     max_message_bytes: usize,
+    /// `body.content` is reported in runs (D19); `None`: it is not.
+    content: Option<ContentTrack>,
+}
+
+/// What the scanner follows of a message to find its `body.content`
+/// (D19): the last plain string at levels 1 and 2, whether the level-2
+/// object is the message's `body`, and what its `encoding` said.
+#[derive(Debug, Clone, Default)]
+struct ContentTrack {
+    /// The last double-quoted string without escapes that ended at level 1,
+    /// or at level 2 inside `body`: its level and the offsets of its text
+    /// (the closing quote is at `end`).
+    last: Option<(usize, usize, usize)>,
+    /// The level-2 object being scanned is the value of the message's
+    /// `body`.
+    in_body: bool,
+    /// A `body` object was seen: a second one (a duplicate, `400`) is not
+    /// followed.
+    body_seen: bool,
+    /// What `body.encoding` named, once it has.
+    encoding: Option<super::Encoding>,
+    /// The content's text is being reported; `first` until the first run
+    /// has gone out.
+    first: bool,
+    /// The content string of this message has been reported.
+    done: bool,
+    /// Where the string being scanned started, and whether it has had no
+    /// escape so far.
+    string_start: usize,
+    string_plain: bool,
 }
 
 impl Default for Scanner {
@@ -315,6 +347,7 @@ impl Scanner {
             lone_surrogate: None,
             at_stream_start: true,
             max_message_bytes,
+            content: None,
         }
     }
 
@@ -350,6 +383,13 @@ impl Scanner {
             *offset -= n;
         }
         self.escape_at = self.escape_at.saturating_sub(n);
+        if let Some(track) = &mut self.content {
+            if let Some((_, start, end)) = &mut track.last {
+                *start -= n;
+                *end -= n;
+            }
+            track.string_start = track.string_start.saturating_sub(n);
+        }
     }
 
     /// Scans `buf` (every byte received since the last complete message,
@@ -388,7 +428,8 @@ impl Scanner {
     /// encoding, a key spelled with escapes, a single-quoted string) stays
     /// part of the message, bounded by the size limit as usual; at most one
     /// string per message is reported.
-    pub fn with_content_runs(self) -> Scanner {
+    pub fn with_content_runs(mut self) -> Scanner {
+        self.content = Some(ContentTrack::default());
         self
     }
 
@@ -402,6 +443,9 @@ impl Scanner {
         self.brackets.clear();
         self.high_at = None;
         self.lone_surrogate = None;
+        if let Some(track) = &mut self.content {
+            *track = ContentTrack::default();
+        }
     }
 
     /// The end of the bytes this message may still use before passing the
@@ -419,6 +463,10 @@ impl Scanner {
     /// state.
     fn run(&mut self, buf: &[u8]) -> Scan {
         loop {
+            if self.state == State::Content {
+                // Content does not count against the size limit (D19).
+                return self.content_run(buf);
+            }
             let end = self.scan_end(buf);
             if self.pos >= end {
                 return match self.start {
@@ -475,7 +523,11 @@ impl Scanner {
                         self.pos = hit + 1;
                         if buf[hit] == quote {
                             self.state = State::Object;
+                            self.string_ended(buf, quote, None, hit);
                         } else {
+                            if let Some(track) = &mut self.content {
+                                track.string_plain = false;
+                            }
                             self.escape_at = hit;
                             self.state = State::Escape(Within::Str(quote));
                         }
@@ -595,6 +647,7 @@ impl Scanner {
                     self.pos += 1;
                 }
                 State::Failed { at, fault } => return failed(at, fault),
+                State::Content => {}
             }
         }
     }
@@ -615,11 +668,21 @@ impl Scanner {
             let at = i + offset;
             i = at + 1;
             match buf[at] {
-                b'{' => self.open(false),
+                b'{' => {
+                    if self.depth == 1 {
+                        self.body_opens(buf, at);
+                    }
+                    self.open(false);
+                }
                 b'[' => self.open(true),
                 closer @ (b'}' | b']') => {
                     if !self.close(closer == b']') {
                         return Some(fail(at, Fault::MismatchedBracket));
+                    }
+                    if self.depth == 1
+                        && let Some(track) = &mut self.content
+                    {
+                        track.in_body = false;
                     }
                     if self.depth == 0 {
                         return Some(Scan::Complete(Frame {
@@ -630,20 +693,32 @@ impl Scanner {
                         }));
                     }
                 }
-                quote @ (b'"' | b'\'') => match find_string_end(quote, &buf[i..end]) {
-                    Some(offset) if buf[i + offset] == quote => i += offset + 1,
-                    Some(offset) => {
-                        self.escape_at = i + offset;
-                        self.pos = i + offset + 1;
-                        self.state = State::Escape(Within::Str(quote));
-                        return None;
+                quote @ (b'"' | b'\'') => {
+                    if quote == b'"' && self.content_starts(buf, at) {
+                        self.pos = i;
+                        self.state = State::Content;
+                        return Some(self.content_run(buf));
                     }
-                    None => {
-                        self.pos = end;
-                        self.state = State::Str(quote);
-                        return None;
+                    match find_string_end(quote, &buf[i..end]) {
+                        Some(offset) if buf[i + offset] == quote => {
+                            self.string_ended(buf, quote, Some(i), i + offset);
+                            i += offset + 1;
+                        }
+                        Some(offset) => {
+                            self.escape_at = i + offset;
+                            self.pos = i + offset + 1;
+                            self.state = State::Escape(Within::Str(quote));
+                            self.string_begins(i, false);
+                            return None;
+                        }
+                        None => {
+                            self.pos = end;
+                            self.state = State::Str(quote);
+                            self.string_begins(i, true);
+                            return None;
+                        }
                     }
-                },
+                }
                 other => {
                     self.pos = i;
                     self.state = match other {
@@ -659,6 +734,142 @@ impl Scanner {
                 }
             }
         }
+    }
+
+    // -- body.content (D19) ------------------------------------------------
+
+    /// Whether `body.content` is followed at the current level.
+    fn tracks(&self) -> Option<&ContentTrack> {
+        self.content
+            .as_ref()
+            .filter(|track| !track.done && (self.depth == 1 || (self.depth == 2 && track.in_body)))
+    }
+
+    /// A string was cut by the buffer (or has an escape, `plain` false):
+    /// where it began, so that its end can be judged.
+    fn string_begins(&mut self, start: usize, plain: bool) {
+        if let Some(track) = &mut self.content {
+            track.string_start = start;
+            track.string_plain = plain;
+        }
+    }
+
+    /// A string whose text began at `start` (`None`: where
+    /// [`string_begins`](Self::string_begins) said, if it stayed plain)
+    /// ended at `end`: it may be a key, or `body.encoding`'s value.
+    fn string_ended(&mut self, buf: &[u8], quote: u8, start: Option<usize>, end: usize) {
+        if self.tracks().is_none() {
+            return;
+        }
+        let depth = self.depth;
+        let Some(track) = &mut self.content else {
+            return;
+        };
+        let start = match start {
+            Some(start) => Some(start),
+            None => track.string_plain.then_some(track.string_start),
+        };
+        let Some(start) = start.filter(|_| quote == b'"') else {
+            track.last = None;
+            return;
+        };
+        if depth == 2
+            && let Some((2, key_start, key_end)) = track.last
+            && &buf[key_start..key_end] == b"encoding"
+            && is_key_gap(&buf[key_end + 1..start - 1])
+        {
+            track.encoding = std::str::from_utf8(&buf[start..end])
+                .ok()
+                .and_then(|name| name.parse().ok());
+        }
+        track.last = Some((depth, start, end));
+    }
+
+    /// A `{` at level 1: is it the value of the message's `body`?
+    fn body_opens(&mut self, buf: &[u8], at: usize) {
+        if self.tracks().is_none() {
+            return;
+        }
+        let Some(track) = &mut self.content else {
+            return;
+        };
+        if !track.body_seen
+            && let Some((1, start, end)) = track.last
+            && &buf[start..end] == b"body"
+            && is_key_gap(&buf[end + 1..at])
+        {
+            track.in_body = true;
+            track.body_seen = true;
+            track.encoding = None;
+        }
+        track.last = None;
+    }
+
+    /// A `"` at `at`: does the text of `body.content` start after it?
+    fn content_starts(&mut self, buf: &[u8], at: usize) -> bool {
+        if self.depth != 2 || self.tracks().is_none() {
+            return false;
+        }
+        let Some(track) = &mut self.content else {
+            return false;
+        };
+        let starts = track.encoding.is_some()
+            && matches!(track.last, Some((2, start, end))
+                if &buf[start..end] == b"content" && is_key_gap(&buf[end + 1..at]));
+        if starts {
+            track.first = true;
+            track.last = None;
+        }
+        starts
+    }
+
+    /// Reports the content text from `pos` to the closing quote or as far
+    /// as the buffer goes (never ending a run just after a backslash,
+    /// whose escape the next bytes complete).
+    fn content_run(&mut self, buf: &[u8]) -> Scan {
+        let start = self.pos;
+        let mut i = start;
+        let mut last = false;
+        loop {
+            let Some(offset) = memchr2(b'"', b'\\', &buf[i..]) else {
+                i = buf.len();
+                break;
+            };
+            let hit = i + offset;
+            if buf[hit] == b'"' {
+                i = hit;
+                last = true;
+                break;
+            }
+            if hit + 1 >= buf.len() {
+                // A backslash the next bytes complete: kept for then.
+                i = hit;
+                break;
+            }
+            i = hit + 2;
+        }
+        let Some(track) = &mut self.content else {
+            return Scan::Partial;
+        };
+        let first = std::mem::take(&mut track.first);
+        if !first && !last && i == start {
+            return Scan::Partial;
+        }
+        let encoding = track.encoding.unwrap_or(super::Encoding::Identity);
+        if last {
+            // The caller removes the run: the closing quote is then at
+            // `start`, read as the end of an ordinary string.
+            track.done = true;
+            track.string_plain = false;
+            self.state = State::Str(b'"');
+        }
+        Scan::Content(ContentRun {
+            start,
+            end: i,
+            encoding,
+            first,
+            last,
+        })
     }
 
     /// A backslash followed by anything but `u`. In a string any byte is
@@ -748,6 +959,20 @@ impl Within {
             Within::Key => State::Object,
         }
     }
+}
+
+/// Whether the bytes between a key's closing quote and its value are
+/// whitespace around one `:`.
+fn is_key_gap(bytes: &[u8]) -> bool {
+    let mut colons = 0;
+    for &b in bytes {
+        match b {
+            b':' => colons += 1,
+            b' ' | b'\t' | b'\r' | b'\n' => {}
+            _ => return false,
+        }
+    }
+    colons == 1
 }
 
 fn fail(at: usize, fault: Fault) -> Scan {

@@ -145,7 +145,11 @@ fn identity_content_split_anywhere_arrives_whole_and_the_request_follows() {
     let wire = put_message("/big.txt", Encoding::Identity, &text);
     for chunk in [1, 2, 3, 5, 7, 64, 1000, 4096, 65_536, wire.len()] {
         let got = receive_in_chunks(streaming_server(Limits::default()), &wire, chunk, &clock);
-        assert_eq!(got.content, text.as_bytes(), "chunk {chunk}");
+        assert!(
+            got.content == text.as_bytes(),
+            "chunk {chunk}: {} bytes",
+            got.content.len()
+        );
         let (id, request) = only_request(&got);
         assert!(got.piece_ids.iter().all(|&p| p == id), "chunk {chunk}");
         // The request itself carries no content: it came in pieces.
@@ -180,7 +184,7 @@ fn every_split_point_of_a_small_message_gives_the_same_content() {
                     }
                 }
             }
-            assert_eq!(content_got, text.as_bytes(), "{encoding} cut {cut}");
+            assert!(content_got == text.as_bytes(), "{encoding} cut {cut}");
             assert_eq!(requests, 1, "{encoding} cut {cut}");
         }
     }
