@@ -35,8 +35,18 @@
 //! - A file that is not UTF-8 goes out compressed: in the client's
 //!   preferred compressed encoding, or `gzip` when it sent no
 //!   `accept-encoding` (D8).
-//! - Files larger than the D3 decoded-body limit (8 MiB by default) are not
-//!   read into memory: `500`, saying so.
+//! - Files of any size are served: those over 64 KiB stream from the open
+//!   file as the peer takes them (D19), in constant memory; their UTF-8
+//!   check (for `identity`, D8) reads the file once before. A file changed
+//!   between that check and the sending is cut off rather than sent wrong
+//!   (the peer sees the message end early, D1). A limit can be set
+//!   ([`FileServer::with_max_file_bytes`], `jsontp serve --max-file`):
+//!   larger files are `500`, saying so.
+//! - `PUT` content over the server's memory threshold arrives spooled to a
+//!   temporary file (D19) and is renamed into place, so an upload of any
+//!   size is written atomically too. Spooled files live in the hidden
+//!   folder [`SPOOL_FOLDER`] at the root (same file system, so the rename
+//!   is cheap), which no resource can reach or list.
 //! - Media types come from the file's extension (the `mime_guess` table);
 //!   a folder sends its `index.html`, so `text/html`; an unknown extension
 //!   is `application/octet-stream`. No `charset` parameter: a `.txt` file
@@ -59,12 +69,19 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::Serialize;
 
-use crate::io_adapters::server::{Handler, RequestInfo};
+use crate::io_adapters::server::{Handler, Reply, RequestInfo, Upload};
 use crate::message::negotiate::{self, ContentKind};
 use crate::message::{
-    Body, Date, Encoding, Headers, LanguageTag, MediaType, MessageLimits, Method, Request, Response, Status,
-    StatusCode,
+    Body, Date, Encoding, Headers, LanguageTag, MediaType, Method, Request, Response, Status, StatusCode,
 };
+
+/// The hidden folder at the root where uploads are spooled while they
+/// arrive (D19): no resource reaches it, no listing shows it.
+pub const SPOOL_FOLDER: &str = ".jsontp-spool";
+
+/// Files up to this size are read whole and sent in one message; larger
+/// ones stream from the open file (D19).
+const STREAM_ABOVE: u64 = 64 * 1024;
 
 /// The media types a request's `content-type` may name: the file types the
 /// server sends, and form data for POST (D11); another is `415` (D5).
@@ -140,6 +157,12 @@ struct ListingEntry {
 enum Loaded {
     /// The file's content and last modification.
     Content(Vec<u8>, Option<Date>),
+    /// A file to stream (D19), open, with whether it is UTF-8 text.
+    Large {
+        file: fs::File,
+        text: bool,
+        modified: Option<Date>,
+    },
     /// Larger than the server's limit: not read.
     TooLarge(Option<Date>),
 }
@@ -148,6 +171,7 @@ impl Loaded {
     fn last_modified(&self) -> Option<Date> {
         match self {
             Loaded::Content(_, date) | Loaded::TooLarge(date) => *date,
+            Loaded::Large { modified, .. } => *modified,
         }
     }
 }
@@ -157,6 +181,12 @@ enum Action {
     /// Send the file (`GET`, `POST`).
     Serve {
         content: Vec<u8>,
+        encoding: Encoding,
+        media: MediaType,
+    },
+    /// Stream the open file (`GET`, `POST` of a large file, D19).
+    Stream {
+        file: fs::File,
         encoding: Encoding,
         media: MediaType,
     },
@@ -189,7 +219,7 @@ impl FileServer {
             root,
             token: None,
             languages: vec![LanguageTag::EN_US],
-            max_file_bytes: MessageLimits::default().max_decoded_body as u64,
+            max_file_bytes: u64::MAX,
             content_types: ACCEPTED_CONTENT_TYPES.iter().map(|t| constant_media(t)).collect(),
             writable: true,
             listing: false,
@@ -211,8 +241,8 @@ impl FileServer {
         self
     }
 
-    /// The largest file served, in bytes (default: the D3 decoded-body
-    /// limit).
+    /// The largest file served, in bytes (default: no limit; larger files
+    /// stream, D19).
     pub fn with_max_file_bytes(mut self, max: u64) -> Self {
         self.max_file_bytes = max;
         self
@@ -272,8 +302,13 @@ impl FileServer {
             Some(source) => Some(self.load(source)?),
             None => None,
         };
-        if let Some(Loaded::Content(content, _)) = &loaded {
-            let kind = ContentKind::of(content);
+        let kind = match &loaded {
+            Some(Loaded::Content(content, _)) => Some(ContentKind::of(content)),
+            Some(Loaded::Large { text: true, .. }) => Some(ContentKind::Text),
+            Some(Loaded::Large { text: false, .. }) => Some(ContentKind::Binary),
+            _ => None,
+        };
+        if let Some(kind) = kind {
             encoding = negotiate::choose_encoding(headers.accept_encoding(), &Encoding::ALL, kind)
                 .map_err(refused)?;
         }
@@ -310,6 +345,11 @@ impl FileServer {
                     }
                     Some(Loaded::Content(content, _)) => Action::Serve {
                         content,
+                        encoding,
+                        media,
+                    },
+                    Some(Loaded::Large { file, .. }) => Action::Stream {
+                        file,
                         encoding,
                         media,
                     },
@@ -368,11 +408,19 @@ impl FileServer {
         Ok(Plan { language, action })
     }
 
-    /// Carries out a plan: the answer to the request.
-    fn act(&self, plan: Plan, request: &Request) -> Result<Response, Refusal> {
+    /// Carries out a plan: the answer to the request. `upload` is its
+    /// content when it arrived spooled (D19).
+    fn act(&self, plan: Plan, request: &Request, upload: Option<Upload>) -> Result<Reply, Refusal> {
         let language = plan.language;
         let headers = language_header(language);
-        match plan.action {
+        if let Action::Stream { file, encoding, media } = plan.action {
+            let body = Body::empty().with_encoding(encoding).unwrap_or_default();
+            let head = Response::ok("here is the file")
+                .with_headers(headers.with_content_type(media))
+                .with_body(body);
+            return Ok(Reply::streamed(head, file));
+        }
+        let response = match plan.action {
             Action::Serve {
                 content,
                 encoding,
@@ -391,8 +439,12 @@ impl FileServer {
             }
             Action::Write { folder, name } => {
                 let target = folder.join(&name);
-                write_atomically(&folder, &target, request.body.content())
-                    .map_err(|e| io_failure(&e, language))?;
+                match upload {
+                    // Renamed into place: the same file system (D19).
+                    Some(upload) => upload.persist(&target),
+                    None => write_atomically(&folder, &target, request.body.content()),
+                }
+                .map_err(|e| io_failure(&e, language))?;
                 Ok(Response::created("the file was written").with_headers(headers))
             }
             Action::Remove(file) => {
@@ -400,7 +452,9 @@ impl FileServer {
                 Ok(Response::no_content("the file was deleted").with_headers(headers))
             }
             Action::Options(allowed) => Ok(Response::allowed_methods(allowed).with_headers(headers)),
-        }
+            Action::Stream { .. } => unreachable!("streamed above"),
+        };
+        response.map(Reply::from)
     }
 
     /// D14: `PUT` and `DELETE` need the token when one is configured.
@@ -507,12 +561,23 @@ impl FileServer {
                 return Ok(Loaded::Content(content, modified));
             }
         };
-        let metadata = fs::metadata(file).map_err(failed)?;
+        let mut opened = fs::File::open(file).map_err(failed)?;
+        // The open handle's own metadata: the file measured is the file sent.
+        let metadata = opened.metadata().map_err(failed)?;
         let modified = metadata.modified().ok().map(Date::from_system_time);
         if metadata.len() > self.max_file_bytes {
             return Ok(Loaded::TooLarge(modified));
         }
-        let content = fs::read(file).map_err(failed)?;
+        if metadata.len() > STREAM_ABOVE {
+            let text = is_utf8(&mut opened).map_err(failed)?;
+            return Ok(Loaded::Large {
+                file: opened,
+                text,
+                modified,
+            });
+        }
+        let mut content = Vec::with_capacity(metadata.len() as usize);
+        io::Read::read_to_end(&mut opened, &mut content).map_err(failed)?;
         Ok(Loaded::Content(content, modified))
     }
 
@@ -529,6 +594,9 @@ impl FileServer {
             let Ok(name) = entry.file_name().into_string() else {
                 continue;
             };
+            if folder == self.root && name == SPOOL_FOLDER {
+                continue;
+            }
             let path = entry.path();
             let metadata = if entry.file_type()?.is_symlink() {
                 match self.inside(&path).map(fs::metadata) {
@@ -557,9 +625,28 @@ impl FileServer {
 }
 
 impl Handler for FileServer {
-    fn handle(&self, request: &Request, _info: &RequestInfo) -> Response {
-        let answer = self.plan(request).and_then(|plan| self.act(plan, request));
-        answer.unwrap_or_else(|refusal| *refusal)
+    /// The answer held whole: a large file is read into memory here. The
+    /// servers call [`respond`](Self::respond), which streams it.
+    fn handle(&self, request: &Request, info: &RequestInfo) -> Response {
+        let (mut response, reader) = self.respond(request, None, info).into_parts();
+        if let Some(mut reader) = reader {
+            let mut content = Vec::new();
+            let read = io::Read::read_to_end(&mut reader, &mut content)
+                .map_err(|e| e.to_string())
+                .and_then(|_| Body::new(content, response.body.encoding()).map_err(|e| e.to_string()));
+            match read {
+                Ok(body) => response.body = body,
+                Err(why) => {
+                    return Response::internal_error(format!("the server could not read the file: {why}"));
+                }
+            }
+        }
+        response
+    }
+
+    fn respond(&self, request: &Request, upload: Option<Upload>, _info: &RequestInfo) -> Reply {
+        let answer = self.plan(request).and_then(|plan| self.act(plan, request, upload));
+        answer.unwrap_or_else(|refusal| (*refusal).into())
     }
 
     /// Refuses a handshake for anything the full request would be refused
@@ -596,12 +683,41 @@ fn constant_media(name: &str) -> MediaType {
         .unwrap_or_else(|_| unreachable!("{name} is a valid media type"))
 }
 
+/// Whether `file` is UTF-8 text, read through once (D8: only text may go
+/// as `identity`); the file is then rewound for sending.
+fn is_utf8(file: &mut fs::File) -> io::Result<bool> {
+    use io::{Read, Seek};
+    let mut buffer = vec![0u8; 64 * 1024];
+    let mut carried = 0;
+    let text = loop {
+        let n = file.read(&mut buffer[carried..])?;
+        let filled = carried + n;
+        match std::str::from_utf8(&buffer[..filled]) {
+            Ok(_) if n == 0 => break true,
+            Ok(_) => carried = 0,
+            Err(e) if e.error_len().is_some() => break false,
+            Err(_) if n == 0 => break false,
+            Err(e) => {
+                // A character cut by the read: carried to the next.
+                let valid = e.valid_up_to();
+                buffer.copy_within(valid..filled, 0);
+                carried = filled - valid;
+            }
+        }
+    };
+    file.seek(io::SeekFrom::Start(0))?;
+    Ok(text)
+}
+
 /// A resource path as a path relative to the root, made only of plain
-/// names; `None` for anything else (D7).
+/// names; `None` for anything else (D7), and for the spool folder.
 fn relative(path: &str) -> Option<PathBuf> {
     let trimmed = path.trim_start_matches('/');
     let rel = Path::new(trimmed);
     if trimmed.contains('\\') || trimmed.contains('\0') {
+        return None;
+    }
+    if rel.components().next() == Some(Component::Normal(SPOOL_FOLDER.as_ref())) {
         return None;
     }
     rel.components()

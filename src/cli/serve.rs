@@ -17,7 +17,7 @@ use jsontp::machine::{ContinuePolicy, ServerConfig};
 use jsontp::message::{LanguageTag, Request, Response};
 
 pub use self::adapter::Exchange;
-use self::adapter::{Handler, RequestInfo, ServerTls, ShutdownHandle};
+use self::adapter::{Handler, Reply, RequestInfo, ServerTls, ShutdownHandle, Upload};
 use super::log::{self, LogFormat};
 use super::target::DEFAULT_PORT;
 
@@ -120,6 +120,22 @@ pub struct ServeArgs {
     /// without one are closed unanswered.
     #[arg(long, env = "JSONTP_PROXY_PROTOCOL", value_parser = FalseyValueParser::new())]
     proxy_protocol: bool,
+    // D19.
+    /// The largest upload taken, decoded: bytes, or with a K, M or G
+    /// suffix (2G, 512K). Larger ones are answered 413 and the connection
+    /// closes.
+    #[arg(
+        long,
+        env = "JSONTP_MAX_UPLOAD",
+        value_name = "SIZE",
+        default_value = "1G",
+        value_parser = parse_size
+    )]
+    max_upload: u64,
+    /// The largest file served (GET), as --max-upload writes sizes;
+    /// larger ones are answered 500. Default: no limit (files stream).
+    #[arg(long, env = "JSONTP_MAX_FILE", value_name = "SIZE", value_parser = parse_size)]
+    max_file: Option<u64>,
 }
 
 /// `jsontp serve` as parsed: its arguments, and the one place the token
@@ -307,6 +323,28 @@ fn parse_max_connections(text: &str) -> Result<NonZeroUsize, String> {
         .map_err(|_| "expected a number of connections from 1 up".to_owned())
 }
 
+/// A size: bytes, or a number with a `K`, `M` or `G` suffix (powers of
+/// 1024, either case; `KiB`-style spellings too).
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let trimmed = text.trim();
+    let lower = trimmed.to_ascii_lowercase();
+    let digits_end = lower.find(|c: char| !c.is_ascii_digit()).unwrap_or(lower.len());
+    let (number, unit) = lower.split_at(digits_end);
+    let scale: u64 = match unit.trim() {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1 << 10,
+        "m" | "mb" | "mib" => 1 << 20,
+        "g" | "gb" | "gib" => 1 << 30,
+        _ => return Err(format!("expected a size such as 1048576, 512K, 64M or 2G, not {trimmed:?}")),
+    };
+    let number: u64 = number
+        .parse()
+        .map_err(|_| format!("expected a size such as 1048576, 512K, 64M or 2G, not {trimmed:?}"))?;
+    number
+        .checked_mul(scale)
+        .ok_or_else(|| format!("the size {trimmed:?} is too large"))
+}
+
 /// The token's file: its first line, without the line ending.
 fn read_token_file(file: &Path) -> Result<String, String> {
     let text = std::fs::read_to_string(file).map_err(|e| e.to_string())?;
@@ -353,7 +391,13 @@ impl Serve {
             .with_writes(args.writable || token.is_some())
             .with_token(token)
             .with_listing(args.list)
-            .with_languages(args.language);
+            .with_languages(args.language)
+            .with_max_file_bytes(args.max_file.unwrap_or(u64::MAX));
+        // D19: uploads are spooled beside the files they replace, so that
+        // they are renamed into place; a root that cannot hold the folder
+        // (read-only) spools in the system's temporary folder.
+        let spool = root.join(jsontp::file_server::SPOOL_FOLDER);
+        let spool = std::fs::create_dir_all(&spool).is_ok().then_some(spool);
         let config = ServerConfig {
             continue_policy: if args.no_continue {
                 ContinuePolicy::Refuse
@@ -363,6 +407,8 @@ impl Serve {
             language: files.languages().first().copied().unwrap_or(LanguageTag::EN_US),
             ..ServerConfig::default()
         };
+        let mut config = config;
+        config.limits.max_content_bytes = usize::try_from(args.max_upload).unwrap_or(usize::MAX);
         let handler = AccessLog {
             inner: files,
             quiet: args.quiet,
@@ -385,6 +431,7 @@ impl Serve {
             max_connections: args.max_connections,
             tls,
             proxy_protocol: args.proxy_protocol,
+            spool,
         };
         let server = match adapter::bind(&args.addr, handler, config, limits) {
             Ok(server) => server,
@@ -423,15 +470,18 @@ struct Limits {
     tls: Option<ServerTls>,
     /// Expect a PROXY protocol header on every connection (D21).
     proxy_protocol: bool,
+    /// Where uploads are spooled (D19); `None`: the system's temporary
+    /// folder.
+    spool: Option<PathBuf>,
 }
 
 /// Every use of the I/O adapters' names in one place, since they move
 /// with the adapters' layout: the server type, its options, its shutdown
 /// handle and the handler trait.
 mod adapter {
-    use jsontp::io_adapters::server::ServerOptions;
+    use jsontp::io_adapters::server::{ServerOptions, SpoolOptions};
     pub use jsontp::io_adapters::server::mio::{MioServer as Server, ShutdownHandle};
-    pub use jsontp::io_adapters::server::{AccessRecord as Exchange, Handler, RequestInfo};
+    pub use jsontp::io_adapters::server::{AccessRecord as Exchange, Handler, Reply, RequestInfo, Upload};
     pub use jsontp::io_adapters::tls::ServerTls;
     use jsontp::machine::ServerConfig;
 
@@ -449,6 +499,9 @@ mod adapter {
             .with_workers(limits.workers)
             .with_max_connections(limits.max_connections.get())
             .with_proxy_protocol(limits.proxy_protocol);
+        if let Some(folder) = limits.spool {
+            options = options.with_spool(SpoolOptions::default().with_folder(folder));
+        }
         if let Some(tls) = limits.tls {
             options = options.with_tls(tls);
         }
@@ -485,6 +538,10 @@ struct AccessLog {
 impl Handler for AccessLog {
     fn handle(&self, request: &Request, info: &RequestInfo) -> Response {
         self.inner.handle(request, info)
+    }
+
+    fn respond(&self, request: &Request, upload: Option<Upload>, info: &RequestInfo) -> Reply {
+        self.inner.respond(request, upload, info)
     }
 
     #[allow(clippy::result_large_err)] // the trait's signature
@@ -544,6 +601,18 @@ mod tests {
             let error = addr(text).expect_err(text);
             assert!(error.contains(why), "{text:?}: {error}");
             assert!(error.contains("write HOST:PORT"), "{text:?}: {error}");
+        }
+    }
+
+    #[test]
+    fn sizes_take_k_m_g_suffixes() {
+        assert_eq!(parse_size("1048576"), Ok(1 << 20));
+        assert_eq!(parse_size("512K"), Ok(512 << 10));
+        assert_eq!(parse_size("64m"), Ok(64 << 20));
+        assert_eq!(parse_size("2G"), Ok(2 << 30));
+        assert_eq!(parse_size("3GiB"), Ok(3 << 30));
+        for bad in ["", "G", "1T", "1.5G", "-1", "99999999999999999999G"] {
+            assert!(parse_size(bad).is_err(), "{bad:?}");
         }
     }
 

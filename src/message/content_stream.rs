@@ -44,6 +44,8 @@ pub struct ContentDecoder {
     /// encoding (D9).
     any_text: bool,
     unescape: Unescape,
+    /// The unescaped text is UTF-8 across pieces (D4, D19).
+    utf8: Utf8Check,
     base64: Base64,
     /// Compressed bytes not yet taken by the decompressor.
     compressed: Vec<u8>,
@@ -90,6 +92,7 @@ impl ContentDecoder {
             text_at: 0,
             any_text: false,
             unescape: Unescape::default(),
+            utf8: Utf8Check::default(),
             base64: Base64::default(),
             compressed: Vec::new(),
             compressed_at: 0,
@@ -153,6 +156,7 @@ impl ContentDecoder {
             }
             if ending {
                 self.unescape.finish().map_err(corrupt)?;
+                self.utf8.finish().map_err(corrupt)?;
             }
             return Ok(ending);
         }
@@ -197,6 +201,7 @@ impl ContentDecoder {
         }
         self.base64.finish().map_err(corrupt)?;
         self.unescape.finish().map_err(corrupt)?;
+        self.utf8.finish().map_err(corrupt)?;
         let what = self.what();
         match &self.inflate {
             Some(inflate) if inflate.is_done() => {
@@ -232,6 +237,7 @@ impl ContentDecoder {
             .run(&self.text[self.text_at..], out, room)
             .map_err(corrupt)?;
         self.text_at += taken;
+        self.utf8.check(&out[before..]).map_err(corrupt)?;
         let written = out.len() - before;
         self.decoded += written as u64;
         if self.decoded > self.limit as u64 {
@@ -258,6 +264,7 @@ impl ContentDecoder {
             .run(&self.text[self.text_at..], &mut chars, STAGE)
             .map_err(corrupt)?;
         self.text_at += taken;
+        self.utf8.check(&chars).map_err(corrupt)?;
         self.base64.decode(&chars, &mut self.compressed).map_err(corrupt)
     }
 
@@ -458,6 +465,60 @@ impl Unescape {
         match self.state {
             EscapeState::Plain => Ok(()),
             _ => Err("ends inside an escape".to_owned()),
+        }
+    }
+}
+
+/// UTF-8 validity across pieces: a sequence cut at a piece's end waits
+/// for the next.
+#[derive(Debug, Default)]
+struct Utf8Check {
+    carry: [u8; 4],
+    carried: usize,
+    /// Bytes checked, for the offsets in refusals.
+    seen: u64,
+}
+
+impl Utf8Check {
+    fn check(&mut self, bytes: &[u8]) -> Result<(), String> {
+        let mut bytes = bytes;
+        if self.carried > 0 {
+            let want = utf8_length(self.carry[0]);
+            let n = (want - self.carried).min(bytes.len());
+            self.carry[self.carried..self.carried + n].copy_from_slice(&bytes[..n]);
+            self.carried += n;
+            bytes = &bytes[n..];
+            if self.carried < want {
+                return Ok(());
+            }
+            if std::str::from_utf8(&self.carry[..want]).is_err() {
+                return Err(self.invalid(0));
+            }
+            self.seen += want as u64;
+            self.carried = 0;
+        }
+        match std::str::from_utf8(bytes) {
+            Ok(_) => self.seen += bytes.len() as u64,
+            Err(e) if e.error_len().is_none() => {
+                let rest = &bytes[e.valid_up_to()..];
+                self.seen += e.valid_up_to() as u64;
+                self.carry[..rest.len()].copy_from_slice(rest);
+                self.carried = rest.len();
+            }
+            Err(e) => return Err(self.invalid(e.valid_up_to())),
+        }
+        Ok(())
+    }
+
+    fn invalid(&self, at: usize) -> String {
+        format!("is not valid UTF-8 (at byte {} of the text, D4)", self.seen + at as u64)
+    }
+
+    fn finish(&self) -> Result<(), String> {
+        if self.carried == 0 {
+            Ok(())
+        } else {
+            Err(self.invalid(0))
         }
     }
 }

@@ -306,7 +306,7 @@ fn trickle(bytes_per_step: usize, every: Duration, total: usize) -> Option<(u64,
     let start = clock.now().instant;
     let wire = put_message("/slow", Encoding::Identity, &"z".repeat(total));
     let mut server = ServerConnection::new(streaming_server(Limits::default()), clock.now());
-    let mut outcome = |server: &mut ServerConnection, clock: &Clock| {
+    let outcome = |server: &mut ServerConnection, clock: &Clock| {
         while let Some(event) = server.next_event(clock.now()) {
             match event {
                 ServerEvent::PeerError(PeerError::Rejected { rejection, .. }) => {

@@ -7,12 +7,13 @@ use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use super::{AccessRecord, Handler, RequestInfo, ServerOptions};
+use super::spool::{Spool, Spooled};
+use super::{AccessRecord, Handler, Reply, RequestInfo, ServerOptions, SpoolOptions, Upload};
 use crate::io_adapters::linger::{Linger, Lingering};
 use crate::io_adapters::now;
 use crate::io_adapters::transport::{IoMode, Transport, would_block};
 use crate::machine::{PeerError, RequestId, ServerConnection, ServerEvent, UsageError};
-use crate::message::{Method, Request, Resource, Response, Status, StatusCode};
+use crate::message::{Body, Method, Request, Resource, Response, Status, StatusCode};
 
 /// Longest one blocking read or write may take: how soon a blocking
 /// connection notices a shutdown when its timers are far off.
@@ -24,6 +25,10 @@ pub(crate) const BLOCKING_SLICE: Duration = Duration::from_millis(200);
 /// JSON5 messages, a small request waits for a round of 8 × 32 KiB of
 /// their parsing, not for everything they sent.
 const TURN_BYTES: usize = 32 * 1024;
+
+/// The most a streamed reply's reader is asked for at once (D19): the one
+/// buffer a streaming connection holds besides the machine's.
+const READ_PIECE: usize = 64 * 1024;
 
 /// What the runtime does next with a connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -153,15 +158,36 @@ pub struct Driver {
     /// The connection's span: every event of the connection carries the
     /// peer.
     span: tracing::Span,
+    /// Where request content is spooled (D19).
+    spool_options: SpoolOptions,
+    /// The content of the request being received, and its exchange.
+    spool: Option<(RequestId, Spool)>,
+    /// The streamed reply being sent, if any.
+    outgoing: Option<Outgoing>,
+}
+
+/// A reply whose content a reader streams (D19).
+struct Outgoing {
+    id: RequestId,
+    reader: Box<dyn std::io::Read + Send>,
+    buffer: Vec<u8>,
+}
+
+impl std::fmt::Debug for Outgoing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Outgoing").field("id", &self.id).finish_non_exhaustive()
+    }
 }
 
 /// An answered exchange waiting for its response to leave.
 #[derive(Debug)]
 struct Unlogged {
+    /// The exchange, while its content may still be streaming.
+    id: Option<RequestId>,
     method: Option<Method>,
     resource: Echoed,
     status: StatusCode,
-    content_bytes: usize,
+    content_bytes: u64,
     elapsed: Duration,
     /// Where its bytes end in the output, once the machine has queued it;
     /// never, when the connection closed before it could be.
@@ -216,8 +242,13 @@ impl Driver {
     /// A new connection with `peer`, configured by `options.config`, over a
     /// transport that behaves as `mode` says.
     pub fn new(peer: SocketAddr, options: &ServerOptions, mode: IoMode) -> Driver {
+        // The adapters stream request content (D19): small content is
+        // gathered in memory and handed to the handler in the request as
+        // usual; only large content reaches it as an upload.
+        let mut config = options.config.clone();
+        config.stream_content = true;
         Driver {
-            conn: ServerConnection::new(options.config.clone(), now()),
+            conn: ServerConnection::new(config, now()),
             info: RequestInfo::new(peer),
             mode,
             held: None,
@@ -238,6 +269,9 @@ impl Driver {
             logged_to: 0,
             why_closing: None,
             span: opened(peer),
+            spool_options: options.spool.clone(),
+            spool: None,
+            outgoing: None,
         }
     }
 
@@ -326,7 +360,12 @@ impl Driver {
             if self.held.is_none() {
                 self.held = self.conn.next_event(at);
             }
-            if self.held.is_some() || !self.inbox.is_empty() || self.inbox_eof || self.log_due() {
+            if self.held.is_some()
+                || !self.inbox.is_empty()
+                || self.inbox_eof
+                || self.log_due()
+                || self.content_due()
+            {
                 return Step::Dispatch;
             }
             if self.conn.poll_timeout().is_some_and(|t| t <= at.instant) {
@@ -446,10 +485,28 @@ impl Driver {
         }
         while let Some(event) = self.held.take().or_else(|| self.conn.next_event(now())) {
             match event {
-                ServerEvent::Request { id, request } => {
+                ServerEvent::Content { id, data } => {
+                    let spool = match &mut self.spool {
+                        Some((held, spool)) if *held == id => spool,
+                        _ => &mut self.spool.insert((id, Spool::new())).1,
+                    };
+                    spool.write(&data, &self.spool_options);
+                }
+                ServerEvent::ContentDiscarded { id } => self.drop_spool(id),
+                ServerEvent::Request { id, mut request } => {
                     let started = Instant::now();
-                    let response = answer(handler, &request, &self.info);
-                    self.respond(id, request, response, started);
+                    let reply = match self.take_upload(id, &mut request) {
+                        Ok(upload) => answer(handler, &request, upload, &self.info),
+                        Err(error) => {
+                            tracing::error!(%error, "cannot spool the request's content; answering 500");
+                            Response::new(Status::new(
+                                StatusCode::INTERNAL_SERVER_ERROR,
+                                format!("the server could not store the request's content: {error}"),
+                            ))
+                            .into()
+                        }
+                    };
+                    self.respond(id, request, reply, started);
                 }
                 ServerEvent::ContinueRequested { id, request } => {
                     let started = Instant::now();
@@ -459,16 +516,18 @@ impl Driver {
                             let _ = self.conn.accept_continue(id, now());
                         }
                         Err(response) => {
-                            self.respond(id, request, response, started);
+                            self.respond(id, request, response.into(), started);
                         }
                     }
                 }
                 // Every response the machine writes on its own (framing,
                 // limits, timeouts, a stream cut short) comes as a rejection
                 // carrying what it wrote: log it like an answer.
-                ServerEvent::PeerError(PeerError::Rejected {
-                    rejection, closes, ..
-                }) => {
+                ServerEvent::PeerError(PeerError::Rejected { id, rejection, closes }) => {
+                    if let Some(id) = id {
+                        // What it streamed is discarded (D19).
+                        self.drop_spool(id);
+                    }
                     tracing::debug!(
                         status = rejection.status.as_u16(),
                         closes,
@@ -479,6 +538,7 @@ impl Driver {
                         self.why_closing.get_or_insert(CloseReason::Rejected);
                     }
                     self.unlogged.push_back(Unlogged {
+                        id: None,
                         method: None,
                         resource: Echoed::Rejection(rejection.resource),
                         status: rejection.status,
@@ -499,8 +559,82 @@ impl Driver {
             }
             self.note_ends();
         }
+        self.send_content();
         self.note_ends();
         self.log_sent(handler);
+    }
+
+    /// Whether the streamed reply can give more content now (D19).
+    fn content_due(&self) -> bool {
+        self.outgoing
+            .as_ref()
+            .is_some_and(|out| self.conn.content_room(out.id) > 0)
+    }
+
+    /// Reads the streamed reply's content while the machine has room for
+    /// it, up to a turn's worth; ends or aborts it when the reader does
+    /// (D19).
+    fn send_content(&mut self) {
+        let mut budget = 4 * READ_PIECE;
+        while let Some(out) = &mut self.outgoing {
+            let room = self.conn.content_room(out.id).min(READ_PIECE);
+            if room == 0 || budget == 0 {
+                return;
+            }
+            if out.buffer.len() < room {
+                out.buffer.resize(room, 0);
+            }
+            let id = out.id;
+            match out.reader.read(&mut out.buffer[..room]) {
+                Ok(0) => {
+                    self.outgoing = None;
+                    let _ = self.conn.end_content(id, now());
+                }
+                Ok(n) => {
+                    budget = budget.saturating_sub(n);
+                    if let Some(record) = self.unlogged.iter_mut().find(|u| u.id == Some(id)) {
+                        record.content_bytes += n as u64;
+                    }
+                    if let Err(error) = self.conn.send_content(id, &out.buffer[..n], now()) {
+                        tracing::error!(%error, "the streamed reply cannot be sent; closing");
+                        self.outgoing = None;
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(error) => {
+                    // The peer sees the message cut short, not a wrong one
+                    // (D1).
+                    tracing::error!(%error, "reading the streamed reply failed; closing");
+                    self.outgoing = None;
+                    self.conn.abort_content(id, now());
+                }
+            }
+        }
+    }
+
+    /// Drops what was spooled for exchange `id` (a temporary file is
+    /// deleted).
+    fn drop_spool(&mut self, id: RequestId) {
+        if self.spool.as_ref().is_some_and(|(held, _)| *held == id) {
+            self.spool = None;
+        }
+    }
+
+    /// The content spooled for exchange `id`, now that its request is
+    /// complete and valid: put back into the request when it stayed in
+    /// memory, an upload otherwise.
+    fn take_upload(&mut self, id: RequestId, request: &mut Request) -> std::io::Result<Option<Upload>> {
+        let Some((_, spool)) = self.spool.take_if(|(held, _)| *held == id) else {
+            return Ok(None);
+        };
+        match spool.finish()? {
+            Spooled::Memory(bytes) => {
+                let body = &request.body;
+                request.body = Body::from_parts(bytes, body.encoding(), body.extra().clone());
+                Ok(None)
+            }
+            Spooled::File(upload) => Ok(Some(upload)),
+        }
     }
 
     /// Takes the ends of the responses the machine queued since last
@@ -615,6 +749,10 @@ impl Driver {
     fn abort(&mut self, why: CloseReason, error: Option<&std::io::Error>) -> Step {
         self.closed = true;
         self.linger = None;
+        // Nothing more is read or sent: the reader (a file) is closed and
+        // a spooled upload deleted at once.
+        self.outgoing = None;
+        self.spool = None;
         let why = self.why_closing.unwrap_or(why);
         self.note_ends();
         match error {
@@ -632,9 +770,25 @@ impl Driver {
     /// record for the access log until it has left. An answer the machine
     /// refuses as a misuse (a `1xx` other than the acknowledgement, D12) would leave the exchange unanswered and stall
     /// every pipelined response behind it, so it is replaced by a `500`.
-    fn respond(&mut self, id: RequestId, request: Request, response: Response, started: Instant) {
-        let (mut status, mut content_bytes) = (response.status.code, response.body.content().len());
-        match self.conn.send_response(id, response, now()) {
+    fn respond(&mut self, id: RequestId, request: Request, reply: Reply, started: Instant) {
+        let (response, reader) = reply.into_parts();
+        let (mut status, mut content_bytes) = (response.status.code, response.body.content().len() as u64);
+        let sent = match reader {
+            None => self.conn.send_response(id, response, now()),
+            Some(reader) => {
+                content_bytes = 0;
+                let sent = self.conn.send_response_head(id, response, now());
+                if sent.is_ok() {
+                    self.outgoing = Some(Outgoing {
+                        id,
+                        reader,
+                        buffer: Vec::new(),
+                    });
+                }
+                sent
+            }
+        };
+        match sent {
             // Closed: the connection is going away; nobody is left to answer.
             Ok(()) | Err(UsageError::Closed) => {}
             Err(misuse) => {
@@ -647,6 +801,7 @@ impl Driver {
             }
         }
         self.unlogged.push_back(Unlogged {
+            id: Some(id),
             method: Some(request.method),
             // Moved, not copied: the request is done with.
             resource: Echoed::Request(request.resource),
@@ -668,8 +823,8 @@ fn opened(peer: SocketAddr) -> tracing::Span {
 
 /// Runs the handler; a handler that panics gets its request answered `500`
 /// instead of taking down the worker and every connection on it.
-fn answer<H: Handler + ?Sized>(handler: &H, request: &Request, info: &RequestInfo) -> Response {
-    let run = std::panic::AssertUnwindSafe(|| handler.handle(request, info));
+fn answer<H: Handler + ?Sized>(handler: &H, request: &Request, upload: Option<Upload>, info: &RequestInfo) -> Reply {
+    let run = std::panic::AssertUnwindSafe(|| handler.respond(request, upload, info));
     std::panic::catch_unwind(run).unwrap_or_else(|panic| {
         let why = panic
             .downcast_ref::<&str>()
@@ -686,6 +841,6 @@ fn answer<H: Handler + ?Sized>(handler: &H, request: &Request, info: &RequestInf
             StatusCode::INTERNAL_SERVER_ERROR,
             "the server failed while answering this request",
         );
-        Response::new(status)
+        Response::new(status).into()
     })
 }

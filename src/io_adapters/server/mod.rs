@@ -274,8 +274,9 @@ pub struct AccessRecord<'a> {
     pub resource: &'a str,
     /// The status of the response.
     pub status: StatusCode,
-    /// Size of the response's decoded content, in bytes.
-    pub content_bytes: usize,
+    /// Size of the response's decoded content, in bytes (for a streamed
+    /// reply, what its reader gave, D19).
+    pub content_bytes: u64,
     /// How long the handler took to answer (zero for errors the connection
     /// answered itself).
     pub elapsed: Duration,
