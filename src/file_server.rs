@@ -413,7 +413,12 @@ impl FileServer {
     fn act(&self, plan: Plan, request: &Request, upload: Option<Upload>) -> Result<Reply, Refusal> {
         let language = plan.language;
         let headers = language_header(language);
-        if let Action::Stream { file, encoding, media } = plan.action {
+        if let Action::Stream {
+            file,
+            encoding,
+            media,
+        } = plan.action
+        {
             let body = Body::empty().with_encoding(encoding).unwrap_or_default();
             let head = Response::ok("here is the file")
                 .with_headers(headers.with_content_type(media))
@@ -645,7 +650,9 @@ impl Handler for FileServer {
     }
 
     fn respond(&self, request: &Request, upload: Option<Upload>, _info: &RequestInfo) -> Reply {
-        let answer = self.plan(request).and_then(|plan| self.act(plan, request, upload));
+        let answer = self
+            .plan(request)
+            .and_then(|plan| self.act(plan, request, upload));
         answer.unwrap_or_else(|refusal| (*refusal).into())
     }
 

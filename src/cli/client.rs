@@ -16,12 +16,13 @@ use jsontp::io_adapters::Transport;
 use jsontp::io_adapters::client::blocking::Client;
 use jsontp::io_adapters::client::{ClientError, ClientOptions};
 use jsontp::io_adapters::tls::ClientTls;
-use jsontp::message::{Encoding, Forgiven, Method, Request, Response, Validation};
+use jsontp::message::{Body, Encoding, Forgiven, Method, Request, Response, Validation};
 use serde_json::Value;
 
 use super::output::{Destination, WriteOut, write_content};
 use super::request::{Source, build_body, build_request};
 use super::target::Target;
+use super::transfer::{Counted, CountedSink, Progress, Sink, Upload};
 use super::wire::Wire;
 
 /// What every client command takes.
@@ -158,6 +159,8 @@ struct Failure(String);
 struct Plan {
     target: Target,
     request: Request,
+    /// A file or stdin, streamed as the request's content (D19).
+    upload: Option<Upload>,
     options: ClientOptions,
     destination: Destination,
     write_out: Option<WriteOut>,
@@ -180,11 +183,19 @@ impl Plan {
             Some(name) => Some(name.parse::<Encoding>().map_err(|e| e.to_string())?),
             None => None,
         };
-        let bytes = match Source::from_args(content.data.as_deref(), content.file.as_deref()) {
-            Some(source) => source.read()?,
-            None => Vec::new(),
+        // Text given on the command line goes whole; a file or stdin
+        // streams, whatever its size (D19).
+        let (body, upload) = match Source::from_args(content.data.as_deref(), content.file.as_deref()) {
+            Some(source @ Source::Text(_)) => (build_body(source.read()?, asked)?, None),
+            Some(source) => {
+                let upload = Upload::open(&source, asked)?;
+                let head = Body::empty()
+                    .with_encoding(upload.encoding)
+                    .map_err(|e| e.to_string())?;
+                (head, Some(upload))
+            }
+            None => (build_body(Vec::new(), asked)?, None),
         };
-        let body = build_body(bytes, asked)?;
         let request = build_request(
             method,
             &target.resource,
@@ -199,9 +210,14 @@ impl Plan {
             ..ClientOptions::default()
         };
         options.config.validation = validation(common);
+        // Content of any size streams to its destination in constant
+        // memory (D19): no limit but the disk's.
+        options.config.stream_content = true;
+        options.config.limits.max_content_bytes = usize::MAX;
         Ok(Plan {
             target,
             request,
+            upload,
             options,
             destination: Destination::from_arg(output.output.as_deref()),
             write_out,
@@ -234,11 +250,22 @@ fn run(method: Method, common: &CommonArgs, output: &OutputArgs, content: &Conte
     let Plan {
         target,
         request,
+        upload,
         options,
         destination,
         write_out,
     } = plan;
-    match exchange(&target, request, options, common) {
+    let sink = if method == Method::Options {
+        Ok(Sink::Discard)
+    } else {
+        Sink::new(&destination)
+    };
+    let sink = match sink {
+        Ok(sink) => sink,
+        Err(message) => return fail(&message),
+    };
+    let transfer = Transfer { upload, sink };
+    match exchange(&target, request, transfer, options, common) {
         Ok(answer) => report(method, common, &destination, write_out.as_ref(), &answer),
         Err(Failure(message)) => fail(&message),
     }
@@ -250,10 +277,18 @@ fn fail(message: &str) -> ExitCode {
     ExitCode::from(2)
 }
 
+/// The content moved by one command: the upload's source, if any, and
+/// where the downloaded content goes.
+struct Transfer {
+    upload: Option<Upload>,
+    sink: Sink,
+}
+
 /// Sends the request and waits for the answer.
 fn exchange(
     target: &Target,
     request: Request,
+    transfer: Transfer,
     options: ClientOptions,
     common: &CommonArgs,
 ) -> Result<Answer, Failure> {
@@ -265,10 +300,10 @@ fn exchange(
         let client = tls
             .and_then(|tls| Client::connect_tls(target.address.as_str(), &target.host, &tls, options))
             .map_err(|e| Failure(e.to_string()))?;
-        return talk(client, request, common);
+        return talk(client, request, transfer, common);
     }
     let client = Client::connect(target.address.as_str(), options).map_err(|e| Failure(e.to_string()))?;
-    talk(client, request, common)
+    talk(client, request, transfer, common)
 }
 
 /// Which server certificates a `jsontps://` client trusts (D20): the
@@ -287,6 +322,7 @@ fn client_tls(common: &CommonArgs) -> io::Result<ClientTls> {
 fn talk<S: Transport>(
     mut client: Client<S>,
     request: Request,
+    transfer: Transfer,
     common: &CommonArgs,
 ) -> Result<Answer, Failure> {
     let wire = Arc::new(Mutex::new(Wire::new(common.verbose >= 2)));
@@ -296,8 +332,32 @@ fn talk<S: Transport>(
             wire.on_bytes(direction, bytes);
         }
     });
-    let outcome = client.send(request);
+    let Transfer { upload, mut sink } = transfer;
+    let mut received = Progress::new(None, common.silent);
+    let outcome = {
+        let mut counted = CountedSink {
+            inner: &mut sink,
+            progress: &mut received,
+        };
+        match upload {
+            Some(upload) => {
+                let mut sent = Progress::new(upload.len, common.silent);
+                let mut reader = Counted {
+                    inner: upload.reader,
+                    progress: &mut sent,
+                };
+                let outcome = client.upload(request, &mut reader, Some(&mut counted));
+                sent.finish();
+                outcome
+            }
+            None => client.download(request, &mut counted),
+        }
+    };
+    received.finish();
     drop(client);
+    // The file is kept only for a complete 2xx answer.
+    let keep = matches!(&outcome, Ok(answer) if answer.response.status.code.is_success());
+    sink.finish(keep).map_err(Failure)?;
     let Ok(mut wire) = wire.lock() else {
         return Err(Failure("the connection's trace was lost".into()));
     };
@@ -379,11 +439,10 @@ fn report(
         let forgiven: Vec<&str> = answer.forgiven.iter().map(|f| describe(*f)).collect();
         eprintln!("jsontp: note: lenient mode forgave {}", forgiven.join(", "));
     }
-    let content = match allowed_methods(method, response) {
-        Some(line) => line.into_bytes(),
-        None => response.body.content().to_vec(),
-    };
-    if let Err(e) = write_content(destination, response, &content) {
+    // The content went out as it came (D19); OPTIONS prints its methods.
+    if let Some(line) = allowed_methods(method, response)
+        && let Err(e) = write_content(destination, response, line.as_bytes())
+    {
         eprintln!("jsontp: {e}");
         return ExitCode::from(2);
     }

@@ -8,4 +8,5 @@ pub mod output;
 pub mod request;
 pub mod serve;
 pub mod target;
+pub mod transfer;
 pub mod wire;

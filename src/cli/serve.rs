@@ -335,7 +335,11 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
         "k" | "kb" | "kib" => 1 << 10,
         "m" | "mb" | "mib" => 1 << 20,
         "g" | "gb" | "gib" => 1 << 30,
-        _ => return Err(format!("expected a size such as 1048576, 512K, 64M or 2G, not {trimmed:?}")),
+        _ => {
+            return Err(format!(
+                "expected a size such as 1048576, 512K, 64M or 2G, not {trimmed:?}"
+            ));
+        }
     };
     let number: u64 = number
         .parse()
@@ -479,9 +483,9 @@ struct Limits {
 /// with the adapters' layout: the server type, its options, its shutdown
 /// handle and the handler trait.
 mod adapter {
-    use jsontp::io_adapters::server::{ServerOptions, SpoolOptions};
     pub use jsontp::io_adapters::server::mio::{MioServer as Server, ShutdownHandle};
     pub use jsontp::io_adapters::server::{AccessRecord as Exchange, Handler, Reply, RequestInfo, Upload};
+    use jsontp::io_adapters::server::{ServerOptions, SpoolOptions};
     pub use jsontp::io_adapters::tls::ServerTls;
     use jsontp::machine::ServerConfig;
 

@@ -511,7 +511,10 @@ impl Utf8Check {
     }
 
     fn invalid(&self, at: usize) -> String {
-        format!("is not valid UTF-8 (at byte {} of the text, D4)", self.seen + at as u64)
+        format!(
+            "is not valid UTF-8 (at byte {} of the text, D4)",
+            self.seen + at as u64
+        )
     }
 
     fn finish(&self) -> Result<(), String> {

@@ -14,5 +14,6 @@ mod robustness;
 mod seam;
 mod servers;
 mod stall;
+mod streaming;
 mod support;
 mod tls;

@@ -5,6 +5,7 @@
 //! as snapshots, round trips, and body decoding bombs.
 
 mod codec_bombs;
+mod content_stream;
 mod cookies;
 mod framing;
 mod headers;

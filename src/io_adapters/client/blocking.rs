@@ -25,7 +25,7 @@ use std::fmt;
 use std::net::{TcpStream, ToSocketAddrs};
 use std::time::Instant;
 
-use super::drive::{ClientDriver, ClientStep};
+use super::drive::{Call, ClientDriver, ClientStep, Streams};
 use super::{Answer, ClientError, ClientOptions, Direction, connect};
 use crate::io_adapters::transport::{IoMode, Transport};
 use crate::message::Request;
@@ -138,9 +138,64 @@ impl<S: Transport> Client<S> {
         &mut self,
         requests: impl IntoIterator<Item = Request>,
     ) -> Vec<Result<Answer, ClientError>> {
-        let mut call = self.driver.begin(requests);
+        let call = self.driver.begin(requests);
+        self.run(call, Streams::default())
+    }
+
+    /// Sends `request` and writes the response's content to `sink` as it
+    /// arrives, in constant memory whatever its size (D19); the answer's
+    /// own body is then empty. Needs
+    /// [`ClientConfig::stream_content`](crate::machine::ClientConfig::stream_content)
+    /// on (else the content is held in memory and returned in the answer,
+    /// as [`send`](Self::send) does). If the response is refused after
+    /// content went to `sink`, the error says so and what `sink` holds is
+    /// to be discarded.
+    pub fn download(
+        &mut self,
+        request: Request,
+        sink: &mut dyn std::io::Write,
+    ) -> Result<Answer, ClientError> {
+        let call = self.driver.begin([request]);
+        let outcome = self
+            .run(call, Streams::new(None, Some(&mut *sink)))
+            .pop()
+            .unwrap_or(Err(ClientError::ClosedEarly));
+        whole_content_to(outcome, sink)
+    }
+
+    /// Sends `request` with the content `source` yields, read and sent as
+    /// the server takes it (D19), encoded as `request.body`'s encoding says
+    /// (its own content is ignored); the response's content goes to `sink`
+    /// when given, else into the answer.
+    pub fn upload<'s>(
+        &mut self,
+        request: Request,
+        source: &'s mut dyn std::io::Read,
+        sink: Option<&'s mut dyn std::io::Write>,
+    ) -> Result<Answer, ClientError> {
+        let call = self.driver.begin_upload(request);
+        match sink {
+            Some(sink) => {
+                let outcome = self
+                    .run(call, Streams::new(Some(source), Some(&mut *sink)))
+                    .pop()
+                    .unwrap_or(Err(ClientError::ClosedEarly));
+                whole_content_to(outcome, sink)
+            }
+            None => self
+                .run(call, Streams::new(Some(source), None))
+                .pop()
+                .unwrap_or(Err(ClientError::ClosedEarly)),
+        }
+    }
+
+    /// Steps `call` to its end.
+    fn run(&mut self, mut call: Call, mut streams: Streams<'_>) -> Vec<Result<Answer, ClientError>> {
         loop {
-            match self.driver.step(&mut self.stream, &mut self.scratch, &mut call) {
+            match self
+                .driver
+                .step(&mut self.stream, &mut self.scratch, &mut call, &mut streams)
+            {
                 ClientStep::Done => break,
                 // Waiting for neither direction: only a timer can move.
                 ClientStep::Wait {
@@ -158,4 +213,22 @@ impl<S: Transport> Client<S> {
         }
         self.driver.finish(call)
     }
+}
+
+/// A response whose content did not stream (its `content` came before its
+/// `encoding`, as some senders write it) still has its content go to the
+/// sink, so that a download's answer always has an empty body.
+fn whole_content_to(
+    outcome: Result<Answer, ClientError>,
+    sink: &mut dyn std::io::Write,
+) -> Result<Answer, ClientError> {
+    let mut answer = outcome?;
+    if !answer.response.body.content().is_empty() {
+        sink.write_all(answer.response.body.content())
+            .map_err(ClientError::Sink)?;
+        let body = &answer.response.body;
+        answer.response.body =
+            crate::message::Body::from_parts(Vec::new(), body.encoding(), body.extra().clone());
+    }
+    Ok(answer)
 }

@@ -17,8 +17,34 @@ use super::outstanding::{Deadlines, Outstanding};
 use super::{Answer, ClientError, ClientOptions, Direction, Tracer};
 use crate::io_adapters::now;
 use crate::io_adapters::transport::{IoMode, Transport, is_reset, would_block};
-use crate::machine::{ClientConnection, UsageError};
+use crate::machine::{ClientConnection, ClientEvent, RequestId, UsageError};
 use crate::message::Request;
+
+/// The most content read from an upload's source at once (D19).
+const READ_PIECE: usize = 64 * 1024;
+
+/// Where a call's streamed content comes from and goes to (D19): the
+/// upload's reader, the download's writer. Without them content is held
+/// in memory.
+#[derive(Default)]
+pub(crate) struct Streams<'a> {
+    pub(crate) source: Option<&'a mut dyn std::io::Read>,
+    pub(crate) sink: Option<&'a mut dyn std::io::Write>,
+    buffer: Vec<u8>,
+}
+
+impl<'a> Streams<'a> {
+    pub(crate) fn new(
+        source: Option<&'a mut dyn std::io::Read>,
+        sink: Option<&'a mut dyn std::io::Write>,
+    ) -> Self {
+        Streams {
+            source,
+            sink,
+            buffer: Vec::new(),
+        }
+    }
+}
 
 /// Blocking transports: the longest a write may block before the step
 /// reads what the server sent meanwhile, and the longest that read blocks
@@ -45,6 +71,8 @@ pub(crate) enum ClientStep {
 pub(crate) struct Call {
     outstanding: Outstanding,
     deadlines: Deadlines,
+    /// The exchange whose request content streams from the source (D19).
+    upload: Option<RequestId>,
 }
 
 /// One client connection: the machine and what the runtimes share.
@@ -95,7 +123,7 @@ impl ClientDriver {
     /// the outcomes; a request the connection cannot take fails at once.
     pub(crate) fn begin(&mut self, requests: impl IntoIterator<Item = Request>) -> Call {
         let start = now();
-        let mut outstanding = Outstanding::new();
+        let mut outstanding = Outstanding::new(self.options.config.limits.message.max_decoded_body);
         for request in requests {
             if self.broken {
                 outstanding.push_failed(ClientError::ConnectionClosed);
@@ -110,6 +138,32 @@ impl ClientDriver {
         Call {
             outstanding,
             deadlines: Deadlines::start(&self.options, start.instant),
+            upload: None,
+        }
+    }
+
+    /// Queues one request whose content `Streams::source` gives (D19):
+    /// `request` is the head (its body's encoding and other keys).
+    pub(crate) fn begin_upload(&mut self, request: Request) -> Call {
+        let start = now();
+        let mut outstanding = Outstanding::new(self.options.config.limits.message.max_decoded_body);
+        let mut upload = None;
+        if self.broken {
+            outstanding.push_failed(ClientError::ConnectionClosed);
+        } else {
+            match self.conn.send_request_head(request, start) {
+                Ok(id) => {
+                    outstanding.push(id);
+                    upload = Some(id);
+                }
+                Err(UsageError::Closed) => outstanding.push_failed(ClientError::ConnectionClosed),
+                Err(e) => outstanding.push_failed(ClientError::Usage(e)),
+            }
+        }
+        Call {
+            outstanding,
+            deadlines: Deadlines::start(&self.options, start.instant),
+            upload,
         }
     }
 
@@ -129,13 +183,22 @@ impl ClientDriver {
         io: &mut T,
         scratch: &mut [u8],
         call: &mut Call,
+        streams: &mut Streams<'_>,
     ) -> ClientStep {
         let mut write_blocked = false;
         let mut read_blocked = false;
         loop {
             let at = now();
             while let Some(event) = self.conn.next_event(at) {
-                call.outstanding.on_event(event);
+                match (event, &mut streams.sink) {
+                    // Downloaded content goes to the writer as it comes.
+                    (ClientEvent::Content { data, .. }, Some(sink)) => {
+                        if let Err(e) = sink.write_all(&data) {
+                            return self.fail(call, ClientError::Sink(e));
+                        }
+                    }
+                    (event, _) => call.outstanding.on_event(event),
+                }
             }
             if call.outstanding.is_done() {
                 return ClientStep::Done;
@@ -156,6 +219,33 @@ impl ClientDriver {
             }
             let deadline = call.deadlines.next(self.conn.poll_timeout());
             let mut moved = false;
+
+            if let (Some(id), Some(source)) = (call.upload, &mut streams.source) {
+                let room = self.conn.content_room(id).min(READ_PIECE);
+                if room > 0 {
+                    if streams.buffer.len() < room {
+                        streams.buffer.resize(room, 0);
+                    }
+                    moved = true;
+                    match source.read(&mut streams.buffer[..room]) {
+                        Ok(0) => {
+                            call.upload = None;
+                            let _ = self.conn.end_content(id, now());
+                        }
+                        Ok(n) => {
+                            if let Err(e) = self.conn.send_content(id, &streams.buffer[..n], now()) {
+                                return self.fail(call, ClientError::Usage(e));
+                            }
+                        }
+                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                        Err(e) => {
+                            // The server sees the request cut short (D1).
+                            self.conn.abort_content(id, now());
+                            return self.fail(call, ClientError::Source(e));
+                        }
+                    }
+                }
+            }
 
             if pending && !write_blocked {
                 if let Err(e) = self.bound(io, deadline, at.instant, true) {
@@ -183,6 +273,9 @@ impl ClientDriver {
 
             let pending = !self.write_closed && !self.conn.pending_output().is_empty();
             let want_read = !self.eof && self.conn.wants_read();
+            // Content still to read from the source counts as output: a
+            // blocking read would hold it back (D19).
+            let pending = pending || (call.upload.is_some() && !self.write_closed);
             let read_turn = !self.mode.is_blocking() || !pending || write_blocked;
             if want_read && read_turn && !read_blocked {
                 if let Err(e) = self.bound(io, deadline, at.instant, pending) {

@@ -153,6 +153,19 @@ pub enum ClientError {
     Usage(UsageError),
     /// The socket failed.
     Io(io::Error),
+    /// Reading the content to upload failed (D19): the request was cut
+    /// short and the connection closed.
+    Source(io::Error),
+    /// Writing the downloaded content failed (D19): the rest was not
+    /// taken and the connection closed.
+    Sink(io::Error),
+    /// A response's content is larger than the client holds in memory
+    /// ([`MessageLimits::max_decoded_body`](crate::message::MessageLimits::max_decoded_body)):
+    /// stream it to a writer instead ([`blocking::Client::download`]).
+    ContentTooLarge {
+        /// The limit, in bytes.
+        limit: usize,
+    },
 }
 
 impl ClientError {
@@ -183,6 +196,9 @@ impl ClientError {
             ClientError::ConnectionClosed => ClientError::ConnectionClosed,
             ClientError::Usage(u) => ClientError::Usage(u.clone()),
             ClientError::Io(e) => ClientError::Io(io::Error::new(e.kind(), e.to_string())),
+            ClientError::Source(e) => ClientError::Source(io::Error::new(e.kind(), e.to_string())),
+            ClientError::Sink(e) => ClientError::Sink(io::Error::new(e.kind(), e.to_string())),
+            ClientError::ContentTooLarge { limit } => ClientError::ContentTooLarge { limit: *limit },
         }
     }
 
@@ -224,6 +240,12 @@ impl fmt::Display for ClientError {
             ClientError::ConnectionClosed => f.write_str("the connection is closed; connect again"),
             ClientError::Usage(u) => write!(f, "{u}"),
             ClientError::Io(e) => write!(f, "I/O error: {e}"),
+            ClientError::Source(e) => write!(f, "cannot read the content to send: {e}"),
+            ClientError::Sink(e) => write!(f, "cannot write the content received: {e}"),
+            ClientError::ContentTooLarge { limit } => write!(
+                f,
+                "the response's content is larger than the {limit} bytes held in memory; download it to a file"
+            ),
         }
     }
 }
@@ -233,7 +255,9 @@ impl std::error::Error for ClientError {
         match self {
             ClientError::Refused { source, .. }
             | ClientError::Tls { source, .. }
-            | ClientError::Io(source) => Some(source),
+            | ClientError::Io(source)
+            | ClientError::Source(source)
+            | ClientError::Sink(source) => Some(source),
             ClientError::InvalidResponse(r) => Some(r),
             ClientError::Usage(u) => Some(u),
             _ => None,

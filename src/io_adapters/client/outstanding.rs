@@ -7,11 +7,14 @@ use std::time::{Duration, Instant};
 
 use super::{Answer, ClientError, ClientOptions, Timeout};
 use crate::machine::{ClientEvent, PeerError, RequestId};
+use crate::message::Body;
 
 /// The exchanges a call waits for, and their outcomes as the machine's
 /// events arrive. Pure bookkeeping, no protocol logic.
 pub(crate) struct Outstanding {
     slots: VecDeque<Slot>,
+    /// The most streamed content gathered for one response in memory.
+    content_limit: usize,
 }
 
 struct Slot {
@@ -19,12 +22,17 @@ struct Slot {
     id: Option<RequestId>,
     continued: bool,
     result: Option<Result<Answer, ClientError>>,
+    /// Streamed content gathered for the response (D19).
+    content: Vec<u8>,
 }
 
 impl Outstanding {
-    pub(crate) fn new() -> Self {
+    /// Responses whose content streams are gathered up to `content_limit`
+    /// bytes each.
+    pub(crate) fn new(content_limit: usize) -> Self {
         Outstanding {
             slots: VecDeque::new(),
+            content_limit,
         }
     }
 
@@ -34,6 +42,7 @@ impl Outstanding {
             id: Some(id),
             continued: false,
             result: None,
+            content: Vec::new(),
         });
     }
 
@@ -43,6 +52,7 @@ impl Outstanding {
             id: None,
             continued: false,
             result: Some(Err(error)),
+            content: Vec::new(),
         });
     }
 
@@ -73,7 +83,17 @@ impl Outstanding {
     /// not wait for are dropped.
     pub(crate) fn on_event(&mut self, event: ClientEvent) {
         match event {
-            ClientEvent::Content { .. } => todo!("streamed responses in the clients"),
+            ClientEvent::Content { id, data } => {
+                let limit = self.content_limit;
+                if let Some(slot) = self.slot(Some(id)) {
+                    if slot.content.len() + data.len() > limit {
+                        slot.content = Vec::new();
+                        slot.result = Some(Err(ClientError::ContentTooLarge { limit }));
+                    } else {
+                        slot.content.extend_from_slice(&data);
+                    }
+                }
+            }
             ClientEvent::Continue { id } => {
                 if let Some(slot) = self.slot(Some(id)) {
                     slot.continued = true;
@@ -86,6 +106,13 @@ impl Outstanding {
             } => {
                 if let Some(slot) = self.slot(Some(id)) {
                     let continued = slot.continued;
+                    let mut response = response;
+                    if !slot.content.is_empty() {
+                        // The pieces, put back into the body (D19).
+                        let body = &response.body;
+                        let content = std::mem::take(&mut slot.content);
+                        response.body = Body::from_parts(content, body.encoding(), body.extra().clone());
+                    }
                     slot.result = Some(Ok(Answer {
                         response,
                         forgiven,
@@ -191,7 +218,7 @@ mod tests {
 
     #[test]
     fn outcomes_follow_request_order_and_errors_without_id_go_to_the_oldest() {
-        let mut o = Outstanding::new();
+        let mut o = Outstanding::new(1 << 20);
         o.push(RequestId(0));
         o.push(RequestId(1));
         o.push(RequestId(2));
@@ -219,7 +246,7 @@ mod tests {
 
     #[test]
     fn events_of_other_exchanges_are_ignored() {
-        let mut o = Outstanding::new();
+        let mut o = Outstanding::new(1 << 20);
         o.push(RequestId(5));
         o.on_event(ClientEvent::Response {
             id: RequestId(4),

@@ -24,7 +24,7 @@ use std::task::Poll;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 
-use super::drive::{ClientDriver, ClientStep};
+use super::drive::{ClientDriver, ClientStep, Streams};
 use super::{Answer, ClientError, ClientOptions, Direction, connect};
 use crate::io_adapters::transport::{IoMode, PolledIo};
 use crate::message::Request;
@@ -154,7 +154,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Client<S> {
         poll_fn(|cx| {
             loop {
                 let mut io = PolledIo { io: &mut *stream, cx };
-                match driver.step(&mut io, scratch, &mut call) {
+                match driver.step(&mut io, scratch, &mut call, &mut Streams::default()) {
                     ClientStep::Done => return Poll::Ready(()),
                     // Every direction waited for has registered the waker.
                     ClientStep::Wait { deadline, .. } => {

@@ -175,7 +175,9 @@ struct Outgoing {
 
 impl std::fmt::Debug for Outgoing {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Outgoing").field("id", &self.id).finish_non_exhaustive()
+        f.debug_struct("Outgoing")
+            .field("id", &self.id)
+            .finish_non_exhaustive()
     }
 }
 
@@ -523,7 +525,11 @@ impl Driver {
                 // Every response the machine writes on its own (framing,
                 // limits, timeouts, a stream cut short) comes as a rejection
                 // carrying what it wrote: log it like an answer.
-                ServerEvent::PeerError(PeerError::Rejected { id, rejection, closes }) => {
+                ServerEvent::PeerError(PeerError::Rejected {
+                    id,
+                    rejection,
+                    closes,
+                }) => {
                     if let Some(id) = id {
                         // What it streamed is discarded (D19).
                         self.drop_spool(id);
@@ -823,7 +829,12 @@ fn opened(peer: SocketAddr) -> tracing::Span {
 
 /// Runs the handler; a handler that panics gets its request answered `500`
 /// instead of taking down the worker and every connection on it.
-fn answer<H: Handler + ?Sized>(handler: &H, request: &Request, upload: Option<Upload>, info: &RequestInfo) -> Reply {
+fn answer<H: Handler + ?Sized>(
+    handler: &H,
+    request: &Request,
+    upload: Option<Upload>,
+    info: &RequestInfo,
+) -> Reply {
     let run = std::panic::AssertUnwindSafe(|| handler.respond(request, upload, info));
     std::panic::catch_unwind(run).unwrap_or_else(|panic| {
         let why = panic

@@ -1,0 +1,299 @@
+//! Moving content of any size for the client commands (D19): the upload's
+//! source and the encoding it travels in, the download's destination
+//! (stdout, or `-o FILE` through a temporary file renamed on success), and
+//! a progress bar on a terminal for transfers that last.
+
+use std::fs::File;
+use std::io::{self, IsTerminal, Read, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use jsontp::message::Encoding;
+use tempfile::NamedTempFile;
+
+use super::output::{Destination, is_binary};
+use super::request::Source;
+
+/// Identity asked for content that is not text (D9).
+const NOT_TEXT: &str = "the content is not UTF-8 text, so it cannot be sent as identity; leave out --encoding identity, or give gzip, deflate or br";
+
+/// How much of stdin is looked at to choose the encoding.
+const SNIFF: usize = 64 * 1024;
+
+/// A progress bar shown only on a terminal, and only once a transfer has
+/// lasted a second: short transfers print nothing.
+pub struct Progress {
+    enabled: bool,
+    started: Instant,
+    total: Option<u64>,
+    done: u64,
+    bar: Option<ProgressBar>,
+}
+
+impl Progress {
+    /// A bar for `total` bytes (when known); `silent` (`-s`) or a stderr
+    /// that is not a terminal shows none.
+    pub fn new(total: Option<u64>, silent: bool) -> Progress {
+        Progress {
+            enabled: !silent && io::stderr().is_terminal(),
+            started: Instant::now(),
+            total,
+            done: 0,
+            bar: None,
+        }
+    }
+
+    /// `n` more bytes moved.
+    pub fn advance(&mut self, n: usize) {
+        self.done += n as u64;
+        if let Some(bar) = &self.bar {
+            bar.set_position(self.done);
+            return;
+        }
+        if self.enabled && self.started.elapsed() >= Duration::from_secs(1) {
+            let bar = match self.total {
+                Some(total) => ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr())
+                    .with_style(style(
+                        "{bytes}/{total_bytes} {wide_bar} {bytes_per_sec} ETA {eta}",
+                    )),
+                None => ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr())
+                    .with_style(style("{bytes} {bytes_per_sec} {elapsed}")),
+            };
+            bar.set_position(self.done);
+            self.bar = Some(bar);
+        }
+    }
+
+    /// The transfer ended: the bar, if shown, is cleared.
+    pub fn finish(&mut self) {
+        if let Some(bar) = self.bar.take() {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+fn style(template: &str) -> ProgressStyle {
+    ProgressStyle::with_template(template).unwrap_or_else(|_| ProgressStyle::default_bar())
+}
+
+/// The content to upload, opened: a reader, its size when known, and the
+/// encoding it travels in.
+pub struct Upload {
+    pub reader: Box<dyn Read>,
+    pub len: Option<u64>,
+    pub encoding: Encoding,
+}
+
+impl Upload {
+    /// Opens `--file PATH` or stdin. The encoding is the one asked for,
+    /// else `identity` for UTF-8 text and `gzip` for anything else (D9): a
+    /// file is read through once to tell; stdin by its first 64 KiB (text
+    /// that turns binary later fails: give `--encoding gzip`).
+    pub fn open(source: &Source, asked: Option<Encoding>) -> Result<Upload, String> {
+        match source {
+            Source::Text(text) => Ok(Upload {
+                len: Some(text.len() as u64),
+                encoding: asked.unwrap_or(if std::str::from_utf8(text.as_bytes()).is_ok() {
+                    Encoding::Identity
+                } else {
+                    Encoding::Gzip
+                }),
+                reader: Box::new(io::Cursor::new(text.clone().into_bytes())),
+            }),
+            Source::File(path) => {
+                let cannot = |e: io::Error| format!("cannot read {}: {e}", path.display());
+                let len = std::fs::metadata(path).map_err(cannot)?.len();
+                let text = || -> Result<bool, String> {
+                    is_text(&mut File::open(path).map_err(cannot)?).map_err(cannot)
+                };
+                let encoding = match asked {
+                    Some(Encoding::Identity) if !text()? => return Err(NOT_TEXT.to_owned()),
+                    Some(encoding) => encoding,
+                    None if text()? => Encoding::Identity,
+                    None => Encoding::Gzip,
+                };
+                Ok(Upload {
+                    reader: Box::new(File::open(path).map_err(cannot)?),
+                    len: Some(len),
+                    encoding,
+                })
+            }
+            Source::Stdin => {
+                let mut head = Vec::with_capacity(SNIFF);
+                io::stdin()
+                    .lock()
+                    .take(SNIFF as u64)
+                    .read_to_end(&mut head)
+                    .map_err(|e| format!("cannot read the standard input: {e}"))?;
+                let encoding = match asked {
+                    Some(Encoding::Identity) if !text_prefix(&head) => return Err(NOT_TEXT.to_owned()),
+                    Some(encoding) => encoding,
+                    None if text_prefix(&head) => Encoding::Identity,
+                    None => Encoding::Gzip,
+                };
+                Ok(Upload {
+                    reader: Box::new(io::Cursor::new(head).chain(io::stdin())),
+                    len: None,
+                    encoding,
+                })
+            }
+        }
+    }
+}
+
+/// Whether the bytes are UTF-8 text, allowing a character cut at the end.
+fn text_prefix(bytes: &[u8]) -> bool {
+    match std::str::from_utf8(bytes) {
+        Ok(_) => true,
+        Err(e) => e.error_len().is_none(),
+    }
+}
+
+/// Whether a reader's bytes are all UTF-8 text, read through in pieces.
+fn is_text(reader: &mut impl Read) -> io::Result<bool> {
+    let mut buffer = vec![0u8; 64 * 1024];
+    let mut carried = 0;
+    loop {
+        let n = reader.read(&mut buffer[carried..])?;
+        let filled = carried + n;
+        match std::str::from_utf8(&buffer[..filled]) {
+            Ok(_) if n == 0 => return Ok(true),
+            Ok(_) => carried = 0,
+            Err(e) if e.error_len().is_some() || n == 0 => return Ok(false),
+            Err(e) => {
+                let valid = e.valid_up_to();
+                buffer.copy_within(valid..filled, 0);
+                carried = filled - valid;
+            }
+        }
+    }
+}
+
+/// A reader that moves a progress bar.
+pub struct Counted<'a, R> {
+    pub inner: R,
+    pub progress: &'a mut Progress,
+}
+
+impl<R: Read> Read for Counted<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.progress.advance(n);
+        Ok(n)
+    }
+}
+
+/// Where downloaded content goes as it arrives.
+pub enum Sink {
+    /// Standard output; binary content is refused on a terminal (checked
+    /// on the first piece, as curl does), unless `-o -`.
+    Stdout { guard: bool, checked: bool },
+    /// `-o FILE`: a temporary file beside it, renamed over it only when the
+    /// answer is a 2xx and complete; removed otherwise.
+    File { target: PathBuf, temp: NamedTempFile },
+    /// Content that is not to be kept (an `OPTIONS` answer's).
+    Discard,
+}
+
+/// Refusing binary content on a terminal.
+pub const BINARY_TO_TERMINAL: &str =
+    "binary output can mess up your terminal; use -o FILE or --output - to write it anyway";
+
+impl Sink {
+    /// The sink for `destination`.
+    pub fn new(destination: &Destination) -> Result<Sink, String> {
+        Ok(match destination {
+            Destination::Stdout => Sink::Stdout {
+                guard: io::stdout().is_terminal(),
+                checked: false,
+            },
+            Destination::StdoutAnyway => Sink::Stdout {
+                guard: false,
+                checked: true,
+            },
+            Destination::File(target) => {
+                let folder = match target.parent() {
+                    Some(parent) if !parent.as_os_str().is_empty() => parent,
+                    _ => Path::new("."),
+                };
+                let name = target
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                let temp = tempfile::Builder::new()
+                    .prefix(&format!(".{name}."))
+                    .suffix(".part")
+                    .tempfile_in(folder)
+                    .map_err(|e| format!("cannot write {}: {e}", target.display()))?;
+                Sink::File {
+                    target: target.clone(),
+                    temp,
+                }
+            }
+        })
+    }
+
+    /// The transfer is over: `keep` (a 2xx answer, complete) renames the
+    /// temporary file into place; otherwise it is removed and the target
+    /// left as it was.
+    pub fn finish(self, keep: bool) -> Result<(), String> {
+        match self {
+            Sink::File { target, temp } if keep => temp
+                .persist(&target)
+                .map(|_| ())
+                .map_err(|e| format!("cannot write {}: {}", target.display(), e.error)),
+            _ => {
+                let _ = io::stdout().flush();
+                Ok(())
+            }
+        }
+    }
+}
+
+impl Write for Sink {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Sink::Stdout { guard, checked } => {
+                if *guard && !*checked && is_binary(&buf[..buf.len().min(SNIFF)]) {
+                    return Err(io::Error::other(BINARY_TO_TERMINAL));
+                }
+                *checked = true;
+                match io::stdout().lock().write_all(buf) {
+                    // A reader that went away (`| head`) is not our failure.
+                    Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(buf.len()),
+                    Err(e) => Err(e),
+                    Ok(()) => Ok(buf.len()),
+                }
+            }
+            Sink::File { temp, .. } => temp.write(buf),
+            Sink::Discard => Ok(buf.len()),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Sink::Stdout { .. } => io::stdout().flush(),
+            Sink::File { temp, .. } => temp.flush(),
+            Sink::Discard => Ok(()),
+        }
+    }
+}
+
+/// A writer that moves a progress bar.
+pub struct CountedSink<'a> {
+    pub inner: &'a mut Sink,
+    pub progress: &'a mut Progress,
+}
+
+impl Write for CountedSink<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.progress.advance(n);
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
