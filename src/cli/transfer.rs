@@ -37,7 +37,7 @@ impl Progress {
     pub fn new(total: Option<u64>, silent: bool) -> Progress {
         Progress {
             enabled: !silent && io::stderr().is_terminal(),
-            started: Instant::now(),
+            started: jsontp::io_adapters::now().instant,
             total,
             done: 0,
             bar: None,

@@ -843,7 +843,7 @@ impl Gzip {
 /// The length of a gzip header whose first bytes are `bytes`, once it can
 /// be told; an error for a header that is not gzip's.
 fn header_length(bytes: &[u8]) -> Result<Option<usize>, String> {
-    if bytes.len() >= 1 && bytes[0] != 0x1f || bytes.len() >= 2 && bytes[1] != 0x8b {
+    if bytes.first().is_some_and(|&b| b != 0x1f) || bytes.len() >= 2 && bytes[1] != 0x8b {
         return Err("invalid gzip header".to_owned());
     }
     if bytes.len() >= 3 && bytes[2] != 8 {

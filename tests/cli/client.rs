@@ -7,7 +7,7 @@ use std::net::TcpListener;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::support::{Served, binary, jsontp, one_answer_peer, stderr, stdout};
+use crate::support::{Served, binary, jsontp, one_answer_peer, stderr, stdout, temp_root};
 
 const LIMIT: Duration = Duration::from_secs(10);
 
@@ -208,7 +208,7 @@ fn put_of_a_binary_file_picks_gzip_and_text_stays_identity() {
     assert_eq!(text.status.code(), Some(0), "{}", stderr(&text));
     let sent = stderr(&text);
     assert!(
-        sent.contains(r#""body":{"content":"plain text","encoding":"identity"}"#),
+        sent.contains(r#""body":{"encoding":"identity","content":"plain text"}"#),
         "text goes as itself: {sent}"
     );
 }
@@ -239,19 +239,93 @@ fn a_binary_file_round_trips_through_put_and_get_without_flags() {
 }
 
 #[test]
-fn a_put_too_large_for_the_server_reports_its_413() {
-    // The server cannot read a message over its 1 MiB limit (D3), so its
-    // 413 echoes resource "" (D12): that is the answer, not a mismatch.
-    let server = Served::start("too-large");
+fn a_put_past_max_upload_is_413_and_leaves_the_old_file() {
+    // D19: the server decodes up to --max-upload, then answers 413 and
+    // closes; nothing of the upload reaches the file.
+    let server = Served::start_with("too-large", &["--max-upload", "1M"]);
+    std::fs::write(server.root.join("keep.txt"), "old").expect("old file");
     let source = server.root.join("source.txt");
     std::fs::write(&source, "0123456789abcdef\n".repeat(2_000_000 / 17)).expect("source");
-    let put = jsontp(&["put", &server.url("/2m.txt"), "--file", &source.to_string_lossy()]);
+    let put = jsontp(&[
+        "put",
+        &server.url("/keep.txt"),
+        "--file",
+        &source.to_string_lossy(),
+    ]);
     assert_eq!(put.status.code(), Some(1), "{}", stderr(&put));
     let err = stderr(&put);
     assert!(err.starts_with("jsontp: 413 Payload Too Large: "), "{err}");
     assert!(err.contains("1048576"), "the server's own message: {err}");
-    assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(!server.root.join("2m.txt").exists(), "nothing was written");
+    assert_eq!(
+        std::fs::read_to_string(server.root.join("keep.txt")).unwrap(),
+        "old"
+    );
+    let spool = server.root.join(".jsontp-spool");
+    assert_eq!(
+        std::fs::read_dir(&spool).map(|d| d.count()).unwrap_or(0),
+        0,
+        "no upload left behind"
+    );
+}
+
+#[test]
+fn files_of_many_megabytes_stream_both_ways_and_leave_nothing_behind() {
+    // Larger than every message limit (D3): they stream (D19).
+    let server = Served::start("streamed");
+    let source = server.root.join("big.bin");
+    let bytes: Vec<u8> = (0..20u32 << 20)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
+        .collect();
+    std::fs::write(&source, &bytes).expect("source");
+    let put = jsontp(&[
+        "put",
+        &server.url("/copy.bin"),
+        "--file",
+        &source.to_string_lossy(),
+    ]);
+    assert_eq!(put.status.code(), Some(0), "{}", stderr(&put));
+    assert!(std::fs::read(server.root.join("copy.bin")).unwrap() == bytes);
+    let folder = temp_root("streamed-download");
+    let target = folder.join("got.bin");
+    let get = jsontp(&["get", &server.url("/copy.bin"), "-o", &target.to_string_lossy()]);
+    assert_eq!(get.status.code(), Some(0), "{}", stderr(&get));
+    assert!(
+        stderr(&get).is_empty(),
+        "no progress bar when stderr is not a terminal: {}",
+        stderr(&get)
+    );
+    assert!(std::fs::read(&target).unwrap() == bytes);
+    // Neither a partial download nor a spooled upload remains (the folder
+    // held hello.txt).
+    assert_eq!(std::fs::read_dir(&folder).unwrap().count(), 2);
+    assert_eq!(
+        std::fs::read_dir(server.root.join(".jsontp-spool"))
+            .unwrap()
+            .count(),
+        0
+    );
+    // A refused download leaves no file, not even a partial one.
+    let missing = folder.join("missing.bin");
+    let get = jsontp(&[
+        "get",
+        &server.url("/nothing.bin"),
+        "-o",
+        &missing.to_string_lossy(),
+    ]);
+    assert_eq!(get.status.code(), Some(1));
+    assert_eq!(std::fs::read_dir(&folder).unwrap().count(), 2);
+    let _ = std::fs::remove_dir_all(&folder);
+}
+
+#[test]
+fn max_file_refuses_larger_files_and_sizes_are_checked() {
+    let server = Served::start_with("max-file", &["--max-file", "1K"]);
+    std::fs::write(server.root.join("big.txt"), "x".repeat(2000)).expect("file");
+    let get = jsontp(&["get", &server.url("/big.txt")]);
+    assert_eq!(get.status.code(), Some(1));
+    assert!(stderr(&get).contains("1024"), "{}", stderr(&get));
+    let get = jsontp(&["get", &server.url("/binary.bin"), "-o", "-"]);
+    assert_eq!(get.status.code(), Some(0), "{}", stderr(&get));
 }
 
 /// A response with this status and echoed resource, as one line.

@@ -123,9 +123,16 @@ pub struct Served {
 
 impl Served {
     pub fn start(name: &str) -> Served {
+        Served::start_with(name, &[])
+    }
+
+    /// As [`start`](Self::start), with more `jsontp serve` arguments.
+    pub fn start_with(name: &str, extra: &[&str]) -> Served {
         let root = temp_root(name);
         std::fs::write(root.join("binary.bin"), binary()).expect("fixture");
-        let (serve, addr, mut log) = spawn_serve(&root, &["--writable", "--quiet"]);
+        let mut args = vec!["--writable", "--quiet"];
+        args.extend_from_slice(extra);
+        let (serve, addr, mut log) = spawn_serve(&root, &args);
         // Keep draining its stderr so that it never blocks on a full pipe.
         thread::spawn(move || std::io::copy(&mut log, &mut std::io::sink()));
         Served {

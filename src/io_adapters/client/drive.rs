@@ -275,7 +275,8 @@ impl ClientDriver {
             let want_read = !self.eof && self.conn.wants_read();
             // Content still to read from the source counts as output: a
             // blocking read would hold it back (D19).
-            let pending = pending || (call.upload.is_some() && !self.write_closed);
+            let pending = pending
+                || (!self.write_closed && call.upload.is_some_and(|id| self.conn.content_room(id) > 0));
             let read_turn = !self.mode.is_blocking() || !pending || write_blocked;
             if want_read && read_turn && !read_blocked {
                 if let Err(e) = self.bound(io, deadline, at.instant, pending) {
