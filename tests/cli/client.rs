@@ -510,3 +510,58 @@ fn lenient_reads_the_reference_server_and_strict_refuses_it() {
     assert!(err.starts_with("jsontp: invalid response"), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
 }
+
+#[test]
+fn an_upload_cut_off_or_refused_mid_stream_leaves_the_old_file_and_no_spool() {
+    use std::io::{Read, Write};
+    // D19: the file is replaced only by a whole, valid request.
+    let server = Served::start("cut-off");
+    std::fs::write(server.root.join("keep.txt"), "old").expect("old file");
+    let head = "{\"jsontp\":\"1.0\",\"type\":\"request\",\"resource\":\"/keep.txt\",\"method\":\"PUT\",\
+                \"headers\":{},\"body\":{\"encoding\":\"identity\",\"content\":\"";
+    // Cut off: 3 MiB of content (past the memory threshold, so spooled to
+    // a file), then the connection closes without the message's end.
+    let mut stream = std::net::TcpStream::connect(server.addr).expect("connect");
+    stream.write_all(head.as_bytes()).expect("head");
+    let chunk = "x".repeat(64 * 1024);
+    for _ in 0..48 {
+        stream.write_all(chunk.as_bytes()).expect("content");
+    }
+    stream.shutdown(std::net::Shutdown::Write).expect("half close");
+    let mut answer = String::new();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    let _ = stream.read_to_string(&mut answer);
+    assert!(answer.contains("\"code\":400"), "{answer}");
+    // Refused mid-stream: base64 broken after the first megabytes.
+    let mut stream = std::net::TcpStream::connect(server.addr).expect("connect");
+    let gzip_head = head.replace("\"identity\"", "\"gzip\"");
+    stream.write_all(gzip_head.as_bytes()).expect("head");
+    let b64 = "QUJD".repeat(16 * 1024);
+    for _ in 0..32 {
+        stream.write_all(b64.as_bytes()).expect("content");
+    }
+    stream.write_all(b"*\"}}").expect("end");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    let mut first = [0u8; 4096];
+    let n = stream.read(&mut first).expect("answer");
+    let answer = String::from_utf8_lossy(&first[..n]);
+    assert!(
+        answer.contains("\"code\":400") && answer.contains("does not decode"),
+        "{answer}"
+    );
+    drop(stream);
+    assert_eq!(
+        std::fs::read_to_string(server.root.join("keep.txt")).unwrap(),
+        "old"
+    );
+    let spool = server.root.join(".jsontp-spool");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while std::fs::read_dir(&spool).unwrap().count() > 0 {
+        assert!(Instant::now() < deadline, "a spooled upload was left behind");
+        thread::sleep(Duration::from_millis(20));
+    }
+}
