@@ -1,0 +1,173 @@
+#!/usr/bin/env bash
+# Large transfers (D19): `jsontp get/put` against `jsontp serve` for one
+# file of SIZE (default 1 GiB), beside `cat FILE > /dev/null` (the physical
+# anchor) and curl against nginx for the same file over HTTP (the peer
+# anchor), in one run, with the peak resident memory (VmHWM) of the server
+# and the client. Writes a Markdown table into BENCHMARKS.md between
+# `<!-- transfer:begin -->` and `<!-- transfer:end -->`.
+#
+#   scripts/transfer-bench.sh [SIZE_MIB]     e.g. scripts/transfer-bench.sh 256
+#
+# Release build; loopback only; every transfer bounded by a timeout. The
+# text file is sent as `identity` and as `gzip` (forced with
+# accept-encoding / --encoding).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+size_mib=${1:-1024}
+note() { printf 'transfer-bench: %s\n' "$*" >&2; }
+
+apt_install() {
+    command -v apt-get >/dev/null 2>&1 || return 1
+    local run=()
+    if [ "$(id -u)" -ne 0 ]; then
+        command -v sudo >/dev/null 2>&1 || return 1
+        run=(sudo -n)
+    fi
+    export DEBIAN_FRONTEND=noninteractive
+    "${run[@]}" apt-get install -y -qq "$@" >/dev/null 2>&1 && return 0
+    "${run[@]}" apt-get update -qq >/dev/null 2>&1 || return 1
+    "${run[@]}" apt-get install -y -qq "$@" >/dev/null 2>&1
+}
+
+nginx=$(command -v nginx 2>/dev/null || { [ -x /usr/sbin/nginx ] && echo /usr/sbin/nginx; } || true)
+if [ -z "$nginx" ]; then
+    note "installing nginx-light"
+    apt_install nginx-light || true
+    nginx=$(command -v nginx 2>/dev/null || { [ -x /usr/sbin/nginx ] && echo /usr/sbin/nginx; } || true)
+fi
+command -v curl >/dev/null 2>&1 || apt_install curl || true
+[ -x /usr/bin/time ] || apt_install time || true
+
+cargo build --release --quiet
+jsontp=$PWD/target/release/jsontp
+
+work=$(mktemp -d /tmp/jsontp-transfer.XXXXXX)
+pids=()
+cleanup() {
+    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+mkdir -p "$work/root" "$work/nginx"
+# nginx's worker may run as another user: it must be able to read the file.
+chmod 755 "$work" "$work/root"
+file=$work/root/big.txt
+note "writing a ${size_mib} MiB text file"
+# `yes` ends on SIGPIPE when `head` has enough: not a failure.
+{ yes 'the quick brown fox jumps over the lazy dog, 0123456789 "quoted" \ back' || true; } | head -c "$((size_mib << 20))" >"$file"
+chmod 644 "$file"
+bytes=$(stat -c %s "$file")
+cat "$file" >/dev/null # warm the page cache
+
+# Seconds a command takes, and the peak RSS (KiB) of that command.
+measure() {
+    if ! /usr/bin/time -f '%e %M' -o "$work/time" timeout 600 "$@" >/dev/null 2>"$work/stderr"; then
+        note "failed: $* ($(head -c 300 "$work/stderr"))"
+        echo "0 -"
+        return
+    fi
+    tail -1 "$work/time"
+}
+mbps() { awk -v b="$bytes" -v s="$1" 'BEGIN { if (s > 0) printf "%.0f", b / s / 1e6; else print "-" }'; }
+hwm() { awk '/VmHWM/ { print $2 }' "/proc/$1/status" 2>/dev/null || echo -; }
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+# The physical anchor.
+read -r cat_s _ <<<"$(measure cat "$file")"
+
+# nginx + curl.
+nginx_row="| curl ← nginx (HTTP) | - | - | - | - |"
+if [ -n "$nginx" ] && command -v curl >/dev/null 2>&1; then
+    port=$(free_port)
+    cat >"$work/nginx/nginx.conf" <<EOF
+worker_processes 1;
+daemon off;
+error_log $work/nginx/error.log;
+pid $work/nginx/nginx.pid;
+events { worker_connections 64; }
+http {
+    access_log off;
+    sendfile on;
+    client_body_temp_path $work/nginx;
+    proxy_temp_path $work/nginx;
+    fastcgi_temp_path $work/nginx;
+    uwsgi_temp_path $work/nginx;
+    scgi_temp_path $work/nginx;
+    server { listen 127.0.0.1:$port; root $work/root; }
+}
+EOF
+    "$nginx" -c "$work/nginx/nginx.conf" &
+    pids+=($!)
+    sleep 1
+    read -r curl_s curl_kib <<<"$(measure curl -sf -o /dev/null "http://127.0.0.1:$port/big.txt")"
+    nginx_pid=$(cat "$work/nginx/nginx.pid" 2>/dev/null || true)
+    worker=$(pgrep -P "${nginx_pid:-0}" | head -1 || true)
+    nginx_row="| curl ← nginx (HTTP), GET | $(mbps "$curl_s") | 1.00 | $(hwm "${worker:-0}") | $curl_kib |"
+    kill "${pids[-1]}" 2>/dev/null || true
+fi
+
+# One `jsontp serve` per case, so that its VmHWM is the case's own.
+serve() {
+    local port
+    port=$(free_port)
+    "$jsontp" serve --root "$work/root" --addr "127.0.0.1:$port" --writable --quiet 2>/dev/null &
+    pids+=($!)
+    server_pid=$!
+    for _ in $(seq 50); do
+        (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
+        sleep 0.1
+    done
+    url="jsontp://127.0.0.1:$port"
+}
+
+rows=()
+row() {
+    local label=$1 seconds=$2 client_kib=$3
+    local ratio="-"
+    if [ -n "${curl_s:-}" ]; then
+        ratio=$(awk -v a="$curl_s" -v b="$seconds" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }')
+    fi
+    rows+=("| $label | $(mbps "$seconds") | $ratio | $(hwm "$server_pid") | $client_kib |")
+    kill "$server_pid" 2>/dev/null || true
+    wait "$server_pid" 2>/dev/null || true
+}
+
+serve
+read -r s kib <<<"$(measure "$jsontp" get "$url/big.txt" -H accept-encoding=identity -s)"
+row "jsontp get ← jsontp serve, identity" "$s" "$kib"
+serve
+read -r s kib <<<"$(measure "$jsontp" get "$url/big.txt" -H accept-encoding=gzip -s)"
+row "jsontp get ← jsontp serve, gzip" "$s" "$kib"
+serve
+read -r s kib <<<"$(measure "$jsontp" put "$url/up.txt" --file "$file" -s)"
+row "jsontp put → jsontp serve, identity" "$s" "$kib"
+serve
+read -r s kib <<<"$(measure "$jsontp" put "$url/up.txt" --file "$file" --encoding gzip -s)"
+row "jsontp put → jsontp serve, gzip" "$s" "$kib"
+
+cpu=$(awk -F: '/model name/ { print $2; exit }' /proc/cpuinfo | sed 's/^ //')
+table=$(
+    echo "Measured $(date -u '+%Y-%m-%d %H:%M') UTC with \`scripts/transfer-bench.sh $size_mib\` (release build, loopback, one ${size_mib} MiB text file); $cpu, $(nproc) cores; load average $(cut -d' ' -f1 /proc/loadavg) at the end."
+    echo
+    echo "\`cat FILE > /dev/null\`: $(mbps "$cat_s") MB/s (the page cache's speed, the physical anchor)."
+    echo
+    echo "| transfer | content MB/s | vs curl ← nginx | server peak RSS (KiB) | client peak RSS (KiB) |"
+    echo "|---|---|---|---|---|"
+    echo "$nginx_row"
+    printf '%s\n' "${rows[@]}"
+)
+echo "$table"
+
+if grep -q '<!-- transfer:begin -->' BENCHMARKS.md; then
+    python3 - "$table" <<'EOF'
+import sys
+text = open("BENCHMARKS.md").read()
+start = text.index("<!-- transfer:begin -->") + len("<!-- transfer:begin -->")
+end = text.index("<!-- transfer:end -->")
+open("BENCHMARKS.md", "w").write(text[:start] + "\n" + sys.argv[1] + "\n" + text[end:])
+EOF
+    note "BENCHMARKS.md updated"
+fi
