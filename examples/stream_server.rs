@@ -52,7 +52,7 @@ impl Handler for Streams {
         if request.method == Method::Put {
             // Small content is in the body; large content is the upload.
             let counted = match &upload {
-                Some(upload) => upload.reader().and_then(|reader| count_lines(reader)),
+                Some(upload) => upload.reader().and_then(count_lines),
                 None => count_lines(request.body.content()),
             };
             return match counted {
