@@ -246,3 +246,258 @@ pub fn body_decode(data: &[u8]) {
         assert_eq!(decoded, rest);
     }
 }
+
+/// The content decoder in pieces (D19): the first byte picks the encoding,
+/// the limit and the most output per call, the next two the cut points.
+/// It never panics, never gives more than `max_out` per call nor more than
+/// the limit in all, and agrees with the whole-string decoder on every text
+/// whose JSON form needs no escape.
+pub fn content_pieces(data: &[u8]) {
+    use jsontp::message::ContentDecoder;
+    use jsontp::message::codec::DecodeError;
+    let [knob, a, b, text @ ..] = data else {
+        return;
+    };
+    let encoding = Encoding::ALL[usize::from(knob % 4)];
+    let limit = 1usize << (4 + (knob >> 2) % 16);
+    let max_out = usize::from(*knob >> 6) * 500 + 7;
+    let mut cuts = [
+        usize::from(*a) * text.len() / 256,
+        usize::from(*b) * text.len() / 256,
+    ];
+    cuts.sort_unstable();
+    let mut decoder = ContentDecoder::new(encoding, limit);
+    let mut out = Vec::new();
+    let mut feed = |piece: &[u8], out: &mut Vec<u8>| -> Result<(), DecodeError> {
+        let before = out.len();
+        decoder.decode(piece, out, max_out)?;
+        assert!(out.len() - before <= max_out, "a call gave more than max_out");
+        while decoder.has_pending() {
+            let before = out.len();
+            decoder.decode(&[], out, max_out)?;
+            assert!(out.len() - before <= max_out, "a call gave more than max_out");
+        }
+        Ok(())
+    };
+    let mut outcome = feed(&text[..cuts[0]], &mut out)
+        .and_then(|()| feed(&text[cuts[0]..cuts[1]], &mut out))
+        .and_then(|()| feed(&text[cuts[1]..], &mut out));
+    if outcome.is_ok() {
+        outcome = loop {
+            let before = out.len();
+            match decoder.finish(&mut out, max_out) {
+                Ok(true) => break Ok(()),
+                Ok(false) => assert!(out.len() - before <= max_out),
+                Err(e) => break Err(e),
+            }
+        };
+    }
+    assert!(out.len() <= limit, "decoded past the limit");
+    // Text that JSON writes as it is: the whole-string decoder must agree.
+    let plain = text.iter().all(|&b| b >= 0x20 && b != b'"' && b != b'\\');
+    if let (true, Ok(whole)) = (plain, std::str::from_utf8(text)) {
+        match (codec::decode(whole, encoding, limit), &outcome) {
+            (Ok(bytes), Ok(())) => assert_eq!(bytes, out, "pieces and whole decode differently"),
+            (Err(_), Err(_)) => {}
+            (whole, pieces) => panic!("whole {whole:?} but pieces {pieces:?}"),
+        }
+    }
+}
+
+/// The lexer with content runs (D19) frames every stream exactly as the
+/// lexer without them, and the runs are exactly the content's text: put
+/// back where they were taken out, they rebuild the stream.
+pub fn scan_differential(data: &[u8]) {
+    let plain = Scanner::new().scan(data);
+    let mut scanner = Scanner::new().with_content_runs();
+    let mut buffer = data.to_vec();
+    // (where in the reduced buffer, the bytes) of every run taken out.
+    let mut taken: Vec<(usize, Vec<u8>)> = Vec::new();
+    let found = loop {
+        match scanner.scan(&buffer) {
+            Scan::Content(run) => {
+                assert!(run.start() <= run.end() && run.end() <= buffer.len());
+                let bytes: Vec<u8> = buffer.drain(run.range()).collect();
+                taken.push((run.start(), bytes));
+            }
+            other => break other,
+        }
+    };
+    let removed: usize = taken.iter().map(|(_, bytes)| bytes.len()).sum();
+    // Put the runs back, last first, and the stream is whole again.
+    let mut rebuilt = buffer.clone();
+    for (at, bytes) in taken.iter().rev() {
+        rebuilt.splice(*at..*at, bytes.iter().copied());
+    }
+    assert_eq!(rebuilt, data, "the runs are not the bytes they were taken from");
+    match (plain, found) {
+        (Scan::Complete(a), Scan::Complete(b)) => {
+            assert_eq!(a.start(), b.start());
+            assert_eq!(a.end(), b.end() + removed, "the message ends elsewhere");
+            assert_eq!(a.max_depth(), b.max_depth());
+            // What the parsers make of the whole message, and of the
+            // envelope with its content taken out, agree on where it ends
+            // and whether it is an object at all.
+            let limits = MessageLimits::default();
+            let whole = parse_request(&data[a.range()], RequestContext::Fresh, &limits);
+            let envelope = parse_request(&buffer[b.range()], RequestContext::Fresh, &limits);
+            if let (Ok(whole), Ok(envelope)) = (whole, envelope) {
+                assert_eq!(whole.method, envelope.method);
+                assert_eq!(whole.resource, envelope.resource);
+            }
+        }
+        (Scan::Error { fault: x, .. }, Scan::Error { fault: y, .. }) => assert_eq!(x, y),
+        (Scan::Partial, Scan::Partial) => {}
+        // The limit counts the envelope only once content streams.
+        (_, Scan::TooLarge { .. }) | (Scan::TooLarge { .. }, _) => {}
+        (a, b) => panic!("without runs {a:?}, with runs {b:?}"),
+    }
+}
+
+/// A client and a server machine wired together, both streaming content
+/// (D19), driven by the bytes: each byte is an operation (send a request,
+/// whole or streamed; give a piece of content; end it; deliver some bytes
+/// either way; let time pass; the application answers, whole or
+/// streamed). Nothing panics, the machines never refuse their own moves
+/// (debug assertions), every request gets at most one final outcome, and
+/// outcomes come in request order.
+pub fn pair(data: &[u8]) {
+    use jsontp::machine::{ClientEvent, PeerError, RequestId};
+    use jsontp::message::Request;
+    let Some((&knob, ops)) = data.split_first() else {
+        return;
+    };
+    let mut client_config = ClientConfig {
+        stream_content: knob & 1 != 0,
+        ..ClientConfig::default()
+    };
+    client_config.limits.max_content_bytes = 1 << 16;
+    let mut server_config = ServerConfig {
+        stream_content: knob & 2 != 0,
+        continue_policy: if knob & 4 != 0 {
+            ContinuePolicy::Ask
+        } else {
+            ContinuePolicy::AutoAccept
+        },
+        ..ServerConfig::default()
+    };
+    server_config.limits.max_content_bytes = 1 << 16;
+    let mut t = Duration::ZERO;
+    let mut client = ClientConnection::new(client_config, now(t));
+    let mut server = ServerConnection::new(server_config, now(t));
+    let mut sent: Vec<RequestId> = Vec::new();
+    let mut outcomes: Vec<RequestId> = Vec::new();
+    let mut uploading: Option<RequestId> = None;
+    let mut unanswered: Vec<RequestId> = Vec::new();
+    let mut streaming_reply: Option<RequestId> = None;
+    for &op in ops {
+        let arg = usize::from(op >> 3);
+        match op & 7 {
+            0 => {
+                let encoding = Encoding::ALL[arg % 4];
+                let mut request = Request::new(Method::Put, "/p".parse().expect("a resource"));
+                if arg & 8 != 0 {
+                    request.headers = request.headers.with_expect_continue(true);
+                }
+                let body = Body::empty().with_encoding(encoding).expect("empty content");
+                let result = if arg & 16 != 0 && uploading.is_none() {
+                    client
+                        .send_request_head(request.with_body(body), now(t))
+                        .inspect(|&id| {
+                            uploading = Some(id);
+                        })
+                } else {
+                    let content = Body::new(vec![b'a'; arg * 37], encoding).expect("text");
+                    client.send_request(request.with_body(content), now(t))
+                };
+                if let Ok(id) = result {
+                    sent.push(id);
+                }
+            }
+            1 => {
+                if let Some(id) = uploading {
+                    let piece = vec![b'x'; arg * 113];
+                    let _ = client.send_content(id, &piece, now(t));
+                }
+            }
+            2 => {
+                if let Some(id) = uploading.take() {
+                    let _ = client.end_content(id, now(t));
+                }
+            }
+            3 => {
+                let out = client.pending_output();
+                let n = out.len().min(arg * 97 + 1);
+                if n > 0 && server.wants_read() {
+                    let bytes = out[..n].to_vec();
+                    server.receive_data(&bytes, now(t));
+                    client.consume_output(n, now(t));
+                }
+            }
+            4 => {
+                let out = server.pending_output();
+                let n = out.len().min(arg * 97 + 1);
+                if n > 0 && client.wants_read() {
+                    let bytes = out[..n].to_vec();
+                    client.receive_data(&bytes, now(t));
+                    server.consume_output(n, now(t));
+                }
+            }
+            5 => {
+                t += Duration::from_millis(1 << (arg % 24));
+                client.handle_timeout(now(t));
+                server.handle_timeout(now(t));
+            }
+            6 => {
+                while let Some(event) = server.next_event(now(t)) {
+                    match event {
+                        ServerEvent::Request { id, .. } => unanswered.push(id),
+                        ServerEvent::ContinueRequested { id, .. } => {
+                            let _ = server.accept_continue(id, now(t));
+                        }
+                        _ => {}
+                    }
+                }
+                if let Some(id) = streaming_reply {
+                    if arg % 2 == 0 {
+                        let _ = server.send_content(id, &vec![b'r'; arg * 50], now(t));
+                    } else if server.end_content(id, now(t)).is_ok() {
+                        streaming_reply = None;
+                    }
+                } else if !unanswered.is_empty() {
+                    let id = unanswered.remove(0);
+                    let response = Response::new(Status::new(StatusCode::OK, "fine"));
+                    if arg % 3 == 0 {
+                        if server.send_response_head(id, response, now(t)).is_ok() {
+                            streaming_reply = Some(id);
+                        }
+                    } else {
+                        let _ = server.send_response(id, response, now(t));
+                    }
+                }
+            }
+            _ => {}
+        }
+        while let Some(event) = client.next_event(now(t)) {
+            let id = match event {
+                ClientEvent::Response { id, .. } => Some(id),
+                ClientEvent::PeerError(PeerError::Rejected { id: Some(id), .. }) => Some(id),
+                ClientEvent::PeerError(PeerError::ResourceMismatch { id, .. }) => Some(id),
+                _ => None,
+            };
+            if let Some(id) = id {
+                assert!(sent.contains(&id), "an outcome for a request never sent");
+                assert!(!outcomes.contains(&id), "two outcomes for one request");
+                assert!(
+                    outcomes.last().is_none_or(|&last| last < id),
+                    "outcomes out of order"
+                );
+                outcomes.push(id);
+            }
+        }
+        assert!(
+            server.pending_output().len() < 4 << 20,
+            "the server's output grew unbounded"
+        );
+    }
+}

@@ -49,3 +49,18 @@ fn client_connection_corpus() {
 fn body_decode_corpus() {
     replay("body_decode", harness::body_decode);
 }
+
+#[test]
+fn content_pieces_corpus() {
+    replay("content_pieces", harness::content_pieces);
+}
+
+#[test]
+fn scan_differential_corpus() {
+    replay("scan_differential", harness::scan_differential);
+}
+
+#[test]
+fn pair_corpus() {
+    replay("pair", harness::pair);
+}
