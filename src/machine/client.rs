@@ -464,6 +464,12 @@ impl ClientConnection {
                     }
                 }
                 Scanned::ContentTooLarge { limit } => self.fatal(refusal::content_too_large(limit)),
+                Scanned::TooDeep => {
+                    // A response we cannot take: the connection ends.
+                    self.core.stop_input();
+                    let limit = self.config.limits.message.max_depth;
+                    self.fatal(refusal::too_deep(limit));
+                }
                 Scanned::End { cut_short } => {
                     // Fine after complete responses when nothing is owed.
                     let owed = self.exchanges.iter().any(|o| o.id.is_some());

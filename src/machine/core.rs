@@ -81,6 +81,10 @@ pub(super) enum Scanned {
     },
     /// The message passed the size limit (D3). Input is now stopped.
     TooLarge,
+    /// The message, not ended yet, opened a level past the depth limit
+    /// (D3). The rest of it is read and dropped, and the connection goes
+    /// on with the next message.
+    TooDeep,
     /// The next piece of the decoded content of the message being received
     /// (D19); never empty.
     Content(Vec<u8>),
@@ -289,6 +293,9 @@ pub(super) struct Core<E> {
     max_content_bytes: usize,
     /// The content of the message being received, when it streams.
     inbound: Option<Inbound>,
+    /// The message being received was refused before its end (too deep,
+    /// D3): the rest of it is dropped.
+    discarding: bool,
     /// When the last byte arrived (D19: the longest gap).
     last_input: Instant,
     /// Bytes ever received, and the count when the message being received
@@ -316,7 +323,8 @@ pub(super) struct Core<E> {
 impl<E: RoleEvent> Core<E> {
     /// A connection at its start; `now` starts the idle timer.
     pub(super) fn new(limits: &Limits, stream_content: bool, now: Now) -> Core<E> {
-        let scanner = Scanner::with_limit(limits.message.max_message_bytes);
+        let scanner =
+            Scanner::with_limit(limits.message.max_message_bytes).with_depth_limit(limits.message.max_depth);
         Core {
             lifecycle: Lifecycle::Open,
             input: Buffer::default(),
@@ -328,6 +336,7 @@ impl<E: RoleEvent> Core<E> {
             message_started: None,
             max_content_bytes: limits.max_content_bytes,
             inbound: None,
+            discarding: false,
             last_input: now.instant,
             received: 0,
             message_base: 0,
@@ -476,8 +485,22 @@ impl<E: RoleEvent> Core<E> {
                 return scanned;
             }
             match self.scanner.scan(self.input.live()) {
-                Scan::Content(run) => {
-                    self.take_run(run, now);
+                Scan::Content(run) if self.discarding => {
+                    let start = self.input.start;
+                    self.input.bytes.drain(start + run.start()..start + run.end());
+                }
+                Scan::Content(run) => self.take_run(run, now),
+                Scan::TooDeep { .. } => {
+                    self.discarding = true;
+                    self.inbound = None;
+                    return Scanned::TooDeep;
+                }
+                Scan::Complete(frame) if self.discarding => {
+                    // The end of the message refused before it ended.
+                    self.discarding = false;
+                    self.input.start += frame.end();
+                    self.message_started = None;
+                    self.idle_since = now.instant;
                 }
                 found => return self.framed(found, now),
             }
@@ -536,8 +559,8 @@ impl<E: RoleEvent> Core<E> {
                 self.stop_input();
                 Scanned::TooLarge
             }
-            // Runs are taken by `frame` before it gets here.
-            Scan::Content(_) => Scanned::Partial,
+            // Taken by `frame` before it gets here.
+            Scan::Content(_) | Scan::TooDeep { .. } => Scanned::Partial,
         }
     }
 

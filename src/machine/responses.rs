@@ -105,6 +105,15 @@ pub(super) mod refusal {
         )
     }
 
+    /// D3: a message still arriving already nests deeper than the limit.
+    pub(in super::super) fn too_deep(limit: usize) -> Rejection {
+        Rejection::of(
+            RejectionKind::TooDeep,
+            format!("the message nests objects and arrays deeper than the limit of {limit} levels"),
+            "",
+        )
+    }
+
     /// D1: the stream ended inside a message.
     pub(in super::super) fn incomplete() -> Rejection {
         Rejection::of(

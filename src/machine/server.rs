@@ -466,6 +466,13 @@ impl ServerConnection {
                     let target = self.message_target();
                     self.reject(target, refusal::framing(byte, fault), true, now);
                 }
+                Scanned::TooDeep => {
+                    // D3: answered at once; the rest of the message is
+                    // dropped and the connection goes on.
+                    let limit = self.config.limits.message.max_depth;
+                    let target = self.message_target();
+                    self.reject(target, refusal::too_deep(limit), false, now);
+                }
                 Scanned::TooLarge => {
                     let limit = self.config.limits.message.max_message_bytes;
                     let target = self.message_target();

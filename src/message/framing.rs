@@ -67,6 +67,14 @@ pub enum Scan {
         /// Offset of the message's first byte (`{`).
         start: usize,
     },
+    /// With [`Scanner::with_depth_limit`]: the message, not ended yet, has
+    /// just opened a level past the limit (D3), at `at`. Reported once per
+    /// message, at the same byte however the input is split; the scan goes
+    /// on to the message's end, so that the stream stays framed.
+    TooDeep {
+        /// Where the `{` or `[` that passed the limit is.
+        at: usize,
+    },
     /// With [`Scanner::with_content_runs`]: a run of the text of the
     /// message's `body.content` string (D19). These bytes do not count
     /// against the size limit; the caller takes them out of its buffer
@@ -289,6 +297,10 @@ pub struct Scanner {
     max_message_bytes: usize,
     /// `body.content` is reported in runs (D19); `None`: it is not.
     content: Option<ContentTrack>,
+    /// Levels past which [`Scan::TooDeep`] is reported (D3), and whether it
+    /// was for this message.
+    depth_limit: usize,
+    deep_reported: bool,
 }
 
 /// What the scanner follows of a message to find its `body.content`
@@ -348,7 +360,17 @@ impl Scanner {
             at_stream_start: true,
             max_message_bytes,
             content: None,
+            depth_limit: usize::MAX,
+            deep_reported: false,
         }
+    }
+
+    /// Reports [`Scan::TooDeep`] as soon as a message opens a level past
+    /// `levels` (the message object itself is level 1), before it ends
+    /// (D3).
+    pub fn with_depth_limit(mut self, levels: usize) -> Scanner {
+        self.depth_limit = levels;
+        self
     }
 
     /// Whether part of a message has been seen (its `{` and maybe more).
@@ -414,7 +436,7 @@ impl Scanner {
                     fault: None,
                 }
             }
-            Scan::Content(_) => {}
+            Scan::Content(_) | Scan::TooDeep { .. } => {}
         }
         found
     }
@@ -443,6 +465,7 @@ impl Scanner {
         self.brackets.clear();
         self.high_at = None;
         self.lone_surrogate = None;
+        self.deep_reported = false;
         if let Some(track) = &mut self.content {
             *track = ContentTrack::default();
         }
@@ -668,13 +691,17 @@ impl Scanner {
             let at = i + offset;
             i = at + 1;
             match buf[at] {
-                b'{' => {
-                    if self.depth == 1 {
+                opener @ (b'{' | b'[') => {
+                    if self.depth == 1 && opener == b'{' {
                         self.body_opens(buf, at);
                     }
-                    self.open(false);
+                    self.open(opener == b'[');
+                    if self.depth > self.depth_limit && !self.deep_reported {
+                        self.deep_reported = true;
+                        self.pos = i;
+                        return Some(Scan::TooDeep { at });
+                    }
                 }
-                b'[' => self.open(true),
                 closer @ (b'}' | b']') => {
                     if !self.close(closer == b']') {
                         return Some(fail(at, Fault::MismatchedBracket));

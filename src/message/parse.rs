@@ -171,7 +171,7 @@ fn frame_whole(bytes: &[u8], limits: &MessageLimits) -> Result<Frame, Rejection>
             Err(syntax("the message is empty".to_owned()))
         }
         // A scanner without content runs reports none: Partial is the rest.
-        Scan::Partial | Scan::Content(_) => Err(unread(
+        Scan::Partial | Scan::Content(_) | Scan::TooDeep { .. } => Err(unread(
             RejectionKind::Incomplete,
             "message is not valid JSON or JSON5: it ends before its object does (D1)".to_owned(),
         )),

@@ -609,3 +609,45 @@ fn the_first_request_of_a_handshake_streams_content_that_is_then_discarded() {
         .position(|e| matches!(e, ServerEvent::ContinueRequested { id: d, .. } if *d == id));
     assert!(discarded.is_some() && discarded < asked, "{:?}", got.events);
 }
+
+#[test]
+fn a_message_still_arriving_that_nests_too_deep_is_refused_at_once() {
+    // D3: the depth limit is met at level 65, not when (or if) the message
+    // ends: the peer is answered at once; the rest of the message is
+    // dropped and the connection goes on.
+    let clock = Clock::new();
+    let mut server = ServerConnection::new(ServerConfig::default(), clock.now());
+    server.receive_data(b"{\"a\":", clock.now());
+    server.receive_data("[".repeat(64).as_bytes(), clock.now());
+    let mut events = Vec::new();
+    while let Some(event) = server.next_event(clock.now()) {
+        events.push(event);
+    }
+    let refused = events.iter().find_map(|e| match e {
+        ServerEvent::PeerError(PeerError::Rejected {
+            rejection, closes, ..
+        }) => Some((rejection.status.as_u16(), rejection.message.clone(), *closes)),
+        _ => None,
+    });
+    let (status, message, closes) = refused.expect("refused before the message ends");
+    assert_eq!(status, 400);
+    assert!(
+        message.contains("deeper than the limit of 64 levels"),
+        "{message}"
+    );
+    assert!(!closes);
+    assert!(String::from_utf8_lossy(server.pending_output()).contains("\"code\":400"));
+    // The message ends, then a good request follows and is served.
+    let rest = format!(
+        "{}}}{{\"jsontp\":\"1.0\",\"type\":\"request\",\"resource\":\"/next\",\"method\":\"GET\",\"headers\":{{}},\"body\":{{\"encoding\":\"identity\",\"content\":\"\"}}}}",
+        "]".repeat(64)
+    );
+    server.receive_data(rest.as_bytes(), clock.now());
+    let mut served = false;
+    while let Some(event) = server.next_event(clock.now()) {
+        if let ServerEvent::Request { request, .. } = event {
+            served = request.resource.path() == "/next";
+        }
+    }
+    assert!(served);
+}

@@ -87,7 +87,7 @@ impl Framer {
                 )),
                 Scan::TooLarge { .. } => Framed::Error("a jsontp message past the limit".into()),
                 // Content runs are only reported when asked for.
-                Scan::Content(_) => Framed::Partial,
+                Scan::Content(_) | Scan::TooDeep { .. } => Framed::Partial,
             },
             Framer::Http { need } => {
                 if buf.len() < *need {
