@@ -95,3 +95,27 @@ pub fn access(exchange: &Exchange<'_>) {
         aborted = !exchange.complete,
     );
 }
+
+/// A line about the server itself (it started, it is stopping): the text
+/// line `text` as it always was, or under `--log-format json` one JSON
+/// object shaped as the log's own (`timestamp`, `level`, `target`,
+/// `message`, then `fields`), so that a log collector reads every line of
+/// stderr the same way. Written whatever the filter says: these lines are
+/// how an operator learns where the server listens.
+pub fn announce(format: LogFormat, text: &str, message: &str, fields: &[(&str, String)]) {
+    match format {
+        LogFormat::Text => eprintln!("{text}"),
+        LogFormat::Json => {
+            let mut line = serde_json::Map::new();
+            let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
+            line.insert("timestamp".into(), now.into());
+            line.insert("level".into(), "INFO".into());
+            line.insert("target".into(), "jsontp::serve".into());
+            line.insert("message".into(), message.into());
+            for (name, value) in fields {
+                line.insert((*name).into(), value.clone().into());
+            }
+            eprintln!("{}", serde_json::Value::Object(line));
+        }
+    }
+}

@@ -448,13 +448,20 @@ impl Serve {
             Ok(bound) => bound.to_string(),
             Err(_) => args.addr.to_string(),
         };
-        if let Err(e) = stop_on_signals(server.shutdown_handle()) {
+        if let Err(e) = stop_on_signals(server.shutdown_handle(), args.log_format) {
             eprintln!("jsontp serve: cannot handle signals: {e}");
             return ExitCode::FAILURE;
         }
-        eprintln!(
-            "jsontp serve: serving {} ({mode}) on {scheme}://{bound}",
-            root.display()
+        let url = format!("{scheme}://{bound}");
+        log::announce(
+            args.log_format,
+            &format!("jsontp serve: serving {} ({mode}) on {url}", root.display()),
+            "serving",
+            &[
+                ("root", root.display().to_string()),
+                ("mode", mode.to_owned()),
+                ("url", url.clone()),
+            ],
         );
         match server.run() {
             Ok(()) => ExitCode::SUCCESS,
@@ -515,7 +522,7 @@ mod adapter {
 
 /// SIGTERM or ctrl-c shuts the server down gracefully: it stops accepting
 /// and finishes the exchanges under way. A second signal exits at once.
-fn stop_on_signals(stop: ShutdownHandle) -> std::io::Result<()> {
+fn stop_on_signals(stop: ShutdownHandle, format: LogFormat) -> std::io::Result<()> {
     use signal_hook::consts::{SIGINT, SIGTERM};
     let mut signals = signal_hook::iterator::Signals::new([SIGTERM, SIGINT])?;
     // The binary owns its threads; the sans-I/O core is what may not.
@@ -523,7 +530,12 @@ fn stop_on_signals(stop: ShutdownHandle) -> std::io::Result<()> {
     std::thread::spawn(move || {
         let mut seen = signals.forever();
         if seen.next().is_some() {
-            eprintln!("jsontp serve: stopping (finishing the exchanges under way)");
+            log::announce(
+                format,
+                "jsontp serve: stopping (finishing the exchanges under way)",
+                "stopping, finishing the exchanges under way",
+                &[],
+            );
             stop.shutdown();
         }
         if seen.next().is_some() {

@@ -332,3 +332,41 @@ fn behind_a_proxy_the_log_names_the_client_the_header_names() {
     }
     let _ = std::fs::remove_dir_all(root);
 }
+
+#[test]
+fn under_json_the_start_line_is_json_too() {
+    let root = temp_root("log-json-start");
+    let mut child = crate::support::serve_command(
+        &[
+            "--log-format",
+            "json",
+            "--addr",
+            "127.0.0.1:0",
+            "--root",
+            &root.to_string_lossy(),
+        ],
+        &[],
+    )
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .expect("start");
+    let mut line = String::new();
+    let _ = std::io::BufReader::new(child.stderr.take().expect("stderr")).read_line(&mut line);
+    let _ = child.kill();
+    let _ = child.wait();
+    let record: serde_json::Value = serde_json::from_str(&line).expect("one JSON object");
+    assert_eq!(record["message"], "serving", "{line}");
+    assert_eq!(record["level"], "INFO");
+    assert!(
+        record["url"]
+            .as_str()
+            .is_some_and(|u| u.starts_with("jsontp://127.0.0.1:")),
+        "{line}"
+    );
+    assert!(
+        record["timestamp"].as_str().is_some_and(|t| t.ends_with('Z')),
+        "{line}"
+    );
+    let _ = std::fs::remove_dir_all(&root);
+}

@@ -108,6 +108,8 @@ pub fn spawn_serve_with_env(
         .trim()
         .rsplit("jsontp://")
         .next()
+        // A JSON start line ends the URL with `"}`.
+        .map(|a| a.trim_end_matches(['"', '}']))
         .and_then(|a| a.parse().ok())
         .unwrap_or_else(|| panic!("jsontp serve did not start: {line:?}"));
     (server, addr, stderr)

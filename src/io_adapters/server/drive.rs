@@ -190,7 +190,9 @@ struct Unlogged {
     resource: Echoed,
     status: StatusCode,
     content_bytes: u64,
-    elapsed: Duration,
+    /// When the request was handed over (or refused): the record's
+    /// duration runs from here to the response's last byte taken.
+    started: Instant,
     /// Where its bytes end in the output, once the machine has queued it;
     /// never, when the connection closed before it could be.
     end: Option<u64>,
@@ -550,7 +552,7 @@ impl Driver {
                         status: rejection.status,
                         // The connection's error responses carry no content.
                         content_bytes: 0,
-                        elapsed: Duration::ZERO,
+                        started: Instant::now(),
                         end: None,
                     });
                 }
@@ -698,7 +700,7 @@ impl Driver {
                 resource: done.resource.as_str(),
                 status: done.status,
                 content_bytes: done.content_bytes,
-                elapsed: done.elapsed,
+                elapsed: done.started.elapsed(),
                 bytes_written,
                 complete,
             });
@@ -813,7 +815,7 @@ impl Driver {
             resource: Echoed::Request(request.resource),
             status,
             content_bytes,
-            elapsed: started.elapsed(),
+            started,
             end: None,
         });
         self.note_ends();

@@ -277,8 +277,10 @@ pub struct AccessRecord<'a> {
     /// Size of the response's decoded content, in bytes (for a streamed
     /// reply, what its reader gave, D19).
     pub content_bytes: u64,
-    /// How long the handler took to answer (zero for errors the connection
-    /// answered itself).
+    /// From the moment the request was complete (or refused) to the
+    /// response's last byte taken by the peer, or to the connection's end
+    /// when it ended first: the handler's time and the transfer's, as
+    /// nginx's `$request_time` counts.
     pub elapsed: Duration,
     /// Bytes of the response the peer took: the whole JSON message (and the
     /// interim `100` before it, if any) when [`complete`](Self::complete).
