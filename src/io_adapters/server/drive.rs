@@ -297,6 +297,7 @@ impl Driver {
     /// The connection's PROXY header named the client (D21): it is the
     /// peer handlers and access records see from here on. Before the first
     /// step only.
+    #[cfg(feature = "mio")]
     pub(crate) fn set_peer(&mut self, peer: SocketAddr) {
         self.info.peer = peer;
         self.span = tracing::debug_span!("connection", %peer);
