@@ -107,6 +107,9 @@ const OPTIONS_ONLY: &[Method] = &[Method::Options];
 #[derive(Debug)]
 pub struct FileServer {
     root: PathBuf,
+    /// The root, open, for opening resources beneath it (Linux).
+    #[cfg(target_os = "linux")]
+    root_fd: Option<std::os::fd::OwnedFd>,
     token: Option<String>,
     languages: Vec<LanguageTag>,
     max_file_bytes: u64,
@@ -135,8 +138,9 @@ enum Place {
 
 /// What a `GET`/`POST` of a resource sends, found before the checks.
 enum Source {
-    /// A file inside the root (a folder's `index.html` included), canonical.
-    File(PathBuf),
+    /// A file inside the root (a folder's `index.html` included), open,
+    /// with its metadata.
+    File(fs::File, fs::Metadata),
     /// A folder inside the root without `index.html`, listed.
     Listing(PathBuf),
 }
@@ -215,8 +219,17 @@ impl FileServer {
                 "the root is not a folder",
             ));
         }
+        #[cfg(target_os = "linux")]
+        let root_fd = rustix::fs::open(
+            &root,
+            rustix::fs::OFlags::PATH | rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::CLOEXEC,
+            rustix::fs::Mode::empty(),
+        )
+        .ok();
         Ok(FileServer {
             root,
+            #[cfg(target_os = "linux")]
+            root_fd,
             token: None,
             languages: vec![LanguageTag::EN_US],
             max_file_bytes: u64::MAX,
@@ -298,7 +311,7 @@ impl FileServer {
         let mut encoding =
             negotiate::choose_encoding(headers.accept_encoding(), &Encoding::ALL, ContentKind::Text)
                 .map_err(refused)?;
-        let loaded = match &source {
+        let loaded = match source {
             Some(source) => Some(self.load(source)?),
             None => None,
         };
@@ -484,17 +497,69 @@ impl FileServer {
     /// since `accept` is checked before existence (D5).
     fn resolve(&self, path: &str) -> (MediaType, Option<Source>) {
         let by_name = || media_type_of(path);
-        let Some(real) = relative(path).and_then(|rel| self.inside(&self.root.join(rel))) else {
+        let Some(rel) = relative(path) else {
             return (by_name(), None);
         };
-        if !real.is_dir() {
-            return (by_name(), real.is_file().then_some(Source::File(real)));
+        let Some((file, metadata)) = self.open_beneath(&rel) else {
+            return (by_name(), None);
+        };
+        if !metadata.is_dir() {
+            return (
+                by_name(),
+                metadata.is_file().then_some(Source::File(file, metadata)),
+            );
         }
-        match self.inside(&real.join(INDEX)) {
-            Some(index) if index.is_file() => (constant_media("text/html"), Some(Source::File(index))),
-            _ if self.listing => (constant_media("application/json"), Some(Source::Listing(real))),
+        match self.open_beneath(&rel.join(INDEX)) {
+            Some((index, metadata)) if metadata.is_file() => {
+                (constant_media("text/html"), Some(Source::File(index, metadata)))
+            }
+            _ if self.listing => (
+                constant_media("application/json"),
+                Some(Source::Listing(self.root.join(rel))),
+            ),
             _ => (constant_media("text/html"), None),
         }
+    }
+
+    /// Opens `rel` (plain names only, [`relative`]) beneath the root,
+    /// following symlinks only while they stay inside it (D7); `None` for
+    /// what does not exist or lies outside. On Linux one `openat2` with
+    /// `RESOLVE_BENEATH` asks the kernel to refuse any way out; what it
+    /// refuses as a way out (an absolute symlink, which may still lead to a
+    /// file under the root), and every path elsewhere or before Linux 5.6,
+    /// is canonicalised and checked.
+    fn open_beneath(&self, rel: &Path) -> Option<(fs::File, fs::Metadata)> {
+        #[cfg(target_os = "linux")]
+        if let Some(root) = &self.root_fd {
+            use rustix::fs::{Mode, OFlags, ResolveFlags};
+            let opened = rustix::fs::openat2(
+                root,
+                if rel.as_os_str().is_empty() {
+                    Path::new(".")
+                } else {
+                    rel
+                },
+                OFlags::RDONLY | OFlags::CLOEXEC,
+                Mode::empty(),
+                ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS,
+            );
+            match opened {
+                Ok(fd) => {
+                    let file = fs::File::from(fd);
+                    let metadata = file.metadata().ok()?;
+                    return Some((file, metadata));
+                }
+                // No openat2 in this kernel, or a way out that may yet
+                // land inside (an absolute symlink to a file under the
+                // root): the portable way below decides.
+                Err(rustix::io::Errno::NOSYS | rustix::io::Errno::XDEV) => {}
+                Err(_) => return None,
+            }
+        }
+        let real = self.inside(&self.root.join(rel))?;
+        let file = fs::File::open(real).ok()?;
+        let metadata = file.metadata().ok()?;
+        Some((file, metadata))
     }
 
     /// `path` with every symlink followed, when that lies inside the root.
@@ -550,25 +615,23 @@ impl FileServer {
 
     /// Reads a file or lists a folder, unless the content passes the size
     /// limit.
-    fn load(&self, source: &Source) -> Result<Loaded, Refusal> {
+    fn load(&self, source: Source) -> Result<Loaded, Refusal> {
         let failed = |e: io::Error| {
             Box::new(Response::internal_error(format!(
                 "the server could not access the file: {e}"
             )))
         };
-        let file = match source {
-            Source::File(file) => file,
+        let (mut opened, metadata) = match source {
+            Source::File(file, metadata) => (file, metadata),
             Source::Listing(folder) => {
-                let (content, modified) = self.list(folder).map_err(failed)?;
+                let (content, modified) = self.list(&folder).map_err(failed)?;
                 if content.len() as u64 > self.max_file_bytes {
                     return Ok(Loaded::TooLarge(modified));
                 }
                 return Ok(Loaded::Content(content, modified));
             }
         };
-        let mut opened = fs::File::open(file).map_err(failed)?;
         // The open handle's own metadata: the file measured is the file sent.
-        let metadata = opened.metadata().map_err(failed)?;
         let modified = metadata.modified().ok().map(Date::from_system_time);
         if metadata.len() > self.max_file_bytes {
             return Ok(Loaded::TooLarge(modified));
