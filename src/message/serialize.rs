@@ -10,7 +10,7 @@
 use std::fmt::Display;
 use std::io::Write;
 
-use super::{Body, Cookies, Encoding, HeaderName, Headers, Request, Response, codec};
+use super::{Body, Cookies, Date, Encoding, HeaderName, Headers, Request, Response, codec};
 
 impl Request {
     /// The request as compact JSON plus `\n`.
@@ -119,6 +119,26 @@ fn plain_string(out: &mut Vec<u8>, value: &impl Display) {
     let _ = write!(out, "\"{value}\"");
 }
 
+/// A date as a JSON string (D16). Every response of a second carries the
+/// same date: the text of the last one formatted is kept per thread and
+/// copied, so a busy server formats the date once a second, not once a
+/// response.
+fn date_string(out: &mut Vec<u8>, date: Date) {
+    use std::cell::RefCell;
+    thread_local! {
+        static LAST: RefCell<(i64, Vec<u8>)> = const { RefCell::new((i64::MIN, Vec::new())) };
+    }
+    LAST.with(|last| {
+        let mut last = last.borrow_mut();
+        if last.0 != date.unix_seconds() || last.1.is_empty() {
+            last.1.clear();
+            let _ = write!(last.1, "\"{date}\"");
+            last.0 = date.unix_seconds();
+        }
+        out.extend_from_slice(&last.1);
+    });
+}
+
 /// A value's `Display` form as a JSON string.
 fn display_string(out: &mut Vec<u8>, value: &impl Display) {
     string(out, &value.to_string());
@@ -175,7 +195,7 @@ fn write_headers(out: &mut Vec<u8>, h: &Headers) {
             HeaderName::IgnoreInvalidHeaders => {
                 h.ignore_invalid_headers.then(|| out.extend_from_slice(b"true"))
             }
-            HeaderName::Date => h.date.map(|v| plain_string(out, &v)),
+            HeaderName::Date => h.date.map(|v| date_string(out, v)),
             HeaderName::Language => h.language.map(|v| string(out, v.as_str())),
             HeaderName::SetCookies => h.set_cookies.as_ref().map(|v| cookie_object(out, v)),
         };
