@@ -54,6 +54,10 @@ pub struct ContentDecoder {
     /// The decompressor filled the room it had last time: it may hold
     /// more output.
     maybe_more: bool,
+    /// The decompressor took none of the compressed bytes held and made
+    /// nothing: it waits for more text, so nothing is pending until some
+    /// comes (a caller looping on `has_pending` must not spin).
+    stuck: bool,
     decoded: u64,
 }
 
@@ -98,6 +102,7 @@ impl ContentDecoder {
             compressed_at: 0,
             inflate,
             maybe_more: false,
+            stuck: false,
             decoded: 0,
         }
     }
@@ -114,6 +119,7 @@ impl ContentDecoder {
     pub fn decode(&mut self, text: &[u8], out: &mut Vec<u8>, max_out: usize) -> Result<(), DecodeError> {
         if !text.is_empty() {
             self.any_text = true;
+            self.stuck = false;
             if self.text_at == self.text.len() {
                 self.text.clear();
                 self.text_at = 0;
@@ -128,7 +134,7 @@ impl ContentDecoder {
     pub fn has_pending(&self) -> bool {
         self.text_at < self.text.len()
             || self.unescape.holds()
-            || self.compressed_at < self.compressed.len()
+            || (self.compressed_at < self.compressed.len() && !self.stuck)
             || self.maybe_more
     }
 
@@ -183,6 +189,7 @@ impl ContentDecoder {
                     // more first (a gzip header cut in two).
                     self.refill(ending)?;
                     if self.compressed_at < self.compressed.len() && !self.has_more_text() {
+                        self.stuck = true;
                         break;
                     }
                     continue;
