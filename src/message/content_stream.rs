@@ -126,16 +126,24 @@ impl ContentDecoder {
             }
             self.text.extend_from_slice(text);
         }
-        self.run(out, max_out, false).map(|_| ())
+        let before = (self.text_at, self.compressed_at, self.decoded, out.len());
+        self.run(out, max_out, false)?;
+        if text.is_empty() && before == (self.text_at, self.compressed_at, self.decoded, out.len()) {
+            // Nothing moved: only more text can move it.
+            self.stuck = true;
+            self.maybe_more = false;
+        }
+        Ok(())
     }
 
     /// Whether text taken is not yet wholly decoded (the last call stopped
     /// at `max_out`).
     pub fn has_pending(&self) -> bool {
-        self.text_at < self.text.len()
-            || self.unescape.holds()
-            || (self.compressed_at < self.compressed.len() && !self.stuck)
-            || self.maybe_more
+        !self.stuck
+            && (self.text_at < self.text.len()
+                || self.unescape.holds()
+                || self.compressed_at < self.compressed.len()
+                || self.maybe_more)
     }
 
     /// The string ended. Appends at most `max_out` more decoded bytes to
