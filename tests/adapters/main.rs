@@ -13,6 +13,7 @@ mod proxy;
 mod robustness;
 mod seam;
 mod servers;
+mod soak;
 mod stall;
 mod streaming;
 mod support;
