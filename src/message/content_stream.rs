@@ -247,19 +247,26 @@ impl ContentDecoder {
     fn identity(&mut self, out: &mut Vec<u8>, max_out: usize) -> Result<(), DecodeError> {
         let room = max_out.min(self.limit.saturating_sub(self.decoded as usize).saturating_add(1));
         let before = out.len();
-        let taken = self
+        // Whatever fails, the caller gets nothing of this call: never a
+        // byte past the limit, never a byte of text that is not UTF-8.
+        let result = self
             .unescape
             .run(&self.text[self.text_at..], out, room)
-            .map_err(corrupt)?;
-        self.text_at += taken;
-        self.utf8.check(&out[before..]).map_err(corrupt)?;
-        let written = out.len() - before;
-        self.decoded += written as u64;
-        if self.decoded > self.limit as u64 {
+            .map_err(corrupt)
+            .and_then(|taken| {
+                self.text_at += taken;
+                let written = (out.len() - before) as u64;
+                if self.decoded + written > self.limit as u64 {
+                    return Err(DecodeError::TooLarge { limit: self.limit });
+                }
+                self.utf8.check(&out[before..]).map_err(corrupt)?;
+                self.decoded += written;
+                Ok(())
+            });
+        if result.is_err() {
             out.truncate(before);
-            return Err(DecodeError::TooLarge { limit: self.limit });
         }
-        Ok(())
+        result
     }
 
     /// Turns up to [`STAGE`] characters of base64 text into compressed
