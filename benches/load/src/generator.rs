@@ -468,8 +468,13 @@ mod tests {
         let outcome = run(&load(addr, 2, 2, 1_000)).expect("a run");
         assert_eq!(outcome.completed, 20);
         assert!(outcome.errors >= 2, "{outcome:?}");
+        // A server that closes with requests still unread resets the
+        // connection rather than ending it: either is the error.
         assert!(
-            outcome.error_samples.iter().any(|e| e.contains("closed")),
+            outcome
+                .error_samples
+                .iter()
+                .any(|e| e.contains("closed") || e.contains("reset")),
             "{outcome:?}"
         );
     }
