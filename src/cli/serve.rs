@@ -391,8 +391,9 @@ impl Serve {
             (None, true) => "writable by anyone",
             (None, false) => "read-only",
         };
+        let writable = args.writable || token.is_some();
         let files = files
-            .with_writes(args.writable || token.is_some())
+            .with_writes(writable)
             .with_token(token)
             .with_listing(args.list)
             .with_languages(args.language)
@@ -400,8 +401,10 @@ impl Serve {
         // D19: uploads are spooled beside the files they replace, so that
         // they are renamed into place; a root that cannot hold the folder
         // (read-only) spools in the system's temporary folder.
+        // A read-only server writes nothing under its root: what it is sent
+        // goes to the system's temporary folder until it is refused.
         let spool = root.join(jsontp::file_server::SPOOL_FOLDER);
-        let spool = std::fs::create_dir_all(&spool).is_ok().then_some(spool);
+        let spool = (writable && std::fs::create_dir_all(&spool).is_ok()).then_some(spool);
         let config = ServerConfig {
             continue_policy: if args.no_continue {
                 ContinuePolicy::Refuse
