@@ -565,3 +565,48 @@ fn an_upload_cut_off_or_refused_mid_stream_leaves_the_old_file_and_no_spool() {
         thread::sleep(Duration::from_millis(20));
     }
 }
+
+#[cfg(target_os = "linux")]
+#[test]
+fn serving_a_file_larger_than_any_buffer_keeps_the_server_small() {
+    // D19: a 96 MiB file streams from the open handle; the server's peak
+    // resident memory stays far below the file (32 MiB is the bound the
+    // project set; it runs at a few MiB).
+    let root = crate::support::temp_root("large-file-memory");
+    let block: Vec<u8> = (0..1u32 << 20)
+        .map(|i| b"abcdefghijklmnop"[(i % 16) as usize])
+        .collect();
+    {
+        let mut file = std::fs::File::create(root.join("big.txt")).expect("file");
+        for _ in 0..96 {
+            std::io::Write::write_all(&mut file, &block).expect("write");
+        }
+    }
+    let (serve, addr, mut log) = crate::support::spawn_serve(&root, &["--quiet"]);
+    thread::spawn(move || std::io::copy(&mut log, &mut std::io::sink()));
+    let get = std::process::Command::new(env!("CARGO_BIN_EXE_jsontp"))
+        .args([
+            "get",
+            &format!("{addr}/big.txt"),
+            "-s",
+            "-H",
+            "accept-encoding=identity",
+        ])
+        .stdout(std::process::Stdio::null())
+        .status()
+        .expect("jsontp get");
+    assert!(get.success());
+    let status = std::fs::read_to_string(format!("/proc/{}/status", serve.0.id())).expect("status");
+    let peak_kib: u64 = status
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|n| n.parse().ok())
+        .expect("VmHWM");
+    assert!(
+        peak_kib < 32 * 1024,
+        "the server peaked at {peak_kib} KiB for a 96 MiB file"
+    );
+    drop(serve);
+    let _ = std::fs::remove_dir_all(&root);
+}
