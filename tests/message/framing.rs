@@ -309,3 +309,107 @@ proptest! {
         }
     }
 }
+
+/// Scans `stream` with content runs on, fed in pieces of `chunk` bytes,
+/// taking every run out as the contract says; the runs' bytes, the
+/// frames found (offsets in the reduced buffer) and what the reduced
+/// buffer held of each message.
+fn with_runs(stream: &[u8], chunk: usize, limit: usize) -> (Vec<u8>, Vec<Scan>, Vec<String>) {
+    let mut scanner = Scanner::with_limit(limit).with_content_runs();
+    let mut buffer = Vec::new();
+    let (mut runs, mut found, mut messages) = (Vec::new(), Vec::new(), Vec::new());
+    for piece in stream.chunks(chunk.max(1)) {
+        buffer.extend_from_slice(piece);
+        loop {
+            match scanner.scan(&buffer) {
+                Scan::Partial => break,
+                Scan::Content(run) => {
+                    runs.extend(buffer.drain(run.range()));
+                }
+                Scan::Complete(frame) => {
+                    messages.push(String::from_utf8_lossy(&buffer[frame.range()]).into_owned());
+                    buffer.drain(..frame.end());
+                    found.push(Scan::Complete(frame));
+                }
+                other => {
+                    found.push(other);
+                    return (runs, found, messages);
+                }
+            }
+        }
+    }
+    (runs, found, messages)
+}
+
+fn streamed_message(encoding: &str, content: &str) -> String {
+    format!(
+        "{{\"jsontp\":\"1.0\",\"type\":\"request\",\"resource\":\"/a\",\"method\":\"PUT\",\"headers\":{{}},\
+         \"body\":{{\"encoding\":\"{encoding}\",\"x\":[1,{{\"content\":\"no\"}}],\"content\" : {}}}}}",
+        serde_json::to_string(content).unwrap()
+    )
+}
+
+#[test]
+fn d19_content_runs_are_the_string_text_and_the_envelope_keeps_an_empty_string() {
+    let content = "quote \" backslash \\ tab \t é \u{1F600} \u{1} end";
+    let text = serde_json::to_string(content).unwrap();
+    let inner = &text.as_bytes()[1..text.len() - 1];
+    let stream = format!(
+        "{}\n{}",
+        streamed_message("identity", content),
+        streamed_message("gzip", "QUJD")
+    );
+    for chunk in [1, 2, 3, 7, 64, stream.len()] {
+        let (runs, found, messages) = with_runs(stream.as_bytes(), chunk, 1 << 20);
+        let mut expected = inner.to_vec();
+        expected.extend_from_slice(b"QUJD");
+        assert_eq!(runs, expected, "chunk {chunk}");
+        assert_eq!(found.len(), 2, "chunk {chunk}: {found:?}");
+        for message in &messages {
+            assert!(
+                message.ends_with("\"content\" : \"\"}}"),
+                "chunk {chunk}: {message}"
+            );
+            // The nested "content" key at level 3 is not the body's.
+            assert!(message.contains("{\"content\":\"no\"}"), "{message}");
+        }
+    }
+}
+
+#[test]
+fn d19_only_the_body_content_after_its_encoding_runs() {
+    let held = [
+        // `encoding` after `content`: the decoder could not know it.
+        r#"{"body":{"content":"abc","encoding":"identity"}}"#,
+        // A key written with escapes.
+        r#"{"body":{"encoding":"identity","cont\u0065nt":"abc"}}"#,
+        // Not the message's own body.
+        r#"{"x":{"body":{"encoding":"identity","content":"abc"}}}"#,
+        // An encoding that is not one of the four.
+        r#"{"body":{"encoding":"zip","content":"abc"}}"#,
+        // Single quotes (JSON5).
+        r#"{"body":{"encoding":"identity","content":'abc'}}"#,
+    ];
+    for message in held {
+        let (runs, found, _) = with_runs(message.as_bytes(), 5, 1 << 20);
+        assert!(runs.is_empty(), "{message}");
+        assert!(
+            matches!(found.as_slice(), [Scan::Complete(_)]),
+            "{message}: {found:?}"
+        );
+    }
+}
+
+#[test]
+fn d19_content_does_not_count_against_the_message_limit_but_the_envelope_does() {
+    let big = "x".repeat(200_000);
+    let (runs, found, _) = with_runs(streamed_message("identity", &big).as_bytes(), 4096, 1024);
+    assert_eq!(runs.len(), big.len());
+    assert!(matches!(found.as_slice(), [Scan::Complete(_)]), "{found:?}");
+    let header_heavy = streamed_message("identity", "x").replace(
+        "\"headers\":{}",
+        &format!("\"headers\":{{\"a\":\"{}\"}}", "y".repeat(2000)),
+    );
+    let (_, found, _) = with_runs(header_heavy.as_bytes(), 4096, 1024);
+    assert!(matches!(found.as_slice(), [Scan::TooLarge { .. }]), "{found:?}");
+}
