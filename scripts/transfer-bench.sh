@@ -17,24 +17,14 @@ cd "$(dirname "$0")/.."
 size_mib=${1:-1024}
 note() { printf 'transfer-bench: %s\n' "$*" >&2; }
 
-apt_install() {
-    command -v apt-get >/dev/null 2>&1 || return 1
-    local run=()
-    if [ "$(id -u)" -ne 0 ]; then
-        command -v sudo >/dev/null 2>&1 || return 1
-        run=(sudo -n)
-    fi
-    export DEBIAN_FRONTEND=noninteractive
-    "${run[@]}" apt-get install -y -qq "$@" >/dev/null 2>&1 && return 0
-    "${run[@]}" apt-get update -qq >/dev/null 2>&1 || return 1
-    "${run[@]}" apt-get install -y -qq "$@" >/dev/null 2>&1
-}
+# apt_install, find_nginx.
+source scripts/packages.sh
 
-nginx=$(command -v nginx 2>/dev/null || { [ -x /usr/sbin/nginx ] && echo /usr/sbin/nginx; } || true)
+nginx=$(find_nginx)
 if [ -z "$nginx" ]; then
     note "installing nginx-light"
     apt_install nginx-light || true
-    nginx=$(command -v nginx 2>/dev/null || { [ -x /usr/sbin/nginx ] && echo /usr/sbin/nginx; } || true)
+    nginx=$(find_nginx)
 fi
 command -v curl >/dev/null 2>&1 || apt_install curl || true
 [ -x /usr/bin/time ] || apt_install time || true

@@ -756,27 +756,33 @@ fn constant_media(name: &str) -> MediaType {
 /// Whether `file` is UTF-8 text, read through once (D8: only text may go
 /// as `identity`); the file is then rewound for sending.
 fn is_utf8(file: &mut fs::File) -> io::Result<bool> {
-    use io::{Read, Seek};
+    use io::Seek;
+    let text = is_utf8_text(file)?;
+    file.seek(io::SeekFrom::Start(0))?;
+    Ok(text)
+}
+
+/// Whether everything `reader` yields is UTF-8 text, read through in
+/// 64 KiB pieces (a character cut between two reads is carried over), in
+/// constant memory: whether content of any size may travel as `identity`
+/// (D9).
+pub fn is_utf8_text(reader: &mut impl io::Read) -> io::Result<bool> {
     let mut buffer = vec![0u8; 64 * 1024];
     let mut carried = 0;
-    let text = loop {
-        let n = file.read(&mut buffer[carried..])?;
+    loop {
+        let n = reader.read(&mut buffer[carried..])?;
         let filled = carried + n;
         match std::str::from_utf8(&buffer[..filled]) {
-            Ok(_) if n == 0 => break true,
+            Ok(_) if n == 0 => return Ok(true),
             Ok(_) => carried = 0,
-            Err(e) if e.error_len().is_some() => break false,
-            Err(_) if n == 0 => break false,
+            Err(e) if e.error_len().is_some() || n == 0 => return Ok(false),
             Err(e) => {
-                // A character cut by the read: carried to the next.
                 let valid = e.valid_up_to();
                 buffer.copy_within(valid..filled, 0);
                 carried = filled - valid;
             }
         }
-    };
-    file.seek(io::SeekFrom::Start(0))?;
-    Ok(text)
+    }
 }
 
 /// A resource path as a path relative to the root, made only of plain

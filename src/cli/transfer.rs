@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use jsontp::file_server::is_utf8_text;
 use jsontp::message::Encoding;
 use tempfile::NamedTempFile;
 
@@ -105,7 +106,7 @@ impl Upload {
                 let cannot = |e: io::Error| format!("cannot read {}: {e}", path.display());
                 let len = std::fs::metadata(path).map_err(cannot)?.len();
                 let text = || -> Result<bool, String> {
-                    is_text(&mut File::open(path).map_err(cannot)?).map_err(cannot)
+                    is_utf8_text(&mut File::open(path).map_err(cannot)?).map_err(cannot)
                 };
                 let encoding = match asked {
                     Some(Encoding::Identity) if !text()? => return Err(NOT_TEXT.to_owned()),
@@ -147,26 +148,6 @@ fn text_prefix(bytes: &[u8]) -> bool {
     match std::str::from_utf8(bytes) {
         Ok(_) => true,
         Err(e) => e.error_len().is_none(),
-    }
-}
-
-/// Whether a reader's bytes are all UTF-8 text, read through in pieces.
-fn is_text(reader: &mut impl Read) -> io::Result<bool> {
-    let mut buffer = vec![0u8; 64 * 1024];
-    let mut carried = 0;
-    loop {
-        let n = reader.read(&mut buffer[carried..])?;
-        let filled = carried + n;
-        match std::str::from_utf8(&buffer[..filled]) {
-            Ok(_) if n == 0 => return Ok(true),
-            Ok(_) => carried = 0,
-            Err(e) if e.error_len().is_some() || n == 0 => return Ok(false),
-            Err(e) => {
-                let valid = e.valid_up_to();
-                buffer.copy_within(valid..filled, 0);
-                carried = filled - valid;
-            }
-        }
     }
 }
 

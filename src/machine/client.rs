@@ -72,21 +72,7 @@ impl ClientConnection {
     /// handshake to end, since the server reads the next request as the
     /// full one.
     pub fn send_request(&mut self, request: Request, now: Now) -> Result<RequestId, UsageError> {
-        if self.core.lifecycle() != Lifecycle::Open {
-            return Err(UsageError::Closed);
-        }
-        let id = self.core.fresh_id();
-        self.exchanges.push_back(Outgoing {
-            id: Some(id),
-            exchange: Exchange::new(),
-            resource: request.resource.as_str().to_owned(),
-            unsent: Some(request),
-            continue_deadline: None,
-            outbound: None,
-        });
-        self.write_ready(now);
-        self.after_call();
-        Ok(id)
+        self.queue(request, None, now)
     }
 
     /// Queues a request whose content follows in pieces (D19): `request`
@@ -99,6 +85,18 @@ impl ClientConnection {
     /// until it ends. With `expect_continue` the handshake runs first
     /// (D10): the content goes out with the full request.
     pub fn send_request_head(&mut self, request: Request, now: Now) -> Result<RequestId, UsageError> {
+        let outbound = Outbound::new(request.body.encoding());
+        self.queue(request, Some(outbound), now)
+    }
+
+    /// Queues a request, whole or (with `outbound`) streamed, as a new
+    /// exchange, and writes what may go out.
+    fn queue(
+        &mut self,
+        request: Request,
+        outbound: Option<Outbound>,
+        now: Now,
+    ) -> Result<RequestId, UsageError> {
         if self.core.lifecycle() != Lifecycle::Open {
             return Err(UsageError::Closed);
         }
@@ -107,9 +105,9 @@ impl ClientConnection {
             id: Some(id),
             exchange: Exchange::new(),
             resource: request.resource.as_str().to_owned(),
-            outbound: Some(Outbound::new(request.body.encoding())),
             unsent: Some(request),
             continue_deadline: None,
+            outbound,
         });
         self.write_ready(now);
         self.after_call();

@@ -195,7 +195,7 @@ impl ContentDecoder {
                 if self.compressed_at < self.compressed.len() {
                     // Input the decompressor cannot take yet: it wants
                     // more first (a gzip header cut in two).
-                    self.refill(ending)?;
+                    self.refill()?;
                     if self.compressed_at < self.compressed.len() && !self.has_more_text() {
                         self.stuck = true;
                         break;
@@ -206,7 +206,7 @@ impl ContentDecoder {
             if !self.has_more_text() {
                 break;
             }
-            self.refill(ending)?;
+            self.refill()?;
         }
         if !ending {
             return Ok(false);
@@ -271,8 +271,7 @@ impl ContentDecoder {
 
     /// Turns up to [`STAGE`] characters of base64 text into compressed
     /// bytes for the decompressor.
-    fn refill(&mut self, ending: bool) -> Result<(), DecodeError> {
-        let _ = ending;
+    fn refill(&mut self) -> Result<(), DecodeError> {
         if self.compressed_at == self.compressed.len() {
             self.compressed.clear();
             self.compressed_at = 0;
