@@ -143,19 +143,11 @@ impl ClientConnection {
                 UsageError::NotStreaming(id)
             });
         };
-        if !outbound.takes_content() {
-            return Err(if outbound.ended {
-                UsageError::NotStreaming(id)
-            } else {
-                UsageError::OutOfTurn(id)
-            });
-        }
-        if self.core.queue_content(outbound, data, now).is_err() {
+        let result = self.core.queue_content(id, outbound, data, now);
+        if result == Err(UsageError::NotText(id)) {
             self.abort_content(id, now);
-            return Err(UsageError::NotText(id));
         }
-        self.core.release_buffers();
-        Ok(())
+        result
     }
 
     /// Ends exchange `id`'s content: the request is complete.

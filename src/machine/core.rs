@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use super::event::RoleEvent;
 use super::table::{Exchange, ExchangeState, Input, Role, TransitionError};
-use super::{Limits, Now, PeerError, RequestId};
+use super::{Limits, Now, PeerError, RequestId, UsageError};
 use crate::message::codec::DecodeError;
 use crate::message::framing::{self, ContentRun, Fault, Scan, Scanner};
 use crate::message::{ContentDecoder, ContentEncoder, EncodeError, Encoding, STREAMED_TAIL, ValueError};
@@ -687,16 +687,28 @@ impl<E: RoleEvent> Core<E> {
         outbound.head_queued = true;
     }
 
-    /// Encodes and queues a piece of a streamed message's content (D19).
+    /// Encodes and queues a piece of exchange `id`'s streamed content
+    /// (D19): `OutOfTurn` before its head is queued, `NotStreaming` once it
+    /// has ended, `NotText` for identity content that is not UTF-8 (the
+    /// caller then aborts the message).
     pub(super) fn queue_content(
         &mut self,
+        id: RequestId,
         outbound: &mut Outbound,
         data: &[u8],
         now: Now,
-    ) -> Result<(), EncodeError> {
+    ) -> Result<(), UsageError> {
+        if !outbound.takes_content() {
+            return Err(if outbound.ended {
+                UsageError::NotStreaming(id)
+            } else {
+                UsageError::OutOfTurn(id)
+            });
+        }
         let mut result = Ok(());
         self.queue_output(now, |out| result = outbound.encoder.encode(data, out));
-        result
+        self.release_buffers();
+        result.map_err(|_| UsageError::NotText(id))
     }
 
     /// Ends a streamed message: the rest of its encoded content and what

@@ -207,20 +207,11 @@ impl ServerConnection {
         let Some(outbound) = front.outbound.as_mut() else {
             return Err(UsageError::NotStreaming(id));
         };
-        if !outbound.takes_content() {
-            return Err(if outbound.ended {
-                UsageError::NotStreaming(id)
-            } else {
-                UsageError::OutOfTurn(id)
-            });
-        }
-        let result = self.core.queue_content(outbound, data, now);
-        if result.is_err() {
+        let result = self.core.queue_content(id, outbound, data, now);
+        if result == Err(UsageError::NotText(id)) {
             self.abort_content(id, now);
-            return Err(UsageError::NotText(id));
         }
-        self.core.release_buffers();
-        Ok(())
+        result
     }
 
     /// Ends exchange `id`'s content: the response is complete, and the
