@@ -23,9 +23,21 @@ impl Date {
         self.0
     }
 
-    /// From a `SystemTime` (the caller's clock), truncated to whole seconds.
+    /// From a `SystemTime` (the caller's clock), truncated to whole seconds
+    /// (towards the past, before 1970 too).
+    ///
+    /// Plain arithmetic on the distance from the epoch: adapters call this
+    /// for every turn of a connection, and going through a calendar type
+    /// cost more than the rest of taking the time.
     pub fn from_system_time(t: std::time::SystemTime) -> Date {
-        Date::from(DateTime::<Utc>::from(t))
+        match t.duration_since(std::time::UNIX_EPOCH) {
+            Ok(after) => Date(i64::try_from(after.as_secs()).unwrap_or(i64::MAX)),
+            Err(before) => {
+                let before = before.duration();
+                let whole = i64::try_from(before.as_secs()).unwrap_or(i64::MAX);
+                Date(-whole - i64::from(before.subsec_nanos() > 0))
+            }
+        }
     }
 }
 
@@ -274,5 +286,17 @@ mod tests {
     fn from_system_time_truncates_to_whole_seconds() {
         let t = std::time::UNIX_EPOCH + std::time::Duration::from_millis(1_500);
         assert_eq!(Date::from_system_time(t).unix_seconds(), 1);
+    }
+
+    #[test]
+    fn from_system_time_agrees_with_chrono_on_both_sides_of_the_epoch() {
+        use std::time::{Duration, UNIX_EPOCH};
+        for millis in [0u64, 1, 999, 1_000, 1_001, 1_500, 86_400_000, 1_700_000_000_123] {
+            let d = Duration::from_millis(millis);
+            for t in [UNIX_EPOCH + d, UNIX_EPOCH - d] {
+                let expected = Date::from(DateTime::<Utc>::from(t));
+                assert_eq!(Date::from_system_time(t), expected, "{t:?}");
+            }
+        }
     }
 }
