@@ -18,6 +18,10 @@ use crate::message::{ContentDecoder, ContentEncoder, EncodeError, Encoding, STRE
 /// more is given back (see [`Buffer::release`]).
 const RETAINED_CAPACITY: usize = 16 * 1024;
 
+/// What an output buffer starts with after idle: a small response's head
+/// and content, and within the allocator's per-thread cache.
+const FRESH_OUTPUT: usize = 1024;
+
 /// The written (or read) prefix of a buffer is given back once it is at
 /// least this large and at least half the buffer: every byte is moved at
 /// most once per time it is written, so compaction costs O(1) per byte.
@@ -316,7 +320,9 @@ pub(super) struct Core<E> {
     /// while nothing is pending (D3).
     stalled_since: Option<Instant>,
 
-    events: VecDeque<E>,
+    /// Boxed: an event is a few hundred bytes and usually waits alone; the
+    /// queue itself, kept from one message to the next, stays a few words.
+    events: VecDeque<Box<E>>,
     next_id: u64,
 }
 
@@ -383,7 +389,7 @@ impl<E: RoleEvent> Core<E> {
         }
         self.stop_input();
         self.lifecycle = Lifecycle::Closed;
-        self.events.push_back(E::closed());
+        self.events.push_back(Box::new(E::closed()));
     }
 
     /// D3: the peer left our output untaken for too long. Nothing more is
@@ -391,7 +397,8 @@ impl<E: RoleEvent> Core<E> {
     pub(super) fn close_stalled(&mut self) {
         self.output.discard();
         self.stalled_since = None;
-        self.events.push_back(E::peer_error(PeerError::OutputStalled));
+        self.events
+            .push_back(Box::new(E::peer_error(PeerError::OutputStalled)));
         self.close();
     }
 
@@ -669,6 +676,12 @@ impl<E: RoleEvent> Core<E> {
         if self.output.is_empty() {
             self.output.compact();
         }
+        if self.output.bytes.capacity() == 0 {
+            // A connection coming back from idle holds no buffer: one
+            // allocation fits a typical response, instead of doubling up
+            // to it from a few bytes.
+            self.output.bytes.reserve(FRESH_OUTPUT);
+        }
         let before = self.output.bytes.len();
         write(&mut self.output.bytes);
         let added = self.output.bytes.len() - before;
@@ -779,11 +792,11 @@ impl<E: RoleEvent> Core<E> {
     // -- events and ids ----------------------------------------------------
 
     pub(super) fn push_event(&mut self, event: E) {
-        self.events.push_back(event);
+        self.events.push_back(Box::new(event));
     }
 
     pub(super) fn pop_event(&mut self) -> Option<E> {
-        self.events.pop_front()
+        self.events.pop_front().map(|event| *event)
     }
 
     /// Whether events wait to be taken.
@@ -800,8 +813,17 @@ impl<E: RoleEvent> Core<E> {
 
     // -- memory ------------------------------------------------------------
 
-    /// Gives back buffer space no longer needed (after every call).
+    /// Gives back buffer space no longer needed (after every call). With
+    /// nothing received and nothing to send, a connection keeps no buffer
+    /// at all: thousands of idle keep-alive connections cost their fixed
+    /// state only, and a busy one allocates afresh (two allocations within
+    /// the allocator's per-thread cache) when its next message arrives.
     pub(super) fn release_buffers(&mut self) {
+        if self.input.is_empty() && self.output.is_empty() {
+            self.input.discard();
+            self.output.discard();
+            return;
+        }
         self.input.release();
         self.output.release();
     }

@@ -50,13 +50,14 @@ struct Slot {
     /// and repeated by the full request of a handshake (D10).
     resource: String,
     /// A `100` to write before the final answer.
-    interim: Option<Response>,
+    interim: Option<Box<Response>>,
     /// When the `100` went into the output: the continue timer runs from
     /// there (D3, D10).
     continue_sent: Option<Instant>,
     /// The final answer, once given (the head of a streamed one until it
-    /// is queued).
-    response: Option<Response>,
+    /// is queued). Boxed, like the `100`: a slot moves through a queue, and
+    /// a small one is cheap to move and to give back when idle.
+    response: Option<Box<Response>>,
     /// A streamed answer's content (D19).
     outbound: Option<Outbound>,
     /// The connection closes after this answer (D1, D3, D10).
@@ -129,6 +130,17 @@ impl ServerConnection {
             self.after_call(now);
         }
         self.core.pop_event()
+    }
+
+    /// Whether [`next_event`](Self::next_event) has an event to give now,
+    /// reading the next buffered message first as it would. The drive step
+    /// asks this rather than holding the event itself.
+    pub(crate) fn has_event(&mut self, now: Now) -> bool {
+        if !self.core.has_events() {
+            self.process_input(now);
+            self.after_call(now);
+        }
+        self.core.has_events()
     }
 
     /// Answers exchange `id`. Responses go out in request order (D2),
@@ -296,9 +308,10 @@ impl ServerConnection {
     }
 
     /// Bytes of memory the connection's input and output buffers hold
-    /// (capacity, not content). An idle connection keeps at most a few KiB,
-    /// whatever it carried before, and the written part of the output is
-    /// given back as it grows.
+    /// (capacity, not content). An idle connection (nothing received
+    /// unhandled, nothing left to write) holds none, whatever it carried
+    /// before, and the written part of the output is given back as it
+    /// grows.
     pub fn buffered_capacity(&self) -> usize {
         self.core.buffered_capacity()
     }
@@ -561,7 +574,11 @@ impl ServerConnection {
                     .advance(&mut slot.exchange, Role::Server, Input::Continue)
                     .is_some()
                 {
-                    slot.interim = Some(responses::continue_ack(&slot.resource, now, self.config.language));
+                    slot.interim = Some(Box::new(responses::continue_ack(
+                        &slot.resource,
+                        now,
+                        self.config.language,
+                    )));
                     self.slots.push_back(slot);
                 }
             }
@@ -605,7 +622,7 @@ impl ServerConnection {
                     .advance(&mut slot.exchange, Role::Server, Input::FinalResponse)
                     .is_some()
             {
-                slot.response = Some(response);
+                slot.response = Some(Box::new(response));
                 slot.closes = closes;
             }
         }
@@ -675,7 +692,7 @@ impl ServerConnection {
         // D7, D12: the echo is the request's own string, whatever the
         // application put there.
         response.resource.clone_from(&slot.resource);
-        slot.response = Some(response);
+        slot.response = Some(Box::new(response));
         Ok(slot)
     }
 
@@ -691,7 +708,11 @@ impl ServerConnection {
         slot.exchange
             .apply(Role::Server, Input::Continue)
             .map_err(|_| UsageError::NotAwaitingContinue(id))?;
-        slot.interim = Some(responses::continue_ack(&slot.resource, now, self.config.language));
+        slot.interim = Some(Box::new(responses::continue_ack(
+            &slot.resource,
+            now,
+            self.config.language,
+        )));
         Ok(())
     }
 
@@ -703,6 +724,10 @@ impl ServerConnection {
         self.flush(now);
         if self.core.lifecycle() == Lifecycle::InputStopped && self.slots.is_empty() {
             self.core.close();
+        }
+        if self.slots.is_empty() {
+            // Slots are a few hundred bytes each: an idle connection keeps none.
+            self.slots = VecDeque::new();
         }
         self.core.release_buffers();
     }

@@ -216,3 +216,28 @@ fn a_steady_reader_keeps_the_output_buffer_small() {
     server.consume_output(n, clock.now());
     assert!(server.buffered_capacity() <= 32 * 1024);
 }
+
+#[test]
+fn an_idle_connection_holds_no_buffer() {
+    // Thousands of idle keep-alive connections cost their fixed state only:
+    // once everything received is handled and everything queued is taken,
+    // the buffers are given back, whatever the exchanges carried.
+    let clock = Clock::new();
+    let mut server = ServerConnection::new(ServerConfig::default(), clock.now());
+    for size in [1, 100_000] {
+        server.receive_data(GET.as_bytes(), clock.now());
+        serve(&mut server, &clock, || escaped(size));
+        assert!(server.buffered_capacity() > 0, "the answer waits in the output");
+        let pending = server.pending_output().len();
+        server.consume_output(pending, clock.now());
+        assert_eq!(server.buffered_capacity(), 0, "after a {size}-byte answer");
+    }
+    // Half a message keeps its bytes, and only them.
+    server.receive_data(&GET.as_bytes()[..40], clock.now());
+    assert!(server.buffered_capacity() >= 40);
+    server.receive_data(&GET.as_bytes()[40..], clock.now());
+    serve(&mut server, &clock, || escaped(1));
+    let pending = server.pending_output().len();
+    server.consume_output(pending, clock.now());
+    assert_eq!(server.buffered_capacity(), 0);
+}

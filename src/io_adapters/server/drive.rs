@@ -115,9 +115,6 @@ pub struct Driver {
     conn: ServerConnection,
     info: RequestInfo,
     mode: IoMode,
-    /// The machine's next event, taken to see whether the handler has
-    /// work: `dispatch` starts with it.
-    held: Option<ServerEvent>,
     /// Received bytes go to the machine in `dispatch`, not in `step`
     /// ([`Driver::parse_in_dispatch`]).
     deferred: bool,
@@ -255,7 +252,6 @@ impl Driver {
             conn: ServerConnection::new(config, now()),
             info: RequestInfo::new(peer),
             mode,
-            held: None,
             deferred: false,
             inbox: Vec::new(),
             inbox_eof: false,
@@ -362,10 +358,7 @@ impl Driver {
             let at = now();
             // Input, a timer, or output taken (which lets held requests
             // through, D3) may each have produced events.
-            if self.held.is_none() {
-                self.held = self.conn.next_event(at);
-            }
-            if self.held.is_some()
+            if self.conn.has_event(at)
                 || !self.inbox.is_empty()
                 || self.inbox_eof
                 || self.log_due()
@@ -488,7 +481,7 @@ impl Driver {
         if std::mem::take(&mut self.inbox_eof) {
             self.conn.receive_eof(now());
         }
-        while let Some(event) = self.held.take().or_else(|| self.conn.next_event(now())) {
+        while let Some(event) = self.conn.next_event(now()) {
             match event {
                 ServerEvent::Content { id, data } => {
                     let spool = match &mut self.spool {
@@ -706,6 +699,10 @@ impl Driver {
                 complete,
             });
         }
+        if self.unlogged.is_empty() {
+            // A record is a hundred bytes: an idle connection keeps none.
+            self.unlogged = VecDeque::new();
+        }
     }
 
     /// Feeds bytes read from the transport.
@@ -721,7 +718,7 @@ impl Driver {
     /// received and nothing left to write, or only the full request of a
     /// handshake awaited (which may take 300 s, D3).
     fn may_stop(&self) -> bool {
-        let idle = self.held.is_none() && self.inbox.is_empty() && !self.inbox_eof && self.conn.is_idle();
+        let idle = self.inbox.is_empty() && !self.inbox_eof && self.conn.is_idle();
         idle || (self.inbox.is_empty() && self.conn.awaits_full_request())
     }
 
