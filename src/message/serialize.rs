@@ -10,7 +10,7 @@
 use std::fmt::Display;
 use std::io::Write;
 
-use super::{Body, Cookies, Date, Encoding, HeaderName, Headers, Request, Response, codec};
+use super::{Body, Cookies, Date, Encoding, HeaderName, Headers, Request, Response, Version, codec};
 
 impl Request {
     /// The request as compact JSON plus `\n`.
@@ -37,7 +37,7 @@ impl Request {
 
     fn write_envelope(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(b"{\"jsontp\":");
-        plain_string(out, &self.version);
+        version_string(out, self.version);
         out.extend_from_slice(b",\"type\":\"request\",\"resource\":");
         string(out, self.resource.as_str());
         out.extend_from_slice(b",\"method\":");
@@ -75,10 +75,9 @@ impl Response {
 
     fn write_envelope(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(b"{\"jsontp\":");
-        plain_string(out, &self.version);
+        version_string(out, self.version);
         out.extend_from_slice(b",\"type\":\"response\",\"status\":{\"code\":");
-        // Writing into a Vec cannot fail.
-        let _ = write!(out, "{}", self.status.code.as_u16());
+        decimal(out, u32::from(self.status.code.as_u16()));
         out.extend_from_slice(b",\"formal-message\":");
         string(out, self.status.formal_message());
         out.extend_from_slice(b",\"human-message\":");
@@ -117,6 +116,39 @@ fn string(out: &mut Vec<u8>, s: &str) {
 /// `-`, `:`, `+`, `.`), written without an intermediate `String`.
 fn plain_string(out: &mut Vec<u8>, value: &impl Display) {
     let _ = write!(out, "\"{value}\"");
+}
+
+/// A version as a JSON string: `"1.0"` copied, any other written out.
+/// (`Display` through `write!` cost more than the rest of the envelope.)
+fn version_string(out: &mut Vec<u8>, version: Version) {
+    if version == Version::V1_0 {
+        out.extend_from_slice(b"\"1.0\"");
+        return;
+    }
+    out.push(b'"');
+    decimal(out, version.major);
+    out.push(b'.');
+    decimal(out, version.minor);
+    if let Some(rc) = version.rc {
+        out.extend_from_slice(b"-rc");
+        decimal(out, rc);
+    }
+    out.push(b'"');
+}
+
+/// `n` in decimal digits.
+fn decimal(out: &mut Vec<u8>, mut n: u32) {
+    let mut digits = [0u8; 10];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[at..]);
 }
 
 /// A date as a JSON string (D16). Every response of a second carries the
@@ -238,5 +270,41 @@ fn write_body_keys(out: &mut Vec<u8>, body: &Body) {
         out.push(b':');
         let _ = serde_json::to_writer(&mut *out, value);
         out.push(b',');
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_and_codes_are_written_as_display_writes_them() {
+        for version in [
+            Version::V1_0,
+            Version {
+                major: 1,
+                minor: 12,
+                rc: None,
+            },
+            Version {
+                major: 0,
+                minor: 0,
+                rc: Some(3),
+            },
+            Version {
+                major: u32::MAX,
+                minor: 10,
+                rc: Some(u32::MAX),
+            },
+        ] {
+            let mut out = Vec::new();
+            version_string(&mut out, version);
+            assert_eq!(out, format!("\"{version}\"").into_bytes());
+        }
+        for n in [0, 7, 10, 99, 100, 404, 65_535, u32::MAX] {
+            let mut out = Vec::new();
+            decimal(&mut out, n);
+            assert_eq!(out, n.to_string().into_bytes());
+        }
     }
 }

@@ -12,7 +12,7 @@ use super::{AccessRecord, Handler, Reply, RequestInfo, ServerOptions, SpoolOptio
 use crate::io_adapters::linger::{Linger, Lingering};
 use crate::io_adapters::now;
 use crate::io_adapters::transport::{IoMode, Transport, would_block};
-use crate::machine::{PeerError, RequestId, ServerConnection, ServerEvent, UsageError};
+use crate::machine::{Now, PeerError, RequestId, ServerConnection, ServerEvent, UsageError};
 use crate::message::{Body, Method, Request, Resource, Response, Status, StatusCode};
 
 /// Longest one blocking read or write may take: how soon a blocking
@@ -403,7 +403,7 @@ impl Driver {
                         // The ends must be seen before taking output lets
                         // the machine forget them.
                         self.note_ends();
-                        self.conn.consume_output(n, now());
+                        self.conn.consume_output(n, self.after_io(at));
                         self.turn += n;
                         moved = true;
                     }
@@ -429,12 +429,13 @@ impl Driver {
                         if self.deferred {
                             self.inbox_eof = true;
                         } else {
-                            self.conn.receive_eof(now());
+                            self.conn.receive_eof(self.after_io(at));
                         }
                         moved = true;
                     }
                     Ok(n) => {
-                        self.receive(&scratch[..n]);
+                        let at = self.after_io(at);
+                        self.receive(&scratch[..n], at);
                         self.turn += n;
                         moved = true;
                         if self.mode == IoMode::EdgeTriggered && n < room && !self.read_closed {
@@ -474,14 +475,17 @@ impl Driver {
             self.log_sent(handler);
             return;
         }
+        // One reading of the clock per handler call: the machine's timers
+        // count seconds, and the date header shows them.
+        let mut at = now();
         if !self.inbox.is_empty() {
-            self.conn.receive_data(&self.inbox, now());
+            self.conn.receive_data(&self.inbox, at);
             self.inbox.clear();
         }
         if std::mem::take(&mut self.inbox_eof) {
-            self.conn.receive_eof(now());
+            self.conn.receive_eof(at);
         }
-        while let Some(event) = self.conn.next_event(now()) {
+        while let Some(event) = self.conn.next_event(at) {
             match event {
                 ServerEvent::Content { id, data } => {
                     let spool = match &mut self.spool {
@@ -492,7 +496,7 @@ impl Driver {
                 }
                 ServerEvent::ContentDiscarded { id } => self.drop_spool(id),
                 ServerEvent::Request { id, mut request } => {
-                    let started = Instant::now();
+                    let started = at.instant;
                     let reply = match self.take_upload(id, &mut request) {
                         Ok(upload) => answer(handler, &request, upload, &self.info),
                         Err(error) => {
@@ -504,17 +508,20 @@ impl Driver {
                             .into()
                         }
                     };
-                    self.respond(id, request, reply, started);
+                    at = now();
+                    self.respond(id, request, reply, started, at);
                 }
                 ServerEvent::ContinueRequested { id, request } => {
-                    let started = Instant::now();
-                    match handler.check_continue(&request, &self.info) {
+                    let started = at.instant;
+                    let decision = handler.check_continue(&request, &self.info);
+                    at = now();
+                    match decision {
                         Ok(()) => {
                             // The full request is now awaited (D10).
-                            let _ = self.conn.accept_continue(id, now());
+                            let _ = self.conn.accept_continue(id, at);
                         }
                         Err(response) => {
-                            self.respond(id, request, response.into(), started);
+                            self.respond(id, request, response.into(), started, at);
                         }
                     }
                 }
@@ -546,7 +553,7 @@ impl Driver {
                         status: rejection.status,
                         // The connection's error responses carry no content.
                         content_bytes: 0,
-                        started: Instant::now(),
+                        started: at.instant,
                         end: None,
                     });
                 }
@@ -577,6 +584,7 @@ impl Driver {
     /// it, up to a turn's worth; ends or aborts it when the reader does
     /// (D19).
     fn send_content(&mut self) {
+        let at = now();
         let mut budget = 4 * READ_PIECE;
         while let Some(out) = &mut self.outgoing {
             let room = self.conn.content_room(out.id).min(READ_PIECE);
@@ -590,14 +598,14 @@ impl Driver {
             match out.reader.read(&mut out.buffer[..room]) {
                 Ok(0) => {
                     self.outgoing = None;
-                    let _ = self.conn.end_content(id, now());
+                    let _ = self.conn.end_content(id, at);
                 }
                 Ok(n) => {
                     budget = budget.saturating_sub(n);
                     if let Some(record) = self.unlogged.iter_mut().find(|u| u.id == Some(id)) {
                         record.content_bytes += n as u64;
                     }
-                    if let Err(error) = self.conn.send_content(id, &out.buffer[..n], now()) {
+                    if let Err(error) = self.conn.send_content(id, &out.buffer[..n], at) {
                         tracing::error!(%error, "the streamed reply cannot be sent; closing");
                         self.outgoing = None;
                     }
@@ -608,7 +616,7 @@ impl Driver {
                     // (D1).
                     tracing::error!(%error, "reading the streamed reply failed; closing");
                     self.outgoing = None;
-                    self.conn.abort_content(id, now());
+                    self.conn.abort_content(id, at);
                 }
             }
         }
@@ -706,12 +714,20 @@ impl Driver {
     }
 
     /// Feeds bytes read from the transport.
-    fn receive(&mut self, data: &[u8]) {
+    fn receive(&mut self, data: &[u8], at: Now) {
         if self.deferred {
             self.inbox.extend_from_slice(data);
         } else {
-            self.conn.receive_data(data, now());
+            self.conn.receive_data(data, at);
         }
+    }
+
+    /// The time after a transport call made at `at`: a call that may block
+    /// takes time worth a new reading of the clock; a non-blocking one
+    /// does not (two readings of it are a sixth of a small exchange's
+    /// instructions).
+    fn after_io(&self, at: Now) -> Now {
+        if self.mode.is_blocking() { now() } else { at }
     }
 
     /// Whether a shutting-down connection may close now: nothing half
@@ -776,14 +792,14 @@ impl Driver {
     /// record for the access log until it has left. An answer the machine
     /// refuses as a misuse (a `1xx` other than the acknowledgement, D12) would leave the exchange unanswered and stall
     /// every pipelined response behind it, so it is replaced by a `500`.
-    fn respond(&mut self, id: RequestId, request: Request, reply: Reply, started: Instant) {
+    fn respond(&mut self, id: RequestId, request: Request, reply: Reply, started: Instant, at: Now) {
         let (response, reader) = reply.into_parts();
         let (mut status, mut content_bytes) = (response.status.code, response.body.content().len() as u64);
         let sent = match reader {
-            None => self.conn.send_response(id, response, now()),
+            None => self.conn.send_response(id, response, at),
             Some(reader) => {
                 content_bytes = 0;
-                let sent = self.conn.send_response_head(id, response, now());
+                let sent = self.conn.send_response_head(id, response, at);
                 if sent.is_ok() {
                     self.outgoing = Some(Outgoing {
                         id,
@@ -803,7 +819,7 @@ impl Driver {
                     format!("the server's application gave an answer that cannot be sent: {misuse}"),
                 ));
                 (status, content_bytes) = (fallback.status.code, 0);
-                let _ = self.conn.send_response(id, fallback, now());
+                let _ = self.conn.send_response(id, fallback, at);
             }
         }
         self.unlogged.push_back(Unlogged {
