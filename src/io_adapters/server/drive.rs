@@ -687,7 +687,9 @@ impl Driver {
                 break;
             };
             let end = done.end.unwrap_or(self.logged_to).max(self.logged_to);
-            let bytes_written = written.min(end) - self.logged_to;
+            // A response cut short may end past what was written, and so may
+            // the ones queued after it: each counts only its own bytes that left.
+            let bytes_written = written.min(end).saturating_sub(self.logged_to);
             self.logged_to = end;
             if !complete {
                 tracing::debug!(
