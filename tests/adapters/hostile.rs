@@ -1,0 +1,309 @@
+//! Hostile peers over real TCP, on every server runtime (std, mio, tokio),
+//! with limits short enough that each case takes seconds: slow and silent
+//! connections, readers that never read or read a trickle, bombs (deep,
+//! large, compressed), other protocols on our port, smuggling attempts,
+//! and connection churn. Each case gets exactly the answer the D-rules give
+//! (status code, then the connection kept or closed), and a well-behaved
+//! client on a fresh connection is still answered within [`PROMPT`]
+//! afterwards (or during, for the slow cases). Every wait is bounded.
+
+use std::io::Write;
+use std::net::{SocketAddr, TcpStream};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use jsontp::machine::ServerConfig;
+
+use crate::support::{
+    Echo, Reader, Runtime, assert_served_promptly, code, connect, content, each_runtime, options, request,
+    start,
+};
+
+/// The D3 limits, made short: each case runs in seconds.
+fn hostile_config() -> ServerConfig {
+    let mut config = ServerConfig::default();
+    let limits = &mut config.limits;
+    limits.message.max_message_bytes = 256 << 10;
+    limits.message.max_decoded_body = 1 << 20;
+    limits.message.max_depth = 16;
+    limits.message.max_headers = 100;
+    limits.max_content_bytes = 1 << 20;
+    limits.message_timeout = Duration::from_secs(2);
+    limits.content_gap_timeout = Duration::from_secs(2);
+    limits.idle_timeout = Duration::from_secs(2);
+    limits.stall_timeout = Duration::from_secs(1);
+    config
+}
+
+/// Writes `bytes` on a clone of `stream` from a thread of its own, in
+/// 1 MiB pieces, until done or the server stops taking them (a closed
+/// connection, or a 5 s write timeout); returns how many bytes went in.
+fn write_in_background(stream: &TcpStream, bytes: Arc<Vec<u8>>) -> JoinHandle<usize> {
+    let mut writer = stream.try_clone().expect("clone");
+    writer
+        .set_write_timeout(Some(Duration::from_secs(5)))
+        .expect("write timeout");
+    std::thread::spawn(move || {
+        let mut sent = 0;
+        for piece in bytes.chunks(1 << 20) {
+            if writer.write_all(piece).is_err() {
+                break;
+            }
+            sent += piece.len();
+        }
+        sent
+    })
+}
+
+/// What follows the expected answers on the connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Then {
+    /// The end of the stream, nothing more written (D1, D3).
+    Closed,
+    /// The connection goes on: the next request is answered (D2).
+    Kept,
+}
+
+/// One hostile input: written at once on a fresh connection; the answers
+/// expected, in order, as (status code, echoed `resource` when a D-rule
+/// fixes it), and what happens next.
+struct Case {
+    name: &'static str,
+    bytes: Arc<Vec<u8>>,
+    answers: &'static [(u64, Option<&'static str>)],
+    then: Then,
+}
+
+impl Case {
+    fn new(
+        name: &'static str,
+        bytes: impl Into<Vec<u8>>,
+        answers: &'static [(u64, Option<&'static str>)],
+        then: Then,
+    ) -> Case {
+        Case {
+            name,
+            bytes: Arc::new(bytes.into()),
+            answers,
+            then,
+        }
+    }
+
+    fn run(&self, runtime: Runtime, addr: SocketAddr) {
+        let what = format!("{runtime:?} {}", self.name);
+        let stream = connect(addr);
+        let writer = write_in_background(&stream, Arc::clone(&self.bytes));
+        let mut client = Reader::new(stream);
+        for &(status, resource) in self.answers {
+            let response = client.expect();
+            assert_eq!(code(&response), status, "{what}: {response}");
+            if let Some(resource) = resource {
+                assert_eq!(response["resource"], resource, "{what}: D7, D12 echo");
+            }
+        }
+        match self.then {
+            Then::Closed => {
+                assert!(client.closed(), "{what}: the connection closes");
+                writer.join().expect("writer");
+            }
+            Then::Kept => {
+                // Every answer is in, so every byte was read: the writer is
+                // done, and nothing of ours can interleave.
+                assert_eq!(writer.join().expect("writer"), self.bytes.len(), "{what}");
+                client.send(&request("GET", "/after", ""));
+                assert_eq!(content(&client.expect()), "echo /after ", "{what}: kept open");
+            }
+        }
+        assert_served_promptly(addr, &what);
+    }
+}
+
+/// A request as raw text with `fields` spliced in before `headers`, and
+/// `headers` and `body` as given (JSON text).
+fn raw_request(resource: &str, fields: &str, headers: &str, body: &str) -> String {
+    format!(
+        r#"{{"jsontp":"1.0","type":"request","resource":"{resource}","method":"GET",{fields}"headers":{headers},"body":{body}}}"#
+    )
+}
+
+const EMPTY_BODY: &str = r#"{"content":"","encoding":"identity"}"#;
+
+/// A TLS 1.2-style ClientHello record: what a TLS client sends first.
+fn tls_client_hello() -> Vec<u8> {
+    let mut hello = vec![0x03, 0x03];
+    hello.extend([0x5a; 32]); // random
+    hello.push(0); // no session id
+    hello.extend([0x00, 0x04, 0x13, 0x01, 0xc0, 0x2f]); // two cipher suites
+    hello.extend([0x01, 0x00]); // no compression
+    hello.extend([0x00, 0x00]); // no extensions
+    let mut handshake = vec![0x01, 0x00];
+    handshake.extend(u16::try_from(hello.len()).expect("short").to_be_bytes());
+    handshake.extend(hello);
+    let mut record = vec![0x16, 0x03, 0x01];
+    record.extend(u16::try_from(handshake.len()).expect("short").to_be_bytes());
+    record.extend(handshake);
+    record
+}
+
+/// 4 KiB of bytes from a fixed linear congruential generator, the first
+/// one made a byte no message starts with.
+fn random_bytes() -> Vec<u8> {
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut bytes: Vec<u8> = (0..4096)
+        .map(|_| {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            (state >> 56) as u8
+        })
+        .collect();
+    bytes[0] = 0x9c;
+    bytes
+}
+
+/// A PROXY v2 header (IPv4) followed by a request.
+fn proxy_v2_then_request() -> Vec<u8> {
+    let mut bytes = b"\r\n\r\n\0\r\nQUIT\n".to_vec();
+    bytes.extend([0x21, 0x11, 0, 12, 203, 0, 113, 7, 10, 0, 0, 1, 0x9c, 0x40, 0, 80]);
+    bytes.extend(request("GET", "/who", "").as_bytes());
+    bytes
+}
+
+/// A request on `/a` whose last field is followed by a `//` comment that
+/// holds `}` and `{` and ends at `end`, then the closing brace; then a
+/// request on `/b`. A reader that ended the comment elsewhere would frame
+/// the two differently: one message, or none.
+fn comment_ended_by(end: &str) -> Vec<u8> {
+    let first = raw_request("/a", "", "{}", EMPTY_BODY);
+    let first = first.strip_suffix('}').expect("an object");
+    format!(
+        "{first} // a note with }} and {{ in it{end}}}{}",
+        request("GET", "/b", "")
+    )
+    .into_bytes()
+}
+
+/// The hostile inputs that are one write and a fixed answer.
+fn cases() -> Vec<Case> {
+    let good = request("GET", "/good", "");
+    let headers: String = (0..10_000)
+        .map(|n| format!(r#""x-h{n}":"v""#))
+        .collect::<Vec<_>>()
+        .join(",");
+    let mut number = raw_request("/n", "", "{}", r#"{"content":"","encoding":"identity","n":1"#).into_bytes();
+    number.truncate(number.len() - 2); // no closing braces yet
+    number.resize(number.len() + 50_000_000, b'7');
+    number.extend(b"}}\n");
+    vec![
+        // D1: bytes where a message must start that are not `{`: `400`
+        // (resource `""`, D12) and close.
+        Case::new(
+            "a TLS ClientHello",
+            tls_client_hello(),
+            &[(400, Some(""))],
+            Then::Closed,
+        ),
+        Case::new(
+            "an HTTP/1.1 request",
+            "GET /index.html HTTP/1.1\r\nHost: localhost\r\n\r\n",
+            &[(400, Some(""))],
+            Then::Closed,
+        ),
+        Case::new("random bytes", random_bytes(), &[(400, Some(""))], Then::Closed),
+        // D21: without the option a PROXY header is bytes where a message
+        // must start (D1). The v2 signature starts with CR LF CR LF, which
+        // is whitespace between messages; its NUL is not.
+        Case::new(
+            "a PROXY v2 header",
+            proxy_v2_then_request(),
+            &[(400, Some(""))],
+            Then::Closed,
+        ),
+        // D4: duplicate keys are `400` however they are spelled; the
+        // message is well framed, so the connection goes on (D2).
+        Case::new(
+            "a duplicate key spelled with an escape",
+            raw_request("/dup", r#""meth\u006fd":"DELETE","#, "{}", EMPTY_BODY),
+            &[(400, None)],
+            Then::Kept,
+        ),
+        // D4, D8: header names are compared case-insensitively.
+        Case::new(
+            "header names differing in case",
+            raw_request(
+                "/case",
+                "",
+                r#"{"Accept-Language":"en-US","accept-language":"fr-FR"}"#,
+                EMPTY_BODY,
+            ),
+            &[(400, None)],
+            Then::Kept,
+        ),
+        // D1: a `//` comment ends at CR, U+2028 or U+2029, for the scanner
+        // and the parser alike: two messages, two answers, in order (D2).
+        Case::new(
+            "a comment ended by CR",
+            comment_ended_by("\r"),
+            &[(200, Some("/a")), (200, Some("/b"))],
+            Then::Kept,
+        ),
+        Case::new(
+            "a comment ended by U+2028",
+            comment_ended_by("\u{2028}"),
+            &[(200, Some("/a")), (200, Some("/b"))],
+            Then::Kept,
+        ),
+        Case::new(
+            "a comment ended by U+2029",
+            comment_ended_by("\u{2029}"),
+            &[(200, Some("/a")), (200, Some("/b"))],
+            Then::Kept,
+        ),
+        // D1: a BOM is skipped at the very start of a connection only.
+        Case::new(
+            "a BOM at the start",
+            format!("\u{feff}{good}"),
+            &[(200, Some("/good"))],
+            Then::Kept,
+        ),
+        Case::new(
+            "a BOM between two messages",
+            format!("{good}\u{feff}{good}"),
+            &[(200, Some("/good")), (400, Some(""))],
+            Then::Closed,
+        ),
+        // D3: more headers than the limit: `431`; not among D2's reasons
+        // to close.
+        Case::new(
+            "10,000 headers",
+            raw_request("/h", "", &format!("{{{headers}}}"), EMPTY_BODY),
+            &[(431, Some("/h"))],
+            Then::Kept,
+        ),
+        // D3: a message past the size limit: `413` and close, at the
+        // first byte past it.
+        Case::new("a 50 MB number", number, &[(413, None)], Then::Closed),
+        // D1: only whitespace between messages, and no limit on it; it is
+        // no part of a message, so the size limit (256 KiB here) does not
+        // count it.
+        Case::new(
+            "4 MiB of whitespace between two messages",
+            format!("{good}{}{good}", " \t\r\n".repeat(1 << 20)),
+            &[(200, Some("/good")), (200, Some("/good"))],
+            Then::Kept,
+        ),
+    ]
+}
+
+#[test]
+fn one_write_cases_get_the_answer_the_rules_give() {
+    let cases = cases();
+    each_runtime(|runtime| {
+        let server = start(runtime, Echo, options(hostile_config(), 2));
+        for case in &cases {
+            case.run(runtime, server.addr);
+        }
+        server.shutdown_and_join();
+    });
+}
