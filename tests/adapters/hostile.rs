@@ -307,3 +307,136 @@ fn one_write_cases_get_the_answer_the_rules_give() {
         server.shutdown_and_join();
     });
 }
+
+#[test]
+fn a_message_nested_too_deep_is_refused_before_it_ends() {
+    // D3: depth past the limit (16 here) is `400`, answered as soon as the
+    // level opens: the rest of the message is read and dropped, and the
+    // connection goes on (not among D2's reasons to close).
+    let start = raw_request(
+        "/deep",
+        "",
+        "{}",
+        r#"{"content":"","encoding":"identity","deep":"#,
+    );
+    let start = start.strip_suffix('}').expect("an open body");
+    each_runtime(|runtime| {
+        let server = start_hostile(runtime);
+        let mut client = Reader::new(connect(server.addr));
+        client.send(&format!("{start}{}", "[".repeat(10_000)));
+        let refused = client.expect();
+        assert_eq!(code(&refused), 400, "{runtime:?}: {refused}");
+        assert_served_promptly(server.addr, format!("{runtime:?} while a deep message is open"));
+        client.send(&format!("{}}}}}\n", "]".repeat(10_000)));
+        client.send(&request("GET", "/after", ""));
+        assert_eq!(
+            content(&client.expect()),
+            "echo /after ",
+            "{runtime:?}: kept open"
+        );
+        server.shutdown_and_join();
+    });
+}
+
+fn start_hostile(runtime: Runtime) -> crate::support::Running {
+    start(runtime, Echo, options(hostile_config(), 2))
+}
+
+/// Writes a request whose `field` holds 100 MiB, in 1 MiB pieces, and
+/// returns the answer, how many bytes the server let in before it closed,
+/// and how long the answer took.
+fn send_100_mib(addr: SocketAddr, body_first: bool) -> (serde_json::Value, usize, Duration) {
+    const SIZE: usize = 100 << 20;
+    let (head, tail) = if body_first {
+        // `content` streams (D19): bounded by the content limit.
+        let head = raw_request("/big", "", "{}", r#"{"encoding":"identity","content":""#);
+        (
+            head.strip_suffix('}').expect("open").to_owned(),
+            "\"}}\n".to_owned(),
+        )
+    } else {
+        // A header's value: part of the message, bounded by its size.
+        let head = format!(
+            r#"{{"jsontp":"1.0","type":"request","resource":"/big","method":"GET","headers":{{"authorization":""#
+        );
+        (head, format!("\"}},\"body\":{EMPTY_BODY}}}\n"))
+    };
+    let mut bytes = head.into_bytes();
+    bytes.resize(bytes.len() + SIZE, b'x');
+    bytes.extend(tail.as_bytes());
+    let started = std::time::Instant::now();
+    let stream = connect(addr);
+    let writer = write_in_background(&stream, Arc::new(bytes));
+    let mut client = Reader::new(stream);
+    let answer = client.expect();
+    let took = started.elapsed();
+    assert!(client.closed(), "closed after the answer");
+    (answer, writer.join().expect("writer"), took)
+}
+
+#[test]
+fn a_100_mib_message_is_refused_long_before_it_is_read() {
+    // D19, D3: streamed `content` past the content limit (1 MiB here) is
+    // `413` and close; so is a message past the size limit (256 KiB here)
+    // anywhere else. Neither waits for the end of the 100 MiB.
+    each_runtime(|runtime| {
+        let server = start_hostile(runtime);
+        for (body_first, what) in [(true, "content"), (false, "a header's value")] {
+            let (answer, sent, took) = send_100_mib(server.addr, body_first);
+            let what = format!("{runtime:?} 100 MiB of {what}");
+            assert_eq!(code(&answer), 413, "{what}: {answer}");
+            // The kernels' buffers on both sides (and the server's drain
+            // of 1 MiB as it closes) take some; nothing near 100 MiB.
+            assert!(sent < 16 << 20, "{what}: {sent} bytes went in");
+            assert!(took < Duration::from_secs(2), "{what}: answered after {took:?}");
+            assert_served_promptly(server.addr, &what);
+        }
+        server.shutdown_and_join();
+    });
+}
+
+/// A message that puts a split point inside every state the scanner has:
+/// comments holding brackets and quotes (one ended by U+2028), escapes, a
+/// surrogate pair, a single-quoted string, multi-byte UTF-8 (in the
+/// streamed content too), nested values.
+const TRICKY: &str = concat!(
+    r#"{"jsontp":"1.0", /* a } and a " */ "type":"request","resource":"/split/%C3%A9","method":"GET","#,
+    "// a note with { and ] in it\u{2028}",
+    r#""headers":{"accept-language":["en-US"],'accept':'text/plain'},"#,
+    r#""body":{"encoding":"identity","content":"plain é 😀 }{ ][ text","#,
+    r#""note":[1,{"a":"]\"}\u00e9\ud83d\ude00"},'it\'s }'],},}"#,
+    "\n",
+);
+
+#[test]
+fn a_message_split_at_any_point_gets_the_same_answer() {
+    // D1: the scan resumes where it stopped, in whatever state; every
+    // split point on one runtime, a sample of them on the others.
+    each_runtime(|runtime| {
+        let server = start_hostile(runtime);
+        let stream = connect(server.addr);
+        stream.set_nodelay(true).expect("no delay");
+        let mut client = Reader::new(stream);
+        client.send(TRICKY);
+        let whole = client.expect();
+        assert_eq!(code(&whole), 200, "{runtime:?}: {whole}");
+        let expected = (whole["resource"].clone(), content(&whole).to_owned());
+        assert_eq!(content(&whole), "echo /split/é plain é 😀 }{ ][ text");
+        let step = if runtime == Runtime::Std { 1 } else { 7 };
+        for at in (1..TRICKY.len()).step_by(step) {
+            let (first, second) = TRICKY.as_bytes().split_at(at);
+            client.stream.write_all(first).expect("write");
+            // Let the server read the first part on its own.
+            std::thread::sleep(Duration::from_millis(1));
+            client.stream.write_all(second).expect("write");
+            let answer = client.expect();
+            assert_eq!(code(&answer), 200, "{runtime:?} split at {at}: {answer}");
+            assert_eq!(
+                (answer["resource"].clone(), content(&answer).to_owned()),
+                expected,
+                "{runtime:?} split at {at}"
+            );
+        }
+        server.shutdown_and_join();
+    });
+}
