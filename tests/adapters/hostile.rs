@@ -7,8 +7,9 @@
 //! client on a fresh connection is still answered within [`PROMPT`]
 //! afterwards (or during, for the slow cases). Every wait is bounded.
 
-use std::io::{Read, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
+use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread::JoinHandle;
@@ -19,8 +20,8 @@ use jsontp::machine::ServerConfig;
 use jsontp::message::{Body, Request, Response, Status, StatusCode};
 
 use crate::support::{
-    Echo, LIMIT, READ_TIMEOUT, Reader, Runtime, assert_served_promptly, code, connect, content, each_runtime,
-    options, request, start,
+    Echo, LIMIT, READ_TIMEOUT, RUNTIMES, Reader, Runtime, assert_served_promptly, code, connect, content,
+    each_runtime, options, request, start,
 };
 
 /// The D3 limits, made short: each case runs in seconds.
@@ -384,10 +385,16 @@ fn a_100_mib_message_is_refused_long_before_it_is_read() {
     // anywhere else. Neither waits for the end of the 100 MiB.
     each_runtime(|runtime| {
         let server = start_hostile(runtime);
-        for (body_first, what) in [(true, "content"), (false, "a header's value")] {
+        let limits = [
+            (true, "content", "body.content"),
+            (false, "a header's value", "the message is larger"),
+        ];
+        for (body_first, what, which_limit) in limits {
             let (answer, sent, took) = send_100_mib(server.addr, body_first);
             let what = format!("{runtime:?} 100 MiB of {what}");
             assert_eq!(code(&answer), 413, "{what}: {answer}");
+            let why = answer["status"]["human-message"].as_str().unwrap_or_default();
+            assert!(why.contains(which_limit), "{what}: {why}");
             // The kernels' buffers on both sides (and the server's drain
             // of 1 MiB as it closes) take some; nothing near 100 MiB.
             assert!(sent < 16 << 20, "{what}: {sent} bytes went in");
@@ -751,5 +758,281 @@ fn a_large_answer_built_slower_than_the_stall_time_still_goes_out() {
             .expect("the answer, then the end of the stream");
         assert!(taken.len() > ANSWER, "{runtime:?}: {} bytes arrived", taken.len());
         server.shutdown_and_join();
+    });
+}
+
+/// The child process the bomb and churn tests run a server in, so that
+/// its memory and descriptors are its own: a server with
+/// [`hostile_config`] on the runtime the environment names, serving until
+/// its standard input closes. Without the variable (an ordinary
+/// `--ignored` run) it does nothing.
+#[test]
+#[ignore = "run as a child process by the bomb and churn tests"]
+fn child_server() {
+    let Ok(name) = std::env::var(CHILD_RUNTIME) else {
+        return;
+    };
+    let Some(&runtime) = RUNTIMES.iter().find(|r| format!("{r:?}") == name) else {
+        panic!("no runtime named {name}");
+    };
+    let server = start_hostile(runtime);
+    println!("ADDR {}", server.addr);
+    std::io::stdout().flush().expect("stdout");
+    let _ = std::io::copy(&mut std::io::stdin(), &mut std::io::sink());
+    server.shutdown_and_join();
+}
+
+const CHILD_RUNTIME: &str = "JSONTP_HOSTILE_CHILD_RUNTIME";
+
+/// [`child_server`] running; killed when dropped, however the test ends.
+struct ChildServer {
+    child: Child,
+    addr: SocketAddr,
+}
+
+impl ChildServer {
+    fn start(runtime: Runtime) -> ChildServer {
+        let mut child = Command::new(std::env::current_exe().expect("test binary"))
+            .args(["hostile::child_server", "--exact", "--ignored", "--nocapture"])
+            .env(CHILD_RUNTIME, format!("{runtime:?}"))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("child server");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                // libtest may print the test's name on the same line.
+                if let Some((_, addr)) = line.split_once("ADDR ") {
+                    let _ = tx.send(addr.trim().parse::<SocketAddr>());
+                }
+            }
+        });
+        let mut server = ChildServer {
+            child,
+            addr: SocketAddr::from(([127, 0, 0, 1], 0)),
+        };
+        server.addr = rx
+            .recv_timeout(Duration::from_secs(20))
+            .expect("the child prints its address")
+            .expect("an address");
+        // One ordinary exchange, so that every figure read later includes
+        // what serving at all costs.
+        assert_served_promptly(server.addr, format!("{runtime:?} child"));
+        server
+    }
+
+    /// A field of /proc/PID/status, in KiB.
+    fn status_kib(&self, field: &str) -> usize {
+        let status =
+            std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).expect("/proc status");
+        let line = status.lines().find(|l| l.starts_with(field)).expect("the field");
+        line.split_whitespace()
+            .nth(1)
+            .and_then(|n| n.parse().ok())
+            .expect("a number")
+    }
+
+    /// How many descriptors the server has open.
+    fn open_fds(&self) -> usize {
+        std::fs::read_dir(format!("/proc/{}/fd", self.child.id()))
+            .expect("/proc fd")
+            .count()
+    }
+}
+
+impl Drop for ChildServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// What a compression bomb expands to.
+const BOMB: usize = 1 << 30;
+
+/// `mib` MiB of zeros, compressed as `encoding`: the first MiB compressed,
+/// then the next one, flushed after each so that the second is a run of
+/// whole blocks that refer only to zeros before them; that run repeated
+/// makes any size in a few milliseconds.
+fn bomb(encoding: &str, mib: usize) -> Vec<u8> {
+    let zeros = vec![0u8; 1 << 20];
+    let written = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = SharedSink(Arc::clone(&written));
+    let mut encoder: Box<dyn Write> = match encoding {
+        "br" => Box::new(brotli::CompressorWriter::new(sink, 1 << 16, 5, 24)),
+        // The raw deflate stream inside both gzip and zlib.
+        _ => Box::new(flate2::write::DeflateEncoder::new(
+            sink,
+            flate2::Compression::best(),
+        )),
+    };
+    let mut pieces = Vec::new();
+    for _ in 0..2 {
+        encoder.write_all(&zeros).expect("compress");
+        encoder.flush().expect("flush");
+        pieces.push(written.lock().expect("buffer").len());
+    }
+    // Dropping the encoder ends the stream.
+    drop(encoder);
+    let compressed = written.lock().expect("buffer").clone();
+    let (first, second) = (pieces[0], pieces[1]);
+    let mut out = compressed[..first].to_vec();
+    for _ in 1..mib {
+        out.extend_from_slice(&compressed[first..second]);
+    }
+    out.extend_from_slice(&compressed[second..]);
+    let len = (mib as u64) << 20;
+    match encoding {
+        "gzip" => {
+            let mut crc = flate2::Crc::new();
+            for _ in 0..mib {
+                crc.update(&zeros);
+            }
+            let mut gzip = vec![0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 2, 0xff];
+            gzip.extend(out);
+            gzip.extend(crc.sum().to_le_bytes());
+            gzip.extend((len as u32).to_le_bytes());
+            gzip
+        }
+        "deflate" => {
+            // The zlib format (RFC 1950, D9); Adler-32 of zeros is 1 in its
+            // low half and their count in its high half.
+            let mut zlib = vec![0x78, 0xda];
+            zlib.extend(out);
+            zlib.extend((((len % 65_521) as u32) << 16 | 1).to_be_bytes());
+            zlib
+        }
+        _ => out,
+    }
+}
+
+/// A writer into a buffer the caller keeps a handle on.
+struct SharedSink(Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl Write for SharedSink {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().expect("buffer").extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// How many bytes `bytes`, compressed as `encoding`, decode to (the
+/// decoders check the gzip and zlib trailers).
+fn decoded_len(encoding: &str, bytes: &[u8]) -> u64 {
+    let mut sink = std::io::sink();
+    match encoding {
+        "gzip" => std::io::copy(&mut flate2::read::GzDecoder::new(bytes), &mut sink),
+        "deflate" => std::io::copy(&mut flate2::read::ZlibDecoder::new(bytes), &mut sink),
+        _ => std::io::copy(&mut brotli::Decompressor::new(bytes, 1 << 16), &mut sink),
+    }
+    .expect("a valid stream")
+}
+
+#[test]
+fn the_bombs_expand_as_claimed() {
+    // A bomb of 3 MiB is the head, the repeated run twice, and the end:
+    // if it decodes to exactly 3 MiB, trailers and all, every size does.
+    for encoding in ["gzip", "deflate", "br"] {
+        assert_eq!(decoded_len(encoding, &bomb(encoding, 3)), 3 << 20, "{encoding}");
+    }
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn compression_bombs_get_413_at_once_and_memory_stays_bounded() {
+    // D3, D19: decoded content past the content limit (1 MiB here) is
+    // `413` and close; decoding stops there, never allocating past it.
+    // Three bombs of 1 GiB of zeros each; the server, in a child process,
+    // answers each at once, and its peak resident memory grows by far less
+    // than one of them would take.
+    let requests: Vec<(&str, Arc<Vec<u8>>)> = ["gzip", "deflate", "br"]
+        .into_iter()
+        .map(|encoding| {
+            use base64::Engine;
+            let content = base64::engine::general_purpose::STANDARD.encode(bomb(encoding, BOMB >> 20));
+            let body = format!(r#"{{"encoding":"{encoding}","content":"{content}"}}"#);
+            let text = raw_request("/bomb", "", "{}", &body) + "\n";
+            (encoding, Arc::new(text.into_bytes()))
+        })
+        .collect();
+    each_runtime(|runtime| {
+        let server = ChildServer::start(runtime);
+        let before = server.status_kib("VmHWM:");
+        for (encoding, text) in &requests {
+            let what = format!("{runtime:?} {encoding} bomb of {} bytes", text.len());
+            let started = Instant::now();
+            let stream = connect(server.addr);
+            let writer = write_in_background(&stream, Arc::clone(text));
+            let mut client = Reader::new(stream);
+            let answer = client.expect();
+            let took = started.elapsed();
+            assert_eq!(code(&answer), 413, "{what}: {answer}");
+            let why = answer["status"]["human-message"].as_str().unwrap_or_default();
+            assert!(why.contains("body.content"), "{what}: {why}");
+            assert!(client.closed(), "{what}: closed after 413");
+            assert!(took < Duration::from_secs(1), "{what}: answered after {took:?}");
+            writer.join().expect("writer");
+            assert_served_promptly(server.addr, &what);
+        }
+        let grown = server.status_kib("VmHWM:").saturating_sub(before);
+        assert!(
+            grown < 64 << 10,
+            "{runtime:?}: peak resident memory grew by {grown} KiB"
+        );
+    });
+}
+
+/// Connects `count` times and closes at once, each close a reset
+/// (SO_LINGER 0) when `reset`; how long that took.
+fn churn(addr: SocketAddr, count: usize, reset: bool) -> Duration {
+    let started = Instant::now();
+    for _ in 0..count {
+        let socket =
+            socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).expect("socket");
+        if reset {
+            socket.set_linger(Some(Duration::ZERO)).expect("linger");
+        }
+        socket.connect(&addr.into()).expect("connect");
+        drop(socket);
+    }
+    started.elapsed()
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn connection_churn_leaves_no_descriptor_behind() {
+    // Connections opened and closed at once, or reset (SO_LINGER 0), ten
+    // thousand of each: the server (in a child process, so that the count
+    // is its own) ends with the descriptors it had, and a fresh client is
+    // answered at once. The closes leave the client's ends in TIME_WAIT
+    // for a minute; loopback connects reuse them (and they hold no port
+    // another destination needs).
+    const COUNT: usize = 10_000;
+    each_runtime(|runtime| {
+        let server = ChildServer::start(runtime);
+        let before = server.open_fds();
+        let closed = churn(server.addr, COUNT, false);
+        let reset = churn(server.addr, COUNT, true);
+        // 10,000 of each take a few hundred milliseconds to two seconds
+        // on a loaded debug build.
+        assert!(
+            closed + reset < LIMIT,
+            "{runtime:?}: churn took {closed:?} and {reset:?}"
+        );
+        let started = Instant::now();
+        let mut after = server.open_fds();
+        while after > before && started.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(20));
+            after = server.open_fds();
+        }
+        assert!(after <= before, "{runtime:?}: descriptors {before} → {after}");
+        assert_served_promptly(server.addr, format!("{runtime:?} after churn"));
     });
 }
