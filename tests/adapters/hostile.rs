@@ -360,9 +360,9 @@ fn send_100_mib(addr: SocketAddr, body_first: bool) -> (serde_json::Value, usize
         )
     } else {
         // A header's value: part of the message, bounded by its size.
-        let head = format!(
-            r#"{{"jsontp":"1.0","type":"request","resource":"/big","method":"GET","headers":{{"authorization":""#
-        );
+        let head =
+            r#"{"jsontp":"1.0","type":"request","resource":"/big","method":"GET","headers":{"authorization":""#
+                .to_owned();
         (head, format!("\"}},\"body\":{EMPTY_BODY}}}\n"))
     };
     let mut bytes = head.into_bytes();
