@@ -422,3 +422,37 @@ pub fn api_request(method: Method, resource: &str, content: &str) -> Request {
 pub fn get(resource: &str) -> Request {
     Request::new(Method::Get, resource.parse().expect("a valid resource"))
 }
+
+// -- Hostile peers (hostile.rs) ------------------------------------------
+
+/// How soon a well-behaved client must be answered while hostile peers
+/// are at work, or after them.
+pub const PROMPT: Duration = Duration::from_millis(100);
+
+/// How long a fresh connection waits for the answer to `GET /fresh`: the
+/// fastest of three tries, each on a new connection and each bounded by
+/// [`READ_TIMEOUT`]. Three, because on a shared machine the scheduler may
+/// delay any single exchange; a server held up by its peers delays all
+/// three.
+pub fn fresh_exchange_time(addr: SocketAddr) -> Duration {
+    (0..3)
+        .map(|_| {
+            let started = Instant::now();
+            let mut client = Reader::new(connect(addr));
+            client.send(&request("GET", "/fresh", ""));
+            assert_eq!(
+                content(&client.expect()),
+                "echo /fresh ",
+                "a fresh client is answered"
+            );
+            started.elapsed()
+        })
+        .min()
+        .expect("three tries")
+}
+
+/// Asserts that a fresh client at `addr` is answered within [`PROMPT`].
+pub fn assert_served_promptly(addr: SocketAddr, what: impl std::fmt::Display) {
+    let took = fresh_exchange_time(addr);
+    assert!(took < PROMPT, "{what}: a fresh client waited {took:?}");
+}

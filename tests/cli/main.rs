@@ -14,6 +14,8 @@ mod generate;
 mod habits;
 #[cfg(feature = "cli")]
 mod help;
+#[cfg(all(feature = "cli", unix))]
+mod hostile;
 #[cfg(feature = "cli")]
 mod logs;
 #[cfg(feature = "cli")]
