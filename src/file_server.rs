@@ -69,6 +69,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::Serialize;
 
+#[cfg(target_os = "linux")]
+mod small_files;
+#[cfg(target_os = "linux")]
+use small_files::{Cached, SmallFiles, Stamp};
+
 use crate::io_adapters::server::{Handler, Reply, RequestInfo, Upload};
 use crate::message::negotiate::{self, ContentKind};
 use crate::message::{
@@ -96,6 +101,10 @@ const ACCEPTED_CONTENT_TYPES: [&str; 5] = [
 /// The file a resource names when it is a folder (`/` → `index.html`).
 const INDEX: &str = "index.html";
 
+/// How much file content the small-file cache keeps by default.
+#[cfg(target_os = "linux")]
+const DEFAULT_CACHE_BYTES: usize = 16 << 20;
+
 /// The methods of an existing resource, and of a missing one that `PUT`
 /// could create, on a writable server and on a read-only one (D11).
 const ALL_METHODS: &[Method] = &Method::ALL;
@@ -110,6 +119,9 @@ pub struct FileServer {
     /// The root, open, for opening resources beneath it (Linux).
     #[cfg(target_os = "linux")]
     root_fd: Option<std::os::fd::OwnedFd>,
+    /// Small files kept in memory, checked on every use (Linux).
+    #[cfg(target_os = "linux")]
+    small_files: Option<SmallFiles>,
     token: Option<String>,
     languages: Vec<LanguageTag>,
     max_file_bytes: u64,
@@ -139,8 +151,11 @@ enum Place {
 /// What a `GET`/`POST` of a resource sends, found before the checks.
 enum Source {
     /// A file inside the root (a folder's `index.html` included), open,
-    /// with its metadata.
-    File(fs::File, fs::Metadata),
+    /// with its metadata, and the path it may be cached under.
+    File(fs::File, fs::Metadata, Option<PathBuf>),
+    /// A small file as the cache kept it, still the file the path names.
+    #[cfg(target_os = "linux")]
+    Cached(Cached),
     /// A folder inside the root without `index.html`, listed.
     Listing(PathBuf),
 }
@@ -230,6 +245,8 @@ impl FileServer {
             root,
             #[cfg(target_os = "linux")]
             root_fd,
+            #[cfg(target_os = "linux")]
+            small_files: Some(SmallFiles::new(DEFAULT_CACHE_BYTES)),
             token: None,
             languages: vec![LanguageTag::EN_US],
             max_file_bytes: u64::MAX,
@@ -258,6 +275,21 @@ impl FileServer {
     /// stream, D19).
     pub fn with_max_file_bytes(mut self, max: u64) -> Self {
         self.max_file_bytes = max;
+        self
+    }
+
+    /// Keeps files of up to 64 KiB in memory, `max_bytes` of them in all
+    /// (default 16 MiB; `0` keeps none). Each use checks, with one `stat`,
+    /// that the path still names the very same file (device, inode, size,
+    /// modification and change times); any change is read afresh. Linux
+    /// only; elsewhere every request reads the file.
+    pub fn with_cache_bytes(mut self, max_bytes: usize) -> Self {
+        #[cfg(target_os = "linux")]
+        {
+            self.small_files = (max_bytes > 0).then(|| SmallFiles::new(max_bytes));
+        }
+        #[cfg(not(target_os = "linux"))]
+        let _ = max_bytes;
         self
     }
 
@@ -500,19 +532,29 @@ impl FileServer {
         let Some(rel) = relative(path) else {
             return (by_name(), None);
         };
+        #[cfg(target_os = "linux")]
+        if let (Some(cache), Some(root)) = (&self.small_files, &self.root_fd) {
+            let kept = Stamp::of_path(root, &rel).and_then(|stamp| cache.get(&rel, stamp));
+            if let Some(kept) = kept {
+                return (by_name(), Some(Source::Cached(kept)));
+            }
+        }
         let Some((file, metadata)) = self.open_beneath(&rel) else {
             return (by_name(), None);
         };
         if !metadata.is_dir() {
             return (
                 by_name(),
-                metadata.is_file().then_some(Source::File(file, metadata)),
+                metadata
+                    .is_file()
+                    .then_some(Source::File(file, metadata, Some(rel))),
             );
         }
         match self.open_beneath(&rel.join(INDEX)) {
-            Some((index, metadata)) if metadata.is_file() => {
-                (constant_media("text/html"), Some(Source::File(index, metadata)))
-            }
+            Some((index, metadata)) if metadata.is_file() => (
+                constant_media("text/html"),
+                Some(Source::File(index, metadata, None)),
+            ),
             _ if self.listing => (
                 constant_media("application/json"),
                 Some(Source::Listing(self.root.join(rel))),
@@ -621,8 +663,12 @@ impl FileServer {
                 "the server could not access the file: {e}"
             )))
         };
-        let (mut opened, metadata) = match source {
-            Source::File(file, metadata) => (file, metadata),
+        let (mut opened, metadata, key) = match source {
+            Source::File(file, metadata, key) => (file, metadata, key),
+            #[cfg(target_os = "linux")]
+            Source::Cached(kept) => {
+                return Ok(Loaded::Content(kept.content.to_vec(), kept.modified));
+            }
             Source::Listing(folder) => {
                 let (content, modified) = self.list(&folder).map_err(failed)?;
                 if content.len() as u64 > self.max_file_bytes {
@@ -644,8 +690,18 @@ impl FileServer {
                 modified,
             });
         }
+        // Stamped before reading: a change during the read leaves a stamp
+        // older than the file, so the next use reads it afresh.
+        #[cfg(target_os = "linux")]
+        let stamp = Stamp::of_file(&opened);
         let mut content = Vec::with_capacity(metadata.len() as usize);
         io::Read::read_to_end(&mut opened, &mut content).map_err(failed)?;
+        #[cfg(target_os = "linux")]
+        if let (Some(cache), Some(key), Some(stamp)) = (&self.small_files, &key, stamp) {
+            cache.put(key, stamp, &content, modified);
+        }
+        #[cfg(not(target_os = "linux"))]
+        let _ = key;
         Ok(Loaded::Content(content, modified))
     }
 

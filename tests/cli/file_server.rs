@@ -944,3 +944,47 @@ fn d7_a_listing_shows_nothing_outside_the_root() {
     // A folder outside is not listed either, though a link names it.
     assert_eq!(code(&ask(&server, req(Method::Get, "/sub/out-folder/"))), 404);
 }
+
+#[test]
+fn cached_small_files_are_always_the_current_file() {
+    // The small-file cache answers from memory only while the path names
+    // the very version it read: edits in place, replacements, removals
+    // and a symlink swapped to the outside are all seen at once (D7).
+    let fixture = Fixture::new();
+    let outside = Fixture::new();
+    fs::write(outside.path("secret.txt"), "secret!").expect("write");
+    let server = fixture.server();
+    let get = |path: &str| ask(&server, req(Method::Get, path));
+    assert_eq!(text(&get("/hello.txt")), "Hello, world!");
+    assert_eq!(text(&get("/hello.txt")), "Hello, world!", "from the cache");
+
+    // Rewritten in place, same size, the old modification time put back:
+    // the change time still moves.
+    let file = fixture.path("hello.txt");
+    let mtime = fs::metadata(&file).expect("metadata").modified().expect("mtime");
+    fs::write(&file, "Hello, WORLD!").expect("rewrite");
+    fs::File::options()
+        .write(true)
+        .open(&file)
+        .expect("open")
+        .set_modified(mtime)
+        .expect("mtime");
+    assert_eq!(text(&get("/hello.txt")), "Hello, WORLD!");
+
+    // Replaced through PUT (a rename: another inode).
+    let put = req(Method::Put, "/hello.txt").with_body(Body::text("replaced"));
+    assert!((200..300).contains(&code(&ask(&server, put))));
+    assert_eq!(text(&get("/hello.txt")), "replaced");
+
+    // A symlink to the outside in its place: 404, not the cached text.
+    fs::remove_file(&file).expect("remove");
+    assert_eq!(code(&get("/hello.txt")), 404);
+    std::os::unix::fs::symlink(outside.path("secret.txt"), &file).expect("symlink");
+    assert_eq!(code(&get("/hello.txt")), 404);
+
+    // Turned off, every request reads the file.
+    let uncached = fixture.server().with_cache_bytes(0);
+    fs::remove_file(&file).expect("remove");
+    fs::write(&file, "fresh").expect("write");
+    assert_eq!(text(&ask(&uncached, req(Method::Get, "/hello.txt"))), "fresh");
+}

@@ -1,0 +1,197 @@
+//! Small files kept in memory, each checked against the file system on
+//! every use (Linux).
+//!
+//! A hit costs one `stat` of the resource's path beneath the root instead
+//! of opening, measuring, reading and closing the file. The entry is used
+//! only when the path still names the very same version of the file: the
+//! same device and inode (a file renamed over it, as `PUT` does, is
+//! another inode), the same size, and the same modification and change
+//! times (the change time moves on every write, even one that restores
+//! the old modification time).
+//!
+//! The `stat` follows symlinks without the confinement `openat2` gives
+//! (D7), which is safe here: a path that now leads outside the root leads
+//! to another inode, a miss, and the miss goes through the confined open;
+//! a path that leads to the cached inode by another way leads to the very
+//! file that was served from inside the root.
+//!
+//! Memory is bounded: files of at most 64 KiB (larger ones stream, D19),
+//! and a total the server sets; past it, entries are dropped in no
+//! particular order.
+
+use std::collections::HashMap;
+use std::fs;
+use std::os::fd::AsFd;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use crate::message::Date;
+
+/// One version of one regular file, as `stat` describes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Stamp {
+    dev: u64,
+    ino: u64,
+    size: i64,
+    modified: (i64, u64),
+    changed: (i64, u64),
+}
+
+impl Stamp {
+    fn of(stat: &rustix::fs::Stat) -> Option<Stamp> {
+        let regular = rustix::fs::FileType::from_raw_mode(stat.st_mode) == rustix::fs::FileType::RegularFile;
+        regular.then(|| Stamp {
+            dev: stat.st_dev,
+            ino: stat.st_ino,
+            size: stat.st_size,
+            modified: (stat.st_mtime, stat.st_mtime_nsec as u64),
+            changed: (stat.st_ctime, stat.st_ctime_nsec as u64),
+        })
+    }
+
+    /// The open file's stamp; `None` unless it is a regular file.
+    pub(super) fn of_file(file: &fs::File) -> Option<Stamp> {
+        Stamp::of(&rustix::fs::fstat(file).ok()?)
+    }
+
+    /// The stamp of what `rel` names beneath `root` now, symlinks
+    /// followed; `None` unless it is a regular file.
+    pub(super) fn of_path(root: impl AsFd, rel: &Path) -> Option<Stamp> {
+        Stamp::of(&rustix::fs::statat(root, rel, rustix::fs::AtFlags::empty()).ok()?)
+    }
+}
+
+/// A cached file: its content and last modification (D17).
+#[derive(Debug, Clone)]
+pub(super) struct Cached {
+    pub(super) content: Arc<[u8]>,
+    pub(super) modified: Option<Date>,
+}
+
+/// The cache of one file server.
+#[derive(Debug)]
+pub(super) struct SmallFiles {
+    entries: Mutex<Entries>,
+    max_bytes: usize,
+}
+
+#[derive(Debug, Default)]
+struct Entries {
+    map: HashMap<PathBuf, (Stamp, Cached)>,
+    bytes: usize,
+}
+
+impl SmallFiles {
+    /// The largest file kept.
+    pub(super) const MAX_FILE: usize = 64 * 1024;
+
+    /// A cache holding at most `max_bytes` of content.
+    pub(super) fn new(max_bytes: usize) -> SmallFiles {
+        SmallFiles {
+            entries: Mutex::new(Entries::default()),
+            max_bytes,
+        }
+    }
+
+    /// The content kept for `rel`, if it was kept for this very version.
+    pub(super) fn get(&self, rel: &Path, stamp: Stamp) -> Option<Cached> {
+        let entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        match entries.map.get(rel) {
+            Some((kept, cached)) if *kept == stamp => Some(cached.clone()),
+            _ => None,
+        }
+    }
+
+    /// Keeps `content`, read from the version `stamp` of `rel`, dropping
+    /// other entries as needed to stay within the bound.
+    pub(super) fn put(&self, rel: &Path, stamp: Stamp, content: &[u8], modified: Option<Date>) {
+        if content.len() > Self::MAX_FILE || content.len() > self.max_bytes {
+            return;
+        }
+        let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((_, old)) = entries.map.remove(rel) {
+            entries.bytes -= old.content.len();
+        }
+        while entries.bytes + content.len() > self.max_bytes {
+            let Some(victim) = entries.map.keys().next().cloned() else {
+                break;
+            };
+            if let Some((_, old)) = entries.map.remove(&victim) {
+                entries.bytes -= old.content.len();
+            }
+        }
+        entries.bytes += content.len();
+        let cached = Cached {
+            content: Arc::from(content),
+            modified,
+        };
+        entries.map.insert(rel.to_path_buf(), (stamp, cached));
+    }
+
+    /// Bytes of content kept.
+    #[cfg(test)]
+    fn bytes(&self) -> usize {
+        self.entries.lock().unwrap_or_else(|p| p.into_inner()).bytes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stamp(ino: u64) -> Stamp {
+        Stamp {
+            dev: 1,
+            ino,
+            size: 1,
+            modified: (0, 0),
+            changed: (0, 0),
+        }
+    }
+
+    #[test]
+    fn an_entry_serves_only_its_own_version() {
+        let cache = SmallFiles::new(1024);
+        cache.put(Path::new("a"), stamp(1), b"one", None);
+        assert_eq!(
+            &*cache.get(Path::new("a"), stamp(1)).expect("kept").content,
+            b"one"
+        );
+        assert!(cache.get(Path::new("a"), stamp(2)).is_none(), "another inode");
+        assert!(cache.get(Path::new("b"), stamp(1)).is_none(), "another path");
+        cache.put(Path::new("a"), stamp(2), b"two!", None);
+        assert_eq!(cache.bytes(), 4, "the old version's bytes are given back");
+    }
+
+    #[test]
+    fn the_bound_holds() {
+        let cache = SmallFiles::new(10);
+        for (n, name) in ["a", "b", "c", "d", "e"].into_iter().enumerate() {
+            cache.put(Path::new(name), stamp(n as u64), b"1234", None);
+            assert!(cache.bytes() <= 10);
+        }
+        cache.put(Path::new("big"), stamp(9), &[0; 11], None);
+        assert!(
+            cache.get(Path::new("big"), stamp(9)).is_none(),
+            "larger than the cache"
+        );
+        assert!(cache.bytes() <= 10);
+    }
+
+    #[test]
+    fn stamps_follow_the_file_system() {
+        let folder = tempfile::tempdir().expect("folder");
+        let root = fs::File::open(folder.path()).expect("root");
+        let path = folder.path().join("f.txt");
+        fs::write(&path, "hello").expect("write");
+        let first = Stamp::of_path(&root, Path::new("f.txt")).expect("a regular file");
+        assert_eq!(Stamp::of_file(&fs::File::open(&path).expect("open")), Some(first));
+        assert_eq!(Stamp::of_path(&root, Path::new(".")), None, "a folder");
+        assert_eq!(Stamp::of_path(&root, Path::new("missing")), None);
+        // Replaced the way PUT replaces it: another inode.
+        let next = folder.path().join("next");
+        fs::write(&next, "hello").expect("write");
+        fs::rename(&next, &path).expect("rename");
+        assert_ne!(Stamp::of_path(&root, Path::new("f.txt")), Some(first));
+    }
+}
