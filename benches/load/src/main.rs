@@ -202,6 +202,7 @@ fn suite(args: &[String]) -> Result<bool, String> {
             jsontp: bin_dir.join("jsontp"),
             hello: bin_dir.join("examples").join("hello_server"),
             hyper,
+            parse_count: here.join("parse_count"),
             nginx,
         },
         work: PathBuf::from(o.value(&["--work"]).unwrap_or("target/loadbench")),

@@ -93,6 +93,8 @@ pub struct Programs {
     pub hello: PathBuf,
     /// `hyper_hello` of this crate (release).
     pub hyper: PathBuf,
+    /// `parse_count` of this crate (release), for the parsers' instructions.
+    pub parse_count: PathBuf,
     /// nginx, when installed.
     pub nginx: Option<PathBuf>,
 }

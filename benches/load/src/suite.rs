@@ -156,6 +156,10 @@ pub struct Results {
     pub syscalls: Vec<(ServerKind, usize, Syscalls)>,
     /// Instructions per request per server and pipeline depth.
     pub instructions: Vec<(ServerKind, usize, f64)>,
+    /// Instructions per parse of the typical request, per parser
+    /// (`parse_count`: jsontp, httparse, value).
+    #[serde(default)]
+    pub parse: Vec<(String, f64)>,
     /// Load average before and after.
     pub load_average: Vec<[f64; 3]>,
 }
@@ -301,11 +305,24 @@ pub fn run(mode: Mode, settings: &Settings) -> io::Result<bool> {
                 }
             }
         }
+        for parser in PARSERS {
+            match parse_instructions(settings, parser) {
+                Ok(per_parse) => {
+                    eprintln!("loadbench: callgrind parse {parser}: {per_parse:.0} instructions per parse");
+                    results.parse.push((parser.to_string(), per_parse));
+                }
+                Err(e) => {
+                    clean = false;
+                    eprintln!("loadbench: callgrind of parse_count {parser}: {e}");
+                }
+            }
+        }
         let text = simple_header(
             &about,
             settings,
             "valgrind --tool=callgrind, user-space instructions of the whole server process",
-        ) + &instructions_table(&results.instructions, counts);
+        ) + &instructions_table(&results.instructions, counts)
+            + &parse_table(&results.parse);
         sections.push(("instructions", text));
     }
 
@@ -446,6 +463,33 @@ fn instructions(
                 callgrind_run(settings, root, kind, pipeline, n)?
             }
         };
+    }
+    Ok(totals[1].saturating_sub(totals[0]) as f64 / (counts[1] - counts[0]) as f64)
+}
+
+/// The parsers `parse_count` knows, ours first.
+const PARSERS: [&str; 3] = ["jsontp", "httparse", "value"];
+
+/// Instructions of one parse of the typical request by `parser`: two
+/// callgrind runs of `parse_count`, 1,000 and 11,000 parses; the
+/// difference cancels the program's start.
+fn parse_instructions(settings: &Settings, parser: &str) -> io::Result<f64> {
+    let counts = [1_000u64, 11_000];
+    let mut totals = [0u64; 2];
+    for (i, n) in counts.into_iter().enumerate() {
+        let out = settings.work.join(format!("callgrind-parse-{parser}-{n}.out"));
+        let status = Command::new("valgrind")
+            .arg("--tool=callgrind")
+            .arg(format!("--callgrind-out-file={}", out.display()))
+            .arg(&settings.programs.parse_count)
+            .args([parser, &n.to_string()])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()?;
+        if !status.success() {
+            return Err(io::Error::other(format!("parse_count {parser} {n}: {status}")));
+        }
+        totals[i] = trace::callgrind_total(&out)?;
     }
     Ok(totals[1].saturating_sub(totals[0]) as f64 / (counts[1] - counts[0]) as f64)
 }
@@ -985,6 +1029,31 @@ fn instructions_table(rows: &[(ServerKind, usize, f64)], counts: [u64; 2]) -> St
         ratio(ServerKind::MioHello, ServerKind::Hyper, 1),
         ratio(ServerKind::MioHello, ServerKind::Hyper, 16),
     );
+    t
+}
+
+fn parse_table(rows: &[(String, f64)]) -> String {
+    if rows.is_empty() {
+        return String::new();
+    }
+    let anchor = rows.iter().find(|r| r.0 == "httparse").map(|r| r.1);
+    let mut t = String::from(
+        "\nParsing one typical request (a GET with `accept-encoding`, `accept-language` and \
+         `if-modified-since`, 228 bytes; `benches/load/src/bin/parse_count.rs`), per parse:\n\n\
+         | parser | instructions per parse | × httparse |\n|---|---|---|\n",
+    );
+    for (parser, per_parse) in rows {
+        let name = match parser.as_str() {
+            "jsontp" => "jsontp `parse_request` (framing, syntax, D5 validation, the typed `Request`)",
+            "httparse" => "httparse, the same request in HTTP/1.1 (syntax only)",
+            "value" => "`serde_json::from_slice::<Value>` of the jsontp bytes (syntax only)",
+            other => other,
+        };
+        let ratio = anchor
+            .filter(|&a| a > 0.0)
+            .map_or("—".into(), |a| format!("{:.1}×", per_parse / a));
+        let _ = writeln!(t, "| {name} | {per_parse:.0} | {ratio} |");
+    }
     t
 }
 
