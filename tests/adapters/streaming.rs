@@ -8,7 +8,9 @@ use std::sync::{Arc, Mutex};
 
 use jsontp::io_adapters::client::ClientOptions;
 use jsontp::io_adapters::client::blocking::Client;
-use jsontp::io_adapters::server::{Handler, Reply, RequestInfo, ServerOptions, SpoolOptions, Upload};
+use jsontp::io_adapters::server::{
+    AccessRecord, Handler, Reply, RequestInfo, ServerOptions, SpoolOptions, Upload,
+};
 use jsontp::message::codec::Encoding;
 use jsontp::message::{Body, Method, Request, Response, Status, StatusCode};
 
@@ -98,6 +100,8 @@ struct Store {
     uploads: Arc<Mutex<Vec<(u64, u32, bool)>>>,
     dropped: Arc<AtomicBool>,
     served: Arc<AtomicU64>,
+    /// The access log: (bytes written, complete).
+    records: Arc<Mutex<Vec<(u64, bool)>>>,
 }
 
 struct Watched {
@@ -159,6 +163,13 @@ impl Handler for Store {
             return Reply::streamed(head, reader);
         }
         Response::new(Status::new(StatusCode::NOT_FOUND, "no")).into()
+    }
+
+    fn log_exchange(&self, record: &AccessRecord<'_>) {
+        self.records
+            .lock()
+            .unwrap()
+            .push((record.bytes_written, record.complete));
     }
 }
 
@@ -247,6 +258,17 @@ fn a_client_that_leaves_mid_download_costs_the_server_nothing_afterwards() {
         }
         // It stopped reading well before the end of the gigabyte.
         assert!(store.served.load(Ordering::Relaxed) < 64 << 20, "{runtime:?}");
+        // The access log counts what left before the cut, not nothing.
+        while store.records.lock().unwrap().is_empty() {
+            assert!(std::time::Instant::now() < deadline, "{runtime:?}: no record");
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        let (bytes_written, complete) = store.records.lock().unwrap()[0];
+        assert!(!complete, "{runtime:?}");
+        assert!(
+            bytes_written >= 256 * 1024,
+            "{runtime:?}: {bytes_written} bytes logged"
+        );
         server.shutdown_and_join();
     });
 }

@@ -686,9 +686,13 @@ impl Driver {
             let Some(done) = self.unlogged.pop_front() else {
                 break;
             };
-            let end = done.end.unwrap_or(self.logged_to).max(self.logged_to);
-            // A response cut short may end past what was written, and so may
-            // the ones queued after it: each counts only its own bytes that left.
+            // Responses leave in order (D2), so what left after the last
+            // logged end belongs to this one, up to its own end: when that
+            // is unknown (a streamed answer cut short before its content
+            // ended), everything written so far. A response cut short may
+            // end past what was written, and so may the ones queued after
+            // it: each counts only its own bytes that left.
+            let end = done.end.unwrap_or(written).max(self.logged_to);
             let bytes_written = written.min(end).saturating_sub(self.logged_to);
             self.logged_to = end;
             if !complete {
