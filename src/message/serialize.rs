@@ -10,7 +10,9 @@
 use std::fmt::Display;
 use std::io::Write;
 
-use super::{Body, Cookies, Date, Encoding, HeaderName, Headers, Request, Response, Version, codec};
+use super::{
+    Body, Cookies, Date, Encoding, HeaderName, Headers, MediaType, Request, Response, Version, codec,
+};
 
 impl Request {
     /// The request as compact JSON plus `\n`.
@@ -205,39 +207,110 @@ fn cookie_object(out: &mut Vec<u8>, cookies: &Cookies) {
 fn write_headers(out: &mut Vec<u8>, h: &Headers) {
     out.push(b'{');
     let mut first = true;
-    for name in HeaderName::ALL {
-        let start = out.len();
-        if !first {
+    // Each header's name is written only when it is set: most responses
+    // carry three or four of the thirteen.
+    let mut key = |out: &mut Vec<u8>, name: HeaderName| {
+        if !std::mem::take(&mut first) {
             out.push(b',');
         }
         // Header names are lower-case ASCII letters and hyphens.
         out.push(b'"');
         out.extend_from_slice(name.as_str().as_bytes());
         out.extend_from_slice(b"\":");
-        let written = match name {
-            HeaderName::ContentType => h.content_type.as_ref().map(|v| display_string(out, v)),
-            HeaderName::Accept => h.accept.as_deref().map(|v| string_array(out, v)),
-            HeaderName::AcceptEncoding => h.accept_encoding.as_deref().map(|v| string_array(out, v)),
-            HeaderName::AcceptLanguage => h.accept_language.as_deref().map(|v| string_array(out, v)),
-            HeaderName::Authorization => h.authorization.as_deref().map(|v| string(out, v)),
-            HeaderName::Cookies => h.cookies.as_ref().map(|v| cookie_object(out, v)),
-            HeaderName::IfModifiedSince => h.if_modified_since.map(|v| plain_string(out, &v)),
-            HeaderName::IfUnmodifiedSince => h.if_unmodified_since.map(|v| plain_string(out, &v)),
-            HeaderName::Expect => h.expect_continue.then(|| string(out, "100-continue")),
-            HeaderName::IgnoreInvalidHeaders => {
-                h.ignore_invalid_headers.then(|| out.extend_from_slice(b"true"))
+    };
+    for name in HeaderName::ALL {
+        match name {
+            HeaderName::ContentType => {
+                if let Some(v) = &h.content_type {
+                    key(out, name);
+                    media_type_string(out, v);
+                }
             }
-            HeaderName::Date => h.date.map(|v| date_string(out, v)),
-            HeaderName::Language => h.language.map(|v| string(out, v.as_str())),
-            HeaderName::SetCookies => h.set_cookies.as_ref().map(|v| cookie_object(out, v)),
-        };
-        match written {
-            Some(()) => first = false,
-            // Not set: take the name back out.
-            None => out.truncate(start),
+            HeaderName::Accept => {
+                if let Some(v) = h.accept.as_deref() {
+                    key(out, name);
+                    string_array(out, v);
+                }
+            }
+            HeaderName::AcceptEncoding => {
+                if let Some(v) = h.accept_encoding.as_deref() {
+                    key(out, name);
+                    string_array(out, v);
+                }
+            }
+            HeaderName::AcceptLanguage => {
+                if let Some(v) = h.accept_language.as_deref() {
+                    key(out, name);
+                    string_array(out, v);
+                }
+            }
+            HeaderName::Authorization => {
+                if let Some(v) = h.authorization.as_deref() {
+                    key(out, name);
+                    string(out, v);
+                }
+            }
+            HeaderName::Cookies => {
+                if let Some(v) = &h.cookies {
+                    key(out, name);
+                    cookie_object(out, v);
+                }
+            }
+            HeaderName::IfModifiedSince => {
+                if let Some(v) = h.if_modified_since {
+                    key(out, name);
+                    plain_string(out, &v);
+                }
+            }
+            HeaderName::IfUnmodifiedSince => {
+                if let Some(v) = h.if_unmodified_since {
+                    key(out, name);
+                    plain_string(out, &v);
+                }
+            }
+            HeaderName::Expect => {
+                if h.expect_continue {
+                    key(out, name);
+                    string(out, "100-continue");
+                }
+            }
+            HeaderName::IgnoreInvalidHeaders => {
+                if h.ignore_invalid_headers {
+                    key(out, name);
+                    out.extend_from_slice(b"true");
+                }
+            }
+            HeaderName::Date => {
+                if let Some(v) = h.date {
+                    key(out, name);
+                    date_string(out, v);
+                }
+            }
+            HeaderName::Language => {
+                if let Some(v) = h.language {
+                    key(out, name);
+                    string(out, v.as_str());
+                }
+            }
+            HeaderName::SetCookies => {
+                if let Some(v) = &h.set_cookies {
+                    key(out, name);
+                    cookie_object(out, v);
+                }
+            }
         }
     }
     out.push(b'}');
+}
+
+/// A media type as a JSON string: one without parameters is its essence,
+/// copied; one with them goes through its canonical `Display` form.
+fn media_type_string(out: &mut Vec<u8>, media: &MediaType) {
+    if media.params().is_empty() {
+        string(out, media.essence());
+    } else {
+        display_string(out, media);
+    }
 }
 
 /// `encoding`, the other keys, then `content` last (the text for
