@@ -28,6 +28,7 @@ use flate2::{Compression, Crc, Decompress, FlushDecompress, Status};
 
 use super::ValueError;
 use super::codec::{DecodeError, Encoding};
+use super::json_text::escape;
 
 /// How much base64 text is turned into compressed bytes at a time: the
 /// decompressor's input buffer.
@@ -1111,41 +1112,4 @@ fn base64_append(carry: &mut Vec<u8>, bytes: &[u8], out: &mut Vec<u8>, last: boo
         .unwrap_or(0);
     out.truncate(start + written);
     carry.drain(..whole);
-}
-
-/// Appends `s` escaped as the inside of a JSON string, as serde_json
-/// escapes it: `"`, `\` and the control characters.
-fn escape(s: &str, out: &mut Vec<u8>) {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let bytes = s.as_bytes();
-    let mut from = 0;
-    for (i, &b) in bytes.iter().enumerate() {
-        let escaped: &[u8] = match b {
-            b'"' => b"\\\"",
-            b'\\' => b"\\\\",
-            b'\n' => b"\\n",
-            b'\r' => b"\\r",
-            b'\t' => b"\\t",
-            0x08 => b"\\b",
-            0x0c => b"\\f",
-            0x00..=0x1f => {
-                out.extend_from_slice(&bytes[from..i]);
-                out.extend_from_slice(&[
-                    b'\\',
-                    b'u',
-                    b'0',
-                    b'0',
-                    HEX[usize::from(b >> 4)],
-                    HEX[usize::from(b & 0xf)],
-                ]);
-                from = i + 1;
-                continue;
-            }
-            _ => continue,
-        };
-        out.extend_from_slice(&bytes[from..i]);
-        out.extend_from_slice(escaped);
-        from = i + 1;
-    }
-    out.extend_from_slice(&bytes[from..]);
 }

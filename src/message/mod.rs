@@ -25,6 +25,7 @@ pub mod framing;
 mod header_values;
 mod headers;
 mod iso_codes;
+mod json_text;
 pub mod language;
 mod leniency;
 pub mod media;
