@@ -147,11 +147,7 @@ fn sigterm_during_a_large_streamed_download_finishes_it_then_exits_0() {
     // buffers hold a few MiB at most of the 64).
     let mut answer = vec![0u8; 1 << 20];
     stream.read_exact(&mut answer).expect("the download starts");
-    let killed = Command::new("kill")
-        .args(["-TERM", &server.0.id().to_string()])
-        .status()
-        .expect("run kill");
-    assert!(killed.success());
+    server.terminate();
     std::thread::sleep(Duration::from_millis(200));
     let started = Instant::now();
     stream.read_to_end(&mut answer).expect("the rest, then the close");

@@ -31,6 +31,17 @@ pub fn temp_root(name: &str) -> PathBuf {
 /// none.
 pub struct Serve(pub Child);
 
+impl Serve {
+    /// Sends the process SIGTERM (a graceful stop).
+    pub fn terminate(&self) {
+        let killed = Command::new("kill")
+            .args(["-TERM", &self.0.id().to_string()])
+            .status()
+            .expect("run kill");
+        assert!(killed.success(), "kill -TERM {}", self.0.id());
+    }
+}
+
 impl Drop for Serve {
     fn drop(&mut self) {
         let _ = self.0.kill();
