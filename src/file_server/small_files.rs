@@ -38,9 +38,11 @@ pub(super) struct Stamp {
 }
 
 impl Stamp {
+    // The nanosecond fields are signed on some targets, unsigned on others.
+    #[allow(clippy::unnecessary_cast)]
     fn of(stat: &rustix::fs::Stat) -> Option<Stamp> {
         let regular = rustix::fs::FileType::from_raw_mode(stat.st_mode) == rustix::fs::FileType::RegularFile;
-        regular.then(|| Stamp {
+        regular.then_some(Stamp {
             dev: stat.st_dev,
             ino: stat.st_ino,
             size: stat.st_size,
