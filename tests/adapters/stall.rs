@@ -27,8 +27,11 @@ fn a_peer_that_never_reads_is_closed_after_the_stall_limit() {
         stream
             .write_all(request("GET", &format!("/big/{ANSWER}"), "").as_bytes())
             .expect("write");
-        // Never read while the stall limit passes, and well after.
-        std::thread::sleep(Duration::from_millis(1500));
+        // Never read while the stall limit passes, and well after: the
+        // limit runs from when the answer is first offered to the socket,
+        // after it is built (most of a second in a debug build), and
+        // restarts each time the kernels take a little more of it.
+        std::thread::sleep(Duration::from_millis(3000));
         stream
             .set_read_timeout(Some(Duration::from_secs(5)))
             .expect("timeout");

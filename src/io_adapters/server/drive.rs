@@ -134,6 +134,9 @@ pub struct Driver {
     read_closed: bool,
     /// Bytes moved this turn.
     turn: usize,
+    /// The pending output has been offered to the transport since it
+    /// became pending.
+    offered: bool,
     /// The timeout last given to a blocking transport.
     timeout: Option<Duration>,
     linger: Option<Linger>,
@@ -260,6 +263,7 @@ impl Driver {
             drained: false,
             read_closed: false,
             turn: 0,
+            offered: false,
             timeout: None,
             linger: None,
             closed: false,
@@ -366,7 +370,23 @@ impl Driver {
             {
                 return Step::Dispatch;
             }
-            if self.conn.poll_timeout().is_some_and(|t| t <= at.instant) {
+            // Pending output is offered to the transport before a timer is
+            // acted on (D3: the stall limit is the peer's time, not ours):
+            // the peer may have taken bytes that no readiness event
+            // reported (Linux reports a socket writable only once a third
+            // of its send buffer is free), and an answer that took longer
+            // to build than the limit has not been offered at all yet. A
+            // blocking write waits for the peer itself, up to the
+            // deadline, so there one offer is enough.
+            let pending = !self.conn.pending_output().is_empty();
+            if !pending {
+                self.offered = false;
+            }
+            let output_untried = pending
+                && !write_blocked
+                && self.turn < TURN_BYTES
+                && !(self.mode.is_blocking() && self.offered);
+            if !output_untried && self.conn.poll_timeout().is_some_and(|t| t <= at.instant) {
                 self.note_ends();
                 let idle = self.conn.is_idle();
                 self.conn.handle_timeout(at);
@@ -396,6 +416,7 @@ impl Driver {
                 if let Err(e) = self.bound(io, deadline, at.instant) {
                     return self.abort(CloseReason::TransportFailed, Some(&e));
                 }
+                self.offered = true;
                 match io.write(self.conn.pending_output()) {
                     // The peer is gone: nothing more can be sent.
                     Ok(0) => return self.abort(CloseReason::TransportFailed, None),
@@ -449,7 +470,7 @@ impl Driver {
                     Err(e) => return self.abort(CloseReason::TransportFailed, Some(&e)),
                 }
             }
-            if moved {
+            if moved || deadline.is_some_and(|t| t <= at.instant) {
                 continue;
             }
             let budget_stopped = (want_read && !read_blocked) || (pending && !write_blocked);
