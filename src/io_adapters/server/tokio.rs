@@ -156,7 +156,60 @@ async fn serve_accepted<H: Handler>(
     if let Some(tls) = options.tls.clone() {
         return run_tls(tls, stream, peer, handler, options, stop).await;
     }
-    run(stream, peer, handler, options, Some(stop)).await;
+    run(KernelWrites(stream), peer, handler, options, Some(stop)).await;
+}
+
+/// A tokio TCP stream whose writes ask the kernel when tokio's cached
+/// readiness says the socket is full.
+///
+/// tokio learns that a socket takes output again from an edge-triggered
+/// readiness event, which Linux gives only once a third of the send buffer
+/// is free. A peer reading slowly but steadily frees less than that between
+/// two stall checks, and would be closed as a peer that takes nothing
+/// (D3). When the drive offers output and tokio answers `Pending`, one
+/// non-blocking `send` asks the kernel itself; the waker is registered
+/// either way.
+struct KernelWrites(tokio::net::TcpStream);
+
+impl AsyncRead for KernelWrites {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        std::pin::Pin::new(&mut self.0).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for KernelWrites {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        match std::pin::Pin::new(&mut self.0).poll_write(cx, buf) {
+            Poll::Pending => match rustix::net::send(&self.0, buf, rustix::net::SendFlags::NOSIGNAL) {
+                Ok(n) => Poll::Ready(Ok(n)),
+                Err(rustix::io::Errno::AGAIN | rustix::io::Errno::INTR) => Poll::Pending,
+                Err(e) => Poll::Ready(Err(e.into())),
+            },
+            ready => ready,
+        }
+    }
+
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> Poll<io::Result<()>> {
+        std::pin::Pin::new(&mut self.0).poll_flush(cx)
+    }
+
+    fn poll_shutdown(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> Poll<io::Result<()>> {
+        std::pin::Pin::new(&mut self.0).poll_shutdown(cx)
+    }
 }
 
 /// Reads a PROXY header from `stream`, never past it.
