@@ -386,7 +386,8 @@ impl Driver {
                 && !write_blocked
                 && self.turn < TURN_BYTES
                 && !(self.mode.is_blocking() && self.offered);
-            if !output_untried && self.conn.poll_timeout().is_some_and(|t| t <= at.instant) {
+            let deadline = self.conn.poll_timeout();
+            if !output_untried && deadline.is_some_and(|t| t <= at.instant) {
                 self.note_ends();
                 let idle = self.conn.is_idle();
                 self.conn.handle_timeout(at);
@@ -408,7 +409,6 @@ impl Driver {
                 self.linger = Some(Linger::new(at.instant));
                 continue;
             }
-            let deadline = self.conn.poll_timeout();
             let over_budget = self.turn >= TURN_BYTES;
             let mut moved = false;
 
