@@ -20,8 +20,8 @@ use jsontp::machine::ServerConfig;
 use jsontp::message::{Body, Request, Response, Status, StatusCode};
 
 use crate::support::{
-    Echo, LIMIT, READ_TIMEOUT, RUNTIMES, Reader, Runtime, assert_served_promptly, code, connect, content,
-    each_runtime, options, request, start,
+    Echo, LIMIT, READ_TIMEOUT, Reader, Runtime, assert_served_promptly, child_runtime, code, connect,
+    content, each_runtime, options, request, start,
 };
 
 /// The D3 limits, made short: each case runs in seconds.
@@ -757,11 +757,8 @@ fn a_large_answer_built_slower_than_the_stall_time_still_goes_out() {
 #[test]
 #[ignore = "run as a child process by the bomb and churn tests"]
 fn child_server() {
-    let Ok(name) = std::env::var(CHILD_RUNTIME) else {
+    let Some(runtime) = child_runtime(CHILD_RUNTIME) else {
         return;
-    };
-    let Some(&runtime) = RUNTIMES.iter().find(|r| format!("{r:?}") == name) else {
-        panic!("no runtime named {name}");
     };
     let server = start_hostile(runtime);
     println!("ADDR {}", server.addr);

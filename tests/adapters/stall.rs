@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use jsontp::machine::ServerConfig;
 
-use crate::support::{Echo, RUNTIMES, each_runtime, options, request, start};
+use crate::support::{Echo, child_runtime, each_runtime, options, request, start};
 
 #[test]
 fn a_peer_that_never_reads_is_closed_after_the_stall_limit() {
@@ -67,11 +67,8 @@ fn a_peer_that_never_reads_is_closed_after_the_stall_limit() {
 #[test]
 #[ignore = "run as a child process by memory_returns_after_a_stalled_peer_is_closed"]
 fn stall_child_server() {
-    let Ok(name) = std::env::var(CHILD_RUNTIME) else {
+    let Some(runtime) = child_runtime(CHILD_RUNTIME) else {
         return;
-    };
-    let Some(&runtime) = RUNTIMES.iter().find(|r| format!("{r:?}") == name) else {
-        panic!("no runtime named {name}");
     };
     let mut config = ServerConfig::default();
     config.limits.stall_timeout = Duration::from_millis(300);

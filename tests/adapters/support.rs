@@ -105,6 +105,15 @@ pub const RUNTIMES: &[Runtime] = &[
     Runtime::Tokio,
 ];
 
+/// In a child process a test started to run a server of its own: the
+/// runtime the environment variable `var` names; `None` when it is not set
+/// (an ordinary `--ignored` run, which does nothing).
+pub fn child_runtime(var: &str) -> Option<Runtime> {
+    let name = std::env::var(var).ok()?;
+    let runtime = RUNTIMES.iter().find(|r| format!("{r:?}") == name);
+    Some(*runtime.unwrap_or_else(|| panic!("no runtime named {name}")))
+}
+
 /// Runs `test` against every server runtime.
 pub fn each_runtime(test: impl Fn(Runtime)) {
     for &runtime in RUNTIMES {
