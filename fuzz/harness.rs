@@ -25,9 +25,16 @@ fn now(offset: Duration) -> Now {
     }
 }
 
-/// Parsing never panics, and every request that parses survives a round
-/// trip through serialization unchanged.
+/// Parsing never panics, every request that parses survives a round
+/// trip through serialization unchanged, and the parser's strict-JSON
+/// shortcut reads the text exactly as serde_json does, or leaves it alone.
 pub fn parse_message(data: &[u8]) {
+    if let Ok(text) = std::str::from_utf8(data) {
+        assert!(
+            jsontp::message::strict_shortcut_agrees(text),
+            "the strict-JSON shortcut and serde_json read {text:?} differently"
+        );
+    }
     let limits = MessageLimits::default();
     for context in [RequestContext::Fresh, RequestContext::AfterContinue] {
         if let Ok(request) = parse_request(data, context, &limits) {

@@ -45,7 +45,7 @@ fn must_escape(b: u8) -> bool {
 }
 
 /// Where the first byte to escape at or after `from` stands, or the end.
-fn next_to_escape(bytes: &[u8], from: usize) -> usize {
+pub(crate) fn next_to_escape(bytes: &[u8], from: usize) -> usize {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGHS: u64 = 0x8080_8080_8080_8080;
     // The high bit of each byte of `word` that is zero. Borrows run only

@@ -38,6 +38,7 @@ mod serialize;
 pub(crate) use serialize::STREAMED_TAIL;
 mod shortcuts;
 mod status;
+mod strict;
 mod syntax;
 mod types;
 mod version;
@@ -61,3 +62,11 @@ pub use resource::Resource;
 pub use status::{Status, StatusCode};
 pub use types::{Body, MessageLimits, Request, Response};
 pub use version::Version;
+
+/// Whether the strict-JSON shortcut of the parser reads `text` exactly as
+/// serde_json reads it, or gives up on it: the differential check of the
+/// `parse_message` fuzz target and its corpus replay. Not part of the API.
+#[doc(hidden)]
+pub fn strict_shortcut_agrees(text: &str) -> bool {
+    strict::agrees_with_serde_json(text)
+}

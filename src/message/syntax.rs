@@ -7,7 +7,9 @@
 //! surrogate. So neither parser here can be driven into deep recursion, and
 //! both see exactly the bytes the framing saw.
 //!
-//! 1. serde_json reads the text as strict JSON (RFC 8259). Strings without
+//! 1. The shortcut of `strict.rs` reads the common case, strict JSON
+//!    (RFC 8259), in one pass; it gives up on anything unusual.
+//!    serde_json then reads the text as strict JSON. Strings without
 //!    escapes are borrowed from the input.
 //! 2. When that fails, the json5 crate reads it as JSON5 (comments, trailing
 //!    commas, single quotes, unquoted keys, every JSON5 number form).
@@ -32,6 +34,8 @@ use serde::de::{Deserialize, DeserializeSeed, Deserializer, MapAccess, SeqAccess
 use serde_json::map::Entry;
 use serde_json::{Map, Value};
 use smallvec::SmallVec;
+
+use super::strict::StrictReader;
 
 // ---------------------------------------------------------------------------
 // Values
@@ -595,6 +599,13 @@ pub(crate) fn parse<'de, T: Document<'de>>(
     doc: &mut T,
     notes: &mut Notes,
 ) -> Result<(), String> {
+    let mut fast = StrictReader::new(text);
+    if doc.read(&mut fast, notes).and_then(|()| fast.end()).is_ok() {
+        return Ok(());
+    }
+    // Start again: the shortcut may have filled part of the document.
+    *doc = T::default();
+    *notes = Notes::default();
     let mut strict = serde_json::Deserializer::from_str(text);
     let strict_error = match doc.read(&mut strict, notes).and_then(|()| strict.end()) {
         Ok(()) => return Ok(()),
