@@ -68,6 +68,7 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::Serialize;
+use subtle::ConstantTimeEq;
 
 #[cfg(target_os = "linux")]
 mod small_files;
@@ -514,7 +515,9 @@ impl FileServer {
             return Ok(());
         }
         let message = match request.headers.authorization() {
-            Some(given) if given == token => return Ok(()),
+            // Constant time: how long the comparison takes must not tell
+            // how many leading bytes of a guess were right.
+            Some(given) if bool::from(given.as_bytes().ct_eq(token.as_bytes())) => return Ok(()),
             Some(_) => "authorization does not match the server's token".to_owned(),
             None => format!("authorization is required to {} on this server", request.method),
         };
