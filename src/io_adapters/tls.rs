@@ -525,7 +525,13 @@ mod tokio_io {
 
     impl<S: AsyncRead + AsyncWrite + Unpin> AsyncWrite for TokioTlsStream<S> {
         fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
-            let written = Pin::new(&mut self.inner).poll_write(cx, buf);
+            let mut written = Pin::new(&mut self.inner).poll_write(cx, buf);
+            if written.is_pending() {
+                // A full session takes no plaintext, but sending its
+                // records on the way may have made room: offer once more,
+                // so that output the peer took counts as taken (D3).
+                written = Pin::new(&mut self.inner).poll_write(cx, buf);
+            }
             if let Poll::Ready(Ok(_)) = written {
                 push(&mut self.inner, cx)?;
             }

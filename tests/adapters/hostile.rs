@@ -25,7 +25,7 @@ use crate::support::{
 };
 
 /// The D3 limits, made short: each case runs in seconds.
-fn hostile_config() -> ServerConfig {
+pub(crate) fn hostile_config() -> ServerConfig {
     let mut config = ServerConfig::default();
     let limits = &mut config.limits;
     limits.message.max_message_bytes = 256 << 10;
@@ -522,7 +522,7 @@ fn slowloris_connections_are_timed_out_while_others_are_served() {
 
 /// A connection whose receive buffer is `buffer` bytes (the kernel may
 /// double it), so that the kernel holds little of what the server sends.
-fn small_window(addr: SocketAddr, buffer: usize) -> TcpStream {
+pub(crate) fn small_window(addr: SocketAddr, buffer: usize) -> TcpStream {
     let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).expect("socket");
     socket.set_recv_buffer_size(buffer).expect("buffer size");
     socket.connect(&addr.into()).expect("connect");
@@ -604,7 +604,7 @@ fn a_pipelining_client_that_never_reads_on_every_runtime() {
 
 /// [`Echo`], and `GET /stream/N`: N bytes of `y` streamed from a reader
 /// (D19), produced as the peer takes them.
-struct Streamer;
+pub(crate) struct Streamer;
 
 impl Handler for Streamer {
     fn handle(&self, request: &Request, info: &RequestInfo) -> Response {
@@ -626,7 +626,7 @@ impl Handler for Streamer {
 /// The size of the answers the slow readers ask for: far more than the
 /// kernels' buffers on both sides hold, so that the server holds output
 /// for as long as they read.
-const SLOW_ANSWER: usize = 16 << 20;
+pub(crate) const SLOW_ANSWER: usize = 16 << 20;
 
 /// D3: the stall limit counts time with no byte of our output taken; it
 /// sets no minimum rate. A reader taking 64 KiB every 100 ms of a 16 MiB

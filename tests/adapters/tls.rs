@@ -501,3 +501,86 @@ fn behind_a_proxy_the_header_comes_before_the_tls_session() {
         server.shutdown_and_join();
     }
 }
+
+/// D3 over TLS: a reader taking 64 KiB of a 16 MiB answer every 100 ms,
+/// for several stall times of 500 ms, is never closed as stalled. Under
+/// TLS the answer waits in the session's buffer before the socket's, and
+/// every runtime must still see the bytes the peer takes.
+#[test]
+fn a_slow_reader_that_keeps_taking_output_over_tls_is_not_closed() {
+    use std::io::{Read, Write};
+    use std::time::{Duration, Instant};
+
+    use jsontp::message::framing::{Scan, Scanner};
+
+    use crate::hostile::{SLOW_ANSWER, Streamer, hostile_config, small_window};
+    use crate::support::request;
+
+    let pki = Pki::new();
+    let mut roots = rustls::RootCertStore::empty();
+    roots
+        .add(CertificateDer::from_pem_file(pki.path("ca.pem")).expect("ca"))
+        .expect("root");
+    let client_config = Arc::new(
+        rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+            .with_safe_default_protocol_versions()
+            .expect("versions")
+            .with_root_certificates(roots)
+            .with_no_client_auth(),
+    );
+    for &runtime in RUNTIMES {
+        let mut config = hostile_config();
+        config.limits.stall_timeout = Duration::from_millis(500);
+        let server = start(runtime, Streamer, options(config, 2).with_tls(pki.server(false)));
+        let session = rustls::ClientConnection::new(
+            Arc::clone(&client_config),
+            "localhost".try_into().expect("a name"),
+        )
+        .expect("session");
+        let mut stream = rustls::StreamOwned::new(session, small_window(server.addr, 64 << 10));
+        stream
+            .write_all(request("GET", &format!("/stream/{SLOW_ANSWER}"), "").as_bytes())
+            .expect("write");
+        stream.flush().expect("flush");
+        let started = Instant::now();
+        let mut taken = Vec::new();
+        let mut chunk = vec![0u8; 64 << 10];
+        while started.elapsed() < Duration::from_secs(2) {
+            // 64 KiB of plaintext each time: several records, each read
+            // from the socket as the session needs it.
+            stream.read_exact(&mut chunk).unwrap_or_else(|e| {
+                panic!(
+                    "{runtime:?}: closed after {} bytes, {:?}: {e}",
+                    taken.len(),
+                    started.elapsed()
+                )
+            });
+            taken.extend_from_slice(&chunk);
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        assert!(taken.len() < SLOW_ANSWER / 4, "{runtime:?}: the reading was slow");
+        // The rest, up to the end of the one message.
+        let mut scanner = Scanner::new();
+        let end = loop {
+            if let Scan::Complete(frame) = scanner.scan(&taken) {
+                break frame.end();
+            }
+            let n = stream.read(&mut chunk).unwrap_or_else(|e| {
+                panic!(
+                    "{runtime:?}: the rest of the answer, after {} bytes: {e}",
+                    taken.len()
+                )
+            });
+            assert!(n > 0, "{runtime:?}: closed after {} bytes", taken.len());
+            taken.extend_from_slice(&chunk[..n]);
+        };
+        let answer: serde_json::Value =
+            serde_json::from_slice(&taken[..end]).unwrap_or_else(|e| panic!("{runtime:?}: {e}"));
+        assert_eq!(
+            answer["body"]["content"].as_str().map(str::len),
+            Some(SLOW_ANSWER),
+            "{runtime:?}: the whole answer"
+        );
+        server.shutdown_and_join();
+    }
+}

@@ -244,7 +244,9 @@ async fn run_tls<H: Handler>(
 ) {
     let acceptor = tokio_rustls::TlsAcceptor::from(Arc::clone(tls.config()));
     let limit = options.config.limits.idle_timeout;
-    let handshake = tokio::time::timeout(limit, acceptor.accept(stream));
+    // The session's records go out through the same kernel-asking writes
+    // as plain TCP: a slow, steady reader is not a stalled one (D3).
+    let handshake = tokio::time::timeout(limit, acceptor.accept(KernelWrites(stream)));
     let shaken = tokio::select! {
         shaken = handshake => shaken,
         _ = stop.wait_for(|stopping| *stopping) => return,
