@@ -1,6 +1,7 @@
 //! The message layer's speed: parsing and validating a typical
 //! small request must cost no more than `serde_json::from_slice::<Value>`
-//! of the same bytes; and the cost of writing a typical response.
+//! of the same bytes; the cost of writing a typical response; and of
+//! encoding small and larger content in each encoding.
 //!
 //! `cargo bench --bench message -- --warm-up-time 1 --measurement-time 3`
 
@@ -9,8 +10,8 @@ use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use jsontp::message::{
-    Body, Date, Headers, LanguageTag, MediaType, MessageLimits, RequestContext, Response, Status, StatusCode,
-    parse_request,
+    Body, Date, Encoding, Headers, LanguageTag, MediaType, MessageLimits, RequestContext, Response, Status,
+    StatusCode, codec, parse_request,
 };
 
 /// Requests of the kinds a file server receives: small GETs, GETs with
@@ -122,5 +123,20 @@ fn serialize(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, parse, parse_interleaved, serialize);
+/// Encoding content of a small answer (100 bytes), just under the size
+/// where Brotli switches to its slower quality (1000), and past it (4 KiB).
+fn encode(c: &mut Criterion) {
+    let text = include_str!("../docs/protocol-rules.md").as_bytes();
+    let mut group = c.benchmark_group("encode");
+    for size in [100, 1000, 4096] {
+        for encoding in [Encoding::Gzip, Encoding::Br] {
+            group.bench_function(format!("{encoding} {size} bytes"), |b| {
+                b.iter(|| codec::encode(black_box(&text[..size]), encoding).len())
+            });
+        }
+    }
+    group.finish();
+}
+
+criterion_group!(benches, parse, parse_interleaved, serialize, encode);
 criterion_main!(benches);

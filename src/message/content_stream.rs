@@ -949,7 +949,8 @@ enum Compress {
     Brotli(Box<brotli::CompressorWriter<Vec<u8>>>),
 }
 
-/// The same parameters as [`codec::encode`](super::codec::encode).
+/// The parameters of [`codec::encode`](super::codec::encode) for content
+/// that is not small: what is streamed is large.
 const BROTLI_BUFFER: usize = 4096;
 const BROTLI_QUALITY: u32 = 5;
 const BROTLI_WINDOW: u32 = 22;
