@@ -19,7 +19,8 @@
 // touch (clippy.toml forbids them crate-wide for the core's sake).
 #![allow(clippy::disallowed_methods)]
 
-use std::time::{Instant, SystemTime};
+use std::cell::Cell;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::machine::Now;
 use crate::message::Date;
@@ -39,9 +40,48 @@ pub use transport::{IoMode, Transport};
 /// this; whoever drives a [`ServerConnection`](crate::machine::ServerConnection) or a
 /// [`ClientConnection`](crate::machine::ClientConnection) by hand
 /// may.
+///
+/// The wall clock counts whole seconds, so each thread reads it once per
+/// second: until the monotonic clock passes the end of the second last
+/// read, that second is the answer. A step of the system clock shows at
+/// the next second.
 pub fn now() -> Now {
-    Now {
-        instant: Instant::now(),
-        wall: Date::from_system_time(SystemTime::now()),
+    thread_local! {
+        /// The wall clock's second last read, and the instant it ends.
+        static SECOND: Cell<Option<(Instant, Date)>> = const { Cell::new(None) };
+    }
+    let instant = Instant::now();
+    let wall = SECOND.with(|second| match second.get() {
+        Some((ends, wall)) if instant < ends => wall,
+        _ => {
+            let system = SystemTime::now();
+            let wall = Date::from_system_time(system);
+            if let Ok(since_epoch) = system.duration_since(UNIX_EPOCH) {
+                let left =
+                    Duration::from_secs(1) - Duration::from_nanos(u64::from(since_epoch.subsec_nanos()));
+                second.set(Some((instant + left, wall)));
+            }
+            wall
+        }
+    });
+    Now { instant, wall }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_wall_clock_read_once_a_second_is_the_system_clock() {
+        let seconds = || Date::from_system_time(SystemTime::now());
+        let started = Instant::now();
+        // Across at least one change of second.
+        while started.elapsed() < Duration::from_millis(1500) {
+            let before = seconds();
+            let wall = now().wall;
+            let after = seconds();
+            assert!(before <= wall && wall <= after, "{before} <= {wall} <= {after}");
+            std::thread::sleep(Duration::from_micros(300));
+        }
     }
 }
