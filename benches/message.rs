@@ -124,14 +124,20 @@ fn serialize(c: &mut Criterion) {
 }
 
 /// Encoding content of a small answer (100 bytes), just under the size
-/// where Brotli switches to its slower quality (1000), and past it (4 KiB).
+/// where Brotli switches to its slower quality (1000), and past it (4 KiB);
+/// and decoding what was written, which is the peer's cost.
 fn encode(c: &mut Criterion) {
     let text = include_str!("../docs/protocol-rules.md").as_bytes();
+    let limit = MessageLimits::default().max_decoded_body;
     let mut group = c.benchmark_group("encode");
     for size in [100, 1000, 4096] {
         for encoding in [Encoding::Gzip, Encoding::Br] {
             group.bench_function(format!("{encoding} {size} bytes"), |b| {
                 b.iter(|| codec::encode(black_box(&text[..size]), encoding).len())
+            });
+            let written = codec::encode(&text[..size], encoding);
+            group.bench_function(format!("decode {encoding} {size} bytes"), |b| {
+                b.iter(|| codec::decode(black_box(&written), encoding, limit).map(|d| d.len()))
             });
         }
     }

@@ -139,7 +139,7 @@ pub fn decode(content: &str, encoding: Encoding, limit: usize) -> Result<Vec<u8>
 /// requires UTF-8: the caller checks; as a last resort, invalid sequences
 /// are replaced here by U+FFFD rather than failing. The compressed encodings
 /// use zlib's default level for `gzip`/`deflate` and, for `br`, a 4 MiB
-/// window (22) at quality 5, a balance of speed and size, or at quality 1
+/// window (22) at quality 5, a balance of speed and size, or at quality 3
 /// for content under 1 KiB (see [`brotli_quality`]).
 pub fn encode(bytes: &[u8], encoding: Encoding) -> String {
     let compressed = match encoding {
@@ -174,12 +174,14 @@ const BROTLI_BUFFER: usize = 4096;
 const BROTLI_WINDOW: u32 = 22;
 
 /// Brotli's quality for `len` bytes of content. Quality 5 sets up hash
-/// tables that cost ~70 µs before the first byte, more than a whole small
-/// exchange; under 1 KiB that buys a few dozen bytes at most, so small
-/// content is compressed at quality 1 (~8× faster there, measured in
-/// `benches/message.rs`). Streamed content, large by nature, always uses 5.
+/// tables that cost ~55 µs before the first byte, more than a whole small
+/// exchange, to save a few dozen bytes under 1 KiB; quality 3 is about
+/// three times faster there (`benches/message.rs`) and as quick to decode.
+/// Not quality 1 or 0: their small streams make the decoder set up the
+/// whole 4 MiB window, ten times slower for the peer than the encoding
+/// saved. Streamed content, large by nature, always uses 5.
 pub(crate) fn brotli_quality(len: usize) -> u32 {
-    if len < SMALL_CONTENT { 1 } else { 5 }
+    if len < SMALL_CONTENT { 3 } else { 5 }
 }
 
 /// Content under this many bytes is small for [`brotli_quality`].
