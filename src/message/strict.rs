@@ -247,14 +247,24 @@ impl<'de> StrictReader<'de> {
         Ok(value)
     }
 
-    fn enter(&mut self) -> Result<()> {
+    /// Reads the object or array whose bracket is at the position, its
+    /// entries handed to `visit`; the closing bracket must have been taken.
+    fn nested<T>(&mut self, visit: impl FnOnce(&mut Entries<'_, 'de>) -> Result<T>) -> Result<T> {
         // serde_json refuses the 128th level; so does this reader.
         self.depth += 1;
         if self.depth >= PARSER_MAX_DEPTH {
             return Err(NotRead);
         }
         self.pos += 1;
-        Ok(())
+        let mut entries = Entries {
+            reader: &mut *self,
+            first: true,
+            ended: false,
+        };
+        let value = visit(&mut entries)?;
+        let ended = entries.ended;
+        self.depth -= 1;
+        if ended { Ok(value) } else { Err(NotRead) }
     }
 }
 
@@ -263,30 +273,8 @@ impl<'de> Deserializer<'de> for &mut StrictReader<'de> {
 
     fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
         match self.peek().ok_or(NotRead)? {
-            b'{' => {
-                self.enter()?;
-                let mut entries = Entries {
-                    reader: &mut *self,
-                    first: true,
-                    ended: false,
-                };
-                let value = visitor.visit_map(&mut entries)?;
-                let ended = entries.ended;
-                self.depth -= 1;
-                if ended { Ok(value) } else { Err(NotRead) }
-            }
-            b'[' => {
-                self.enter()?;
-                let mut entries = Entries {
-                    reader: &mut *self,
-                    first: true,
-                    ended: false,
-                };
-                let value = visitor.visit_seq(&mut entries)?;
-                let ended = entries.ended;
-                self.depth -= 1;
-                if ended { Ok(value) } else { Err(NotRead) }
-            }
+            b'{' => self.nested(|entries| visitor.visit_map(entries)),
+            b'[' => self.nested(|entries| visitor.visit_seq(entries)),
             b'"' => self.string(visitor),
             b't' => {
                 self.literal(b"true")?;
