@@ -5,6 +5,7 @@ use std::collections::{HashMap, HashSet};
 use std::str::FromStr;
 
 use super::ValueError;
+use super::media::trim_ows;
 
 /// Cookie names and values, in the order given. Names are unique.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -64,7 +65,7 @@ impl FromStr for Cookies {
         let mut pairs = Vec::new();
         let mut seen = HashSet::new();
         for pair in s.split(';') {
-            let pair = pair.trim_matches([' ', '\t']);
+            let pair = trim_ows(pair);
             let Some((name, value)) = pair.split_once('=') else {
                 return Err(ValueError::new(NOT_A_LIST));
             };

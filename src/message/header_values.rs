@@ -10,6 +10,7 @@ use std::str::FromStr;
 use super::envelope::RawHeaders;
 use super::headers::{EncodingList, HeaderName, split_weight};
 use super::leniency::{Forgiven, Validation};
+use super::media::trim_ows;
 use super::syntax::Loose;
 use super::{Cookies, EncodingRange, Headers, ValueError, Weight, Weighted};
 
@@ -184,7 +185,7 @@ fn for_each_item<'v>(
     mut each: impl FnMut(&'v str) -> Result<(), String>,
 ) -> Result<(), String> {
     let mut non_empty = |item: &'v str| {
-        let item = item.trim_matches([' ', '\t']);
+        let item = trim_ows(item);
         if item.is_empty() { Ok(()) } else { each(item) }
     };
     match value {

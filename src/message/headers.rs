@@ -11,6 +11,7 @@ use std::str::FromStr;
 
 use smallvec::SmallVec;
 
+use super::media::trim_ows;
 use super::{Cookies, Date, Encoding, LanguageRange, LanguageTag, MediaRange, MediaType, ValueError};
 
 // ---------------------------------------------------------------------------
@@ -320,15 +321,15 @@ pub(crate) const BAD_WEIGHT: &str =
 /// after the `;` is refused.
 pub(crate) fn split_weight(s: &str) -> Result<(&str, Weight), ValueError> {
     let Some((value, parameter)) = s.split_once(';') else {
-        return Ok((s.trim_matches([' ', '\t']), Weight::ONE));
+        return Ok((trim_ows(s), Weight::ONE));
     };
-    let parameter = parameter.trim_matches([' ', '\t']);
+    let parameter = trim_ows(parameter);
     let weight = parameter
         .strip_prefix("q=")
         .or_else(|| parameter.strip_prefix("Q="))
         .and_then(|w| w.parse().ok())
         .ok_or_else(|| ValueError::new(BAD_WEIGHT))?;
-    Ok((value.trim_matches([' ', '\t']), weight))
+    Ok((trim_ows(value), weight))
 }
 
 /// One entry of `accept-encoding`: an encoding, or `*` for any encoding

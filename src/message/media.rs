@@ -116,7 +116,10 @@ fn token(s: &str) -> Option<(&str, &str)> {
     (end > 0).then(|| s.split_at(end))
 }
 
-fn trim_ows(s: &str) -> &str {
+/// `s` without HTTP's optional whitespace (spaces and tabs) at either
+/// end: a byte loop, several times cheaper than `trim_matches` with a set
+/// of characters, which decodes each one.
+pub(crate) fn trim_ows(s: &str) -> &str {
     let is_ows = |b: &u8| *b == b' ' || *b == b'\t';
     let bytes = s.as_bytes();
     let start = bytes.iter().position(|b| !is_ows(b)).unwrap_or(bytes.len());
