@@ -158,12 +158,7 @@ pub fn encode(bytes: &[u8], encoding: Encoding) -> String {
             encoder.finish().expect(VEC_WRITE)
         }
         Encoding::Br => {
-            let mut encoder = brotli::CompressorWriter::new(
-                Vec::with_capacity(bytes.len() / 2 + 64),
-                BROTLI_BUFFER,
-                brotli_quality(bytes.len()),
-                BROTLI_WINDOW,
-            );
+            let mut encoder = brotli_writer(Vec::with_capacity(bytes.len() / 2 + 64), Some(bytes.len()));
             write_to_vec(&mut encoder, bytes);
             encoder.into_inner()
         }
@@ -171,26 +166,29 @@ pub fn encode(bytes: &[u8], encoding: Encoding) -> String {
     STANDARD.encode(compressed)
 }
 
-const BROTLI_BUFFER: usize = 4096;
-const BROTLI_WINDOW: u32 = 22;
-
-/// Brotli's quality for `len` bytes of content. Quality 5 sets up hash
-/// tables that cost ~55 µs before the first byte, more than a whole small
-/// exchange, to save a few dozen bytes under 1 KiB; quality 3 is about
-/// three times faster there (`benches/message.rs`) and as quick to decode.
-/// Not quality 1 or 0: their small streams make the decoder set up the
-/// whole 4 MiB window, ten times slower for the peer than the encoding
-/// saved. Streamed content, large by nature, always uses 5.
-pub(crate) fn brotli_quality(len: usize) -> u32 {
-    if len < SMALL_CONTENT { 3 } else { 5 }
+/// The Brotli encoder of every `br` content this crate writes, whole or
+/// streamed, into `sink`: a 4 MiB window (22) and quality 5, a balance of
+/// speed and size; `len`, when the whole content is known, may lower the
+/// quality.
+///
+/// Under 1 KiB, quality 5 sets up hash tables that cost ~55 µs before the
+/// first byte, more than a whole small exchange, to save a few dozen
+/// bytes; quality 3 is about three times faster there
+/// (`benches/message.rs`) and as quick to decode. Not quality 1 or 0:
+/// their small streams make the decoder set up the whole 4 MiB window,
+/// ten times slower for the peer than the encoding saved.
+pub(super) fn brotli_writer(sink: Vec<u8>, len: Option<usize>) -> brotli::CompressorWriter<Vec<u8>> {
+    const SMALL_CONTENT: usize = 1024;
+    let quality = match len {
+        Some(len) if len < SMALL_CONTENT => 3,
+        _ => 5,
+    };
+    brotli::CompressorWriter::new(sink, 4096, quality, 22)
 }
-
-/// Content under this many bytes is small for [`brotli_quality`].
-const SMALL_CONTENT: usize = 1024;
 /// Size of the scratch buffer decompressors write into before the output
 /// takes the bytes.
 const CHUNK: usize = 16 * 1024;
-const VEC_WRITE: &str = "writing into a Vec<u8> cannot fail";
+pub(super) const VEC_WRITE: &str = "writing into a Vec<u8> cannot fail";
 
 /// Feeds an encoder whose sink is a `Vec`; only the encoder's own bug could
 /// make this fail.

@@ -27,7 +27,7 @@ use flate2::write::{GzEncoder, ZlibEncoder};
 use flate2::{Compression, Crc, Decompress, FlushDecompress, Status};
 
 use super::ValueError;
-use super::codec::{DecodeError, Encoding};
+use super::codec::{DecodeError, Encoding, VEC_WRITE, brotli_writer};
 use super::json_text::escape;
 
 /// How much base64 text is turned into compressed bytes at a time: the
@@ -949,13 +949,6 @@ enum Compress {
     Brotli(Box<brotli::CompressorWriter<Vec<u8>>>),
 }
 
-/// The parameters of [`codec::encode`](super::codec::encode) for content
-/// that is not small: what is streamed is large.
-const BROTLI_BUFFER: usize = 4096;
-const BROTLI_QUALITY: u32 = 5;
-const BROTLI_WINDOW: u32 = 22;
-const VEC_WRITE: &str = "writing into a Vec<u8> cannot fail";
-
 impl ContentEncoder {
     /// An encoder for `encoding`.
     pub fn new(encoding: Encoding) -> ContentEncoder {
@@ -966,12 +959,8 @@ impl ContentEncoder {
                 Vec::new(),
                 Compression::default(),
             ))),
-            Encoding::Br => Some(Compress::Brotli(Box::new(brotli::CompressorWriter::new(
-                Vec::new(),
-                BROTLI_BUFFER,
-                BROTLI_QUALITY,
-                BROTLI_WINDOW,
-            )))),
+            // Streamed content's length is not known ahead.
+            Encoding::Br => Some(Compress::Brotli(Box::new(brotli_writer(Vec::new(), None)))),
         };
         ContentEncoder {
             encoding,
