@@ -86,12 +86,18 @@ impl Pki {
         ClientTls::from_ca_file(&self.path("ca.pem")).expect("client TLS")
     }
 
-    /// A client that shows the client certificate.
-    fn client_with_cert(&self) -> ClientTls {
+    /// The test CA, as rustls's trust roots.
+    fn roots(&self) -> rustls::RootCertStore {
         let mut roots = rustls::RootCertStore::empty();
         roots
             .add(CertificateDer::from_pem_file(self.path("ca.pem")).expect("ca"))
             .expect("root");
+        roots
+    }
+
+    /// A client that shows the client certificate.
+    fn client_with_cert(&self) -> ClientTls {
+        let roots = self.roots();
         let chain = vec![CertificateDer::from_pem_file(self.path("client.pem")).expect("cert")];
         let key = PrivateKeyDer::from_pem_file(self.path("client.key")).expect("key");
         let mut config =
@@ -517,10 +523,7 @@ fn a_slow_reader_that_keeps_taking_output_over_tls_is_not_closed() {
     use crate::support::request;
 
     let pki = Pki::new();
-    let mut roots = rustls::RootCertStore::empty();
-    roots
-        .add(CertificateDer::from_pem_file(pki.path("ca.pem")).expect("ca"))
-        .expect("root");
+    let roots = pki.roots();
     let client_config = Arc::new(
         rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
             .with_safe_default_protocol_versions()
