@@ -138,10 +138,10 @@ pub fn decode(content: &str, encoding: Encoding, limit: usize) -> Result<Vec<u8>
 /// Encodes `bytes` as the `content` string of `encoding`. `Identity`
 /// requires UTF-8: the caller checks; as a last resort, invalid sequences
 /// are replaced here by U+FFFD rather than failing. The compressed encodings
-/// use zlib's default level for `gzip`/`deflate` and, for `br`, a 4 MiB
-/// window (22) at quality 5, a balance of speed and size, or at quality 3
-/// for content under 1 KiB, where quality 5's set-up costs more than it
-/// saves.
+/// use zlib's default level for `gzip`/`deflate` and, for `br`, quality 5,
+/// a balance of speed and size, or quality 3 for content under 1 KiB, where
+/// quality 5's set-up costs more than it saves (see [`brotli_writer`] for
+/// the window).
 pub fn encode(bytes: &[u8], encoding: Encoding) -> String {
     let compressed = match encoding {
         Encoding::Identity => return String::from_utf8_lossy(bytes).into_owned(),
@@ -167,23 +167,44 @@ pub fn encode(bytes: &[u8], encoding: Encoding) -> String {
 }
 
 /// The Brotli encoder of every `br` content this crate writes, whole or
-/// streamed, into `sink`: a 4 MiB window (22) and quality 5, a balance of
-/// speed and size; `len`, when the whole content is known, may lower the
-/// quality.
+/// streamed, into `sink`, at quality 5, a balance of speed and size; `len`,
+/// when the whole content is known, may lower the quality and narrows the
+/// window.
 ///
 /// Under 1 KiB, quality 5 sets up hash tables that cost ~55 µs before the
 /// first byte, more than a whole small exchange, to save a few dozen
 /// bytes; quality 3 is about three times faster there
 /// (`benches/message.rs`) and as quick to decode. Not quality 1 or 0:
-/// their small streams make the decoder set up the whole 4 MiB window,
-/// ten times slower for the peer than the encoding saved.
+/// their small streams make the decoder set up its whole window, ten times
+/// slower for the peer than the encoding saved.
+///
+/// The window is what both sides hold, and zero, for the life of a body. A
+/// known length gets the smallest window that holds all of it (no loss:
+/// nothing lies farther back), from 1 KiB at quality 3 and 128 KiB at
+/// quality 5, up to 4 MiB. A stream gets 512 KiB, as
+/// nginx's default: a 4 MiB window compresses large text about a tenth
+/// better but makes every streamed body, however short, cost 4 MiB on each
+/// side, and a server streams many at once.
 pub(super) fn brotli_writer(sink: Vec<u8>, len: Option<usize>) -> brotli::CompressorWriter<Vec<u8>> {
     const SMALL_CONTENT: usize = 1024;
-    let quality = match len {
-        Some(len) if len < SMALL_CONTENT => 3,
-        _ => 5,
+    const STREAM_WINDOW_BITS: u32 = 19;
+    const MAX_WINDOW_BITS: u32 = 22;
+    // Quality 5 with a window under 128 KiB (17) switches to a hasher whose
+    // tables take milliseconds to set up.
+    const MIN_WINDOW_BITS_AT_5: u32 = 17;
+    let (quality, window_bits) = match len {
+        Some(len) if len < SMALL_CONTENT => (3, 10),
+        Some(len) => {
+            // RFC 7932 section 9.1: a window of `bits` holds 2^bits − 16
+            // bytes.
+            let bits = (MIN_WINDOW_BITS_AT_5..MAX_WINDOW_BITS)
+                .find(|&bits| (1usize << bits) - 16 >= len)
+                .unwrap_or(MAX_WINDOW_BITS);
+            (5, bits)
+        }
+        None => (5, STREAM_WINDOW_BITS),
     };
-    brotli::CompressorWriter::new(sink, 4096, quality, 22)
+    brotli::CompressorWriter::new(sink, 4096, quality, window_bits)
 }
 /// Size of the scratch buffer decompressors write into before the output
 /// takes the bytes.
@@ -512,6 +533,45 @@ mod tests {
         compressed.extend_from_slice(&[0x1f, 0x8b]);
         let r = decode(&STANDARD.encode(&compressed), Encoding::Gzip, LIMIT);
         assert!(matches!(r, Err(DecodeError::Corrupt(_))), "{r:?}");
+    }
+
+    /// The window a Brotli stream declares in its first bits (RFC 7932
+    /// section 9.1), which is what its decoder sets up.
+    fn declared_window_bits(stream: &[u8]) -> u32 {
+        let bits = u32::from(stream[0]) | u32::from(stream[1]) << 8;
+        if bits & 1 == 0 {
+            return 16;
+        }
+        match (bits >> 1) & 7 {
+            0 => match (bits >> 4) & 7 {
+                0 => 17,
+                m => 8 + m,
+            },
+            n => 17 + n,
+        }
+    }
+
+    #[test]
+    fn brotli_windows_fit_known_lengths_and_streams_get_512_kib() {
+        let text = sample();
+        let text = text.repeat((6 << 20) / text.len() + 1);
+        for (len, bits) in [
+            (0, 10),
+            (100, 10),
+            (1023, 10),
+            (1024, 17),
+            (131_056, 17),
+            (131_057, 18),
+            (6 << 20, 22),
+        ] {
+            let compressed = STANDARD.decode(encode(&text[..len], Encoding::Br)).unwrap();
+            assert_eq!(declared_window_bits(&compressed), bits, "{len} bytes");
+            let decoded = decode(&STANDARD.encode(&compressed), Encoding::Br, LIMIT).unwrap();
+            assert_eq!(decoded, &text[..len]);
+        }
+        let mut streamed = brotli_writer(Vec::new(), None);
+        streamed.write_all(b"hello").unwrap();
+        assert_eq!(declared_window_bits(&streamed.into_inner()), 19);
     }
 
     #[test]
