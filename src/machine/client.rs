@@ -48,6 +48,13 @@ struct Outgoing {
     outbound: Option<Outbound>,
 }
 
+impl Outgoing {
+    /// Nothing of it has been written yet.
+    fn unwritten(&self) -> bool {
+        self.exchange.state() == ExchangeState::Idle && self.unsent.is_some()
+    }
+}
+
 impl ClientConnection {
     /// A client connection.
     pub fn new(config: ClientConfig, now: Now) -> ClientConnection {
@@ -101,6 +108,8 @@ impl ClientConnection {
             return Err(UsageError::Closed);
         }
         let id = self.core.fresh_id();
+        // Behind a request still unwritten, this one can only wait.
+        let behind_unwritten = self.exchanges.back().is_some_and(Outgoing::unwritten);
         self.exchanges.push_back(Outgoing {
             id: Some(id),
             exchange: Exchange::new(),
@@ -109,7 +118,9 @@ impl ClientConnection {
             continue_deadline: None,
             outbound,
         });
-        self.write_ready(now);
+        if !behind_unwritten {
+            self.write_ready(now);
+        }
         self.after_call();
         Ok(id)
     }
@@ -132,10 +143,8 @@ impl ClientConnection {
     pub fn send_content(&mut self, id: RequestId, data: &[u8], now: Now) -> Result<(), UsageError> {
         let closed = self.core.is_closed();
         let Some(outbound) = self
-            .exchanges
-            .iter_mut()
-            .find(|o| o.id == Some(id))
-            .and_then(|o| o.outbound.as_mut())
+            .index_of(id)
+            .and_then(|index| self.exchanges[index].outbound.as_mut())
         else {
             return Err(if closed {
                 UsageError::Closed
@@ -153,11 +162,12 @@ impl ClientConnection {
     /// Ends exchange `id`'s content: the request is complete.
     pub fn end_content(&mut self, id: RequestId, now: Now) -> Result<(), UsageError> {
         let closed = self.core.is_closed();
-        let Some(index) = self
-            .exchanges
-            .iter()
-            .position(|o| o.id == Some(id) && o.outbound.as_ref().is_some_and(|out| !out.ended))
-        else {
+        let Some(index) = self.index_of(id).filter(|&index| {
+            self.exchanges[index]
+                .outbound
+                .as_ref()
+                .is_some_and(|out| !out.ended)
+        }) else {
             return Err(if closed {
                 UsageError::Closed
             } else {
@@ -167,7 +177,9 @@ impl ClientConnection {
         if let Some(outbound) = &mut self.exchanges[index].outbound {
             outbound.ended = true;
         }
-        self.close_content(index, now);
+        if self.close_content(index, now) {
+            self.write_ready(now);
+        }
         self.after_call();
         Ok(())
     }
@@ -186,10 +198,15 @@ impl ClientConnection {
 
     /// Exchange `id`'s streamed content, while it has one.
     fn streaming(&self, id: RequestId) -> Option<&Outbound> {
-        self.exchanges
-            .iter()
-            .find(|o| o.id == Some(id))
-            .and_then(|o| o.outbound.as_ref())
+        self.index_of(id)
+            .and_then(|index| self.exchanges[index].outbound.as_ref())
+    }
+
+    /// Where exchange `id` is in the queue. Searched from the back: the
+    /// request a caller streams is the newest or close to it, however many
+    /// older ones wait for their answers.
+    fn index_of(&self, id: RequestId) -> Option<usize> {
+        self.exchanges.iter().rposition(|o| o.id == Some(id))
     }
 
     /// Bytes received from the server. Every complete response in them is
@@ -287,7 +304,12 @@ impl ClientConnection {
     /// Writes every request that may go out now: those queued up to the
     /// first handshake still waiting for its `100` (D10).
     fn write_ready(&mut self, now: Now) {
-        for index in 0..self.exchanges.len() {
+        // Requests go out in order, so all behind the first unsent one are
+        // unsent too. The walk starts at the last that is not: a request
+        // already out, or the one holding the rest back. What waits for an
+        // answer is not walked again on every call.
+        let start = self.exchanges.iter().rposition(|o| !o.unwritten()).unwrap_or(0);
+        for index in start..self.exchanges.len() {
             let outgoing = &mut self.exchanges[index];
             match outgoing.exchange.state() {
                 // The server reads the next request as the full one; and
@@ -312,7 +334,11 @@ impl ClientConnection {
                 {
                     self.core
                         .queue_head(outbound, now, |out| request.write_head_to(out));
-                    self.close_content(index, now);
+                    // Ended already: what waits behind it goes next, in
+                    // this loop, so no queue deepens the stack.
+                    if self.close_content(index, now) {
+                        continue;
+                    }
                 }
                 return;
             }
@@ -373,7 +399,9 @@ impl ClientConnection {
                 && let Some(head) = outgoing.unsent.take()
             {
                 self.core.queue_head(outbound, now, |out| head.write_head_to(out));
-                self.close_content(index, now);
+                if self.close_content(index, now) {
+                    self.write_ready(now);
+                }
             }
             return;
         }
@@ -391,30 +419,26 @@ impl ClientConnection {
     }
 
     /// Ends the streamed request at `index` once its head is out and the
-    /// application ended its content (D19); then what waited behind it
-    /// goes out.
-    fn close_content(&mut self, index: usize, now: Now) {
+    /// application ended its content (D19). True when it ended: what waited
+    /// behind it may go out, which is the caller's to do.
+    fn close_content(&mut self, index: usize, now: Now) -> bool {
         let Some(outgoing) = self.exchanges.get_mut(index) else {
-            return;
+            return false;
         };
         let Some(outbound) = outgoing.outbound.as_mut().filter(|o| o.head_queued && o.ended) else {
-            return;
+            return false;
         };
         if self.core.queue_content_end(outbound, now).is_err() {
             // Identity content ended inside a UTF-8 sequence: the request
             // cannot be finished (D1: the server sees it cut short).
             self.exchanges.clear();
             self.core.close();
-            return;
+            return false;
         }
         outgoing.outbound = None;
-        if self
-            .core
+        self.core
             .advance(&mut outgoing.exchange, Role::Client, Input::RequestContentEnd)
             .is_some()
-        {
-            self.write_ready(now);
-        }
     }
 
     /// The wait for `100` ran out: send the full request anyway (D10).

@@ -651,3 +651,41 @@ fn a_message_still_arriving_that_nests_too_deep_is_refused_at_once() {
     }
     assert!(served);
 }
+
+/// Streamed requests ended before their turn all go out, in order, when
+/// the handshake in front of them ends, however many wait: sending them is
+/// a loop, not a call per request on the machine's stack.
+#[test]
+fn thousands_of_ended_streams_queued_behind_a_handshake_go_out_in_order() {
+    const QUEUED: usize = 20_000;
+    let run = || {
+        let mut clock = Clock::new();
+        let mut client = ClientConnection::new(ClientConfig::default(), clock.now());
+        let mut first = Request::new(Method::Put, "/first".parse().unwrap()).with_body(Body::text("x"));
+        first.headers = first.headers.with_expect_continue(true);
+        client.send_request(first, clock.now()).unwrap();
+        for _ in 0..QUEUED {
+            let head =
+                Request::new(Method::Put, "/q".parse().unwrap()).with_body(content_head(Encoding::Identity));
+            let id = client.send_request_head(head, clock.now()).unwrap();
+            client.end_content(id, clock.now()).unwrap();
+        }
+        let before = client.pending_output().len();
+        // No 100 comes: the wait runs out and the full request goes (D10),
+        // then everything behind it.
+        clock.advance(ClientConfig::default().continue_wait);
+        client.handle_timeout(clock.now());
+        let out = String::from_utf8_lossy(&client.pending_output()[before..]).into_owned();
+        assert!(out.starts_with("{\"jsontp\""), "{}", &out[..out.len().min(200)]);
+        assert_eq!(out.matches("\"resource\":\"/first\"").count(), 1);
+        assert_eq!(out.matches("\"resource\":\"/q\"").count(), QUEUED);
+    };
+    // A small stack, as an embedding thread may have: the number queued
+    // must not decide whether the machine survives.
+    std::thread::Builder::new()
+        .stack_size(256 * 1024)
+        .spawn(run)
+        .unwrap()
+        .join()
+        .unwrap();
+}
