@@ -11,8 +11,11 @@ use super::event::RoleEvent;
 use super::table::{Exchange, ExchangeState, Input, Role, TransitionError};
 use super::{Limits, Now, PeerError, RequestId, UsageError};
 use crate::message::codec::DecodeError;
-use crate::message::framing::{self, ContentRun, Fault, Scan, Scanner};
-use crate::message::{ContentDecoder, ContentEncoder, EncodeError, Encoding, STREAMED_TAIL, ValueError};
+use crate::message::framing::{self, ContentOrder, ContentRun, Fault, Scan, Scanner};
+use crate::message::{
+    ContentDecoder, ContentEncoder, EncodeError, Encoding, MessageLimits, STREAMED_TAIL, ValueError,
+    named_encoding,
+};
 
 /// Capacity an empty input or output buffer may keep for the next message;
 /// more is given back (see [`Buffer::release`]).
@@ -98,6 +101,11 @@ pub(super) enum Scanned {
         /// The limit, in decoded bytes.
         limit: usize,
     },
+    /// The message ended naming a compressed encoding for content that
+    /// came before it and went out as identity text (D19): every piece of
+    /// it so far is void, and the content comes again, decoded, before the
+    /// message.
+    ContentRestarted,
 }
 
 /// How the streamed content of a framed message went (D19).
@@ -148,6 +156,9 @@ struct Inbound {
     /// `None` once the content failed to decode.
     decoder: Option<ContentDecoder>,
     encoding: Encoding,
+    /// The content came before its encoding: it is decoded as identity
+    /// meanwhile, the most common case and the default.
+    guess: Option<Guess>,
     /// The closing quote has been seen; the decoder is being finished.
     ended: bool,
     /// The decoder is finished: every piece is out.
@@ -163,6 +174,32 @@ struct Inbound {
 }
 
 impl Inbound {
+    /// Content in `encoding`, within `limit` decoded bytes.
+    fn new(encoding: Encoding, limit: usize) -> Inbound {
+        Inbound {
+            decoder: Some(ContentDecoder::new(encoding, limit)),
+            encoding,
+            guess: None,
+            ended: false,
+            finished: false,
+            text_bytes: 0,
+            fault: None,
+            too_large: false,
+            ready: Vec::new(),
+        }
+    }
+
+    /// How the content went, at the message's end.
+    fn outcome(self) -> ContentOutcome {
+        match self.fault {
+            Some(why) => ContentOutcome::Corrupt {
+                encoding: self.encoding,
+                why,
+            },
+            None => ContentOutcome::Decoded,
+        }
+    }
+
     /// Takes in what a call of the decoder said: `Ok(true)` when it is
     /// finished.
     fn settle(&mut self, result: Result<bool, DecodeError>) {
@@ -180,11 +217,36 @@ impl Inbound {
     }
 }
 
+/// Content that came before its `encoding` (D19), decoded as identity
+/// while the rest of the message is awaited.
+#[derive(Debug, Default)]
+struct Guess {
+    /// Its text as written, kept while it fits the message limit: if the
+    /// message names a compressed encoding, this is decoded again. Past the
+    /// limit, such a message is refused as too large (D3), as it would be
+    /// were its content held.
+    kept: Option<Vec<u8>>,
+    /// As identity, the content passed its limit: `413` if it is identity.
+    too_large: bool,
+}
+
+/// A message that ended while its content is decoded again in its named
+/// encoding ([`Scanned::ContentRestarted`]): its bytes, copied out of the
+/// input, wait for the last piece.
+#[derive(Debug)]
+struct Held {
+    bytes: Vec<u8>,
+    frame: framing::Frame,
+}
+
 /// Where a complete message sits in the input buffer, until the next call
 /// that changes it.
 #[derive(Debug)]
 pub(super) struct Framed {
     range: Range<usize>,
+    /// The message's bytes when they are no longer in the input (a
+    /// [`Held`] message).
+    held: Option<Vec<u8>>,
     /// What the scanner measured on the way (depth, lone surrogates), for
     /// the parser (D3, D4).
     pub(super) frame: framing::Frame,
@@ -295,8 +357,13 @@ pub(super) struct Core<E> {
     /// Up to how many decoded bytes a message's streamed content may
     /// carry (D19).
     max_content_bytes: usize,
+    /// The limits on a message (D3), to read the encoding of content that
+    /// came before it.
+    message_limits: MessageLimits,
     /// The content of the message being received, when it streams.
     inbound: Option<Inbound>,
+    /// The message that ended while its content is decoded again.
+    held: Option<Held>,
     /// The message being received was refused before its end (too deep,
     /// D3): the rest of it is dropped.
     discarding: bool,
@@ -327,21 +394,23 @@ pub(super) struct Core<E> {
 }
 
 impl<E: RoleEvent> Core<E> {
-    /// A connection at its start; `now` starts the idle timer.
-    pub(super) fn new(limits: &Limits, stream_content: bool, now: Now) -> Core<E> {
+    /// A connection at its start; `now` starts the idle timer. With
+    /// `stream_content`, content in that order streams (D19).
+    pub(super) fn new(limits: &Limits, stream_content: Option<ContentOrder>, now: Now) -> Core<E> {
         let scanner =
             Scanner::with_limit(limits.message.max_message_bytes).with_depth_limit(limits.message.max_depth);
         Core {
             lifecycle: Lifecycle::Open,
             input: Buffer::default(),
-            scanner: if stream_content {
-                scanner.with_content_runs()
-            } else {
-                scanner
+            scanner: match stream_content {
+                Some(order) => scanner.with_content_runs(order),
+                None => scanner,
             },
             message_started: None,
             max_content_bytes: limits.max_content_bytes,
+            message_limits: limits.message,
             inbound: None,
+            held: None,
             discarding: false,
             last_input: now.instant,
             received: 0,
@@ -378,6 +447,7 @@ impl<E: RoleEvent> Core<E> {
         self.input.discard();
         self.message_started = None;
         self.inbound = None;
+        self.held = None;
     }
 
     /// Finishes the connection (once): nothing more is read or queued, and
@@ -491,6 +561,15 @@ impl<E: RoleEvent> Core<E> {
             if let Some(scanned) = self.next_piece() {
                 return scanned;
             }
+            if let Some(held) = self.held.take() {
+                // Its content is all out again, decoded.
+                return Scanned::Message(Framed {
+                    range: 0..0,
+                    held: Some(held.bytes),
+                    frame: held.frame,
+                    content: self.inbound.take().map(Inbound::outcome),
+                });
+            }
             match self.scanner.scan(self.input.live()) {
                 Scan::Content(run) if self.discarding => {
                     let start = self.input.start;
@@ -539,22 +618,20 @@ impl<E: RoleEvent> Core<E> {
             Scan::Complete(frame) => {
                 let (start, end) = (frame.start(), frame.end());
                 let base = self.input.start;
+                let range = base + start..base + end;
                 // The bytes stay where they are until the next call that
                 // receives or compacts: the role reads them first.
                 self.input.start += end;
                 self.message_started = None;
                 self.idle_since = now.instant;
-                let content = self.inbound.take().map(|inbound| match inbound.fault {
-                    Some(why) => ContentOutcome::Corrupt {
-                        encoding: inbound.encoding,
-                        why,
-                    },
-                    None => ContentOutcome::Decoded,
-                });
+                if let Some(guessed) = self.settle_guess(range.clone(), &frame) {
+                    return guessed;
+                }
                 Scanned::Message(Framed {
-                    range: base + start..base + end,
+                    range,
+                    held: None,
                     frame,
-                    content,
+                    content: self.inbound.take().map(Inbound::outcome),
                 })
             }
             Scan::Error { at, fault } => {
@@ -571,6 +648,44 @@ impl<E: RoleEvent> Core<E> {
         }
     }
 
+    /// The message at `range` ended: if its content came before its
+    /// encoding (D19), the encoding it names decides what the identity
+    /// pieces were. `None` when they were right, or there were none.
+    fn settle_guess(&mut self, range: Range<usize>, frame: &framing::Frame) -> Option<Scanned> {
+        let inbound = self.inbound.as_mut()?;
+        let guess = inbound.guess.take()?;
+        let bytes = &self.input.bytes[range];
+        // Read as the role will read it; a message that does not read, or
+        // names no encoding it knows, is refused on its own account.
+        let named = named_encoding(bytes, frame, &self.message_limits).unwrap_or(Encoding::Identity);
+        if named == Encoding::Identity {
+            if guess.too_large {
+                let limit = self.max_content_bytes;
+                self.stop_input();
+                return Some(Scanned::ContentTooLarge { limit });
+            }
+            return None;
+        }
+        let fits = |kept: &Vec<u8>| kept.len() + bytes.len() <= self.message_limits.max_message_bytes;
+        let Some(kept) = guess.kept.filter(fits) else {
+            self.stop_input();
+            return Some(Scanned::TooLarge);
+        };
+        self.held = Some(Held {
+            bytes: bytes.to_vec(),
+            frame: *frame,
+        });
+        let mut again = Inbound::new(named, self.max_content_bytes);
+        again.text_bytes = kept.len() as u64;
+        again.ended = true;
+        if let Some(decoder) = &mut again.decoder {
+            let result = decoder.decode(&kept, &mut again.ready, PIECE_BYTES);
+            again.settle(result.map(|()| false));
+        }
+        self.inbound = Some(again);
+        Some(Scanned::ContentRestarted)
+    }
+
     /// Takes a run of content text out of the input into the decoder
     /// (D19); the scan goes on where the run began.
     fn take_run(&mut self, run: ContentRun, now: Now) {
@@ -579,21 +694,36 @@ impl<E: RoleEvent> Core<E> {
                 self.message_started = Some(now.instant);
                 self.message_base = self.received - self.input.len() as u64;
             }
-            self.inbound = Some(Inbound {
-                decoder: Some(ContentDecoder::new(run.encoding(), self.max_content_bytes)),
-                encoding: run.encoding(),
-                ended: false,
-                finished: false,
-                text_bytes: 0,
-                fault: None,
-                too_large: false,
-                ready: Vec::new(),
-            });
+            let mut inbound = Inbound::new(
+                run.encoding().unwrap_or(Encoding::Identity),
+                self.max_content_bytes,
+            );
+            if run.encoding().is_none() {
+                inbound.guess = Some(Guess {
+                    kept: Some(Vec::new()),
+                    too_large: false,
+                });
+            }
+            self.inbound = Some(inbound);
         }
         let range = self.input.start + run.start()..self.input.start + run.end();
         let text_limit = (self.max_content_bytes as u64).saturating_mul(TEXT_PER_CONTENT_BYTE);
         if let Some(inbound) = &mut self.inbound {
             inbound.text_bytes += range.len() as u64;
+            if let Some(guess) = &mut inbound.guess {
+                let text = &self.input.bytes[range.clone()];
+                match &mut guess.kept {
+                    Some(kept) if kept.len() + text.len() <= self.message_limits.max_message_bytes => {
+                        kept.extend_from_slice(text);
+                    }
+                    _ => guess.kept = None,
+                }
+                // Too large as identity and too large to decode again:
+                // too large whatever the encoding.
+                if guess.too_large && guess.kept.is_none() {
+                    inbound.too_large = true;
+                }
+            }
             if inbound.text_bytes > text_limit.saturating_add(PIECE_BYTES as u64) {
                 inbound.too_large = true;
             } else if let Some(decoder) = &mut inbound.decoder {
@@ -611,6 +741,16 @@ impl<E: RoleEvent> Core<E> {
     fn next_piece(&mut self) -> Option<Scanned> {
         let inbound = self.inbound.as_mut()?;
         loop {
+            if inbound.too_large
+                && let Some(guess) = inbound.guess.as_mut().filter(|guess| guess.kept.is_some())
+            {
+                // Too large as identity, but the message may yet name a
+                // compressed encoding: that is decided at its end.
+                guess.too_large = true;
+                inbound.too_large = false;
+                inbound.decoder = None;
+                inbound.ready.clear();
+            }
             if inbound.too_large {
                 let limit = self.max_content_bytes;
                 self.stop_input();
@@ -635,8 +775,11 @@ impl<E: RoleEvent> Core<E> {
     }
 
     /// The bytes of a message [`frame`](Self::frame) just found.
-    pub(super) fn message(&self, framed: &Framed) -> &[u8] {
-        self.input.bytes.get(framed.range.clone()).unwrap_or_default()
+    pub(super) fn message<'a>(&'a self, framed: &'a Framed) -> &'a [u8] {
+        match &framed.held {
+            Some(bytes) => bytes,
+            None => self.input.bytes.get(framed.range.clone()).unwrap_or_default(),
+        }
     }
 
     /// Whether part of a message has been received (scanned or not): the

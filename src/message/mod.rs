@@ -56,7 +56,7 @@ pub use parse::{Parsed, RequestContext, parse_request, parse_response};
 /// For the connection machine, whose scanner has framed each message
 /// already: no byte is lexed twice (see [`parse::parse_request_framed`]).
 #[allow(unused_imports)]
-pub(crate) use parse::{parse_request_framed, parse_response_framed};
+pub(crate) use parse::{named_encoding, parse_request_framed, parse_response_framed};
 pub use rejection::{Rejection, RejectionKind, ValueError};
 pub use resource::Resource;
 pub use status::{Status, StatusCode};

@@ -98,6 +98,23 @@ pub(crate) fn parse_request_framed(
         .map_err(|(kind, message)| Rejection::of(kind, message, env.resource_echo()))
 }
 
+/// The encoding a framed message's `body.encoding` names, if the message
+/// reads and names one of the four: what a receiver that streamed content
+/// written before its encoding needs at the message's end (D19). The
+/// message is read as [`parse_request_framed`] reads it; whether it is
+/// valid is that function's to say.
+pub(crate) fn named_encoding(bytes: &[u8], frame: &Frame, limits: &MessageLimits) -> Option<Encoding> {
+    let mut env = Envelope::default();
+    read(bytes, frame, limits, &mut env).ok()?;
+    match env.body {
+        Some(Ok(RawBody {
+            encoding: Some(Loose::Str(ref name)),
+            ..
+        })) => name.parse().ok(),
+        _ => None,
+    }
+}
+
 /// Parses and validates the bytes of one response message (client side,
 /// D13). The echoed `resource` is returned as written; comparing it with
 /// the request's is the caller's job.

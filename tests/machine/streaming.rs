@@ -96,6 +96,11 @@ fn receive_in_chunks(config: ServerConfig, wire: &[u8], chunk: usize, clock: &Cl
                     server.send_response(id, response, clock.now()).unwrap();
                     got.events.push(ServerEvent::Request { id, request });
                 }
+                ServerEvent::ContentDiscarded { id } => {
+                    // What an application does: the pieces so far are void.
+                    got.content.clear();
+                    got.events.push(ServerEvent::ContentDiscarded { id });
+                }
                 other => got.events.push(other),
             }
         }
@@ -275,28 +280,191 @@ fn content_past_the_limit_is_413_and_close_without_decoding_on() {
     assert!(got.events.iter().any(|e| matches!(e, ServerEvent::Closed)));
 }
 
-#[test]
-fn content_before_its_encoding_is_held_whole_within_the_message_limit() {
-    let clock = Clock::new();
-    let limits = Limits {
+/// A request whose body writes `content` before `encoding`, as senders
+/// that do not stream write it (the published crate 0.1.3 among them).
+fn content_first_put(path: &str, encoding: Encoding, text: &str) -> Vec<u8> {
+    format!(
+        "{{\"jsontp\":\"1.0\",\"type\":\"request\",\"resource\":\"{path}\",\"method\":\"PUT\",\
+         \"body\":{{\"content\":{},\"encoding\":\"{encoding}\"}},\"headers\":{{}}}}\n",
+        serde_json::to_string(text).unwrap()
+    )
+    .into_bytes()
+}
+
+fn small_message_limit(max_message_bytes: usize) -> Limits {
+    Limits {
         message: jsontp::message::MessageLimits {
-            max_message_bytes: 10_000,
+            max_message_bytes,
             ..Default::default()
         },
         ..Limits::default()
+    }
+}
+
+/// Bytes no encoding compresses.
+fn noise(len: usize) -> Vec<u8> {
+    let mut state = 0x853c_49e6_748f_ea9b_u64;
+    (0..len)
+        .map(|_| {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            (state >> 56) as u8
+        })
+        .collect()
+}
+
+fn discards(got: &Received) -> usize {
+    got.events
+        .iter()
+        .filter(|e| matches!(e, ServerEvent::ContentDiscarded { .. }))
+        .count()
+}
+
+#[test]
+fn d19_identity_content_before_its_encoding_streams_past_the_message_limit() {
+    let clock = Clock::new();
+    let text = sample_text(50_000);
+    let wire = content_first_put("/x", Encoding::Identity, &text);
+    for chunk in [1, 7, 100, 4096, wire.len()] {
+        let got = receive_in_chunks(
+            streaming_server(small_message_limit(10_000)),
+            &wire,
+            chunk,
+            &clock,
+        );
+        assert!(got.content == text.as_bytes(), "chunk {chunk}");
+        let (id, request) = only_request(&got);
+        assert!(got.piece_ids.iter().all(|&p| p == id), "chunk {chunk}");
+        assert_eq!(discards(&got), 0, "chunk {chunk}");
+        assert_eq!(request.body.encoding(), Encoding::Identity);
+        assert!(got.largest_piece <= 64 * 1024);
+    }
+}
+
+#[test]
+fn d19_compressed_content_before_its_encoding_is_discarded_and_decoded_again() {
+    let clock = Clock::new();
+    let original: Vec<u8> = sample_text(300_000).into_bytes();
+    for encoding in [Encoding::Gzip, Encoding::Deflate, Encoding::Br] {
+        let wire = content_first_put("/c", encoding, &codec::encode(&original, encoding));
+        for chunk in [13, 4096, wire.len()] {
+            let got = receive_in_chunks(streaming_server(Limits::default()), &wire, chunk, &clock);
+            assert!(
+                got.content == original,
+                "{encoding} {chunk}: {} bytes",
+                got.content.len()
+            );
+            let (id, request) = only_request(&got);
+            assert!(got.piece_ids.iter().all(|&p| p == id), "{encoding} {chunk}");
+            assert_eq!(discards(&got), 1, "{encoding} {chunk}");
+            assert_eq!(request.body.encoding(), encoding);
+            assert!(got.largest_piece <= 64 * 1024);
+        }
+    }
+}
+
+#[test]
+fn d19_every_split_point_of_a_content_first_message_gives_the_same_content() {
+    let clock = Clock::new();
+    let text = "tab\there, quote\" backslash\\ é \u{1F600} end";
+    for encoding in [Encoding::Identity, Encoding::Gzip] {
+        let content = match encoding {
+            Encoding::Identity => text.to_owned(),
+            other => codec::encode(text.as_bytes(), other),
+        };
+        let wire = content_first_put("/s", encoding, &content);
+        for cut in 0..=wire.len() {
+            let mut got = Vec::new();
+            let mut server = ServerConnection::new(streaming_server(Limits::default()), clock.now());
+            let mut requests = 0;
+            for part in [&wire[..cut], &wire[cut..]] {
+                server.receive_data(part, clock.now());
+                while let Some(event) = server.next_event(clock.now()) {
+                    match event {
+                        ServerEvent::Content { data, .. } => got.extend(data),
+                        ServerEvent::ContentDiscarded { .. } => got.clear(),
+                        ServerEvent::Request { .. } => requests += 1,
+                        other => panic!("{encoding} cut {cut}: {other:?}"),
+                    }
+                }
+            }
+            assert!(got == text.as_bytes(), "{encoding} cut {cut}");
+            assert_eq!(requests, 1, "{encoding} cut {cut}");
+        }
+    }
+}
+
+#[test]
+fn d19_compressed_content_before_its_encoding_past_the_message_limit_is_413_as_if_held() {
+    let clock = Clock::new();
+    // Its base64 text is larger than the message limit.
+    let original = noise(20_000);
+    let wire = content_first_put("/big", Encoding::Gzip, &codec::encode(&original, Encoding::Gzip));
+    let streamed = receive_in_chunks(streaming_server(small_message_limit(10_000)), &wire, 999, &clock);
+    let held = receive_in_chunks(
+        ServerConfig {
+            limits: small_message_limit(10_000),
+            ..ServerConfig::default()
+        },
+        &wire,
+        999,
+        &clock,
+    );
+    let (_, status, message, closes) = rejection(&streamed);
+    assert_eq!((status, closes), (413, true), "{message}");
+    assert_eq!(message, rejection(&held).2);
+    assert!(
+        !streamed
+            .events
+            .iter()
+            .any(|e| matches!(e, ServerEvent::Request { .. }))
+    );
+}
+
+#[test]
+fn d19_corrupt_content_before_its_encoding_is_refused_at_the_end_and_the_connection_goes_on() {
+    let clock = Clock::new();
+    let mut text = codec::encode(sample_text(5_000).as_bytes(), Encoding::Gzip);
+    let at = text.len() / 2;
+    text.replace_range(at..at + 1, "*");
+    let mut wire = content_first_put("/bad", Encoding::Gzip, &text);
+    wire.extend(content_first_put("/good", Encoding::Identity, "fine"));
+    let got = receive_in_chunks(streaming_server(Limits::default()), &wire, 512, &clock);
+    let (id, status, message, closes) = rejection(&got);
+    assert_eq!((status, closes), (400, false), "{message}");
+    assert!(
+        message.contains("body.content") && message.contains("base64"),
+        "{message}"
+    );
+    assert!(id.is_some());
+    let (_, request) = only_request(&got);
+    assert_eq!(request.resource.path(), "/good");
+    assert_eq!(got.content, b"fine");
+}
+
+#[test]
+fn d19_content_before_its_encoding_is_held_to_the_content_limit_of_what_it_decodes_to() {
+    let clock = Clock::new();
+    let limits = Limits {
+        max_content_bytes: 1_000,
+        ..Limits::default()
     };
-    let body = |len: usize| {
-        format!(
-            "{{\"jsontp\":\"1.0\",\"type\":\"request\",\"resource\":\"/x\",\"method\":\"PUT\",\"headers\":{{}},\
-             \"body\":{{\"content\":\"{}\",\"encoding\":\"identity\"}}}}",
-            "a".repeat(len)
-        )
-    };
-    let small = receive_in_chunks(streaming_server(limits), body(5_000).as_bytes(), 100, &clock);
-    assert!(small.piece_ids.is_empty());
-    assert_eq!(only_request(&small).1.body.content().len(), 5_000);
-    let large = receive_in_chunks(streaming_server(limits), body(50_000).as_bytes(), 100, &clock);
-    assert_eq!(rejection(&large).1, 413);
+    // As identity, 5,000 bytes: past the limit.
+    let identity = content_first_put("/i", Encoding::Identity, &"a".repeat(5_000));
+    let got = receive_in_chunks(streaming_server(limits), &identity, 256, &clock);
+    let (_, status, message, closes) = rejection(&got);
+    assert_eq!((status, closes), (413, true), "{message}");
+    assert!(message.contains("1000"), "{message}");
+    // Its text is longer than the limit, but it decodes to 900 bytes:
+    // within it.
+    let original = noise(900);
+    let text = codec::encode(&original, Encoding::Gzip);
+    assert!(text.len() > 1_000);
+    let gzip = content_first_put("/g", Encoding::Gzip, &text);
+    let got = receive_in_chunks(streaming_server(limits), &gzip, 256, &clock);
+    assert!(got.content == original, "{:?}", got.events);
+    only_request(&got);
 }
 
 /// Feeds a streamed request at `rate` bytes per `every`, with simulated

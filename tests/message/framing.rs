@@ -3,8 +3,8 @@
 //! message ends (a disagreement would let one message be read as two), and
 //! what the parser makes of each framing fault.
 
-use jsontp::message::framing::{Fault, Scan, Scanner, scan};
-use jsontp::message::{MessageLimits, RejectionKind, RequestContext, parse_request};
+use jsontp::message::framing::{ContentOrder, Fault, Scan, Scanner, scan};
+use jsontp::message::{Encoding, MessageLimits, RejectionKind, RequestContext, parse_request};
 use proptest::prelude::*;
 
 use super::support::{ok, refused};
@@ -315,7 +315,16 @@ proptest! {
 /// frames found (offsets in the reduced buffer) and what the reduced
 /// buffer held of each message.
 fn with_runs(stream: &[u8], chunk: usize, limit: usize) -> (Vec<u8>, Vec<Scan>, Vec<String>) {
-    let mut scanner = Scanner::with_limit(limit).with_content_runs();
+    with_runs_in(stream, chunk, limit, ContentOrder::EncodingFirst)
+}
+
+fn with_runs_in(
+    stream: &[u8],
+    chunk: usize,
+    limit: usize,
+    order: ContentOrder,
+) -> (Vec<u8>, Vec<Scan>, Vec<String>) {
+    let mut scanner = Scanner::with_limit(limit).with_content_runs(order);
     let mut buffer = Vec::new();
     let (mut runs, mut found, mut messages) = (Vec::new(), Vec::new(), Vec::new());
     for piece in stream.chunks(chunk.max(1)) {
@@ -392,6 +401,37 @@ fn d19_only_the_body_content_after_its_encoding_runs() {
     ];
     for message in held {
         let (runs, found, _) = with_runs(message.as_bytes(), 5, 1 << 20);
+        assert!(runs.is_empty(), "{message}");
+        assert!(
+            matches!(found.as_slice(), [Scan::Complete(_)]),
+            "{message}: {found:?}"
+        );
+    }
+}
+
+#[test]
+fn d19_in_any_order_content_before_its_encoding_runs_too_and_says_so() {
+    let before = r#"{"body":{"content":"abc","encoding":"gzip"}}"#;
+    let unknown = r#"{"body":{"encoding":"zip","content":"abc"}}"#;
+    let after = r#"{"body":{"encoding":"br","content":"abc"}}"#;
+    for (message, encoding) in [(before, None), (unknown, None), (after, Some(Encoding::Br))] {
+        let mut scanner = Scanner::new().with_content_runs(ContentOrder::Any);
+        match scanner.scan(message.as_bytes()) {
+            Scan::Content(run) => {
+                assert_eq!(&message.as_bytes()[run.range()], b"abc", "{message}");
+                assert_eq!(run.encoding(), encoding, "{message}");
+            }
+            other => panic!("{message}: {other:?}"),
+        }
+    }
+    // What is not the body's plain `content` is held in any order.
+    let held = [
+        r#"{"body":{"encoding":"identity","cont\u0065nt":"abc"}}"#,
+        r#"{"x":{"body":{"content":"abc"}}}"#,
+        r#"{"body":{"content":'abc',"encoding":"identity"}}"#,
+    ];
+    for message in held {
+        let (runs, found, _) = with_runs_in(message.as_bytes(), 5, 1 << 20, ContentOrder::Any);
         assert!(runs.is_empty(), "{message}");
         assert!(
             matches!(found.as_slice(), [Scan::Complete(_)]),
