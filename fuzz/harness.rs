@@ -89,6 +89,8 @@ pub fn server_connection(data: &[u8]) {
         } else {
             ContinuePolicy::AutoAccept
         },
+        // D19, content in any order.
+        stream_content: knob & 0x10 != 0,
         ..ServerConfig::default()
     };
     let mut conn = ServerConnection::new(config, now(Duration::ZERO));
@@ -134,6 +136,14 @@ fn serve_events(conn: &mut ServerConnection, now: Now) {
                 } else {
                     conn.accept_continue(id, now)
                 }
+            }
+            ServerEvent::Content { data, .. } => {
+                assert!(
+                    !data.is_empty() && data.len() <= 64 * 1024,
+                    "a piece of {} bytes",
+                    data.len()
+                );
+                Ok(())
             }
             _ => Ok(()),
         };
