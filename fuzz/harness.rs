@@ -11,7 +11,7 @@ use jsontp::machine::{
     ClientConfig, ClientConnection, ContinuePolicy, Now, ServerConfig, ServerConnection, ServerEvent,
     UsageError,
 };
-use jsontp::message::framing::{ContentOrder, Scan, Scanner};
+use jsontp::message::framing::{Scan, Scanner};
 use jsontp::message::{
     Body, Date, Encoding, MessageLimits, Method, RequestContext, Response, Status, StatusCode, Validation,
     codec, parse_request, parse_response,
@@ -325,14 +325,8 @@ pub fn content_pieces(data: &[u8]) {
 /// lexer without them, and the runs are exactly the content's text: put
 /// back where they were taken out, they rebuild the stream.
 pub fn scan_differential(data: &[u8]) {
-    for order in [ContentOrder::EncodingFirst, ContentOrder::Any] {
-        scan_differential_in(data, order);
-    }
-}
-
-fn scan_differential_in(data: &[u8], order: ContentOrder) {
     let plain = Scanner::new().scan(data);
-    let mut scanner = Scanner::new().with_content_runs(order);
+    let mut scanner = Scanner::new().with_content_runs();
     let mut buffer = data.to_vec();
     // (where in the reduced buffer, the bytes) of every run taken out.
     let mut taken: Vec<(usize, Vec<u8>)> = Vec::new();

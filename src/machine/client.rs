@@ -15,7 +15,6 @@ use super::core::{ContentOutcome, Core, Framed, Lifecycle, Outbound, Scanned, Ti
 use super::responses::refusal;
 use super::table::{Exchange, ExchangeState, Input, Role, TransitionError};
 use super::{ClientConfig, ClientEvent, Now, PeerError, RequestId, UsageError};
-use crate::message::framing::ContentOrder;
 use crate::message::{Body, Rejection, Request, StatusCode, parse_response_framed};
 
 /// One jsontp connection in the client role, without I/O.
@@ -59,14 +58,7 @@ impl Outgoing {
 impl ClientConnection {
     /// A client connection.
     pub fn new(config: ClientConfig, now: Now) -> ClientConnection {
-        // Only content whose encoding came first streams: pieces given to the
-        // application cannot be taken back. Content before its encoding is
-        // held within the message limit.
-        let core = Core::new(
-            &config.limits,
-            config.stream_content.then_some(ContentOrder::EncodingFirst),
-            now,
-        );
+        let core = Core::new(&config.limits, config.stream_content, now);
         ClientConnection {
             config,
             core,
@@ -486,9 +478,6 @@ impl ClientConnection {
                     }
                 }
                 Scanned::ContentTooLarge { limit } => self.fatal(refusal::content_too_large(limit)),
-                // Only with content before its encoding, which this role
-                // does not stream.
-                Scanned::ContentRestarted => {}
                 Scanned::TooDeep => {
                     // A response we cannot take: the connection ends.
                     self.core.stop_input();

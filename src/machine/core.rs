@@ -11,7 +11,7 @@ use super::event::RoleEvent;
 use super::table::{Exchange, ExchangeState, Input, Role, TransitionError};
 use super::{Limits, Now, PeerError, RequestId, UsageError};
 use crate::message::codec::DecodeError;
-use crate::message::framing::{self, ContentOrder, ContentRun, Fault, Scan, Scanner};
+use crate::message::framing::{self, ContentRun, Fault, Scan, Scanner};
 use crate::message::{
     ContentDecoder, ContentEncoder, EncodeError, Encoding, MessageLimits, STREAMED_TAIL, ValueError,
     named_encoding,
@@ -101,11 +101,6 @@ pub(super) enum Scanned {
         /// The limit, in decoded bytes.
         limit: usize,
     },
-    /// The message ended naming a compressed encoding for content that
-    /// came before it and went out as identity text (D19): every piece of
-    /// it so far is void, and the content comes again, decoded, before the
-    /// message.
-    ContentRestarted,
 }
 
 /// How the streamed content of a framed message went (D19).
@@ -156,15 +151,15 @@ struct Inbound {
     /// `None` once the content failed to decode.
     decoder: Option<ContentDecoder>,
     encoding: Encoding,
-    /// The content came before its encoding: it is decoded as identity
-    /// meanwhile, the most common case and the default.
-    guess: Option<Guess>,
+    /// The content came before its encoding (D19): see [`Unnamed`].
+    unnamed: Option<Unnamed>,
     /// The closing quote has been seen; the decoder is being finished.
     ended: bool,
     /// The decoder is finished: every piece is out.
     finished: bool,
-    /// Content text taken so far.
+    /// Content text taken so far, and how much it may be (D19).
     text_bytes: u64,
+    max_text_bytes: u64,
     /// Why the content failed to decode, once it has.
     fault: Option<ValueError>,
     /// The content passed the limit (D19).
@@ -179,14 +174,32 @@ impl Inbound {
         Inbound {
             decoder: Some(ContentDecoder::new(encoding, limit)),
             encoding,
-            guess: None,
+            unnamed: None,
             ended: false,
             finished: false,
             text_bytes: 0,
+            // Past it, `413` without decoding on.
+            max_text_bytes: (limit as u64)
+                .saturating_mul(TEXT_PER_CONTENT_BYTE)
+                .saturating_add(PIECE_BYTES as u64),
             fault: None,
             too_large: false,
             ready: Vec::new(),
         }
+    }
+
+    /// Takes in `text`, the next of the content's text (`last`: the
+    /// closing quote follows it): decoded at once, up to a piece's worth,
+    /// the rest kept by the decoder; past the bound on text, too large.
+    fn feed(&mut self, text: &[u8], last: bool) {
+        self.text_bytes += text.len() as u64;
+        if self.text_bytes > self.max_text_bytes {
+            self.too_large = true;
+        } else if let Some(decoder) = &mut self.decoder {
+            let result = decoder.decode(text, &mut self.ready, PIECE_BYTES);
+            self.settle(result.map(|()| false));
+        }
+        self.ended = last;
     }
 
     /// How the content went, at the message's end.
@@ -217,22 +230,21 @@ impl Inbound {
     }
 }
 
-/// Content that came before its `encoding` (D19), decoded as identity
-/// while the rest of the message is awaited.
-#[derive(Debug, Default)]
-struct Guess {
-    /// Its text as written, kept while it fits the message limit: if the
-    /// message names a compressed encoding, this is decoded again. Past the
-    /// limit, such a message is refused as too large (D3), as it would be
-    /// were its content held.
-    kept: Option<Vec<u8>>,
-    /// As identity, the content passed its limit: `413` if it is identity.
-    too_large: bool,
+/// Content that came before its `encoding` (D19): nothing can be decoded
+/// until the message names one, so its text is held, within the message
+/// limit as a whole message would be. Text that outgrows the limit can
+/// only be `identity` (compressed text could not have been held either):
+/// from there it streams as identity, which the message must confirm.
+#[derive(Debug)]
+enum Unnamed {
+    /// The text so far, not decoded.
+    Holding(Vec<u8>),
+    /// Past the message limit: decoded as identity.
+    Identity,
 }
 
-/// A message that ended while its content is decoded again in its named
-/// encoding ([`Scanned::ContentRestarted`]): its bytes, copied out of the
-/// input, wait for the last piece.
+/// A message that ended while the content it named the encoding of is
+/// decoded: its bytes, copied out of the input, wait for the last piece.
 #[derive(Debug)]
 struct Held {
     bytes: Vec<u8>,
@@ -362,7 +374,7 @@ pub(super) struct Core<E> {
     message_limits: MessageLimits,
     /// The content of the message being received, when it streams.
     inbound: Option<Inbound>,
-    /// The message that ended while its content is decoded again.
+    /// A message that ended while its content is decoded (D19).
     held: Option<Held>,
     /// The message being received was refused before its end (too deep,
     /// D3): the rest of it is dropped.
@@ -394,17 +406,17 @@ pub(super) struct Core<E> {
 }
 
 impl<E: RoleEvent> Core<E> {
-    /// A connection at its start; `now` starts the idle timer. With
-    /// `stream_content`, content in that order streams (D19).
-    pub(super) fn new(limits: &Limits, stream_content: Option<ContentOrder>, now: Now) -> Core<E> {
+    /// A connection at its start; `now` starts the idle timer.
+    pub(super) fn new(limits: &Limits, stream_content: bool, now: Now) -> Core<E> {
         let scanner =
             Scanner::with_limit(limits.message.max_message_bytes).with_depth_limit(limits.message.max_depth);
         Core {
             lifecycle: Lifecycle::Open,
             input: Buffer::default(),
-            scanner: match stream_content {
-                Some(order) => scanner.with_content_runs(order),
-                None => scanner,
+            scanner: if stream_content {
+                scanner.with_content_runs()
+            } else {
+                scanner
             },
             message_started: None,
             max_content_bytes: limits.max_content_bytes,
@@ -562,7 +574,7 @@ impl<E: RoleEvent> Core<E> {
                 return scanned;
             }
             if let Some(held) = self.held.take() {
-                // Its content is all out again, decoded.
+                // Its content is all out: the message follows.
                 return Scanned::Message(Framed {
                     range: 0..0,
                     held: Some(held.bytes),
@@ -624,8 +636,13 @@ impl<E: RoleEvent> Core<E> {
                 self.input.start += end;
                 self.message_started = None;
                 self.idle_since = now.instant;
-                if let Some(guessed) = self.settle_guess(range.clone(), &frame) {
-                    return guessed;
+                if let Some(refused) = self.name_content(range.clone(), frame) {
+                    return refused;
+                }
+                if self.held.is_some() {
+                    // Its pieces come first; the call after them returns
+                    // the held message, so this recurses once.
+                    return self.frame(now);
                 }
                 Scanned::Message(Framed {
                     range,
@@ -648,42 +665,36 @@ impl<E: RoleEvent> Core<E> {
         }
     }
 
-    /// The message at `range` ended: if its content came before its
-    /// encoding (D19), the encoding it names decides what the identity
-    /// pieces were. `None` when they were right, or there were none.
-    fn settle_guess(&mut self, range: Range<usize>, frame: &framing::Frame) -> Option<Scanned> {
+    /// The message at `range` ended. If its content came before its
+    /// encoding (D19), the encoding it names now decides: held text is
+    /// decoded in it (the message is [`Held`] until the last piece), text
+    /// that streamed as identity must be identity. `Some` when the message
+    /// is refused for it.
+    fn name_content(&mut self, range: Range<usize>, frame: framing::Frame) -> Option<Scanned> {
         let inbound = self.inbound.as_mut()?;
-        let guess = inbound.guess.take()?;
+        let unnamed = inbound.unnamed.take()?;
         let bytes = &self.input.bytes[range];
         // Read as the role will read it; a message that does not read, or
         // names no encoding it knows, is refused on its own account.
-        let named = named_encoding(bytes, frame, &self.message_limits).unwrap_or(Encoding::Identity);
-        if named == Encoding::Identity {
-            if guess.too_large {
-                let limit = self.max_content_bytes;
+        let named = named_encoding(bytes, &frame, &self.message_limits).unwrap_or(Encoding::Identity);
+        match unnamed {
+            Unnamed::Identity if named == Encoding::Identity => None,
+            Unnamed::Identity => {
+                // Compressed text past the message limit: too large, as it
+                // would be held.
                 self.stop_input();
-                return Some(Scanned::ContentTooLarge { limit });
+                Some(Scanned::TooLarge)
             }
-            return None;
+            Unnamed::Holding(text) => {
+                self.held = Some(Held {
+                    bytes: bytes.to_vec(),
+                    frame,
+                });
+                *inbound = Inbound::new(named, self.max_content_bytes);
+                inbound.feed(&text, true);
+                None
+            }
         }
-        let fits = |kept: &Vec<u8>| kept.len() + bytes.len() <= self.message_limits.max_message_bytes;
-        let Some(kept) = guess.kept.filter(fits) else {
-            self.stop_input();
-            return Some(Scanned::TooLarge);
-        };
-        self.held = Some(Held {
-            bytes: bytes.to_vec(),
-            frame: *frame,
-        });
-        let mut again = Inbound::new(named, self.max_content_bytes);
-        again.text_bytes = kept.len() as u64;
-        again.ended = true;
-        if let Some(decoder) = &mut again.decoder {
-            let result = decoder.decode(&kept, &mut again.ready, PIECE_BYTES);
-            again.settle(result.map(|()| false));
-        }
-        self.inbound = Some(again);
-        Some(Scanned::ContentRestarted)
     }
 
     /// Takes a run of content text out of the input into the decoder
@@ -699,39 +710,26 @@ impl<E: RoleEvent> Core<E> {
                 self.max_content_bytes,
             );
             if run.encoding().is_none() {
-                inbound.guess = Some(Guess {
-                    kept: Some(Vec::new()),
-                    too_large: false,
-                });
+                inbound.unnamed = Some(Unnamed::Holding(Vec::new()));
             }
             self.inbound = Some(inbound);
         }
         let range = self.input.start + run.start()..self.input.start + run.end();
-        let text_limit = (self.max_content_bytes as u64).saturating_mul(TEXT_PER_CONTENT_BYTE);
         if let Some(inbound) = &mut self.inbound {
-            inbound.text_bytes += range.len() as u64;
-            if let Some(guess) = &mut inbound.guess {
-                let text = &self.input.bytes[range.clone()];
-                match &mut guess.kept {
-                    Some(kept) if kept.len() + text.len() <= self.message_limits.max_message_bytes => {
-                        kept.extend_from_slice(text);
-                    }
-                    _ => guess.kept = None,
+            let text = &self.input.bytes[range.clone()];
+            let limit = self.message_limits.max_message_bytes;
+            match &mut inbound.unnamed {
+                Some(Unnamed::Holding(held)) if held.len() + text.len() <= limit => {
+                    held.extend_from_slice(text);
                 }
-                // Too large as identity and too large to decode again:
-                // too large whatever the encoding.
-                if guess.too_large && guess.kept.is_none() {
-                    inbound.too_large = true;
+                Some(Unnamed::Holding(held)) => {
+                    let mut all = std::mem::take(held);
+                    all.extend_from_slice(text);
+                    inbound.unnamed = Some(Unnamed::Identity);
+                    inbound.feed(&all, run.is_last());
                 }
+                _ => inbound.feed(text, run.is_last()),
             }
-            if inbound.text_bytes > text_limit.saturating_add(PIECE_BYTES as u64) {
-                inbound.too_large = true;
-            } else if let Some(decoder) = &mut inbound.decoder {
-                let result =
-                    decoder.decode(&self.input.bytes[range.clone()], &mut inbound.ready, PIECE_BYTES);
-                inbound.settle(result.map(|()| false));
-            }
-            inbound.ended = run.is_last();
         }
         self.input.bytes.drain(range);
     }
@@ -740,17 +738,11 @@ impl<E: RoleEvent> Core<E> {
     /// piece, or the limit passed (D19).
     fn next_piece(&mut self) -> Option<Scanned> {
         let inbound = self.inbound.as_mut()?;
+        if matches!(inbound.unnamed, Some(Unnamed::Holding(_))) {
+            // Nothing is decoded until the encoding is named.
+            return None;
+        }
         loop {
-            if inbound.too_large
-                && let Some(guess) = inbound.guess.as_mut().filter(|guess| guess.kept.is_some())
-            {
-                // Too large as identity, but the message may yet name a
-                // compressed encoding: that is decided at its end.
-                guess.too_large = true;
-                inbound.too_large = false;
-                inbound.decoder = None;
-                inbound.ready.clear();
-            }
             if inbound.too_large {
                 let limit = self.max_content_bytes;
                 self.stop_input();

@@ -18,7 +18,6 @@ use super::core::{ContentOutcome, Core, Framed, Lifecycle, Outbound, Scanned, Ti
 use super::responses::{self, refusal};
 use super::table::{Exchange, ExchangeState, Input, Role, TransitionError};
 use super::{ContinuePolicy, Now, PeerError, RequestId, ServerConfig, ServerEvent, UsageError};
-use crate::message::framing::ContentOrder;
 use crate::message::{Method, Rejection, RequestContext, Response, parse_request_framed};
 
 /// One jsontp connection in the server role, without I/O.
@@ -84,12 +83,7 @@ impl Slot {
 impl ServerConnection {
     /// A server connection; `now` starts the idle timer.
     pub fn new(config: ServerConfig, now: Now) -> ServerConnection {
-        // D19: receivers accept content in any order.
-        let core = Core::new(
-            &config.limits,
-            config.stream_content.then_some(ContentOrder::Any),
-            now,
-        );
+        let core = Core::new(&config.limits, config.stream_content, now);
         ServerConnection {
             config,
             core,
@@ -457,13 +451,6 @@ impl ServerConnection {
                 Scanned::ContentTooLarge { limit } => {
                     let target = self.message_target();
                     self.reject(target, refusal::content_too_large(limit), true, now);
-                }
-                Scanned::ContentRestarted => {
-                    // The pieces so far were the content's text, not its
-                    // content (D19); the decoded content follows.
-                    if let Some(id) = self.receiving {
-                        self.core.push_event(ServerEvent::ContentDiscarded { id });
-                    }
                 }
                 Scanned::End { cut_short: true } => {
                     // D1: `400` if the peer can still read, then the close.

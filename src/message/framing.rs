@@ -113,9 +113,9 @@ impl ContentRun {
     }
 
     /// The `body.encoding` named before the content, which the text is
-    /// written in; `None` when none was named before it (with
-    /// [`ContentOrder::Any`]): the message names it after the content, and
-    /// the receiver learns it at the message's end (D19).
+    /// written in; `None` when none was named before it (or it named none
+    /// of the four): the message names it after the content, and the
+    /// receiver learns it at the message's end (D19).
     pub fn encoding(&self) -> Option<super::Encoding> {
         self.encoding
     }
@@ -305,21 +305,6 @@ pub struct Scanner {
     deep_reported: bool,
 }
 
-/// Which `body.content` strings [`Scanner::with_content_runs`] reports
-/// (D19).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum ContentOrder {
-    /// Only content whose `encoding` came before it in the same `body`:
-    /// the decoder is known from the first run. Other content stays part
-    /// of the message.
-    #[default]
-    EncodingFirst,
-    /// Content before its `encoding` too, as senders other than streaming
-    /// ones write it (D19: receivers accept any order). Its runs carry no
-    /// encoding; the receiver learns it at the message's end.
-    Any,
-}
-
 /// What the scanner follows of a message to find its `body.content`
 /// (D19): the last plain string at levels 1 and 2, whether the level-2
 /// object is the message's `body`, and what its `encoding` said.
@@ -337,8 +322,6 @@ struct ContentTrack {
     body_seen: bool,
     /// What `body.encoding` named, once it has.
     encoding: Option<super::Encoding>,
-    /// Whether content before its encoding is reported.
-    order: ContentOrder,
     /// The content's text is being reported; `first` until the first run
     /// has gone out.
     first: bool,
@@ -464,16 +447,13 @@ impl Scanner {
     /// instead of counting it as part of the message (D19), when the
     /// string is a double-quoted value of the key `content`, written
     /// without escapes, in the object under the message's own key `body`,
-    /// and, with [`ContentOrder::EncodingFirst`], after that object's
-    /// `encoding` has named one of the four encodings (the decoder must
-    /// know it). Anything else (a key spelled with escapes, a single-quoted
-    /// string) stays part of the message, bounded by the size limit as
-    /// usual; at most one string per message is reported.
-    pub fn with_content_runs(mut self, order: ContentOrder) -> Scanner {
-        self.content = Some(ContentTrack {
-            order,
-            ..ContentTrack::default()
-        });
+    /// whether that object's `encoding` came before it or not (D19: any
+    /// order; [`ContentRun::encoding`] says). Anything else (a key spelled
+    /// with escapes, a single-quoted string) stays part of the message,
+    /// bounded by the size limit as usual; at most one string per message
+    /// is reported.
+    pub fn with_content_runs(mut self) -> Scanner {
+        self.content = Some(ContentTrack::default());
         self
     }
 
@@ -489,10 +469,7 @@ impl Scanner {
         self.lone_surrogate = None;
         self.deep_reported = false;
         if let Some(track) = &mut self.content {
-            *track = ContentTrack {
-                order: track.order,
-                ..ContentTrack::default()
-            };
+            *track = ContentTrack::default();
         }
     }
 
@@ -865,8 +842,7 @@ impl Scanner {
         let Some(track) = &mut self.content else {
             return false;
         };
-        let starts = (track.encoding.is_some() || track.order == ContentOrder::Any)
-            && matches!(track.last, Some((2, start, end))
+        let starts = matches!(track.last, Some((2, start, end))
                 if &buf[start..end] == b"content" && is_key_gap(&buf[end + 1..at]));
         if starts {
             track.first = true;
