@@ -8,8 +8,8 @@
 use std::time::{Duration, Instant};
 
 use jsontp::machine::{
-    ClientConfig, ClientConnection, ContinuePolicy, Now, ServerConfig, ServerConnection, ServerEvent,
-    UsageError,
+    ClientConfig, ClientConnection, ClientEvent, ContinuePolicy, Now, ServerConfig, ServerConnection,
+    ServerEvent, UsageError,
 };
 use jsontp::message::framing::{Scan, Scanner};
 use jsontp::message::{
@@ -202,7 +202,9 @@ fn check_responses(mut written: &[u8]) {
     }
 }
 
-/// A client connection fed arbitrary bytes as responses never panics.
+/// A client connection, streaming content or not, fed arbitrary bytes as
+/// responses never panics and hands out content in pieces of at most
+/// 64 KiB.
 pub fn client_connection(data: &[u8]) {
     let Some((&knob, input)) = data.split_first() else {
         return;
@@ -213,6 +215,8 @@ pub fn client_connection(data: &[u8]) {
         } else {
             Validation::Lenient
         },
+        // D19, content in any order.
+        stream_content: knob & 4 != 0,
         ..ClientConfig::default()
     };
     let mut conn = ClientConnection::new(config, now(Duration::ZERO));
@@ -234,11 +238,23 @@ pub fn client_connection(data: &[u8]) {
         if conn.wants_read() {
             conn.receive_data(piece, now(t));
         }
-        while conn.next_event(now(t)).is_some() {}
+        take_client_events(&mut conn, now(t));
     }
     conn.receive_eof(now(t));
     conn.handle_timeout(now(t + Duration::from_secs(5)));
-    while conn.next_event(now(t)).is_some() {}
+    take_client_events(&mut conn, now(t));
+}
+
+fn take_client_events(conn: &mut ClientConnection, at: Now) {
+    while let Some(event) = conn.next_event(at) {
+        if let ClientEvent::Content { data, .. } = event {
+            assert!(
+                !data.is_empty() && data.len() <= 64 * 1024,
+                "a piece of {} bytes",
+                data.len()
+            );
+        }
+    }
 }
 
 /// Decoding never panics and never returns more than the limit.
