@@ -65,6 +65,8 @@ use std::fs;
 use std::hash::{BuildHasher, Hasher};
 use std::io::{self, Write};
 use std::path::{Component, Path, PathBuf};
+#[cfg(target_os = "linux")]
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::Serialize;
@@ -73,12 +75,20 @@ use subtle::ConstantTimeEq;
 #[cfg(target_os = "linux")]
 mod small_files;
 #[cfg(target_os = "linux")]
-use small_files::{Cached, SmallFiles, Stamp};
+use small_files::{Cached, Slot, SmallFiles, Stamp};
+
+/// Where the small-file cache keeps a file: there is no cache off Linux.
+#[cfg(not(target_os = "linux"))]
+#[derive(Debug, Clone)]
+enum Slot {}
 
 use crate::io_adapters::server::{Handler, Reply, RequestInfo, Upload};
+#[cfg(target_os = "linux")]
+use crate::message::codec;
 use crate::message::negotiate::{self, ContentKind};
 use crate::message::{
     Body, Date, Encoding, Headers, LanguageTag, MediaType, Method, Request, Response, Status, StatusCode,
+    ValueError,
 };
 
 /// The hidden folder at the root where uploads are spooled while they
@@ -156,7 +166,7 @@ enum Source {
     File(fs::File, fs::Metadata, Option<PathBuf>),
     /// A small file as the cache kept it, still the file the path names.
     #[cfg(target_os = "linux")]
-    Cached(Cached),
+    Cached(Cached, Slot),
     /// A folder inside the root without `index.html`, listed.
     Listing(PathBuf),
 }
@@ -175,8 +185,9 @@ struct ListingEntry {
 
 /// A file that `GET`/`POST` return, as read in the checks.
 enum Loaded {
-    /// The file's content and last modification.
-    Content(Vec<u8>, Option<Date>),
+    /// The file's content and last modification, and where the cache
+    /// keeps it.
+    Content(Vec<u8>, Option<Date>, Option<Slot>),
     /// A file to stream (D19), open, with whether it is UTF-8 text.
     Large {
         file: fs::File,
@@ -190,7 +201,7 @@ enum Loaded {
 impl Loaded {
     fn last_modified(&self) -> Option<Date> {
         match self {
-            Loaded::Content(_, date) | Loaded::TooLarge(date) => *date,
+            Loaded::Content(_, date, _) | Loaded::TooLarge(date) => *date,
             Loaded::Large { modified, .. } => *modified,
         }
     }
@@ -203,6 +214,7 @@ enum Action {
         content: Vec<u8>,
         encoding: Encoding,
         media: MediaType,
+        slot: Option<Slot>,
     },
     /// Stream the open file (`GET`, `POST` of a large file, D19).
     Stream {
@@ -279,11 +291,13 @@ impl FileServer {
         self
     }
 
-    /// Keeps files of up to 64 KiB in memory, `max_bytes` of them in all
-    /// (default 16 MiB; `0` keeps none). Each use checks, with one `stat`,
-    /// that the path still names the very same file (device, inode, size,
-    /// modification and change times); any change is read afresh. Linux
-    /// only; elsewhere every request reads the file.
+    /// Keeps files of up to 64 KiB in memory, with each compressed form
+    /// sent of them (so a file is compressed once per version, not once
+    /// per request), `max_bytes` in all (default 16 MiB; `0` keeps none).
+    /// Each use checks, with one `stat`, that the path still names the very
+    /// same file (device, inode, size, modification and change times); any
+    /// change is read afresh. Linux only; elsewhere every request reads the
+    /// file.
     pub fn with_cache_bytes(mut self, max_bytes: usize) -> Self {
         #[cfg(target_os = "linux")]
         {
@@ -349,7 +363,7 @@ impl FileServer {
             None => None,
         };
         let kind = match &loaded {
-            Some(Loaded::Content(content, _)) => Some(ContentKind::of(content)),
+            Some(Loaded::Content(content, ..)) => Some(ContentKind::of(content)),
             Some(Loaded::Large { text: true, .. }) => Some(ContentKind::Text),
             Some(Loaded::Large { text: false, .. }) => Some(ContentKind::Binary),
             _ => None,
@@ -389,10 +403,11 @@ impl FileServer {
                             language,
                         ));
                     }
-                    Some(Loaded::Content(content, _)) => Action::Serve {
+                    Some(Loaded::Content(content, _, slot)) => Action::Serve {
                         content,
                         encoding,
                         media,
+                        slot,
                     },
                     Some(Loaded::Large { file, .. }) => Action::Stream {
                         file,
@@ -476,8 +491,9 @@ impl FileServer {
                 content,
                 encoding,
                 media,
+                slot,
             } => {
-                let body = Body::new(content, encoding).map_err(|e| {
+                let body = self.body_of(content, encoding, slot).map_err(|e| {
                     refuse(
                         StatusCode::INTERNAL_SERVER_ERROR,
                         format!("the file {e}"),
@@ -537,9 +553,9 @@ impl FileServer {
         };
         #[cfg(target_os = "linux")]
         if let (Some(cache), Some(root)) = (&self.small_files, &self.root_fd) {
-            let kept = Stamp::of_path(root, &rel).and_then(|stamp| cache.get(&rel, stamp));
-            if let Some(kept) = kept {
-                return (by_name(), Some(Source::Cached(kept)));
+            let stamp = Stamp::of_path(root, &rel);
+            if let Some((kept, stamp)) = stamp.and_then(|stamp| Some((cache.get(&rel, stamp)?, stamp))) {
+                return (by_name(), Some(Source::Cached(kept, Slot { rel, stamp })));
             }
         }
         let Some((file, metadata)) = self.open_beneath(&rel) else {
@@ -669,15 +685,15 @@ impl FileServer {
         let (mut opened, metadata, key) = match source {
             Source::File(file, metadata, key) => (file, metadata, key),
             #[cfg(target_os = "linux")]
-            Source::Cached(kept) => {
-                return Ok(Loaded::Content(kept.content.to_vec(), kept.modified));
+            Source::Cached(kept, slot) => {
+                return Ok(Loaded::Content(kept.content.to_vec(), kept.modified, Some(slot)));
             }
             Source::Listing(folder) => {
                 let (content, modified) = self.list(&folder).map_err(failed)?;
                 if content.len() as u64 > self.max_file_bytes {
                     return Ok(Loaded::TooLarge(modified));
                 }
-                return Ok(Loaded::Content(content, modified));
+                return Ok(Loaded::Content(content, modified, None));
             }
         };
         // The open handle's own metadata: the file measured is the file sent.
@@ -700,12 +716,35 @@ impl FileServer {
         let mut content = Vec::with_capacity(metadata.len() as usize);
         io::Read::read_to_end(&mut opened, &mut content).map_err(failed)?;
         #[cfg(target_os = "linux")]
-        if let (Some(cache), Some(key), Some(stamp)) = (&self.small_files, &key, stamp) {
-            cache.put(key, stamp, &content, modified);
-        }
+        let slot = match (&self.small_files, key, stamp) {
+            (Some(cache), Some(rel), Some(stamp)) => {
+                cache.put(&rel, stamp, &content, modified);
+                Some(Slot { rel, stamp })
+            }
+            _ => None,
+        };
         #[cfg(not(target_os = "linux"))]
-        let _ = key;
-        Ok(Loaded::Content(content, modified))
+        let slot = key.and(None);
+        Ok(Loaded::Content(content, modified, slot))
+    }
+
+    /// The body of a file served whole. A cached file's compressed form is
+    /// kept with it: compressed once per version of the file, not once per
+    /// request.
+    fn body_of(&self, content: Vec<u8>, encoding: Encoding, slot: Option<Slot>) -> Result<Body, ValueError> {
+        #[cfg(target_os = "linux")]
+        if let (Some(cache), Some(slot)) = (&self.small_files, &slot)
+            && encoding != Encoding::Identity
+        {
+            let written = cache.encoded(slot, encoding).unwrap_or_else(|| {
+                let written: Arc<str> = Arc::from(codec::encode(&content, encoding));
+                cache.put_encoded(slot, encoding, &written);
+                written
+            });
+            return Ok(Body::pre_encoded(content, encoding, written));
+        }
+        let _ = slot;
+        Body::new(content, encoding)
     }
 
     /// A folder's listing as JSON text, and its last modification for the

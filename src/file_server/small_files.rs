@@ -15,9 +15,13 @@
 //! a path that leads to the cached inode by another way leads to the very
 //! file that was served from inside the root.
 //!
+//! An entry also keeps the content as written in each compressed encoding
+//! asked for (base64 of gzip, deflate or br), so that a file is compressed
+//! once per version, not once per request.
+//!
 //! Memory is bounded: files of at most 64 KiB (larger ones stream, D19),
-//! and a total the server sets; past it, entries are dropped in no
-//! particular order.
+//! and a total the server sets, encoded forms included; past it, entries
+//! are dropped in no particular order.
 
 use std::collections::HashMap;
 use std::fs;
@@ -25,7 +29,7 @@ use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use crate::message::Date;
+use crate::message::{Date, Encoding};
 
 /// One version of one regular file, as `stat` describes it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,6 +74,14 @@ pub(super) struct Cached {
     pub(super) modified: Option<Date>,
 }
 
+/// Where an entry is kept: the path beneath the root, and the version of
+/// the file it holds.
+#[derive(Debug, Clone)]
+pub(super) struct Slot {
+    pub(super) rel: PathBuf,
+    pub(super) stamp: Stamp,
+}
+
 /// The cache of one file server.
 #[derive(Debug)]
 pub(super) struct SmallFiles {
@@ -79,8 +91,38 @@ pub(super) struct SmallFiles {
 
 #[derive(Debug, Default)]
 struct Entries {
-    map: HashMap<PathBuf, (Stamp, Cached)>,
+    map: HashMap<PathBuf, Entry>,
+    /// Content and encoded forms kept, in all.
     bytes: usize,
+}
+
+#[derive(Debug)]
+struct Entry {
+    stamp: Stamp,
+    cached: Cached,
+    /// The content as written in a compressed encoding, for each one asked
+    /// for so far.
+    encoded: Vec<(Encoding, Arc<str>)>,
+}
+
+impl Entry {
+    fn bytes(&self) -> usize {
+        self.cached.content.len() + self.encoded.iter().map(|(_, text)| text.len()).sum::<usize>()
+    }
+}
+
+impl Entries {
+    /// Drops entries other than `keep` until `more` bytes fit in `max`.
+    fn make_room(&mut self, more: usize, max: usize, keep: &Path) {
+        while self.bytes + more > max {
+            let Some(victim) = self.map.keys().find(|rel| *rel != keep).cloned() else {
+                break;
+            };
+            if let Some(old) = self.map.remove(&victim) {
+                self.bytes -= old.bytes();
+            }
+        }
+    }
 }
 
 impl SmallFiles {
@@ -99,9 +141,45 @@ impl SmallFiles {
     pub(super) fn get(&self, rel: &Path, stamp: Stamp) -> Option<Cached> {
         let entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
         match entries.map.get(rel) {
-            Some((kept, cached)) if *kept == stamp => Some(cached.clone()),
+            Some(entry) if entry.stamp == stamp => Some(entry.cached.clone()),
             _ => None,
         }
+    }
+
+    /// The content at `slot` as written in `encoding`, if it was kept.
+    pub(super) fn encoded(&self, slot: &Slot, encoding: Encoding) -> Option<Arc<str>> {
+        let entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        let entry = entries
+            .map
+            .get(&slot.rel)
+            .filter(|entry| entry.stamp == slot.stamp)?;
+        entry
+            .encoded
+            .iter()
+            .find(|(kept, _)| *kept == encoding)
+            .map(|(_, text)| Arc::clone(text))
+    }
+
+    /// Keeps `text`, the content at `slot` as written in `encoding`, while
+    /// the entry holds that version; other entries make room for it.
+    pub(super) fn put_encoded(&self, slot: &Slot, encoding: Encoding, text: &Arc<str>) {
+        if text.len() > self.max_bytes {
+            return;
+        }
+        let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        let fits = |entry: &Entry| entry.stamp == slot.stamp && entry.bytes() + text.len() <= self.max_bytes;
+        if !entries.map.get(&slot.rel).is_some_and(fits) {
+            return;
+        }
+        entries.make_room(text.len(), self.max_bytes, &slot.rel);
+        let Some(entry) = entries.map.get_mut(&slot.rel) else {
+            return;
+        };
+        if entry.encoded.iter().any(|(kept, _)| *kept == encoding) {
+            return;
+        }
+        entry.encoded.push((encoding, Arc::clone(text)));
+        entries.bytes += text.len();
     }
 
     /// Keeps `content`, read from the version `stamp` of `rel`, dropping
@@ -111,23 +189,20 @@ impl SmallFiles {
             return;
         }
         let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some((_, old)) = entries.map.remove(rel) {
-            entries.bytes -= old.content.len();
+        if let Some(old) = entries.map.remove(rel) {
+            entries.bytes -= old.bytes();
         }
-        while entries.bytes + content.len() > self.max_bytes {
-            let Some(victim) = entries.map.keys().next().cloned() else {
-                break;
-            };
-            if let Some((_, old)) = entries.map.remove(&victim) {
-                entries.bytes -= old.content.len();
-            }
-        }
+        entries.make_room(content.len(), self.max_bytes, rel);
         entries.bytes += content.len();
-        let cached = Cached {
-            content: Arc::from(content),
-            modified,
+        let entry = Entry {
+            stamp,
+            cached: Cached {
+                content: Arc::from(content),
+                modified,
+            },
+            encoded: Vec::new(),
         };
-        entries.map.insert(rel.to_path_buf(), (stamp, cached));
+        entries.map.insert(rel.to_path_buf(), entry);
     }
 
     /// Bytes of content kept.
@@ -178,6 +253,51 @@ mod tests {
             "larger than the cache"
         );
         assert!(cache.bytes() <= 10);
+    }
+
+    fn slot(rel: &str, ino: u64) -> Slot {
+        Slot {
+            rel: PathBuf::from(rel),
+            stamp: stamp(ino),
+        }
+    }
+
+    #[test]
+    fn encoded_forms_belong_to_their_version_and_count_against_the_bound() {
+        let cache = SmallFiles::new(100);
+        cache.put(Path::new("a"), stamp(1), b"0123456789", None);
+        let text: Arc<str> = Arc::from("gzip text!");
+        cache.put_encoded(&slot("a", 1), Encoding::Gzip, &text);
+        assert_eq!(
+            cache.encoded(&slot("a", 1), Encoding::Gzip).as_deref(),
+            Some("gzip text!")
+        );
+        assert!(
+            cache.encoded(&slot("a", 1), Encoding::Br).is_none(),
+            "another encoding"
+        );
+        assert!(
+            cache.encoded(&slot("a", 2), Encoding::Gzip).is_none(),
+            "another version"
+        );
+        assert_eq!(cache.bytes(), 20);
+        // Not kept for a version the cache does not hold.
+        cache.put_encoded(&slot("a", 2), Encoding::Br, &text);
+        assert_eq!(cache.bytes(), 20);
+        // A new version drops the old one's forms.
+        cache.put(Path::new("a"), stamp(2), b"01234", None);
+        assert!(cache.encoded(&slot("a", 2), Encoding::Gzip).is_none());
+        assert_eq!(cache.bytes(), 5);
+        // Other entries make room for a form, within the bound.
+        cache.put(Path::new("b"), stamp(3), &[7; 60], None);
+        let long: Arc<str> = Arc::from("x".repeat(50));
+        cache.put_encoded(&slot("a", 2), Encoding::Br, &long);
+        assert!(cache.bytes() <= 100, "{}", cache.bytes());
+        assert_eq!(
+            cache.encoded(&slot("a", 2), Encoding::Br).as_deref(),
+            Some(&*long)
+        );
+        assert!(cache.get(Path::new("b"), stamp(3)).is_none(), "dropped for room");
     }
 
     #[test]

@@ -310,10 +310,11 @@ fn media_type_string(out: &mut Vec<u8>, media: &MediaType) {
 fn write_body(out: &mut Vec<u8>, body: &Body) {
     write_body_keys(out, body);
     out.extend_from_slice(b"\"content\":");
-    match body.encoding() {
+    match (body.written(), body.encoding()) {
+        (Some(written), _) => string(out, written),
         // A Body holds only UTF-8 identity content (Body::new checks).
-        Encoding::Identity => string(out, &String::from_utf8_lossy(body.content())),
-        other => string(out, &codec::encode(body.content(), other)),
+        (None, Encoding::Identity) => string(out, &String::from_utf8_lossy(body.content())),
+        (None, other) => string(out, &codec::encode(body.content(), other)),
     }
     out.push(b'}');
 }

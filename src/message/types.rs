@@ -1,5 +1,8 @@
 //! Requests, responses and bodies.
 
+use std::fmt;
+use std::sync::Arc;
+
 use serde_json::{Map, Value};
 
 use super::{Encoding, Headers, Method, Resource, Status, ValueError, Version};
@@ -39,11 +42,33 @@ impl Default for MessageLimits {
 /// (base64 of the compressed bytes for gzip, deflate and br). `identity`
 /// content must be UTF-8 text, so a `Body` never holds invalid identity
 /// content.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone)]
 pub struct Body {
     content: Vec<u8>,
     encoding: Encoding,
     extra: Map<String, Value>,
+    /// The content as written in `encoding`, when it was written before (a
+    /// file server's cache): how fast the body is written, not what it is,
+    /// so equality and `Debug` leave it out.
+    written: Option<Arc<str>>,
+}
+
+impl PartialEq for Body {
+    fn eq(&self, other: &Body) -> bool {
+        self.content == other.content && self.encoding == other.encoding && self.extra == other.extra
+    }
+}
+
+impl Eq for Body {}
+
+impl fmt::Debug for Body {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Body")
+            .field("content", &self.content)
+            .field("encoding", &self.encoding)
+            .field("extra", &self.extra)
+            .finish()
+    }
 }
 
 impl Default for Body {
@@ -59,6 +84,7 @@ impl Body {
             content: Vec::new(),
             encoding: Encoding::Identity,
             extra: Map::new(),
+            written: None,
         }
     }
 
@@ -68,6 +94,7 @@ impl Body {
             content: text.into().into_bytes(),
             encoding: Encoding::Identity,
             extra: Map::new(),
+            written: None,
         }
     }
 
@@ -82,7 +109,28 @@ impl Body {
             content,
             encoding,
             extra: Map::new(),
+            written: None,
         })
+    }
+
+    /// Content in a compressed `encoding` together with `written`, what
+    /// [`codec::encode`](super::codec::encode) makes of it, kept from an
+    /// earlier response: the serializer writes that instead of compressing
+    /// again.
+    pub(crate) fn pre_encoded(content: Vec<u8>, encoding: Encoding, written: Arc<str>) -> Body {
+        debug_assert_ne!(encoding, Encoding::Identity, "identity is written as it is");
+        Body {
+            content,
+            encoding,
+            extra: Map::new(),
+            written: Some(written),
+        }
+    }
+
+    /// The content as written in its encoding, if the body was built with
+    /// it ([`pre_encoded`](Self::pre_encoded)).
+    pub(crate) fn written(&self) -> Option<&str> {
+        self.written.as_deref()
     }
 
     /// The same content in another encoding (fails for non-UTF-8 content
@@ -139,6 +187,7 @@ impl Body {
             content,
             encoding,
             extra,
+            written: None,
         }
     }
 }

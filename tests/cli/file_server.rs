@@ -9,8 +9,8 @@ use std::time::{Duration, SystemTime};
 use jsontp::file_server::FileServer;
 use jsontp::io_adapters::server::{Handler, RequestInfo};
 use jsontp::message::{
-    Body, Date, Encoding, EncodingRange, Headers, LanguageRange, LanguageTag, MediaRange, MediaType, Method,
-    Request, Response, Weight, Weighted, codec,
+    Body, Date, Encoding, EncodingRange, Headers, LanguageRange, LanguageTag, MediaRange, MediaType,
+    MessageLimits, Method, Request, Response, Validation, Weight, Weighted, codec, parse_response,
 };
 
 /// A fresh folder holding a small site's files, removed on drop.
@@ -994,4 +994,39 @@ fn cached_small_files_are_always_the_current_file() {
     fs::remove_file(&file).expect("remove");
     fs::write(&file, "fresh").expect("write");
     assert_eq!(text(&ask(&uncached, req(Method::Get, "/hello.txt"))), "fresh");
+}
+
+#[test]
+fn a_cached_file_goes_out_compressed_as_the_current_file() {
+    // The small-file cache keeps each compressed form it wrote: what goes
+    // on the wire must still be the file as it is now.
+    let fixture = Fixture::new();
+    let server = fixture.server();
+    let on_the_wire = |encoding: Encoding| {
+        let headers = Headers::new().with_accept_encoding(vec![encoding]);
+        let response = ask(&server, req(Method::Get, "/hello.txt").with_headers(headers));
+        assert_eq!(response.body.encoding(), encoding);
+        let bytes = response.to_bytes();
+        // The adapter adds `date` and `language`; lenient reading forgives them.
+        let read = parse_response(&bytes, Validation::Lenient, &MessageLimits::default())
+            .expect("our own response reads back");
+        read.message.body.content().to_vec()
+    };
+    for encoding in [Encoding::Gzip, Encoding::Deflate, Encoding::Br] {
+        assert_eq!(on_the_wire(encoding), b"Hello, world!", "{encoding}");
+        assert_eq!(on_the_wire(encoding), b"Hello, world!", "{encoding}, kept");
+    }
+    // Rewritten in place, same size, the old modification time put back.
+    let file = fixture.path("hello.txt");
+    let mtime = fs::metadata(&file).expect("metadata").modified().expect("mtime");
+    fs::write(&file, "Hello, WORLD!").expect("rewrite");
+    fs::File::options()
+        .write(true)
+        .open(&file)
+        .expect("open")
+        .set_modified(mtime)
+        .expect("mtime");
+    for encoding in [Encoding::Gzip, Encoding::Deflate, Encoding::Br] {
+        assert_eq!(on_the_wire(encoding), b"Hello, WORLD!", "{encoding}");
+    }
 }
