@@ -293,7 +293,9 @@ impl FileServer {
 
     /// Keeps files of up to 64 KiB in memory, with each compressed form
     /// sent of them (so a file is compressed once per version, not once
-    /// per request), `max_bytes` in all (default 16 MiB; `0` keeps none).
+    /// per request), `max_bytes` in all (default 16 MiB; `0` keeps none),
+    /// and, of larger files, whether they are UTF-8 text (else each request
+    /// reads the file through before sending it).
     /// Each use checks, with one `stat`, that the path still names the very
     /// same file (device, inode, size, modification and change times); any
     /// change is read afresh. Linux only; elsewhere every request reads the
@@ -702,7 +704,7 @@ impl FileServer {
             return Ok(Loaded::TooLarge(modified));
         }
         if metadata.len() > STREAM_ABOVE {
-            let text = is_utf8(&mut opened).map_err(failed)?;
+            let text = self.is_text(&mut opened, key).map_err(failed)?;
             return Ok(Loaded::Large {
                 file: opened,
                 text,
@@ -726,6 +728,25 @@ impl FileServer {
         #[cfg(not(target_os = "linux"))]
         let slot = key.and(None);
         Ok(Loaded::Content(content, modified, slot))
+    }
+
+    /// Whether a large file is UTF-8 text (then it may go out as
+    /// `identity`): read through unless the cache knows this version of
+    /// the file at `rel`.
+    fn is_text(&self, file: &mut fs::File, rel: Option<PathBuf>) -> io::Result<bool> {
+        #[cfg(target_os = "linux")]
+        if let (Some(cache), Some(rel), Some(stamp)) = (&self.small_files, rel, Stamp::of_file(file)) {
+            let slot = Slot { rel, stamp };
+            if let Some(text) = cache.is_text(&slot) {
+                return Ok(text);
+            }
+            let text = is_utf8(file)?;
+            cache.put_is_text(&slot, text);
+            return Ok(text);
+        }
+        #[cfg(not(target_os = "linux"))]
+        let _ = rel;
+        is_utf8(file)
     }
 
     /// The body of a file served whole. A cached file's compressed form is

@@ -17,7 +17,9 @@
 //!
 //! An entry also keeps the content as written in each compressed encoding
 //! asked for (base64 of gzip, deflate or br), so that a file is compressed
-//! once per version, not once per request.
+//! once per version, not once per request. Of larger files, which stream,
+//! only whether they are UTF-8 text is kept: reading a file through to
+//! find out costs as much as sending it.
 //!
 //! Memory is bounded: files of at most 64 KiB (larger ones stream, D19),
 //! and a total the server sets, encoded forms included; past it, entries
@@ -87,6 +89,8 @@ pub(super) struct Slot {
 pub(super) struct SmallFiles {
     entries: Mutex<Entries>,
     max_bytes: usize,
+    /// Whether each version of a large file is UTF-8 text.
+    texts: Mutex<HashMap<PathBuf, (Stamp, bool)>>,
 }
 
 #[derive(Debug, Default)]
@@ -129,11 +133,16 @@ impl SmallFiles {
     /// The largest file kept.
     pub(super) const MAX_FILE: usize = 64 * 1024;
 
+    /// How many large files' verdicts are kept (a path and a few words
+    /// each).
+    pub(super) const MAX_TEXTS: usize = 4096;
+
     /// A cache holding at most `max_bytes` of content.
     pub(super) fn new(max_bytes: usize) -> SmallFiles {
         SmallFiles {
             entries: Mutex::new(Entries::default()),
             max_bytes,
+            texts: Mutex::new(HashMap::new()),
         }
     }
 
@@ -144,6 +153,29 @@ impl SmallFiles {
             Some(entry) if entry.stamp == stamp => Some(entry.cached.clone()),
             _ => None,
         }
+    }
+
+    /// Whether the file at `slot` is UTF-8 text, if that was kept for this
+    /// very version.
+    pub(super) fn is_text(&self, slot: &Slot) -> Option<bool> {
+        let texts = self.texts.lock().unwrap_or_else(|p| p.into_inner());
+        match texts.get(&slot.rel) {
+            Some((stamp, text)) if *stamp == slot.stamp => Some(*text),
+            _ => None,
+        }
+    }
+
+    /// Keeps whether the file at `slot` is UTF-8 text; past
+    /// [`MAX_TEXTS`](Self::MAX_TEXTS) files, others are forgotten.
+    pub(super) fn put_is_text(&self, slot: &Slot, text: bool) {
+        let mut texts = self.texts.lock().unwrap_or_else(|p| p.into_inner());
+        if texts.len() >= Self::MAX_TEXTS && !texts.contains_key(&slot.rel) {
+            let victim = texts.keys().next().cloned();
+            if let Some(victim) = victim {
+                texts.remove(&victim);
+            }
+        }
+        texts.insert(slot.rel.clone(), (slot.stamp, text));
     }
 
     /// The content at `slot` as written in `encoding`, if it was kept.
@@ -298,6 +330,21 @@ mod tests {
             Some(&*long)
         );
         assert!(cache.get(Path::new("b"), stamp(3)).is_none(), "dropped for room");
+    }
+
+    #[test]
+    fn text_verdicts_belong_to_their_version_and_are_bounded() {
+        let cache = SmallFiles::new(0);
+        cache.put_is_text(&slot("big", 1), true);
+        assert_eq!(cache.is_text(&slot("big", 1)), Some(true));
+        assert_eq!(cache.is_text(&slot("big", 2)), None, "another version");
+        cache.put_is_text(&slot("big", 2), false);
+        assert_eq!(cache.is_text(&slot("big", 2)), Some(false));
+        assert_eq!(cache.is_text(&slot("big", 1)), None, "the old version is gone");
+        for n in 0..SmallFiles::MAX_TEXTS as u64 + 10 {
+            cache.put_is_text(&slot(&n.to_string(), n), true);
+        }
+        assert!(cache.texts.lock().unwrap().len() <= SmallFiles::MAX_TEXTS);
     }
 
     #[test]

@@ -1030,3 +1030,33 @@ fn a_cached_file_goes_out_compressed_as_the_current_file() {
         assert_eq!(on_the_wire(encoding), b"Hello, WORLD!", "{encoding}");
     }
 }
+
+#[test]
+fn a_large_file_is_judged_text_or_not_as_it_is_now() {
+    // Whether a streamed file may go out as identity is kept per version
+    // of the file: a rewrite that makes it binary is seen at once.
+    let fixture = Fixture::new();
+    let server = fixture.server();
+    let file = fixture.path("large.txt");
+    let text = "a line of text\n".repeat(10_000);
+    fs::write(&file, &text).expect("write");
+    let get = || ask(&server, req(Method::Get, "/large.txt"));
+    for _ in 0..2 {
+        let response = get();
+        assert_eq!(response.body.encoding(), Encoding::Identity);
+        assert_eq!(response.body.content(), text.as_bytes());
+    }
+    let mtime = fs::metadata(&file).expect("metadata").modified().expect("mtime");
+    let mut binary = text.into_bytes();
+    binary[70_000] = 0xff;
+    fs::write(&file, &binary).expect("rewrite");
+    fs::File::options()
+        .write(true)
+        .open(&file)
+        .expect("open")
+        .set_modified(mtime)
+        .expect("mtime");
+    let response = get();
+    assert_eq!(response.body.encoding(), Encoding::Gzip, "not UTF-8 any more");
+    assert_eq!(response.body.content(), binary.as_slice());
+}
