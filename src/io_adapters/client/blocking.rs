@@ -215,8 +215,9 @@ impl<S: Transport> Client<S> {
     }
 }
 
-/// A response whose content did not stream (its `content` came before its
-/// `encoding`, as some senders write it) still has its content go to the
+/// A response whose content did not stream (the client does not stream
+/// content, or the body's `content` was written in a way the lexer does
+/// not follow, such as a key with escapes) still has its content go to the
 /// sink, so that a download's answer always has an empty body.
 fn whole_content_to(
     outcome: Result<Answer, ClientError>,
