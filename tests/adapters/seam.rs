@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use jsontp::io_adapters::client::ClientError;
 use jsontp::io_adapters::server::ServerOptions;
-use jsontp::message::{Method, StatusCode};
+use jsontp::message::Method;
 
 use crate::support::{Echo, api_request, get, quick};
 
@@ -56,6 +56,7 @@ fn std_serves_a_unix_socket_and_the_blocking_client_talks_over_one() {
 async fn tokio_serves_a_unix_socket_and_the_async_client_talks_over_one() {
     use jsontp::io_adapters::client::tokio::Client;
     use jsontp::io_adapters::server::tokio::serve_connection;
+    use jsontp::message::StatusCode;
     use std::sync::Arc;
     use tokio::net::UnixStream;
 

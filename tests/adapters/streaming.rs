@@ -14,7 +14,7 @@ use jsontp::io_adapters::server::{
 use jsontp::message::codec::Encoding;
 use jsontp::message::{Body, Method, Request, Response, Status, StatusCode};
 
-use crate::support::{each_runtime, start};
+use crate::support::{Runtime, each_runtime, start};
 
 /// Bytes of a deterministic stream: a 64 KiB block of numbered lines
 /// (binary enough to need a compressed encoding: a NUL ends each line)
@@ -271,4 +271,168 @@ fn a_client_that_leaves_mid_download_costs_the_server_nothing_afterwards() {
         );
         server.shutdown_and_join();
     });
+}
+
+/// The test source and sink for the async client.
+#[cfg(feature = "tokio")]
+mod async_io {
+    use std::io::{self, Read};
+    use std::pin::Pin;
+    use std::task::{Context, Poll};
+
+    use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+    use super::{Generated, Hash};
+
+    impl AsyncRead for Generated {
+        fn poll_read(
+            self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+            buf: &mut ReadBuf<'_>,
+        ) -> Poll<io::Result<()>> {
+            let n = self.get_mut().read(buf.initialize_unfilled())?;
+            buf.advance(n);
+            Poll::Ready(Ok(()))
+        }
+    }
+
+    /// Takes at most 1000 bytes per write, so that every piece is written
+    /// in several.
+    impl AsyncWrite for Hash {
+        fn poll_write(self: Pin<&mut Self>, _: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+            let n = buf.len().min(1000);
+            self.get_mut().crc.update(&buf[..n]);
+            Poll::Ready(Ok(n))
+        }
+        fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
+        fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
+    }
+}
+
+/// The async client's `upload` and `download` move content in pieces
+/// between its async source and sink and the connection (D19).
+#[cfg(feature = "tokio")]
+#[test]
+fn the_tokio_client_streams_both_ways_on_every_runtime() {
+    use jsontp::io_adapters::client::tokio::Client as AsyncClient;
+
+    const SIZE: u64 = 8 << 20;
+    let expected = Hash::of(&mut Generated::new(SIZE));
+    each_runtime(|runtime| {
+        let spool = tempfile::tempdir().expect("spool");
+        let store = Store::default();
+        let options = ServerOptions::default().with_spool(
+            SpoolOptions::default()
+                .with_memory_limit(64 * 1024)
+                .with_folder(spool.path()),
+        );
+        let server = start(runtime, store.clone(), options);
+        let addr = server.addr;
+        let tokio = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        tokio.block_on(async {
+            let mut options = ClientOptions::default();
+            options.config.stream_content = true;
+            options.config.limits.max_content_bytes = usize::MAX;
+            let mut client = AsyncClient::connect(addr, options).await.expect("connect");
+
+            let head = Request::new(Method::Put, "/up".parse().unwrap())
+                .with_body(Body::empty().with_encoding(Encoding::Gzip).unwrap());
+            let answer = client
+                .upload(head, &mut Generated::new(SIZE), None)
+                .await
+                .expect("upload");
+            assert_eq!(answer.response.status.code, StatusCode::CREATED, "{runtime:?}");
+            assert_eq!(
+                answer.response.status.human_message,
+                format!("{} {}", expected.len(), expected.value()),
+                "{runtime:?}"
+            );
+
+            let mut hash = Hash::default();
+            let answer = client
+                .download(
+                    Request::new(Method::Get, format!("/gen/{SIZE}").parse().unwrap()),
+                    &mut hash,
+                )
+                .await
+                .expect("download");
+            assert_eq!(answer.response.status.code, StatusCode::OK);
+            assert!(
+                answer.response.body.content().is_empty(),
+                "the content went to the sink"
+            );
+            assert_eq!(
+                (hash.len(), hash.value()),
+                (expected.len(), expected.value()),
+                "{runtime:?}"
+            );
+        });
+        assert_eq!(
+            store.uploads.lock().unwrap().last().map(|u| u.2),
+            Some(true),
+            "spooled"
+        );
+        server.shutdown_and_join();
+    });
+}
+
+/// A source that fails mid-upload ends the async client's call with that
+/// error, as the blocking client's does; the server sees the request cut
+/// short.
+#[cfg(feature = "tokio")]
+#[test]
+fn the_tokio_client_reports_a_failing_source() {
+    use std::pin::Pin;
+    use std::task::{Context, Poll};
+
+    use jsontp::io_adapters::client::ClientError;
+    use jsontp::io_adapters::client::tokio::Client as AsyncClient;
+    use tokio::io::{AsyncRead, ReadBuf};
+
+    struct Failing(u64);
+    impl AsyncRead for Failing {
+        fn poll_read(
+            self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+            buf: &mut ReadBuf<'_>,
+        ) -> Poll<io::Result<()>> {
+            let left = &mut self.get_mut().0;
+            if *left == 0 {
+                return Poll::Ready(Err(io::Error::other("the disk went away")));
+            }
+            let n = (buf.remaining() as u64).min(*left) as usize;
+            buf.put_slice(&vec![b'x'; n]);
+            *left -= n as u64;
+            Poll::Ready(Ok(()))
+        }
+    }
+
+    let store = Store::default();
+    let server = start(Runtime::Std, store.clone(), ServerOptions::default());
+    let addr = server.addr;
+    let tokio = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let outcome = tokio.block_on(async {
+        let mut options = ClientOptions::default();
+        options.config.stream_content = true;
+        let mut client = AsyncClient::connect(addr, options).await.expect("connect");
+        let head = Request::new(Method::Put, "/up".parse().unwrap())
+            .with_body(Body::empty().with_encoding(Encoding::Identity).unwrap());
+        client.upload(head, &mut Failing(200_000), None).await
+    });
+    match outcome {
+        Err(ClientError::Source(e)) => assert_eq!(e.to_string(), "the disk went away"),
+        other => panic!("{other:?}"),
+    }
+    assert!(store.uploads.lock().unwrap().is_empty(), "nothing was stored");
+    server.shutdown_and_join();
 }

@@ -209,27 +209,23 @@ impl<S: Transport> Client<S> {
                 }
                 // The timed-out read or write was the wait.
                 ClientStep::Wait { .. } => {}
+                // Only for staged streams, which this client does not use:
+                // its sink and source are written and read in the step.
+                ClientStep::Drain | ClientStep::Fill => {}
             }
         }
         self.driver.finish(call)
     }
 }
 
-/// A response whose content did not stream (the client does not stream
-/// content, or the body's `content` was written in a way the lexer does
-/// not follow, such as a key with escapes) still has its content go to the
-/// sink, so that a download's answer always has an empty body.
+/// A download's answer: content that did not stream goes to the sink too
+/// ([`Answer::take_whole_content`]).
 fn whole_content_to(
     outcome: Result<Answer, ClientError>,
     sink: &mut dyn std::io::Write,
 ) -> Result<Answer, ClientError> {
     let mut answer = outcome?;
-    if !answer.response.body.content().is_empty() {
-        sink.write_all(answer.response.body.content())
-            .map_err(ClientError::Sink)?;
-        let body = &answer.response.body;
-        answer.response.body =
-            crate::message::Body::from_parts(Vec::new(), body.encoding(), body.extra().clone());
-    }
+    sink.write_all(&answer.take_whole_content())
+        .map_err(ClientError::Sink)?;
     Ok(answer)
 }

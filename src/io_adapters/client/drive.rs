@@ -21,7 +21,7 @@ use crate::machine::{ClientConnection, ClientEvent, RequestId, UsageError};
 use crate::message::Request;
 
 /// The most content read from an upload's source at once (D19).
-const READ_PIECE: usize = 64 * 1024;
+pub(crate) const READ_PIECE: usize = 64 * 1024;
 
 /// Where a call's streamed content comes from and goes to (D19): the
 /// upload's reader, the download's writer. Without them content is held
@@ -31,6 +31,10 @@ pub(crate) struct Streams<'a> {
     pub(crate) source: Option<&'a mut dyn std::io::Read>,
     pub(crate) sink: Option<&'a mut dyn std::io::Write>,
     buffer: Vec<u8>,
+    /// The async client's: the sink is a buffer it empties after each
+    /// piece ([`ClientStep::Drain`]), the source a [`Staged`] buffer it
+    /// fills when it runs dry ([`ClientStep::Fill`]).
+    staged: bool,
 }
 
 impl<'a> Streams<'a> {
@@ -42,7 +46,68 @@ impl<'a> Streams<'a> {
             source,
             sink,
             buffer: Vec::new(),
+            staged: false,
         }
+    }
+
+    /// Streams whose sink and source the caller moves between steps.
+    #[cfg(feature = "tokio")]
+    pub(crate) fn staged(source: Option<&'a mut Staged>, sink: Option<&'a mut Vec<u8>>) -> Self {
+        Streams {
+            source: source.map(|s| s as &mut dyn std::io::Read),
+            sink: sink.map(|s| s as &mut dyn std::io::Write),
+            buffer: Vec::new(),
+            staged: true,
+        }
+    }
+}
+
+/// An upload's source as the async client stages it: what it read from
+/// the real source and the step has not taken yet. Empty and not ended,
+/// it answers `WouldBlock`, which the step turns into
+/// [`ClientStep::Fill`].
+#[cfg(feature = "tokio")]
+#[derive(Debug, Default)]
+pub(crate) struct Staged {
+    pub(crate) bytes: Vec<u8>,
+    taken: usize,
+    /// The real source has ended.
+    pub(crate) ended: bool,
+    /// The real source failed: the step's next read meets this error.
+    pub(crate) error: Option<std::io::Error>,
+}
+
+#[cfg(feature = "tokio")]
+impl Staged {
+    /// Whether everything staged was taken.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.taken >= self.bytes.len()
+    }
+
+    /// Makes room for the next fill.
+    pub(crate) fn clear(&mut self) {
+        self.bytes.clear();
+        self.taken = 0;
+    }
+}
+
+#[cfg(feature = "tokio")]
+impl std::io::Read for Staged {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if let Some(error) = self.error.take() {
+            return Err(error);
+        }
+        if self.is_empty() {
+            return if self.ended {
+                Ok(0)
+            } else {
+                Err(std::io::ErrorKind::WouldBlock.into())
+            };
+        }
+        let n = buf.len().min(self.bytes.len() - self.taken);
+        buf[..n].copy_from_slice(&self.bytes[self.taken..self.taken + n]);
+        self.taken += n;
+        Ok(n)
     }
 }
 
@@ -65,6 +130,12 @@ pub(crate) enum ClientStep {
     },
     /// Every exchange of the call has its outcome.
     Done,
+    /// Staged streams: a piece of content is in the sink buffer; write it
+    /// out and empty the buffer, then step again.
+    Drain,
+    /// Staged streams: the upload's source buffer ran dry; fill it (or
+    /// mark it ended), then step again.
+    Fill,
 }
 
 /// One call under way: its exchanges and its clocks.
@@ -196,6 +267,9 @@ impl ClientDriver {
                         if let Err(e) = sink.write_all(&data) {
                             return self.fail(call, ClientError::Sink(e));
                         }
+                        if streams.staged {
+                            return ClientStep::Drain;
+                        }
                     }
                     (event, _) => call.outstanding.on_event(event),
                 }
@@ -238,6 +312,7 @@ impl ClientDriver {
                             }
                         }
                         Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                        Err(e) if streams.staged && would_block(&e) => return ClientStep::Fill,
                         Err(e) => {
                             // The server sees the request cut short (D1).
                             self.conn.abort_content(id, now());
@@ -322,7 +397,7 @@ impl ClientDriver {
 
     /// Ends the call with `error` for every exchange still unanswered; the
     /// connection is unusable after it.
-    fn fail(&mut self, call: &mut Call, error: ClientError) -> ClientStep {
+    pub(crate) fn fail(&mut self, call: &mut Call, error: ClientError) -> ClientStep {
         self.broken = true;
         call.outstanding.fail_rest(&error);
         ClientStep::Done

@@ -79,6 +79,21 @@ pub struct Answer {
     pub continued: bool,
 }
 
+impl Answer {
+    /// Takes out content that did not stream (the client does not stream
+    /// content, or the body's `content` was written in a way the lexer does
+    /// not follow, such as a key with escapes), for a download to write to
+    /// its sink as well: a download's answer always has an empty body.
+    pub(crate) fn take_whole_content(&mut self) -> Vec<u8> {
+        let body = &self.response.body;
+        if body.content().is_empty() {
+            return Vec::new();
+        }
+        let emptied = crate::message::Body::from_parts(Vec::new(), body.encoding(), body.extra().clone());
+        std::mem::replace(&mut self.response.body, emptied).into_content()
+    }
+}
+
 /// Which clock ran out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Timeout {

@@ -21,10 +21,10 @@ use std::future::{Future, poll_fn};
 use std::net::ToSocketAddrs;
 use std::task::Poll;
 
-use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use super::drive::{ClientDriver, ClientStep, Streams};
+use super::drive::{Call, ClientDriver, ClientStep, READ_PIECE, Staged, Streams};
 use super::{Answer, ClientError, ClientOptions, Direction, connect};
 use crate::io_adapters::transport::{IoMode, PolledIo};
 use crate::message::Request;
@@ -148,28 +148,129 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Client<S> {
         &mut self,
         requests: impl IntoIterator<Item = Request>,
     ) -> Vec<Result<Answer, ClientError>> {
-        let mut call = self.driver.begin(requests);
+        let call = self.driver.begin(requests);
+        self.run(call, None, None).await
+    }
+
+    /// Sends `request` and writes the response's content to `sink` as it
+    /// arrives, a piece at a time, in constant memory whatever its size
+    /// (D19); the answer's own body is then empty. Needs
+    /// [`ClientConfig::stream_content`](crate::machine::ClientConfig::stream_content)
+    /// on (else the content is held in memory, then written to `sink`). If
+    /// the response is refused after content went to `sink`, the error
+    /// says so and what `sink` holds is to be discarded.
+    pub async fn download(
+        &mut self,
+        request: Request,
+        sink: &mut (dyn AsyncWrite + Unpin + Send),
+    ) -> Result<Answer, ClientError> {
+        let call = self.driver.begin([request]);
+        let outcome = self.run(call, None, Some(&mut *sink)).await.pop();
+        let mut answer = outcome.unwrap_or(Err(ClientError::ClosedEarly))?;
+        sink.write_all(&answer.take_whole_content())
+            .await
+            .map_err(ClientError::Sink)?;
+        Ok(answer)
+    }
+
+    /// Sends `request` with the content `source` yields, read and sent as
+    /// the server takes it (D19), encoded as `request.body`'s encoding says
+    /// (its own content is ignored); the response's content goes to `sink`
+    /// when given ([`download`](Self::download)), else into the answer.
+    pub async fn upload(
+        &mut self,
+        request: Request,
+        source: &mut (dyn AsyncRead + Unpin + Send),
+        sink: Option<&mut (dyn AsyncWrite + Unpin + Send)>,
+    ) -> Result<Answer, ClientError> {
+        let call = self.driver.begin_upload(request);
+        match sink {
+            Some(sink) => {
+                let outcome = self.run(call, Some(source), Some(&mut *sink)).await.pop();
+                let mut answer = outcome.unwrap_or(Err(ClientError::ClosedEarly))?;
+                sink.write_all(&answer.take_whole_content())
+                    .await
+                    .map_err(ClientError::Sink)?;
+                Ok(answer)
+            }
+            None => self
+                .run(call, Some(source), None)
+                .await
+                .pop()
+                .unwrap_or(Err(ClientError::ClosedEarly)),
+        }
+    }
+
+    /// Steps `call` to its end: the drive step polled through the stream,
+    /// and between steps the content moved to `sink` and from `source`
+    /// (staged streams: the step never waits on them itself).
+    async fn run(
+        &mut self,
+        mut call: Call,
+        mut source: Option<&mut (dyn AsyncRead + Unpin + Send)>,
+        mut sink: Option<&mut (dyn AsyncWrite + Unpin + Send)>,
+    ) -> Vec<Result<Answer, ClientError>> {
+        let mut staged = Staged::default();
+        let mut piece = Vec::new();
         let mut timer = Box::pin(tokio::time::sleep(std::time::Duration::ZERO));
-        let (stream, driver, scratch) = (&mut self.stream, &mut self.driver, &mut self.scratch);
-        poll_fn(|cx| {
-            loop {
-                let mut io = PolledIo { io: &mut *stream, cx };
-                match driver.step(&mut io, scratch, &mut call, &mut Streams::default()) {
-                    ClientStep::Done => return Poll::Ready(()),
-                    // Every direction waited for has registered the waker.
-                    ClientStep::Wait { deadline, .. } => {
-                        let Some(deadline) = deadline else {
-                            return Poll::Pending;
-                        };
-                        timer.as_mut().reset(deadline.into());
-                        if timer.as_mut().poll(cx).is_pending() {
-                            return Poll::Pending;
+        loop {
+            let (stream, driver, scratch) = (&mut self.stream, &mut self.driver, &mut self.scratch);
+            let mut streams = Streams::staged(
+                source.is_some().then_some(&mut staged),
+                sink.is_some().then_some(&mut piece),
+            );
+            let step = poll_fn(|cx| {
+                loop {
+                    let mut io = PolledIo { io: &mut *stream, cx };
+                    match driver.step(&mut io, scratch, &mut call, &mut streams) {
+                        // Every direction waited for has registered the waker.
+                        ClientStep::Wait { deadline, .. } => {
+                            let Some(deadline) = deadline else {
+                                return Poll::Pending;
+                            };
+                            timer.as_mut().reset(deadline.into());
+                            if timer.as_mut().poll(cx).is_pending() {
+                                return Poll::Pending;
+                            }
+                        }
+                        other => return Poll::Ready(other),
+                    }
+                }
+            })
+            .await;
+            drop(streams);
+            match step {
+                ClientStep::Drain => {
+                    if let Some(sink) = sink.as_mut()
+                        && let Err(e) = sink.write_all(&piece).await
+                    {
+                        self.driver.fail(&mut call, ClientError::Sink(e));
+                        break;
+                    }
+                    piece.clear();
+                }
+                ClientStep::Fill => {
+                    if let Some(source) = source.as_mut() {
+                        staged.clear();
+                        staged.bytes.resize(READ_PIECE, 0);
+                        match source.read(&mut staged.bytes).await {
+                            Ok(0) => {
+                                staged.bytes.clear();
+                                staged.ended = true;
+                            }
+                            Ok(n) => staged.bytes.truncate(n),
+                            // The step meets it and ends the upload as the
+                            // blocking client's would.
+                            Err(e) => {
+                                staged.bytes.clear();
+                                staged.error = Some(e);
+                            }
                         }
                     }
                 }
+                ClientStep::Done | ClientStep::Wait { .. } => break,
             }
-        })
-        .await;
+        }
         self.driver.finish(call)
     }
 }
