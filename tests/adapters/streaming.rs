@@ -14,7 +14,7 @@ use jsontp::io_adapters::server::{
 use jsontp::message::codec::Encoding;
 use jsontp::message::{Body, Method, Request, Response, Status, StatusCode};
 
-use crate::support::{Runtime, each_runtime, start};
+use crate::support::{each_runtime, start};
 
 /// Bytes of a deterministic stream: a 64 KiB block of numbered lines
 /// (binary enough to need a compressed encoding: a NUL ends each line)
@@ -415,7 +415,11 @@ fn the_tokio_client_reports_a_failing_source() {
     }
 
     let store = Store::default();
-    let server = start(Runtime::Std, store.clone(), ServerOptions::default());
+    let server = start(
+        crate::support::Runtime::Std,
+        store.clone(),
+        ServerOptions::default(),
+    );
     let addr = server.addr;
     let tokio = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -20,7 +20,7 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
 use crate::support::{
-    AnyClient, CLIENTS, ClientKind, Echo, LIMIT, RUNTIMES, Runtime, api_request, get, options, quick, start,
+    AnyClient, CLIENTS, ClientKind, Echo, RUNTIMES, Runtime, api_request, get, options, quick, start,
 };
 
 /// A CA, a server certificate for `localhost` and 127.0.0.1, and a client
@@ -163,7 +163,7 @@ impl TlsClient {
             TlsClient::Blocking(client) => client.send_all(requests),
             #[cfg(feature = "tokio")]
             TlsClient::Tokio(runtime, client) => runtime.block_on(async {
-                tokio::time::timeout(LIMIT * 3, client.send_all(requests))
+                tokio::time::timeout(crate::support::LIMIT * 3, client.send_all(requests))
                     .await
                     .expect("the async client finishes in time")
             }),
