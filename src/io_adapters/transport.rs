@@ -137,6 +137,23 @@ pub(crate) struct PolledIo<'a, 'b, S> {
     pub(crate) cx: &'a mut std::task::Context<'b>,
 }
 
+/// A step polled through [`PolledIo`] waits: whether to return `Pending`
+/// (the I/O it tried registered the waker, and `timer` now runs to
+/// `deadline`), or step again at once (the deadline has passed).
+#[cfg(feature = "tokio")]
+pub(crate) fn park(
+    cx: &mut std::task::Context<'_>,
+    timer: &mut std::pin::Pin<Box<tokio::time::Sleep>>,
+    deadline: Option<std::time::Instant>,
+) -> bool {
+    use std::future::Future;
+    let Some(deadline) = deadline else {
+        return true;
+    };
+    timer.as_mut().reset(deadline.into());
+    timer.as_mut().poll(cx).is_pending()
+}
+
 #[cfg(feature = "tokio")]
 mod polled {
     use std::io::{self, Read, Write};

@@ -952,6 +952,19 @@ fn d7_a_listing_shows_nothing_outside_the_root() {
     assert_eq!(code(&ask(&server, req(Method::Get, "/sub/out-folder/"))), 404);
 }
 
+/// Writes `content` over `file` and puts its old modification time back,
+/// as an edit that hides itself would: only the change time moves.
+fn rewrite_in_place(file: &Path, content: &[u8]) {
+    let mtime = fs::metadata(file).expect("metadata").modified().expect("mtime");
+    fs::write(file, content).expect("rewrite");
+    fs::File::options()
+        .write(true)
+        .open(file)
+        .expect("open")
+        .set_modified(mtime)
+        .expect("mtime");
+}
+
 #[test]
 fn cached_small_files_are_always_the_current_file() {
     // The small-file cache answers from memory only while the path names
@@ -968,14 +981,7 @@ fn cached_small_files_are_always_the_current_file() {
     // Rewritten in place, same size, the old modification time put back:
     // the change time still moves.
     let file = fixture.path("hello.txt");
-    let mtime = fs::metadata(&file).expect("metadata").modified().expect("mtime");
-    fs::write(&file, "Hello, WORLD!").expect("rewrite");
-    fs::File::options()
-        .write(true)
-        .open(&file)
-        .expect("open")
-        .set_modified(mtime)
-        .expect("mtime");
+    rewrite_in_place(&file, b"Hello, WORLD!");
     assert_eq!(text(&get("/hello.txt")), "Hello, WORLD!");
 
     // Replaced through PUT (a rename: another inode).
@@ -1018,14 +1024,7 @@ fn a_cached_file_goes_out_compressed_as_the_current_file() {
     }
     // Rewritten in place, same size, the old modification time put back.
     let file = fixture.path("hello.txt");
-    let mtime = fs::metadata(&file).expect("metadata").modified().expect("mtime");
-    fs::write(&file, "Hello, WORLD!").expect("rewrite");
-    fs::File::options()
-        .write(true)
-        .open(&file)
-        .expect("open")
-        .set_modified(mtime)
-        .expect("mtime");
+    rewrite_in_place(&file, b"Hello, WORLD!");
     for encoding in [Encoding::Gzip, Encoding::Deflate, Encoding::Br] {
         assert_eq!(on_the_wire(encoding), b"Hello, WORLD!", "{encoding}");
     }
@@ -1046,16 +1045,9 @@ fn a_large_file_is_judged_text_or_not_as_it_is_now() {
         assert_eq!(response.body.encoding(), Encoding::Identity);
         assert_eq!(response.body.content(), text.as_bytes());
     }
-    let mtime = fs::metadata(&file).expect("metadata").modified().expect("mtime");
     let mut binary = text.into_bytes();
     binary[70_000] = 0xff;
-    fs::write(&file, &binary).expect("rewrite");
-    fs::File::options()
-        .write(true)
-        .open(&file)
-        .expect("open")
-        .set_modified(mtime)
-        .expect("mtime");
+    rewrite_in_place(&file, &binary);
     let response = get();
     assert_eq!(response.body.encoding(), Encoding::Gzip, "not UTF-8 any more");
     assert_eq!(response.body.content(), binary.as_slice());

@@ -17,7 +17,7 @@
 //! ```
 
 use std::fmt;
-use std::future::{Future, poll_fn};
+use std::future::poll_fn;
 use std::net::ToSocketAddrs;
 use std::task::Poll;
 
@@ -26,7 +26,7 @@ use tokio::net::TcpStream;
 
 use super::drive::{Call, ClientDriver, ClientStep, READ_PIECE, Staged, Streams};
 use super::{Answer, ClientError, ClientOptions, Direction, connect};
-use crate::io_adapters::transport::{IoMode, PolledIo};
+use crate::io_adapters::transport::{IoMode, PolledIo, park};
 use crate::message::Request;
 
 const READ_CHUNK: usize = 16 * 1024;
@@ -223,13 +223,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Client<S> {
                 loop {
                     let mut io = PolledIo { io: &mut *stream, cx };
                     match driver.step(&mut io, scratch, &mut call, &mut streams) {
-                        // Every direction waited for has registered the waker.
                         ClientStep::Wait { deadline, .. } => {
-                            let Some(deadline) = deadline else {
-                                return Poll::Pending;
-                            };
-                            timer.as_mut().reset(deadline.into());
-                            if timer.as_mut().poll(cx).is_pending() {
+                            if park(cx, &mut timer, deadline) {
                                 return Poll::Pending;
                             }
                         }

@@ -25,7 +25,7 @@ use tokio::task::JoinSet;
 
 use super::{ACCEPT_BACKOFF, AcceptFaults, Driver, Handler, ServerOptions, Step, client_gave_up};
 use crate::io_adapters::proxy_protocol::{ProxiedPeer, ProxyHeaderReader};
-use crate::io_adapters::transport::{IoMode, PolledIo};
+use crate::io_adapters::transport::{IoMode, PolledIo, park};
 
 const READ_CHUNK: usize = 16 * 1024;
 
@@ -287,13 +287,8 @@ async fn run<S, H>(
             loop {
                 let mut io = PolledIo { io: &mut stream, cx };
                 match driver.step(&mut io, &mut scratch) {
-                    // Every direction waited for has registered the waker.
                     Step::Wait { deadline, .. } => {
-                        let Some(deadline) = deadline else {
-                            return Poll::Pending;
-                        };
-                        timer.as_mut().reset(deadline.into());
-                        if timer.as_mut().poll(cx).is_pending() {
+                        if park(cx, &mut timer, deadline) {
                             return Poll::Pending;
                         }
                     }
