@@ -140,8 +140,8 @@ pub fn decode(content: &str, encoding: Encoding, limit: usize) -> Result<Vec<u8>
 /// are replaced here by U+FFFD rather than failing. The compressed encodings
 /// use zlib's default level for `gzip`/`deflate` and, for `br`, quality 5,
 /// a balance of speed and size, or quality 3 for content under 1 KiB, where
-/// quality 5's set-up costs more than it saves (see [`brotli_writer`] for
-/// the window).
+/// quality 5's set-up costs more than it saves, with the smallest window
+/// that holds the content (so the peer's decoder sets up no more).
 pub fn encode(bytes: &[u8], encoding: Encoding) -> String {
     let compressed = match encoding {
         Encoding::Identity => return String::from_utf8_lossy(bytes).into_owned(),
