@@ -151,8 +151,13 @@ struct Inbound {
     /// `None` once the content failed to decode.
     decoder: Option<ContentDecoder>,
     encoding: Encoding,
-    /// The content came before its encoding (D19): see [`Unnamed`].
-    unnamed: Option<Unnamed>,
+    /// The content came before its encoding (D19): nothing can be decoded
+    /// until the message names one, so its text is held here, and the
+    /// message is bounded by the message limit as if it were held whole
+    /// (`413`, D3): only content written last streams past it.
+    unnamed: Option<Vec<u8>>,
+    /// That held text passed the message limit.
+    past_message_limit: bool,
     /// The closing quote has been seen; the decoder is being finished.
     ended: bool,
     /// The decoder is finished: every piece is out.
@@ -175,6 +180,7 @@ impl Inbound {
             decoder: Some(ContentDecoder::new(encoding, limit)),
             encoding,
             unnamed: None,
+            past_message_limit: false,
             ended: false,
             finished: false,
             text_bytes: 0,
@@ -228,19 +234,6 @@ impl Inbound {
             }
         }
     }
-}
-
-/// Content that came before its `encoding` (D19): nothing can be decoded
-/// until the message names one, so its text is held, within the message
-/// limit as a whole message would be. Text that outgrows the limit can
-/// only be `identity` (compressed text could not have been held either):
-/// from there it streams as identity, which the message must confirm.
-#[derive(Debug)]
-enum Unnamed {
-    /// The text so far, not decoded.
-    Holding(Vec<u8>),
-    /// Past the message limit: decoded as identity.
-    Identity,
 }
 
 /// A message that ended while the content it named the encoding of is
@@ -666,35 +659,27 @@ impl<E: RoleEvent> Core<E> {
     }
 
     /// The message at `range` ended. If its content came before its
-    /// encoding (D19), the encoding it names now decides: held text is
-    /// decoded in it (the message is [`Held`] until the last piece), text
-    /// that streamed as identity must be identity. `Some` when the message
-    /// is refused for it.
+    /// encoding (D19), the held text is decoded in the encoding the message
+    /// names, and the message is [`Held`] until the last piece; `Some` when
+    /// the message, text included, is past the message limit (D3).
     fn name_content(&mut self, range: Range<usize>, frame: framing::Frame) -> Option<Scanned> {
         let inbound = self.inbound.as_mut()?;
-        let unnamed = inbound.unnamed.take()?;
+        let text = inbound.unnamed.take()?;
         let bytes = &self.input.bytes[range];
+        if text.len() + bytes.len() > self.message_limits.max_message_bytes {
+            self.stop_input();
+            return Some(Scanned::TooLarge);
+        }
         // Read as the role will read it; a message that does not read, or
         // names no encoding it knows, is refused on its own account.
         let named = named_encoding(bytes, &frame, &self.message_limits).unwrap_or(Encoding::Identity);
-        match unnamed {
-            Unnamed::Identity if named == Encoding::Identity => None,
-            Unnamed::Identity => {
-                // Compressed text past the message limit: too large, as it
-                // would be held.
-                self.stop_input();
-                Some(Scanned::TooLarge)
-            }
-            Unnamed::Holding(text) => {
-                self.held = Some(Held {
-                    bytes: bytes.to_vec(),
-                    frame,
-                });
-                *inbound = Inbound::new(named, self.max_content_bytes);
-                inbound.feed(&text, true);
-                None
-            }
-        }
+        self.held = Some(Held {
+            bytes: bytes.to_vec(),
+            frame,
+        });
+        *inbound = Inbound::new(named, self.max_content_bytes);
+        inbound.feed(&text, true);
+        None
     }
 
     /// Takes a run of content text out of the input into the decoder
@@ -710,7 +695,7 @@ impl<E: RoleEvent> Core<E> {
                 self.max_content_bytes,
             );
             if run.encoding().is_none() {
-                inbound.unnamed = Some(Unnamed::Holding(Vec::new()));
+                inbound.unnamed = Some(Vec::new());
             }
             self.inbound = Some(inbound);
         }
@@ -719,16 +704,12 @@ impl<E: RoleEvent> Core<E> {
             let text = &self.input.bytes[range.clone()];
             let limit = self.message_limits.max_message_bytes;
             match &mut inbound.unnamed {
-                Some(Unnamed::Holding(held)) if held.len() + text.len() <= limit => {
-                    held.extend_from_slice(text);
+                Some(held) if held.len() + text.len() <= limit => held.extend_from_slice(text),
+                Some(_) => {
+                    inbound.unnamed = None;
+                    inbound.past_message_limit = true;
                 }
-                Some(Unnamed::Holding(held)) => {
-                    let mut all = std::mem::take(held);
-                    all.extend_from_slice(text);
-                    inbound.unnamed = Some(Unnamed::Identity);
-                    inbound.feed(&all, run.is_last());
-                }
-                _ => inbound.feed(text, run.is_last()),
+                None => inbound.feed(text, run.is_last()),
             }
         }
         self.input.bytes.drain(range);
@@ -738,7 +719,11 @@ impl<E: RoleEvent> Core<E> {
     /// piece, or the limit passed (D19).
     fn next_piece(&mut self) -> Option<Scanned> {
         let inbound = self.inbound.as_mut()?;
-        if matches!(inbound.unnamed, Some(Unnamed::Holding(_))) {
+        if inbound.past_message_limit {
+            self.stop_input();
+            return Some(Scanned::TooLarge);
+        }
+        if inbound.unnamed.is_some() {
             // Nothing is decoded until the encoding is named.
             return None;
         }

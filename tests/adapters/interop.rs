@@ -310,10 +310,13 @@ fn the_reference_client_gets_a_file_from_jsontp_serve() {
 }
 
 /// The reference writes `body.content` before `body.encoding` (its struct's
-/// field order). D19 asks receivers to accept any order: the content,
-/// streamed as identity text until the encoding is known, is spooled like
-/// any upload, past the 1 MiB message limit.
+/// field order). D19 streams content past the message limit only when it
+/// is written last; written first, the message is bounded as a whole by
+/// the 1 MiB limit (D3), which the conformance suite holds us to
+/// (`framing.over-size-limit` sends such a message and expects `413`).
 #[test]
+#[ignore = "limitation of the sender: content written before its encoding is bounded by the \
+            1 MiB message limit (D3, D19), so the reference client's 2 MiB upload is 413"]
 fn the_reference_client_uploads_two_mib() {
     use std::io::Read;
 

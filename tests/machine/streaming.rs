@@ -334,17 +334,13 @@ fn discards(got: &Received) -> usize {
 }
 
 #[test]
-fn d19_identity_content_before_its_encoding_streams_past_the_message_limit() {
+fn d19_identity_content_before_its_encoding_comes_in_pieces_within_the_message_limit() {
     let clock = Clock::new();
-    let text = sample_text(50_000);
+    let text = sample_text(200_000);
     let wire = content_first_put("/x", Encoding::Identity, &text);
+    assert!(wire.len() > 200_000 && wire.len() < 1 << 20);
     for chunk in [1, 7, 100, 4096, wire.len()] {
-        let got = receive_in_chunks(
-            streaming_server(small_message_limit(10_000)),
-            &wire,
-            chunk,
-            &clock,
-        );
+        let got = receive_in_chunks(streaming_server(Limits::default()), &wire, chunk, &clock);
         assert!(got.content == text.as_bytes(), "chunk {chunk}");
         let (id, request) = only_request(&got);
         assert!(got.piece_ids.iter().all(|&p| p == id), "chunk {chunk}");
@@ -378,30 +374,59 @@ fn d19_compressed_content_before_its_encoding_is_held_then_decoded_in_pieces() {
 }
 
 #[test]
-fn d19_compressed_content_before_its_encoding_past_the_message_limit_is_413_as_if_held() {
+fn d19_content_before_its_encoding_past_the_message_limit_is_413_as_if_held() {
+    // Only content written last streams past the message limit: written
+    // first, the message is bounded as a whole (D3, D19), whatever the
+    // encoding.
     let clock = Clock::new();
-    // Its base64 text is larger than the message limit.
     let original = noise(20_000);
-    let wire = content_first_put("/big", Encoding::Gzip, &codec::encode(&original, Encoding::Gzip));
-    let streamed = receive_in_chunks(streaming_server(small_message_limit(10_000)), &wire, 999, &clock);
-    let held = receive_in_chunks(
-        ServerConfig {
-            limits: small_message_limit(10_000),
-            ..ServerConfig::default()
-        },
-        &wire,
-        999,
-        &clock,
-    );
-    let (_, status, message, closes) = rejection(&streamed);
-    assert_eq!((status, closes), (413, true), "{message}");
-    assert_eq!(message, rejection(&held).2);
-    assert!(
-        !streamed
-            .events
-            .iter()
-            .any(|e| matches!(e, ServerEvent::Request { .. }))
-    );
+    let gzip = codec::encode(&original, Encoding::Gzip);
+    let identity = "a".repeat(20_000);
+    for (encoding, text) in [
+        (Encoding::Gzip, gzip.as_str()),
+        (Encoding::Identity, identity.as_str()),
+    ] {
+        let wire = content_first_put("/big", encoding, text);
+        let streamed = receive_in_chunks(streaming_server(small_message_limit(10_000)), &wire, 999, &clock);
+        let held = receive_in_chunks(
+            ServerConfig {
+                limits: small_message_limit(10_000),
+                ..ServerConfig::default()
+            },
+            &wire,
+            999,
+            &clock,
+        );
+        let (_, status, message, closes) = rejection(&streamed);
+        assert_eq!((status, closes), (413, true), "{encoding}: {message}");
+        assert_eq!(message, rejection(&held).2, "{encoding}");
+        assert!(streamed.piece_ids.is_empty(), "{encoding}: no piece went out");
+        assert!(
+            !streamed
+                .events
+                .iter()
+                .any(|e| matches!(e, ServerEvent::Request { .. }))
+        );
+    }
+    // Just within the limit with its envelope, and just past it (the
+    // newline after the message is not part of it).
+    let envelope = content_first_put("/big", Encoding::Identity, "").len() - 1;
+    for (len, fits) in [(10_000 - envelope, true), (10_001 - envelope, false)] {
+        let wire = content_first_put("/big", Encoding::Identity, &"a".repeat(len));
+        let got = receive_in_chunks(streaming_server(small_message_limit(10_000)), &wire, 999, &clock);
+        let whole = receive_in_chunks(
+            ServerConfig {
+                limits: small_message_limit(10_000),
+                ..ServerConfig::default()
+            },
+            &wire,
+            999,
+            &clock,
+        );
+        let answered = |r: &Received| r.events.iter().any(|e| matches!(e, ServerEvent::Request { .. }));
+        assert_eq!(answered(&got), fits, "{len}");
+        assert_eq!(answered(&whole), fits, "{len}: as if held");
+    }
 }
 
 #[test]
@@ -862,12 +887,7 @@ fn d19_a_streaming_client_takes_content_before_its_encoding_too() {
         (Encoding::Identity, identity.as_str()),
         (Encoding::Gzip, gzip.as_str()),
     ] {
-        // The identity text is past the message limit; the gzip text not.
-        let config = ClientConfig {
-            limits: small_message_limit(40_000),
-            ..streaming_client()
-        };
-        let mut client = ClientConnection::new(config, clock.now());
+        let mut client = ClientConnection::new(streaming_client(), clock.now());
         let id = client
             .send_request(Request::new(Method::Get, "/f".parse().unwrap()), clock.now())
             .unwrap();
