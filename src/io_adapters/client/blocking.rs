@@ -26,7 +26,7 @@ use std::net::{TcpStream, ToSocketAddrs};
 use std::time::Instant;
 
 use super::drive::{Call, ClientDriver, ClientStep, Streams};
-use super::{Answer, ClientError, ClientOptions, Direction, connect};
+use super::{Answer, ClientError, ClientOptions, Direction, connect, only};
 use crate::io_adapters::transport::{IoMode, Transport};
 use crate::message::Request;
 
@@ -126,9 +126,7 @@ impl<S: Transport> Client<S> {
 
     /// Sends one request and waits for its answer.
     pub fn send(&mut self, request: Request) -> Result<Answer, ClientError> {
-        self.send_all([request])
-            .pop()
-            .unwrap_or(Err(ClientError::ClosedEarly))
+        only(self.send_all([request]))
     }
 
     /// Sends every request at once (pipelining, D2) and waits for all the
@@ -156,10 +154,7 @@ impl<S: Transport> Client<S> {
         sink: &mut dyn std::io::Write,
     ) -> Result<Answer, ClientError> {
         let call = self.driver.begin([request]);
-        let outcome = self
-            .run(call, Streams::new(None, Some(&mut *sink)))
-            .pop()
-            .unwrap_or(Err(ClientError::ClosedEarly));
+        let outcome = only(self.run(call, Streams::new(None, Some(&mut *sink))));
         whole_content_to(outcome, sink)
     }
 
@@ -176,16 +171,10 @@ impl<S: Transport> Client<S> {
         let call = self.driver.begin_upload(request);
         match sink {
             Some(sink) => {
-                let outcome = self
-                    .run(call, Streams::new(Some(source), Some(&mut *sink)))
-                    .pop()
-                    .unwrap_or(Err(ClientError::ClosedEarly));
+                let outcome = only(self.run(call, Streams::new(Some(source), Some(&mut *sink))));
                 whole_content_to(outcome, sink)
             }
-            None => self
-                .run(call, Streams::new(Some(source), None))
-                .pop()
-                .unwrap_or(Err(ClientError::ClosedEarly)),
+            None => only(self.run(call, Streams::new(Some(source), None))),
         }
     }
 

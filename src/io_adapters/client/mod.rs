@@ -79,6 +79,11 @@ pub struct Answer {
     pub continued: bool,
 }
 
+/// The outcome of a call that sent one request.
+pub(crate) fn only(mut outcomes: Vec<Result<Answer, ClientError>>) -> Result<Answer, ClientError> {
+    outcomes.pop().unwrap_or(Err(ClientError::ClosedEarly))
+}
+
 impl Answer {
     /// Takes out content that did not stream (the client does not stream
     /// content, or the body's `content` was written in a way the lexer does

@@ -25,7 +25,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use super::drive::{Call, ClientDriver, ClientStep, READ_PIECE, Staged, Streams};
-use super::{Answer, ClientError, ClientOptions, Direction, connect};
+use super::{Answer, ClientError, ClientOptions, Direction, connect, only};
 use crate::io_adapters::transport::{IoMode, PolledIo, park};
 use crate::message::Request;
 
@@ -136,10 +136,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Client<S> {
 
     /// Sends one request and waits for its answer.
     pub async fn send(&mut self, request: Request) -> Result<Answer, ClientError> {
-        self.send_all([request])
-            .await
-            .pop()
-            .unwrap_or(Err(ClientError::ClosedEarly))
+        only(self.send_all([request]).await)
     }
 
     /// Sends every request at once (pipelining, D2) and waits for all the
@@ -165,12 +162,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Client<S> {
         sink: &mut (dyn AsyncWrite + Unpin + Send),
     ) -> Result<Answer, ClientError> {
         let call = self.driver.begin([request]);
-        let outcome = self.run(call, None, Some(&mut *sink)).await.pop();
-        let mut answer = outcome.unwrap_or(Err(ClientError::ClosedEarly))?;
-        sink.write_all(&answer.take_whole_content())
-            .await
-            .map_err(ClientError::Sink)?;
-        Ok(answer)
+        let outcome = only(self.run(call, None, Some(&mut *sink)).await);
+        whole_content_to(outcome, sink).await
     }
 
     /// Sends `request` with the content `source` yields, read and sent as
@@ -186,18 +179,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Client<S> {
         let call = self.driver.begin_upload(request);
         match sink {
             Some(sink) => {
-                let outcome = self.run(call, Some(source), Some(&mut *sink)).await.pop();
-                let mut answer = outcome.unwrap_or(Err(ClientError::ClosedEarly))?;
-                sink.write_all(&answer.take_whole_content())
-                    .await
-                    .map_err(ClientError::Sink)?;
-                Ok(answer)
+                let outcome = only(self.run(call, Some(source), Some(&mut *sink)).await);
+                whole_content_to(outcome, sink).await
             }
-            None => self
-                .run(call, Some(source), None)
-                .await
-                .pop()
-                .unwrap_or(Err(ClientError::ClosedEarly)),
+            None => only(self.run(call, Some(source), None).await),
         }
     }
 
@@ -268,4 +253,17 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Client<S> {
         }
         self.driver.finish(call)
     }
+}
+
+/// A download's answer: content that did not stream goes to the sink too
+/// ([`Answer::take_whole_content`]), as the blocking client's does.
+async fn whole_content_to(
+    outcome: Result<Answer, ClientError>,
+    sink: &mut (dyn AsyncWrite + Unpin + Send),
+) -> Result<Answer, ClientError> {
+    let mut answer = outcome?;
+    sink.write_all(&answer.take_whole_content())
+        .await
+        .map_err(ClientError::Sink)?;
+    Ok(answer)
 }
