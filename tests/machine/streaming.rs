@@ -32,10 +32,18 @@ fn streaming_client() -> ClientConfig {
 /// A request as a streaming sender writes it: `body` last, `content` last
 /// in it (D19), the content's text as given.
 fn put_message(path: &str, encoding: Encoding, text: &str) -> Vec<u8> {
+    let content = serde_json::to_string(text).unwrap();
+    put_with_body(
+        path,
+        &format!("{{\"encoding\":\"{encoding}\",\"content\":{content}}}"),
+    )
+}
+
+/// A `PUT` of `path` whose `body` is written as given, last.
+fn put_with_body(path: &str, body: &str) -> Vec<u8> {
     format!(
         "{{\"jsontp\":\"1.0\",\"type\":\"request\",\"resource\":\"{path}\",\"method\":\"PUT\",\
-         \"headers\":{{}},\"body\":{{\"encoding\":\"{encoding}\",\"content\":{}}}}}\n",
-        serde_json::to_string(text).unwrap()
+         \"headers\":{{}},\"body\":{body}}}\n"
     )
     .into_bytes()
 }
@@ -295,12 +303,11 @@ fn content_past_the_limit_is_413_and_close_without_decoding_on() {
 /// A request whose body writes `content` before `encoding`, as senders
 /// that do not stream write it (the published crate 0.1.3 among them).
 fn content_first_put(path: &str, encoding: Encoding, text: &str) -> Vec<u8> {
-    format!(
-        "{{\"jsontp\":\"1.0\",\"type\":\"request\",\"resource\":\"{path}\",\"method\":\"PUT\",\
-         \"body\":{{\"content\":{},\"encoding\":\"{encoding}\"}},\"headers\":{{}}}}\n",
-        serde_json::to_string(text).unwrap()
+    let content = serde_json::to_string(text).unwrap();
+    put_with_body(
+        path,
+        &format!("{{\"content\":{content},\"encoding\":\"{encoding}\"}}"),
     )
-    .into_bytes()
 }
 
 fn small_message_limit(max_message_bytes: usize) -> Limits {
@@ -379,6 +386,20 @@ fn d19_content_before_its_encoding_past_the_message_limit_is_413_as_if_held() {
     // first, the message is bounded as a whole (D3, D19), whatever the
     // encoding.
     let clock = Clock::new();
+    // The message received by a streaming server, and by one that holds
+    // every message whole.
+    let streamed_and_held = |wire: &[u8]| {
+        let limits = small_message_limit(10_000);
+        let held = ServerConfig {
+            limits,
+            ..ServerConfig::default()
+        };
+        (
+            receive_in_chunks(streaming_server(limits), wire, 999, &clock),
+            receive_in_chunks(held, wire, 999, &clock),
+        )
+    };
+    let answered = |r: &Received| r.events.iter().any(|e| matches!(e, ServerEvent::Request { .. }));
     let original = noise(20_000);
     let gzip = codec::encode(&original, Encoding::Gzip);
     let identity = "a".repeat(20_000);
@@ -386,44 +407,19 @@ fn d19_content_before_its_encoding_past_the_message_limit_is_413_as_if_held() {
         (Encoding::Gzip, gzip.as_str()),
         (Encoding::Identity, identity.as_str()),
     ] {
-        let wire = content_first_put("/big", encoding, text);
-        let streamed = receive_in_chunks(streaming_server(small_message_limit(10_000)), &wire, 999, &clock);
-        let held = receive_in_chunks(
-            ServerConfig {
-                limits: small_message_limit(10_000),
-                ..ServerConfig::default()
-            },
-            &wire,
-            999,
-            &clock,
-        );
+        let (streamed, held) = streamed_and_held(&content_first_put("/big", encoding, text));
         let (_, status, message, closes) = rejection(&streamed);
         assert_eq!((status, closes), (413, true), "{encoding}: {message}");
         assert_eq!(message, rejection(&held).2, "{encoding}");
         assert!(streamed.piece_ids.is_empty(), "{encoding}: no piece went out");
-        assert!(
-            !streamed
-                .events
-                .iter()
-                .any(|e| matches!(e, ServerEvent::Request { .. }))
-        );
+        assert!(!answered(&streamed));
     }
     // Just within the limit with its envelope, and just past it (the
     // newline after the message is not part of it).
     let envelope = content_first_put("/big", Encoding::Identity, "").len() - 1;
     for (len, fits) in [(10_000 - envelope, true), (10_001 - envelope, false)] {
-        let wire = content_first_put("/big", Encoding::Identity, &"a".repeat(len));
-        let got = receive_in_chunks(streaming_server(small_message_limit(10_000)), &wire, 999, &clock);
-        let whole = receive_in_chunks(
-            ServerConfig {
-                limits: small_message_limit(10_000),
-                ..ServerConfig::default()
-            },
-            &wire,
-            999,
-            &clock,
-        );
-        let answered = |r: &Received| r.events.iter().any(|e| matches!(e, ServerEvent::Request { .. }));
+        let (got, whole) =
+            streamed_and_held(&content_first_put("/big", Encoding::Identity, &"a".repeat(len)));
         assert_eq!(answered(&got), fits, "{len}");
         assert_eq!(answered(&whole), fits, "{len}: as if held");
     }
