@@ -26,8 +26,10 @@ fn now(offset: Duration) -> Now {
 }
 
 /// Parsing never panics, every request that parses survives a round
-/// trip through serialization unchanged, and the parser's strict-JSON
-/// shortcut reads the text exactly as serde_json does, or leaves it alone.
+/// trip through serialization unchanged, the parser's strict-JSON
+/// shortcut reads the text exactly as serde_json does, or leaves it alone,
+/// and the one-pass reader of whole messages frames and reads them as the
+/// lexer and the parsers do, or leaves them alone.
 pub fn parse_message(data: &[u8]) {
     if let Ok(text) = std::str::from_utf8(data) {
         assert!(
@@ -35,6 +37,11 @@ pub fn parse_message(data: &[u8]) {
             "the strict-JSON shortcut and serde_json read {text:?} differently"
         );
     }
+    assert!(
+        jsontp::message::quick_reader_agrees(data),
+        "the one-pass reader and the general path read {:?} differently",
+        String::from_utf8_lossy(data)
+    );
     let limits = MessageLimits::default();
     for context in [RequestContext::Fresh, RequestContext::AfterContinue] {
         if let Ok(request) = parse_request(data, context, &limits) {

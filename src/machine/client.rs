@@ -11,11 +11,13 @@
 use std::collections::VecDeque;
 use std::time::Instant;
 
-use super::core::{ContentOutcome, Core, Framed, Lifecycle, Outbound, Scanned, Timers, deadline, due};
+use super::core::{ContentOutcome, Core, Lifecycle, Outbound, Scanned, Timers, deadline, due};
 use super::responses::refusal;
 use super::table::{Exchange, ExchangeState, Input, Role, TransitionError};
 use super::{ClientConfig, ClientEvent, Now, PeerError, RequestId, UsageError};
-use crate::message::{Body, Rejection, Request, StatusCode, parse_response_framed};
+use crate::message::{
+    Body, Parsed, Rejection, Request, Response, StatusCode, parse_response_framed, parse_response_quick,
+};
 
 /// One jsontp connection in the client role, without I/O.
 ///
@@ -465,9 +467,19 @@ impl ClientConnection {
     /// Frames and handles every complete response.
     fn process_input(&mut self, now: Now) {
         loop {
+            if let Some((len, parsed)) = self.read_whole() {
+                self.core.message_read(len, now);
+                self.on_message(parsed, None, now);
+                continue;
+            }
             match self.core.frame(now) {
                 Scanned::Partial => return,
-                Scanned::Message(framed) => self.on_message(&framed, now),
+                Scanned::Message(framed) => {
+                    let bytes = self.core.message(&framed);
+                    let limits = &self.config.limits.message;
+                    let parsed = parse_response_framed(bytes, &framed.frame, self.config.validation, limits);
+                    self.on_message(parsed, framed.content.as_ref(), now);
+                }
                 Scanned::Content(data) => {
                     // A piece of the front exchange's response (D19); one
                     // event at a time, so that memory stays bounded. The
@@ -516,16 +528,22 @@ impl ClientConnection {
         self.exchanges.front().and_then(|o| o.id)
     }
 
-    /// Handles one framed response.
-    fn on_message(&mut self, framed: &Framed, now: Now) {
-        let limits = self.config.limits.message;
-        // D3: depth as the scanner measured it (see the server).
-        let parsed = parse_response_framed(
-            self.core.message(framed),
-            &framed.frame,
-            self.config.validation,
-            &limits,
-        );
+    /// The next response, when it is all in the input and the one-pass
+    /// reader takes it (see the server's).
+    fn read_whole(&self) -> Option<(usize, Result<Parsed<Response>, Rejection>)> {
+        let bytes = self.core.fresh_input()?;
+        let limits = &self.config.limits.message;
+        parse_response_quick(bytes, self.config.validation, limits, self.config.stream_content)
+    }
+
+    /// Handles one response, parsed; `content`: how its streamed content
+    /// ended, if it streamed (D19).
+    fn on_message(
+        &mut self,
+        parsed: Result<Parsed<Response>, Rejection>,
+        content: Option<&ContentOutcome>,
+        now: Now,
+    ) {
         let id = self.front_id();
         let parsed = match parsed {
             Ok(parsed) => parsed,
@@ -541,7 +559,7 @@ impl ClientConnection {
                 return;
             }
         };
-        if let Some(ContentOutcome::Corrupt { encoding, why, .. }) = &framed.content {
+        if let Some(ContentOutcome::Corrupt { encoding, why, .. }) = content {
             // D5 level 4: streamed content that did not decode (D19).
             let rejection = refusal::content_corrupt(*encoding, why, &parsed.message.resource);
             let id = self.finish_front(now).ok().and(id);

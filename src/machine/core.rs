@@ -598,6 +598,29 @@ impl<E: RoleEvent> Core<E> {
         }
     }
 
+    /// The unread input, when the next message starts at its front and
+    /// nothing of it has been scanned or taken: what a role's one-pass
+    /// reader may read whole (`message/quick.rs`), reporting it with
+    /// [`message_read`](Self::message_read). `None`: frame it with
+    /// [`frame`](Self::frame).
+    pub(super) fn fresh_input(&self) -> Option<&[u8]> {
+        let fresh = self.reads_input()
+            && self.inbound.is_none()
+            && self.held.is_none()
+            && !self.discarding
+            && self.scanner.at_boundary();
+        fresh.then(|| self.input.live())
+    }
+
+    /// The first `len` bytes of [`fresh_input`](Self::fresh_input) were
+    /// one whole message, read: the bookkeeping of a framed message.
+    pub(super) fn message_read(&mut self, len: usize, now: Now) {
+        self.input.start += len;
+        self.scanner.message_read_elsewhere();
+        self.message_started = None;
+        self.idle_since = now.instant;
+    }
+
     /// What a scan found, other than content.
     fn framed(&mut self, found: Scan, now: Now) -> Scanned {
         match found {

@@ -14,11 +14,13 @@
 use std::collections::VecDeque;
 use std::time::Instant;
 
-use super::core::{ContentOutcome, Core, Framed, Lifecycle, Outbound, Scanned, Timers, deadline, due};
+use super::core::{ContentOutcome, Core, Lifecycle, Outbound, Scanned, Timers, deadline, due};
 use super::responses::{self, refusal};
 use super::table::{Exchange, ExchangeState, Input, Role, TransitionError};
 use super::{ContinuePolicy, Now, PeerError, RequestId, ServerConfig, ServerEvent, UsageError};
-use crate::message::{Method, Rejection, RequestContext, Response, parse_request_framed};
+use crate::message::{
+    Method, Rejection, Request, RequestContext, Response, parse_request_framed, parse_request_quick,
+};
 
 /// One jsontp connection in the server role, without I/O.
 ///
@@ -432,10 +434,20 @@ impl ServerConnection {
             if self.core.has_events() || !self.ready_for_message() {
                 return;
             }
+            if let Some((len, parsed)) = self.read_whole() {
+                self.core.message_read(len, now);
+                self.on_message(parsed, None, now);
+                continue;
+            }
             let awaited = self.awaited().map(|slot| slot.id);
             match self.core.frame(now) {
                 Scanned::Partial => return,
-                Scanned::Message(framed) => self.on_message(&framed, now),
+                Scanned::Message(framed) => {
+                    let bytes = self.core.message(&framed);
+                    let limits = &self.config.limits.message;
+                    let parsed = parse_request_framed(bytes, &framed.frame, self.context(), limits);
+                    self.on_message(parsed, framed.content.as_ref(), now);
+                }
                 Scanned::Content(data) => {
                     // The exchange is numbered by its first piece (D19).
                     let id = match self.receiving {
@@ -495,18 +507,30 @@ impl ServerConnection {
             .or_else(|| self.awaited().map(|slot| slot.id))
     }
 
-    /// Handles one framed message: the full request of the awaited
-    /// handshake, or a new exchange.
-    fn on_message(&mut self, framed: &Framed, now: Now) {
-        let limits = self.config.limits.message;
-        let awaited = self.awaited().map(|slot| slot.id);
-        let context = match awaited {
+    /// What the next message is to its exchange: the full request of the
+    /// awaited handshake, or a fresh one.
+    fn context(&self) -> RequestContext {
+        match self.awaited() {
             Some(_) => RequestContext::AfterContinue,
             None => RequestContext::Fresh,
-        };
-        // D3: the scanner measured the depth; a deep message is refused
-        // from that count before any recursive parser runs.
-        let parsed = parse_request_framed(self.core.message(framed), &framed.frame, context, &limits);
+        }
+    }
+
+    /// The next request, when it is all in the input and the one-pass
+    /// reader takes it: its length and what parsing it says. Most requests
+    /// are read so, framed and parsed in one pass; `None` leaves the input
+    /// to the lexer.
+    fn read_whole(&self) -> Option<(usize, Result<Request, Rejection>)> {
+        let bytes = self.core.fresh_input()?;
+        let limits = &self.config.limits.message;
+        parse_request_quick(bytes, self.context(), limits, self.config.stream_content)
+    }
+
+    /// Handles one message, parsed: the full request of the awaited
+    /// handshake, or a new exchange. `content`: how its streamed content
+    /// ended, if it streamed (D19).
+    fn on_message(&mut self, parsed: Result<Request, Rejection>, content: Option<&ContentOutcome>, now: Now) {
+        let awaited = self.awaited().map(|slot| slot.id);
         let streamed = self.receiving.take();
         let request = match parsed {
             Ok(request) => request,
@@ -517,7 +541,7 @@ impl ServerConnection {
         };
         // D5 level 4, after everything the envelope could be refused for:
         // streamed content that did not decode (D19).
-        if let Some(ContentOutcome::Corrupt { encoding, why, .. }) = &framed.content {
+        if let Some(ContentOutcome::Corrupt { encoding, why, .. }) = content {
             let rejection = refusal::content_corrupt(*encoding, why, request.resource.as_str());
             self.reject(awaited.or(streamed), rejection, false, now);
             return;

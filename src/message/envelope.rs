@@ -26,7 +26,7 @@ use super::syntax::{
 
 /// The top-level fields of a request or a response, each as it was found.
 /// `None`: the field is missing.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, PartialEq)]
 pub(crate) struct Envelope<'a> {
     pub(crate) jsontp: Option<Loose<'a>>,
     pub(crate) type_: Option<Loose<'a>>,
@@ -213,7 +213,7 @@ pub(crate) type HeaderEntry<'a> = (Cow<'a, str>, Option<usize>, Loose<'a>);
 /// case-insensitively (D8). Names are nearly always written lower-case:
 /// an exact match (a jump on the length, then one comparison) comes first.
 #[inline]
-fn listed_header(name: &str) -> Option<usize> {
+pub(crate) fn listed_header(name: &str) -> Option<usize> {
     let exact = match name {
         "content-type" => Some(0),
         "accept" => Some(1),
@@ -239,7 +239,7 @@ fn listed_header(name: &str) -> Option<usize> {
 
 /// The `headers` object, entries in document order (a request carries a
 /// few: they are kept without an allocation of their own).
-#[derive(Debug, Default)]
+#[derive(Debug, Default, PartialEq)]
 pub(crate) struct RawHeaders<'a> {
     pub(crate) entries: SmallVec<[HeaderEntry<'a>; 4]>,
 }
@@ -277,7 +277,7 @@ impl<'de> FromMap<'de> for RawHeaders<'de> {
 // ---------------------------------------------------------------------------
 
 /// The `body` object.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, PartialEq)]
 pub(crate) struct RawBody<'a> {
     pub(crate) content: Option<Loose<'a>>,
     pub(crate) encoding: Option<Loose<'a>>,
@@ -328,7 +328,7 @@ impl<'de> FromMap<'de> for RawBody<'de> {
 // ---------------------------------------------------------------------------
 
 /// The `status` object of a response.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, PartialEq)]
 pub(crate) struct RawStatus<'a> {
     pub(crate) code: Option<Loose<'a>>,
     pub(crate) formal_message: Option<Loose<'a>>,

@@ -380,6 +380,20 @@ impl Scanner {
         self.start.is_some()
     }
 
+    /// Whether nothing of the next message has been scanned, so the caller
+    /// may read it another way and say so with
+    /// [`message_read_elsewhere`](Self::message_read_elsewhere).
+    pub(crate) fn at_boundary(&self) -> bool {
+        self.pos == 0 && matches!(self.state, State::Between)
+    }
+
+    /// The caller read a whole message from the front of its buffer
+    /// without the scanner and removed it: the scan goes on with the next
+    /// message, which is not the stream's first (no BOM is skipped).
+    pub(crate) fn message_read_elsewhere(&mut self) {
+        self.at_stream_start = false;
+    }
+
     /// How many bytes at the front of the buffer hold no part of a message
     /// (whitespace, a BOM) and may be dropped.
     pub fn idle_prefix(&self) -> usize {

@@ -32,6 +32,7 @@ pub mod media;
 mod method;
 pub mod negotiate;
 mod parse;
+mod quick;
 mod rejection;
 pub mod resource;
 mod serialize;
@@ -56,7 +57,9 @@ pub use parse::{Parsed, RequestContext, parse_request, parse_response};
 /// For the connection machine, whose scanner has framed each message
 /// already: no byte is lexed twice (see [`parse::parse_request_framed`]).
 #[allow(unused_imports)]
-pub(crate) use parse::{named_encoding, parse_request_framed, parse_response_framed};
+pub(crate) use parse::{
+    named_encoding, parse_request_framed, parse_request_quick, parse_response_framed, parse_response_quick,
+};
 pub use rejection::{Rejection, RejectionKind, ValueError};
 pub use resource::Resource;
 pub use status::{Status, StatusCode};
@@ -69,4 +72,13 @@ pub use version::Version;
 #[doc(hidden)]
 pub fn strict_shortcut_agrees(text: &str) -> bool {
     strict::agrees_with_serde_json(text)
+}
+
+/// Whether the one-pass reader of whole messages agrees with the lexer and
+/// the parsers on `bytes` (with the default limits): the differential
+/// check of the `parse_message` fuzz target and its corpus replay. Not part
+/// of the API.
+#[doc(hidden)]
+pub fn quick_reader_agrees(bytes: &[u8]) -> bool {
+    quick::agrees_with_general(bytes, &MessageLimits::default())
 }

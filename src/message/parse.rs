@@ -39,6 +39,7 @@ use super::envelope::{Envelope, RawBody, RawStatus};
 use super::framing::{Fault, Frame, Scan, Scanner};
 use super::header_values::{quoted, request_headers, response_headers};
 use super::leniency::{Forgiven, Validation};
+use super::quick;
 use super::syntax::{self, Kind, Loose, Note, Notes, Number};
 use super::{
     Body, Encoding, MessageLimits, Method, Rejection, RejectionKind, Request, Resource, Response, Status,
@@ -77,8 +78,32 @@ pub fn parse_request(
     context: RequestContext,
     limits: &MessageLimits,
 ) -> Result<Request, Rejection> {
+    if bytes.len() <= limits.max_message_bytes
+        && let Some((end, parsed)) = parse_request_quick(bytes, context, limits, false)
+        && only_whitespace(&bytes[end..])
+    {
+        return parsed;
+    }
     let frame = frame_whole(bytes, limits)?;
     parse_request_framed(&bytes[frame.range()], &frame, context, limits)
+}
+
+/// The request at the start of `bytes` (after any whitespace), if the
+/// one-pass reader of `quick.rs` takes it: its length and what
+/// [`parse_request`] answers. `None`: frame it with the lexer and parse it
+/// the general way. `streams_content`: see [`quick::read`].
+#[inline]
+pub(crate) fn parse_request_quick(
+    bytes: &[u8],
+    context: RequestContext,
+    limits: &MessageLimits,
+    streams_content: bool,
+) -> Option<(usize, Result<Request, Rejection>)> {
+    let mut env = Envelope::default();
+    let end = quick::read(bytes, limits, streams_content, &mut env)?;
+    let parsed = validate_request(&env, context, limits)
+        .map_err(|(kind, message)| Rejection::of(kind, message, env.resource_echo()));
+    Some((end, parsed))
 }
 
 /// [`parse_request`] for the bytes of a message the lexer has framed
@@ -123,8 +148,34 @@ pub fn parse_response(
     validation: Validation,
     limits: &MessageLimits,
 ) -> Result<Parsed<Response>, Rejection> {
+    if bytes.len() <= limits.max_message_bytes
+        && let Some((end, parsed)) = parse_response_quick(bytes, validation, limits, false)
+        && only_whitespace(&bytes[end..])
+    {
+        return parsed;
+    }
     let frame = frame_whole(bytes, limits)?;
     parse_response_framed(&bytes[frame.range()], &frame, validation, limits)
+}
+
+/// [`parse_request_quick`] for a response.
+#[inline]
+pub(crate) fn parse_response_quick(
+    bytes: &[u8],
+    validation: Validation,
+    limits: &MessageLimits,
+    streams_content: bool,
+) -> Option<(usize, Result<Parsed<Response>, Rejection>)> {
+    let mut env = Envelope::default();
+    let end = quick::read(bytes, limits, streams_content, &mut env)?;
+    let parsed = validate_response(&env, validation, limits)
+        .map_err(|(kind, message)| Rejection::of(kind, message, env.resource_echo()));
+    Some((end, parsed))
+}
+
+/// JSON's whitespace only: what may follow the one message of a buffer.
+fn only_whitespace(bytes: &[u8]) -> bool {
+    bytes.iter().all(|b| matches!(b, b' ' | b'\t' | b'\r' | b'\n'))
 }
 
 /// [`parse_response`] for a message the lexer has framed already; see
@@ -184,9 +235,7 @@ fn frame_whole(bytes: &[u8], limits: &MessageLimits) -> Result<Frame, Rejection>
                 frame.end() + offset
             ))),
         },
-        Scan::Partial if bytes.iter().all(|b| matches!(b, b' ' | b'\t' | b'\r' | b'\n')) => {
-            Err(syntax("the message is empty".to_owned()))
-        }
+        Scan::Partial if only_whitespace(bytes) => Err(syntax("the message is empty".to_owned())),
         // A scanner without content runs reports none: Partial is the rest.
         Scan::Partial | Scan::Content(_) | Scan::TooDeep { .. } => Err(unread(
             RejectionKind::Incomplete,

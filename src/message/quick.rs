@@ -1,0 +1,565 @@
+//! A one-pass reader for the messages nearly every peer sends: strict JSON
+//! without escapes, the known top-level fields once each, `headers` whose
+//! values are strings, booleans or arrays of strings, a `body` of
+//! `content` and `encoding`, a `status` of a code and two messages.
+//!
+//! The general path reads a message twice: the lexer (`framing.rs`) finds
+//! where it ends, then a parser fills the [`Envelope`]. This reader does
+//! both in the same pass over the bytes, straight into the same
+//! [`Envelope`], and the judging that follows (`parse.rs`) is the same.
+//!
+//! Like the strict reader it is a shortcut, not a judge. It gives up
+//! (`None`) on anything else, and on anything the general path refuses
+//! before it judges the envelope (D5 level 1: a duplicate key, a message
+//! past the size limit, bytes that are not UTF-8); the caller then reads
+//! the message from its first byte the general way, which says precisely
+//! what is wrong. So whenever it reads a message, it fills the envelope the
+//! general path would have filled, and every answer is the same.
+
+use std::borrow::Cow;
+
+use super::MessageLimits;
+use super::envelope::{Envelope, RawBody, RawHeaders, RawStatus, listed_header};
+use super::json_text::next_to_escape;
+use super::syntax::{Loose, Number, StrOr};
+
+/// How deep the messages this reader takes nest: the message, `headers`,
+/// an array in it.
+const DEPTH: usize = 3;
+
+/// How much of the input is checked for UTF-8 at first: most messages
+/// end within it. A longer one is read again with twice as much, so no
+/// message costs more than about twice its own length.
+const FIRST_WINDOW: usize = 1024;
+
+/// Reads the message at the start of `bytes`, after any whitespace, into
+/// `env`, a fresh envelope: the offset one past its closing `}`, or `None`
+/// to leave it to the general path (which also refuses it if `bytes`
+/// holds only part of it).
+///
+/// `streams_content`: content is handed out in pieces as it arrives
+/// (D19), so a message with content to hand out is left to the general
+/// path; `"content": ""` in `identity` has none.
+pub(crate) fn read<'a>(
+    bytes: &'a [u8],
+    limits: &MessageLimits,
+    streams_content: bool,
+    env: &mut Envelope<'a>,
+) -> Option<usize> {
+    if limits.max_depth < DEPTH {
+        return None;
+    }
+    let start = bytes
+        .iter()
+        .position(|b| !matches!(b, b' ' | b'\t' | b'\r' | b'\n'))?;
+    // Past the size limit the general path refuses the message (413): the
+    // reader does not look further.
+    let limit = start.saturating_add(limits.max_message_bytes).min(bytes.len());
+    let mut window = start.saturating_add(FIRST_WINDOW).min(limit);
+    loop {
+        // The text up to the window, or up to the first byte that is not
+        // UTF-8 (`invalid`) or a character the window cuts in two.
+        let (text, invalid) = match std::str::from_utf8(&bytes[..window]) {
+            Ok(text) => (text, false),
+            Err(e) => (
+                std::str::from_utf8(&bytes[..e.valid_up_to()]).ok()?,
+                e.error_len().is_some(),
+            ),
+        };
+        let mut reader = Reader {
+            text,
+            bytes: text.as_bytes(),
+            pos: start,
+            ran_out: false,
+        };
+        if reader.envelope(streams_content, env).is_some() {
+            return Some(reader.pos);
+        }
+        if !reader.ran_out || invalid || window == limit {
+            return None;
+        }
+        window = window.saturating_mul(2).min(limit);
+        *env = Envelope::default();
+    }
+}
+
+struct Reader<'a> {
+    text: &'a str,
+    /// `text`'s bytes.
+    bytes: &'a [u8],
+    pos: usize,
+    /// The reader stopped at the end of `text`: more text may read.
+    ran_out: bool,
+}
+
+impl<'a> Reader<'a> {
+    fn skip_whitespace(&mut self) {
+        while let Some(b' ' | b'\t' | b'\r' | b'\n') = self.bytes.get(self.pos) {
+            self.pos += 1;
+        }
+    }
+
+    /// The next byte after whitespace, not taken.
+    fn peek(&mut self) -> Option<u8> {
+        self.skip_whitespace();
+        let next = self.bytes.get(self.pos).copied();
+        self.ran_out |= next.is_none();
+        next
+    }
+
+    /// Takes `byte`, after whitespace.
+    fn take(&mut self, byte: u8) -> Option<()> {
+        (self.peek()? == byte).then(|| self.pos += 1)
+    }
+
+    /// After an entry of an object or an array: `true` at a comma (another
+    /// entry follows), `false` at `close`.
+    fn more(&mut self, close: u8) -> Option<bool> {
+        match self.peek()? {
+            b',' => {
+                self.pos += 1;
+                Some(true)
+            }
+            b if b == close => {
+                self.pos += 1;
+                Some(false)
+            }
+            _ => None,
+        }
+    }
+
+    /// Takes `open`; `false` if `close` follows at once (the object or
+    /// array is empty).
+    fn open(&mut self, open: u8, close: u8) -> Option<bool> {
+        self.take(open)?;
+        if self.peek()? == close {
+            self.pos += 1;
+            return Some(false);
+        }
+        Some(true)
+    }
+
+    /// A string without escapes, borrowed.
+    fn string(&mut self) -> Option<&'a str> {
+        self.take(b'"')?;
+        let start = self.pos;
+        // The first quote, backslash or control character: only a quote
+        // ends a string this reader takes.
+        let end = next_to_escape(self.bytes, start);
+        if self.bytes.get(end) != Some(&b'"') {
+            self.ran_out |= end == self.bytes.len();
+            return None;
+        }
+        self.pos = end + 1;
+        // Both ends are ASCII quotes: character boundaries.
+        self.text.get(start..end)
+    }
+
+    /// A key and its colon.
+    fn key(&mut self) -> Option<&'a str> {
+        let key = self.string()?;
+        self.take(b':')?;
+        Some(key)
+    }
+
+    fn loose_string(&mut self) -> Option<Loose<'a>> {
+        Some(Loose::Str(Cow::Borrowed(self.string()?)))
+    }
+
+    /// `true` or `false`.
+    fn boolean(&mut self) -> Option<bool> {
+        let rest = &self.bytes[self.pos..];
+        let (value, len) = if rest.starts_with(b"true") {
+            (true, 4)
+        } else if rest.starts_with(b"false") {
+            (false, 5)
+        } else {
+            self.ran_out |= rest.len() < 5;
+            return None;
+        };
+        self.pos += len;
+        Some(value)
+    }
+
+    /// A non-negative integer as serde_json hands it over (`u64`); not
+    /// zero-padded, and short enough not to overflow.
+    fn unsigned(&mut self) -> Option<u64> {
+        let rest = &self.bytes[self.pos..];
+        let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+        self.ran_out |= digits == rest.len();
+        if digits == 0 || digits > 18 || (digits > 1 && rest[0] == b'0') {
+            return None;
+        }
+        // A fraction or an exponent is serde_json's to round.
+        if let Some(b'.' | b'e' | b'E') = rest.get(digits) {
+            return None;
+        }
+        self.pos += digits;
+        Some(rest[..digits].iter().fold(0, |n, d| n * 10 + u64::from(d - b'0')))
+    }
+
+    /// Fills `slot`, which must be empty: a key written twice is a
+    /// duplicate (D4), for the general path to report.
+    fn fill<T>(slot: &mut Option<T>, value: T) -> Option<()> {
+        match slot {
+            Some(_) => None,
+            None => {
+                *slot = Some(value);
+                Some(())
+            }
+        }
+    }
+
+    fn envelope(&mut self, streams_content: bool, env: &mut Envelope<'a>) -> Option<()> {
+        if !self.open(b'{', b'}')? {
+            return Some(());
+        }
+        loop {
+            match self.key()? {
+                "jsontp" => Self::fill(&mut env.jsontp, self.loose_string()?)?,
+                "type" => Self::fill(&mut env.type_, self.loose_string()?)?,
+                "resource" => Self::fill(&mut env.resource, self.loose_string()?)?,
+                "method" => Self::fill(&mut env.method, self.loose_string()?)?,
+                // Filled where they stand: they are a few hundred bytes.
+                "headers" if env.headers.is_none() => {
+                    self.headers(env.headers.insert(Ok(RawHeaders::default())).as_mut().ok()?)?;
+                }
+                "body" if env.body.is_none() => {
+                    self.body(
+                        streams_content,
+                        env.body.insert(Ok(RawBody::default())).as_mut().ok()?,
+                    )?;
+                }
+                "status" if env.status.is_none() => {
+                    self.status(env.status.insert(Ok(RawStatus::default())).as_mut().ok()?)?;
+                }
+                _ => return None,
+            }
+            if !self.more(b'}')? {
+                return Some(());
+            }
+        }
+    }
+
+    /// Listed names only (D8), each once: an unlisted name is compared
+    /// lower-cased, and is refused or dropped, both the general path's.
+    fn headers(&mut self, headers: &mut RawHeaders<'a>) -> Option<()> {
+        if !self.open(b'{', b'}')? {
+            return Some(());
+        }
+        let mut seen = 0u16;
+        loop {
+            let name = self.key()?;
+            let listed = listed_header(name)?;
+            let bit = 1u16 << listed;
+            if seen & bit != 0 {
+                return None;
+            }
+            seen |= bit;
+            let value = match self.peek()? {
+                b'"' => self.loose_string()?,
+                b'[' => Loose::Array(self.strings()?),
+                _ => Loose::Bool(self.boolean()?),
+            };
+            headers.entries.push((Cow::Borrowed(name), Some(listed), value));
+            if !self.more(b'}')? {
+                return Some(());
+            }
+        }
+    }
+
+    /// An array of strings.
+    fn strings(&mut self) -> Option<Vec<StrOr<'a>>> {
+        let mut items = Vec::new();
+        if !self.open(b'[', b']')? {
+            return Some(items);
+        }
+        loop {
+            items.push(Ok(Cow::Borrowed(self.string()?)));
+            if !self.more(b']')? {
+                return Some(items);
+            }
+        }
+    }
+
+    fn body(&mut self, streams_content: bool, body: &mut RawBody<'a>) -> Option<()> {
+        if self.open(b'{', b'}')? {
+            loop {
+                match self.key()? {
+                    "content" => Self::fill(&mut body.content, self.loose_string()?)?,
+                    "encoding" => Self::fill(&mut body.encoding, self.loose_string()?)?,
+                    _ => return None,
+                }
+                if !self.more(b'}')? {
+                    break;
+                }
+            }
+        }
+        if streams_content && let Some(content) = &body.content {
+            let identity = matches!(&body.encoding, Some(Loose::Str(name)) if name == "identity");
+            if *content != Loose::Str(Cow::Borrowed("")) || !identity {
+                return None;
+            }
+        }
+        Some(())
+    }
+
+    fn status(&mut self, status: &mut RawStatus<'a>) -> Option<()> {
+        if !self.open(b'{', b'}')? {
+            return Some(());
+        }
+        loop {
+            match self.key()? {
+                "code" => {
+                    self.skip_whitespace();
+                    let code = Loose::Number(Number::Unsigned(self.unsigned()?));
+                    Self::fill(&mut status.code, code)?;
+                }
+                "formal-message" => Self::fill(&mut status.formal_message, self.loose_string()?)?,
+                "human-message" => Self::fill(&mut status.human_message, self.loose_string()?)?,
+                _ => return None,
+            }
+            if !self.more(b'}')? {
+                return Some(());
+            }
+        }
+    }
+}
+
+/// Whether the reader agrees with the general path on `bytes`: whenever it
+/// reads a message, the lexer frames the same message there and the
+/// parsers fill the same envelope from it. The differential check of the
+/// tests and of the `parse_message` fuzz target.
+pub(crate) fn agrees_with_general(bytes: &[u8], limits: &MessageLimits) -> bool {
+    use super::framing::{Scan, Scanner};
+    use super::syntax::{self, Notes};
+    [false, true].into_iter().all(|streams_content| {
+        let mut quick = Envelope::default();
+        let Some(end) = read(bytes, limits, streams_content, &mut quick) else {
+            return true;
+        };
+        let Scan::Complete(frame) = Scanner::with_limit(limits.max_message_bytes).scan(bytes) else {
+            return false;
+        };
+        let Ok(text) = std::str::from_utf8(&bytes[frame.range()]) else {
+            return false;
+        };
+        let mut general = Envelope::default();
+        let mut notes = Notes::default();
+        let read = syntax::parse(text, frame.max_depth(), &mut general, &mut notes);
+        frame.end() == end
+            && frame.max_depth() <= DEPTH
+            && frame.lone_surrogate().is_none()
+            && read.is_ok()
+            && notes.into_first().is_none()
+            && general == quick
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    const GET: &str = r#"{"jsontp":"1.0","type":"request","resource":"/hello.txt","method":"GET","headers":{"accept-encoding":["gzip","identity"],"accept-language":"en-US","if-modified-since":"2021-06-01T00:00:00Z+0000"},"body":{"content":"","encoding":"identity"}}"#;
+
+    fn reads(text: &str) -> Option<usize> {
+        reads_with(text.as_bytes(), &MessageLimits::default(), false)
+    }
+
+    fn reads_with(bytes: &[u8], limits: &MessageLimits, streams_content: bool) -> Option<usize> {
+        read(bytes, limits, streams_content, &mut Envelope::default())
+    }
+
+    #[test]
+    fn reads_the_common_messages_and_frames_them() {
+        assert_eq!(reads(GET), Some(GET.len()));
+        // Whitespace anywhere JSON allows it; a pipelined message after.
+        let loose = GET.replace(':', " : ").replace(',', ",\n  ");
+        let spaced = format!(" \r\n\t{loose}\n{GET}");
+        assert_eq!(reads(&spaced), Some(4 + loose.len()));
+        let response = r#"{"jsontp":"1.0","type":"response","resource":"/a","status":{"code":200,"formal-message":"OK","human-message":"fine"},"headers":{"date":"2023-11-14T22:13:20Z+0000","language":"en-US","ignore-invalid-headers":true},"body":{"encoding":"identity","content":"héllo"}}"#;
+        assert_eq!(reads(response), Some(response.len()));
+        assert_eq!(reads("{}"), Some(2));
+        for text in [GET, &spaced, response, "{}"] {
+            assert!(
+                agrees_with_general(text.as_bytes(), &MessageLimits::default()),
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn reads_messages_longer_than_the_first_window() {
+        let limits = MessageLimits::default();
+        // Characters of one to four bytes, so that windows cut some in two.
+        for filler in ["a", "\u{e9}", "\u{20ac}", "\u{1f600}"] {
+            for len in [FIRST_WINDOW - 40, FIRST_WINDOW, 3 * FIRST_WINDOW + 1, 20_000] {
+                let content = filler.repeat(len / filler.len());
+                let text =
+                    format!(r#"{{"method":"PUT","body":{{"content":"{content}","encoding":"identity"}}}}"#);
+                assert_eq!(reads(&text), Some(text.len()), "{filler} {len}");
+                assert!(agrees_with_general(text.as_bytes(), &limits));
+                let cut = &text[..text.len() - 3];
+                assert_eq!(reads(cut), None);
+            }
+        }
+        // Not UTF-8 past the first window: the general path refuses it.
+        let mut bytes = format!(r#"{{"resource":"{}"#, "a".repeat(3 * FIRST_WINDOW)).into_bytes();
+        bytes.extend_from_slice(b"\xff\"}");
+        assert_eq!(reads_with(&bytes, &limits, false), None);
+    }
+
+    #[test]
+    fn leaves_everything_else_to_the_general_path() {
+        let limits = MessageLimits::default();
+        let left = [
+            // Part of a message.
+            &GET[..GET.len() - 1],
+            "",
+            "  ",
+            // Escapes, control characters, JSON5, other values and keys.
+            r#"{"resource":"/a\"b"}"#,
+            "{\"resource\":\"/a\tb\"}",
+            "{resource:\"/a\"}",
+            r#"{"resource":'/a'}"#,
+            r#"{"resource":"/a",}"#,
+            r#"{"resource":"/a"/**/}"#,
+            r#"{"resource":null}"#,
+            r#"{"x":"1"}"#,
+            r#"{"headers":{"x-custom":"1"}}"#,
+            r#"{"headers":{"accept":{"a":"1"}}}"#,
+            r#"{"headers":{"accept":["a",1]}}"#,
+            r#"{"headers":{"cookies":{"a":"1"}}}"#,
+            r#"{"body":{"content":"","encoding":"identity","meta":1}}"#,
+            r#"{"status":{"code":200.0}}"#,
+            r#"{"status":{"code":2e2}}"#,
+            r#"{"status":{"code":0200}}"#,
+            r#"{"status":{"code":-200}}"#,
+            r#"{"status":{"code":"200"}}"#,
+            // Duplicates (D4), named in any case for headers (D8).
+            r#"{"method":"GET","method":"GET"}"#,
+            r#"{"headers":{"accept":"*/*","Accept":"*/*"}}"#,
+            r#"{"body":{"encoding":"identity","encoding":"identity"}}"#,
+            // A BOM, bytes that are not UTF-8.
+            "\u{feff}{}",
+        ];
+        for text in left {
+            assert_eq!(reads(text), None, "{text:?}");
+        }
+        assert_eq!(reads_with(b"{\"resource\":\"\xff\"}", &limits, false), None);
+        // Past the size limit (413), or deeper than the depth limit allows.
+        let small = MessageLimits {
+            max_message_bytes: GET.len() - 1,
+            ..limits
+        };
+        assert!(reads_with(GET.as_bytes(), &small, false).is_none());
+        let small = MessageLimits {
+            max_depth: 2,
+            ..limits
+        };
+        assert!(reads_with(GET.as_bytes(), &small, false).is_none());
+    }
+
+    #[test]
+    fn d19_content_to_stream_is_left_to_the_lexer() {
+        let limits = MessageLimits::default();
+        let with = |content: &str, encoding: &str| {
+            format!(r#"{{"method":"PUT","body":{{"content":"{content}","encoding":"{encoding}"}}}}"#)
+        };
+        assert!(reads_with(with("", "identity").as_bytes(), &limits, true).is_some());
+        assert!(reads_with(with("a", "identity").as_bytes(), &limits, true).is_none());
+        assert!(reads_with(with("", "gzip").as_bytes(), &limits, true).is_none());
+        assert!(reads_with(with("a", "gzip").as_bytes(), &limits, false).is_some());
+        assert!(reads_with(br#"{"body":{"encoding":"br"}}"#, &limits, true).is_some());
+    }
+
+    #[test]
+    fn agrees_on_the_conformance_suites_messages() {
+        let cases = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/conformance/cases");
+        let Ok(files) = std::fs::read_dir(&cases) else {
+            // The suite sits beside the repository on the team's machines.
+            return;
+        };
+        let mut read_some = 0;
+        for file in files {
+            let text = std::fs::read_to_string(file.unwrap().path()).unwrap();
+            let cases: serde_json::Value = serde_json::from_str(&text).unwrap();
+            let mut sent = Vec::new();
+            collect_messages(&cases, &mut sent);
+            for message in sent.iter().filter(|s| s.trim_start().starts_with('{')) {
+                assert!(
+                    agrees_with_general(message.as_bytes(), &MessageLimits::default()),
+                    "{message}"
+                );
+                read_some += usize::from(reads(message).is_some());
+            }
+        }
+        assert!(read_some > 50, "only {read_some} messages read");
+    }
+
+    /// Every message a case sends: objects written out compactly and
+    /// pretty, and the raw strings.
+    fn collect_messages(value: &serde_json::Value, out: &mut Vec<String>) {
+        use serde_json::Value;
+        match value {
+            Value::String(s) => out.push(s.clone()),
+            Value::Array(items) => items.iter().for_each(|v| collect_messages(v, out)),
+            Value::Object(map) => {
+                for (key, v) in map {
+                    if key == "send" && v.is_object() {
+                        out.push(v.to_string());
+                        out.push(serde_json::to_string_pretty(v).unwrap());
+                    } else {
+                        collect_messages(v, out);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn agrees_on_any_text_made_of_message_pieces(
+            pieces in prop::collection::vec(
+                prop_oneof![
+                    prop::sample::select(vec![
+                        "{", "}", "[", "]", ",", ":", " ", "\n", "\"", "\\", "\\u0041", "\\ud83d",
+                        "true", "false", "null", "0", "200", "-1", "1.5", "2e2", "\u{e9}", "\t", "\u{1}",
+                        "\"jsontp\"", "\"type\"", "\"resource\"", "\"method\"", "\"headers\"", "\"body\"",
+                        "\"status\"", "\"content\"", "\"encoding\"", "\"code\"", "\"formal-message\"",
+                        "\"human-message\"", "\"accept\"", "\"Accept\"", "\"expect\"", "\"x-a\"",
+                        "\"ignore-invalid-headers\"", "\"1.0\"", "\"/a\"", "\"GET\"", "\"identity\"", "\"\"",
+                        "\"gzip\"",
+                    ]).prop_map(str::to_owned),
+                    "[ -~]{0,3}",
+                ],
+                0..60,
+            )
+        ) {
+            let text = pieces.concat();
+            prop_assert!(agrees_with_general(text.as_bytes(), &MessageLimits::default()), "{:?}", text);
+        }
+
+        #[test]
+        fn agrees_on_messages_shaped_like_requests(
+            fields in prop::collection::vec(
+                prop::sample::select(vec![
+                    r#""jsontp":"1.0""#, r#""type":"request""#, r#""resource":"/a?b=c""#,
+                    r#""method":"PUT""#, r#""headers":{}"#,
+                    r#""headers":{"accept":["text/plain","*/*;q=0.5"],"expect":"100-continue"}"#,
+                    r#""headers":{"Content-Type":"text/plain","ignore-invalid-headers":false}"#,
+                    r#""body":{"content":"aGk=","encoding":"gzip"}"#, r#""body":{}"#,
+                    r#""status":{"code":404,"human-message":"gone"}"#, r#""x":1"#,
+                ]),
+                0..8,
+            ),
+            space in prop::sample::select(vec!["", " ", "\n", "\r\n\t"]),
+        ) {
+            let text = format!("{space}{{{}}}{space}", fields.join(&format!(",{space}")));
+            prop_assert!(agrees_with_general(text.as_bytes(), &MessageLimits::default()), "{:?}", text);
+        }
+    }
+}
