@@ -604,7 +604,8 @@ impl<E: RoleEvent> Core<E> {
     /// [`message_read`](Self::message_read). `None`: frame it with
     /// [`frame`](Self::frame).
     pub(super) fn fresh_input(&self) -> Option<&[u8]> {
-        let fresh = self.reads_input()
+        let fresh = !self.input.is_empty()
+            && self.reads_input()
             && self.inbound.is_none()
             && self.held.is_none()
             && !self.discarding

@@ -99,6 +99,9 @@ pub(crate) fn parse_request_quick(
     limits: &MessageLimits,
     streams_content: bool,
 ) -> Option<(usize, Result<Request, Rejection>)> {
+    if !quick::begins(bytes) {
+        return None;
+    }
     let mut env = Envelope::default();
     let end = quick::read(bytes, limits, streams_content, &mut env)?;
     let parsed = validate_request(&env, context, limits)
@@ -166,6 +169,9 @@ pub(crate) fn parse_response_quick(
     limits: &MessageLimits,
     streams_content: bool,
 ) -> Option<(usize, Result<Parsed<Response>, Rejection>)> {
+    if !quick::begins(bytes) {
+        return None;
+    }
     let mut env = Envelope::default();
     let end = quick::read(bytes, limits, streams_content, &mut env)?;
     let parsed = validate_response(&env, validation, limits)

@@ -32,6 +32,15 @@ const DEPTH: usize = 3;
 /// message costs more than about twice its own length.
 const FIRST_WINDOW: usize = 1024;
 
+/// Whether a message begins in `bytes`, after any whitespace: a cheap
+/// test before an envelope is set up for [`read`].
+pub(crate) fn begins(bytes: &[u8]) -> bool {
+    bytes
+        .iter()
+        .find(|b| !matches!(b, b' ' | b'\t' | b'\r' | b'\n'))
+        .is_some_and(|&b| b == b'{')
+}
+
 /// Reads the message at the start of `bytes`, after any whitespace, into
 /// `env`, a fresh envelope: the offset one past its closing `}`, or `None`
 /// to leave it to the general path (which also refuses it if `bytes`
