@@ -575,6 +575,11 @@ impl<E: RoleEvent> Core<E> {
                     content: self.inbound.take().map(Inbound::outcome),
                 });
             }
+            if self.input.is_empty() && !self.scanner.in_message() && self.lifecycle != Lifecycle::PeerEnded {
+                // Between messages with nothing to scan: the roles ask at
+                // every turn.
+                return Scanned::Partial;
+            }
             match self.scanner.scan(self.input.live()) {
                 Scan::Content(run) if self.discarding => {
                     let start = self.input.start;
@@ -614,9 +619,15 @@ impl<E: RoleEvent> Core<E> {
     }
 
     /// The first `len` bytes of [`fresh_input`](Self::fresh_input) were
-    /// one whole message, read: the bookkeeping of a framed message.
+    /// one whole message, read: the bookkeeping of a framed message. The
+    /// whitespace after it goes too, as the scanner would drop it (D1).
     pub(super) fn message_read(&mut self, len: usize, now: Now) {
-        self.input.start += len;
+        let after = self.input.live().get(len..).unwrap_or_default();
+        let blank = after
+            .iter()
+            .take_while(|b| matches!(b, b' ' | b'\t' | b'\r' | b'\n'))
+            .count();
+        self.input.start += len + blank;
         self.scanner.message_read_elsewhere();
         self.message_started = None;
         self.idle_since = now.instant;
