@@ -226,8 +226,14 @@ struct Client {
     /// which the header must have arrived.
     header: Option<(ProxyHeaderReader, Instant)>,
 
-    /// The deadline this client has in the worker's timer set.
+    /// The deadline the client's machine asks for.
     timer: Option<Instant>,
+    /// Its entry in the worker's timer set, never later than `timer`: a
+    /// deadline that moves later (every request moves the idle deadline)
+    /// leaves the set alone, and the entry, when it comes, arms the new
+    /// one. Earlier entries it replaced stay in the set until their time,
+    /// and are passed over.
+    armed: Option<Instant>,
     /// The last round of the event loop in which it had a turn.
     round: u64,
 }
@@ -423,6 +429,7 @@ impl<H: Handler> Worker<H> {
             driver: Driver::new(peer, &self.options, mode),
             header,
             timer: None,
+            armed: None,
             round: self.round,
         };
         if slot == self.clients.len() {
@@ -514,15 +521,12 @@ impl<H: Handler> Worker<H> {
         let Some(Some(client)) = self.clients.get_mut(slot) else {
             return;
         };
-        if client.timer == at {
-            return;
-        }
-        if let Some(old) = client.timer.take() {
-            self.timers.remove(&(old, slot));
-        }
-        if let Some(at) = at {
+        client.timer = at;
+        if let Some(at) = at
+            && client.armed.is_none_or(|armed| at < armed)
+        {
             self.timers.insert((at, slot));
-            client.timer = Some(at);
+            client.armed = Some(at);
         }
     }
 
@@ -533,9 +537,24 @@ impl<H: Handler> Worker<H> {
                 break;
             }
             self.timers.pop_first();
-            if let Some(Some(client)) = self.clients.get_mut(slot) {
-                client.timer = None;
-                self.turn(slot);
+            let Some(Some(client)) = self.clients.get_mut(slot) else {
+                continue;
+            };
+            if client.armed != Some(at) {
+                // An entry an earlier deadline replaced.
+                continue;
+            }
+            client.armed = None;
+            match client.timer {
+                Some(later) if later > now => {
+                    self.timers.insert((later, slot));
+                    client.armed = Some(later);
+                }
+                Some(_) => {
+                    client.timer = None;
+                    self.turn(slot);
+                }
+                None => {}
             }
         }
     }
@@ -544,7 +563,7 @@ impl<H: Handler> Worker<H> {
         let Some(mut client) = self.clients.get_mut(slot).and_then(Option::take) else {
             return;
         };
-        if let Some(at) = client.timer {
+        if let Some(at) = client.armed {
             self.timers.remove(&(at, slot));
         }
         self.again.retain(|s| *s != slot);
