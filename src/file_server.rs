@@ -361,7 +361,7 @@ impl FileServer {
             negotiate::choose_encoding(headers.accept_encoding(), &Encoding::ALL, ContentKind::Text)
                 .map_err(refused)?;
         let loaded = match source {
-            Some(source) => Some(self.load(source)?),
+            Some(source) => Some(self.load(source, &media)?),
             None => None,
         };
         let kind = match &loaded {
@@ -557,7 +557,10 @@ impl FileServer {
         if let (Some(cache), Some(root)) = (&self.small_files, &self.root_fd) {
             let stamp = Stamp::of_path(root, &rel);
             if let Some((kept, stamp)) = stamp.and_then(|stamp| Some((cache.get(&rel, stamp)?, stamp))) {
-                return (by_name(), Some(Source::Cached(kept, Slot { rel, stamp })));
+                return (
+                    kept.media.clone(),
+                    Some(Source::Cached(kept, Slot { rel, stamp })),
+                );
             }
         }
         let Some((file, metadata)) = self.open_beneath(&rel) else {
@@ -677,8 +680,9 @@ impl FileServer {
     }
 
     /// Reads a file or lists a folder, unless the content passes the size
-    /// limit.
-    fn load(&self, source: Source) -> Result<Loaded, Refusal> {
+    /// limit. `media` is kept with a file the cache keeps: it comes from
+    /// the name, which mime_guess looks up at some cost.
+    fn load(&self, source: Source, media: &MediaType) -> Result<Loaded, Refusal> {
         let failed = |e: io::Error| {
             Box::new(Response::internal_error(format!(
                 "the server could not access the file: {e}"
@@ -720,7 +724,7 @@ impl FileServer {
         #[cfg(target_os = "linux")]
         let slot = match (&self.small_files, key, stamp) {
             (Some(cache), Some(rel), Some(stamp)) => {
-                cache.put(&rel, stamp, &content, modified);
+                cache.put(&rel, stamp, &content, modified, media);
                 Some(Slot { rel, stamp })
             }
             _ => None,

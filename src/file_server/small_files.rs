@@ -31,7 +31,7 @@ use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use crate::message::{Date, Encoding};
+use crate::message::{Date, Encoding, MediaType};
 
 /// One version of one regular file, as `stat` describes it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,11 +69,13 @@ impl Stamp {
     }
 }
 
-/// A cached file: its content and last modification (D17).
+/// A cached file: its content, last modification (D17) and media type
+/// (known from its name, which the entry's key is).
 #[derive(Debug, Clone)]
 pub(super) struct Cached {
     pub(super) content: Arc<[u8]>,
     pub(super) modified: Option<Date>,
+    pub(super) media: MediaType,
 }
 
 /// Where an entry is kept: the path beneath the root, and the version of
@@ -216,7 +218,14 @@ impl SmallFiles {
 
     /// Keeps `content`, read from the version `stamp` of `rel`, dropping
     /// other entries as needed to stay within the bound.
-    pub(super) fn put(&self, rel: &Path, stamp: Stamp, content: &[u8], modified: Option<Date>) {
+    pub(super) fn put(
+        &self,
+        rel: &Path,
+        stamp: Stamp,
+        content: &[u8],
+        modified: Option<Date>,
+        media: &MediaType,
+    ) {
         if content.len() > Self::MAX_FILE || content.len() > self.max_bytes {
             return;
         }
@@ -231,6 +240,7 @@ impl SmallFiles {
             cached: Cached {
                 content: Arc::from(content),
                 modified,
+                media: media.clone(),
             },
             encoded: Vec::new(),
         };
@@ -258,17 +268,21 @@ mod tests {
         }
     }
 
+    fn plain() -> MediaType {
+        "text/plain".parse().expect("a media type")
+    }
+
     #[test]
     fn an_entry_serves_only_its_own_version() {
         let cache = SmallFiles::new(1024);
-        cache.put(Path::new("a"), stamp(1), b"one", None);
+        cache.put(Path::new("a"), stamp(1), b"one", None, &plain());
         assert_eq!(
             &*cache.get(Path::new("a"), stamp(1)).expect("kept").content,
             b"one"
         );
         assert!(cache.get(Path::new("a"), stamp(2)).is_none(), "another inode");
         assert!(cache.get(Path::new("b"), stamp(1)).is_none(), "another path");
-        cache.put(Path::new("a"), stamp(2), b"two!", None);
+        cache.put(Path::new("a"), stamp(2), b"two!", None, &plain());
         assert_eq!(cache.bytes(), 4, "the old version's bytes are given back");
     }
 
@@ -276,10 +290,10 @@ mod tests {
     fn the_bound_holds() {
         let cache = SmallFiles::new(10);
         for (n, name) in ["a", "b", "c", "d", "e"].into_iter().enumerate() {
-            cache.put(Path::new(name), stamp(n as u64), b"1234", None);
+            cache.put(Path::new(name), stamp(n as u64), b"1234", None, &plain());
             assert!(cache.bytes() <= 10);
         }
-        cache.put(Path::new("big"), stamp(9), &[0; 11], None);
+        cache.put(Path::new("big"), stamp(9), &[0; 11], None, &plain());
         assert!(
             cache.get(Path::new("big"), stamp(9)).is_none(),
             "larger than the cache"
@@ -297,7 +311,7 @@ mod tests {
     #[test]
     fn encoded_forms_belong_to_their_version_and_count_against_the_bound() {
         let cache = SmallFiles::new(100);
-        cache.put(Path::new("a"), stamp(1), b"0123456789", None);
+        cache.put(Path::new("a"), stamp(1), b"0123456789", None, &plain());
         let text: Arc<str> = Arc::from("gzip text!");
         cache.put_encoded(&slot("a", 1), Encoding::Gzip, &text);
         assert_eq!(
@@ -317,11 +331,11 @@ mod tests {
         cache.put_encoded(&slot("a", 2), Encoding::Br, &text);
         assert_eq!(cache.bytes(), 20);
         // A new version drops the old one's forms.
-        cache.put(Path::new("a"), stamp(2), b"01234", None);
+        cache.put(Path::new("a"), stamp(2), b"01234", None, &plain());
         assert!(cache.encoded(&slot("a", 2), Encoding::Gzip).is_none());
         assert_eq!(cache.bytes(), 5);
         // Other entries make room for a form, within the bound.
-        cache.put(Path::new("b"), stamp(3), &[7; 60], None);
+        cache.put(Path::new("b"), stamp(3), &[7; 60], None, &plain());
         let long: Arc<str> = Arc::from("x".repeat(50));
         cache.put_encoded(&slot("a", 2), Encoding::Br, &long);
         assert!(cache.bytes() <= 100, "{}", cache.bytes());

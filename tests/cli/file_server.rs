@@ -977,6 +977,15 @@ fn cached_small_files_are_always_the_current_file() {
     let get = |path: &str| ask(&server, req(Method::Get, path));
     assert_eq!(text(&get("/hello.txt")), "Hello, world!");
     assert_eq!(text(&get("/hello.txt")), "Hello, world!", "from the cache");
+    // The media type, known from the name, is kept with the content.
+    fs::write(fixture.path("page.html"), "<p>hi</p>").expect("write");
+    for _ in ["read", "from the cache"] {
+        let media = get("/page.html")
+            .headers
+            .content_type()
+            .map(|m| m.essence().to_owned());
+        assert_eq!(media.as_deref(), Some("text/html"));
+    }
 
     // Rewritten in place, same size, the old modification time put back:
     // the change time still moves.
