@@ -99,13 +99,26 @@ pub(crate) fn parse_request_quick(
     limits: &MessageLimits,
     streams_content: bool,
 ) -> Option<(usize, Result<Request, Rejection>)> {
+    read_quick(bytes, limits, streams_content, |env| {
+        validate_request(env, context, limits)
+    })
+}
+
+/// The one-pass reader, then `validate` on what it read, the refusal
+/// echoing the envelope's resource as the general path's does.
+#[inline]
+fn read_quick<T>(
+    bytes: &[u8],
+    limits: &MessageLimits,
+    streams_content: bool,
+    validate: impl FnOnce(&Envelope<'_>) -> Result<T, Problem>,
+) -> Option<(usize, Result<T, Rejection>)> {
     if !quick::begins(bytes) {
         return None;
     }
     let mut env = Envelope::default();
     let end = quick::read(bytes, limits, streams_content, &mut env)?;
-    let parsed = validate_request(&env, context, limits)
-        .map_err(|(kind, message)| Rejection::of(kind, message, env.resource_echo()));
+    let parsed = validate(&env).map_err(|(kind, message)| Rejection::of(kind, message, env.resource_echo()));
     Some((end, parsed))
 }
 
@@ -169,14 +182,9 @@ pub(crate) fn parse_response_quick(
     limits: &MessageLimits,
     streams_content: bool,
 ) -> Option<(usize, Result<Parsed<Response>, Rejection>)> {
-    if !quick::begins(bytes) {
-        return None;
-    }
-    let mut env = Envelope::default();
-    let end = quick::read(bytes, limits, streams_content, &mut env)?;
-    let parsed = validate_response(&env, validation, limits)
-        .map_err(|(kind, message)| Rejection::of(kind, message, env.resource_echo()));
-    Some((end, parsed))
+    read_quick(bytes, limits, streams_content, |env| {
+        validate_response(env, validation, limits)
+    })
 }
 
 /// JSON's whitespace only: what may follow the one message of a buffer.
