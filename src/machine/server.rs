@@ -443,6 +443,9 @@ impl ServerConnection {
             match self.core.frame(now) {
                 Scanned::Partial => return,
                 Scanned::Message(framed) => {
+                    // D3: the scanner measured the depth; a deep message is
+                    // refused from that count before any recursive parser
+                    // runs.
                     let bytes = self.core.message(&framed);
                     let limits = &self.config.limits.message;
                     let parsed = parse_request_framed(bytes, &framed.frame, self.context(), limits);
