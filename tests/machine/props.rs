@@ -25,10 +25,16 @@ const FULL_OF_HANDSHAKE: &str = "{\"jsontp\":\"1.0\",\"type\":\"request\",\"reso
 const BAD_METHOD: &str = "{\"jsontp\":\"1.0\",\"type\":\"request\",\"resource\":\"/c\",\"method\":\"FETCH\",\"headers\":{},\"body\":{}}";
 const TOO_DEEP: &str = "{\"a\":[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}";
 const BROKEN_JSON: &str = "{\"jsontp\":1.0.0}";
+/// The shape the one-pass reader takes, with whitespace, an array-valued
+/// header and a boolean one; and one it leaves to the lexer (an escape).
+const TYPICAL: &str = "{ \"jsontp\": \"1.0\", \"type\": \"request\", \"resource\": \"/t?q=1\", \"method\": \"POST\",\r\n \"headers\": {\"accept-encoding\": [\"gzip\", \"identity\"], \"Accept-Language\": \"en-US\", \"ignore-invalid-headers\": true}, \"body\": {\"encoding\": \"identity\", \"content\": \"a=1\"} }\n";
+const ESCAPED: &str = "{\"jsontp\":\"1.0\",\"type\":\"request\",\"resource\":\"/\\u0065\",\"method\":\"GET\",\"headers\":{},\"body\":{}}";
 
 fn stream_part() -> impl Strategy<Value = String> {
     prop_oneof![
         4 => Just(GET_A.to_owned()),
+        2 => Just(TYPICAL.to_owned()),
+        1 => Just(ESCAPED.to_owned()),
         2 => Just(COMMENTED.to_owned()),
         1 => Just(format!("{FIRST_OF_HANDSHAKE}\n{FULL_OF_HANDSHAKE}")),
         1 => Just(BAD_METHOD.to_owned()),
