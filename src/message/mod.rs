@@ -11,7 +11,9 @@
 //!   `\n` (D1).
 //! - [`framing`] is the one lexer every parser runs behind: it finds where
 //!   each message ends on a stream (D1), how deep it nests (D3) and whether
-//!   it escapes a lone surrogate (D4).
+//!   it escapes a lone surrogate (D4). The common message, strict JSON
+//!   without escapes in the usual shape, is framed and read in one pass
+//!   instead (`quick.rs`), which gives up on anything else.
 //! - [`negotiate`] holds the helpers an application uses to answer
 //!   `accept-*` and conditional headers; [`codec`] the body encodings (D9).
 
