@@ -84,3 +84,13 @@ pub fn strict_shortcut_agrees(text: &str) -> bool {
 pub fn quick_reader_agrees(bytes: &[u8]) -> bool {
     quick::agrees_with_general(bytes, &MessageLimits::default())
 }
+
+/// Whether the one-pass reader reads a whole message at the start of
+/// `bytes` (with the default limits), rather than leave it to the lexer:
+/// for the tests that check it takes the common messages. Not part of the
+/// API.
+#[doc(hidden)]
+pub fn quick_reader_reads(bytes: &[u8]) -> bool {
+    let mut env = envelope::Envelope::default();
+    quick::read(bytes, &MessageLimits::default(), false, &mut env).is_some()
+}

@@ -484,51 +484,6 @@ mod tests {
         assert!(reads_with(br#"{"body":{"encoding":"br"}}"#, &limits, true).is_some());
     }
 
-    #[test]
-    fn agrees_on_the_conformance_suites_messages() {
-        let cases = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/conformance/cases");
-        let Ok(files) = std::fs::read_dir(&cases) else {
-            // The suite sits beside the repository on the team's machines.
-            return;
-        };
-        let mut read_some = 0;
-        for file in files {
-            let text = std::fs::read_to_string(file.unwrap().path()).unwrap();
-            let cases: serde_json::Value = serde_json::from_str(&text).unwrap();
-            let mut sent = Vec::new();
-            collect_messages(&cases, &mut sent);
-            for message in sent.iter().filter(|s| s.trim_start().starts_with('{')) {
-                assert!(
-                    agrees_with_general(message.as_bytes(), &MessageLimits::default()),
-                    "{message}"
-                );
-                read_some += usize::from(reads(message).is_some());
-            }
-        }
-        assert!(read_some > 50, "only {read_some} messages read");
-    }
-
-    /// Every message a case sends: objects written out compactly and
-    /// pretty, and the raw strings.
-    fn collect_messages(value: &serde_json::Value, out: &mut Vec<String>) {
-        use serde_json::Value;
-        match value {
-            Value::String(s) => out.push(s.clone()),
-            Value::Array(items) => items.iter().for_each(|v| collect_messages(v, out)),
-            Value::Object(map) => {
-                for (key, v) in map {
-                    if key == "send" && v.is_object() {
-                        out.push(v.to_string());
-                        out.push(serde_json::to_string_pretty(v).unwrap());
-                    } else {
-                        collect_messages(v, out);
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
-
     proptest! {
         #[test]
         fn agrees_on_any_text_made_of_message_pieces(

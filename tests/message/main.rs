@@ -11,6 +11,7 @@ mod framing;
 mod headers;
 mod negotiation;
 mod parse;
+mod quick;
 mod reject_snapshots;
 mod resources;
 mod roundtrip;
