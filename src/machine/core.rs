@@ -11,7 +11,7 @@ use super::event::RoleEvent;
 use super::table::{Exchange, ExchangeState, Input, Role, TransitionError};
 use super::{Limits, Now, PeerError, RequestId, UsageError};
 use crate::message::codec::DecodeError;
-use crate::message::framing::{self, ContentRun, Fault, Scan, Scanner};
+use crate::message::framing::{self, ContentRun, Fault, Scan, Scanner, leading_whitespace};
 use crate::message::{
     ContentDecoder, ContentEncoder, EncodeError, Encoding, MessageLimits, STREAMED_TAIL, ValueError,
     named_encoding,
@@ -623,11 +623,7 @@ impl<E: RoleEvent> Core<E> {
     /// whitespace after it goes too, as the scanner would drop it (D1).
     pub(super) fn message_read(&mut self, len: usize, now: Now) {
         let after = self.input.live().get(len..).unwrap_or_default();
-        let blank = after
-            .iter()
-            .take_while(|b| matches!(b, b' ' | b'\t' | b'\r' | b'\n'))
-            .count();
-        self.input.start += len + blank;
+        self.input.start += len + leading_whitespace(after);
         self.scanner.message_read_elsewhere();
         self.message_started = None;
         self.idle_since = now.instant;
@@ -797,12 +793,8 @@ impl<E: RoleEvent> Core<E> {
     /// Whether part of a message has been received (scanned or not): the
     /// input holds more than whitespace between messages.
     pub(super) fn holds_input(&self) -> bool {
-        self.scanner.in_message()
-            || self
-                .input
-                .live()
-                .iter()
-                .any(|b| !matches!(b, b' ' | b'\t' | b'\r' | b'\n'))
+        let live = self.input.live();
+        self.scanner.in_message() || leading_whitespace(live) < live.len()
     }
 
     /// When the message being received began, if one has.

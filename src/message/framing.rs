@@ -1072,6 +1072,15 @@ pub fn scan(buf: &[u8]) -> Scan {
     Scanner::new().scan(buf)
 }
 
+/// How many bytes at the front of `bytes` are the whitespace JSON allows
+/// between and around messages (space, tab, CR, LF; D1).
+pub(crate) fn leading_whitespace(bytes: &[u8]) -> usize {
+    bytes
+        .iter()
+        .take_while(|b| matches!(b, b' ' | b'\t' | b'\r' | b'\n'))
+        .count()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -92,5 +92,12 @@ pub fn quick_reader_agrees(bytes: &[u8]) -> bool {
 #[doc(hidden)]
 pub fn quick_reader_reads(bytes: &[u8]) -> bool {
     let mut env = envelope::Envelope::default();
-    quick::read(bytes, &MessageLimits::default(), false, &mut env).is_some()
+    quick::read(
+        bytes,
+        framing::leading_whitespace(bytes),
+        &MessageLimits::default(),
+        false,
+        &mut env,
+    )
+    .is_some()
 }

@@ -36,7 +36,7 @@ use std::borrow::Cow;
 
 use super::codec::{self, DecodeError};
 use super::envelope::{Envelope, RawBody, RawStatus};
-use super::framing::{Fault, Frame, Scan, Scanner};
+use super::framing::{Fault, Frame, Scan, Scanner, leading_whitespace};
 use super::header_values::{quoted, request_headers, response_headers};
 use super::leniency::{Forgiven, Validation};
 use super::quick;
@@ -113,11 +113,13 @@ fn read_quick<T>(
     streams_content: bool,
     validate: impl FnOnce(&Envelope<'_>) -> Result<T, Problem>,
 ) -> Option<(usize, Result<T, Rejection>)> {
-    if !quick::begins(bytes) {
+    // A message must begin here; only then is an envelope set up.
+    let start = leading_whitespace(bytes);
+    if bytes.get(start) != Some(&b'{') {
         return None;
     }
     let mut env = Envelope::default();
-    let end = quick::read(bytes, limits, streams_content, &mut env)?;
+    let end = quick::read(bytes, start, limits, streams_content, &mut env)?;
     let parsed = validate(&env).map_err(|(kind, message)| Rejection::of(kind, message, env.resource_echo()));
     Some((end, parsed))
 }
@@ -189,7 +191,7 @@ pub(crate) fn parse_response_quick(
 
 /// JSON's whitespace only: what may follow the one message of a buffer.
 fn only_whitespace(bytes: &[u8]) -> bool {
-    bytes.iter().all(|b| matches!(b, b' ' | b'\t' | b'\r' | b'\n'))
+    leading_whitespace(bytes) == bytes.len()
 }
 
 /// [`parse_response`] for a message the lexer has framed already; see
@@ -239,14 +241,11 @@ fn frame_whole(bytes: &[u8], limits: &MessageLimits) -> Result<Frame, Rejection>
         )
     };
     match Scanner::new().scan(bytes) {
-        Scan::Complete(frame) => match bytes[frame.end()..]
-            .iter()
-            .position(|b| !matches!(b, b' ' | b'\t' | b'\r' | b'\n'))
-        {
-            None => Ok(frame),
-            Some(offset) => Err(syntax(format!(
+        Scan::Complete(frame) => match leading_whitespace(&bytes[frame.end()..]) {
+            blank if frame.end() + blank == bytes.len() => Ok(frame),
+            blank => Err(syntax(format!(
                 "more follows the object's end, at byte {} (D1)",
-                frame.end() + offset
+                frame.end() + blank
             ))),
         },
         Scan::Partial if only_whitespace(bytes) => Err(syntax("the message is empty".to_owned())),

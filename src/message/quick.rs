@@ -20,6 +20,7 @@ use std::borrow::Cow;
 
 use super::MessageLimits;
 use super::envelope::{Envelope, RawBody, RawHeaders, RawStatus, listed_header};
+use super::framing::leading_whitespace;
 use super::json_text::next_to_escape;
 use super::syntax::{Loose, Number, StrOr};
 
@@ -32,17 +33,9 @@ const DEPTH: usize = 3;
 /// message costs more than about twice its own length.
 const FIRST_WINDOW: usize = 1024;
 
-/// Whether a message begins in `bytes`, after any whitespace: a cheap
-/// test before an envelope is set up for [`read`].
-pub(crate) fn begins(bytes: &[u8]) -> bool {
-    bytes
-        .iter()
-        .find(|b| !matches!(b, b' ' | b'\t' | b'\r' | b'\n'))
-        .is_some_and(|&b| b == b'{')
-}
-
-/// Reads the message at the start of `bytes`, after any whitespace, into
-/// `env`, a fresh envelope: the offset one past its closing `}`, or `None`
+/// Reads the message at `start` of `bytes` (after the whitespace before
+/// it) into `env`, a fresh envelope: the offset one past its closing `}`,
+/// or `None`
 /// to leave it to the general path (which also refuses it if `bytes`
 /// holds only part of it).
 ///
@@ -51,6 +44,7 @@ pub(crate) fn begins(bytes: &[u8]) -> bool {
 /// path; `"content": ""` in `identity` has none.
 pub(crate) fn read<'a>(
     bytes: &'a [u8],
+    start: usize,
     limits: &MessageLimits,
     streams_content: bool,
     env: &mut Envelope<'a>,
@@ -58,9 +52,6 @@ pub(crate) fn read<'a>(
     if limits.max_depth < DEPTH {
         return None;
     }
-    let start = bytes
-        .iter()
-        .position(|b| !matches!(b, b' ' | b'\t' | b'\r' | b'\n'))?;
     // Past the size limit the general path refuses the message (413): the
     // reader does not look further.
     let limit = start.saturating_add(limits.max_message_bytes).min(bytes.len());
@@ -344,7 +335,13 @@ pub(crate) fn agrees_with_general(bytes: &[u8], limits: &MessageLimits) -> bool 
     use super::syntax::{self, Notes};
     [false, true].into_iter().all(|streams_content| {
         let mut quick = Envelope::default();
-        let Some(end) = read(bytes, limits, streams_content, &mut quick) else {
+        let Some(end) = read(
+            bytes,
+            leading_whitespace(bytes),
+            limits,
+            streams_content,
+            &mut quick,
+        ) else {
             return true;
         };
         let Scan::Complete(frame) = Scanner::with_limit(limits.max_message_bytes).scan(bytes) else {
@@ -378,7 +375,13 @@ mod tests {
     }
 
     fn reads_with(bytes: &[u8], limits: &MessageLimits, streams_content: bool) -> Option<usize> {
-        read(bytes, limits, streams_content, &mut Envelope::default())
+        read(
+            bytes,
+            leading_whitespace(bytes),
+            limits,
+            streams_content,
+            &mut Envelope::default(),
+        )
     }
 
     #[test]
