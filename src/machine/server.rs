@@ -187,7 +187,9 @@ impl ServerConnection {
     ) -> Result<(), UsageError> {
         let encoding = response.body.encoding();
         let result = self.answer(id, response, Input::ResponseHead, now).map(|slot| {
-            slot.outbound = Some(Outbound::new(encoding));
+            if let Some(slot) = slot {
+                slot.outbound = Some(Outbound::new(encoding));
+            }
         });
         self.process_input(now);
         self.after_call(now);
@@ -305,7 +307,7 @@ impl ServerConnection {
     /// access log can match them with the exchanges it saw, and tell with
     /// [`output_written`](Self::output_written) whether each one left whole.
     /// Interim `100`s are not listed. Ends leave the list once taken.
-    pub fn response_ends(&self) -> impl ExactSizeIterator<Item = u64> + '_ {
+    pub fn response_ends(&self) -> impl DoubleEndedIterator<Item = u64> + ExactSizeIterator + '_ {
         self.untaken.iter().copied()
     }
 
@@ -687,26 +689,29 @@ impl ServerConnection {
     // -- answering ---------------------------------------------------------
 
     /// Gives exchange `id` its answer, whole (`FinalResponse`) or the head
-    /// of a streamed one (`ResponseHead`, D19).
+    /// of a streamed one (`ResponseHead`, D19): its slot keeps it until it
+    /// reaches the front, or `None` when a whole answer was at the front
+    /// and went straight into the output.
     fn answer(
         &mut self,
         id: RequestId,
         mut response: Response,
         input: Input,
         now: Now,
-    ) -> Result<&mut Slot, UsageError> {
+    ) -> Result<Option<&mut Slot>, UsageError> {
         if response.status.code.is_informational() {
             // D12: only the acknowledgement, through `accept_continue`.
             return Err(UsageError::InformationalResponse);
         }
         let closed = self.core.is_closed();
-        let Some(slot) = self.slots.iter_mut().find(|slot| slot.id == id) else {
+        let Some(at) = self.slots.iter().position(|slot| slot.id == id) else {
             return Err(if closed {
                 UsageError::Closed
             } else {
                 UsageError::UnknownRequest(id)
             });
         };
+        let slot = &mut self.slots[at];
         match slot.exchange.apply(Role::Server, input) {
             Ok(_) => {}
             Err(TransitionError::NotNow {
@@ -719,8 +724,17 @@ impl ServerConnection {
         // D7, D12: the echo is the request's own string, whatever the
         // application put there.
         response.resource.clone_from(&slot.resource);
+        if at == 0 && input == Input::FinalResponse && slot.interim.is_none() {
+            // Nothing is owed before it (D2): written now, where `flush`
+            // would write it next, without a stay in the slot.
+            let closes = slot.closes;
+            self.slots.pop_front();
+            self.write_final(&response, closes, now);
+            return Ok(None);
+        }
+        let slot = &mut self.slots[at];
         slot.response = Some(Box::new(response));
-        Ok(slot)
+        Ok(Some(slot))
     }
 
     fn accept(&mut self, id: RequestId, now: Now) -> Result<(), UsageError> {
@@ -798,13 +812,21 @@ impl ServerConnection {
             };
             let closes = front.closes;
             self.slots.pop_front();
-            let end = self.core.queue_output(now, |out| response.write_to(out));
-            self.untaken.push_back(end);
+            self.write_final(&response, closes, now);
             if closes {
-                // Nothing follows the error that closes (D1, D3, D10).
-                self.slots.clear();
                 return;
             }
+        }
+    }
+
+    /// Writes the whole final answer of the exchange just taken from the
+    /// front.
+    fn write_final(&mut self, response: &Response, closes: bool, now: Now) {
+        let end = self.core.queue_output(now, |out| response.write_to(out));
+        self.untaken.push_back(end);
+        if closes {
+            // Nothing follows the error that closes (D1, D3, D10).
+            self.slots.clear();
         }
     }
 

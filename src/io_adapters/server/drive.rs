@@ -671,13 +671,26 @@ impl Driver {
     /// Takes the ends of the responses the machine queued since last
     /// time, and gives them, in order, to the exchanges waiting for one.
     fn note_ends(&mut self) {
-        for end in self.conn.response_ends() {
-            if end > self.ends_seen {
-                self.ends.push_back(end);
-                self.ends_seen = end;
-            }
+        // Ends only grow, so the new ones are the newest few: with many
+        // responses queued, a walk over all of them at every turn would
+        // cost the depth of the pipeline each time.
+        let seen = self.ends_seen;
+        let new = self
+            .conn
+            .response_ends()
+            .rev()
+            .take_while(|&end| end > seen)
+            .count();
+        let old = self.conn.response_ends().len() - new;
+        for end in self.conn.response_ends().skip(old) {
+            self.ends.push_back(end);
+            self.ends_seen = end;
         }
-        for waiting in self.unlogged.iter_mut().filter(|u| u.end.is_none()) {
+        // Ends are matched front first, so the records still waiting for
+        // one are the newest few too.
+        let waiting = self.unlogged.iter().rev().take_while(|u| u.end.is_none()).count();
+        let matched = self.unlogged.len() - waiting;
+        for waiting in self.unlogged.range_mut(matched..) {
             match self.ends.pop_front() {
                 Some(end) => waiting.end = Some(end),
                 None => break,
