@@ -9,12 +9,9 @@ use super::Now;
 /// Fills `date` (from the caller's wall clock, D16) and `language` when the
 /// response leaves them out: both are always sent (D8, D12).
 pub(super) fn fill_defaults(response: &mut Response, now: Now, language: LanguageTag) {
-    if response.headers.date().is_none() {
-        response.headers = std::mem::take(&mut response.headers).with_date(now.wall);
-    }
-    if response.headers.language().is_none() {
-        response.headers = std::mem::take(&mut response.headers).with_language(language);
-    }
+    // Set in place: the builders would move the whole header set twice.
+    response.headers.date.get_or_insert(now.wall);
+    response.headers.language.get_or_insert(language);
 }
 
 /// The acknowledgement of D10: `100 Continue`, empty identity body, the

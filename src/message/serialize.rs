@@ -43,7 +43,7 @@ impl Request {
         out.extend_from_slice(b",\"type\":\"request\",\"resource\":");
         string(out, self.resource.as_str());
         out.extend_from_slice(b",\"method\":");
-        string(out, self.method.as_str());
+        quoted(out, self.method.as_str());
         out.extend_from_slice(b",\"headers\":");
         write_headers(out, &self.headers);
         out.extend_from_slice(b",\"body\":");
@@ -81,7 +81,7 @@ impl Response {
         out.extend_from_slice(b",\"type\":\"response\",\"status\":{\"code\":");
         decimal(out, u32::from(self.status.code.as_u16()));
         out.extend_from_slice(b",\"formal-message\":");
-        string(out, self.status.formal_message());
+        quoted(out, self.status.formal_message());
         out.extend_from_slice(b",\"human-message\":");
         string(out, &self.status.human_message);
         out.extend_from_slice(b"},\"resource\":");
@@ -102,6 +102,16 @@ fn string(out: &mut Vec<u8>, s: &str) {
     out.reserve(s.len() + 2);
     out.push(b'"');
     super::json_text::escape(s, out);
+    out.push(b'"');
+}
+
+/// A name of the protocol's own (a method, an encoding, a status's
+/// formal message): printable ASCII without `"` or `\`, so quoted as it is.
+fn quoted(out: &mut Vec<u8>, name: &'static str) {
+    debug_assert_eq!(super::json_text::next_to_escape(name.as_bytes(), 0), name.len());
+    out.reserve(name.len() + 2);
+    out.push(b'"');
+    out.extend_from_slice(name.as_bytes());
     out.push(b'"');
 }
 
@@ -313,7 +323,12 @@ fn write_body(out: &mut Vec<u8>, body: &Body) {
     match (body.written(), body.encoding()) {
         (Some(written), _) => string(out, written),
         // A Body holds only UTF-8 identity content (Body::new checks).
-        (None, Encoding::Identity) => string(out, &String::from_utf8_lossy(body.content())),
+        // A Body holds only UTF-8 identity content (Body::new checks); the
+        // lossy form is a guard that costs nothing when it is not needed.
+        (None, Encoding::Identity) => match std::str::from_utf8(body.content()) {
+            Ok(text) => string(out, text),
+            Err(_) => string(out, &String::from_utf8_lossy(body.content())),
+        },
         (None, other) => string(out, &codec::encode(body.content(), other)),
     }
     out.push(b'}');
@@ -328,7 +343,7 @@ fn write_body_head(out: &mut Vec<u8>, body: &Body) {
 /// `{"encoding":…,` and every other key, each followed by a comma.
 fn write_body_keys(out: &mut Vec<u8>, body: &Body) {
     out.extend_from_slice(b"{\"encoding\":");
-    string(out, body.encoding().as_str());
+    quoted(out, body.encoding().as_str());
     out.push(b',');
     for (key, value) in body.extra() {
         string(out, key);
