@@ -91,7 +91,7 @@ pub(crate) fn request_headers<'a>(raw: &'a RawHeaders<'_>) -> Result<RequestHead
 /// Refuses a `null` value, which no header may have (D8), in a request or
 /// a response alike.
 fn refuse_null(name: HeaderName, value: &Loose<'_>) -> Result<(), String> {
-    if *value == Loose::Null {
+    if matches!(value, Loose::Null) {
         return Err(format!("header \"{name}\" is null, which no header may be"));
     }
     Ok(())

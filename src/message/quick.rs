@@ -28,10 +28,17 @@ use super::syntax::{Loose, Number, StrOr};
 /// an array in it.
 const DEPTH: usize = 3;
 
-/// How much of the input is checked for UTF-8 at first: most messages
-/// end within it. A longer one is read again with twice as much, so no
-/// message costs more than about twice its own length.
+/// How much of the input is checked for UTF-8 at first, when no line
+/// break says where the message likely ends. A longer message is read
+/// again with twice as much, so no message costs more than about twice its
+/// own length.
 const FIRST_WINDOW: usize = 1024;
+
+/// The least first window: a pretty-printed message's first line is short.
+const LEAST_WINDOW: usize = 64;
+
+/// How far the first line break is looked for.
+const LINE_SEARCH: usize = 4096;
 
 /// Reads the message at `start` of `bytes` (after the whitespace before
 /// it) into `env`, a fresh envelope: the offset one past its closing `}`,
@@ -55,7 +62,18 @@ pub(crate) fn read<'a>(
     // Past the size limit the general path refuses the message (413): the
     // reader does not look further.
     let limit = start.saturating_add(limits.max_message_bytes).min(bytes.len());
-    let mut window = start.saturating_add(FIRST_WINDOW).min(limit);
+    let mut window = start.saturating_add(FIRST_WINDOW);
+    if window < limit {
+        // More is buffered than the first window: messages pipelined behind
+        // this one. Senders end a message with a line break (D1) and a JSON
+        // string holds none raw, so the first one most often ends the
+        // message: checking up to it spares the messages behind.
+        let search = &bytes[start..limit.min(start.saturating_add(LINE_SEARCH))];
+        if let Some(at) = memchr::memchr(b'\n', search) {
+            window = start + (at + 1).max(LEAST_WINDOW);
+        }
+    }
+    let mut window = window.min(limit);
     loop {
         // The text up to the window, or up to the first byte that is not
         // UTF-8 (`invalid`) or a character the window cuts in two.
@@ -421,6 +439,33 @@ mod tests {
         let mut bytes = format!(r#"{{"resource":"{}"#, "a".repeat(3 * FIRST_WINDOW)).into_bytes();
         bytes.extend_from_slice(b"\xff\"}");
         assert_eq!(reads_with(&bytes, &limits, false), None);
+    }
+
+    #[test]
+    fn reads_up_to_the_line_break_and_past_it_when_the_message_goes_on() {
+        let limits = MessageLimits::default();
+        // More buffered behind than the first window, not all of it UTF-8.
+        let mut behind = format!("{{\"resource\":\"{}", "b".repeat(2 * FIRST_WINDOW)).into_bytes();
+        behind.extend_from_slice(b"\xff\"}\n");
+        let compact = br#"{"method":"GET","resource":"/a"}"#.to_vec();
+        // Pretty-printed: line breaks inside, the first line shorter than
+        // the least window, the whole longer than several windows.
+        let pretty = format!(
+            "{{\n  \"method\": \"PUT\",\n  \"body\": {{\n    \"encoding\": \"identity\",\n    \"content\": \"{}\"\n  }}\n}}",
+            "a".repeat(8 * LEAST_WINDOW)
+        )
+        .into_bytes();
+        for message in [compact, pretty] {
+            for pipelined in [false, true] {
+                let mut bytes = message.clone();
+                bytes.push(b'\n');
+                if pipelined {
+                    bytes.extend_from_slice(&behind);
+                }
+                assert_eq!(reads_with(&bytes, &limits, false), Some(message.len()));
+                assert!(agrees_with_general(&bytes, &limits));
+            }
+        }
     }
 
     #[test]
