@@ -493,7 +493,7 @@ impl Driver {
         let _entered = span.enter();
         if self.closed {
             // Nothing more is served: only the log is told what was cut short.
-            self.log_sent(handler);
+            self.log_sent(handler, Instant::now());
             return;
         }
         // One reading of the clock per handler call: the machine's timers
@@ -591,7 +591,7 @@ impl Driver {
         }
         self.send_content();
         self.note_ends();
-        self.log_sent(handler);
+        self.log_sent(handler, at.instant);
     }
 
     /// Whether the streamed reply can give more content now (D19).
@@ -673,18 +673,17 @@ impl Driver {
     fn note_ends(&mut self) {
         // Ends only grow, so the new ones are the newest few: with many
         // responses queued, a walk over all of them at every turn would
-        // cost the depth of the pipeline each time.
+        // cost the depth of the pipeline each time. Most turns have none.
         let seen = self.ends_seen;
-        let new = self
-            .conn
-            .response_ends()
-            .rev()
-            .take_while(|&end| end > seen)
-            .count();
-        let old = self.conn.response_ends().len() - new;
-        for end in self.conn.response_ends().skip(old) {
-            self.ends.push_back(end);
-            self.ends_seen = end;
+        let ends = || self.conn.response_ends();
+        if ends().next_back().is_some_and(|last| last > seen) {
+            let new = ends().rev().take_while(|&end| end > seen).count();
+            let old = ends().len() - new;
+            self.ends.extend(ends().skip(old));
+            self.ends_seen = self.ends.back().copied().unwrap_or(seen);
+        }
+        if self.ends.is_empty() {
+            return;
         }
         // Ends are matched front first, so the records still waiting for
         // one are the newest few too.
@@ -710,7 +709,9 @@ impl Driver {
 
     /// Tells the access log about every response that has wholly left
     /// and, once the connection is closed, about those cut short.
-    fn log_sent<H: Handler + ?Sized>(&mut self, handler: &H) {
+    /// `now`: the drive step's latest reading of the clock, which ends
+    /// each record's duration.
+    fn log_sent<H: Handler + ?Sized>(&mut self, handler: &H, now: Instant) {
         let written = self.conn.output_written();
         while let Some(front) = self.unlogged.front() {
             let complete = front.end.is_some_and(|end| end <= written);
@@ -742,7 +743,7 @@ impl Driver {
                 resource: done.resource.as_str(),
                 status: done.status,
                 content_bytes: done.content_bytes,
-                elapsed: done.started.elapsed(),
+                elapsed: now.saturating_duration_since(done.started),
                 bytes_written,
                 complete,
             });
