@@ -721,17 +721,19 @@ impl ServerConnection {
             Err(_) => return Err(UsageError::OutOfTurn(id)),
         }
         responses::fill_defaults(&mut response, now, self.config.language);
-        // D7, D12: the echo is the request's own string, whatever the
-        // application put there.
-        response.resource.clone_from(&slot.resource);
         if at == 0 && input == Input::FinalResponse && slot.interim.is_none() {
             // Nothing is owed before it (D2): written now, where `flush`
-            // would write it next, without a stay in the slot.
+            // would write it next, without a stay in the slot, which gives
+            // up its copy of the resource string for the echo (D7, D12).
+            response.resource = std::mem::take(&mut slot.resource);
             let closes = slot.closes;
             self.slots.pop_front();
             self.write_final(&response, closes, now);
             return Ok(None);
         }
+        // D7, D12: the echo is the request's own string, whatever the
+        // application put there.
+        response.resource.clone_from(&slot.resource);
         let slot = &mut self.slots[at];
         slot.response = Some(Box::new(response));
         Ok(Some(slot))
