@@ -913,8 +913,14 @@ pub fn is_utf8_text(reader: &mut impl io::Read) -> io::Result<bool> {
 fn relative(path: &str) -> Option<PathBuf> {
     let trimmed = path.trim_start_matches('/');
     let rel = Path::new(trimmed);
-    if trimmed.contains('\\') || trimmed.contains('\0') {
+    if trimmed.bytes().any(|b| b == b'\\' || b == 0) {
         return None;
+    }
+    // The usual path: names between single slashes, none `.` or `..`.
+    // Those are exactly its components, found without parsing them.
+    let mut names = trimmed.as_bytes().split(|&b| b == b'/');
+    if names.clone().all(|name| !matches!(name, b"" | b"." | b"..")) {
+        return (names.next() != Some(SPOOL_FOLDER.as_bytes())).then(|| rel.to_path_buf());
     }
     if rel.components().next() == Some(Component::Normal(SPOOL_FOLDER.as_ref())) {
         return None;
@@ -1023,5 +1029,33 @@ mod tests {
         assert_eq!(relative("/"), Some(PathBuf::new()));
         assert_eq!(relative("/a\\b"), None);
         assert_eq!(relative("/a/../b"), None);
+        // The plain names of the quick path and what `components` makes of
+        // the rest agree.
+        for path in [
+            "/a",
+            "/a/b",
+            "//a//b/",
+            "/a/./b",
+            "/./a",
+            "/.",
+            "/..",
+            "/a/..",
+            "/a/.b",
+            "/..a/b..",
+            "/a\0b",
+            "/.jsontp-spool",
+            "/.jsontp-spool/x",
+            "//.jsontp-spool",
+            "/a/.jsontp-spool",
+            "/.jsontp-spool2",
+        ] {
+            let trimmed = path.trim_start_matches('/');
+            let rel = Path::new(trimmed);
+            let expected = (!trimmed.contains(['\\', '\0'])
+                && rel.components().next() != Some(Component::Normal(SPOOL_FOLDER.as_ref()))
+                && rel.components().all(|c| matches!(c, Component::Normal(_))))
+            .then(|| rel.to_path_buf());
+            assert_eq!(relative(path), expected, "{path}");
+        }
     }
 }

@@ -26,6 +26,7 @@
 //! are dropped in no particular order.
 
 use std::collections::HashMap;
+use std::ffi::OsString;
 use std::fs;
 use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
@@ -92,12 +93,14 @@ pub(super) struct SmallFiles {
     entries: Mutex<Entries>,
     max_bytes: usize,
     /// Whether each version of a large file is UTF-8 text.
-    texts: Mutex<HashMap<PathBuf, (Stamp, bool)>>,
+    texts: Mutex<HashMap<OsString, (Stamp, bool)>>,
 }
 
 #[derive(Debug, Default)]
 struct Entries {
-    map: HashMap<PathBuf, Entry>,
+    /// Keyed by the relative path's bytes: a `Path` hashes and compares
+    /// component by component, several times slower for every request.
+    map: HashMap<OsString, Entry>,
     /// Content and encoded forms kept, in all.
     bytes: usize,
 }
@@ -121,7 +124,7 @@ impl Entries {
     /// Drops entries other than `keep` until `more` bytes fit in `max`.
     fn make_room(&mut self, more: usize, max: usize, keep: &Path) {
         while self.bytes + more > max {
-            let Some(victim) = self.map.keys().find(|rel| *rel != keep).cloned() else {
+            let Some(victim) = self.map.keys().find(|rel| *rel != keep.as_os_str()).cloned() else {
                 break;
             };
             if let Some(old) = self.map.remove(&victim) {
@@ -151,7 +154,7 @@ impl SmallFiles {
     /// The content kept for `rel`, if it was kept for this very version.
     pub(super) fn get(&self, rel: &Path, stamp: Stamp) -> Option<Cached> {
         let entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
-        match entries.map.get(rel) {
+        match entries.map.get(rel.as_os_str()) {
             Some(entry) if entry.stamp == stamp => Some(entry.cached.clone()),
             _ => None,
         }
@@ -161,7 +164,7 @@ impl SmallFiles {
     /// very version.
     pub(super) fn is_text(&self, slot: &Slot) -> Option<bool> {
         let texts = self.texts.lock().unwrap_or_else(|p| p.into_inner());
-        match texts.get(&slot.rel) {
+        match texts.get(slot.rel.as_os_str()) {
             Some((stamp, text)) if *stamp == slot.stamp => Some(*text),
             _ => None,
         }
@@ -171,13 +174,13 @@ impl SmallFiles {
     /// [`MAX_TEXTS`](Self::MAX_TEXTS) files, others are forgotten.
     pub(super) fn put_is_text(&self, slot: &Slot, text: bool) {
         let mut texts = self.texts.lock().unwrap_or_else(|p| p.into_inner());
-        if texts.len() >= Self::MAX_TEXTS && !texts.contains_key(&slot.rel) {
+        if texts.len() >= Self::MAX_TEXTS && !texts.contains_key(slot.rel.as_os_str()) {
             let victim = texts.keys().next().cloned();
             if let Some(victim) = victim {
                 texts.remove(&victim);
             }
         }
-        texts.insert(slot.rel.clone(), (slot.stamp, text));
+        texts.insert(slot.rel.as_os_str().to_owned(), (slot.stamp, text));
     }
 
     /// The content at `slot` as written in `encoding`, if it was kept.
@@ -185,7 +188,7 @@ impl SmallFiles {
         let entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
         let entry = entries
             .map
-            .get(&slot.rel)
+            .get(slot.rel.as_os_str())
             .filter(|entry| entry.stamp == slot.stamp)?;
         entry
             .encoded
@@ -202,11 +205,11 @@ impl SmallFiles {
         }
         let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
         let fits = |entry: &Entry| entry.stamp == slot.stamp && entry.bytes() + text.len() <= self.max_bytes;
-        if !entries.map.get(&slot.rel).is_some_and(fits) {
+        if !entries.map.get(slot.rel.as_os_str()).is_some_and(fits) {
             return;
         }
         entries.make_room(text.len(), self.max_bytes, &slot.rel);
-        let Some(entry) = entries.map.get_mut(&slot.rel) else {
+        let Some(entry) = entries.map.get_mut(slot.rel.as_os_str()) else {
             return;
         };
         if entry.encoded.iter().any(|(kept, _)| *kept == encoding) {
@@ -230,7 +233,7 @@ impl SmallFiles {
             return;
         }
         let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(old) = entries.map.remove(rel) {
+        if let Some(old) = entries.map.remove(rel.as_os_str()) {
             entries.bytes -= old.bytes();
         }
         entries.make_room(content.len(), self.max_bytes, rel);
@@ -244,7 +247,7 @@ impl SmallFiles {
             },
             encoded: Vec::new(),
         };
-        entries.map.insert(rel.to_path_buf(), entry);
+        entries.map.insert(rel.as_os_str().to_owned(), entry);
     }
 
     /// Bytes of content kept.
