@@ -105,9 +105,10 @@ fn string(out: &mut Vec<u8>, s: &str) {
     out.push(b'"');
 }
 
-/// A name of the protocol's own (a method, an encoding, a status's
-/// formal message): printable ASCII without `"` or `\`, so quoted as it is.
-fn quoted(out: &mut Vec<u8>, name: &'static str) {
+/// Text that never needs escaping (a method, an encoding, a status's
+/// formal message, a language tag, a media type's essence: printable ASCII
+/// without `"` or `\` by construction), quoted as it is.
+fn quoted(out: &mut Vec<u8>, name: &str) {
     debug_assert_eq!(super::json_text::next_to_escape(name.as_bytes(), 0), name.len());
     out.reserve(name.len() + 2);
     out.push(b'"');
@@ -272,7 +273,7 @@ fn write_headers(out: &mut Vec<u8>, h: &Headers) {
             HeaderName::Expect => {
                 if h.expect_continue {
                     key(out, name);
-                    string(out, "100-continue");
+                    quoted(out, "100-continue");
                 }
             }
             HeaderName::IgnoreInvalidHeaders => {
@@ -290,7 +291,7 @@ fn write_headers(out: &mut Vec<u8>, h: &Headers) {
             HeaderName::Language => {
                 if let Some(v) = h.language {
                     key(out, name);
-                    string(out, v.as_str());
+                    quoted(out, v.as_str());
                 }
             }
             HeaderName::SetCookies => {
@@ -308,7 +309,7 @@ fn write_headers(out: &mut Vec<u8>, h: &Headers) {
 /// copied; one with them goes through its canonical `Display` form.
 fn media_type_string(out: &mut Vec<u8>, media: &MediaType) {
     if media.params().is_empty() {
-        string(out, media.essence());
+        quoted(out, media.essence());
     } else {
         display_string(out, media);
     }
