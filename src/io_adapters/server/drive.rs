@@ -605,6 +605,9 @@ impl Driver {
     /// it, up to a turn's worth; ends or aborts it when the reader does
     /// (D19).
     fn send_content(&mut self) {
+        if self.outgoing.is_none() {
+            return;
+        }
         let at = now();
         let mut budget = 4 * READ_PIECE;
         while let Some(out) = &mut self.outgoing {
