@@ -333,6 +333,9 @@ impl Driver {
         let _entered = span.enter();
         let mut write_blocked = false;
         let mut read_blocked = self.drained;
+        // Read once per call without blocking: the turn takes microseconds,
+        // and the machine's timers count seconds (see `after_io`).
+        let mut clock: Option<Now> = None;
         loop {
             if self.closed {
                 // What was not wholly written is logged as cut short first.
@@ -359,7 +362,11 @@ impl Driver {
                     }
                 };
             }
-            let at = now();
+            let at = match clock {
+                Some(at) => self.after_io(at),
+                None => now(),
+            };
+            clock = Some(at);
             // Input, a timer, or output taken (which lets held requests
             // through, D3) may each have produced events.
             if self.conn.has_event(at)
