@@ -40,6 +40,10 @@ const LEAST_WINDOW: usize = 64;
 /// How far the first line break is looked for.
 const LINE_SEARCH: usize = 4096;
 
+/// Above this much buffered the first line break is looked for: below it
+/// checking all of it costs less than the search.
+const LINE_AFTER: usize = 256;
+
 /// Reads the message at `start` of `bytes` (after the whitespace before
 /// it) into `env`, a fresh envelope: the offset one past its closing `}`,
 /// or `None`
@@ -63,11 +67,12 @@ pub(crate) fn read<'a>(
     // reader does not look further.
     let limit = start.saturating_add(limits.max_message_bytes).min(bytes.len());
     let mut window = start.saturating_add(FIRST_WINDOW);
-    if window < limit {
-        // More is buffered than the first window: messages pipelined behind
-        // this one. Senders end a message with a line break (D1) and a JSON
-        // string holds none raw, so the first one most often ends the
-        // message: checking up to it spares the messages behind.
+    if start.saturating_add(LINE_AFTER) < limit {
+        // More is buffered than most messages take: messages pipelined
+        // behind this one, perhaps. Senders end a message with a line break
+        // (D1) and a JSON string holds none raw, so the first one most
+        // often ends the message: checking up to it spares the messages
+        // behind.
         let search = &bytes[start..limit.min(start.saturating_add(LINE_SEARCH))];
         if let Some(at) = memchr::memchr(b'\n', search) {
             window = start + (at + 1).max(LEAST_WINDOW);
@@ -455,13 +460,13 @@ mod tests {
             "a".repeat(8 * LEAST_WINDOW)
         )
         .into_bytes();
+        // Less than the first window, more than the search threshold.
+        let short = format!("{{\"resource\":\"{}\"}}\n", "c".repeat(LINE_AFTER)).into_bytes();
         for message in [compact, pretty] {
-            for pipelined in [false, true] {
+            for pipelined in [&[][..], &short, &behind] {
                 let mut bytes = message.clone();
                 bytes.push(b'\n');
-                if pipelined {
-                    bytes.extend_from_slice(&behind);
-                }
+                bytes.extend_from_slice(pipelined);
                 assert_eq!(reads_with(&bytes, &limits, false), Some(message.len()));
                 assert!(agrees_with_general(&bytes, &limits));
             }
