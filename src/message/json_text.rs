@@ -9,8 +9,13 @@
 
 /// Appends `s`, escaped, to `out` (without the surrounding quotes).
 pub(crate) fn escape(s: &str, out: &mut Vec<u8>) {
+    escape_utf8(s.as_bytes(), out);
+}
+
+/// [`escape`] for bytes the caller knows to be UTF-8: every byte that is
+/// not escaped is copied as it is, so UTF-8 in is UTF-8 out.
+pub(crate) fn escape_utf8(bytes: &[u8], out: &mut Vec<u8>) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
-    let bytes = s.as_bytes();
     let mut from = 0;
     loop {
         let at = next_to_escape(bytes, from);

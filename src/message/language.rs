@@ -29,6 +29,12 @@ impl LanguageTag {
         std::str::from_utf8(&self.text).unwrap_or("en-US")
     }
 
+    /// [`as_str`](Self::as_str)'s bytes, without the check that they are
+    /// UTF-8 (they are ASCII).
+    pub(crate) fn as_bytes(&self) -> &[u8] {
+        &self.text
+    }
+
     /// The ISO 639-1 language code, lower-case, e.g. `en`.
     pub fn language(&self) -> &str {
         &self.as_str()[..2]

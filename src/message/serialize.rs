@@ -99,20 +99,26 @@ pub(crate) const STREAMED_TAIL: &[u8] = b"\"}}\n";
 
 /// A JSON string, escaped as serde_json escapes it.
 fn string(out: &mut Vec<u8>, s: &str) {
-    out.reserve(s.len() + 2);
+    utf8_string(out, s.as_bytes());
+}
+
+/// [`string`] of bytes known to be UTF-8.
+fn utf8_string(out: &mut Vec<u8>, text: &[u8]) {
+    out.reserve(text.len() + 2);
     out.push(b'"');
-    super::json_text::escape(s, out);
+    super::json_text::escape_utf8(text, out);
     out.push(b'"');
 }
 
 /// Text that never needs escaping (a method, an encoding, a status's
 /// formal message, a language tag, a media type's essence: printable ASCII
 /// without `"` or `\` by construction), quoted as it is.
-fn quoted(out: &mut Vec<u8>, name: &str) {
-    debug_assert_eq!(super::json_text::next_to_escape(name.as_bytes(), 0), name.len());
+fn quoted(out: &mut Vec<u8>, name: impl AsRef<[u8]>) {
+    let name = name.as_ref();
+    debug_assert_eq!(super::json_text::next_to_escape(name, 0), name.len());
     out.reserve(name.len() + 2);
     out.push(b'"');
-    out.extend_from_slice(name.as_bytes());
+    out.extend_from_slice(name);
     out.push(b'"');
 }
 
@@ -291,7 +297,7 @@ fn write_headers(out: &mut Vec<u8>, h: &Headers) {
             HeaderName::Language => {
                 if let Some(v) = h.language {
                     key(out, name);
-                    quoted(out, v.as_str());
+                    quoted(out, v.as_bytes());
                 }
             }
             HeaderName::SetCookies => {
@@ -324,12 +330,15 @@ fn write_body(out: &mut Vec<u8>, body: &Body) {
     match (body.written(), body.encoding()) {
         (Some(written), _) => string(out, written),
         // A Body holds only UTF-8 identity content (Body::new checks).
-        // A Body holds only UTF-8 identity content (Body::new checks); the
-        // lossy form is a guard that costs nothing when it is not needed.
-        (None, Encoding::Identity) => match std::str::from_utf8(body.content()) {
-            Ok(text) => string(out, text),
-            Err(_) => string(out, &String::from_utf8_lossy(body.content())),
-        },
+        // A Body holds only UTF-8 identity content: `Body::new` checks it,
+        // and the parser's bodies are decoded JSON strings.
+        (None, Encoding::Identity) => {
+            debug_assert!(
+                std::str::from_utf8(body.content()).is_ok(),
+                "identity content is UTF-8"
+            );
+            utf8_string(out, body.content());
+        }
         (None, other) => string(out, &codec::encode(body.content(), other)),
     }
     out.push(b'}');
