@@ -586,7 +586,7 @@ fn validate_request(
                 // D9: on other methods a missing `content` means "".
                 None => Vec::new(),
             };
-            Body::from_parts(bytes, encoding, raw_body.extra.clone())
+            Body::from_parts(bytes, encoding, &raw_body.extra)
         }
     };
     Ok(Request {
@@ -629,7 +629,7 @@ fn validate_response(
     }
     let encoding = self::encoding(encoding)?;
     let bytes = decode_content(content, encoding, limits)?;
-    let body = Body::from_parts(bytes, encoding, raw_body.extra.clone());
+    let body = Body::from_parts(bytes, encoding, &raw_body.extra);
     Ok(Parsed {
         message: Response {
             version,

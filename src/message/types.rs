@@ -1,7 +1,7 @@
 //! Requests, responses and bodies.
 
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use serde_json::{Map, Value};
 
@@ -46,7 +46,9 @@ impl Default for MessageLimits {
 pub struct Body {
     content: Vec<u8>,
     encoding: Encoding,
-    extra: Map<String, Value>,
+    /// The other keys (D9), boxed when there are any: nearly every body has
+    /// none, and an empty map still costs a walk to drop.
+    extra: Option<Box<Map<String, Value>>>,
     /// The content as written in `encoding`, when it was written before (a
     /// file server's cache): how fast the body is written, not what it is,
     /// so equality and `Debug` leave it out.
@@ -55,7 +57,7 @@ pub struct Body {
 
 impl PartialEq for Body {
     fn eq(&self, other: &Body) -> bool {
-        self.content == other.content && self.encoding == other.encoding && self.extra == other.extra
+        self.content == other.content && self.encoding == other.encoding && self.extra() == other.extra()
     }
 }
 
@@ -66,7 +68,7 @@ impl fmt::Debug for Body {
         f.debug_struct("Body")
             .field("content", &self.content)
             .field("encoding", &self.encoding)
-            .field("extra", &self.extra)
+            .field("extra", self.extra())
             .finish()
     }
 }
@@ -83,7 +85,7 @@ impl Body {
         Body {
             content: Vec::new(),
             encoding: Encoding::Identity,
-            extra: Map::new(),
+            extra: None,
             written: None,
         }
     }
@@ -93,7 +95,7 @@ impl Body {
         Body {
             content: text.into().into_bytes(),
             encoding: Encoding::Identity,
-            extra: Map::new(),
+            extra: None,
             written: None,
         }
     }
@@ -108,7 +110,7 @@ impl Body {
         Ok(Body {
             content,
             encoding,
-            extra: Map::new(),
+            extra: None,
             written: None,
         })
     }
@@ -122,7 +124,7 @@ impl Body {
         Body {
             content,
             encoding,
-            extra: Map::new(),
+            extra: None,
             written: Some(written),
         }
     }
@@ -152,7 +154,7 @@ impl Body {
         if value.is_null() {
             return Err(ValueError::new("is null, which a body key may not be"));
         }
-        self.extra.insert(key, value);
+        self.extra.get_or_insert_default().insert(key, value);
         Ok(self)
     }
 
@@ -178,15 +180,17 @@ impl Body {
 
     /// The other keys of `body` (e.g. `allowed-methods`).
     pub fn extra(&self) -> &Map<String, Value> {
-        &self.extra
+        static NONE: LazyLock<Map<String, Value>> = LazyLock::new(Map::new);
+        self.extra.as_deref().unwrap_or(&NONE)
     }
 
-    /// Built by the parser, which has already checked every part.
-    pub(crate) fn from_parts(content: Vec<u8>, encoding: Encoding, extra: Map<String, Value>) -> Body {
+    /// Built by the parser, which has already checked every part; `extra`
+    /// is copied only when it has keys.
+    pub(crate) fn from_parts(content: Vec<u8>, encoding: Encoding, extra: &Map<String, Value>) -> Body {
         Body {
             content,
             encoding,
-            extra,
+            extra: (!extra.is_empty()).then(|| Box::new(extra.clone())),
             written: None,
         }
     }

@@ -94,7 +94,7 @@ impl Answer {
         if body.content().is_empty() {
             return Vec::new();
         }
-        let emptied = crate::message::Body::from_parts(Vec::new(), body.encoding(), body.extra().clone());
+        let emptied = crate::message::Body::from_parts(Vec::new(), body.encoding(), body.extra());
         std::mem::replace(&mut self.response.body, emptied).into_content()
     }
 }

@@ -111,7 +111,7 @@ impl Outstanding {
                         // The pieces, put back into the body (D19).
                         let body = &response.body;
                         let content = std::mem::take(&mut slot.content);
-                        response.body = Body::from_parts(content, body.encoding(), body.extra().clone());
+                        response.body = Body::from_parts(content, body.encoding(), body.extra());
                     }
                     slot.result = Some(Ok(Answer {
                         response,

@@ -671,7 +671,7 @@ impl Driver {
         match spool.finish()? {
             Spooled::Memory(bytes) => {
                 let body = &request.body;
-                request.body = Body::from_parts(bytes, body.encoding(), body.extra().clone());
+                request.body = Body::from_parts(bytes, body.encoding(), body.extra());
                 Ok(None)
             }
             Spooled::File(upload) => Ok(Some(upload)),
