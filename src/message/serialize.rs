@@ -79,7 +79,7 @@ impl Response {
         out.extend_from_slice(b"{\"jsontp\":");
         version_string(out, self.version);
         out.extend_from_slice(b",\"type\":\"response\",\"status\":{\"code\":");
-        decimal(out, u32::from(self.status.code.as_u16()));
+        status_code(out, self.status.code.as_u16());
         out.extend_from_slice(b",\"formal-message\":");
         quoted(out, self.status.formal_message());
         out.extend_from_slice(b",\"human-message\":");
@@ -147,6 +147,18 @@ fn version_string(out: &mut Vec<u8>, version: Version) {
 }
 
 /// `n` in decimal digits.
+/// A status code: registered codes have three digits, written without
+/// the general loop.
+fn status_code(out: &mut Vec<u8>, code: u16) {
+    match u8::try_from(code / 100) {
+        Ok(hundreds @ 1..=9) => {
+            let rest = (code % 100) as u8;
+            out.extend_from_slice(&[b'0' + hundreds, b'0' + rest / 10, b'0' + rest % 10]);
+        }
+        _ => decimal(out, u32::from(code)),
+    }
+}
+
 fn decimal(out: &mut Vec<u8>, mut n: u32) {
     let mut digits = [0u8; 10];
     let mut at = digits.len();
@@ -395,6 +407,11 @@ mod tests {
             let mut out = Vec::new();
             decimal(&mut out, n);
             assert_eq!(out, n.to_string().into_bytes());
+        }
+        for code in [0, 7, 99, 100, 200, 404, 599, 999, 1000, 9999, 25_600, u16::MAX] {
+            let mut out = Vec::new();
+            status_code(&mut out, code);
+            assert_eq!(out, code.to_string().into_bytes());
         }
     }
 }
