@@ -281,8 +281,9 @@ impl<'de> FromMap<'de> for RawHeaders<'de> {
 pub(crate) struct RawBody<'a> {
     pub(crate) content: Option<Loose<'a>>,
     pub(crate) encoding: Option<Loose<'a>>,
-    /// The other keys (D9), except those whose value is `null`.
-    pub(crate) extra: Map<String, Value>,
+    /// The other keys (D9), except those whose value is `null`; boxed
+    /// when there are any (an empty map still costs a walk to drop).
+    pub(crate) extra: Option<Box<Map<String, Value>>>,
     /// The first other key whose value is `null` (D9: `400`).
     pub(crate) null_key: Option<String>,
 }
@@ -308,9 +309,13 @@ impl<'de> FromMap<'de> for RawBody<'de> {
                     let value = map.next_value_seed(ValueSeed { ctx: at })?;
                     if value.is_null() {
                         self.null_key.get_or_insert_with(|| key.clone().into_owned());
-                        null_keys.insert(key.clone()).is_err() || self.extra.contains_key(&*key)
+                        null_keys.insert(key.clone()).is_err()
+                            || self.extra.as_ref().is_some_and(|extra| extra.contains_key(&*key))
                     } else {
-                        self.extra.insert(key.clone().into_owned(), value).is_some()
+                        self.extra
+                            .get_or_insert_default()
+                            .insert(key.clone().into_owned(), value)
+                            .is_some()
                             || null_keys.contains(&key)
                     }
                 }
@@ -442,8 +447,9 @@ mod tests {
             panic!("a body")
         };
         assert_eq!(note, None);
-        assert_eq!(body.extra["meta"], serde_json::json!({"a": null}));
-        assert_eq!(body.extra["list"], serde_json::json!([null]));
+        let extra = body.extra.expect("other keys");
+        assert_eq!(extra["meta"], serde_json::json!({"a": null}));
+        assert_eq!(extra["list"], serde_json::json!([null]));
         assert_eq!(body.null_key.as_deref(), Some("gone"));
     }
 

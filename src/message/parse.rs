@@ -41,6 +41,7 @@ use super::header_values::{quoted, request_headers, response_headers};
 use super::leniency::{Forgiven, Validation};
 use super::quick;
 use super::syntax::{self, Kind, Loose, Note, Notes, Number};
+use super::types::no_keys;
 use super::{
     Body, Encoding, MessageLimits, Method, Rejection, RejectionKind, Request, Resource, Response, Status,
     StatusCode, Version,
@@ -586,7 +587,7 @@ fn validate_request(
                 // D9: on other methods a missing `content` means "".
                 None => Vec::new(),
             };
-            Body::from_parts(bytes, encoding, &raw_body.extra)
+            Body::from_parts(bytes, encoding, raw_body.extra.as_deref().unwrap_or(no_keys()))
         }
     };
     Ok(Request {
@@ -629,7 +630,7 @@ fn validate_response(
     }
     let encoding = self::encoding(encoding)?;
     let bytes = decode_content(content, encoding, limits)?;
-    let body = Body::from_parts(bytes, encoding, &raw_body.extra);
+    let body = Body::from_parts(bytes, encoding, raw_body.extra.as_deref().unwrap_or(no_keys()));
     Ok(Parsed {
         message: Response {
             version,

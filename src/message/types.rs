@@ -55,6 +55,12 @@ pub struct Body {
     written: Option<Arc<str>>,
 }
 
+/// The empty map of other body keys, for bodies that hold none.
+pub(crate) fn no_keys() -> &'static Map<String, Value> {
+    static NONE: LazyLock<Map<String, Value>> = LazyLock::new(Map::new);
+    &NONE
+}
+
 impl PartialEq for Body {
     fn eq(&self, other: &Body) -> bool {
         self.content == other.content && self.encoding == other.encoding && self.extra() == other.extra()
@@ -180,8 +186,7 @@ impl Body {
 
     /// The other keys of `body` (e.g. `allowed-methods`).
     pub fn extra(&self) -> &Map<String, Value> {
-        static NONE: LazyLock<Map<String, Value>> = LazyLock::new(Map::new);
-        self.extra.as_deref().unwrap_or(&NONE)
+        self.extra.as_deref().unwrap_or(no_keys())
     }
 
     /// Built by the parser, which has already checked every part; `extra`
