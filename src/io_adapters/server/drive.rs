@@ -688,9 +688,10 @@ impl Driver {
         let ends = || self.conn.response_ends();
         if ends().next_back().is_some_and(|last| last > seen) {
             let new = ends().rev().take_while(|&end| end > seen).count();
-            let old = ends().len() - new;
-            self.ends.extend(ends().skip(old));
-            self.ends_seen = self.ends.back().copied().unwrap_or(seen);
+            for end in ends().skip(ends().len() - new) {
+                self.ends.push_back(end);
+                self.ends_seen = end;
+            }
         }
         if self.ends.is_empty() {
             return;
