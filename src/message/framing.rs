@@ -46,6 +46,8 @@ use std::ops::Range;
 use memchr::{memchr, memchr2, memchr3};
 use smallvec::SmallVec;
 
+use super::words;
+
 /// What a scan of the buffered bytes found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scan {
@@ -1040,25 +1042,15 @@ fn hex_digit(byte: u8) -> Option<u16> {
 #[inline]
 fn find_string_end(quote: u8, bytes: &[u8]) -> Option<usize> {
     const SHORT: usize = 32;
-    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
-    const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
-    let quotes = ONES * u64::from(quote);
-    let backslashes = ONES * u64::from(b'\\');
-    // A word's bytes that are zero: the lowest flagged byte is always a
-    // true zero (a borrow can only flag bytes above one), which is all
-    // this needs.
-    let zeros = |word: u64| word.wrapping_sub(ONES) & !word & HIGHS;
-    let mut at = 0;
-    while let Some(chunk) = bytes[at..].first_chunk::<8>() {
-        let word = u64::from_le_bytes(*chunk);
-        let found = zeros(word ^ quotes) | zeros(word ^ backslashes);
-        if found != 0 {
-            return Some(at + (found.trailing_zeros() / 8) as usize);
-        }
-        at += 8;
-        if at >= SHORT {
-            return memchr2(quote, b'\\', &bytes[at..]).map(|offset| offset + at);
-        }
+    let short = &bytes[..bytes.len().min(SHORT)];
+    let (at, found) = words::first_flagged(short, 0, |word| {
+        words::equal(word, quote) | words::equal(word, b'\\')
+    });
+    if found != 0 {
+        return Some(at + words::lowest(found));
+    }
+    if at >= SHORT {
+        return memchr2(quote, b'\\', &bytes[at..]).map(|offset| offset + at);
     }
     bytes[at..]
         .iter()

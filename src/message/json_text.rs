@@ -7,6 +7,8 @@
 //! mostly plain, so the search for the next byte to escape reads eight
 //! bytes at a time, and plain runs are copied whole.
 
+use super::words;
+
 /// Appends `s`, escaped, to `out` (without the surrounding quotes).
 pub(crate) fn escape(s: &str, out: &mut Vec<u8>) {
     escape_utf8(s.as_bytes(), out);
@@ -51,25 +53,11 @@ fn must_escape(b: u8) -> bool {
 
 /// Where the first byte to escape at or after `from` stands, or the end.
 pub(crate) fn next_to_escape(bytes: &[u8], from: usize) -> usize {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGHS: u64 = 0x8080_8080_8080_8080;
-    // The high bit of each byte of `word` that is zero. Borrows run only
-    // upwards, so the lowest flagged byte is always a real one (higher
-    // ones may be false): the first in memory, read little-endian.
-    let zeros = |word: u64| word.wrapping_sub(ONES) & !word & HIGHS;
-    let mut at = from;
-    while let Some(chunk) = bytes.get(at..at + 8) {
-        let mut word = [0u8; 8];
-        word.copy_from_slice(chunk);
-        let word = u64::from_le_bytes(word);
-        // Below 0x20: subtracting 0x20 borrows out of the byte.
-        let control = word.wrapping_sub(0x20 * ONES) & !word & HIGHS;
-        let found =
-            control | zeros(word ^ (u64::from(b'"') * ONES)) | zeros(word ^ (u64::from(b'\\') * ONES));
-        if found != 0 {
-            return at + (found.trailing_zeros() / 8) as usize;
-        }
-        at += 8;
+    let (mut at, found) = words::first_flagged(bytes, from, |word| {
+        words::below(word, 0x20) | words::equal(word, b'"') | words::equal(word, b'\\')
+    });
+    if found != 0 {
+        return at + words::lowest(found);
     }
     while at < bytes.len() && !must_escape(bytes[at]) {
         at += 1;

@@ -45,6 +45,7 @@ mod strict;
 mod syntax;
 mod types;
 mod version;
+mod words;
 
 pub use codec::Encoding;
 pub use content_stream::{ContentDecoder, ContentEncoder, EncodeError};

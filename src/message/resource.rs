@@ -5,7 +5,7 @@ use core::net::{Ipv4Addr, Ipv6Addr};
 use std::fmt;
 use std::str::FromStr;
 
-use super::ValueError;
+use super::{ValueError, words};
 
 /// A parsed `resource`.
 ///
@@ -198,30 +198,16 @@ fn refuse(reason: &'static str) -> ValueError {
 /// DEL, and C1, which UTF-8 writes `C2 80`-`C2 9F`), in one pass over the
 /// bytes.
 fn has_control_or_space(s: &str) -> bool {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGHS: u64 = 0x8080_8080_8080_8080;
     let bytes = s.as_bytes();
-    let exact = |from: usize| {
-        bytes[from..].iter().enumerate().any(|(i, &b)| {
-            b <= b' ' || b == 0x7f || (b == 0xC2 && bytes.get(from + i + 1).is_some_and(|&next| next < 0xA0))
-        })
-    };
     // Eight bytes at a time while none can be one: a byte at or below
     // `' '`, DEL or `C2` (which may begin a C1 control) flags the word, and
-    // the exact test runs from there (a flag may be false, never missed).
-    let zeros = |word: u64| word.wrapping_sub(ONES) & !word & HIGHS;
-    let mut at = 0;
-    while let Some(chunk) = bytes.get(at..at + 8) {
-        let mut word = [0u8; 8];
-        word.copy_from_slice(chunk);
-        let word = u64::from_le_bytes(word);
-        let low = word.wrapping_sub(0x21 * ONES) & !word & HIGHS;
-        if low | zeros(word ^ (0x7f * ONES)) | zeros(word ^ (0xC2 * ONES)) != 0 {
-            return exact(at);
-        }
-        at += 8;
-    }
-    exact(at)
+    // the exact test runs from there.
+    let (from, _) = words::first_flagged(bytes, 0, |word| {
+        words::below(word, 0x21) | words::equal(word, 0x7f) | words::equal(word, 0xC2)
+    });
+    bytes[from..].iter().enumerate().any(|(i, &b)| {
+        b <= b' ' || b == 0x7f || (b == 0xC2 && bytes.get(from + i + 1).is_some_and(|&next| next < 0xA0))
+    })
 }
 
 /// The index of the first `byte` in `s`. A resource is short: a plain loop
