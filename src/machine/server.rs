@@ -814,10 +814,8 @@ impl ServerConnection {
             };
             let closes = front.closes;
             self.slots.pop_front();
+            // One that closes empties the queue, which ends the loop.
             self.write_final(&response, closes, now);
-            if closes {
-                return;
-            }
         }
     }
 

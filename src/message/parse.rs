@@ -41,7 +41,6 @@ use super::header_values::{quoted, request_headers, response_headers};
 use super::leniency::{Forgiven, Validation};
 use super::quick;
 use super::syntax::{self, Kind, Loose, Note, Notes, Number};
-use super::types::no_keys;
 use super::{
     Body, Encoding, MessageLimits, Method, Rejection, RejectionKind, Request, Resource, Response, Status,
     StatusCode, Version,
@@ -587,7 +586,7 @@ fn validate_request(
                 // D9: on other methods a missing `content` means "".
                 None => Vec::new(),
             };
-            Body::from_parts(bytes, encoding, raw_body.extra.as_deref().unwrap_or(no_keys()))
+            Body::from_parts(bytes, encoding, raw_body.extra.as_deref())
         }
     };
     Ok(Request {
@@ -630,7 +629,7 @@ fn validate_response(
     }
     let encoding = self::encoding(encoding)?;
     let bytes = decode_content(content, encoding, limits)?;
-    let body = Body::from_parts(bytes, encoding, raw_body.extra.as_deref().unwrap_or(no_keys()));
+    let body = Body::from_parts(bytes, encoding, raw_body.extra.as_deref());
     Ok(Parsed {
         message: Response {
             version,

@@ -146,7 +146,6 @@ fn version_string(out: &mut Vec<u8>, version: Version) {
     out.push(b'"');
 }
 
-/// `n` in decimal digits.
 /// A status code: registered codes have three digits, written without
 /// the general loop.
 fn status_code(out: &mut Vec<u8>, code: u16) {
@@ -159,6 +158,7 @@ fn status_code(out: &mut Vec<u8>, code: u16) {
     }
 }
 
+/// `n` in decimal digits.
 fn decimal(out: &mut Vec<u8>, mut n: u32) {
     let mut digits = [0u8; 10];
     let mut at = digits.len();
@@ -341,7 +341,6 @@ fn write_body(out: &mut Vec<u8>, body: &Body) {
     out.extend_from_slice(b"\"content\":");
     match (body.written(), body.encoding()) {
         (Some(written), _) => string(out, written),
-        // A Body holds only UTF-8 identity content (Body::new checks).
         // A Body holds only UTF-8 identity content: `Body::new` checks it,
         // and the parser's bodies are decoded JSON strings.
         (None, Encoding::Identity) => {

@@ -189,13 +189,25 @@ impl Body {
         self.extra.as_deref().unwrap_or(no_keys())
     }
 
-    /// Built by the parser, which has already checked every part; `extra`
-    /// is copied only when it has keys.
-    pub(crate) fn from_parts(content: Vec<u8>, encoding: Encoding, extra: &Map<String, Value>) -> Body {
+    /// Puts `content` in place of the content, in the same encoding and
+    /// with the same other keys (content that streamed in, D19, or taken
+    /// out); the content it held comes back. The caller vouches for it as
+    /// the parser does: UTF-8 when the encoding is identity.
+    pub(crate) fn replace_content(&mut self, content: Vec<u8>) -> Vec<u8> {
+        self.written = None;
+        std::mem::replace(&mut self.content, content)
+    }
+
+    /// Built by the parser, which has already checked every part.
+    pub(crate) fn from_parts(
+        content: Vec<u8>,
+        encoding: Encoding,
+        extra: Option<&Map<String, Value>>,
+    ) -> Body {
         Body {
             content,
             encoding,
-            extra: (!extra.is_empty()).then(|| Box::new(extra.clone())),
+            extra: extra.map(|extra| Box::new(extra.clone())),
             written: None,
         }
     }

@@ -90,12 +90,7 @@ impl Answer {
     /// not follow, such as a key with escapes), for a download to write to
     /// its sink as well: a download's answer always has an empty body.
     pub(crate) fn take_whole_content(&mut self) -> Vec<u8> {
-        let body = &self.response.body;
-        if body.content().is_empty() {
-            return Vec::new();
-        }
-        let emptied = crate::message::Body::from_parts(Vec::new(), body.encoding(), body.extra());
-        std::mem::replace(&mut self.response.body, emptied).into_content()
+        self.response.body.replace_content(Vec::new())
     }
 }
 

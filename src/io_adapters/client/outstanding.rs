@@ -7,7 +7,6 @@ use std::time::{Duration, Instant};
 
 use super::{Answer, ClientError, ClientOptions, Timeout};
 use crate::machine::{ClientEvent, PeerError, RequestId};
-use crate::message::Body;
 
 /// The exchanges a call waits for, and their outcomes as the machine's
 /// events arrive. Pure bookkeeping, no protocol logic.
@@ -109,9 +108,7 @@ impl Outstanding {
                     let mut response = response;
                     if !slot.content.is_empty() {
                         // The pieces, put back into the body (D19).
-                        let body = &response.body;
-                        let content = std::mem::take(&mut slot.content);
-                        response.body = Body::from_parts(content, body.encoding(), body.extra());
+                        response.body.replace_content(std::mem::take(&mut slot.content));
                     }
                     slot.result = Some(Ok(Answer {
                         response,

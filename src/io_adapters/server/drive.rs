@@ -13,7 +13,7 @@ use crate::io_adapters::linger::{Linger, Lingering};
 use crate::io_adapters::now;
 use crate::io_adapters::transport::{IoMode, Transport, would_block};
 use crate::machine::{Now, PeerError, RequestId, ServerConnection, ServerEvent, UsageError};
-use crate::message::{Body, Method, Request, Resource, Response, Status, StatusCode};
+use crate::message::{Method, Request, Resource, Response, Status, StatusCode};
 
 /// Longest one blocking read or write may take: how soon a blocking
 /// connection notices a shutdown when its timers are far off.
@@ -670,8 +670,7 @@ impl Driver {
         };
         match spool.finish()? {
             Spooled::Memory(bytes) => {
-                let body = &request.body;
-                request.body = Body::from_parts(bytes, body.encoding(), body.extra());
+                request.body.replace_content(bytes);
                 Ok(None)
             }
             Spooled::File(upload) => Ok(Some(upload)),
