@@ -38,6 +38,10 @@ pub struct ServerConnection {
     /// The exchange whose request's content is streaming in (D19), once
     /// its first piece went out.
     receiving: Option<RequestId>,
+    /// Nothing has changed since the input was last processed and the
+    /// answers written ([`settle`](Self::settle)): asking for an event
+    /// again need not run the input loop.
+    settled: bool,
 }
 
 /// One exchange in response order.
@@ -92,6 +96,7 @@ impl ServerConnection {
             slots: VecDeque::new(),
             untaken: VecDeque::new(),
             receiving: None,
+            settled: false,
         }
     }
 
@@ -110,8 +115,7 @@ impl ServerConnection {
     /// the connection are ignored.
     pub fn receive_data(&mut self, data: &[u8], now: Now) {
         if self.core.receive(data, now) {
-            self.process_input(now);
-            self.after_call(now);
+            self.settle(now);
         }
     }
 
@@ -120,17 +124,17 @@ impl ServerConnection {
     /// then the connection closes.
     pub fn receive_eof(&mut self, now: Now) {
         self.core.receive_eof();
-        self.process_input(now);
-        self.after_call(now);
+        self.settle(now);
     }
 
     /// The next event, if any; reads the next buffered message when every
     /// event before it has been taken.
     pub fn next_event(&mut self, now: Now) -> Option<ServerEvent> {
-        if !self.core.has_events() {
-            self.process_input(now);
-            self.after_call(now);
+        if !self.has_event(now) {
+            return None;
         }
+        // Taking an event may let the next buffered message be read.
+        self.settled = false;
         self.core.pop_event()
     }
 
@@ -138,10 +142,15 @@ impl ServerConnection {
     /// reading the next buffered message first as it would. The drive step
     /// asks this rather than holding the event itself.
     pub(crate) fn has_event(&mut self, now: Now) -> bool {
-        if !self.core.has_events() {
-            self.process_input(now);
-            self.after_call(now);
+        if self.core.has_events() {
+            return true;
         }
+        if self.settled {
+            #[cfg(debug_assertions)]
+            self.check_settled(now);
+            return false;
+        }
+        self.settle(now);
         self.core.has_events()
     }
 
@@ -156,8 +165,7 @@ impl ServerConnection {
     /// response should be a `4xx`/`5xx` and the connection stays open (D10).
     pub fn send_response(&mut self, id: RequestId, response: Response, now: Now) -> Result<(), UsageError> {
         let result = self.answer(id, response, Input::FinalResponse, now).map(|_| ());
-        self.process_input(now);
-        self.after_call(now);
+        self.settle(now);
         result
     }
 
@@ -166,8 +174,7 @@ impl ServerConnection {
     /// (D2, D10).
     pub fn accept_continue(&mut self, id: RequestId, now: Now) -> Result<(), UsageError> {
         let result = self.accept(id, now);
-        self.process_input(now);
-        self.after_call(now);
+        self.settle(now);
         result
     }
 
@@ -191,8 +198,7 @@ impl ServerConnection {
                 slot.outbound = Some(Outbound::new(encoding));
             }
         });
-        self.process_input(now);
-        self.after_call(now);
+        self.settle(now);
         result
     }
 
@@ -224,6 +230,7 @@ impl ServerConnection {
             return Err(UsageError::NotStreaming(id));
         };
         let result = self.core.queue_content(id, outbound, data, now);
+        self.settled = false;
         if result == Err(UsageError::NotText(id)) {
             self.abort_content(id, now);
         }
@@ -240,8 +247,7 @@ impl ServerConnection {
             Some(outbound) if !outbound.ended => outbound.ended = true,
             _ => return Err(UsageError::NotStreaming(id)),
         }
-        self.process_input(now);
-        self.after_call(now);
+        self.settle(now);
         Ok(())
     }
 
@@ -260,6 +266,7 @@ impl ServerConnection {
         self.slots.clear();
         self.core.close();
         self.after_call(now);
+        self.settled = false;
     }
 
     /// The error for an exchange with no slot.
@@ -291,8 +298,7 @@ impl ServerConnection {
         if self.is_quiet() {
             self.core.set_idle_since(now);
         }
-        self.process_input(now);
-        self.after_call(now);
+        self.settle(now);
     }
 
     /// Bytes of output the peer has taken since the connection opened (the
@@ -358,8 +364,7 @@ impl ServerConnection {
             // D3: close without a response.
             self.core.close();
         }
-        self.process_input(now);
-        self.after_call(now);
+        self.settle(now);
     }
 
     /// Whether the connection is finished: write out
@@ -757,6 +762,38 @@ impl ServerConnection {
             self.config.language,
         )));
         Ok(())
+    }
+
+    /// Runs the input loop and the bookkeeping after it: every public call
+    /// that changes the connection ends here, so what it made possible
+    /// (a message read, an answer written, memory given back) happens
+    /// before it returns.
+    fn settle(&mut self, now: Now) {
+        self.process_input(now);
+        self.after_call(now);
+        self.settled = true;
+    }
+
+    /// Test builds check the claim `settled` makes: running the input loop
+    /// again changes nothing a caller can see. A call that changed the
+    /// connection without settling it would fail here rather than leave a
+    /// message unread (a connection that hangs).
+    #[cfg(debug_assertions)]
+    fn check_settled(&mut self, now: Now) {
+        let seen = |conn: &ServerConnection| {
+            (
+                conn.core.has_events(),
+                conn.core.pending_output().len(),
+                conn.core.queued(),
+                conn.slots.len(),
+                conn.wants_read(),
+                conn.core.is_closed(),
+                conn.poll_timeout(),
+            )
+        };
+        let before = seen(self);
+        self.settle(now);
+        debug_assert_eq!(before, seen(self), "a change to the connection was not settled");
     }
 
     // -- writing -----------------------------------------------------------
