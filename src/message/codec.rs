@@ -208,7 +208,7 @@ pub(super) fn brotli_writer(sink: Vec<u8>, len: Option<usize>) -> brotli::Compre
 }
 /// Size of the scratch buffer decompressors write into before the output
 /// takes the bytes.
-const CHUNK: usize = 16 * 1024;
+pub(super) const CHUNK: usize = 16 * 1024;
 pub(super) const VEC_WRITE: &str = "writing into a Vec<u8> cannot fail";
 
 /// Feeds an encoder whose sink is a `Vec`; only the encoder's own bug could

@@ -27,7 +27,7 @@ use flate2::write::{GzEncoder, ZlibEncoder};
 use flate2::{Compression, Crc, Decompress, FlushDecompress, Status};
 
 use super::ValueError;
-use super::codec::{DecodeError, Encoding, VEC_WRITE, brotli_writer};
+use super::codec::{CHUNK, DecodeError, Encoding, VEC_WRITE, brotli_writer};
 use super::json_text::escape;
 
 /// How much base64 text is turned into compressed bytes at a time: the
@@ -60,6 +60,10 @@ pub struct ContentDecoder {
     /// comes (a caller looping on `has_pending` must not spin).
     stuck: bool,
     decoded: u64,
+    /// What the decompressor writes into, zeroed once: zeroing the room
+    /// in the output on every call would clear up to `max_out` bytes for
+    /// a piece that makes a few.
+    scratch: Vec<u8>,
 }
 
 impl fmt::Debug for ContentDecoder {
@@ -105,6 +109,7 @@ impl ContentDecoder {
             maybe_more: false,
             stuck: false,
             decoded: 0,
+            scratch: Vec::new(),
         }
     }
 
@@ -295,22 +300,22 @@ impl ContentDecoder {
     /// done).
     fn inflate_some(&mut self, out: &mut Vec<u8>, room: usize) -> Result<(usize, usize, bool), DecodeError> {
         let room = room.min(self.limit.saturating_sub(self.decoded as usize).saturating_add(1));
+        if self.scratch.is_empty() {
+            self.scratch = vec![0; CHUNK];
+        }
+        let room = room.min(CHUNK);
         let before = out.len();
-        out.resize(before + room, 0);
         let input = &self.compressed[self.compressed_at..];
         let what = self.what();
         let result = match &mut self.inflate {
-            Some(inflate) => inflate.run(input, &mut out[before..]),
+            Some(inflate) => inflate.run(input, &mut self.scratch[..room]),
             None => Ok((0, 0)),
         };
         let (read, written) = match result {
             Ok(moved) => moved,
-            Err(why) => {
-                out.truncate(before);
-                return Err(corrupt(format!("is not a valid {what} stream ({why})")));
-            }
+            Err(why) => return Err(corrupt(format!("is not a valid {what} stream ({why})"))),
         };
-        out.truncate(before + written);
+        out.extend_from_slice(&self.scratch[..written]);
         self.compressed_at += read;
         self.decoded += written as u64;
         self.maybe_more = written == room;
