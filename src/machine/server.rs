@@ -265,8 +265,7 @@ impl ServerConnection {
         // Nothing more can follow the message cut short.
         self.slots.clear();
         self.core.close();
-        self.after_call(now);
-        self.settled = false;
+        self.settle(now);
     }
 
     /// The error for an exchange with no slot.

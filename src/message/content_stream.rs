@@ -60,9 +60,9 @@ pub struct ContentDecoder {
     /// comes (a caller looping on `has_pending` must not spin).
     stuck: bool,
     decoded: u64,
-    /// What the decompressor writes into, zeroed once: zeroing the room
-    /// in the output on every call would clear up to `max_out` bytes for
-    /// a piece that makes a few.
+    /// What the decompressor writes into (compressed encodings only),
+    /// zeroed once: zeroing the room in the output on every call would
+    /// clear up to `max_out` bytes for a piece that makes a few.
     scratch: Vec<u8>,
 }
 
@@ -105,11 +105,15 @@ impl ContentDecoder {
             base64: Base64::default(),
             compressed: Vec::new(),
             compressed_at: 0,
-            inflate,
             maybe_more: false,
             stuck: false,
             decoded: 0,
-            scratch: Vec::new(),
+            scratch: if inflate.is_some() {
+                vec![0; CHUNK]
+            } else {
+                Vec::new()
+            },
+            inflate,
         }
     }
 
@@ -299,11 +303,9 @@ impl ContentDecoder {
     /// `room` bytes to `out`; returns (bytes read, bytes written, stream
     /// done).
     fn inflate_some(&mut self, out: &mut Vec<u8>, room: usize) -> Result<(usize, usize, bool), DecodeError> {
-        let room = room.min(self.limit.saturating_sub(self.decoded as usize).saturating_add(1));
-        if self.scratch.is_empty() {
-            self.scratch = vec![0; CHUNK];
-        }
-        let room = room.min(CHUNK);
+        let room = room
+            .min(self.scratch.len())
+            .min(self.limit.saturating_sub(self.decoded as usize).saturating_add(1));
         let before = out.len();
         let input = &self.compressed[self.compressed_at..];
         let what = self.what();
