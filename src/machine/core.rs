@@ -25,6 +25,13 @@ const RETAINED_CAPACITY: usize = 16 * 1024;
 /// and content, and within the allocator's per-thread cache.
 const FRESH_OUTPUT: usize = 1024;
 
+/// How long a quiet server connection keeps its emptied buffers before
+/// giving them back. A busy keep-alive peer's next request comes sooner
+/// and reuses them, instead of paying an allocation and a free for each
+/// buffer per request; a connection that stays quiet costs its fixed state
+/// only once this has passed.
+pub(super) const KEEP_BUFFERS: Duration = Duration::from_millis(10);
+
 /// The written (or read) prefix of a buffer is given back once it is at
 /// least this large and at least half the buffer: every byte is moved at
 /// most once per time it is written, so compaction costs O(1) per byte.
@@ -271,15 +278,24 @@ pub(super) struct Timers {
     pub(super) idle: Option<Instant>,
     /// Server: the full request after `100`; client: the `100` (D3, D10).
     pub(super) continue_wait: Option<Instant>,
+    /// Server: a quiet connection gives back the buffers it kept (see
+    /// [`KEEP_BUFFERS`]); not a protocol timer, it closes nothing.
+    pub(super) give_back: Option<Instant>,
 }
 
 impl Timers {
     /// The earliest deadline.
     pub(super) fn earliest(self) -> Option<Instant> {
-        [self.stall, self.message, self.idle, self.continue_wait]
-            .into_iter()
-            .flatten()
-            .min()
+        [
+            self.stall,
+            self.message,
+            self.idle,
+            self.continue_wait,
+            self.give_back,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 }
 
@@ -867,7 +883,7 @@ impl<E: RoleEvent> Core<E> {
         }
         let mut result = Ok(());
         self.queue_output(now, |out| result = outbound.encoder.encode(data, out));
-        self.release_buffers();
+        self.trim_buffers();
         result.map_err(|_| UsageError::NotText(id))
     }
 
@@ -960,17 +976,24 @@ impl<E: RoleEvent> Core<E> {
 
     // -- memory ------------------------------------------------------------
 
-    /// Gives back buffer space no longer needed (after every call). With
-    /// nothing received and nothing to send, a connection keeps no buffer
-    /// at all: thousands of idle keep-alive connections cost their fixed
-    /// state only, and a busy one allocates afresh (two allocations within
-    /// the allocator's per-thread cache) when its next message arrives.
+    /// Gives back buffer space no longer needed. With nothing received and
+    /// nothing to send, a connection keeps no buffer at all: thousands of
+    /// idle keep-alive connections cost their fixed state only. The client
+    /// does this after every call; the server once it has been quiet for
+    /// [`KEEP_BUFFERS`].
     pub(super) fn release_buffers(&mut self) {
         if self.input.is_empty() && self.output.is_empty() {
             self.input.discard();
             self.output.discard();
             return;
         }
+        self.trim_buffers();
+    }
+
+    /// Gives back what is beyond [`RETAINED_CAPACITY`] in an empty buffer,
+    /// but keeps the rest for the next message (the server, between the
+    /// requests of a busy connection; see [`KEEP_BUFFERS`]).
+    pub(super) fn trim_buffers(&mut self) {
         self.input.release();
         self.output.release();
     }

@@ -14,7 +14,7 @@
 use std::collections::VecDeque;
 use std::time::Instant;
 
-use super::core::{ContentOutcome, Core, Lifecycle, Outbound, Scanned, Timers, deadline, due};
+use super::core::{ContentOutcome, Core, KEEP_BUFFERS, Lifecycle, Outbound, Scanned, Timers, deadline, due};
 use super::responses::{self, refusal};
 use super::table::{Exchange, ExchangeState, Input, Role, TransitionError};
 use super::{ContinuePolicy, Now, PeerError, RequestId, ServerConfig, ServerEvent, UsageError};
@@ -318,9 +318,11 @@ impl ServerConnection {
 
     /// Bytes of memory the connection's input and output buffers hold
     /// (capacity, not content). An idle connection (nothing received
-    /// unhandled, nothing left to write) holds none, whatever it carried
-    /// before, and the written part of the output is given back as it
-    /// grows.
+    /// unhandled, nothing left to write) keeps what a small message needs
+    /// for a few milliseconds, for a busy peer's next request, and then
+    /// holds none, whatever it carried before: that moment is one of the
+    /// deadlines [`poll_timeout`](Self::poll_timeout) gives. The written
+    /// part of the output is given back as it grows.
     pub fn buffered_capacity(&self) -> usize {
         self.core.buffered_capacity()
     }
@@ -343,6 +345,9 @@ impl ServerConnection {
     /// `now` (D3).
     pub fn handle_timeout(&mut self, now: Now) {
         let timers = self.timers();
+        if due(timers.give_back, now) {
+            self.give_back_memory();
+        }
         if due(timers.stall, now) {
             // Nothing more can be written: nothing is owed any more.
             self.slots.clear();
@@ -804,11 +809,25 @@ impl ServerConnection {
         if self.core.lifecycle() == Lifecycle::InputStopped && self.slots.is_empty() {
             self.core.close();
         }
+        // What is kept goes once the connection has been quiet a while
+        // (the give-back timer).
+        self.core.trim_buffers();
+    }
+
+    /// Whether buffers or slots hold memory that a quiet connection gives
+    /// back.
+    fn holds_memory(&self) -> bool {
+        self.core.buffered_capacity() > 0 || self.slots.capacity() > 0
+    }
+
+    /// Gives back what a quiet connection kept for its next request:
+    /// thousands of idle keep-alive connections cost their fixed state only.
+    fn give_back_memory(&mut self) {
+        self.core.release_buffers();
         if self.slots.is_empty() {
             // Slots are a few hundred bytes each: an idle connection keeps none.
             self.slots = VecDeque::new();
         }
-        self.core.release_buffers();
     }
 
     /// Writes out every answer that has reached the front, in order (D2).
@@ -902,7 +921,11 @@ impl ServerConnection {
                 timers.message = deadline(Some(started), limits.message_timeout);
             }
         } else if self.is_quiet() {
-            timers.idle = deadline(Some(self.core.idle_since()), limits.idle_timeout);
+            let since = Some(self.core.idle_since());
+            timers.idle = deadline(since, limits.idle_timeout);
+            if self.holds_memory() {
+                timers.give_back = deadline(since, KEEP_BUFFERS);
+            }
         }
         timers
     }

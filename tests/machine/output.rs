@@ -221,8 +221,11 @@ fn a_steady_reader_keeps_the_output_buffer_small() {
 fn an_idle_connection_holds_no_buffer() {
     // Thousands of idle keep-alive connections cost their fixed state only:
     // once everything received is handled and everything queued is taken,
-    // the buffers are given back, whatever the exchanges carried.
-    let clock = Clock::new();
+    // the buffers are given back, whatever the exchanges carried. A small
+    // exchange's buffers are kept a few milliseconds first, for a busy
+    // peer's next request; that moment is a deadline of `poll_timeout`,
+    // well before the idle timeout, and closes nothing.
+    let mut clock = Clock::new();
     let mut server = ServerConnection::new(ServerConfig::default(), clock.now());
     for size in [1, 100_000] {
         server.receive_data(GET.as_bytes(), clock.now());
@@ -230,14 +233,39 @@ fn an_idle_connection_holds_no_buffer() {
         assert!(server.buffered_capacity() > 0, "the answer waits in the output");
         let pending = server.pending_output().len();
         server.consume_output(pending, clock.now());
+        if size > 16 * 1024 {
+            // Only the request's few bytes of input are left.
+            assert!(server.buffered_capacity() < 1024, "a large output is not kept");
+        } else {
+            assert!(server.buffered_capacity() > 0, "kept for the next request");
+        }
+        give_back(&mut server, &mut clock);
         assert_eq!(server.buffered_capacity(), 0, "after a {size}-byte answer");
     }
-    // Half a message keeps its bytes, and only them.
+    // Half a message keeps its bytes, and only them, and no timer gives
+    // them back (the message timer runs instead).
     server.receive_data(&GET.as_bytes()[..40], clock.now());
     assert!(server.buffered_capacity() >= 40);
+    let message_deadline = clock.now().instant + Duration::from_secs(30);
+    assert!(server.poll_timeout().is_some_and(|t| t >= message_deadline));
     server.receive_data(&GET.as_bytes()[40..], clock.now());
     serve(&mut server, &clock, || escaped(1));
     let pending = server.pending_output().len();
     server.consume_output(pending, clock.now());
+    give_back(&mut server, &mut clock);
     assert_eq!(server.buffered_capacity(), 0);
+}
+
+/// Runs the quiet connection's next timer, which gives its kept buffers
+/// back: due within 100 ms, and leaving the connection open.
+fn give_back(server: &mut ServerConnection, clock: &mut Clock) {
+    let deadline = server.poll_timeout().expect("a timer runs");
+    assert!(deadline <= clock.now().instant + Duration::from_millis(100));
+    clock.advance_to(deadline);
+    server.handle_timeout(clock.now());
+    assert!(!server.is_closed());
+    assert!(server.next_event(clock.now()).is_none());
+    // Now only the idle timeout (D3) is left.
+    let idle = server.poll_timeout().expect("the idle timer");
+    assert!(idle >= clock.now().instant + Duration::from_secs(1));
 }
