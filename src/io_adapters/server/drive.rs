@@ -801,8 +801,12 @@ impl Driver {
             return Ok(());
         }
         let until = deadline.map_or(BLOCKING_SLICE, |d| d.saturating_duration_since(at));
-        // Zero would mean "for ever" to the socket.
-        let limit = Some(until.clamp(Duration::from_millis(1), BLOCKING_SLICE));
+        // In whole milliseconds, rounded up (zero would mean "for ever" to
+        // the socket): a deadline that keeps its distance, as the machine's
+        // give-back of buffers a few milliseconds after every exchange
+        // does, then keeps the timeout already set, with no system call.
+        let millis = until.min(BLOCKING_SLICE).as_nanos().div_ceil(1_000_000).max(1);
+        let limit = Some(Duration::from_millis(millis as u64));
         if self.timeout != limit {
             io.set_timeout(limit)?;
             self.timeout = limit;
