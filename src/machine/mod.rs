@@ -132,6 +132,12 @@
 //! part already written is given back as it grows, so a peer that reads
 //! steadily keeps the buffer small.
 //!
+//! A quiet server connection (nothing received unhandled, nothing owed)
+//! keeps its emptied buffers for a few milliseconds, so that a busy
+//! keep-alive peer's next request reuses them, and then gives them back:
+//! that moment is a deadline too, and acting on it closes nothing. Idle
+//! connections cost their fixed state only.
+//!
 //! `poll_timeout` gives the earliest deadline; call `handle_timeout` once
 //! it has passed.
 //!
