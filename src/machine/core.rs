@@ -998,6 +998,12 @@ impl<E: RoleEvent> Core<E> {
         self.output.release();
     }
 
+    /// Whether both buffers are empty and still hold memory: what
+    /// [`release_buffers`](Self::release_buffers) would give back.
+    pub(super) fn holds_spare_buffers(&self) -> bool {
+        self.input.is_empty() && self.output.is_empty() && self.buffered_capacity() > 0
+    }
+
     /// Bytes of memory the input and output buffers hold (capacity, not
     /// content).
     pub(super) fn buffered_capacity(&self) -> usize {

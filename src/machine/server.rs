@@ -815,9 +815,10 @@ impl ServerConnection {
     }
 
     /// Whether buffers or slots hold memory that a quiet connection gives
-    /// back.
+    /// back: only what [`give_back_memory`](Self::give_back_memory) does
+    /// free, so that a give-back deadline, once acted on, is gone.
     fn holds_memory(&self) -> bool {
-        self.core.buffered_capacity() > 0 || self.slots.capacity() > 0
+        self.core.holds_spare_buffers() || (self.slots.is_empty() && self.slots.capacity() > 0)
     }
 
     /// Gives back what a quiet connection kept for its next request:
