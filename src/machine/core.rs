@@ -408,9 +408,9 @@ pub(super) struct Core<E> {
     /// while nothing is pending (D3).
     stalled_since: Option<Instant>,
 
-    /// Boxed: an event is a few hundred bytes and usually waits alone; the
-    /// queue itself, kept from one message to the next, stays a few words.
-    events: VecDeque<Box<E>>,
+    /// Events wait inline; a quiet connection gives the queue back with its
+    /// buffers.
+    events: VecDeque<E>,
     next_id: u64,
 }
 
@@ -480,7 +480,7 @@ impl<E: RoleEvent> Core<E> {
         }
         self.stop_input();
         self.lifecycle = Lifecycle::Closed;
-        self.events.push_back(Box::new(E::closed()));
+        self.events.push_back(E::closed());
     }
 
     /// D3: the peer left our output untaken for too long. Nothing more is
@@ -488,8 +488,7 @@ impl<E: RoleEvent> Core<E> {
     pub(super) fn close_stalled(&mut self) {
         self.output.discard();
         self.stalled_since = None;
-        self.events
-            .push_back(Box::new(E::peer_error(PeerError::OutputStalled)));
+        self.events.push_back(E::peer_error(PeerError::OutputStalled));
         self.close();
     }
 
@@ -955,11 +954,11 @@ impl<E: RoleEvent> Core<E> {
     // -- events and ids ----------------------------------------------------
 
     pub(super) fn push_event(&mut self, event: E) {
-        self.events.push_back(Box::new(event));
+        self.events.push_back(event);
     }
 
     pub(super) fn pop_event(&mut self) -> Option<E> {
-        self.events.pop_front().map(|event| *event)
+        self.events.pop_front()
     }
 
     /// Whether events wait to be taken.
@@ -976,12 +975,16 @@ impl<E: RoleEvent> Core<E> {
 
     // -- memory ------------------------------------------------------------
 
-    /// Gives back buffer space no longer needed. With nothing received and
-    /// nothing to send, a connection keeps no buffer at all: thousands of
-    /// idle keep-alive connections cost their fixed state only. The client
+    /// Gives back buffer space no longer needed. With nothing received,
+    /// nothing to send and no event waiting, a connection keeps no buffer
+    /// and no queue at all: thousands of idle keep-alive connections cost
+    /// their fixed state only. The client
     /// does this after every call; the server once it has been quiet for
     /// [`KEEP_BUFFERS`].
     pub(super) fn release_buffers(&mut self) {
+        if self.events.is_empty() {
+            self.events = VecDeque::new();
+        }
         if self.input.is_empty() && self.output.is_empty() {
             self.input.discard();
             self.output.discard();
@@ -998,10 +1001,12 @@ impl<E: RoleEvent> Core<E> {
         self.output.release();
     }
 
-    /// Whether both buffers are empty and still hold memory: what
-    /// [`release_buffers`](Self::release_buffers) would give back.
+    /// Whether the event queue, or both buffers, are empty and still hold
+    /// memory: what [`release_buffers`](Self::release_buffers) would give
+    /// back.
     pub(super) fn holds_spare_buffers(&self) -> bool {
-        self.input.is_empty() && self.output.is_empty() && self.buffered_capacity() > 0
+        (self.events.is_empty() && self.events.capacity() > 0)
+            || (self.input.is_empty() && self.output.is_empty() && self.buffered_capacity() > 0)
     }
 
     /// Bytes of memory the input and output buffers hold (capacity, not

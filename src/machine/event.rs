@@ -32,8 +32,9 @@ pub enum ServerEvent {
     Request {
         /// Which exchange.
         id: RequestId,
-        /// The request.
-        request: Request,
+        /// The request, boxed: it is a few hundred bytes, and the event
+        /// moves through the queue and the caller's match.
+        request: Box<Request>,
     },
     /// With [`ContinuePolicy::Ask`](super::ContinuePolicy::Ask): the first
     /// request of a 100-continue handshake. Answer with
@@ -43,7 +44,7 @@ pub enum ServerEvent {
         /// Which exchange.
         id: RequestId,
         /// The preliminary request; its body is empty (D10).
-        request: Request,
+        request: Box<Request>,
     },
     /// With [`ServerConfig::stream_content`](super::ServerConfig::stream_content):
     /// the next piece of a request's decoded `body.content`, in order, as

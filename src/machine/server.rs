@@ -534,7 +534,7 @@ impl ServerConnection {
     /// reader takes it: its length and what parsing it says. Most requests
     /// are read so, framed and parsed in one pass; `None` leaves the input
     /// to the lexer.
-    fn read_whole(&self) -> Option<(usize, Result<Request, Rejection>)> {
+    fn read_whole(&self) -> Option<(usize, Result<Box<Request>, Rejection>)> {
         let bytes = self.core.fresh_input()?;
         let limits = &self.config.limits.message;
         parse_request_quick(bytes, self.context(), limits, self.config.stream_content)
@@ -543,7 +543,12 @@ impl ServerConnection {
     /// Handles one message, parsed: the full request of the awaited
     /// handshake, or a new exchange. `content`: how its streamed content
     /// ended, if it streamed (D19).
-    fn on_message(&mut self, parsed: Result<Request, Rejection>, content: Option<&ContentOutcome>, now: Now) {
+    fn on_message(
+        &mut self,
+        parsed: Result<Box<Request>, Rejection>,
+        content: Option<&ContentOutcome>,
+        now: Now,
+    ) {
         let awaited = self.awaited().map(|slot| slot.id);
         let streamed = self.receiving.take();
         let request = match parsed {

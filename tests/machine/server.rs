@@ -96,7 +96,7 @@ impl Server {
                 let now = self.clock.now();
                 match event {
                     ServerEvent::Request { id, request } => match self.app {
-                        App::Hold => self.held.push((id, request)),
+                        App::Hold => self.held.push((id, *request)),
                         _ => self
                             .conn
                             .send_response(id, echo_response(&request), now)
@@ -107,7 +107,7 @@ impl Server {
                         App::RejectHandshakes => {
                             self.conn.send_response(id, not_found(), now).expect("reject")
                         }
-                        App::Hold => self.held.push((id, request)),
+                        App::Hold => self.held.push((id, *request)),
                     },
                     _ => {}
                 }

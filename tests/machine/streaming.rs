@@ -129,7 +129,7 @@ fn only_request(got: &Received) -> (RequestId, &Request) {
         .events
         .iter()
         .filter_map(|e| match e {
-            ServerEvent::Request { id, request } => Some((*id, request)),
+            ServerEvent::Request { id, request } => Some((*id, &**request)),
             _ => None,
         })
         .collect();
@@ -699,7 +699,7 @@ fn upload(original: &[u8], encoding: Encoding, expect_continue: bool) -> (Vec<u8
             break;
         }
     }
-    (pieces, request.expect("the request arrived"))
+    (pieces, *request.expect("the request arrived"))
 }
 
 #[test]

@@ -332,7 +332,7 @@ impl Pair {
     fn serve(&mut self, event: ServerEvent, now: Now) {
         match event {
             ServerEvent::Request { id, request } => match self.app {
-                App::Hold => self.held.push((id, request)),
+                App::Hold => self.held.push((id, *request)),
                 App::Echo | App::RejectHandshakes => self
                     .server
                     .send_response(id, echo_response(&request), now)
@@ -341,7 +341,7 @@ impl Pair {
             ServerEvent::ContinueRequested { id, request } => match self.app {
                 App::Echo => self.server.accept_continue(id, now).expect("accept"),
                 App::RejectHandshakes => self.server.send_response(id, not_found(), now).expect("refuse"),
-                App::Hold => self.held.push((id, request)),
+                App::Hold => self.held.push((id, *request)),
             },
             _ => {}
         }
