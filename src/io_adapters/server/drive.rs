@@ -398,6 +398,13 @@ impl Driver {
                 self.note_ends();
                 let idle = self.conn.is_idle();
                 self.conn.handle_timeout(at);
+                if self.unlogged.is_empty() {
+                    // A record is a hundred bytes: a quiet connection keeps
+                    // none. The machine's give-back deadline (a quiet
+                    // connection's buffers) brings this turn; a busy one
+                    // reuses the queue for its next exchange.
+                    self.unlogged = VecDeque::new();
+                }
                 if idle && self.conn.is_closed() {
                     // D3: an idle connection closes without a response.
                     tracing::debug!("idle timeout");
@@ -758,10 +765,6 @@ impl Driver {
                 complete,
             });
         }
-        if self.unlogged.is_empty() {
-            // A record is a hundred bytes: an idle connection keeps none.
-            self.unlogged = VecDeque::new();
-        }
     }
 
     /// Feeds bytes read from the transport.
@@ -847,7 +850,7 @@ impl Driver {
     /// record for the access log until it has left. An answer the machine
     /// refuses as a misuse (a `1xx` other than the acknowledgement, D12) would leave the exchange unanswered and stall
     /// every pipelined response behind it, so it is replaced by a `500`.
-    fn respond(&mut self, id: RequestId, request: Request, reply: Reply, started: Instant, at: Now) {
+    fn respond(&mut self, id: RequestId, request: Box<Request>, reply: Reply, started: Instant, at: Now) {
         let (response, reader) = reply.into_parts();
         let (mut status, mut content_bytes) = (response.status.code, response.body.content().len() as u64);
         let sent = match reader {
