@@ -148,16 +148,16 @@ impl FromStr for Resource {
             }
         };
 
-        let mut text = String::new();
+        let mut text;
         let path = match normal_form(raw_path) {
             // Already normal: a slice of the original.
             Some(NormalForm::AsWritten) => {
-                text.push_str(s);
+                text = s.to_owned();
                 Span::of(s, raw_path)
             }
             // Normal once a `/` is put in front.
             Some(NormalForm::WithRoot) => {
-                text.reserve_exact(s.len() + 1 + raw_path.len());
+                text = String::with_capacity(s.len() + 1 + raw_path.len());
                 text.push_str(s);
                 text.push('/');
                 text.push_str(raw_path);
@@ -168,7 +168,7 @@ impl FromStr for Resource {
             }
             None => {
                 let path = normalise_path(raw_path)?;
-                text.reserve_exact(s.len() + path.len());
+                text = String::with_capacity(s.len() + path.len());
                 text.push_str(s);
                 text.push_str(&path);
                 Span {
