@@ -42,7 +42,13 @@ pub struct ServerConnection {
     /// answers written ([`settle`](Self::settle)): asking for an event
     /// again need not run the input loop.
     settled: bool,
+    /// The last written answer's copy of the resource string, emptied: the
+    /// next exchange copies its own into it rather than allocating one.
+    spare_echo: String,
 }
+
+/// A spare echo string longer than this is not kept.
+const SPARE_ECHO: usize = 256;
 
 /// One exchange in response order.
 #[derive(Debug)]
@@ -97,6 +103,7 @@ impl ServerConnection {
             untaken: VecDeque::new(),
             receiving: None,
             settled: false,
+            spare_echo: String::new(),
         }
     }
 
@@ -594,7 +601,9 @@ impl ServerConnection {
             return;
         }
         let id = streamed.unwrap_or_else(|| self.core.fresh_id());
-        let mut slot = Slot::new(id, Some(request.method), request.resource.as_str().to_owned());
+        let mut echo = std::mem::take(&mut self.spare_echo);
+        echo.push_str(request.resource.as_str());
+        let mut slot = Slot::new(id, Some(request.method), echo);
         match self.core.advance(&mut slot.exchange, Role::Client, input) {
             Some(ExchangeState::AwaitingContinue) => {
                 if streamed.is_some() {
@@ -743,6 +752,10 @@ impl ServerConnection {
             let closes = slot.closes;
             self.slots.pop_front();
             self.write_final(&response, closes, now);
+            if response.resource.capacity() <= SPARE_ECHO {
+                response.resource.clear();
+                self.spare_echo = response.resource;
+            }
             return Ok(None);
         }
         // D7, D12: the echo is the request's own string, whatever the
@@ -823,13 +836,16 @@ impl ServerConnection {
     /// back: only what [`give_back_memory`](Self::give_back_memory) does
     /// free, so that a give-back deadline, once acted on, is gone.
     fn holds_memory(&self) -> bool {
-        self.core.holds_spare_buffers() || (self.slots.is_empty() && self.slots.capacity() > 0)
+        self.core.holds_spare_buffers()
+            || (self.slots.is_empty() && self.slots.capacity() > 0)
+            || self.spare_echo.capacity() > 0
     }
 
     /// Gives back what a quiet connection kept for its next request:
     /// thousands of idle keep-alive connections cost their fixed state only.
     fn give_back_memory(&mut self) {
         self.core.release_buffers();
+        self.spare_echo = String::new();
         if self.slots.is_empty() {
             // Slots are a few hundred bytes each: an idle connection keeps none.
             self.slots = VecDeque::new();
