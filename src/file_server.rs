@@ -183,11 +183,34 @@ struct ListingEntry {
     is_folder: bool,
 }
 
+/// A file's whole content: read for this answer, or shared with the cache
+/// (answering with it copies nothing).
+enum FileBytes {
+    Read(Vec<u8>),
+    Kept(Arc<[u8]>),
+}
+
+impl FileBytes {
+    fn as_slice(&self) -> &[u8] {
+        match self {
+            FileBytes::Read(bytes) => bytes,
+            FileBytes::Kept(bytes) => bytes,
+        }
+    }
+
+    fn into_body(self, encoding: Encoding) -> Result<Body, ValueError> {
+        match self {
+            FileBytes::Read(bytes) => Body::new(bytes, encoding),
+            FileBytes::Kept(bytes) => Body::shared(bytes, encoding),
+        }
+    }
+}
+
 /// A file that `GET`/`POST` return, as read in the checks.
 enum Loaded {
     /// The file's content and last modification, and where the cache
     /// keeps it.
-    Content(Vec<u8>, Option<Date>, Option<Slot>),
+    Content(FileBytes, Option<Date>, Option<Slot>),
     /// A file to stream (D19), open, with whether it is UTF-8 text.
     Large {
         file: fs::File,
@@ -211,7 +234,7 @@ impl Loaded {
 enum Action {
     /// Send the file (`GET`, `POST`).
     Serve {
-        content: Vec<u8>,
+        content: FileBytes,
         encoding: Encoding,
         media: MediaType,
         slot: Option<Slot>,
@@ -365,7 +388,7 @@ impl FileServer {
             None => None,
         };
         let kind = match &loaded {
-            Some(Loaded::Content(content, ..)) => Some(ContentKind::of(content)),
+            Some(Loaded::Content(content, ..)) => Some(ContentKind::of(content.as_slice())),
             Some(Loaded::Large { text: true, .. }) => Some(ContentKind::Text),
             Some(Loaded::Large { text: false, .. }) => Some(ContentKind::Binary),
             _ => None,
@@ -692,14 +715,18 @@ impl FileServer {
             Source::File(file, metadata, key) => (file, metadata, key),
             #[cfg(target_os = "linux")]
             Source::Cached(kept, slot) => {
-                return Ok(Loaded::Content(kept.content.to_vec(), kept.modified, Some(slot)));
+                return Ok(Loaded::Content(
+                    FileBytes::Kept(kept.content),
+                    kept.modified,
+                    Some(slot),
+                ));
             }
             Source::Listing(folder) => {
                 let (content, modified) = self.list(&folder).map_err(failed)?;
                 if content.len() as u64 > self.max_file_bytes {
                     return Ok(Loaded::TooLarge(modified));
                 }
-                return Ok(Loaded::Content(content, modified, None));
+                return Ok(Loaded::Content(FileBytes::Read(content), modified, None));
             }
         };
         // The open handle's own metadata: the file measured is the file sent.
@@ -722,16 +749,19 @@ impl FileServer {
         let mut content = Vec::with_capacity(metadata.len() as usize);
         io::Read::read_to_end(&mut opened, &mut content).map_err(failed)?;
         #[cfg(target_os = "linux")]
-        let slot = match (&self.small_files, key, stamp) {
-            (Some(cache), Some(rel), Some(stamp)) => {
-                cache.put(&rel, stamp, &content, modified, media);
-                Some(Slot { rel, stamp })
-            }
-            _ => None,
-        };
+        if let (Some(cache), Some(rel), Some(stamp)) = (&self.small_files, key, stamp) {
+            // Shared with the cache and with every answer that sends it.
+            let content: Arc<[u8]> = Arc::from(content);
+            cache.put(&rel, stamp, Arc::clone(&content), modified, media);
+            return Ok(Loaded::Content(
+                FileBytes::Kept(content),
+                modified,
+                Some(Slot { rel, stamp }),
+            ));
+        }
         #[cfg(not(target_os = "linux"))]
-        let slot = key.and(None);
-        Ok(Loaded::Content(content, modified, slot))
+        let _ = key;
+        Ok(Loaded::Content(FileBytes::Read(content), modified, None))
     }
 
     /// Whether a large file is UTF-8 text (then it may go out as
@@ -756,20 +786,29 @@ impl FileServer {
     /// The body of a file served whole. A cached file's compressed form is
     /// kept with it: compressed once per version of the file, not once per
     /// request.
-    fn body_of(&self, content: Vec<u8>, encoding: Encoding, slot: Option<Slot>) -> Result<Body, ValueError> {
+    fn body_of(
+        &self,
+        content: FileBytes,
+        encoding: Encoding,
+        slot: Option<Slot>,
+    ) -> Result<Body, ValueError> {
         #[cfg(target_os = "linux")]
         if let (Some(cache), Some(slot)) = (&self.small_files, &slot)
             && encoding != Encoding::Identity
         {
             let written = cache.encoded(slot, encoding).unwrap_or_else(|| {
-                let written: Arc<str> = Arc::from(codec::encode(&content, encoding));
+                let written: Arc<str> = Arc::from(codec::encode(content.as_slice(), encoding));
                 cache.put_encoded(slot, encoding, &written);
                 written
             });
+            let content = match content {
+                FileBytes::Kept(bytes) => bytes,
+                FileBytes::Read(bytes) => Arc::from(bytes),
+            };
             return Ok(Body::pre_encoded(content, encoding, written));
         }
         let _ = slot;
-        Body::new(content, encoding)
+        content.into_body(encoding)
     }
 
     /// A folder's listing as JSON text, and its last modification for the

@@ -225,10 +225,11 @@ impl SmallFiles {
         &self,
         rel: &Path,
         stamp: Stamp,
-        content: &[u8],
+        content: impl Into<Arc<[u8]>>,
         modified: Option<Date>,
         media: &MediaType,
     ) {
+        let content = content.into();
         if content.len() > Self::MAX_FILE || content.len() > self.max_bytes {
             return;
         }
@@ -241,7 +242,7 @@ impl SmallFiles {
         let entry = Entry {
             stamp,
             cached: Cached {
-                content: Arc::from(content),
+                content,
                 modified,
                 media: media.clone(),
             },
@@ -278,14 +279,14 @@ mod tests {
     #[test]
     fn an_entry_serves_only_its_own_version() {
         let cache = SmallFiles::new(1024);
-        cache.put(Path::new("a"), stamp(1), b"one", None, &plain());
+        cache.put(Path::new("a"), stamp(1), &b"one"[..], None, &plain());
         assert_eq!(
             &*cache.get(Path::new("a"), stamp(1)).expect("kept").content,
             b"one"
         );
         assert!(cache.get(Path::new("a"), stamp(2)).is_none(), "another inode");
         assert!(cache.get(Path::new("b"), stamp(1)).is_none(), "another path");
-        cache.put(Path::new("a"), stamp(2), b"two!", None, &plain());
+        cache.put(Path::new("a"), stamp(2), &b"two!"[..], None, &plain());
         assert_eq!(cache.bytes(), 4, "the old version's bytes are given back");
     }
 
@@ -293,10 +294,10 @@ mod tests {
     fn the_bound_holds() {
         let cache = SmallFiles::new(10);
         for (n, name) in ["a", "b", "c", "d", "e"].into_iter().enumerate() {
-            cache.put(Path::new(name), stamp(n as u64), b"1234", None, &plain());
+            cache.put(Path::new(name), stamp(n as u64), &b"1234"[..], None, &plain());
             assert!(cache.bytes() <= 10);
         }
-        cache.put(Path::new("big"), stamp(9), &[0; 11], None, &plain());
+        cache.put(Path::new("big"), stamp(9), &[0u8; 11][..], None, &plain());
         assert!(
             cache.get(Path::new("big"), stamp(9)).is_none(),
             "larger than the cache"
@@ -314,7 +315,7 @@ mod tests {
     #[test]
     fn encoded_forms_belong_to_their_version_and_count_against_the_bound() {
         let cache = SmallFiles::new(100);
-        cache.put(Path::new("a"), stamp(1), b"0123456789", None, &plain());
+        cache.put(Path::new("a"), stamp(1), &b"0123456789"[..], None, &plain());
         let text: Arc<str> = Arc::from("gzip text!");
         cache.put_encoded(&slot("a", 1), Encoding::Gzip, &text);
         assert_eq!(
@@ -334,11 +335,11 @@ mod tests {
         cache.put_encoded(&slot("a", 2), Encoding::Br, &text);
         assert_eq!(cache.bytes(), 20);
         // A new version drops the old one's forms.
-        cache.put(Path::new("a"), stamp(2), b"01234", None, &plain());
+        cache.put(Path::new("a"), stamp(2), &b"01234"[..], None, &plain());
         assert!(cache.encoded(&slot("a", 2), Encoding::Gzip).is_none());
         assert_eq!(cache.bytes(), 5);
         // Other entries make room for a form, within the bound.
-        cache.put(Path::new("b"), stamp(3), &[7; 60], None, &plain());
+        cache.put(Path::new("b"), stamp(3), &[7u8; 60][..], None, &plain());
         let long: Arc<str> = Arc::from("x".repeat(50));
         cache.put_encoded(&slot("a", 2), Encoding::Br, &long);
         assert!(cache.bytes() <= 100, "{}", cache.bytes());

@@ -44,7 +44,7 @@ impl Default for MessageLimits {
 /// content.
 #[derive(Clone)]
 pub struct Body {
-    content: Vec<u8>,
+    content: Content,
     encoding: Encoding,
     /// The other keys (D9), boxed when there are any: nearly every body has
     /// none, and an empty map still costs a walk to drop.
@@ -55,6 +55,43 @@ pub struct Body {
     written: Option<Arc<str>>,
 }
 
+/// Where a body's decoded bytes live: its own, or shared with the program
+/// or a cache, so that answering with them copies nothing.
+#[derive(Clone)]
+enum Content {
+    Owned(Vec<u8>),
+    Shared(Arc<[u8]>),
+    Static(&'static [u8]),
+}
+
+impl Content {
+    fn as_slice(&self) -> &[u8] {
+        match self {
+            Content::Owned(bytes) => bytes,
+            Content::Shared(bytes) => bytes,
+            Content::Static(bytes) => bytes,
+        }
+    }
+
+    fn into_vec(self) -> Vec<u8> {
+        match self {
+            Content::Owned(bytes) => bytes,
+            Content::Shared(bytes) => bytes.to_vec(),
+            Content::Static(bytes) => bytes.to_vec(),
+        }
+    }
+}
+
+/// Content in `encoding`, when identity content is UTF-8.
+fn checked(content: Content, encoding: Encoding) -> Result<Content, ValueError> {
+    if encoding == Encoding::Identity && std::str::from_utf8(content.as_slice()).is_err() {
+        return Err(ValueError::new(
+            "is not UTF-8 text, so it cannot be sent as identity",
+        ));
+    }
+    Ok(content)
+}
+
 /// The empty map of other body keys, for bodies that hold none.
 pub(crate) fn no_keys() -> &'static Map<String, Value> {
     static NONE: LazyLock<Map<String, Value>> = LazyLock::new(Map::new);
@@ -63,7 +100,7 @@ pub(crate) fn no_keys() -> &'static Map<String, Value> {
 
 impl PartialEq for Body {
     fn eq(&self, other: &Body) -> bool {
-        self.content == other.content && self.encoding == other.encoding && self.extra() == other.extra()
+        self.content() == other.content() && self.encoding == other.encoding && self.extra() == other.extra()
     }
 }
 
@@ -72,7 +109,7 @@ impl Eq for Body {}
 impl fmt::Debug for Body {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Body")
-            .field("content", &self.content)
+            .field("content", &self.content())
             .field("encoding", &self.encoding)
             .field("extra", self.extra())
             .finish()
@@ -89,7 +126,7 @@ impl Body {
     /// Empty `identity` content.
     pub fn empty() -> Body {
         Body {
-            content: Vec::new(),
+            content: Content::Static(&[]),
             encoding: Encoding::Identity,
             extra: None,
             written: None,
@@ -98,8 +135,19 @@ impl Body {
 
     /// Text content sent as `identity`.
     pub fn text(text: impl Into<String>) -> Body {
+        Body::identity(Content::Owned(text.into().into_bytes()))
+    }
+
+    /// Text content sent as `identity`, borrowed for the life of the
+    /// program: a fixed answer is written without being copied or
+    /// allocated for each response.
+    pub fn from_static(text: &'static str) -> Body {
+        Body::identity(Content::Static(text.as_bytes()))
+    }
+
+    fn identity(content: Content) -> Body {
         Body {
-            content: text.into().into_bytes(),
+            content,
             encoding: Encoding::Identity,
             extra: None,
             written: None,
@@ -108,27 +156,32 @@ impl Body {
 
     /// Content in the given encoding. `identity` requires UTF-8.
     pub fn new(content: Vec<u8>, encoding: Encoding) -> Result<Body, ValueError> {
-        if encoding == Encoding::Identity && std::str::from_utf8(&content).is_err() {
-            return Err(ValueError::new(
-                "is not UTF-8 text, so it cannot be sent as identity",
-            ));
-        }
+        Body::checked(Content::Owned(content), encoding)
+    }
+
+    /// [`Body::new`] with content shared with others (a cache): answering
+    /// with it copies nothing.
+    pub fn shared(content: Arc<[u8]>, encoding: Encoding) -> Result<Body, ValueError> {
+        Body::checked(Content::Shared(content), encoding)
+    }
+
+    fn checked(content: Content, encoding: Encoding) -> Result<Body, ValueError> {
         Ok(Body {
-            content,
+            content: checked(content, encoding)?,
             encoding,
             extra: None,
             written: None,
         })
     }
 
-    /// Content in a compressed `encoding` together with `written`, what
-    /// [`codec::encode`](super::codec::encode) makes of it, kept from an
-    /// earlier response: the serializer writes that instead of compressing
-    /// again.
-    pub(crate) fn pre_encoded(content: Vec<u8>, encoding: Encoding, written: Arc<str>) -> Body {
+    /// Shared content in a compressed `encoding` together with `written`,
+    /// what [`codec::encode`](super::codec::encode) makes of it, kept from
+    /// an earlier response: the serializer writes that instead of
+    /// compressing again.
+    pub(crate) fn pre_encoded(content: Arc<[u8]>, encoding: Encoding, written: Arc<str>) -> Body {
         debug_assert_ne!(encoding, Encoding::Identity, "identity is written as it is");
         Body {
-            content,
+            content: Content::Shared(content),
             encoding,
             extra: None,
             written: Some(written),
@@ -145,7 +198,7 @@ impl Body {
     /// and `identity`).
     pub fn with_encoding(self, encoding: Encoding) -> Result<Body, ValueError> {
         let extra = self.extra;
-        let mut body = Body::new(self.content, encoding)?;
+        let mut body = Body::checked(self.content, encoding)?;
         body.extra = extra;
         Ok(body)
     }
@@ -166,17 +219,17 @@ impl Body {
 
     /// The decoded content, as bytes.
     pub fn content(&self) -> &[u8] {
-        &self.content
+        self.content.as_slice()
     }
 
     /// The decoded content as text, when it is UTF-8 (D9).
     pub fn as_text(&self) -> Option<&str> {
-        std::str::from_utf8(&self.content).ok()
+        std::str::from_utf8(self.content()).ok()
     }
 
-    /// Takes the content out.
+    /// Takes the content out (a copy, when it was shared).
     pub fn into_content(self) -> Vec<u8> {
-        self.content
+        self.content.into_vec()
     }
 
     /// The encoding the content travels in.
@@ -195,7 +248,7 @@ impl Body {
     /// the parser does: UTF-8 when the encoding is identity.
     pub(crate) fn replace_content(&mut self, content: Vec<u8>) -> Vec<u8> {
         self.written = None;
-        std::mem::replace(&mut self.content, content)
+        std::mem::replace(&mut self.content, Content::Owned(content)).into_vec()
     }
 
     /// Built by the parser, which has already checked every part.
@@ -205,7 +258,7 @@ impl Body {
         extra: Option<&Map<String, Value>>,
     ) -> Body {
         Body {
-            content,
+            content: Content::Owned(content),
             encoding,
             extra: extra.map(|extra| Box::new(extra.clone())),
             written: None,

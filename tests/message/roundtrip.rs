@@ -6,6 +6,8 @@ use jsontp::message::{
     Method, Request, RequestContext, Response, Status, StatusCode, Validation, Version, Weighted,
     parse_request, parse_response,
 };
+use std::sync::Arc;
+
 use proptest::collection::vec;
 use proptest::option;
 use proptest::prelude::*;
@@ -109,6 +111,9 @@ fn body() -> impl Strategy<Value = Body> {
         any::<String>().prop_map(Body::text),
         (vec(any::<u8>(), 0..64), encoding())
             .prop_filter_map("identity needs UTF-8", |(bytes, e)| Body::new(bytes, e).ok()),
+        (vec(any::<u8>(), 0..64), encoding()).prop_filter_map("identity needs UTF-8", |(bytes, e)| {
+            Body::shared(Arc::from(bytes), e).ok()
+        }),
     ];
     let extra = prop::collection::btree_map("[a-z-]{1,8}", json_value(), 0..3);
     (content, extra).prop_map(|(mut body, extra)| {
@@ -245,4 +250,29 @@ proptest! {
             }
         }
     }
+}
+
+#[test]
+fn shared_and_static_content_is_the_same_body_as_owned_content() {
+    let owned = Body::text("Hello, world!");
+    let fixed = Body::from_static("Hello, world!");
+    let shared = Body::shared(Arc::from(&b"Hello, world!"[..]), Encoding::Identity).expect("UTF-8");
+    for body in [&fixed, &shared] {
+        assert_eq!(body, &owned);
+        assert_eq!(body.content(), b"Hello, world!");
+        assert_eq!(body.as_text(), Some("Hello, world!"));
+        let response = Response::new(Status::new(StatusCode::OK, "hi")).with_body(body.clone());
+        let expected = Response::new(Status::new(StatusCode::OK, "hi")).with_body(owned.clone());
+        assert_eq!(response.to_bytes(), expected.to_bytes());
+    }
+    assert_eq!(fixed.into_content(), b"Hello, world!");
+    assert_eq!(shared.into_content(), b"Hello, world!");
+    // Identity content must be UTF-8, shared or not (D9); other encodings
+    // carry any bytes.
+    let bytes: Arc<[u8]> = Arc::from(&[0xff, 0xfe][..]);
+    let refused = Body::shared(Arc::clone(&bytes), Encoding::Identity).expect_err("not UTF-8");
+    assert!(refused.to_string().contains("not UTF-8"), "{refused}");
+    let gzip = Body::shared(bytes, Encoding::Gzip).expect("any bytes");
+    assert_eq!(gzip.content(), [0xff, 0xfe]);
+    assert!(gzip.with_encoding(Encoding::Identity).is_err());
 }
