@@ -23,9 +23,8 @@ struct Hello;
 impl Handler for Hello {
     fn handle(&self, request: &Request, _info: &RequestInfo) -> Response {
         match request.method {
-            Method::Get | Method::Post => {
-                Response::new(Status::new(StatusCode::OK, "hello")).with_body(Body::text("Hello, world!"))
-            }
+            Method::Get | Method::Post => Response::new(Status::new(StatusCode::OK, "hello"))
+                .with_body(Body::from_static("Hello, world!")),
             _ => {
                 let allowed = serde_json::json!(["GET", "POST"]);
                 let body = Body::empty()
