@@ -163,6 +163,7 @@ impl<'a> Reader<'a> {
     }
 
     /// A string without escapes, borrowed.
+    #[inline(always)]
     fn string(&mut self) -> Option<&'a str> {
         self.take(b'"')?;
         let start = self.pos;
@@ -214,6 +215,22 @@ impl<'a> Reader<'a> {
 
     fn loose_string(&mut self) -> Option<Loose<'a>> {
         Some(Loose::Str(Cow::Borrowed(self.string()?)))
+    }
+
+    /// [`loose_string`](Self::loose_string) for a field whose value is
+    /// nearly always `likely` (the protocol's version, a message's type,
+    /// the `identity` encoding): compared in place first, as the field
+    /// names are.
+    #[inline(always)]
+    fn loose_string_likely(&mut self, likely: &'static str) -> Option<Loose<'a>> {
+        self.skip_whitespace();
+        let rest = &self.bytes[self.pos..];
+        let len = likely.len();
+        if rest.get(len + 1) == Some(&b'"') && rest[0] == b'"' && &rest[1..=len] == likely.as_bytes() {
+            self.pos += len + 2;
+            return Some(Loose::Str(Cow::Borrowed(likely)));
+        }
+        self.loose_string()
     }
 
     /// `true` or `false`.
@@ -276,8 +293,8 @@ impl<'a> Reader<'a> {
             let field = self.field(&FIELDS, likely)?;
             likely = FOLLOWS[field];
             match field {
-                0 => Self::fill(&mut env.jsontp, self.loose_string()?)?,
-                1 => Self::fill(&mut env.type_, self.loose_string()?)?,
+                0 => Self::fill(&mut env.jsontp, self.loose_string_likely("1.0")?)?,
+                1 => Self::fill(&mut env.type_, self.loose_string_likely("request")?)?,
                 2 => Self::fill(&mut env.resource, self.loose_string()?)?,
                 3 => Self::fill(&mut env.method, self.loose_string()?)?,
                 // Filled where they stand: they are a few hundred bytes.
@@ -351,7 +368,7 @@ impl<'a> Reader<'a> {
                 let field = self.field(&FIELDS, likely)?;
                 likely = 1 - field;
                 match field {
-                    0 => Self::fill(&mut body.encoding, self.loose_string()?)?,
+                    0 => Self::fill(&mut body.encoding, self.loose_string_likely("identity")?)?,
                     _ => Self::fill(&mut body.content, self.loose_string()?)?,
                 }
                 if !self.more(b'}')? {
