@@ -601,9 +601,10 @@ impl Driver {
                 // sees it.
                 _ => {}
             }
-            self.note_ends();
         }
         self.send_content();
+        // Once for everything answered: the machine forgets an end only
+        // when output is taken, which `step` does, not this.
         self.note_ends();
         self.log_sent(handler, at.instant);
     }
@@ -890,7 +891,6 @@ impl Driver {
             started,
             end: None,
         });
-        self.note_ends();
     }
 }
 
