@@ -30,23 +30,19 @@ pub(crate) fn quoted(s: &str) -> String {
     q
 }
 
-/// What a request's headers say, typed.
-#[derive(Debug)]
-pub(crate) struct RequestHeaders<'a> {
-    pub(crate) headers: Headers,
-    /// The `expect` value as written; judged at D5 level 4 (`501`).
-    pub(crate) expect: Option<&'a str>,
-}
-
-/// Checks a request's headers (D8). Unknown names are refused unless
+/// Checks a request's headers (D8) into `headers` (filled where it
+/// stands: it is a few hundred bytes), and gives the `expect` value as
+/// written, judged at D5 level 4 (`501`). Unknown names are refused unless
 /// `ignore-invalid-headers` is `true`, wherever that flag stands in the
 /// object, so the flag is looked up first.
-pub(crate) fn request_headers<'a>(raw: &'a RawHeaders<'_>) -> Result<RequestHeaders<'a>, String> {
+pub(crate) fn request_headers<'a>(
+    raw: &'a RawHeaders<'_>,
+    headers: &mut Headers,
+) -> Result<Option<&'a str>, String> {
     let ignore_unknown = raw.entries.iter().any(|(_, listed, value)| {
         listed.and_then(HeaderName::from_index) == Some(HeaderName::IgnoreInvalidHeaders)
             && *value == Loose::Bool(true)
     });
-    let mut headers = Headers::new();
     let mut expect = None;
     for (written, listed, value) in &raw.entries {
         let Some(name) = listed.and_then(HeaderName::from_index) else {
@@ -85,7 +81,7 @@ pub(crate) fn request_headers<'a>(raw: &'a RawHeaders<'_>) -> Result<RequestHead
             HeaderName::Date | HeaderName::Language | HeaderName::SetCookies => {}
         }
     }
-    Ok(RequestHeaders { headers, expect })
+    Ok(expect)
 }
 
 /// Refuses a `null` value, which no header may have (D8), in a request or

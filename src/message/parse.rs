@@ -42,8 +42,8 @@ use super::leniency::{Forgiven, Validation};
 use super::quick;
 use super::syntax::{self, Kind, Loose, Note, Notes, Number};
 use super::{
-    Body, Encoding, MessageLimits, Method, Rejection, RejectionKind, Request, Resource, Response, Status,
-    StatusCode, Version,
+    Body, Encoding, Headers, MessageLimits, Method, Rejection, RejectionKind, Request, Resource, Response,
+    Status, StatusCode, Version,
 };
 
 /// Where a request stands in its exchange, which changes what is checked.
@@ -102,7 +102,7 @@ pub(crate) fn parse_request_quick<R: From<Request>>(
     streams_content: bool,
 ) -> Option<(usize, Result<R, Rejection>)> {
     read_quick(bytes, limits, streams_content, |env| {
-        validate_request(env, context, limits).map(R::from)
+        validate_request(env, context, limits)
     })
 }
 
@@ -140,7 +140,6 @@ pub(crate) fn parse_request_framed<R: From<Request>>(
     let mut env = Envelope::default();
     read(bytes, frame, limits, &mut env)?;
     validate_request(&env, context, limits)
-        .map(R::from)
         .map_err(|(kind, message)| Rejection::of(kind, message, env.resource_echo()))
 }
 
@@ -518,11 +517,11 @@ fn decode_content(content: &str, encoding: Encoding, limits: &MessageLimits) -> 
 }
 
 #[inline]
-fn validate_request(
+fn validate_request<R: From<Request>>(
     env: &Envelope<'_>,
     context: RequestContext,
     limits: &MessageLimits,
-) -> Result<Request, Problem> {
+) -> Result<R, Problem> {
     // Level 2.
     let version = version(env)?;
     header_count(env, limits)?;
@@ -541,12 +540,12 @@ fn validate_request(
         ))
     })?;
     let raw_headers = object_field("headers", &env.headers)?;
-    let checked = request_headers(raw_headers).map_err(bad)?;
-    let mut headers = checked.headers;
+    let mut headers = Headers::new();
+    let expect = request_headers(raw_headers, &mut headers).map_err(bad)?;
     let raw_body = object_field("body", &env.body)?;
     // D10: after the acknowledgement, `expect` is ignored altogether.
     let expect = match context {
-        RequestContext::Fresh => checked.expect,
+        RequestContext::Fresh => expect,
         RequestContext::AfterContinue => None,
     };
     let handshake = expect == Some("100-continue");
@@ -592,13 +591,15 @@ fn validate_request(
             Body::from_parts(bytes, encoding, raw_body.extra.as_deref())
         }
     };
-    Ok(Request {
+    // Built where it is handed on (a box, for a connection): the request
+    // is a few hundred bytes.
+    Ok(R::from(Request {
         version,
         resource,
         method,
         headers,
         body,
-    })
+    }))
 }
 
 fn validate_response(
