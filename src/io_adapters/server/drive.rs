@@ -134,6 +134,12 @@ pub struct Driver {
     read_closed: bool,
     /// Bytes moved this turn.
     turn: usize,
+    /// The clock as read in this turn, without blocking: the turn is
+    /// microseconds of work and the machine's timers count seconds, so
+    /// `step` and `dispatch` share one reading from the turn's start,
+    /// read again after each handler call. A blocking transport reads it
+    /// after every call instead (see `after_io`).
+    clock: Option<Now>,
     /// The pending output has been offered to the transport since it
     /// became pending.
     offered: bool,
@@ -263,6 +269,7 @@ impl Driver {
             drained: false,
             read_closed: false,
             turn: 0,
+            clock: None,
             offered: false,
             timeout: None,
             linger: None,
@@ -333,9 +340,6 @@ impl Driver {
         let _entered = span.enter();
         let mut write_blocked = false;
         let mut read_blocked = self.drained;
-        // Read once per call without blocking: the turn takes microseconds,
-        // and the machine's timers count seconds (see `after_io`).
-        let mut clock: Option<Now> = None;
         loop {
             if self.closed {
                 // What was not wholly written is logged as cut short first.
@@ -362,11 +366,13 @@ impl Driver {
                     }
                 };
             }
-            let at = match clock {
+            let at = match self.clock {
                 Some(at) => self.after_io(at),
                 None => now(),
             };
-            clock = Some(at);
+            if !self.mode.is_blocking() {
+                self.clock = Some(at);
+            }
             // Input, a timer, or output taken (which lets held requests
             // through, D3) may each have produced events.
             if self.conn.has_event(at)
@@ -510,9 +516,10 @@ impl Driver {
             self.log_sent(handler, Instant::now());
             return;
         }
-        // One reading of the clock per handler call: the machine's timers
-        // count seconds, and the date header shows them.
-        let mut at = now();
+        // The turn's reading of the clock, and a new one after each
+        // handler call: the machine's timers count seconds, and the date
+        // header shows them.
+        let mut at = self.clock.unwrap_or_else(now);
         if !self.inbox.is_empty() {
             self.conn.receive_data(&self.inbox, at);
             self.inbox.clear();
@@ -543,13 +550,13 @@ impl Driver {
                             .into()
                         }
                     };
-                    at = now();
+                    at = self.read_clock();
                     self.respond(id, request, reply, started, at);
                 }
                 ServerEvent::ContinueRequested { id, request } => {
                     let started = at.instant;
                     let decision = handler.check_continue(&request, &self.info);
-                    at = now();
+                    at = self.read_clock();
                     match decision {
                         Ok(()) => {
                             // The full request is now awaited (D10).
@@ -777,10 +784,19 @@ impl Driver {
         }
     }
 
+    /// A new reading of the clock, kept for the rest of the turn.
+    fn read_clock(&mut self) -> Now {
+        let at = now();
+        if !self.mode.is_blocking() {
+            self.clock = Some(at);
+        }
+        at
+    }
+
     /// The time after a transport call made at `at`: a call that may block
     /// takes time worth a new reading of the clock; a non-blocking one
-    /// does not (two readings of it are a sixth of a small exchange's
-    /// instructions).
+    /// does not (a reading of it is nearly a hundred instructions, a
+    /// hundredth of a small exchange).
     fn after_io(&self, at: Now) -> Now {
         if self.mode.is_blocking() { now() } else { at }
     }
@@ -820,6 +836,7 @@ impl Driver {
 
     fn end_turn(&mut self, step: Step) -> Step {
         self.turn = 0;
+        self.clock = None;
         self.drained = false;
         step
     }
