@@ -340,6 +340,7 @@ impl Response {
     /// fills it from the request it answers (D7, D12), so a handler cannot
     /// get it wrong. Set it with [`with_resource`](Self::with_resource) when
     /// writing a response by other means (a test peer, a proxy).
+    #[inline]
     pub fn new(status: Status) -> Response {
         Response {
             version: Version::V1_0,
@@ -357,12 +358,14 @@ impl Response {
     }
 
     /// Sets the headers (builder style).
+    #[inline]
     pub fn with_headers(mut self, headers: Headers) -> Response {
         self.headers = headers;
         self
     }
 
     /// Sets the body (builder style).
+    #[inline]
     pub fn with_body(mut self, body: Body) -> Response {
         self.body = body;
         self

@@ -520,6 +520,11 @@ impl Driver {
         // handler call: the machine's timers count seconds, and the date
         // header shows them.
         let mut at = self.clock.unwrap_or_else(now);
+        // A dispatch that only logs leaves the turn's reading to the next
+        // step; one that did work (a handler, writing its answer out, a
+        // spool) may have taken long enough for the stall timer to see it,
+        // so the next step reads the clock again.
+        let mut busy = !self.inbox.is_empty() || self.inbox_eof || self.outgoing.is_some();
         if !self.inbox.is_empty() {
             self.conn.receive_data(&self.inbox, at);
             self.inbox.clear();
@@ -528,6 +533,7 @@ impl Driver {
             self.conn.receive_eof(at);
         }
         while let Some(event) = self.conn.next_event(at) {
+            busy = true;
             match event {
                 ServerEvent::Content { id, data } => {
                     let spool = match &mut self.spool {
@@ -614,6 +620,9 @@ impl Driver {
         // when output is taken, which `step` does, not this.
         self.note_ends();
         self.log_sent(handler, at.instant);
+        if busy {
+            self.clock = None;
+        }
     }
 
     /// Whether the streamed reply can give more content now (D19).
@@ -797,6 +806,7 @@ impl Driver {
     /// takes time worth a new reading of the clock; a non-blocking one
     /// does not (a reading of it is nearly a hundred instructions, a
     /// hundredth of a small exchange).
+    #[inline]
     fn after_io(&self, at: Now) -> Now {
         if self.mode.is_blocking() { now() } else { at }
     }
