@@ -87,8 +87,8 @@ use crate::io_adapters::server::{Handler, Reply, RequestInfo, Upload};
 use crate::message::codec;
 use crate::message::negotiate::{self, ContentKind};
 use crate::message::{
-    Body, Date, Encoding, Headers, LanguageTag, MediaType, Method, Request, Response, Status, StatusCode,
-    ValueError,
+    Body, Content, Date, Encoding, Headers, LanguageTag, MediaType, Method, Request, Response, Status,
+    StatusCode, ValueError,
 };
 
 /// The hidden folder at the root where uploads are spooled while they
@@ -183,34 +183,11 @@ struct ListingEntry {
     is_folder: bool,
 }
 
-/// A file's whole content: read for this answer, or shared with the cache
-/// (answering with it copies nothing).
-enum FileBytes {
-    Read(Vec<u8>),
-    Kept(Arc<[u8]>),
-}
-
-impl FileBytes {
-    fn as_slice(&self) -> &[u8] {
-        match self {
-            FileBytes::Read(bytes) => bytes,
-            FileBytes::Kept(bytes) => bytes,
-        }
-    }
-
-    fn into_body(self, encoding: Encoding) -> Result<Body, ValueError> {
-        match self {
-            FileBytes::Read(bytes) => Body::new(bytes, encoding),
-            FileBytes::Kept(bytes) => Body::shared(bytes, encoding),
-        }
-    }
-}
-
 /// A file that `GET`/`POST` return, as read in the checks.
 enum Loaded {
-    /// The file's content and last modification, and where the cache
-    /// keeps it.
-    Content(FileBytes, Option<Date>, Option<Slot>),
+    /// The file's content (shared with the cache when it keeps it) and
+    /// last modification, and where the cache keeps it.
+    Content(Content, Option<Date>, Option<Slot>),
     /// A file to stream (D19), open, with whether it is UTF-8 text.
     Large {
         file: fs::File,
@@ -234,7 +211,7 @@ impl Loaded {
 enum Action {
     /// Send the file (`GET`, `POST`).
     Serve {
-        content: FileBytes,
+        content: Content,
         encoding: Encoding,
         media: MediaType,
         slot: Option<Slot>,
@@ -716,7 +693,7 @@ impl FileServer {
             #[cfg(target_os = "linux")]
             Source::Cached(kept, slot) => {
                 return Ok(Loaded::Content(
-                    FileBytes::Kept(kept.content),
+                    Content::Shared(kept.content),
                     kept.modified,
                     Some(slot),
                 ));
@@ -726,7 +703,7 @@ impl FileServer {
                 if content.len() as u64 > self.max_file_bytes {
                     return Ok(Loaded::TooLarge(modified));
                 }
-                return Ok(Loaded::Content(FileBytes::Read(content), modified, None));
+                return Ok(Loaded::Content(Content::Owned(content), modified, None));
             }
         };
         // The open handle's own metadata: the file measured is the file sent.
@@ -754,14 +731,14 @@ impl FileServer {
             let content: Arc<[u8]> = Arc::from(content);
             cache.put(&rel, stamp, Arc::clone(&content), modified, media);
             return Ok(Loaded::Content(
-                FileBytes::Kept(content),
+                Content::Shared(content),
                 modified,
                 Some(Slot { rel, stamp }),
             ));
         }
         #[cfg(not(target_os = "linux"))]
         let _ = key;
-        Ok(Loaded::Content(FileBytes::Read(content), modified, None))
+        Ok(Loaded::Content(Content::Owned(content), modified, None))
     }
 
     /// Whether a large file is UTF-8 text (then it may go out as
@@ -786,12 +763,7 @@ impl FileServer {
     /// The body of a file served whole. A cached file's compressed form is
     /// kept with it: compressed once per version of the file, not once per
     /// request.
-    fn body_of(
-        &self,
-        content: FileBytes,
-        encoding: Encoding,
-        slot: Option<Slot>,
-    ) -> Result<Body, ValueError> {
+    fn body_of(&self, content: Content, encoding: Encoding, slot: Option<Slot>) -> Result<Body, ValueError> {
         #[cfg(target_os = "linux")]
         if let (Some(cache), Some(slot)) = (&self.small_files, &slot)
             && encoding != Encoding::Identity
@@ -801,14 +773,10 @@ impl FileServer {
                 cache.put_encoded(slot, encoding, &written);
                 written
             });
-            let content = match content {
-                FileBytes::Kept(bytes) => bytes,
-                FileBytes::Read(bytes) => Arc::from(bytes),
-            };
             return Ok(Body::pre_encoded(content, encoding, written));
         }
         let _ = slot;
-        content.into_body(encoding)
+        Body::checked(content, encoding)
     }
 
     /// A folder's listing as JSON text, and its last modification for the

@@ -66,6 +66,7 @@ pub(crate) use parse::{
 pub use rejection::{Rejection, RejectionKind, ValueError};
 pub use resource::Resource;
 pub use status::{Status, StatusCode};
+pub(crate) use types::Content;
 pub use types::{Body, MessageLimits, Request, Response};
 pub use version::Version;
 

@@ -58,14 +58,14 @@ pub struct Body {
 /// Where a body's decoded bytes live: its own, or shared with the program
 /// or a cache, so that answering with them copies nothing.
 #[derive(Clone)]
-enum Content {
+pub(crate) enum Content {
     Owned(Vec<u8>),
     Shared(Arc<[u8]>),
     Static(&'static [u8]),
 }
 
 impl Content {
-    fn as_slice(&self) -> &[u8] {
+    pub(crate) fn as_slice(&self) -> &[u8] {
         match self {
             Content::Owned(bytes) => bytes,
             Content::Shared(bytes) => bytes,
@@ -80,16 +80,15 @@ impl Content {
             Content::Static(bytes) => bytes.to_vec(),
         }
     }
-}
 
-/// Content in `encoding`, when identity content is UTF-8.
-fn checked(content: Content, encoding: Encoding) -> Result<Content, ValueError> {
-    if encoding == Encoding::Identity && std::str::from_utf8(content.as_slice()).is_err() {
-        return Err(ValueError::new(
-            "is not UTF-8 text, so it cannot be sent as identity",
-        ));
+    /// The bytes to share: themselves when they are shared already.
+    fn into_shared(self) -> Arc<[u8]> {
+        match self {
+            Content::Shared(bytes) => bytes,
+            Content::Owned(bytes) => Arc::from(bytes),
+            Content::Static(bytes) => Arc::from(bytes),
+        }
     }
-    Ok(content)
 }
 
 /// The empty map of other body keys, for bodies that hold none.
@@ -165,23 +164,29 @@ impl Body {
         Body::checked(Content::Shared(content), encoding)
     }
 
-    fn checked(content: Content, encoding: Encoding) -> Result<Body, ValueError> {
+    /// Content in `encoding`; `identity` requires UTF-8.
+    pub(crate) fn checked(content: Content, encoding: Encoding) -> Result<Body, ValueError> {
+        if encoding == Encoding::Identity && std::str::from_utf8(content.as_slice()).is_err() {
+            return Err(ValueError::new(
+                "is not UTF-8 text, so it cannot be sent as identity",
+            ));
+        }
         Ok(Body {
-            content: checked(content, encoding)?,
+            content,
             encoding,
             extra: None,
             written: None,
         })
     }
 
-    /// Shared content in a compressed `encoding` together with `written`,
-    /// what [`codec::encode`](super::codec::encode) makes of it, kept from
-    /// an earlier response: the serializer writes that instead of
-    /// compressing again.
-    pub(crate) fn pre_encoded(content: Arc<[u8]>, encoding: Encoding, written: Arc<str>) -> Body {
+    /// Content in a compressed `encoding` together with `written`, what
+    /// [`codec::encode`](super::codec::encode) makes of it, kept from an
+    /// earlier response: the serializer writes that instead of compressing
+    /// again. The content is kept shared.
+    pub(crate) fn pre_encoded(content: Content, encoding: Encoding, written: Arc<str>) -> Body {
         debug_assert_ne!(encoding, Encoding::Identity, "identity is written as it is");
         Body {
-            content: Content::Shared(content),
+            content: Content::Shared(content.into_shared()),
             encoding,
             extra: None,
             written: Some(written),
