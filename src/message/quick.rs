@@ -196,21 +196,32 @@ impl<'a> Reader<'a> {
     /// constants (called once, it cost about as much as `key`).
     #[inline(always)]
     fn field(&mut self, names: &[&str], likely: usize) -> Option<usize> {
-        self.skip_whitespace();
-        if let Some(name) = names.get(likely) {
-            let rest = &self.bytes[self.pos..];
-            let len = name.len();
-            if rest.get(len + 2) == Some(&b':')
-                && rest[0] == b'"'
-                && rest[len + 1] == b'"'
-                && &rest[1..=len] == name.as_bytes()
-            {
-                self.pos += len + 3;
-                return Some(likely);
-            }
+        if let Some(name) = names.get(likely)
+            && self.take_quoted(name, Some(b':'))
+        {
+            return Some(likely);
         }
         let key = self.key()?;
         names.iter().position(|name| *name == key)
+    }
+
+    /// Takes `"text"`, and the byte `then` right after it if one is
+    /// given, where they stand after whitespace, as compact JSON writes
+    /// them; takes nothing if they are not there, or not written so.
+    #[inline(always)]
+    fn take_quoted(&mut self, text: &str, then: Option<u8>) -> bool {
+        self.skip_whitespace();
+        let rest = &self.bytes[self.pos..];
+        let len = text.len();
+        let last = len + 1 + usize::from(then.is_some());
+        let found = rest.get(last) == Some(then.as_ref().unwrap_or(&b'"'))
+            && rest[0] == b'"'
+            && rest[len + 1] == b'"'
+            && &rest[1..=len] == text.as_bytes();
+        if found {
+            self.pos += last + 1;
+        }
+        found
     }
 
     fn loose_string(&mut self) -> Option<Loose<'a>> {
@@ -223,11 +234,7 @@ impl<'a> Reader<'a> {
     /// names are.
     #[inline(always)]
     fn loose_string_likely(&mut self, likely: &'static str) -> Option<Loose<'a>> {
-        self.skip_whitespace();
-        let rest = &self.bytes[self.pos..];
-        let len = likely.len();
-        if rest.get(len + 1) == Some(&b'"') && rest[0] == b'"' && &rest[1..=len] == likely.as_bytes() {
-            self.pos += len + 2;
+        if self.take_quoted(likely, None) {
             return Some(Loose::Str(Cow::Borrowed(likely)));
         }
         self.loose_string()
