@@ -136,9 +136,10 @@ pub struct Driver {
     turn: usize,
     /// The clock as read in this turn, without blocking: the turn is
     /// microseconds of work and the machine's timers count seconds, so
-    /// `step` and `dispatch` share one reading from the turn's start,
-    /// read again after each handler call. A blocking transport reads it
-    /// after every call instead (see `after_io`).
+    /// `step` and a `dispatch` that only logs share one reading. A
+    /// dispatch that did work drops it (the next step reads the clock
+    /// again), and a blocking transport reads it after every call instead
+    /// (see `after_io`).
     clock: Option<Now>,
     /// The pending output has been offered to the transport since it
     /// became pending.
@@ -366,13 +367,11 @@ impl Driver {
                     }
                 };
             }
-            let at = match self.clock {
-                Some(at) => self.after_io(at),
-                None => now(),
+            let at = if self.mode.is_blocking() {
+                now()
+            } else {
+                *self.clock.get_or_insert_with(now)
             };
-            if !self.mode.is_blocking() {
-                self.clock = Some(at);
-            }
             // Input, a timer, or output taken (which lets held requests
             // through, D3) may each have produced events.
             if self.conn.has_event(at)
@@ -556,13 +555,13 @@ impl Driver {
                             .into()
                         }
                     };
-                    at = self.read_clock();
+                    at = now();
                     self.respond(id, request, reply, started, at);
                 }
                 ServerEvent::ContinueRequested { id, request } => {
                     let started = at.instant;
                     let decision = handler.check_continue(&request, &self.info);
-                    at = self.read_clock();
+                    at = now();
                     match decision {
                         Ok(()) => {
                             // The full request is now awaited (D10).
@@ -791,15 +790,6 @@ impl Driver {
         } else {
             self.conn.receive_data(data, at);
         }
-    }
-
-    /// A new reading of the clock, kept for the rest of the turn.
-    fn read_clock(&mut self) -> Now {
-        let at = now();
-        if !self.mode.is_blocking() {
-            self.clock = Some(at);
-        }
-        at
     }
 
     /// The time after a transport call made at `at`: a call that may block
