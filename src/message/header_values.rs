@@ -54,34 +54,47 @@ pub(crate) fn request_headers<'a>(
                 quoted(&written.to_ascii_lowercase())
             ));
         };
-        refuse_null(name, value)?;
-        match name {
-            HeaderName::ContentType => headers.content_type = Some(parse_string(name, value)?),
-            HeaderName::Accept => headers.accept = weighted_list(name, value, |item| item.parse())?,
-            HeaderName::AcceptEncoding => headers.accept_encoding = known_encodings(name, value)?,
-            HeaderName::AcceptLanguage => {
-                headers.accept_language = weighted_list(name, value, |item| item.parse())?;
-            }
-            HeaderName::Authorization => headers.authorization = Some(string(name, value)?.to_owned()),
-            HeaderName::Cookies => headers.cookies = Some(cookies(name, value, true)?),
-            HeaderName::IfModifiedSince => headers.if_modified_since = Some(parse_string(name, value)?),
-            HeaderName::IfUnmodifiedSince => headers.if_unmodified_since = Some(parse_string(name, value)?),
-            HeaderName::Expect => expect = Some(string(name, value)?),
-            HeaderName::IgnoreInvalidHeaders => match value {
-                Loose::Bool(on) => headers.ignore_invalid_headers = *on,
-                other => {
-                    return Err(format!(
-                        "header \"{name}\" must be a boolean, not {}",
-                        other.kind().described()
-                    ));
-                }
-            },
-            // Response headers, accepted and ignored in a request whatever
-            // their value, `null` aside (D8).
-            HeaderName::Date | HeaderName::Language | HeaderName::SetCookies => {}
-        }
+        request_header(name, value, headers, &mut expect)?;
     }
     Ok(expect)
+}
+
+/// Checks one request header of the protocol's list (D8) into `headers`;
+/// the value of `expect` goes to `expect`, as written.
+#[inline]
+pub(crate) fn request_header<'a>(
+    name: HeaderName,
+    value: &'a Loose<'_>,
+    headers: &mut Headers,
+    expect: &mut Option<&'a str>,
+) -> Result<(), String> {
+    refuse_null(name, value)?;
+    match name {
+        HeaderName::ContentType => headers.content_type = Some(parse_string(name, value)?),
+        HeaderName::Accept => headers.accept = weighted_list(name, value, |item| item.parse())?,
+        HeaderName::AcceptEncoding => headers.accept_encoding = known_encodings(name, value)?,
+        HeaderName::AcceptLanguage => {
+            headers.accept_language = weighted_list(name, value, |item| item.parse())?;
+        }
+        HeaderName::Authorization => headers.authorization = Some(string(name, value)?.to_owned()),
+        HeaderName::Cookies => headers.cookies = Some(cookies(name, value, true)?),
+        HeaderName::IfModifiedSince => headers.if_modified_since = Some(parse_string(name, value)?),
+        HeaderName::IfUnmodifiedSince => headers.if_unmodified_since = Some(parse_string(name, value)?),
+        HeaderName::Expect => *expect = Some(string(name, value)?),
+        HeaderName::IgnoreInvalidHeaders => match value {
+            Loose::Bool(on) => headers.ignore_invalid_headers = *on,
+            other => {
+                return Err(format!(
+                    "header \"{name}\" must be a boolean, not {}",
+                    other.kind().described()
+                ));
+            }
+        },
+        // Response headers, accepted and ignored in a request whatever
+        // their value, `null` aside (D8).
+        HeaderName::Date | HeaderName::Language | HeaderName::SetCookies => {}
+    }
+    Ok(())
 }
 
 /// Refuses a `null` value, which no header may have (D8), in a request or

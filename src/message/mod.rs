@@ -35,6 +35,7 @@ mod method;
 pub mod negotiate;
 mod parse;
 mod quick;
+mod quick_request;
 mod rejection;
 pub mod resource;
 mod serialize;

@@ -39,12 +39,12 @@ use super::envelope::{Envelope, RawBody, RawStatus};
 use super::framing::{Fault, Frame, Scan, Scanner, leading_whitespace};
 use super::header_values::{quoted, request_headers, response_headers};
 use super::leniency::{Forgiven, Validation};
-use super::quick;
 use super::syntax::{self, Kind, Loose, Note, Notes, Number};
 use super::{
     Body, Encoding, Headers, MessageLimits, Method, Rejection, RejectionKind, Request, Resource, Response,
     Status, StatusCode, Version,
 };
+use super::{quick, quick_request};
 
 /// Where a request stands in its exchange, which changes what is checked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -101,6 +101,15 @@ pub(crate) fn parse_request_quick<R: From<Request>>(
     limits: &MessageLimits,
     streams_content: bool,
 ) -> Option<(usize, Result<R, Rejection>)> {
+    // A valid request written the common way is read straight into its
+    // type; anything else through the envelope, judged in D5's order.
+    let start = leading_whitespace(bytes);
+    if bytes.get(start) != Some(&b'{') {
+        return None;
+    }
+    if let Some((end, request)) = quick_request::read(bytes, start, limits, streams_content) {
+        return Some((end, Ok(R::from(request))));
+    }
     read_quick(bytes, limits, streams_content, |env| {
         validate_request(env, context, limits)
     })
@@ -493,7 +502,11 @@ fn encoding(text: &str) -> Result<Encoding, Problem> {
 }
 
 /// Level 4: the content decodes (`400`) within the limit (`413`, D3).
-fn decode_content(content: &str, encoding: Encoding, limits: &MessageLimits) -> Result<Vec<u8>, Problem> {
+pub(super) fn decode_content(
+    content: &str,
+    encoding: Encoding,
+    limits: &MessageLimits,
+) -> Result<Vec<u8>, Problem> {
     let too_large = |limit| {
         (
             RejectionKind::ContentTooLarge,

@@ -28,6 +28,19 @@ use super::syntax::{Loose, Number, StrOr};
 /// an array in it.
 const DEPTH: usize = 3;
 
+/// The top-level fields, in the order requests are written.
+pub(super) const FIELDS: [&str; 7] = [
+    "jsontp", "type", "resource", "method", "headers", "body", "status",
+];
+
+/// After each of [`FIELDS`], the one that usually follows it in a request
+/// or a response (which puts `status` after `type`).
+pub(super) const FOLLOWS: [usize; 7] = [1, 2, 3, 4, 5, 7, 2];
+
+/// The fields of `body`: senders put `content` last, so that it can
+/// stream (D19).
+pub(super) const BODY_FIELDS: [&str; 2] = ["encoding", "content"];
+
 /// How much of the input is checked for UTF-8 at first, when no line
 /// break says where the message likely ends. A longer message is read
 /// again with twice as much, so no message costs more than about twice its
@@ -60,6 +73,28 @@ pub(crate) fn read<'a>(
     streams_content: bool,
     env: &mut Envelope<'a>,
 ) -> Option<usize> {
+    let mut fresh = true;
+    let (end, ()) = read_by(bytes, start, limits, |reader| {
+        // A window too short leaves an envelope half filled.
+        if !std::mem::take(&mut fresh) {
+            *env = Envelope::default();
+        }
+        reader.envelope(streams_content, env)
+    })?;
+    Some(end)
+}
+
+/// Runs `each` on a [`Reader`] at `start` of `bytes`, over text checked
+/// for UTF-8 as far as the message likely reaches, and again over twice as
+/// much while `each` runs out of text: the offset one past the message
+/// and what `each` made of it, or `None` when `each` gives up.
+#[inline]
+pub(super) fn read_by<'a, T>(
+    bytes: &'a [u8],
+    start: usize,
+    limits: &MessageLimits,
+    mut each: impl FnMut(&mut Reader<'a>) -> Option<T>,
+) -> Option<(usize, T)> {
     if limits.max_depth < DEPTH {
         return None;
     }
@@ -95,18 +130,19 @@ pub(crate) fn read<'a>(
             pos: start,
             ran_out: false,
         };
-        if reader.envelope(streams_content, env).is_some() {
-            return Some(reader.pos);
+        if let Some(made) = each(&mut reader) {
+            return Some((reader.pos, made));
         }
         if !reader.ran_out || invalid || window == limit {
             return None;
         }
         window = window.saturating_mul(2).min(limit);
-        *env = Envelope::default();
     }
 }
 
-struct Reader<'a> {
+/// Reads JSON text without escapes, one piece at a time; each method takes
+/// its piece, or gives up (`None`) leaving the position undefined.
+pub(super) struct Reader<'a> {
     text: &'a str,
     /// `text`'s bytes.
     bytes: &'a [u8],
@@ -116,14 +152,14 @@ struct Reader<'a> {
 }
 
 impl<'a> Reader<'a> {
-    fn skip_whitespace(&mut self) {
+    pub(super) fn skip_whitespace(&mut self) {
         while let Some(b' ' | b'\t' | b'\r' | b'\n') = self.bytes.get(self.pos) {
             self.pos += 1;
         }
     }
 
     /// The next byte after whitespace, not taken.
-    fn peek(&mut self) -> Option<u8> {
+    pub(super) fn peek(&mut self) -> Option<u8> {
         self.skip_whitespace();
         let next = self.bytes.get(self.pos).copied();
         self.ran_out |= next.is_none();
@@ -131,13 +167,13 @@ impl<'a> Reader<'a> {
     }
 
     /// Takes `byte`, after whitespace.
-    fn take(&mut self, byte: u8) -> Option<()> {
+    pub(super) fn take(&mut self, byte: u8) -> Option<()> {
         (self.peek()? == byte).then(|| self.pos += 1)
     }
 
     /// After an entry of an object or an array: `true` at a comma (another
     /// entry follows), `false` at `close`.
-    fn more(&mut self, close: u8) -> Option<bool> {
+    pub(super) fn more(&mut self, close: u8) -> Option<bool> {
         match self.peek()? {
             b',' => {
                 self.pos += 1;
@@ -153,7 +189,7 @@ impl<'a> Reader<'a> {
 
     /// Takes `open`; `false` if `close` follows at once (the object or
     /// array is empty).
-    fn open(&mut self, open: u8, close: u8) -> Option<bool> {
+    pub(super) fn open(&mut self, open: u8, close: u8) -> Option<bool> {
         self.take(open)?;
         if self.peek()? == close {
             self.pos += 1;
@@ -164,7 +200,7 @@ impl<'a> Reader<'a> {
 
     /// A string without escapes, borrowed.
     #[inline(always)]
-    fn string(&mut self) -> Option<&'a str> {
+    pub(super) fn string(&mut self) -> Option<&'a str> {
         self.take(b'"')?;
         let start = self.pos;
         // The first quote, backslash or control character: only a quote
@@ -179,8 +215,13 @@ impl<'a> Reader<'a> {
         self.text.get(start..end)
     }
 
+    /// `""`, and nothing else.
+    pub(super) fn empty_string(&mut self) -> Option<&'a str> {
+        self.take_quoted("", None).then_some("")
+    }
+
     /// A key and its colon.
-    fn key(&mut self) -> Option<&'a str> {
+    pub(super) fn key(&mut self) -> Option<&'a str> {
         let key = self.string()?;
         self.take(b':')?;
         Some(key)
@@ -195,7 +236,7 @@ impl<'a> Reader<'a> {
     /// the same answer. Inlined, so that each caller's names are
     /// constants (called once, it cost about as much as `key`).
     #[inline(always)]
-    fn field(&mut self, names: &[&str], likely: usize) -> Option<usize> {
+    pub(super) fn field(&mut self, names: &[&str], likely: usize) -> Option<usize> {
         if let Some(name) = names.get(likely)
             && self.take_quoted(name, Some(b':'))
         {
@@ -209,7 +250,7 @@ impl<'a> Reader<'a> {
     /// given, where they stand after whitespace, as compact JSON writes
     /// them; takes nothing if they are not there, or not written so.
     #[inline(always)]
-    fn take_quoted(&mut self, text: &str, then: Option<u8>) -> bool {
+    pub(super) fn take_quoted(&mut self, text: &str, then: Option<u8>) -> bool {
         self.skip_whitespace();
         let rest = &self.bytes[self.pos..];
         let len = text.len();
@@ -241,7 +282,7 @@ impl<'a> Reader<'a> {
     }
 
     /// `true` or `false`.
-    fn boolean(&mut self) -> Option<bool> {
+    pub(super) fn boolean(&mut self) -> Option<bool> {
         let rest = &self.bytes[self.pos..];
         let (value, len) = if rest.starts_with(b"true") {
             (true, 4)
@@ -274,7 +315,7 @@ impl<'a> Reader<'a> {
 
     /// Fills `slot`, which must be empty: a key written twice is a
     /// duplicate (D4), for the general path to report.
-    fn fill<T>(slot: &mut Option<T>, value: T) -> Option<()> {
+    pub(super) fn fill<T>(slot: &mut Option<T>, value: T) -> Option<()> {
         match slot {
             Some(_) => None,
             None => {
@@ -285,13 +326,6 @@ impl<'a> Reader<'a> {
     }
 
     fn envelope(&mut self, streams_content: bool, env: &mut Envelope<'a>) -> Option<()> {
-        // The fields, in the order requests are written; after each, the
-        // one that usually follows it in a request or a response (which
-        // puts `status` after `type`).
-        const FIELDS: [&str; 7] = [
-            "jsontp", "type", "resource", "method", "headers", "body", "status",
-        ];
-        const FOLLOWS: [usize; 7] = [1, 2, 3, 4, 5, 7, 2];
         if !self.open(b'{', b'}')? {
             return Some(());
         }
@@ -353,7 +387,7 @@ impl<'a> Reader<'a> {
     }
 
     /// An array of strings.
-    fn strings(&mut self) -> Option<Vec<StrOr<'a>>> {
+    pub(super) fn strings(&mut self) -> Option<Vec<StrOr<'a>>> {
         let mut items = Vec::new();
         if !self.open(b'[', b']')? {
             return Some(items);
@@ -367,15 +401,18 @@ impl<'a> Reader<'a> {
     }
 
     fn body(&mut self, streams_content: bool, body: &mut RawBody<'a>) -> Option<()> {
-        // Senders put `content` last, so that it can stream (D19).
-        const FIELDS: [&str; 2] = ["encoding", "content"];
         if self.open(b'{', b'}')? {
             let mut likely = 0;
             loop {
-                let field = self.field(&FIELDS, likely)?;
+                let field = self.field(&BODY_FIELDS, likely)?;
                 likely = 1 - field;
                 match field {
                     0 => Self::fill(&mut body.encoding, self.loose_string_likely("identity")?)?,
+                    // Content to stream is left to the lexer: only `""`
+                    // is taken, and no other is looked through.
+                    _ if streams_content => {
+                        Self::fill(&mut body.content, Loose::Str(Cow::Borrowed(self.empty_string()?)))?;
+                    }
                     _ => Self::fill(&mut body.content, self.loose_string()?)?,
                 }
                 if !self.more(b'}')? {
@@ -383,9 +420,9 @@ impl<'a> Reader<'a> {
                 }
             }
         }
-        if streams_content && let Some(content) = &body.content {
+        if streams_content && body.content.is_some() {
             let identity = matches!(&body.encoding, Some(Loose::Str(name)) if name == "identity");
-            if *content != Loose::Str(Cow::Borrowed("")) || !identity {
+            if !identity {
                 return None;
             }
         }
@@ -419,8 +456,9 @@ impl<'a> Reader<'a> {
 
 /// Whether the reader agrees with the general path on `bytes`: whenever it
 /// reads a message, the lexer frames the same message there and the
-/// parsers fill the same envelope from it. The differential check of the
-/// tests and of the `parse_message` fuzz target.
+/// parsers fill the same envelope from it; and whenever it reads a request
+/// straight into its type, the general path gives the same request. The
+/// differential check of the tests and of the `parse_message` fuzz target.
 pub(crate) fn agrees_with_general(bytes: &[u8], limits: &MessageLimits) -> bool {
     use super::framing::{Scan, Scanner};
     use super::syntax::{self, Notes};
@@ -450,7 +488,7 @@ pub(crate) fn agrees_with_general(bytes: &[u8], limits: &MessageLimits) -> bool 
             && read.is_ok()
             && notes.into_first().is_none()
             && general == quick
-    })
+    }) && super::quick_request::agrees_with_general(bytes, limits)
 }
 
 #[cfg(test)]
