@@ -54,28 +54,51 @@ pub(crate) fn request_headers<'a>(
                 quoted(&written.to_ascii_lowercase())
             ));
         };
-        request_header(name, value, headers, &mut expect)?;
+        request_header(name, HeaderValue::Loose(value), headers, &mut expect)?;
     }
     Ok(expect)
 }
+
+/// A request header's value as the checks read it.
+#[derive(Clone, Copy)]
+pub(crate) enum HeaderValue<'v> {
+    /// A value of the envelope.
+    Loose(&'v Loose<'v>),
+    /// An array of strings the one-pass reader has read through and left
+    /// where it stands: the text between its brackets, strings without
+    /// escapes and the commas and whitespace between them.
+    Strings(&'v str),
+}
+
+/// An array, for the checks of the headers that do not read the items of
+/// one: they refuse it for its kind.
+static AN_ARRAY: Loose<'static> = Loose::Array(Vec::new());
 
 /// Checks one request header of the protocol's list (D8) into `headers`;
 /// the value of `expect` goes to `expect`, as written.
 #[inline]
 pub(crate) fn request_header<'a>(
     name: HeaderName,
-    value: &'a Loose<'_>,
+    value: HeaderValue<'a>,
     headers: &mut Headers,
     expect: &mut Option<&'a str>,
 ) -> Result<(), String> {
+    // The list headers read an array's items; the others only its kind.
+    match name {
+        HeaderName::Accept => return weighted_list(name, value, &mut headers.accept, |item| item.parse()),
+        HeaderName::AcceptEncoding => return known_encodings(name, value, &mut headers.accept_encoding),
+        HeaderName::AcceptLanguage => {
+            return weighted_list(name, value, &mut headers.accept_language, |item| item.parse());
+        }
+        _ => {}
+    }
+    let value = match value {
+        HeaderValue::Loose(value) => value,
+        HeaderValue::Strings(_) => &AN_ARRAY,
+    };
     refuse_null(name, value)?;
     match name {
         HeaderName::ContentType => headers.content_type = Some(parse_string(name, value)?),
-        HeaderName::Accept => headers.accept = weighted_list(name, value, |item| item.parse())?,
-        HeaderName::AcceptEncoding => headers.accept_encoding = known_encodings(name, value)?,
-        HeaderName::AcceptLanguage => {
-            headers.accept_language = weighted_list(name, value, |item| item.parse())?;
-        }
         HeaderName::Authorization => headers.authorization = Some(string(name, value)?.to_owned()),
         HeaderName::Cookies => headers.cookies = Some(cookies(name, value, true)?),
         HeaderName::IfModifiedSince => headers.if_modified_since = Some(parse_string(name, value)?),
@@ -90,6 +113,8 @@ pub(crate) fn request_header<'a>(
                 ));
             }
         },
+        // Read above.
+        HeaderName::Accept | HeaderName::AcceptEncoding | HeaderName::AcceptLanguage => {}
         // Response headers, accepted and ignored in a request whatever
         // their value, `null` aside (D8).
         HeaderName::Date | HeaderName::Language | HeaderName::SetCookies => {}
@@ -190,60 +215,82 @@ fn parse_string<T: FromStr<Err = ValueError>>(name: HeaderName, value: &Loose<'_
 /// the header's absence (D8). No intermediate list is built.
 fn for_each_item<'v>(
     name: HeaderName,
-    value: &'v Loose<'_>,
+    value: HeaderValue<'v>,
     mut each: impl FnMut(&'v str) -> Result<(), String>,
 ) -> Result<(), String> {
     let mut non_empty = |item: &'v str| {
         let item = trim_ows(item);
         if item.is_empty() { Ok(()) } else { each(item) }
     };
+    // `split` by bytes: its searcher costs more to set up than a short
+    // value takes to read.
+    let position = |text: &str, byte: u8| text.bytes().position(|b| b == byte);
     match value {
-        Loose::Str(s) => {
-            // `split(',')` by bytes: its searcher costs more to set up
-            // than a short value takes to read.
+        HeaderValue::Loose(Loose::Str(s)) => {
             let mut rest: &'v str = s;
-            while let Some(at) = rest.bytes().position(|b| b == b',') {
+            while let Some(at) = position(rest, b',') {
                 non_empty(&rest[..at])?;
                 rest = &rest[at + 1..];
             }
             non_empty(rest)
         }
-        Loose::Array(items) => items.iter().enumerate().try_for_each(|(i, item)| match item {
-            Ok(s) => non_empty(s),
-            Err(kind) => Err(format!(
-                "header \"{name}\": element {i} is {}, not a string",
-                kind.described()
-            )),
-        }),
-        other => Err(format!(
+        HeaderValue::Loose(Loose::Array(items)) => {
+            items.iter().enumerate().try_for_each(|(i, item)| match item {
+                Ok(s) => non_empty(s),
+                Err(kind) => Err(format!(
+                    "header \"{name}\": element {i} is {}, not a string",
+                    kind.described()
+                )),
+            })
+        }
+        // Each string is between a quote and the next: none holds one.
+        HeaderValue::Strings(mut rest) => {
+            while let Some(open) = position(rest, b'"') {
+                rest = &rest[open + 1..];
+                let close = position(rest, b'"').unwrap_or(rest.len());
+                non_empty(&rest[..close])?;
+                rest = rest.get(close + 1..).unwrap_or_default();
+            }
+            Ok(())
+        }
+        HeaderValue::Loose(Loose::Null) => refuse_null(name, &Loose::Null),
+        HeaderValue::Loose(other) => Err(format!(
             "header \"{name}\" must be a string or an array of strings, not {}",
             other.kind().described()
         )),
     }
 }
 
-/// `accept` or `accept-language`: every entry parsed with its weight;
-/// `None` when there is none (D8).
+/// `accept` or `accept-language`, into `slot`: every entry parsed with its
+/// weight; `None` when there is none (D8).
 fn weighted_list<T, C: Default + Extend<T> + AsRef<[T]>>(
     name: HeaderName,
-    value: &Loose<'_>,
+    value: HeaderValue<'_>,
+    slot: &mut Option<C>,
     parse: impl Fn(&str) -> Result<T, ValueError>,
-) -> Result<Option<C>, String> {
-    let mut parsed = C::default();
+) -> Result<(), String> {
+    let parsed = slot.insert(C::default());
     for_each_item(name, value, |item| {
         parsed.extend(Some(parse(item).map_err(|e| refusal(name, item, &e))?));
         Ok(())
     })?;
-    Ok((!parsed.as_ref().is_empty()).then_some(parsed))
+    if parsed.as_ref().is_empty() {
+        *slot = None;
+    }
+    Ok(())
 }
 
-/// `accept-encoding`: the entries in the client's order with their
-/// weights. Unknown encodings are skipped (D8), but their weight must still
-/// be well-formed. A header that names only unknown encodings is held as
-/// `*;q=0`: nothing this implementation knows is acceptable, so `412`
-/// follows, and the header writes back with that meaning.
-fn known_encodings(name: HeaderName, value: &Loose<'_>) -> Result<Option<EncodingList>, String> {
-    let mut known = EncodingList::new();
+/// `accept-encoding`, into `slot`: the entries in the client's order with
+/// their weights. Unknown encodings are skipped (D8), but their weight
+/// must still be well-formed. A header that names only unknown encodings
+/// is held as `*;q=0`: nothing this implementation knows is acceptable, so
+/// `412` follows, and the header writes back with that meaning.
+fn known_encodings(
+    name: HeaderName,
+    value: HeaderValue<'_>,
+    slot: &mut Option<EncodingList>,
+) -> Result<(), String> {
+    let known = slot.insert(EncodingList::new());
     let mut listed = false;
     for_each_item(name, value, |item| {
         listed = true;
@@ -253,10 +300,12 @@ fn known_encodings(name: HeaderName, value: &Loose<'_>) -> Result<Option<Encodin
         }
         Ok(())
     })?;
-    if listed && known.is_empty() {
+    if !listed {
+        *slot = None;
+    } else if known.is_empty() {
         known.push(Weighted::new(EncodingRange::Any).with_weight(Weight::ZERO));
     }
-    Ok(listed.then_some(known))
+    Ok(())
 }
 
 /// `cookies` (object or string form) or `set-cookies` (object only), D15.

@@ -160,6 +160,12 @@ impl<'a> Reader<'a> {
 
     /// The next byte after whitespace, not taken.
     pub(super) fn peek(&mut self) -> Option<u8> {
+        // Compact JSON, the usual kind, has no whitespace to skip.
+        if let Some(&next) = self.bytes.get(self.pos)
+            && next > b' '
+        {
+            return Some(next);
+        }
         self.skip_whitespace();
         let next = self.bytes.get(self.pos).copied();
         self.ran_out |= next.is_none();
@@ -265,7 +271,17 @@ impl<'a> Reader<'a> {
         found
     }
 
-    fn loose_string(&mut self) -> Option<Loose<'a>> {
+    /// Takes `text` if the bytes at the position are exactly it: the way
+    /// most senders begin a message, compared at once.
+    pub(super) fn take_literal(&mut self, text: &[u8]) -> bool {
+        let found = self.bytes[self.pos..].starts_with(text);
+        if found {
+            self.pos += text.len();
+        }
+        found
+    }
+
+    pub(super) fn loose_string(&mut self) -> Option<Loose<'a>> {
         Some(Loose::Str(Cow::Borrowed(self.string()?)))
     }
 
@@ -384,6 +400,25 @@ impl<'a> Reader<'a> {
                 return Some(());
             }
         }
+    }
+
+    /// An array of strings, left where it stands: the text between its
+    /// brackets.
+    pub(super) fn strings_in_place(&mut self) -> Option<&'a str> {
+        self.take(b'[')?;
+        let start = self.pos;
+        if self.peek()? != b']' {
+            loop {
+                self.string()?;
+                if self.peek()? != b',' {
+                    break;
+                }
+                self.pos += 1;
+            }
+        }
+        let end = self.pos;
+        self.take(b']')?;
+        self.text.get(start..end)
     }
 
     /// An array of strings.

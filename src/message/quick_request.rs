@@ -17,7 +17,7 @@
 use std::borrow::Cow;
 
 use super::envelope::listed_header;
-use super::header_values::request_header;
+use super::header_values::{HeaderValue, request_header};
 use super::headers::HeaderName;
 use super::parse::decode_content;
 use super::quick::{BODY_FIELDS, FIELDS, FOLLOWS, Reader, read_by};
@@ -39,6 +39,10 @@ pub(crate) fn read(
     })
 }
 
+/// How nearly every request begins, up to the resource's value: the
+/// fields in the protocol's order, compact, version 1.0.
+const USUAL_START: &[u8] = br#"{"jsontp":"1.0","type":"request","#;
+
 impl<'a> Reader<'a> {
     fn request(&mut self, limits: &MessageLimits, streams_content: bool) -> Option<Request> {
         let mut version = None;
@@ -47,10 +51,14 @@ impl<'a> Reader<'a> {
         let mut method = None;
         let mut headers = None;
         let mut body = None;
-        if !self.open(b'{', b'}')? {
+        let mut likely = 0;
+        if self.take_literal(USUAL_START) {
+            version = Some(Version::V1_0);
+            request_type = Some(());
+            likely = 2;
+        } else if !self.open(b'{', b'}')? {
             return None;
         }
-        let mut likely = 0;
         loop {
             let field = self.field(&FIELDS, likely)?;
             likely = FOLLOWS[field];
@@ -124,12 +132,21 @@ impl<'a> Reader<'a> {
             if name == HeaderName::Expect {
                 return None;
             }
+            // A string or a boolean is judged as the envelope holds it;
+            // an array of strings where it stands, without a copy.
+            let (string, flag);
             let value = match self.peek()? {
-                b'"' => Loose::Str(Cow::Borrowed(self.string()?)),
-                b'[' => Loose::Array(self.strings()?),
-                _ => Loose::Bool(self.boolean()?),
+                b'"' => {
+                    string = Loose::Str(Cow::Borrowed(self.string()?));
+                    HeaderValue::Loose(&string)
+                }
+                b'[' => HeaderValue::Strings(self.strings_in_place()?),
+                _ => {
+                    flag = Loose::Bool(self.boolean()?);
+                    HeaderValue::Loose(&flag)
+                }
             };
-            request_header(name, &value, headers, &mut None).ok()?;
+            request_header(name, value, headers, &mut None).ok()?;
             if !self.more(b'}')? {
                 return Some(());
             }
