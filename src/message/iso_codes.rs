@@ -1,5 +1,6 @@
-//! The code lists behind language tags (D18), as sorted tables searched by
-//! binary search.
+//! The code lists behind language tags (D18): sorted tables, and the same
+//! codes as sets of bits, one bit per pair of letters, looked up without a
+//! search.
 //!
 //! Generated from the Debian `iso-codes` 4.15.0 data (`iso_639-2.json`, the
 //! entries that carry an `alpha_2`, and `iso_3166-1.json`), which follows the
@@ -8,7 +9,7 @@
 
 /// ISO 639-1 two-letter language codes, lower-case, sorted: 184 codes.
 /// Includes `bh` (Bihari), deprecated in 2021 but still found in tags.
-pub(super) static ISO_639_1: &[[u8; 2]] = &[
+const ISO_639_1: &[[u8; 2]] = &[
     *b"aa", *b"ab", *b"ae", *b"af", *b"ak", *b"am", *b"an", *b"ar", *b"as", *b"av", *b"ay", *b"az", *b"ba",
     *b"be", *b"bg", *b"bh", *b"bi", *b"bm", *b"bn", *b"bo", *b"br", *b"bs", *b"ca", *b"ce", *b"ch", *b"co",
     *b"cr", *b"cs", *b"cu", *b"cv", *b"cy", *b"da", *b"de", *b"dv", *b"dz", *b"ee", *b"el", *b"en", *b"eo",
@@ -28,7 +29,7 @@ pub(super) static ISO_639_1: &[[u8; 2]] = &[
 
 /// ISO 3166-1 alpha-2 country codes, upper-case, sorted: the 249
 /// officially assigned codes.
-pub(super) static ISO_3166_1_ALPHA_2: &[[u8; 2]] = &[
+const ISO_3166_1_ALPHA_2: &[[u8; 2]] = &[
     *b"AD", *b"AE", *b"AF", *b"AG", *b"AI", *b"AL", *b"AM", *b"AO", *b"AQ", *b"AR", *b"AS", *b"AT", *b"AU",
     *b"AW", *b"AX", *b"AZ", *b"BA", *b"BB", *b"BD", *b"BE", *b"BF", *b"BG", *b"BH", *b"BI", *b"BJ", *b"BL",
     *b"BM", *b"BN", *b"BO", *b"BQ", *b"BR", *b"BS", *b"BT", *b"BV", *b"BW", *b"BY", *b"BZ", *b"CA", *b"CC",
@@ -51,14 +52,36 @@ pub(super) static ISO_3166_1_ALPHA_2: &[[u8; 2]] = &[
     *b"ZM", *b"ZW",
 ];
 
+/// A table as a set: bit `second - first` of word `first - letter`.
+type Set = [u32; 26];
+
+const fn set_of(codes: &[[u8; 2]], letter: u8) -> Set {
+    let mut set = [0; 26];
+    let mut i = 0;
+    while i < codes.len() {
+        let [first, second] = codes[i];
+        set[(first - letter) as usize] |= 1 << (second - letter);
+        i += 1;
+    }
+    set
+}
+
+const LANGUAGES: Set = set_of(ISO_639_1, b'a');
+const COUNTRIES: Set = set_of(ISO_3166_1_ALPHA_2, b'A');
+
+fn contains(set: &Set, code: [u8; 2], letter: u8) -> bool {
+    let [first, second] = code.map(|b| b.wrapping_sub(letter));
+    first < 26 && second < 26 && set[usize::from(first)] >> second & 1 == 1
+}
+
 /// Whether `code` (lower-case) is an ISO 639-1 language code.
 pub(super) fn is_language(code: [u8; 2]) -> bool {
-    ISO_639_1.binary_search(&code).is_ok()
+    contains(&LANGUAGES, code, b'a')
 }
 
 /// Whether `code` (upper-case) is an ISO 3166-1 alpha-2 country code.
 pub(super) fn is_country(code: [u8; 2]) -> bool {
-    ISO_3166_1_ALPHA_2.binary_search(&code).is_ok()
+    contains(&COUNTRIES, code, b'A')
 }
 
 #[cfg(test)]
@@ -73,6 +96,17 @@ mod tests {
         assert!(ISO_3166_1_ALPHA_2.windows(2).all(|w| w[0] < w[1]));
         assert!(ISO_639_1.iter().flatten().all(u8::is_ascii_lowercase));
         assert!(ISO_3166_1_ALPHA_2.iter().flatten().all(u8::is_ascii_uppercase));
+    }
+
+    #[test]
+    fn the_sets_hold_the_tables_and_nothing_else() {
+        for first in 0..=255u8 {
+            for second in 0..=255u8 {
+                let code = [first, second];
+                assert_eq!(is_language(code), ISO_639_1.binary_search(&code).is_ok());
+                assert_eq!(is_country(code), ISO_3166_1_ALPHA_2.binary_search(&code).is_ok());
+            }
+        }
     }
 
     #[test]

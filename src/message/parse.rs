@@ -108,7 +108,7 @@ pub(crate) fn parse_request_quick<R: From<Request>>(
         return None;
     }
     if let Some((end, request)) = quick_request::read(bytes, start, limits, streams_content) {
-        return Some((end, Ok(R::from(request))));
+        return Some((end, Ok(request)));
     }
     read_quick(bytes, limits, streams_content, |env| {
         validate_request(env, context, limits)

@@ -227,6 +227,7 @@ impl<'a> Reader<'a> {
     }
 
     /// A key and its colon.
+    #[inline]
     pub(super) fn key(&mut self) -> Option<&'a str> {
         let key = self.string()?;
         self.take(b':')?;

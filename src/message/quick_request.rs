@@ -15,6 +15,7 @@
 //! in which this reader meets problems never shows.
 
 use std::borrow::Cow;
+use std::mem::ManuallyDrop;
 
 use super::envelope::listed_header;
 use super::header_values::{HeaderValue, request_header};
@@ -28,14 +29,16 @@ use super::{Body, Encoding, Headers, MessageLimits, Method, Request, Resource, V
 /// it): the offset one past its closing `}` and the request, or `None` to
 /// leave it to the envelope. `streams_content`: as for [`super::quick::read`].
 #[inline]
-pub(crate) fn read(
+pub(crate) fn read<R: From<Request>>(
     bytes: &[u8],
     start: usize,
     limits: &MessageLimits,
     streams_content: bool,
-) -> Option<(usize, Request)> {
+) -> Option<(usize, R)> {
+    // Made into `R` (a box, for a connection) as soon as it is built: a
+    // request is a few hundred bytes, a box a pointer.
     read_by(bytes, start, limits, |reader| {
-        reader.request(limits, streams_content)
+        reader.request(limits, streams_content).map(R::from)
     })
 }
 
@@ -133,16 +136,17 @@ impl<'a> Reader<'a> {
                 return None;
             }
             // A string or a boolean is judged as the envelope holds it;
-            // an array of strings where it stands, without a copy.
+            // an array of strings where it stands, without a copy. Neither
+            // holds anything to drop: the enum's drop glue is not called.
             let (string, flag);
             let value = match self.peek()? {
                 b'"' => {
-                    string = Loose::Str(Cow::Borrowed(self.string()?));
+                    string = ManuallyDrop::new(Loose::Str(Cow::Borrowed(self.string()?)));
                     HeaderValue::Loose(&string)
                 }
                 b'[' => HeaderValue::Strings(self.strings_in_place()?),
                 _ => {
-                    flag = Loose::Bool(self.boolean()?);
+                    flag = ManuallyDrop::new(Loose::Bool(self.boolean()?));
                     HeaderValue::Loose(&flag)
                 }
             };
@@ -194,7 +198,8 @@ pub(crate) fn agrees_with_general(bytes: &[u8], limits: &MessageLimits) -> bool 
     use super::framing::{Scan, Scanner, leading_whitespace};
     use super::parse::parse_request_framed;
     [false, true].into_iter().all(|streams_content| {
-        let Some((end, request)) = read(bytes, leading_whitespace(bytes), limits, streams_content) else {
+        let Some((end, request)) = read::<Request>(bytes, leading_whitespace(bytes), limits, streams_content)
+        else {
             return true;
         };
         let Scan::Complete(frame) = Scanner::with_limit(limits.max_message_bytes).scan(bytes) else {
@@ -223,7 +228,7 @@ mod tests {
     fn reads(text: &str, streams_content: bool) -> Option<(usize, Request)> {
         let limits = MessageLimits::default();
         assert!(agrees_with_general(text.as_bytes(), &limits), "{text}");
-        read(
+        read::<Request>(
             text.as_bytes(),
             leading_whitespace(text.as_bytes()),
             &limits,
@@ -352,7 +357,7 @@ mod tests {
             max_headers: 2,
             ..limits
         };
-        assert!(read(GET.as_bytes(), 0, &few, false).is_none());
+        assert!(read::<Request>(GET.as_bytes(), 0, &few, false).is_none());
         assert!(agrees_with_general(GET.as_bytes(), &few));
     }
 
