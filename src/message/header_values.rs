@@ -12,7 +12,7 @@ use super::headers::{EncodingList, HeaderName, split_weight};
 use super::leniency::{Forgiven, Validation};
 use super::media::trim_ows;
 use super::syntax::Loose;
-use super::{Cookies, EncodingRange, Headers, ValueError, Weight, Weighted};
+use super::{Cookies, Encoding, EncodingRange, Headers, ValueError, Weight, Weighted};
 
 /// A value quoted as JSON for a message, cut short when long (a megabyte of
 /// resource must not come back in the `human-message`).
@@ -294,6 +294,11 @@ fn known_encodings(
     let mut listed = false;
     for_each_item(name, value, |item| {
         listed = true;
+        // Most entries are a name alone.
+        if let Ok(encoding) = item.parse::<Encoding>() {
+            known.push(Weighted::from(encoding));
+            return Ok(());
+        }
         let (range, weight) = split_weight(item).map_err(|e| refusal(name, item, &e))?;
         if let Ok(value) = range.parse::<EncodingRange>() {
             known.push(Weighted { value, weight });

@@ -122,6 +122,10 @@ fn token(s: &str) -> Option<(&str, &str)> {
 pub(crate) fn trim_ows(s: &str) -> &str {
     let is_ows = |b: &u8| *b == b' ' || *b == b'\t';
     let bytes = s.as_bytes();
+    // Most values have nothing to trim.
+    if !bytes.first().is_some_and(is_ows) && !bytes.last().is_some_and(is_ows) {
+        return s;
+    }
     let start = bytes.iter().position(|b| !is_ows(b)).unwrap_or(bytes.len());
     let end = bytes.iter().rposition(|b| !is_ows(b)).map_or(start, |i| i + 1);
     // Space and tab are ASCII: both ends are character boundaries.
