@@ -78,14 +78,39 @@ pub fn parse_request(
     context: RequestContext,
     limits: &MessageLimits,
 ) -> Result<Request, Rejection> {
-    if bytes.len() <= limits.max_message_bytes
-        && let Some((end, parsed)) = parse_request_quick(bytes, context, limits, false)
-        && only_whitespace(&bytes[end..])
-    {
-        return parsed;
+    if bytes.len() <= limits.max_message_bytes {
+        // As `parse_request_quick`, with the request returned as soon as it
+        // is read: it is a few hundred bytes to move.
+        if let Some((end, request)) = read_typed(bytes, limits, false)
+            && only_whitespace(&bytes[end..])
+        {
+            return Ok(request);
+        }
+        if let Some((end, parsed)) =
+            read_quick(bytes, limits, false, |env| validate_request(env, context, limits))
+            && only_whitespace(&bytes[end..])
+        {
+            return parsed;
+        }
     }
     let frame = frame_whole(bytes, limits)?;
     parse_request_framed(&bytes[frame.range()], &frame, context, limits)
+}
+
+/// A valid request written the common way, at the start of `bytes` (after
+/// any whitespace), read straight into its type: its length and the
+/// request.
+#[inline]
+fn read_typed<R: From<Request>>(
+    bytes: &[u8],
+    limits: &MessageLimits,
+    streams_content: bool,
+) -> Option<(usize, R)> {
+    let start = leading_whitespace(bytes);
+    if bytes.get(start) != Some(&b'{') {
+        return None;
+    }
+    quick_request::read(bytes, start, limits, streams_content)
 }
 
 /// The request at the start of `bytes` (after any whitespace), if the
@@ -103,11 +128,7 @@ pub(crate) fn parse_request_quick<R: From<Request>>(
 ) -> Option<(usize, Result<R, Rejection>)> {
     // A valid request written the common way is read straight into its
     // type; anything else through the envelope, judged in D5's order.
-    let start = leading_whitespace(bytes);
-    if bytes.get(start) != Some(&b'{') {
-        return None;
-    }
-    if let Some((end, request)) = quick_request::read(bytes, start, limits, streams_content) {
+    if let Some((end, request)) = read_typed(bytes, limits, streams_content) {
         return Some((end, Ok(request)));
     }
     read_quick(bytes, limits, streams_content, |env| {
