@@ -403,37 +403,25 @@ impl<'a> Reader<'a> {
         }
     }
 
-    /// An array of strings, left where it stands: the text between its
-    /// brackets.
-    pub(super) fn strings_in_place(&mut self) -> Option<&'a str> {
-        self.take(b'[')?;
-        let start = self.pos;
-        if self.peek()? != b']' {
-            loop {
-                self.string()?;
-                if self.peek()? != b',' {
-                    break;
-                }
-                self.pos += 1;
+    /// An array of strings, each handed to `each` as it is read.
+    #[inline]
+    pub(super) fn strings_with(&mut self, mut each: impl FnMut(&'a str)) -> Option<()> {
+        if !self.open(b'[', b']')? {
+            return Some(());
+        }
+        loop {
+            each(self.string()?);
+            if !self.more(b']')? {
+                return Some(());
             }
         }
-        let end = self.pos;
-        self.take(b']')?;
-        self.text.get(start..end)
     }
 
     /// An array of strings.
-    pub(super) fn strings(&mut self) -> Option<Vec<StrOr<'a>>> {
+    fn strings(&mut self) -> Option<Vec<StrOr<'a>>> {
         let mut items = Vec::new();
-        if !self.open(b'[', b']')? {
-            return Some(items);
-        }
-        loop {
-            items.push(Ok(Cow::Borrowed(self.string()?)));
-            if !self.more(b']')? {
-                return Some(items);
-            }
-        }
+        self.strings_with(|item| items.push(Ok(Cow::Borrowed(item))))?;
+        Some(items)
     }
 
     fn body(&mut self, streams_content: bool, body: &mut RawBody<'a>) -> Option<()> {

@@ -17,6 +17,8 @@
 use std::borrow::Cow;
 use std::mem::ManuallyDrop;
 
+use smallvec::SmallVec;
+
 use super::envelope::listed_header;
 use super::header_values::{HeaderValue, request_header};
 use super::headers::HeaderName;
@@ -135,16 +137,20 @@ impl<'a> Reader<'a> {
             if name == HeaderName::Expect {
                 return None;
             }
-            // A string or a boolean is judged as the envelope holds it;
-            // an array of strings where it stands, without a copy. Neither
-            // holds anything to drop: the enum's drop glue is not called.
+            // A string or a boolean is judged as the envelope holds it,
+            // an array of strings from a list on the stack. The first two
+            // hold nothing to drop: the enum's drop glue is not called.
             let (string, flag);
+            let mut items = SmallVec::<[&str; 8]>::new();
             let value = match self.peek()? {
                 b'"' => {
                     string = ManuallyDrop::new(Loose::Str(Cow::Borrowed(self.string()?)));
                     HeaderValue::Loose(&string)
                 }
-                b'[' => HeaderValue::Strings(self.strings_in_place()?),
+                b'[' => {
+                    self.strings_with(|item| items.push(item))?;
+                    HeaderValue::Strings(&items)
+                }
                 _ => {
                     flag = ManuallyDrop::new(Loose::Bool(self.boolean()?));
                     HeaderValue::Loose(&flag)
