@@ -60,6 +60,14 @@ pub struct Outcome {
     pub server_cpu_seconds: Option<f64>,
     /// Server CPU time per completed response, in microseconds.
     pub server_cpu_us_per_request: Option<f64>,
+    /// The part of it in user space (`utime`): the server's own code.
+    /// Absent from results saved before it was measured.
+    #[serde(default)]
+    pub server_user_us_per_request: Option<f64>,
+    /// The part of it in the kernel (`stime`): its system calls, the
+    /// loopback TCP path included.
+    #[serde(default)]
+    pub server_system_us_per_request: Option<f64>,
     /// Response bytes received in the window.
     pub bytes_received: u64,
     /// The generator's own CPU time over the window's length: near 1, it
@@ -220,23 +228,25 @@ pub fn run(load: &Load) -> io::Result<Outcome> {
     let seconds = (window_end - window_start).as_secs_f64();
     let ticks = procfs::clock_ticks();
     let generator_cpu_share = match (own_start, own_end) {
-        (Some(a), Some(b)) if seconds > 0.0 => Some(b.saturating_sub(a) as f64 / ticks / seconds),
+        (Some(a), Some(b)) if seconds > 0.0 => Some(b.since(a).total() as f64 / ticks / seconds),
         _ => None,
     };
-    let server_cpu_seconds = match (cpu_start, cpu_end) {
-        (Some(a), Some(b)) if !load.server_pids.is_empty() => Some(b.saturating_sub(a) as f64 / ticks),
+    let server_cpu = match (cpu_start, cpu_end) {
+        (Some(a), Some(b)) if !load.server_pids.is_empty() => Some(b.since(a)),
         _ => None,
     };
+    let us_per_request =
+        |spent: u64| (tally.completed > 0).then(|| spent as f64 / ticks * 1e6 / tally.completed as f64);
     Ok(Outcome {
         completed: tally.completed,
         errors: tally.errors,
         error_samples: tally.samples,
         seconds,
         requests_per_second: tally.completed as f64 / seconds,
-        server_cpu_seconds,
-        server_cpu_us_per_request: server_cpu_seconds
-            .filter(|_| tally.completed > 0)
-            .map(|s| s * 1e6 / tally.completed as f64),
+        server_cpu_seconds: server_cpu.map(|c| c.total() as f64 / ticks),
+        server_cpu_us_per_request: server_cpu.and_then(|c| us_per_request(c.total())),
+        server_user_us_per_request: server_cpu.and_then(|c| us_per_request(c.user)),
+        server_system_us_per_request: server_cpu.and_then(|c| us_per_request(c.system)),
         bytes_received: tally.bytes,
         generator_cpu_share,
     })
@@ -451,6 +461,19 @@ mod tests {
         assert_eq!((outcome.completed, outcome.errors), (2_000, 0), "{outcome:?}");
         assert_eq!(outcome.bytes_received, 2_000 * (OK.len() as u64 + 1));
         assert!(outcome.server_cpu_seconds.is_some());
+        let parts = [
+            outcome.server_cpu_us_per_request,
+            outcome.server_user_us_per_request,
+            outcome.server_system_us_per_request,
+        ];
+        let [Some(total), Some(user), Some(system)] = parts else {
+            panic!("{outcome:?}");
+        };
+        // The parts are the total's ticks split in two; only floating point differs.
+        assert!(
+            (user + system - total).abs() < 1e-6 * total.max(1.0),
+            "{outcome:?}"
+        );
     }
 
     #[test]

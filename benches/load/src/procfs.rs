@@ -15,21 +15,52 @@ pub fn clock_ticks() -> f64 {
         .unwrap_or(100.0)
 }
 
-/// User plus system CPU time of the processes, every thread included, in
-/// clock ticks (`utime` + `stime`, fields 14 and 15 of `/proc/PID/stat`).
-pub fn cpu_ticks(pids: &[u32]) -> Option<u64> {
-    pids.iter().map(|&pid| one_cpu_ticks(pid)).sum()
+/// CPU time of processes, every thread included, in clock ticks: `utime`
+/// and `stime`, fields 14 and 15 of `/proc/PID/stat`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CpuTicks {
+    /// In user space: the process's own code.
+    pub user: u64,
+    /// In the kernel on the process's behalf: its system calls.
+    pub system: u64,
 }
 
-fn one_cpu_ticks(pid: u32) -> Option<u64> {
-    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+impl CpuTicks {
+    /// User plus system.
+    pub fn total(self) -> u64 {
+        self.user + self.system
+    }
+
+    /// The ticks spent since `earlier`, a reading of the same processes.
+    pub fn since(self, earlier: CpuTicks) -> CpuTicks {
+        CpuTicks {
+            user: self.user.saturating_sub(earlier.user),
+            system: self.system.saturating_sub(earlier.system),
+        }
+    }
+}
+
+/// The CPU time of the processes together; `None` if one cannot be read.
+pub fn cpu_ticks(pids: &[u32]) -> Option<CpuTicks> {
+    pids.iter().try_fold(CpuTicks::default(), |sum, &pid| {
+        let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        let one = parse_stat(&stat)?;
+        Some(CpuTicks {
+            user: sum.user + one.user,
+            system: sum.system + one.system,
+        })
+    })
+}
+
+/// `utime` and `stime` of one `/proc/PID/stat` line.
+fn parse_stat(stat: &str) -> Option<CpuTicks> {
     // The command name, field 2, is in parentheses and may hold spaces.
-    let after_name = &stat[stat.rfind(')')? + 2..];
+    let after_name = stat.get(stat.rfind(')')? + 2..)?;
     let mut fields = after_name.split_ascii_whitespace();
     // `after_name` starts at field 3 (state): utime is field 14.
-    let utime: u64 = fields.nth(11)?.parse().ok()?;
-    let stime: u64 = fields.next()?.parse().ok()?;
-    Some(utime + stime)
+    let user = fields.nth(11)?.parse().ok()?;
+    let system = fields.next()?.parse().ok()?;
+    Some(CpuTicks { user, system })
 }
 
 /// Resident memory of the processes in bytes (`VmRSS`).
@@ -105,5 +136,26 @@ mod tests {
         assert!(rss > 100 * 1024, "{rss}");
         assert!(load_average().is_some());
         assert!(cpu_ticks(&[u32::MAX]).is_none());
+    }
+
+    #[test]
+    fn parses_user_and_system_apart() {
+        // A command name with a space and a parenthesis of its own.
+        let stat = "4242 (a) b) S 1 4242 4242 0 -1 4194560 900 0 0 0 37 125 0 0 20 0 3 0 99 1000 200";
+        let ticks = parse_stat(stat).expect("a stat line");
+        assert_eq!(
+            ticks,
+            CpuTicks {
+                user: 37,
+                system: 125
+            }
+        );
+        assert_eq!(ticks.total(), 162);
+        let later = CpuTicks {
+            user: 40,
+            system: 130,
+        };
+        assert_eq!(later.since(ticks), CpuTicks { user: 3, system: 5 });
+        assert!(parse_stat("4242 (cut short) S 1").is_none());
     }
 }

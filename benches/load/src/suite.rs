@@ -685,13 +685,21 @@ fn median_rps(outcomes: &[Outcome]) -> Option<f64> {
     median(outcomes.iter().map(|o| o.requests_per_second).collect())
 }
 
+/// Median over rounds of one server CPU figure (µs per request).
+fn median_us(outcomes: &[Outcome], figure: fn(&Outcome) -> Option<f64>) -> Option<f64> {
+    median(outcomes.iter().filter_map(figure).collect())
+}
+
 fn median_cpu(outcomes: &[Outcome]) -> Option<f64> {
-    median(
-        outcomes
-            .iter()
-            .filter_map(|o| o.server_cpu_us_per_request)
-            .collect(),
-    )
+    median_us(outcomes, |o| o.server_cpu_us_per_request)
+}
+
+/// `user 2.1 + kernel 5.6`: the medians of the server's CPU per request in
+/// user space and in the kernel; `None` for results saved without them.
+fn cpu_split(outcomes: &[Outcome]) -> Option<String> {
+    let user = median_us(outcomes, |o| o.server_user_us_per_request)?;
+    let kernel = median_us(outcomes, |o| o.server_system_us_per_request)?;
+    Some(format!("user {user:.1} + kernel {kernel:.1}"))
 }
 
 /// Median over rounds of `a`'s req/s over `b`'s.
@@ -793,11 +801,16 @@ fn throughput_tables(results: &[(Case, Vec<Outcome>)], about: &About, svg: &str)
         let mut cpu = mine
             .and_then(median_cpu)
             .map_or("—".into(), |c| format!("{c:.1} µs"));
+        let mut notes = Vec::new();
         if let (Some(against), Some(mine)) = (against, mine) {
             if let Some(r) = cell(*against, Payload::Hello, 16, 1).and_then(|theirs| cpu_ratio(mine, theirs))
             {
-                let _ = write!(cpu, " ({r:.2}× {})", against.name());
+                notes.push(format!("{r:.2}× {}", against.name()));
             }
+        }
+        notes.extend(mine.and_then(cpu_split));
+        if !notes.is_empty() {
+            let _ = write!(cpu, " ({})", notes.join("; "));
         }
         let _ = writeln!(line, " {cpu} |");
         t += &line;
@@ -846,8 +859,10 @@ fn throughput_tables(results: &[(Case, Vec<Outcome>)], about: &About, svg: &str)
     let single: Vec<String> = ServerKind::ALL
         .iter()
         .filter_map(|&s| {
-            let cpu = cell(s, Payload::Hello, 1, 1).and_then(median_cpu)?;
-            Some(format!("{} {cpu:.1} µs", s.name()))
+            let outcomes = cell(s, Payload::Hello, 1, 1)?;
+            let cpu = median_cpu(outcomes)?;
+            let split = cpu_split(outcomes).map_or(String::new(), |split| format!(" ({split})"));
+            Some(format!("{} {cpu:.1} µs{split}", s.name()))
         })
         .collect();
     if !single.is_empty() {
@@ -1082,6 +1097,8 @@ fn replace_section(doc: &str, name: &str, text: &str) -> Option<String> {
 mod tests {
     use super::*;
 
+    /// One second of a server at `rps`, busy all of it: a quarter in user
+    /// space, three quarters in the kernel.
     fn outcome(rps: f64) -> Outcome {
         Outcome {
             completed: rps as u64,
@@ -1091,9 +1108,45 @@ mod tests {
             requests_per_second: rps,
             server_cpu_seconds: Some(1.0),
             server_cpu_us_per_request: Some(1e6 / rps),
+            server_user_us_per_request: Some(0.25e6 / rps),
+            server_system_us_per_request: Some(0.75e6 / rps),
             bytes_received: 0,
             generator_cpu_share: Some(0.5),
         }
+    }
+
+    fn about() -> About {
+        About {
+            date: "today".into(),
+            cpu: "cpu".into(),
+            rustc: "rustc".into(),
+            nginx: "1.22.1".into(),
+            hyper: "1.0.0".into(),
+        }
+    }
+
+    /// `Hello, world!` at 16 connections (pipeline 1 and 16) and at 1
+    /// connection (a quarter of the rate), every server, each outcome
+    /// passed through `saved`.
+    fn hello_results(saved: fn(Outcome) -> Outcome) -> Vec<(Case, Vec<Outcome>)> {
+        let mut results = Vec::new();
+        for (server, rps) in [
+            (ServerKind::Nginx, 60_000.0),
+            (ServerKind::JsontpServe, 30_000.0),
+            (ServerKind::Hyper, 100_000.0),
+            (ServerKind::MioHello, 75_000.0),
+        ] {
+            for (connections, pipeline, rps) in [(16, 1, rps), (16, 16, rps * 16.0), (1, 1, rps / 4.0)] {
+                let case = Case {
+                    payload: Payload::Hello,
+                    connections,
+                    pipeline,
+                    server,
+                };
+                results.push((case, vec![saved(outcome(rps))]));
+            }
+        }
+        results
     }
 
     #[test]
@@ -1120,38 +1173,55 @@ mod tests {
 
     #[test]
     fn the_table_renders_every_server_and_ratio() {
-        let about = About {
-            date: "today".into(),
-            cpu: "cpu".into(),
-            rustc: "rustc".into(),
-            nginx: "1.22.1".into(),
-            hyper: "1.0.0".into(),
-        };
-        let mut results = Vec::new();
-        for (server, rps) in [
-            (ServerKind::Nginx, 60_000.0),
-            (ServerKind::JsontpServe, 30_000.0),
-            (ServerKind::Hyper, 100_000.0),
-            (ServerKind::MioHello, 75_000.0),
-        ] {
-            for pipeline in [1, 16] {
-                let case = Case {
-                    payload: Payload::Hello,
-                    connections: 16,
-                    pipeline,
-                    server,
-                };
-                results.push((case, vec![outcome(rps * pipeline as f64)]));
-            }
-        }
-        let t = throughput_tables(&results, &about, "x.svg");
+        let t = throughput_tables(&hello_results(|o| o), &about(), "x.svg");
         assert!(
-            t.contains("| 30k req/s (0.50× nginx) | 480k req/s (0.50× nginx) | 33.3 µs (2.00× nginx) |"),
+            t.contains(
+                "| 30k req/s (0.50× nginx) | 480k req/s (0.50× nginx) \
+                 | 33.3 µs (2.00× nginx; user 8.3 + kernel 25.0) |"
+            ),
             "{t}"
         );
-        assert!(t.contains("| 75k req/s (0.75× hyper hello) |"), "{t}");
+        assert!(
+            t.contains("| 60k req/s | 960k req/s | 16.7 µs (user 4.2 + kernel 12.5) |"),
+            "{t}"
+        );
+        assert!(
+            t.contains(
+                "| 75k req/s (0.75× hyper hello) | 1200k req/s (0.75× hyper hello) \
+                 | 13.3 µs (1.33× hyper hello; user 3.3 + kernel 10.0) |"
+            ),
+            "{t}"
+        );
+        assert!(
+            t.contains(
+                "Server CPU per request at 1 connection: nginx 66.7 µs (user 16.7 + kernel 50.0), \
+                 jsontp serve 133.3 µs (user 33.3 + kernel 100.0), \
+                 hyper hello 40.0 µs (user 10.0 + kernel 30.0), \
+                 mio hello 53.3 µs (user 13.3 + kernel 40.0)."
+            ),
+            "{t}"
+        );
         assert!(t.contains("nginx 1.22.1"), "{t}");
         assert!(t.contains("0 errors"), "{t}");
+    }
+
+    #[test]
+    fn results_saved_without_the_split_render_without_it() {
+        let before_the_split = |o: Outcome| {
+            let mut json = serde_json::to_value(o).expect("serializes");
+            let fields = json.as_object_mut().expect("an object");
+            fields.remove("server_user_us_per_request");
+            fields.remove("server_system_us_per_request");
+            serde_json::from_value(json).expect("results saved before the split still read")
+        };
+        let t = throughput_tables(&hello_results(before_the_split), &about(), "x.svg");
+        assert!(t.contains("| 60k req/s | 960k req/s | 16.7 µs |"), "{t}");
+        assert!(t.contains(" | 33.3 µs (2.00× nginx) |"), "{t}");
+        assert!(
+            t.contains("at 1 connection: nginx 66.7 µs, jsontp serve 133.3 µs,"),
+            "{t}"
+        );
+        assert!(!t.contains("kernel"), "{t}");
     }
 
     #[test]
