@@ -44,11 +44,12 @@ pub(crate) fn read<R: From<Request>>(
     })
 }
 
-/// How nearly every request begins, up to the resource's value: the
-/// fields in the protocol's order, compact, version 1.0.
+/// How nearly every request begins: the version and the type, in the
+/// protocol's order, compact.
 const USUAL_START: &[u8] = br#"{"jsontp":"1.0","type":"request","#;
 
 impl<'a> Reader<'a> {
+    /// The fields in any order, each once; all but `status` are needed.
     fn request(&mut self, limits: &MessageLimits, streams_content: bool) -> Option<Request> {
         let mut version = None;
         let mut request_type = None;
@@ -164,9 +165,8 @@ impl<'a> Reader<'a> {
     }
 
     /// The body's encoding, which must be there (D9) and be one of the
-    /// four, and its content, as written.
-    /// `streams_content`: only `""` is taken as content, without looking
-    /// further at any other.
+    /// four, and its content, as written. With `streams_content`, only
+    /// `""` is taken as content, and no other is looked through.
     fn request_body(&mut self, streams_content: bool) -> Option<(Encoding, Option<&'a str>)> {
         let mut encoding = None;
         let mut content = None;
