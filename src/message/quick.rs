@@ -39,7 +39,7 @@ pub(super) const FOLLOWS: [usize; 7] = [1, 2, 3, 4, 5, 7, 2];
 
 /// The fields of `body`: senders put `content` last, so that it can
 /// stream (D19).
-pub(super) const BODY_FIELDS: [&str; 2] = ["encoding", "content"];
+const BODY_FIELDS: [&str; 2] = ["encoding", "content"];
 
 /// How much of the input is checked for UTF-8 at first, when no line
 /// break says where the message likely ends. A longer message is read
@@ -424,26 +424,41 @@ impl<'a> Reader<'a> {
         Some(items)
     }
 
-    fn body(&mut self, streams_content: bool, body: &mut RawBody<'a>) -> Option<()> {
-        if self.open(b'{', b'}')? {
-            let mut likely = 0;
-            loop {
-                let field = self.field(&BODY_FIELDS, likely)?;
-                likely = 1 - field;
-                match field {
-                    0 => Self::fill(&mut body.encoding, self.loose_string_likely("identity")?)?,
-                    // Content to stream is left to the lexer: only `""`
-                    // is taken, and no other is looked through.
-                    _ if streams_content => {
-                        Self::fill(&mut body.content, Loose::Str(Cow::Borrowed(self.empty_string()?)))?;
-                    }
-                    _ => Self::fill(&mut body.content, self.loose_string()?)?,
-                }
-                if !self.more(b'}')? {
-                    break;
-                }
+    /// The `body` object: its `encoding` read by `encoding`, its
+    /// `content`'s string handed to `content`, in either order. Content
+    /// to stream (`streams_content`, D19) is left to the lexer: only `""`
+    /// is taken, and no other is looked through.
+    #[inline]
+    pub(super) fn body_object(
+        &mut self,
+        streams_content: bool,
+        mut encoding: impl FnMut(&mut Self) -> Option<()>,
+        mut content: impl FnMut(&'a str) -> Option<()>,
+    ) -> Option<()> {
+        if !self.open(b'{', b'}')? {
+            return Some(());
+        }
+        let mut likely = 0;
+        loop {
+            let field = self.field(&BODY_FIELDS, likely)?;
+            likely = 1 - field;
+            match field {
+                0 => encoding(self)?,
+                _ if streams_content => content(self.empty_string()?)?,
+                _ => content(self.string()?)?,
+            }
+            if !self.more(b'}')? {
+                return Some(());
             }
         }
+    }
+
+    fn body(&mut self, streams_content: bool, body: &mut RawBody<'a>) -> Option<()> {
+        self.body_object(
+            streams_content,
+            |reader| Self::fill(&mut body.encoding, reader.loose_string_likely("identity")?),
+            |text| Self::fill(&mut body.content, Loose::Str(Cow::Borrowed(text))),
+        )?;
         if streams_content && body.content.is_some() {
             let identity = matches!(&body.encoding, Some(Loose::Str(name)) if name == "identity");
             if !identity {

@@ -23,7 +23,7 @@ use super::envelope::listed_header;
 use super::header_values::{HeaderValue, request_header};
 use super::headers::HeaderName;
 use super::parse::decode_content;
-use super::quick::{BODY_FIELDS, FIELDS, FOLLOWS, Reader, read_by};
+use super::quick::{FIELDS, FOLLOWS, Reader, read_by};
 use super::syntax::Loose;
 use super::{Body, Encoding, Headers, MessageLimits, Method, Request, Resource, Version};
 
@@ -165,26 +165,15 @@ impl<'a> Reader<'a> {
     }
 
     /// The body's encoding, which must be there (D9) and be one of the
-    /// four, and its content, as written. With `streams_content`, only
-    /// `""` is taken as content, and no other is looked through.
+    /// four, and its content, as written (see [`Reader::body_object`]).
     fn request_body(&mut self, streams_content: bool) -> Option<(Encoding, Option<&'a str>)> {
         let mut encoding = None;
         let mut content = None;
-        if self.open(b'{', b'}')? {
-            let mut likely = 0;
-            loop {
-                let field = self.field(&BODY_FIELDS, likely)?;
-                likely = 1 - field;
-                match field {
-                    0 => Self::fill(&mut encoding, self.encoding()?)?,
-                    _ if streams_content => Self::fill(&mut content, self.empty_string()?)?,
-                    _ => Self::fill(&mut content, self.string()?)?,
-                }
-                if !self.more(b'}')? {
-                    break;
-                }
-            }
-        }
+        self.body_object(
+            streams_content,
+            |reader| Self::fill(&mut encoding, reader.encoding()?),
+            |text| Self::fill(&mut content, text),
+        )?;
         Some((encoding?, content))
     }
 
