@@ -249,16 +249,9 @@ mod tests {
             r#"{"body":{"encoding":"gzip","content":"H4sIAAAAAAAAA8tIzcnJBwCGphA2BQAAAA=="},"headers":{},"method":"PUT","resource":"/a/b?c=d","type":"request","jsontp":"1.2-rc3"}"#.to_owned(),
             r#"{"jsontp":"1.0","type":"request","resource":"/","method":"DELETE","headers":{"Accept":"text/*;q=0.5","cookies":"a=b","ignore-invalid-headers":false,"date":"x"},"body":{"encoding":"identity"}}"#.to_owned(),
         ];
+        // `reads` checks each against the general path, in both contexts.
         for text in &others {
-            let (_, request) = reads(text, false).unwrap_or_else(|| panic!("{text}"));
-            let parsed = parse_request(
-                text.split('\n').next().unwrap_or(text).as_bytes(),
-                RequestContext::Fresh,
-                &MessageLimits::default(),
-            );
-            if !text.starts_with(' ') {
-                assert_eq!(parsed.as_ref(), Ok(&request));
-            }
+            assert!(reads(text, false).is_some(), "{text}");
         }
         let (_, put) = reads(&others[1], false).expect("gzip");
         assert_eq!(put.body.content(), b"hello");
