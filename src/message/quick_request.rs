@@ -25,7 +25,7 @@ use super::headers::HeaderName;
 use super::parse::decode_content;
 use super::quick::{FIELDS, FOLLOWS, Reader, read_by};
 use super::syntax::Loose;
-use super::{Body, Encoding, Headers, MessageLimits, Method, Request, Resource, Version};
+use super::{Body, Encoding, Headers, MessageLimits, Method, Request, Version};
 
 /// Reads the request at `start` of `bytes` (after the whitespace before
 /// it): the offset one past its closing `}` and the request, or `None` to
@@ -37,11 +37,31 @@ pub(crate) fn read<R: From<Request>>(
     limits: &MessageLimits,
     streams_content: bool,
 ) -> Option<(usize, R)> {
-    // Made into `R` (a box, for a connection) as soon as it is built: a
-    // request is a few hundred bytes, a box a pointer.
+    let mut request = Request::placeholder();
+    let end = read_into(bytes, start, limits, streams_content, &mut request)?;
+    Some((end, R::from(request)))
+}
+
+/// [`read`] into `request`, a [`Request::placeholder`], filled where it
+/// stands (it is a few hundred bytes): the offset one past the message's
+/// closing `}`. On `None`, what `request` holds is not a request read.
+#[inline]
+pub(crate) fn read_into(
+    bytes: &[u8],
+    start: usize,
+    limits: &MessageLimits,
+    streams_content: bool,
+    request: &mut Request,
+) -> Option<usize> {
+    let mut fresh = true;
     read_by(bytes, start, limits, |reader| {
-        reader.request(limits, streams_content).map(R::from)
+        // A window too short leaves the request half filled.
+        if !std::mem::take(&mut fresh) {
+            *request = Request::placeholder();
+        }
+        reader.request(limits, streams_content, request)
     })
+    .map(|(end, ())| end)
 }
 
 /// How nearly every request begins: the version and the type, in the
@@ -49,18 +69,16 @@ pub(crate) fn read<R: From<Request>>(
 const USUAL_START: &[u8] = br#"{"jsontp":"1.0","type":"request","#;
 
 impl<'a> Reader<'a> {
-    /// The fields in any order, each once; all but `status` are needed.
-    fn request(&mut self, limits: &MessageLimits, streams_content: bool) -> Option<Request> {
-        let mut version = None;
-        let mut request_type = None;
-        let mut resource = None;
-        let mut method = None;
-        let mut headers = None;
+    /// The fields in any order, each once, into `out`; all but `status`
+    /// are needed.
+    fn request(&mut self, limits: &MessageLimits, streams_content: bool, out: &mut Request) -> Option<()> {
+        // The fields read so far, as bits of their indexes in FIELDS.
+        let mut seen = 0u8;
         let mut body = None;
         let mut likely = 0;
         if self.take_literal(USUAL_START) {
-            version = Some(Version::V1_0);
-            request_type = Some(());
+            out.version = Version::V1_0;
+            seen = 0b11;
             likely = 2;
         } else if !self.open(b'{', b'}')? {
             return None;
@@ -68,43 +86,39 @@ impl<'a> Reader<'a> {
         loop {
             let field = self.field(&FIELDS, likely)?;
             likely = FOLLOWS[field];
+            let bit = 1 << field;
+            // `status`, or a field written twice.
+            if field == 6 || seen & bit != 0 {
+                return None;
+            }
+            seen |= bit;
             match field {
-                0 => Self::fill(&mut version, self.version()?)?,
-                1 => Self::fill(
-                    &mut request_type,
-                    self.take_quoted("request", None).then_some(())?,
-                )?,
-                2 => Self::fill(&mut resource, self.string()?.parse::<Resource>().ok()?)?,
-                3 => Self::fill(&mut method, Method::from_wire(self.string()?)?)?,
-                // Filled where it stands: it is a few hundred bytes.
-                4 if headers.is_none() => self.request_headers(headers.insert(Headers::new()), limits)?,
-                5 => Self::fill(&mut body, self.request_body(streams_content)?)?,
-                // `status`, or a field written twice.
-                _ => return None,
+                0 => out.version = self.version()?,
+                1 => self.take_quoted("request", None).then_some(())?,
+                2 => out.resource = self.string()?.parse().ok()?,
+                3 => out.method = Method::from_wire(self.string()?)?,
+                4 => self.request_headers(&mut out.headers, limits)?,
+                _ => body = Some(self.request_body(streams_content)?),
             }
             if !self.more(b'}')? {
                 break;
             }
         }
-        request_type?;
+        if seen != 0b11_1111 {
+            return None;
+        }
         let (encoding, content) = body?;
-        let method = method?;
         if streams_content && content.is_some() && encoding != Encoding::Identity {
             return None;
         }
         let content = match content {
             Some(content) => decode_content(content, encoding, limits).ok()?,
-            None if method.requires_content() => return None,
+            None if out.method.requires_content() => return None,
             // D9: on other methods a missing `content` means "".
             None => Vec::new(),
         };
-        Some(Request {
-            version: version?,
-            resource: resource?,
-            method,
-            headers: headers?,
-            body: Body::from_parts(content, encoding, None),
-        })
+        out.body = Body::from_parts(content, encoding, None);
+        Some(())
     }
 
     /// A version this implementation speaks (D6).

@@ -53,6 +53,21 @@ impl Resource {
         self.text.get(span.start..span.end).unwrap_or_default()
     }
 
+    /// The empty resource, which D7 refuses: it stands in a request being
+    /// read until the request's own is, and is never handed out.
+    pub(crate) fn placeholder() -> Resource {
+        Resource {
+            text: String::new(),
+            original_end: 0,
+            scheme: false,
+            host: None,
+            port: None,
+            path: Span { start: 0, end: 0 },
+            query: None,
+            fragment: None,
+        }
+    }
+
     /// The string exactly as the request wrote it; responses echo it (D7).
     #[inline]
     pub fn as_str(&self) -> &str {
