@@ -119,6 +119,7 @@ fn token(s: &str) -> Option<(&str, &str)> {
 /// `s` without HTTP's optional whitespace (spaces and tabs) at either
 /// end: a byte loop, several times cheaper than `trim_matches` with a set
 /// of characters, which decodes each one.
+#[inline]
 pub(crate) fn trim_ows(s: &str) -> &str {
     let is_ows = |b: &u8| *b == b' ' || *b == b'\t';
     let bytes = s.as_bytes();
