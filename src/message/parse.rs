@@ -82,9 +82,8 @@ pub fn parse_request(
         // As `parse_request_quick`, with the request read where it is
         // returned from: it is a few hundred bytes to move.
         let mut request = Request::placeholder();
-        let start = leading_whitespace(bytes);
-        if bytes.get(start) == Some(&b'{')
-            && let Some(end) = quick_request::read_into(bytes, start, limits, false, &mut request)
+        if let Some(end) =
+            quick_request::read_into(bytes, leading_whitespace(bytes), limits, false, &mut request)
             && only_whitespace(&bytes[end..])
         {
             return Ok(request);
@@ -98,22 +97,6 @@ pub fn parse_request(
     }
     let frame = frame_whole(bytes, limits)?;
     parse_request_framed(&bytes[frame.range()], &frame, context, limits)
-}
-
-/// A valid request written the common way, at the start of `bytes` (after
-/// any whitespace), read straight into its type: its length and the
-/// request.
-#[inline]
-fn read_typed<R: From<Request>>(
-    bytes: &[u8],
-    limits: &MessageLimits,
-    streams_content: bool,
-) -> Option<(usize, R)> {
-    let start = leading_whitespace(bytes);
-    if bytes.get(start) != Some(&b'{') {
-        return None;
-    }
-    quick_request::read(bytes, start, limits, streams_content)
 }
 
 /// The request at the start of `bytes` (after any whitespace), if the
@@ -131,7 +114,9 @@ pub(crate) fn parse_request_quick<R: From<Request>>(
 ) -> Option<(usize, Result<R, Rejection>)> {
     // A valid request written the common way is read straight into its
     // type; anything else through the envelope, judged in D5's order.
-    if let Some((end, request)) = read_typed(bytes, limits, streams_content) {
+    if let Some((end, request)) =
+        quick_request::read(bytes, leading_whitespace(bytes), limits, streams_content)
+    {
         return Some((end, Ok(request)));
     }
     read_quick(bytes, limits, streams_content, |env| {
@@ -148,13 +133,14 @@ fn read_quick<T>(
     streams_content: bool,
     validate: impl FnOnce(&Envelope<'_>) -> Result<T, Problem>,
 ) -> Option<(usize, Result<T, Rejection>)> {
-    // A message must begin here; only then is an envelope set up.
-    let start = leading_whitespace(bytes);
-    if bytes.get(start) != Some(&b'{') {
-        return None;
-    }
     let mut env = Envelope::default();
-    let end = quick::read(bytes, start, limits, streams_content, &mut env)?;
+    let end = quick::read(
+        bytes,
+        leading_whitespace(bytes),
+        limits,
+        streams_content,
+        &mut env,
+    )?;
     let parsed = validate(&env).map_err(|(kind, message)| Rejection::of(kind, message, env.resource_echo()));
     Some((end, parsed))
 }

@@ -73,29 +73,27 @@ pub(crate) fn read<'a>(
     streams_content: bool,
     env: &mut Envelope<'a>,
 ) -> Option<usize> {
-    let mut fresh = true;
-    let (end, ()) = read_by(bytes, start, limits, |reader| {
-        // A window too short leaves an envelope half filled.
-        if !std::mem::take(&mut fresh) {
-            *env = Envelope::default();
-        }
+    read_by(bytes, start, limits, env, Envelope::default, |reader, env| {
         reader.envelope(streams_content, env)
-    })?;
-    Some(end)
+    })
 }
 
-/// Runs `each` on a [`Reader`] at `start` of `bytes`, over text checked
-/// for UTF-8 as far as the message likely reaches, and again over twice as
-/// much while `each` runs out of text: the offset one past the message
-/// and what `each` made of it, or `None` when `each` gives up.
+/// Runs `each` on a [`Reader`] at `start` of `bytes`, filling `out`, over
+/// text checked for UTF-8 as far as the message likely reaches, and again
+/// over twice as much (`out` made `fresh` again) while `each` runs out of
+/// text: the offset one past the message, or `None` when `each` gives up
+/// or no message begins at `start`.
 #[inline]
 pub(super) fn read_by<'a, T>(
     bytes: &'a [u8],
     start: usize,
     limits: &MessageLimits,
-    mut each: impl FnMut(&mut Reader<'a>) -> Option<T>,
-) -> Option<(usize, T)> {
-    if limits.max_depth < DEPTH {
+    out: &mut T,
+    fresh: fn() -> T,
+    mut each: impl FnMut(&mut Reader<'a>, &mut T) -> Option<()>,
+) -> Option<usize> {
+    // A message must begin here before any text is checked.
+    if bytes.get(start) != Some(&b'{') || limits.max_depth < DEPTH {
         return None;
     }
     // Past the size limit the general path refuses the message (413): the
@@ -130,12 +128,14 @@ pub(super) fn read_by<'a, T>(
             pos: start,
             ran_out: false,
         };
-        if let Some(made) = each(&mut reader) {
-            return Some((reader.pos, made));
+        if each(&mut reader, out).is_some() {
+            return Some(reader.pos);
         }
         if !reader.ran_out || invalid || window == limit {
             return None;
         }
+        // A window too short left `out` half filled.
+        *out = fresh();
         window = window.saturating_mul(2).min(limit);
     }
 }

@@ -53,15 +53,14 @@ pub(crate) fn read_into(
     streams_content: bool,
     request: &mut Request,
 ) -> Option<usize> {
-    let mut fresh = true;
-    read_by(bytes, start, limits, |reader| {
-        // A window too short leaves the request half filled.
-        if !std::mem::take(&mut fresh) {
-            *request = Request::placeholder();
-        }
-        reader.request(limits, streams_content, request)
-    })
-    .map(|(end, ())| end)
+    read_by(
+        bytes,
+        start,
+        limits,
+        request,
+        Request::placeholder,
+        |reader, request| reader.request(limits, streams_content, request),
+    )
 }
 
 /// How nearly every request begins: the version and the type, in the
