@@ -81,28 +81,26 @@ pub(crate) fn request_header<'a>(
     headers: &mut Headers,
     expect: &mut Option<&'a str>,
 ) -> Result<(), String> {
-    // The list headers read an array's items; the others only its kind.
-    match name {
-        HeaderName::Accept => return weighted_list(name, value, &mut headers.accept, |item| item.parse()),
-        HeaderName::AcceptEncoding => return known_encodings(name, value, &mut headers.accept_encoding),
-        HeaderName::AcceptLanguage => {
-            return weighted_list(name, value, &mut headers.accept_language, |item| item.parse());
-        }
-        _ => {}
-    }
-    let value = match value {
+    // Only the list headers read an array's items; the others judge its
+    // kind, which an empty array stands for.
+    let loose = match value {
         HeaderValue::Loose(value) => value,
         HeaderValue::Strings(_) => &AN_ARRAY,
     };
-    refuse_null(name, value)?;
+    refuse_null(name, loose)?;
     match name {
-        HeaderName::ContentType => headers.content_type = Some(parse_string(name, value)?),
-        HeaderName::Authorization => headers.authorization = Some(string(name, value)?.to_owned()),
-        HeaderName::Cookies => headers.cookies = Some(cookies(name, value, true)?),
-        HeaderName::IfModifiedSince => headers.if_modified_since = Some(parse_string(name, value)?),
-        HeaderName::IfUnmodifiedSince => headers.if_unmodified_since = Some(parse_string(name, value)?),
-        HeaderName::Expect => *expect = Some(string(name, value)?),
-        HeaderName::IgnoreInvalidHeaders => match value {
+        HeaderName::ContentType => headers.content_type = Some(parse_string(name, loose)?),
+        HeaderName::Accept => weighted_list(name, value, &mut headers.accept, |item| item.parse())?,
+        HeaderName::AcceptEncoding => known_encodings(name, value, &mut headers.accept_encoding)?,
+        HeaderName::AcceptLanguage => {
+            weighted_list(name, value, &mut headers.accept_language, |item| item.parse())?;
+        }
+        HeaderName::Authorization => headers.authorization = Some(string(name, loose)?.to_owned()),
+        HeaderName::Cookies => headers.cookies = Some(cookies(name, loose, true)?),
+        HeaderName::IfModifiedSince => headers.if_modified_since = Some(parse_string(name, loose)?),
+        HeaderName::IfUnmodifiedSince => headers.if_unmodified_since = Some(parse_string(name, loose)?),
+        HeaderName::Expect => *expect = Some(string(name, loose)?),
+        HeaderName::IgnoreInvalidHeaders => match loose {
             Loose::Bool(on) => headers.ignore_invalid_headers = *on,
             other => {
                 return Err(format!(
@@ -111,8 +109,6 @@ pub(crate) fn request_header<'a>(
                 ));
             }
         },
-        // Read above.
-        HeaderName::Accept | HeaderName::AcceptEncoding | HeaderName::AcceptLanguage => {}
         // Response headers, accepted and ignored in a request whatever
         // their value, `null` aside (D8).
         HeaderName::Date | HeaderName::Language | HeaderName::SetCookies => {}
@@ -122,6 +118,7 @@ pub(crate) fn request_header<'a>(
 
 /// Refuses a `null` value, which no header may have (D8), in a request or
 /// a response alike.
+#[inline]
 fn refuse_null(name: HeaderName, value: &Loose<'_>) -> Result<(), String> {
     if matches!(value, Loose::Null) {
         return Err(format!("header \"{name}\" is null, which no header may be"));
@@ -241,7 +238,6 @@ fn for_each_item<'v>(
             })
         }
         HeaderValue::Strings(items) => items.iter().try_for_each(|item| non_empty(item)),
-        HeaderValue::Loose(Loose::Null) => refuse_null(name, &Loose::Null),
         HeaderValue::Loose(other) => Err(format!(
             "header \"{name}\" must be a string or an array of strings, not {}",
             other.kind().described()
