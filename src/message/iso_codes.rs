@@ -52,7 +52,8 @@ const ISO_3166_1_ALPHA_2: &[[u8; 2]] = &[
     *b"ZM", *b"ZW",
 ];
 
-/// A table as a set: bit `second - first` of word `first - letter`.
+/// A table as a set: for a code `[first, second]`, bit `second - letter`
+/// of word `first - letter`.
 type Set = [u32; 26];
 
 const fn set_of(codes: &[[u8; 2]], letter: u8) -> Set {

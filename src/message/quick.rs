@@ -152,7 +152,7 @@ pub(super) struct Reader<'a> {
 }
 
 impl<'a> Reader<'a> {
-    pub(super) fn skip_whitespace(&mut self) {
+    fn skip_whitespace(&mut self) {
         while let Some(b' ' | b'\t' | b'\r' | b'\n') = self.bytes.get(self.pos) {
             self.pos += 1;
         }
@@ -173,7 +173,7 @@ impl<'a> Reader<'a> {
     }
 
     /// Takes `byte`, after whitespace.
-    pub(super) fn take(&mut self, byte: u8) -> Option<()> {
+    fn take(&mut self, byte: u8) -> Option<()> {
         (self.peek()? == byte).then(|| self.pos += 1)
     }
 
@@ -222,7 +222,7 @@ impl<'a> Reader<'a> {
     }
 
     /// `""`, and nothing else.
-    pub(super) fn empty_string(&mut self) -> Option<&'a str> {
+    fn empty_string(&mut self) -> Option<&'a str> {
         self.take_quoted("", None).then_some("")
     }
 
@@ -282,7 +282,7 @@ impl<'a> Reader<'a> {
         found
     }
 
-    pub(super) fn loose_string(&mut self) -> Option<Loose<'a>> {
+    fn loose_string(&mut self) -> Option<Loose<'a>> {
         Some(Loose::Str(Cow::Borrowed(self.string()?)))
     }
 
