@@ -56,13 +56,20 @@ impl Resource {
     /// The empty resource, which D7 refuses: it stands in a request being
     /// read until the request's own is, and is never handed out.
     pub(crate) fn placeholder() -> Resource {
+        Resource::path_only(String::new())
+    }
+
+    /// `text`, all of it a path from the root already in normal form:
+    /// no host, no query, no fragment.
+    fn path_only(text: String) -> Resource {
+        let end = text.len();
         Resource {
-            text: String::new(),
-            original_end: 0,
+            text,
+            original_end: end,
             scheme: false,
             host: None,
             port: None,
-            path: Span { start: 0, end: 0 },
+            path: Span { start: 0, end },
             query: None,
             fragment: None,
         }
@@ -158,19 +165,7 @@ fn plain_path(s: &str) -> Option<Resource> {
     if matches!(&bytes[segment..], b"." | b"..") {
         return None;
     }
-    Some(Resource {
-        text: s.to_owned(),
-        original_end: s.len(),
-        scheme: false,
-        host: None,
-        port: None,
-        path: Span {
-            start: 0,
-            end: s.len(),
-        },
-        query: None,
-        fragment: None,
-    })
+    Some(Resource::path_only(s.to_owned()))
 }
 
 /// Any resource: one of the seven shapes of D7, with D7's host rule for a
