@@ -38,7 +38,7 @@ usage:
   loadbench suite MODE [--runs 3] [--seconds 5] [--warmup 1] [--bin-dir target/release]
                 [--hyper PATH] [--nginx PATH|none] [--work DIR] [--write BENCHMARKS.md]
                 [--svg FILE] [--server-cpu N|none] [--idle-max 10000] [--command TEXT]
-                [--servers nginx,jsontp,hyper,mio]
+                [--servers nginx,jsontp,hyper,mio,floor]
   MODE: throughput, idle, syscalls, instructions, all, smoke
   loadbench replot [--results target/loadbench/results.json] [--svg FILE]";
 
@@ -202,6 +202,7 @@ fn suite(args: &[String]) -> Result<bool, String> {
             jsontp: bin_dir.join("jsontp"),
             hello: bin_dir.join("examples").join("hello_server"),
             hyper,
+            floor: here.join("floor_server"),
             parse_count: here.join("parse_count"),
             nginx,
         },
@@ -217,12 +218,12 @@ fn suite(args: &[String]) -> Result<bool, String> {
         svg: PathBuf::from(o.value(&["--svg"]).unwrap_or("benches/load/throughput.svg")),
         idle_max: o.parsed(&["--idle-max"], 10_000usize)?,
         only: match o.value(&["--servers"]) {
-            None => ServerKind::ALL.to_vec(),
+            None => [&ServerKind::ALL[..], &[ServerKind::Floor]].concat(),
             Some(list) => list
                 .split(',')
                 .map(|name| {
                     ServerKind::from_short(name.trim())
-                        .ok_or_else(|| format!("--servers: {name:?} (nginx, jsontp, hyper, mio)"))
+                        .ok_or_else(|| format!("--servers: {name:?} (nginx, jsontp, hyper, mio, floor)"))
                 })
                 .collect::<Result<_, _>>()?,
         },
@@ -238,6 +239,7 @@ fn suite(args: &[String]) -> Result<bool, String> {
         ("the jsontp binary", &settings.programs.jsontp),
         ("examples/hello_server", &settings.programs.hello),
         ("hyper_hello", &settings.programs.hyper),
+        ("floor_server", &settings.programs.floor),
     ] {
         if !path.exists() {
             return Err(format!("{what} is not at {} (build it first)", path.display()));

@@ -1,5 +1,5 @@
-//! The four servers: how each is started, pinned, found ready and stopped,
-//! and what a request to each looks like.
+//! The four servers and the kernel's floor: how each is started, pinned,
+//! found ready and stopped, and what a request to each looks like.
 
 use std::fmt::Write as _;
 use std::fs;
@@ -25,10 +25,13 @@ pub enum ServerKind {
     Hyper,
     /// `examples/hello_server` on the mio adapter.
     MioHello,
+    /// `floor_server`: one `recv` and one `send` per request and no other
+    /// work; not a server, the ceiling any server meets on this machine.
+    Floor,
 }
 
 impl ServerKind {
-    /// Every server, in table order.
+    /// Every server compared, in table order (the floor is not one).
     pub const ALL: [ServerKind; 4] = [
         ServerKind::Nginx,
         ServerKind::JsontpServe,
@@ -43,6 +46,7 @@ impl ServerKind {
             ServerKind::JsontpServe => "jsontp serve",
             ServerKind::Hyper => "hyper hello",
             ServerKind::MioHello => "mio hello",
+            ServerKind::Floor => "kernel floor",
         }
     }
 
@@ -53,6 +57,7 @@ impl ServerKind {
             "jsontp" => ServerKind::JsontpServe,
             "hyper" => ServerKind::Hyper,
             "mio" => ServerKind::MioHello,
+            "floor" => ServerKind::Floor,
             _ => return None,
         })
     }
@@ -61,7 +66,7 @@ impl ServerKind {
     pub fn protocol(self) -> Protocol {
         match self {
             ServerKind::Nginx | ServerKind::Hyper => Protocol::Http,
-            ServerKind::JsontpServe | ServerKind::MioHello => Protocol::Jsontp,
+            ServerKind::JsontpServe | ServerKind::MioHello | ServerKind::Floor => Protocol::Jsontp,
         }
     }
 
@@ -93,6 +98,8 @@ pub struct Programs {
     pub hello: PathBuf,
     /// `hyper_hello` of this crate (release).
     pub hyper: PathBuf,
+    /// `floor_server` of this crate (release).
+    pub floor: PathBuf,
     /// `parse_count` of this crate (release), for the parsers' instructions.
     pub parse_count: PathBuf,
     /// nginx, when installed.
@@ -209,6 +216,7 @@ pub fn start(
         ),
         ServerKind::MioHello => (programs.hello.clone(), vec!["mio".into(), addr.to_string()]),
         ServerKind::Hyper => (programs.hyper.clone(), vec![addr.to_string()]),
+        ServerKind::Floor => (programs.floor.clone(), vec![addr.to_string()]),
         ServerKind::Nginx => {
             let nginx = programs
                 .nginx
@@ -276,6 +284,7 @@ fn file_stem(kind: ServerKind) -> &'static str {
         ServerKind::JsontpServe => "jsontp-serve",
         ServerKind::Hyper => "hyper-hello",
         ServerKind::MioHello => "mio-hello",
+        ServerKind::Floor => "floor",
     }
 }
 

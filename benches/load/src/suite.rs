@@ -133,8 +133,10 @@ fn throughput_cases(available: &[ServerKind], smoke: bool) -> Vec<Case> {
         }
     };
     let files = [ServerKind::Nginx, ServerKind::JsontpServe];
-    add(Payload::Hello, 16, 1, &ServerKind::ALL);
-    add(Payload::Hello, 16, 16, &ServerKind::ALL);
+    // The floor beside the servers where the hello servers are compared.
+    let with_floor = [&ServerKind::ALL[..], &[ServerKind::Floor]].concat();
+    add(Payload::Hello, 16, 1, &with_floor);
+    add(Payload::Hello, 16, 16, &with_floor);
     add(Payload::Big, 16, 1, &files);
     add(Payload::Gzip, 16, 1, &files);
     if !smoke {
@@ -173,6 +175,12 @@ pub fn run(mode: Mode, settings: &Settings) -> io::Result<bool> {
         .into_iter()
         .filter(|&k| settings.programs.has(k) && settings.only.contains(&k))
         .collect();
+    // The floor is measured for its rate and its system calls only: its
+    // memory and instructions say nothing about a server.
+    let mut with_floor = available.clone();
+    if settings.only.contains(&ServerKind::Floor) {
+        with_floor.push(ServerKind::Floor);
+    }
     if !settings.programs.has(ServerKind::Nginx) {
         eprintln!("loadbench: no nginx (not installed, or --nginx none): its rows are left out");
     }
@@ -184,13 +192,13 @@ pub fn run(mode: Mode, settings: &Settings) -> io::Result<bool> {
     let mut sections: Vec<(&str, String)> = Vec::new();
 
     if matches!(mode, Mode::Throughput | Mode::All | Mode::Smoke) {
-        let cases = throughput_cases(&available, smoke);
+        let cases = throughput_cases(&with_floor, smoke);
         let (runs, seconds, warmup) = if smoke {
             (1, settings.seconds.min(1.0), settings.warmup.min(0.2))
         } else {
             (settings.runs, settings.seconds, settings.warmup)
         };
-        results.throughput = throughput(settings, &root, &available, &cases, runs, seconds, warmup)?;
+        results.throughput = throughput(settings, &root, &with_floor, &cases, runs, seconds, warmup)?;
         for (case, outcomes) in &results.throughput {
             for o in outcomes {
                 if o.errors > 0 || o.completed == 0 {
@@ -256,7 +264,7 @@ pub fn run(mode: Mode, settings: &Settings) -> io::Result<bool> {
     }
 
     if matches!(mode, Mode::Syscalls | Mode::All) {
-        for &kind in &available {
+        for &kind in &with_floor {
             let server = servers::start(kind, &settings.programs, &root, &settings.work, &launch(settings))?;
             let warm = load_for(&server, 16, 1, None, 0.0, 0.5);
             generator::run(&warm)?;
@@ -736,6 +744,10 @@ fn rps(value: Option<f64>) -> String {
     }
 }
 
+fn percent(value: Option<f64>) -> String {
+    value.map_or("—".into(), |v| format!("{:.0} %", v * 100.0))
+}
+
 fn times(value: Option<f64>) -> String {
     value.map_or("—".into(), |r| format!("{r:.2}×"))
 }
@@ -780,6 +792,13 @@ fn throughput_tables(results: &[(Case, Vec<Outcome>)], about: &About, svg: &str)
             Some(Hyper),
             "the mio adapter with a hello handler (`examples/hello_server`)".to_string(),
         ),
+        (
+            Floor,
+            Some(Hyper),
+            "the kernel's floor: one `recv` and one `send` per request, no other work \
+             (`floor_server`, not a server)"
+                .to_string(),
+        ),
     ];
     for (server, against, label) in &rows {
         let mut line = format!("| {label} |");
@@ -814,6 +833,21 @@ fn throughput_tables(results: &[(Case, Vec<Outcome>)], about: &About, svg: &str)
         }
         let _ = writeln!(line, " {cpu} |");
         t += &line;
+    }
+
+    if let (Some(floor), Some(hyper), Some(mio)) = (
+        cell(Floor, Payload::Hello, 16, 1),
+        cell(Hyper, Payload::Hello, 16, 1),
+        cell(MioHello, Payload::Hello, 16, 1),
+    ) {
+        let _ = writeln!(
+            t,
+            "\nThe floor's rate is what a server that answers each request with one `recv` and \
+             one `send` reaches here when its own work costs nothing. At pipeline 1 it is {} \
+             hyper hello's rate, and the mio hello runs at {} of it.",
+            times(ratio(floor, hyper)),
+            percent(ratio(mio, floor)),
+        );
     }
 
     let _ = writeln!(t, "\n#### Other loads (pipeline 1)\n");
@@ -989,7 +1023,7 @@ fn syscalls_table(rows: &[(ServerKind, usize, Syscalls)]) -> String {
     let mut t = String::from(
         "| server | syscalls per request, p1 | most frequent (per request, p1) | syscalls per request, p16 |\n|---|---|---|---|\n",
     );
-    for server in ServerKind::ALL {
+    for server in ServerKind::ALL.into_iter().chain([ServerKind::Floor]) {
         let get = |p| rows.iter().find(|r| r.0 == server && r.1 == p).map(|r| &r.2);
         let (Some(p1), p16) = (get(1), get(16)) else {
             continue;
@@ -1135,6 +1169,7 @@ mod tests {
             (ServerKind::JsontpServe, 30_000.0),
             (ServerKind::Hyper, 100_000.0),
             (ServerKind::MioHello, 75_000.0),
+            (ServerKind::Floor, 120_000.0),
         ] {
             for (connections, pipeline, rps) in [(16, 1, rps), (16, 16, rps * 16.0), (1, 1, rps / 4.0)] {
                 let case = Case {
@@ -1201,6 +1236,17 @@ mod tests {
             ),
             "{t}"
         );
+        assert!(
+            t.contains(
+                "| 120k req/s (1.20× hyper hello) | 1920k req/s (1.20× hyper hello) \
+                 | 8.3 µs (0.83× hyper hello; user 2.1 + kernel 6.2) |"
+            ),
+            "{t}"
+        );
+        assert!(
+            t.contains("At pipeline 1 it is 1.20× hyper hello's rate, and the mio hello runs at 62 % of it."),
+            "{t}"
+        );
         assert!(t.contains("nginx 1.22.1"), "{t}");
         assert!(t.contains("0 errors"), "{t}");
     }
@@ -1221,7 +1267,7 @@ mod tests {
             t.contains("at 1 connection: nginx 66.7 µs, jsontp serve 133.3 µs,"),
             "{t}"
         );
-        assert!(!t.contains("kernel"), "{t}");
+        assert!(!t.contains("+ kernel"), "{t}");
     }
 
     #[test]
