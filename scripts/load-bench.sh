@@ -14,6 +14,8 @@
 #   instructions  instructions per request (valgrind --tool=callgrind)
 #   smoke         seconds: every server starts, every load completes without
 #                 an error, the tables render; nothing is written (CI)
+#   profile       where the CPU of hyper, the mio hello and the kernel's
+#                 floor goes at pipeline 1 (perf record); not part of all
 #
 # Options go to the suite, e.g. `--runs 5 --seconds 10`, `--nginx none`.
 # The full modes write their tables into BENCHMARKS.md between markers and
@@ -25,13 +27,13 @@ cd "$(dirname "$0")/.."
 mode=${1:-all}
 [ $# -gt 0 ] && shift
 case "$mode" in
-    all | throughput | idle | syscalls | instructions | smoke) ;;
+    all | throughput | idle | syscalls | instructions | smoke | profile) ;;
     -h | --help)
-        sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'
+        sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'
         exit 0
         ;;
     *)
-        echo "load-bench: unknown mode $mode (all, throughput, idle, syscalls, instructions, smoke)" >&2
+        echo "load-bench: unknown mode $mode (all, throughput, idle, syscalls, instructions, smoke, profile)" >&2
         exit 2
         ;;
 esac
@@ -65,6 +67,7 @@ case "$mode" in
     all) require strace strace; require valgrind valgrind ;;
     syscalls) require strace strace ;;
     instructions) require valgrind valgrind ;;
+    profile) require perf linux-perf ;;
 esac
 require taskset util-linux
 

@@ -17,6 +17,7 @@ mod generator;
 mod idle;
 mod plot;
 mod procfs;
+mod profile;
 mod servers;
 mod suite;
 mod trace;
@@ -39,7 +40,7 @@ usage:
                 [--hyper PATH] [--nginx PATH|none] [--work DIR] [--write BENCHMARKS.md]
                 [--svg FILE] [--server-cpu N|none] [--idle-max 10000] [--command TEXT]
                 [--servers nginx,jsontp,hyper,mio,floor]
-  MODE: throughput, idle, syscalls, instructions, all, smoke
+  MODE: throughput, idle, syscalls, instructions, all, smoke, profile
   loadbench replot [--results target/loadbench/results.json] [--svg FILE]";
 
 fn main() -> ExitCode {

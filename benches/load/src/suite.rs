@@ -15,6 +15,7 @@ use crate::generator::{self, Load, Outcome};
 use crate::idle::{self, IdleMemory};
 use crate::plot::{self, Series};
 use crate::procfs;
+use crate::profile::{self, Profile};
 use crate::servers::{self, Launch, Programs, Running, ServerKind};
 use crate::trace::{self, Syscalls};
 
@@ -29,6 +30,8 @@ pub enum Mode {
     Syscalls,
     /// Instructions per request under callgrind.
     Instructions,
+    /// Where the hello servers' CPU goes (perf); not part of `All`.
+    Profile,
     /// All four.
     All,
     /// Seconds: every server starts, loads complete without errors, the
@@ -44,6 +47,7 @@ impl Mode {
             "idle" => Mode::Idle,
             "syscalls" => Mode::Syscalls,
             "instructions" => Mode::Instructions,
+            "profile" => Mode::Profile,
             "all" => Mode::All,
             "smoke" => Mode::Smoke,
             _ => return None,
@@ -162,6 +166,9 @@ pub struct Results {
     /// (`parse_count`: jsontp, httparse, value).
     #[serde(default)]
     pub parse: Vec<(String, f64)>,
+    /// Where the CPU of the hello servers and the floor goes.
+    #[serde(default)]
+    pub profiles: Vec<(ServerKind, Profile)>,
     /// Load average before and after.
     pub load_average: Vec<[f64; 3]>,
 }
@@ -332,6 +339,36 @@ pub fn run(mode: Mode, settings: &Settings) -> io::Result<bool> {
         ) + &instructions_table(&results.instructions, counts)
             + &parse_table(&results.parse);
         sections.push(("instructions", text));
+    }
+
+    if mode == Mode::Profile {
+        let profiled = [ServerKind::Hyper, ServerKind::MioHello, ServerKind::Floor];
+        for kind in with_floor.iter().copied().filter(|k| profiled.contains(k)) {
+            let server = servers::start(kind, &settings.programs, &root, &settings.work, &launch(settings))?;
+            // The load outlasts the recording on both sides.
+            let load = load_for(&server, 16, 1, None, 0.5, settings.seconds + 1.5);
+            match profile::record(server.worker_pid(), &load, &settings.work, settings.seconds) {
+                Ok(p) => {
+                    eprintln!(
+                        "loadbench: perf {}: {:.1} % kernel over {} samples",
+                        kind.name(),
+                        p.kernel,
+                        p.samples
+                    );
+                    results.profiles.push((kind, p));
+                }
+                Err(e) => {
+                    clean = false;
+                    eprintln!("loadbench: perf of {}: {e}", kind.name());
+                }
+            }
+        }
+        let text = simple_header(
+            &about,
+            settings,
+            "perf record -g attached to the server, 16 connections, pipeline 1",
+        ) + &profile_table(&results.profiles);
+        sections.push(("profile", text));
     }
 
     results.load_average.extend(procfs::load_average());
@@ -1081,6 +1118,32 @@ fn instructions_table(rows: &[(ServerKind, usize, f64)], counts: [u64; 2]) -> St
     t
 }
 
+fn profile_table(rows: &[(ServerKind, Profile)]) -> String {
+    let mut t = String::from(
+        "Shares of the server's samples; each part of the kernel counts everything under it.\n\n\
+         | server | user space | kernel | TCP send | of it, delivery into the peer's socket \
+         | TCP receive | `epoll_wait` | samples |\n|---|---|---|---|---|---|---|---|\n",
+    );
+    for (server, p) in rows {
+        let _ = writeln!(
+            t,
+            "| {} | {:.1} % | {:.1} % | {:.1} % | {:.1} % | {:.1} % | {:.1} % | {} |",
+            server.name(),
+            p.user,
+            p.kernel,
+            p.send,
+            p.delivery,
+            p.receive,
+            p.wait,
+            p.samples
+        );
+    }
+    if rows.is_empty() {
+        t += "| (nothing measured) | | | | | | | |\n";
+    }
+    t
+}
+
 fn parse_table(rows: &[(String, f64)]) -> String {
     if rows.is_empty() {
         return String::new();
@@ -1268,6 +1331,25 @@ mod tests {
             "{t}"
         );
         assert!(!t.contains("+ kernel"), "{t}");
+    }
+
+    #[test]
+    fn the_profile_table_names_each_part() {
+        let p = Profile {
+            samples: 100,
+            user: 20.0,
+            kernel: 80.0,
+            send: 60.0,
+            delivery: 30.0,
+            receive: 10.0,
+            wait: 3.0,
+        };
+        let t = profile_table(&[(ServerKind::MioHello, p)]);
+        assert!(
+            t.contains("| mio hello | 20.0 % | 80.0 % | 60.0 % | 30.0 % | 10.0 % | 3.0 % | 100 |"),
+            "{t}"
+        );
+        assert!(profile_table(&[]).contains("nothing measured"));
     }
 
     #[test]
