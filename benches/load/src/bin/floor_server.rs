@@ -56,72 +56,73 @@ fn main() -> io::Result<()> {
     let mut events = Events::with_capacity(1024);
     let mut chunk = vec![0u8; 64 * 1024];
     loop {
-        poll.poll(&mut events, None)?;
+        match poll.poll(&mut events, None) {
+            Ok(()) => {}
+            // A signal, or a tracer attaching (strace): wait again.
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
         for event in &events {
             if event.token() == LISTENER {
-                accept(&poll, &listener, &mut connections)?;
+                accept(&poll, &listener, &mut connections);
                 continue;
             }
             let slot = event.token().0;
             let Some(conn) = connections.get_mut(slot).and_then(Option::as_mut) else {
                 continue;
             };
-            let alive = serve(conn, &mut chunk, event.is_writable()).unwrap_or(false);
-            if !alive {
+            // Any error ends the connection, never the server.
+            if !serve(conn, &mut chunk) || !want_writable(&poll, conn, slot) {
                 if let Some(mut gone) = connections[slot].take() {
                     let _ = poll.registry().deregister(&mut gone.stream);
-                }
-            } else {
-                let wants = !conn.output.is_empty();
-                if wants != conn.writable_wanted {
-                    conn.writable_wanted = wants;
-                    let interest = if wants {
-                        Interest::READABLE | Interest::WRITABLE
-                    } else {
-                        Interest::READABLE
-                    };
-                    poll.registry()
-                        .reregister(&mut conn.stream, Token(slot), interest)?;
                 }
             }
         }
     }
 }
 
-fn accept(poll: &Poll, listener: &TcpListener, connections: &mut Vec<Option<Connection>>) -> io::Result<()> {
+/// Accepts every connection waiting. A peer that left before it was
+/// accepted, or a failure to take options or register, costs only that
+/// connection.
+fn accept(poll: &Poll, listener: &TcpListener, connections: &mut Vec<Option<Connection>>) {
     loop {
-        let (mut stream, _) = match listener.accept() {
-            Ok(accepted) => accepted,
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
-            Err(e) => return Err(e),
-        };
-        stream.set_nodelay(true)?;
-        let slot = match connections.iter().position(Option::is_none) {
-            Some(free) => free,
-            None => {
-                connections.push(None);
-                connections.len() - 1
+        let mut stream = match listener.accept() {
+            Ok((stream, _)) => stream,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                eprintln!("floor_server: accept: {e}");
+                return;
             }
         };
-        poll.registry()
-            .register(&mut stream, Token(slot), Interest::READABLE)?;
-        connections[slot] = Some(Connection {
-            stream,
-            scanner: Scanner::new(),
-            input: Vec::new(),
-            output: Vec::new(),
-            writable_wanted: false,
+        let slot = connections.iter().position(Option::is_none).unwrap_or_else(|| {
+            connections.push(None);
+            connections.len() - 1
         });
+        let set_up = stream.set_nodelay(true).is_ok()
+            && poll
+                .registry()
+                .register(&mut stream, Token(slot), Interest::READABLE)
+                .is_ok();
+        if set_up {
+            connections[slot] = Some(Connection {
+                stream,
+                scanner: Scanner::new(),
+                input: Vec::new(),
+                output: Vec::new(),
+                writable_wanted: false,
+            });
+        }
     }
 }
 
 /// Reads what there is, owes one response per whole message, sends what
 /// it can; `false` when the connection is over.
-fn serve(conn: &mut Connection, chunk: &mut [u8], writable: bool) -> io::Result<bool> {
+fn serve(conn: &mut Connection, chunk: &mut [u8]) -> bool {
     // A short read drains the socket, as tokio and the mio adapter take it.
     loop {
         match conn.stream.read(chunk) {
-            Ok(0) => return Ok(false),
+            Ok(0) => return false,
             Ok(n) => {
                 conn.input.extend_from_slice(&chunk[..n]);
                 if n < chunk.len() {
@@ -130,7 +131,7 @@ fn serve(conn: &mut Connection, chunk: &mut [u8], writable: bool) -> io::Result<
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(_) => return Ok(false),
+            Err(_) => return false,
         }
     }
     let mut taken = 0;
@@ -141,21 +142,37 @@ fn serve(conn: &mut Connection, chunk: &mut [u8], writable: bool) -> io::Result<
                 conn.output.extend_from_slice(RESPONSE);
             }
             Scan::Partial => break,
-            _ => return Ok(false),
+            _ => return false,
         }
     }
     conn.input.drain(..taken);
-    if !conn.output.is_empty() || writable {
-        while !conn.output.is_empty() {
-            match conn.stream.write(&conn.output) {
-                Ok(n) => {
-                    conn.output.drain(..n);
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(_) => return Ok(false),
+    while !conn.output.is_empty() {
+        match conn.stream.write(&conn.output) {
+            Ok(n) => {
+                conn.output.drain(..n);
             }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(_) => return false,
         }
     }
-    Ok(true)
+    true
+}
+
+/// Asks to hear of writability while something is owed, and only then;
+/// `false` when the connection cannot be registered any more.
+fn want_writable(poll: &Poll, conn: &mut Connection, slot: usize) -> bool {
+    let wants = !conn.output.is_empty();
+    if wants == conn.writable_wanted {
+        return true;
+    }
+    conn.writable_wanted = wants;
+    let interest = if wants {
+        Interest::READABLE | Interest::WRITABLE
+    } else {
+        Interest::READABLE
+    };
+    poll.registry()
+        .reregister(&mut conn.stream, Token(slot), interest)
+        .is_ok()
 }
