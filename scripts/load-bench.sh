@@ -5,7 +5,7 @@
 #   scripts/load-bench.sh [MODE] [options of `loadbench suite`]
 #
 # MODE
-#   all           everything below (default; about 20 minutes)
+#   all           the four modes below (default; about 15 minutes)
 #   throughput    req/s and server CPU per request: 16 connections at
 #                 pipeline 1 and 16, 1 and 128 connections, a 300 KiB file,
 #                 gzip, and the sweep over 1…256 connections with its plot
