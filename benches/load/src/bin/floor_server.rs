@@ -7,14 +7,15 @@
 //! that answers each request in its own TCP segment can do. Its rate is
 //! the ceiling for such a server on this machine, and its CPU per request
 //! is the kernel's share that no user-space work can remove
-//! (BENCHMARKS.md, "What the kernel leaves").
+//! (BENCHMARKS.md: "The kernel's floor" under Load, and the last section).
 //!
 //! ```text
 //! floor_server 127.0.0.1:3001
 //! ```
 //!
 //! Not a jsontp server: it answers anything framed as a JSON object, valid
-//! or not, and never closes a connection itself.
+//! request or not, and drops a connection whose bytes are not JSON objects
+//! without a word.
 
 use std::io::{self, Read, Write};
 use std::net::SocketAddr;
