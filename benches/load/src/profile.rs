@@ -31,6 +31,10 @@ pub struct Profile {
     pub receive: f64,
     /// Waiting for readiness (`do_epoll_wait`).
     pub wait: f64,
+    /// Entering and leaving the kernel: `do_syscall_64`'s own samples, the
+    /// part of each system call that fewer calls would save.
+    #[serde(default)]
+    pub entry: f64,
 }
 
 /// Attaches `perf record -g` to `pid` for `seconds` while `load` runs
@@ -108,18 +112,23 @@ pub fn read_profile(by_dso: &str, by_symbol: &str) -> Profile {
         delivery: 0.0,
         receive: 0.0,
         wait: 0.0,
+        entry: 0.0,
     };
     for line in rows(by_symbol) {
         // "    61.90%     0.46%  [k] tcp_sendmsg"
         let mut fields = line.split_whitespace();
-        let (Some(children), Some(_own), Some(_space), Some(symbol)) =
+        let (Some(children), Some(own), Some(_space), Some(symbol)) =
             (fields.next(), fields.next(), fields.next(), fields.next())
         else {
             continue;
         };
-        let Some(children) = percent(children) else {
+        let (Some(children), Some(own)) = (percent(children), percent(own)) else {
             continue;
         };
+        if symbol == "do_syscall_64" {
+            profile.entry = own;
+            continue;
+        }
         let part = match symbol {
             "tcp_sendmsg" => &mut profile.send,
             "net_rx_action" => &mut profile.delivery,
@@ -162,6 +171,7 @@ mod tests {
 
     const BY_SYMBOL: &str = "# Children      Self  Symbol\n\
         \x20   80.75%     0.00%  [k] entry_SYSCALL_64_after_hwframe\n\
+        \x20   80.75%     2.58%  [k] do_syscall_64\n\
         \x20   66.17%     0.77%  [.] __send\n\
         \x20   63.96%     0.16%  [k] __x64_sys_sendto\n\
         \x20   61.90%     0.46%  [k] tcp_sendmsg\n\
@@ -182,6 +192,7 @@ mod tests {
             (p.send, p.delivery, p.receive, p.wait),
             (61.90, 30.62, 7.53, 2.50)
         );
+        assert_eq!(p.entry, 2.58);
     }
 
     #[test]

@@ -1122,12 +1122,13 @@ fn profile_table(rows: &[(ServerKind, Profile)]) -> String {
     let mut t = String::from(
         "Shares of the server's samples; each part of the kernel counts everything under it.\n\n\
          | server | user space | kernel | TCP send | of it, delivery into the peer's socket \
-         | TCP receive | `epoll_wait` | samples |\n|---|---|---|---|---|---|---|---|\n",
+         | TCP receive | `epoll_wait` | entering and leaving the kernel | samples \
+         |\n|---|---|---|---|---|---|---|---|---|\n",
     );
     for (server, p) in rows {
         let _ = writeln!(
             t,
-            "| {} | {:.1} % | {:.1} % | {:.1} % | {:.1} % | {:.1} % | {:.1} % | {} |",
+            "| {} | {:.1} % | {:.1} % | {:.1} % | {:.1} % | {:.1} % | {:.1} % | {:.1} % | {} |",
             server.name(),
             p.user,
             p.kernel,
@@ -1135,11 +1136,12 @@ fn profile_table(rows: &[(ServerKind, Profile)]) -> String {
             p.delivery,
             p.receive,
             p.wait,
+            p.entry,
             p.samples
         );
     }
     if rows.is_empty() {
-        t += "| (nothing measured) | | | | | | | |\n";
+        t += "| (nothing measured) | | | | | | | | |\n";
     }
     t
 }
@@ -1323,10 +1325,11 @@ mod tests {
             delivery: 30.0,
             receive: 10.0,
             wait: 3.0,
+            entry: 2.5,
         };
         let t = profile_table(&[(ServerKind::MioHello, p)]);
         assert!(
-            t.contains("| mio hello | 20.0 % | 80.0 % | 60.0 % | 30.0 % | 10.0 % | 3.0 % | 100 |"),
+            t.contains("| mio hello | 20.0 % | 80.0 % | 60.0 % | 30.0 % | 10.0 % | 3.0 % | 2.5 % | 100 |"),
             "{t}"
         );
         assert!(profile_table(&[]).contains("nothing measured"));
