@@ -146,26 +146,11 @@ impl FromStr for Resource {
 /// read.
 #[inline]
 fn plain_path(s: &str) -> Option<Resource> {
-    let bytes = s.as_bytes();
-    if bytes.first() != Some(&b'/') {
-        return None;
-    }
-    // The start of the segment being read; an empty, `.` or `..` segment
-    // before the last one needs normalising.
-    let mut segment = 1;
-    for (i, &b) in bytes.iter().enumerate().skip(1) {
-        match b {
-            b'/' if matches!(&bytes[segment..i], b"" | b"." | b"..") => return None,
-            b'/' => segment = i + 1,
-            b'%' | b'?' | b'#' => return None,
-            b'!'..=b'~' => {}
-            _ => return None,
-        }
-    }
-    if matches!(&bytes[segment..], b"." | b"..") {
-        return None;
-    }
-    Some(Resource::path_only(s.to_owned()))
+    let segments = s.strip_prefix('/')?;
+    // Printable ASCII, and none of the bytes that start an escape, a
+    // query or a fragment.
+    let plain = |b: u8| matches!(b, b'!'..=b'~') && !matches!(b, b'%' | b'?' | b'#');
+    segments_in_normal_form(segments.as_bytes(), |b| !plain(b)).then(|| Resource::path_only(s.to_owned()))
 }
 
 /// Any resource: one of the seven shapes of D7, with D7's host rule for a
@@ -318,22 +303,27 @@ fn normal_form(raw: &str) -> Option<NormalForm> {
         Some(after) => (after, NormalForm::AsWritten),
         None => (raw, NormalForm::WithRoot),
     };
-    // One pass: any `%`, or an empty, `.` or `..` segment before the last.
-    let bytes = segments.as_bytes();
+    segments_in_normal_form(segments.as_bytes(), |b| b == b'%').then_some(form)
+}
+
+/// Whether the segments of a path (what follows its first `/`) are in
+/// normal form, in one pass: no empty, `.` or `..` segment but an empty
+/// last one (a trailing `/`, or the root), and no byte `refused` flags.
+#[inline]
+fn segments_in_normal_form(segments: &[u8], refused: impl Fn(u8) -> bool) -> bool {
     let mut start = 0;
-    for (i, &b) in bytes.iter().enumerate() {
-        match b {
-            b'%' => return None,
-            b'/' if matches!(&bytes[start..i], b"" | b"." | b"..") => return None,
-            b'/' => start = i + 1,
-            _ => {}
+    for (i, &b) in segments.iter().enumerate() {
+        if refused(b) {
+            return false;
+        }
+        if b == b'/' {
+            if matches!(&segments[start..i], b"" | b"." | b"..") {
+                return false;
+            }
+            start = i + 1;
         }
     }
-    // The last segment: empty is a trailing `/` (or the root).
-    match &bytes[start..] {
-        b"." | b".." => None,
-        _ => Some(form),
-    }
+    !matches!(&segments[start..], b"." | b"..")
 }
 
 /// D7: a first segment followed by `/` is a host when it is `localhost`, an
