@@ -219,7 +219,7 @@ fn suite(args: &[String]) -> Result<bool, String> {
         svg: PathBuf::from(o.value(&["--svg"]).unwrap_or("benches/load/throughput.svg")),
         idle_max: o.parsed(&["--idle-max"], 10_000usize)?,
         only: match o.value(&["--servers"]) {
-            None => [&ServerKind::ALL[..], &[ServerKind::Floor]].concat(),
+            None => ServerKind::WITH_FLOOR.to_vec(),
             Some(list) => list
                 .split(',')
                 .map(|name| {

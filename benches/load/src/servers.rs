@@ -39,6 +39,16 @@ impl ServerKind {
         ServerKind::MioHello,
     ];
 
+    /// The servers compared, then the floor: what a suite measures when
+    /// not told otherwise.
+    pub const WITH_FLOOR: [ServerKind; 5] = [
+        ServerKind::Nginx,
+        ServerKind::JsontpServe,
+        ServerKind::Hyper,
+        ServerKind::MioHello,
+        ServerKind::Floor,
+    ];
+
     /// Short name, as in the table.
     pub fn name(self) -> &'static str {
         match self {

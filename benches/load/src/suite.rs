@@ -138,9 +138,8 @@ fn throughput_cases(available: &[ServerKind], smoke: bool) -> Vec<Case> {
     };
     let files = [ServerKind::Nginx, ServerKind::JsontpServe];
     // The floor beside the servers where the hello servers are compared.
-    let with_floor = [&ServerKind::ALL[..], &[ServerKind::Floor]].concat();
-    add(Payload::Hello, 16, 1, &with_floor);
-    add(Payload::Hello, 16, 16, &with_floor);
+    add(Payload::Hello, 16, 1, &ServerKind::WITH_FLOOR);
+    add(Payload::Hello, 16, 16, &ServerKind::WITH_FLOOR);
     add(Payload::Big, 16, 1, &files);
     add(Payload::Gzip, 16, 1, &files);
     if !smoke {
@@ -178,16 +177,17 @@ pub fn run(mode: Mode, settings: &Settings) -> io::Result<bool> {
     fs::create_dir_all(&settings.work)?;
     let root = settings.work.join("www");
     servers::write_files(&root)?;
-    let available: Vec<ServerKind> = ServerKind::ALL
+    let with_floor: Vec<ServerKind> = ServerKind::WITH_FLOOR
         .into_iter()
         .filter(|&k| settings.programs.has(k) && settings.only.contains(&k))
         .collect();
     // The floor is measured for its rate and its system calls only: its
     // memory and instructions say nothing about a server.
-    let mut with_floor = available.clone();
-    if settings.only.contains(&ServerKind::Floor) {
-        with_floor.push(ServerKind::Floor);
-    }
+    let available: Vec<ServerKind> = with_floor
+        .iter()
+        .copied()
+        .filter(|&k| k != ServerKind::Floor)
+        .collect();
     if !settings.programs.has(ServerKind::Nginx) {
         eprintln!("loadbench: no nginx (not installed, or --nginx none): its rows are left out");
     }
@@ -1060,7 +1060,7 @@ fn syscalls_table(rows: &[(ServerKind, usize, Syscalls)]) -> String {
     let mut t = String::from(
         "| server | syscalls per request, p1 | most frequent (per request, p1) | syscalls per request, p16 |\n|---|---|---|---|\n",
     );
-    for server in ServerKind::ALL.into_iter().chain([ServerKind::Floor]) {
+    for server in ServerKind::WITH_FLOOR {
         let get = |p| rows.iter().find(|r| r.0 == server && r.1 == p).map(|r| &r.2);
         let (Some(p1), p16) = (get(1), get(16)) else {
             continue;
