@@ -26,6 +26,7 @@ use crate::machine::Now;
 use crate::message::Date;
 
 pub mod client;
+mod clock;
 mod linger;
 pub mod proxy_protocol;
 pub mod server;
@@ -33,6 +34,7 @@ pub mod server;
 pub mod tls;
 mod transport;
 
+pub use clock::Clock;
 pub use transport::{IoMode, Transport};
 
 /// Reads both clocks the machine needs (a monotonic instant for timers, the

@@ -463,6 +463,12 @@ impl<T: Transport> Transport for TlsStream<T> {
     fn set_timeout(&mut self, limit: Option<Duration>) -> io::Result<()> {
         self.io.set_timeout(limit)
     }
+
+    /// What the socket holds untaken. Records TLS still holds are there
+    /// only while the socket is full, so its queue already shows the wait.
+    fn unsent(&self) -> Option<usize> {
+        self.io.unsent()
+    }
 }
 
 /// A tokio-rustls stream (either role) as the async runtimes serve it.

@@ -31,6 +31,53 @@ pub trait Transport: Read + Write {
     /// call answers `WouldBlock` or `TimedOut`. Non-blocking transports
     /// ignore it.
     fn set_timeout(&mut self, limit: Option<Duration>) -> io::Result<()>;
+
+    /// Bytes already written that the peer has not yet taken, where the
+    /// system can tell (a TCP socket's unacknowledged send queue on Linux);
+    /// `None` where it cannot. The stall limit (D3) counts the peer's
+    /// progress by it: a kernel's send buffer growing to accept one more
+    /// write is not the peer reading.
+    fn unsent(&self) -> Option<usize> {
+        None
+    }
+}
+
+/// The bytes of a TCP socket's send queue not yet acknowledged by the peer
+/// (`SIOCOUTQ`), on the Linux targets whose ioctl number is known.
+#[cfg(all(
+    target_os = "linux",
+    any(
+        target_arch = "x86_64",
+        target_arch = "x86",
+        target_arch = "aarch64",
+        target_arch = "arm",
+        target_arch = "riscv64"
+    )
+))]
+#[allow(unsafe_code)]
+fn send_queue(socket: std::os::fd::BorrowedFd<'_>) -> Option<usize> {
+    use rustix::ioctl::{Getter, ioctl};
+    /// `SIOCOUTQ` (the same number as `TIOCOUTQ`) on these targets.
+    const SIOCOUTQ: rustix::ioctl::Opcode = 0x5411;
+    // SAFETY: SIOCOUTQ on a socket writes one C int, the type the getter
+    // reserves and reads back; the descriptor is borrowed for the call.
+    let queued = unsafe { ioctl(socket, Getter::<SIOCOUTQ, std::ffi::c_int>::new()) }.ok()?;
+    usize::try_from(queued).ok()
+}
+
+#[cfg(not(all(
+    target_os = "linux",
+    any(
+        target_arch = "x86_64",
+        target_arch = "x86",
+        target_arch = "aarch64",
+        target_arch = "arm",
+        target_arch = "riscv64"
+    )
+)))]
+#[cfg(unix)]
+fn send_queue(_socket: std::os::fd::BorrowedFd<'_>) -> Option<usize> {
+    None
 }
 
 /// How the transport behaves when it has nothing to give or take; decides
@@ -82,6 +129,11 @@ impl Transport for TcpStream {
         self.set_read_timeout(limit)?;
         self.set_write_timeout(limit)
     }
+
+    #[cfg(unix)]
+    fn unsent(&self) -> Option<usize> {
+        send_queue(std::os::fd::AsFd::as_fd(self))
+    }
 }
 
 #[cfg(unix)]
@@ -105,6 +157,11 @@ impl Transport for mio::net::TcpStream {
     fn set_timeout(&mut self, _limit: Option<Duration>) -> io::Result<()> {
         Ok(())
     }
+
+    #[cfg(unix)]
+    fn unsent(&self) -> Option<usize> {
+        send_queue(std::os::fd::AsFd::as_fd(self))
+    }
 }
 
 impl<T: Transport + ?Sized> Transport for &mut T {
@@ -115,6 +172,10 @@ impl<T: Transport + ?Sized> Transport for &mut T {
     fn set_timeout(&mut self, limit: Option<Duration>) -> io::Result<()> {
         (**self).set_timeout(limit)
     }
+
+    fn unsent(&self) -> Option<usize> {
+        (**self).unsent()
+    }
 }
 
 impl<T: Transport + ?Sized> Transport for Box<T> {
@@ -124,6 +185,10 @@ impl<T: Transport + ?Sized> Transport for Box<T> {
 
     fn set_timeout(&mut self, limit: Option<Duration>) -> io::Result<()> {
         (**self).set_timeout(limit)
+    }
+
+    fn unsent(&self) -> Option<usize> {
+        (**self).unsent()
     }
 }
 

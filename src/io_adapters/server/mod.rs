@@ -24,6 +24,7 @@ use std::io;
 use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
 use std::time::Duration;
 
+use crate::io_adapters::Clock;
 use crate::io_adapters::proxy_protocol::ProxiedPeer;
 #[cfg(feature = "mio")]
 use crate::io_adapters::transport::IoMode;
@@ -41,6 +42,11 @@ mod spool;
 pub mod tokio;
 
 pub use drive::{Driver, Step};
+
+/// How long a graceful shutdown waits, by default, for the exchanges under
+/// way before it closes what is still open
+/// ([`ServerOptions::shutdown_timeout`]).
+pub const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
 pub use reply::Reply;
 pub use spool::{SpoolOptions, Upload};
 
@@ -243,6 +249,14 @@ impl<S: Transport> Transport for Accepted<S> {
             Accepted::Tls(s) => s.set_timeout(limit),
         }
     }
+
+    fn unsent(&self) -> Option<usize> {
+        match self {
+            Accepted::Plain(s) => s.unsent(),
+            #[cfg(feature = "tls")]
+            Accepted::Tls(s) => s.unsent(),
+        }
+    }
 }
 
 /// What an adapter knows about a request besides the message itself.
@@ -386,6 +400,13 @@ pub struct ServerOptions {
     pub proxy_protocol: bool,
     /// Where request content is spooled while it arrives (D19).
     pub spool: SpoolOptions,
+    /// How long a graceful shutdown lets the exchanges under way finish:
+    /// past it, the connections still open are closed, whatever their
+    /// peers do. 30 s by default.
+    pub shutdown_timeout: Duration,
+    /// Where the connections read the time: the system's clocks by
+    /// default; a simulation gives its own ([`Clock::from_fn`]).
+    pub clock: Clock,
 }
 
 impl Default for ServerOptions {
@@ -398,6 +419,8 @@ impl Default for ServerOptions {
             max_connections: 10_000,
             proxy_protocol: false,
             spool: SpoolOptions::default(),
+            shutdown_timeout: DEFAULT_SHUTDOWN_TIMEOUT,
+            clock: Clock::system(),
         }
     }
 }
@@ -432,6 +455,18 @@ impl ServerOptions {
     /// D21); see [`proxy_protocol`](Self::proxy_protocol).
     pub fn with_proxy_protocol(mut self, on: bool) -> Self {
         self.proxy_protocol = on;
+        self
+    }
+
+    /// Sets the drain deadline of a graceful shutdown (builder style).
+    pub fn with_shutdown_timeout(mut self, timeout: Duration) -> Self {
+        self.shutdown_timeout = timeout;
+        self
+    }
+
+    /// Sets where the connections read the time (builder style).
+    pub fn with_clock(mut self, clock: Clock) -> Self {
+        self.clock = clock;
         self
     }
 
