@@ -51,15 +51,16 @@ impl Linger {
     }
 
     /// Shuts down our side once, then drains until the peer closes, the
-    /// transport would block, or time is up.
+    /// transport would block, or time is up (`now`: the caller's clock).
     pub(crate) fn step<T: Transport + ?Sized>(
         &mut self,
         io: &mut T,
         scratch: &mut [u8],
         mode: IoMode,
+        now: Instant,
     ) -> Lingering {
         loop {
-            let left = self.until.saturating_duration_since(Instant::now());
+            let left = self.until.saturating_duration_since(now);
             if left.is_zero() || self.drained > LINGER_BYTES {
                 return Lingering::Done;
             }

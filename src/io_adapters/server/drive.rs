@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use super::spool::{Spool, Spooled};
 use super::{AccessRecord, Handler, Reply, RequestInfo, ServerOptions, SpoolOptions, Upload};
+use crate::io_adapters::Clock;
 use crate::io_adapters::linger::{Linger, Lingering};
-use crate::io_adapters::now;
 use crate::io_adapters::transport::{IoMode, Transport, would_block};
 use crate::machine::{Now, PeerError, RequestId, ServerConnection, ServerEvent, UsageError};
 use crate::message::{Method, Request, Resource, Response, Status, StatusCode};
@@ -115,51 +115,33 @@ pub struct Driver {
     conn: ServerConnection,
     info: RequestInfo,
     mode: IoMode,
-    /// Received bytes go to the machine in `dispatch`, not in `step`
-    /// ([`Driver::parse_in_dispatch`]).
-    deferred: bool,
-    /// Bytes read and not yet given to the machine (when `deferred`).
-    inbox: Vec<u8>,
-    /// The end of stream, not yet given to the machine (when `deferred`).
-    inbox_eof: bool,
-    /// The peer ended its stream.
-    eof: bool,
-    /// The server is shutting down: close once nothing is under way.
-    stopping: bool,
-    /// A short read drained the socket this turn ([`IoMode::EdgeTriggered`]).
-    drained: bool,
-    /// The runtime saw the peer's end of stream: a short read no longer
-    /// proves the socket drained, since the end may follow the data with no
-    /// new readiness event; read until the read answers 0.
-    read_closed: bool,
-    /// Bytes moved this turn.
-    turn: usize,
-    /// The clock as read in this turn, without blocking: the turn is
-    /// microseconds of work and the machine's timers count seconds, so
-    /// `step` and a `dispatch` that only logs share one reading. A
-    /// dispatch that did work drops it (the next step reads the clock
-    /// again), and a blocking transport reads it after every call instead
-    /// (see `after_io`).
-    clock: Option<Now>,
-    /// The pending output has been offered to the transport since it
-    /// became pending.
-    offered: bool,
+    /// Where the time comes from.
+    clock: Clock,
+    /// Where the connection is in its life.
+    phase: Phase,
+    /// The peer's side of the stream.
+    input: PeerInput,
+    /// Where received bytes are parsed.
+    intake: Intake,
+    /// What this turn has done so far.
+    turn: Turn,
+    /// Whether the pending output has been offered to the transport.
+    offer: Offer,
     /// The timeout last given to a blocking transport.
     timeout: Option<Duration>,
-    linger: Option<Linger>,
-    closed: bool,
-    /// Exchanges answered whose response has not wholly left: each is
-    /// told to the access log once its last byte is taken, or the
-    /// connection ends first (then as cut short, like nginx's 499).
-    unlogged: VecDeque<Unlogged>,
-    /// Ends of queued responses not yet matched with an exchange
-    /// (responses go out in exchange order, D2, so front matches front).
-    ends: VecDeque<u64>,
-    /// The latest response end seen from the machine.
-    ends_seen: u64,
-    /// Where the next logged response's bytes start: the end of the one
-    /// logged before it (an interim `100` counts with its exchange).
-    logged_to: u64,
+    /// Exchanges answered whose response has not wholly left, in response
+    /// order (D2): each holds its streamed content's reader until the
+    /// content ends, and is told to the access log once its last byte is
+    /// taken, or the connection ends first (then as cut short, like
+    /// nginx's 499).
+    answers: VecDeque<Answer>,
+    /// The content of the request being received (D19).
+    receiving: Receiving,
+    /// The buffer a streamed reply's content is read into; empty while no
+    /// reply streams.
+    piece: Vec<u8>,
+    /// Where the output's responses end, as the machine gives them.
+    ends: Ends,
     /// Why the connection ends, once known: told once, when it closes.
     why_closing: Option<CloseReason>,
     /// The connection's span: every event of the connection carries the
@@ -167,31 +149,97 @@ pub struct Driver {
     span: tracing::Span,
     /// Where request content is spooled (D19).
     spool_options: SpoolOptions,
-    /// The content of the request being received, and its exchange.
-    spool: Option<(RequestId, Spool)>,
-    /// The streamed reply being sent, if any.
-    outgoing: Option<Outgoing>,
+    /// How long a graceful shutdown lets the exchanges under way finish.
+    shutdown_timeout: Duration,
 }
 
-/// A reply whose content a reader streams (D19).
-struct Outgoing {
-    id: RequestId,
-    reader: Box<dyn std::io::Read + Send>,
-    buffer: Vec<u8>,
+/// Where a connection is in its life. Every move is one of:
+///
+/// ```text
+///   Serving ── shut_down ──► Draining { until }
+///      │                        │  nothing under way        │ `until` passes
+///      │ the machine closed,    ▼                            ▼
+///      │ its output written ─► Lingering { why } ─► Closed ◄── (cut short)
+///      └── the transport failed, or the peer vanished ──────► Closed
+/// ```
+#[derive(Debug)]
+enum Phase {
+    /// Exchanges are read, answered and written.
+    Serving,
+    /// A graceful shutdown began: what is under way may finish until
+    /// `until`; the connection then closes whatever its peer does.
+    Draining { until: Instant },
+    /// Closing gracefully: our side shut, the peer's input drained for a
+    /// moment so that our last response is not lost to a reset.
+    Lingering { linger: Linger, why: CloseReason },
+    /// Over. The access log may still be owed the exchanges cut short:
+    /// [`Step::Dispatch`] until it has them, then [`Step::Close`].
+    Closed,
 }
 
-impl std::fmt::Debug for Outgoing {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Outgoing")
-            .field("id", &self.id)
-            .finish_non_exhaustive()
-    }
+/// The peer's side of the stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PeerInput {
+    /// Bytes may come.
+    Open,
+    /// The runtime saw the peer's end of stream coming (EPOLLRDHUP): a
+    /// short read no longer proves the socket drained, since the end may
+    /// follow the data with no new readiness event; read until the read
+    /// answers 0.
+    Ending,
+    /// The read answered 0; the machine has not been told yet (received
+    /// bytes wait for `dispatch`, [`Intake::Deferred`]).
+    EndRead,
+    /// The machine knows the stream ended.
+    Ended,
+}
+
+/// Where received bytes are parsed.
+#[derive(Debug)]
+enum Intake {
+    /// In `step`, as they are read.
+    Direct,
+    /// In `dispatch` ([`Driver::parse_in_dispatch`]): they wait here.
+    Deferred(Vec<u8>),
+}
+
+/// What the current turn has done: bytes moved, the clock as read, and
+/// whether an edge-triggered socket is known to be drained.
+#[derive(Debug, Default)]
+struct Turn {
+    moved: usize,
+    /// The clock as read in this turn, without blocking: the turn is
+    /// microseconds of work and the machine's timers count seconds, so
+    /// `step` and a `dispatch` that only logs share one reading. A
+    /// dispatch that did work drops it (the next step reads the clock
+    /// again), and a blocking transport reads it after every call instead
+    /// (see `after_io`).
+    clock: Option<Now>,
+    readiness: Readiness,
+}
+
+/// What an edge-triggered socket is known to hold.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+enum Readiness {
+    /// It may hold input: read.
+    #[default]
+    Unknown,
+    /// A short read drained it this turn: wait for the next event.
+    Drained,
+}
+
+/// Whether the pending output has been offered to the transport since it
+/// became pending: a blocking write waits for the peer itself, up to the
+/// deadline, so there one offer per wait is enough.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Offer {
+    Untried,
+    Offered,
 }
 
 /// An answered exchange waiting for its response to leave.
-#[derive(Debug)]
-struct Unlogged {
-    /// The exchange, while its content may still be streaming.
+struct Answer {
+    /// The exchange, when it was read far enough to have one.
     id: Option<RequestId>,
     method: Option<Method>,
     resource: Echoed,
@@ -203,6 +251,50 @@ struct Unlogged {
     /// Where its bytes end in the output, once the machine has queued it;
     /// never, when the connection closed before it could be.
     end: Option<u64>,
+    /// Its content, while a reader still streams it (D19).
+    content: Content,
+}
+
+/// Where an answer's content stands.
+enum Content {
+    /// Given whole to the machine, or ended.
+    Sent,
+    /// Read from this reader as the machine takes it: the answers behind
+    /// it wait in the machine (D2), each with its own reader here.
+    Streaming(Box<dyn std::io::Read + Send>),
+}
+
+impl std::fmt::Debug for Answer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Answer")
+            .field("id", &self.id)
+            .field("status", &self.status)
+            .field("end", &self.end)
+            .field("streaming", &matches!(self.content, Content::Streaming(_)))
+            .finish_non_exhaustive()
+    }
+}
+
+/// The content of the request being received (D19).
+#[derive(Debug)]
+enum Receiving {
+    /// None arrives.
+    Nothing,
+    /// Exchange `id`'s content, spooled as it arrives.
+    Spooling { id: RequestId, spool: Spool },
+}
+
+/// Matching the ends of the responses the machine queued with the
+/// answers, in order (D2).
+#[derive(Debug, Default)]
+struct Ends {
+    /// Ends not yet matched with an answer.
+    unmatched: VecDeque<u64>,
+    /// The latest end seen from the machine.
+    seen: u64,
+    /// Where the next logged response's bytes start: the end of the one
+    /// logged before it (an interim `100` counts with its exchange).
+    logged_to: u64,
 }
 
 /// The resource an exchange's response echoes (D12).
@@ -232,6 +324,8 @@ enum CloseReason {
     /// An error response that closes the connection (D1, D3, D5).
     Rejected,
     Shutdown,
+    /// The shutdown's drain deadline passed with an exchange under way.
+    DrainDeadline,
     /// A read or write failed, or the peer vanished mid-write.
     TransportFailed,
 }
@@ -244,6 +338,7 @@ impl CloseReason {
             CloseReason::Stalled => "output stalled",
             CloseReason::Rejected => "closing error response",
             CloseReason::Shutdown => "shutdown",
+            CloseReason::DrainDeadline => "shutdown deadline passed with an exchange under way",
             CloseReason::TransportFailed => "transport failed",
         }
     }
@@ -258,32 +353,26 @@ impl Driver {
         // usual; only large content reaches it as an upload.
         let mut config = options.config.clone();
         config.stream_content = true;
+        let clock = options.clock.clone();
         Driver {
-            conn: ServerConnection::new(config, now()),
+            conn: ServerConnection::new(config, clock.now()),
             info: RequestInfo::new(peer),
             mode,
-            deferred: false,
-            inbox: Vec::new(),
-            inbox_eof: false,
-            eof: false,
-            stopping: false,
-            drained: false,
-            read_closed: false,
-            turn: 0,
-            clock: None,
-            offered: false,
+            clock,
+            phase: Phase::Serving,
+            input: PeerInput::Open,
+            intake: Intake::Direct,
+            turn: Turn::default(),
+            offer: Offer::Untried,
             timeout: None,
-            linger: None,
-            closed: false,
-            unlogged: VecDeque::new(),
-            ends: VecDeque::new(),
-            ends_seen: 0,
-            logged_to: 0,
+            answers: VecDeque::new(),
+            receiving: Receiving::Nothing,
+            piece: Vec::new(),
+            ends: Ends::default(),
             why_closing: None,
             span: opened(peer),
             spool_options: options.spool.clone(),
-            spool: None,
-            outgoing: None,
+            shutdown_timeout: options.shutdown_timeout,
         }
     }
 
@@ -293,7 +382,7 @@ impl Driver {
     /// on its blocking pool, keeps it off the threads that poll every
     /// connection's I/O.
     pub fn parse_in_dispatch(mut self) -> Driver {
-        self.deferred = true;
+        self.intake = Intake::Deferred(Vec::new());
         self
     }
 
@@ -314,21 +403,28 @@ impl Driver {
     /// Starts the graceful shutdown of this connection: it closes as soon
     /// as nothing is under way (at once when idle, or when it waits for
     /// the full request of a handshake), after finishing the exchange in
-    /// progress otherwise. Step again after calling it.
+    /// progress otherwise, and at the latest when
+    /// [`ServerOptions::shutdown_timeout`] has passed, whatever the peer
+    /// does. Step again after calling it.
     pub fn shut_down(&mut self) {
-        self.stopping = true;
+        if let Phase::Serving = self.phase {
+            let until = self.clock.now().instant + self.shutdown_timeout;
+            self.phase = Phase::Draining { until };
+        }
     }
 
     /// Edge-triggered runtimes: the poll reported the peer's end of stream
     /// (EPOLLRDHUP). The end can arrive with the last data in one readiness
     /// event, so the driver reads on past a short read until it sees it.
     pub fn peer_closed_reading(&mut self) {
-        self.read_closed = true;
+        if self.input == PeerInput::Open {
+            self.input = PeerInput::Ending;
+        }
     }
 
     /// Whether the connection is over ([`Step::Close`] was returned).
     pub fn is_closed(&self) -> bool {
-        self.closed
+        matches!(self.phase, Phase::Closed)
     }
 
     /// Moves bytes and time until the runtime has something to do; see
@@ -340,46 +436,40 @@ impl Driver {
         let span = self.span.clone();
         let _entered = span.enter();
         let mut write_blocked = false;
-        let mut read_blocked = self.drained;
+        let mut read_blocked = self.turn.readiness == Readiness::Drained;
         loop {
-            if self.closed {
-                // What was not wholly written is logged as cut short first.
-                return if self.unlogged.is_empty() {
-                    Step::Close
-                } else {
-                    Step::Dispatch
-                };
-            }
-            if let Some(linger) = &mut self.linger {
-                return match linger.step(io, scratch, self.mode) {
-                    Lingering::Wait {
-                        read,
-                        write,
-                        deadline,
-                    } => self.end_turn(Step::Wait {
-                        read,
-                        write,
-                        deadline: Some(deadline),
-                    }),
-                    Lingering::Done => {
-                        let why = self.why_closing.unwrap_or(CloseReason::PeerClosed);
-                        self.abort(why, None)
-                    }
-                };
-            }
             let at = if self.mode.is_blocking() {
-                now()
+                self.clock.now()
             } else {
-                *self.clock.get_or_insert_with(now)
+                *self.turn.clock.get_or_insert_with(|| self.clock.now())
             };
+            match &mut self.phase {
+                // What was not wholly written is logged as cut short first.
+                Phase::Closed if self.answers.is_empty() => return Step::Close,
+                Phase::Closed => return Step::Dispatch,
+                Phase::Lingering { linger, why } => {
+                    let why = *why;
+                    return match linger.step(io, scratch, self.mode, at.instant) {
+                        Lingering::Wait {
+                            read,
+                            write,
+                            deadline,
+                        } => self.end_turn(Step::Wait {
+                            read,
+                            write,
+                            deadline: Some(deadline),
+                        }),
+                        Lingering::Done => self.abort(why, None),
+                    };
+                }
+                Phase::Draining { until } if *until <= at.instant => {
+                    return self.abort(CloseReason::DrainDeadline, None);
+                }
+                Phase::Serving | Phase::Draining { .. } => {}
+            }
             // Input, a timer, or output taken (which lets held requests
             // through, D3) may each have produced events.
-            if self.conn.has_event(at)
-                || !self.inbox.is_empty()
-                || self.inbox_eof
-                || self.log_due()
-                || self.content_due()
-            {
+            if self.conn.has_event(at) || self.intake_due() || self.log_due() || self.content_due() {
                 return Step::Dispatch;
             }
             // Pending output is offered to the transport before a timer is
@@ -392,50 +482,38 @@ impl Driver {
             // deadline, so there one offer is enough.
             let pending = !self.conn.pending_output().is_empty();
             if !pending {
-                self.offered = false;
+                self.offer = Offer::Untried;
             }
             let output_untried = pending
                 && !write_blocked
-                && self.turn < TURN_BYTES
-                && !(self.mode.is_blocking() && self.offered);
+                && self.turn.moved < TURN_BYTES
+                && !(self.mode.is_blocking() && self.offer == Offer::Offered);
             let deadline = self.conn.poll_timeout();
             if !output_untried && deadline.is_some_and(|t| t <= at.instant) {
-                self.note_ends();
-                let idle = self.conn.is_idle();
-                self.conn.handle_timeout(at);
-                if self.unlogged.is_empty() {
-                    // A record is a hundred bytes: a quiet connection keeps
-                    // none. The machine's give-back deadline (a quiet
-                    // connection's buffers) brings this turn; a busy one
-                    // reuses the queue for its next exchange.
-                    self.unlogged = VecDeque::new();
-                }
-                if idle && self.conn.is_closed() {
-                    // D3: an idle connection closes without a response.
-                    tracing::debug!("idle timeout");
-                    self.why_closing.get_or_insert(CloseReason::IdleTimeout);
-                }
+                self.act_on_timers(at);
                 continue;
             }
-            if self.conn.pending_output().is_empty()
-                && (self.conn.is_closed() || (self.stopping && self.may_stop()))
-            {
-                if self.conn.is_closed() {
-                    self.why_closing.get_or_insert(CloseReason::PeerClosed);
+            if !pending && (self.conn.is_closed() || self.may_stop()) {
+                let why = if self.conn.is_closed() {
+                    CloseReason::PeerClosed
                 } else {
-                    self.why_closing.get_or_insert(CloseReason::Shutdown);
-                }
-                self.linger = Some(Linger::new(at.instant));
+                    CloseReason::Shutdown
+                };
+                let why = *self.why_closing.get_or_insert(why);
+                self.phase = Phase::Lingering {
+                    linger: Linger::new(at.instant),
+                    why,
+                };
                 continue;
             }
-            let over_budget = self.turn >= TURN_BYTES;
+            let over_budget = self.turn.moved >= TURN_BYTES;
             let mut moved = false;
 
-            if !self.conn.pending_output().is_empty() && !write_blocked && !over_budget {
-                if let Err(e) = self.bound(io, deadline, at.instant) {
+            if pending && !write_blocked && !over_budget {
+                if let Err(e) = self.bound(io, self.wake_at(deadline), at.instant) {
                     return self.abort(CloseReason::TransportFailed, Some(&e));
                 }
-                self.offered = true;
+                self.offer = Offer::Offered;
                 match io.write(self.conn.pending_output()) {
                     // The peer is gone: nothing more can be sent.
                     Ok(0) => return self.abort(CloseReason::TransportFailed, None),
@@ -444,7 +522,7 @@ impl Driver {
                         // the machine forget them.
                         self.note_ends();
                         self.conn.consume_output(n, self.after_io(at));
-                        self.turn += n;
+                        self.turn.moved += n;
                         moved = true;
                     }
                     Err(e) if would_block(&e) => write_blocked = true,
@@ -454,32 +532,34 @@ impl Driver {
             }
 
             let pending = !self.conn.pending_output().is_empty();
-            let want_read = !self.eof && self.conn.wants_read();
+            let want_read = self.wants_input();
             // A blocking read would hold a pending write back: read only
             // once the write is done, or has timed out.
             let read_turn = !self.mode.is_blocking() || !pending || write_blocked;
-            let room = scratch.len().min(TURN_BYTES.saturating_sub(self.turn));
+            let room = scratch.len().min(TURN_BYTES.saturating_sub(self.turn.moved));
             if want_read && read_turn && !read_blocked && room > 0 {
-                if let Err(e) = self.bound(io, deadline, at.instant) {
+                if let Err(e) = self.bound(io, self.wake_at(deadline), at.instant) {
                     return self.abort(CloseReason::TransportFailed, Some(&e));
                 }
                 match io.read(&mut scratch[..room]) {
                     Ok(0) => {
-                        self.eof = true;
-                        if self.deferred {
-                            self.inbox_eof = true;
-                        } else {
+                        self.input = PeerInput::EndRead;
+                        if let Intake::Direct = self.intake {
+                            self.input = PeerInput::Ended;
                             self.conn.receive_eof(self.after_io(at));
                         }
                         moved = true;
                     }
                     Ok(n) => {
                         let at = self.after_io(at);
-                        self.receive(&scratch[..n], at);
-                        self.turn += n;
+                        match &mut self.intake {
+                            Intake::Direct => self.conn.receive_data(&scratch[..n], at),
+                            Intake::Deferred(inbox) => inbox.extend_from_slice(&scratch[..n]),
+                        }
+                        self.turn.moved += n;
                         moved = true;
-                        if self.mode == IoMode::EdgeTriggered && n < room && !self.read_closed {
-                            self.drained = true;
+                        if self.mode == IoMode::EdgeTriggered && n < room && self.input == PeerInput::Open {
+                            self.turn.readiness = Readiness::Drained;
                             read_blocked = true;
                         }
                     }
@@ -496,6 +576,7 @@ impl Driver {
             if over_budget && budget_stopped {
                 return self.end_turn(Step::Yield);
             }
+            let deadline = self.wake_at(deadline);
             return self.end_turn(Step::Wait {
                 read: want_read,
                 write: pending,
@@ -510,37 +591,35 @@ impl Driver {
     pub fn dispatch<H: Handler + ?Sized>(&mut self, handler: &H) {
         let span = self.span.clone();
         let _entered = span.enter();
-        if self.closed {
+        if let Phase::Closed = self.phase {
             // Nothing more is served: only the log is told what was cut short.
-            self.log_sent(handler, Instant::now());
+            let now = self.clock.now();
+            self.log_sent(handler, now.instant);
             return;
         }
         // The turn's reading of the clock, and a new one after each
         // handler call: the machine's timers count seconds, and the date
         // header shows them.
-        let mut at = self.clock.unwrap_or_else(now);
+        let mut at = self.turn.clock.unwrap_or_else(|| self.clock.now());
         // A dispatch that only logs leaves the turn's reading to the next
         // step; one that did work (a handler, writing its answer out, a
         // spool) may have taken long enough for the stall timer to see it,
         // so the next step reads the clock again.
-        let mut busy = !self.inbox.is_empty() || self.inbox_eof || self.outgoing.is_some();
-        if !self.inbox.is_empty() {
-            self.conn.receive_data(&self.inbox, at);
-            self.inbox.clear();
+        let mut busy = self.intake_due() || self.streams();
+        if let Intake::Deferred(inbox) = &mut self.intake
+            && !inbox.is_empty()
+        {
+            self.conn.receive_data(inbox, at);
+            inbox.clear();
         }
-        if std::mem::take(&mut self.inbox_eof) {
+        if self.input == PeerInput::EndRead {
+            self.input = PeerInput::Ended;
             self.conn.receive_eof(at);
         }
         while let Some(event) = self.conn.next_event(at) {
             busy = true;
             match event {
-                ServerEvent::Content { id, data } => {
-                    let spool = match &mut self.spool {
-                        Some((held, spool)) if *held == id => spool,
-                        _ => &mut self.spool.insert((id, Spool::new())).1,
-                    };
-                    spool.write(&data, &self.spool_options);
-                }
+                ServerEvent::Content { id, data } => self.spool(id, &data),
                 ServerEvent::ContentDiscarded { id } => self.drop_spool(id),
                 ServerEvent::Request { id, mut request } => {
                     let started = at.instant;
@@ -555,13 +634,13 @@ impl Driver {
                             .into()
                         }
                     };
-                    at = now();
+                    at = self.clock.now();
                     self.respond(id, request, reply, started, at);
                 }
                 ServerEvent::ContinueRequested { id, request } => {
                     let started = at.instant;
                     let decision = handler.check_continue(&request, &self.info);
-                    at = now();
+                    at = self.clock.now();
                     match decision {
                         Ok(()) => {
                             // The full request is now awaited (D10).
@@ -593,7 +672,7 @@ impl Driver {
                     if closes {
                         self.why_closing.get_or_insert(CloseReason::Rejected);
                     }
-                    self.unlogged.push_back(Unlogged {
+                    self.answers.push_back(Answer {
                         id: None,
                         method: None,
                         resource: Echoed::Rejection(rejection.resource),
@@ -602,6 +681,7 @@ impl Driver {
                         content_bytes: 0,
                         started: at.instant,
                         end: None,
+                        content: Content::Sent,
                     });
                 }
                 ServerEvent::PeerError(PeerError::OutputStalled) => {
@@ -614,54 +694,114 @@ impl Driver {
                 _ => {}
             }
         }
-        self.send_content();
+        self.send_content(at);
         // Once for everything answered: the machine forgets an end only
         // when output is taken, which `step` does, not this.
         self.note_ends();
         self.log_sent(handler, at.instant);
         if busy {
-            self.clock = None;
+            self.turn.clock = None;
         }
+    }
+
+    /// Acts on the machine's timers that are due at `at` (D3).
+    fn act_on_timers(&mut self, at: Now) {
+        self.note_ends();
+        let idle = self.conn.is_idle();
+        self.conn.handle_timeout(at);
+        if self.answers.is_empty() {
+            // A record is a hundred bytes: a quiet connection keeps none.
+            // The machine's give-back deadline (a quiet connection's
+            // buffers) brings this turn; a busy one reuses the queue for
+            // its next exchange.
+            self.answers = VecDeque::new();
+        }
+        if idle && self.conn.is_closed() {
+            // D3: an idle connection closes without a response.
+            tracing::debug!("idle timeout");
+            self.why_closing.get_or_insert(CloseReason::IdleTimeout);
+        }
+    }
+
+    /// When the runtime must step again at the latest: the machine's
+    /// nearest timer, or the end of a shutdown's drain.
+    fn wake_at(&self, machine: Option<Instant>) -> Option<Instant> {
+        match (&self.phase, machine) {
+            (Phase::Draining { until }, Some(t)) => Some(t.min(*until)),
+            (Phase::Draining { until }, None) => Some(*until),
+            (_, machine) => machine,
+        }
+    }
+
+    /// Whether received bytes or the end of stream wait for `dispatch`.
+    fn intake_due(&self) -> bool {
+        let bytes = matches!(&self.intake, Intake::Deferred(inbox) if !inbox.is_empty());
+        bytes || self.input == PeerInput::EndRead
+    }
+
+    /// Whether the machine wants more of the peer's input now.
+    fn wants_input(&self) -> bool {
+        matches!(self.input, PeerInput::Open | PeerInput::Ending) && self.conn.wants_read()
+    }
+
+    /// Whether a reply's content is still being read from its reader.
+    fn streams(&self) -> bool {
+        self.answers
+            .iter()
+            .any(|answer| matches!(answer.content, Content::Streaming(_)))
     }
 
     /// Whether the streamed reply can give more content now (D19).
     fn content_due(&self) -> bool {
-        self.outgoing
-            .as_ref()
-            .is_some_and(|out| self.conn.content_room(out.id) > 0)
+        self.answers
+            .iter()
+            .find_map(|answer| match (&answer.content, answer.id) {
+                (Content::Streaming(_), Some(id)) => Some(id),
+                _ => None,
+            })
+            .is_some_and(|id| self.conn.content_room(id) > 0)
     }
 
-    /// Reads the streamed reply's content while the machine has room for
-    /// it, up to a turn's worth; ends or aborts it when the reader does
-    /// (D19).
-    fn send_content(&mut self) {
-        if self.outgoing.is_none() {
-            return;
-        }
-        let at = now();
+    /// Reads the streamed replies' content while the machine has room for
+    /// it, up to a turn's worth; ends or aborts each when its reader does
+    /// (D19). When one ends, the next streamed reply in line takes its
+    /// place.
+    fn send_content(&mut self, at: Now) {
         let mut budget = 4 * READ_PIECE;
-        while let Some(out) = &mut self.outgoing {
-            let room = self.conn.content_room(out.id).min(READ_PIECE);
-            if room == 0 || budget == 0 {
+        let mut piece = std::mem::take(&mut self.piece);
+        while budget > 0 {
+            let conn = &mut self.conn;
+            let Some((id, reader, counted)) =
+                self.answers
+                    .iter_mut()
+                    .find_map(|answer| match (&mut answer.content, answer.id) {
+                        (Content::Streaming(reader), Some(id)) => {
+                            Some((id, reader, &mut answer.content_bytes))
+                        }
+                        _ => None,
+                    })
+            else {
+                // Nothing streams: the buffer goes.
                 return;
+            };
+            let room = conn.content_room(id).min(READ_PIECE);
+            if room == 0 {
+                break;
             }
-            if out.buffer.len() < room {
-                out.buffer.resize(room, 0);
+            if piece.len() < room {
+                piece.resize(room, 0);
             }
-            let id = out.id;
-            match out.reader.read(&mut out.buffer[..room]) {
+            match reader.read(&mut piece[..room]) {
                 Ok(0) => {
-                    self.outgoing = None;
+                    self.finish_content(id);
                     let _ = self.conn.end_content(id, at);
                 }
                 Ok(n) => {
                     budget = budget.saturating_sub(n);
-                    if let Some(record) = self.unlogged.iter_mut().find(|u| u.id == Some(id)) {
-                        record.content_bytes += n as u64;
-                    }
-                    if let Err(error) = self.conn.send_content(id, &out.buffer[..n], at) {
+                    *counted += n as u64;
+                    if let Err(error) = conn.send_content(id, &piece[..n], at) {
                         tracing::error!(%error, "the streamed reply cannot be sent; closing");
-                        self.outgoing = None;
+                        self.finish_content(id);
                     }
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
@@ -669,18 +809,40 @@ impl Driver {
                     // The peer sees the message cut short, not a wrong one
                     // (D1).
                     tracing::error!(%error, "reading the streamed reply failed; closing");
-                    self.outgoing = None;
+                    self.finish_content(id);
                     self.conn.abort_content(id, at);
                 }
             }
+        }
+        self.piece = piece;
+    }
+
+    /// Exchange `id`'s content has ended, or cannot go on: its reader is
+    /// dropped (a file is closed).
+    fn finish_content(&mut self, id: RequestId) {
+        if let Some(answer) = self.answers.iter_mut().find(|answer| answer.id == Some(id)) {
+            answer.content = Content::Sent;
+        }
+    }
+
+    /// Spools a piece of exchange `id`'s content (D19).
+    fn spool(&mut self, id: RequestId, data: &[u8]) {
+        if !matches!(self.receiving, Receiving::Spooling { id: held, .. } if held == id) {
+            self.receiving = Receiving::Spooling {
+                id,
+                spool: Spool::new(),
+            };
+        }
+        if let Receiving::Spooling { spool, .. } = &mut self.receiving {
+            spool.write(data, &self.spool_options);
         }
     }
 
     /// Drops what was spooled for exchange `id` (a temporary file is
     /// deleted).
     fn drop_spool(&mut self, id: RequestId) {
-        if self.spool.as_ref().is_some_and(|(held, _)| *held == id) {
-            self.spool = None;
+        if matches!(self.receiving, Receiving::Spooling { id: held, .. } if held == id) {
+            self.receiving = Receiving::Nothing;
         }
     }
 
@@ -688,8 +850,12 @@ impl Driver {
     /// complete and valid: put back into the request when it stayed in
     /// memory, an upload otherwise.
     fn take_upload(&mut self, id: RequestId, request: &mut Request) -> std::io::Result<Option<Upload>> {
-        let Some((_, spool)) = self.spool.take_if(|(held, _)| *held == id) else {
-            return Ok(None);
+        let spool = match std::mem::replace(&mut self.receiving, Receiving::Nothing) {
+            Receiving::Spooling { id: held, spool } if held == id => spool,
+            other => {
+                self.receiving = other;
+                return Ok(None);
+            }
         };
         match spool.finish()? {
             Spooled::Memory(bytes) => {
@@ -701,29 +867,29 @@ impl Driver {
     }
 
     /// Takes the ends of the responses the machine queued since last
-    /// time, and gives them, in order, to the exchanges waiting for one.
+    /// time, and gives them, in order, to the answers waiting for one.
     fn note_ends(&mut self) {
         // Ends only grow, so the new ones are the newest few: with many
         // responses queued, a walk over all of them at every turn would
         // cost the depth of the pipeline each time. Most turns have none.
-        let seen = self.ends_seen;
+        let seen = self.ends.seen;
         let ends = || self.conn.response_ends();
         if ends().next_back().is_some_and(|last| last > seen) {
             let new = ends().rev().take_while(|&end| end > seen).count();
             for end in ends().skip(ends().len() - new) {
-                self.ends.push_back(end);
-                self.ends_seen = end;
+                self.ends.unmatched.push_back(end);
+                self.ends.seen = end;
             }
         }
-        if self.ends.is_empty() {
+        if self.ends.unmatched.is_empty() {
             return;
         }
-        // Ends are matched front first, so the records still waiting for
+        // Ends are matched front first, so the answers still waiting for
         // one are the newest few too.
-        let waiting = self.unlogged.iter().rev().take_while(|u| u.end.is_none()).count();
-        let matched = self.unlogged.len() - waiting;
-        for waiting in self.unlogged.range_mut(matched..) {
-            match self.ends.pop_front() {
+        let waiting = self.answers.iter().rev().take_while(|a| a.end.is_none()).count();
+        let matched = self.answers.len() - waiting;
+        for waiting in self.answers.range_mut(matched..) {
+            match self.ends.unmatched.pop_front() {
                 Some(end) => waiting.end = Some(end),
                 None => break,
             }
@@ -734,9 +900,9 @@ impl Driver {
     /// wholly taken by the peer.
     fn log_due(&self) -> bool {
         let written = self.conn.output_written();
-        self.unlogged
+        self.answers
             .front()
-            .and_then(|u| u.end)
+            .and_then(|a| a.end)
             .is_some_and(|end| end <= written)
     }
 
@@ -746,12 +912,13 @@ impl Driver {
     /// each record's duration.
     fn log_sent<H: Handler + ?Sized>(&mut self, handler: &H, now: Instant) {
         let written = self.conn.output_written();
-        while let Some(front) = self.unlogged.front() {
+        let closed = matches!(self.phase, Phase::Closed);
+        while let Some(front) = self.answers.front() {
             let complete = front.end.is_some_and(|end| end <= written);
-            if !complete && !self.closed {
+            if !complete && !closed {
                 break;
             }
-            let Some(done) = self.unlogged.pop_front() else {
+            let Some(done) = self.answers.pop_front() else {
                 break;
             };
             // Responses leave in order (D2), so what left after the last
@@ -760,9 +927,9 @@ impl Driver {
             // ended), everything written so far. A response cut short may
             // end past what was written, and so may the ones queued after
             // it: each counts only its own bytes that left.
-            let end = done.end.unwrap_or(written).max(self.logged_to);
-            let bytes_written = written.min(end).saturating_sub(self.logged_to);
-            self.logged_to = end;
+            let end = done.end.unwrap_or(written).max(self.ends.logged_to);
+            let bytes_written = written.min(end).saturating_sub(self.ends.logged_to);
+            self.ends.logged_to = end;
             if !complete {
                 tracing::debug!(
                     status = done.status.as_u16(),
@@ -783,30 +950,27 @@ impl Driver {
         }
     }
 
-    /// Feeds bytes read from the transport.
-    fn receive(&mut self, data: &[u8], at: Now) {
-        if self.deferred {
-            self.inbox.extend_from_slice(data);
-        } else {
-            self.conn.receive_data(data, at);
-        }
-    }
-
     /// The time after a transport call made at `at`: a call that may block
     /// takes time worth a new reading of the clock; a non-blocking one
-    /// does not (a reading of it is nearly a hundred instructions, a
-    /// hundredth of a small exchange).
+    /// does not.
     #[inline]
     fn after_io(&self, at: Now) -> Now {
-        if self.mode.is_blocking() { now() } else { at }
+        if self.mode.is_blocking() {
+            self.clock.now()
+        } else {
+            at
+        }
     }
 
     /// Whether a shutting-down connection may close now: nothing half
     /// received and nothing left to write, or only the full request of a
     /// handshake awaited (which may take 300 s, D3).
     fn may_stop(&self) -> bool {
-        let idle = self.inbox.is_empty() && !self.inbox_eof && self.conn.is_idle();
-        idle || (self.inbox.is_empty() && self.conn.awaits_full_request())
+        if !matches!(self.phase, Phase::Draining { .. }) {
+            return false;
+        }
+        let received = !self.intake_due();
+        received && (self.conn.is_idle() || self.conn.awaits_full_request())
     }
 
     /// Blocking transports: bounds the next call by the nearest deadline,
@@ -835,53 +999,52 @@ impl Driver {
     }
 
     fn end_turn(&mut self, step: Step) -> Step {
-        self.turn = 0;
-        self.clock = None;
-        self.drained = false;
+        self.turn = Turn::default();
         step
     }
 
-    /// Closes without lingering (the transport failed or the peer is
-    /// gone) or after it; says why. What is left to log goes to `dispatch`
-    /// first.
+    /// Closes without lingering (the transport failed, the peer is gone,
+    /// or the drain deadline passed) or after it; says why. What is left
+    /// to log goes to `dispatch` first.
     fn abort(&mut self, why: CloseReason, error: Option<&std::io::Error>) -> Step {
-        self.closed = true;
-        self.linger = None;
-        // Nothing more is read or sent: the reader (a file) is closed and
+        self.phase = Phase::Closed;
+        // Nothing more is read or sent: the readers (files) are closed and
         // a spooled upload deleted at once.
-        self.outgoing = None;
-        self.spool = None;
+        for answer in &mut self.answers {
+            answer.content = Content::Sent;
+        }
+        self.piece = Vec::new();
+        self.receiving = Receiving::Nothing;
         let why = self.why_closing.unwrap_or(why);
         self.note_ends();
         match error {
             Some(error) => tracing::debug!(reason = why.as_str(), %error, "connection closed"),
             None => tracing::debug!(reason = why.as_str(), "connection closed"),
         }
-        if self.unlogged.is_empty() {
+        if self.answers.is_empty() {
             Step::Close
         } else {
             Step::Dispatch
         }
     }
 
-    /// Sends the application's answer to exchange `id`, and keeps its
-    /// record for the access log until it has left. An answer the machine
-    /// refuses as a misuse (a `1xx` other than the acknowledgement, D12) would leave the exchange unanswered and stall
-    /// every pipelined response behind it, so it is replaced by a `500`.
+    /// Sends the application's answer to exchange `id`, and keeps it until
+    /// it has left: its reader, if its content streams, and its record for
+    /// the access log. An answer the machine refuses as a misuse (a `1xx`
+    /// other than the acknowledgement, D12) would leave the exchange
+    /// unanswered and stall every pipelined response behind it, so it is
+    /// replaced by a `500`.
     fn respond(&mut self, id: RequestId, request: Box<Request>, reply: Reply, started: Instant, at: Now) {
         let (response, reader) = reply.into_parts();
         let (mut status, mut content_bytes) = (response.status.code, response.body.content().len() as u64);
+        let mut content = Content::Sent;
         let sent = match reader {
             None => self.conn.send_response(id, response, at),
             Some(reader) => {
                 content_bytes = 0;
                 let sent = self.conn.send_response_head(id, response, at);
                 if sent.is_ok() {
-                    self.outgoing = Some(Outgoing {
-                        id,
-                        reader,
-                        buffer: Vec::new(),
-                    });
+                    content = Content::Streaming(reader);
                 }
                 sent
             }
@@ -898,7 +1061,7 @@ impl Driver {
                 let _ = self.conn.send_response(id, fallback, at);
             }
         }
-        self.unlogged.push_back(Unlogged {
+        self.answers.push_back(Answer {
             id: Some(id),
             method: Some(request.method),
             // Moved, not copied: the request is done with.
@@ -907,6 +1070,7 @@ impl Driver {
             content_bytes,
             started,
             end: None,
+            content,
         });
     }
 }
