@@ -282,6 +282,19 @@ enum Receiving {
     Nothing,
     /// Exchange `id`'s content, spooled as it arrives.
     Spooling { id: RequestId, spool: Spool },
+    /// Exchange `id` is refused whatever its content, as its envelope
+    /// showed: the content is still read and checked by the machine (D5's
+    /// order holds: a corrupt stream is still `400`), but nothing of it is
+    /// stored, and `answer` goes out once the message has ended.
+    Refused { id: RequestId, answer: Box<Response> },
+}
+
+/// What a complete request's content became.
+enum Taken {
+    /// Its content, in the request or as an upload.
+    Content(Option<Upload>),
+    /// Nothing: it was refused from its envelope, with this answer.
+    Refused(Box<Response>),
 }
 
 /// Matching the ends of the responses the machine queued with the
@@ -619,12 +632,24 @@ impl Driver {
         while let Some(event) = self.conn.next_event(at) {
             busy = true;
             match event {
+                ServerEvent::ContentHead { id, head } => {
+                    // Decided before anything is stored (D19): a request
+                    // refused whatever its content stores none of it.
+                    if let Err(answer) = handler.check_continue(&head, &self.info) {
+                        self.receiving = Receiving::Refused {
+                            id,
+                            answer: Box::new(answer),
+                        };
+                    }
+                    at = self.clock.now();
+                }
                 ServerEvent::Content { id, data } => self.spool(id, &data),
                 ServerEvent::ContentDiscarded { id } => self.drop_spool(id),
                 ServerEvent::Request { id, mut request } => {
                     let started = at.instant;
                     let reply = match self.take_upload(id, &mut request) {
-                        Ok(upload) => answer(handler, &request, upload, &self.info),
+                        Ok(Taken::Refused(answer)) => (*answer).into(),
+                        Ok(Taken::Content(upload)) => answer(handler, &request, upload, &self.info),
                         Err(error) => {
                             tracing::error!(%error, "cannot spool the request's content; answering 500");
                             Response::new(Status::new(
@@ -825,9 +850,14 @@ impl Driver {
         }
     }
 
-    /// Spools a piece of exchange `id`'s content (D19).
+    /// Spools a piece of exchange `id`'s content (D19), unless the
+    /// exchange is refused already.
     fn spool(&mut self, id: RequestId, data: &[u8]) {
-        if !matches!(self.receiving, Receiving::Spooling { id: held, .. } if held == id) {
+        let held = match &self.receiving {
+            Receiving::Nothing => None,
+            Receiving::Spooling { id, .. } | Receiving::Refused { id, .. } => Some(*id),
+        };
+        if held != Some(id) {
             self.receiving = Receiving::Spooling {
                 id,
                 spool: Spool::new(),
@@ -841,28 +871,33 @@ impl Driver {
     /// Drops what was spooled for exchange `id` (a temporary file is
     /// deleted).
     fn drop_spool(&mut self, id: RequestId) {
-        if matches!(self.receiving, Receiving::Spooling { id: held, .. } if held == id) {
-            self.receiving = Receiving::Nothing;
+        match &self.receiving {
+            Receiving::Spooling { id: held, .. } | Receiving::Refused { id: held, .. } if *held == id => {
+                self.receiving = Receiving::Nothing;
+            }
+            _ => {}
         }
     }
 
     /// The content spooled for exchange `id`, now that its request is
     /// complete and valid: put back into the request when it stayed in
-    /// memory, an upload otherwise.
-    fn take_upload(&mut self, id: RequestId, request: &mut Request) -> std::io::Result<Option<Upload>> {
+    /// memory, an upload otherwise; or the answer decided from its
+    /// envelope.
+    fn take_upload(&mut self, id: RequestId, request: &mut Request) -> std::io::Result<Taken> {
         let spool = match std::mem::replace(&mut self.receiving, Receiving::Nothing) {
             Receiving::Spooling { id: held, spool } if held == id => spool,
+            Receiving::Refused { id: held, answer } if held == id => return Ok(Taken::Refused(answer)),
             other => {
                 self.receiving = other;
-                return Ok(None);
+                return Ok(Taken::Content(None));
             }
         };
         match spool.finish()? {
             Spooled::Memory(bytes) => {
                 request.body.replace_content(bytes);
-                Ok(None)
+                Ok(Taken::Content(None))
             }
-            Spooled::File(upload) => Ok(Some(upload)),
+            Spooled::File(upload) => Ok(Taken::Content(Some(upload))),
         }
     }
 
