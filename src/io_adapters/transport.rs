@@ -55,7 +55,7 @@ pub trait Transport: Read + Write {
     )
 ))]
 #[allow(unsafe_code)]
-fn send_queue(socket: std::os::fd::BorrowedFd<'_>) -> Option<usize> {
+pub(crate) fn send_queue(socket: std::os::fd::BorrowedFd<'_>) -> Option<usize> {
     use rustix::ioctl::{Getter, ioctl};
     /// `SIOCOUTQ` (the same number as `TIOCOUTQ`) on these targets.
     const SIOCOUTQ: rustix::ioctl::Opcode = 0x5411;
@@ -76,7 +76,7 @@ fn send_queue(socket: std::os::fd::BorrowedFd<'_>) -> Option<usize> {
     )
 )))]
 #[cfg(unix)]
-fn send_queue(_socket: std::os::fd::BorrowedFd<'_>) -> Option<usize> {
+pub(crate) fn send_queue(_socket: std::os::fd::BorrowedFd<'_>) -> Option<usize> {
     None
 }
 
@@ -200,6 +200,9 @@ impl<T: Transport + ?Sized> Transport for Box<T> {
 pub(crate) struct PolledIo<'a, 'b, S> {
     pub(crate) io: &'a mut S,
     pub(crate) cx: &'a mut std::task::Context<'b>,
+    /// What the stream holds unsent ([`Transport::unsent`]), where the
+    /// caller knows how to ask its concrete type.
+    pub(crate) unsent: fn(&S) -> Option<usize>,
 }
 
 /// A step polled through [`PolledIo`] waits: whether to return `Pending`
@@ -262,6 +265,10 @@ mod polled {
 
         fn set_timeout(&mut self, _limit: Option<Duration>) -> io::Result<()> {
             Ok(())
+        }
+
+        fn unsent(&self) -> Option<usize> {
+            (self.unsent)(self.io)
         }
     }
 }

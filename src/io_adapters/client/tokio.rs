@@ -206,7 +206,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Client<S> {
             );
             let step = poll_fn(|cx| {
                 loop {
-                    let mut io = PolledIo { io: &mut *stream, cx };
+                    let mut io = PolledIo {
+                        io: &mut *stream,
+                        cx,
+                        unsent: |_| None,
+                    };
                     match driver.step(&mut io, scratch, &mut call, &mut streams) {
                         ClientStep::Wait { deadline, .. } => {
                             if park(cx, &mut timer, deadline) {

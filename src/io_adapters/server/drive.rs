@@ -129,6 +129,9 @@ pub struct Driver {
     offer: Offer,
     /// The timeout last given to a blocking transport.
     timeout: Option<Duration>,
+    /// What the transport held, unsent, when last asked: while above zero
+    /// the stall timer may run on it (D3), so a due timer asks again.
+    unsent: usize,
     /// Exchanges answered whose response has not wholly left, in response
     /// order (D2): each holds its streamed content's reader until the
     /// content ends, and is told to the access log once its last byte is
@@ -378,6 +381,7 @@ impl Driver {
             turn: Turn::default(),
             offer: Offer::Untried,
             timeout: None,
+            unsent: 0,
             answers: VecDeque::new(),
             receiving: Receiving::Nothing,
             piece: Vec::new(),
@@ -503,6 +507,11 @@ impl Driver {
                 && !(self.mode.is_blocking() && self.offer == Offer::Offered);
             let deadline = self.conn.poll_timeout();
             if !output_untried && deadline.is_some_and(|t| t <= at.instant) {
+                // The stall timer is the peer's progress (D3): what the
+                // transport still holds decides whether it took any.
+                if pending || self.unsent > 0 {
+                    self.report_unsent(io, at);
+                }
                 self.act_on_timers(at);
                 continue;
             }
@@ -534,11 +543,19 @@ impl Driver {
                         // The ends must be seen before taking output lets
                         // the machine forget them.
                         self.note_ends();
-                        self.conn.consume_output(n, self.after_io(at));
+                        let short = n < self.conn.pending_output().len();
+                        let after = self.after_io(at);
+                        self.conn.consume_output(n, after);
+                        if short {
+                            self.report_unsent(io, after);
+                        }
                         self.turn.moved += n;
                         moved = true;
                     }
-                    Err(e) if would_block(&e) => write_blocked = true,
+                    Err(e) if would_block(&e) => {
+                        self.report_unsent(io, self.after_io(at));
+                        write_blocked = true;
+                    }
                     Err(e) if e.kind() == std::io::ErrorKind::Interrupted => moved = true,
                     Err(e) => return self.abort(CloseReason::TransportFailed, Some(&e)),
                 }
@@ -745,6 +762,18 @@ impl Driver {
             // D3: an idle connection closes without a response.
             tracing::debug!("idle timeout");
             self.why_closing.get_or_insert(CloseReason::IdleTimeout);
+        }
+    }
+
+    /// Tells the machine how much of what was written the transport still
+    /// holds, where the transport can tell. Only when it matters: a write
+    /// the transport took whole says the peer keeps up, so the count is
+    /// read when a write falls short or blocks (the peer may be slow or
+    /// gone) and when a timer is due (the stall timer then decides by it).
+    fn report_unsent<T: Transport + ?Sized>(&mut self, io: &T, at: Now) {
+        if let Some(unsent) = io.unsent() {
+            self.unsent = unsent;
+            self.conn.transport_holds(unsent, at);
         }
     }
 

@@ -125,7 +125,7 @@ where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     H: Handler,
 {
-    run(stream, peer, handler, options.clone(), None)
+    run(stream, peer, handler, options.clone(), None, |_| None)
 }
 
 /// What ended one poll of a connection.
@@ -156,7 +156,15 @@ async fn serve_accepted<H: Handler>(
     if let Some(tls) = options.tls.clone() {
         return run_tls(tls, stream, peer, handler, options, stop).await;
     }
-    run(KernelWrites(stream), peer, handler, options, Some(stop)).await;
+    run(
+        KernelWrites(stream),
+        peer,
+        handler,
+        options,
+        Some(stop),
+        KernelWrites::unsent,
+    )
+    .await;
 }
 
 /// A tokio TCP stream whose writes ask the kernel when tokio's cached
@@ -170,6 +178,14 @@ async fn serve_accepted<H: Handler>(
 /// non-blocking `send` asks the kernel itself; the waker is registered
 /// either way.
 struct KernelWrites(tokio::net::TcpStream);
+
+impl KernelWrites {
+    /// What the socket holds unsent: the stall limit counts the peer's
+    /// progress by it (D3).
+    fn unsent(&self) -> Option<usize> {
+        crate::io_adapters::transport::send_queue(std::os::fd::AsFd::as_fd(&self.0))
+    }
+}
 
 impl AsyncRead for KernelWrites {
     fn poll_read(
@@ -252,8 +268,10 @@ async fn run_tls<H: Handler>(
         _ = stop.wait_for(|stopping| *stopping) => return,
     };
     if let Ok(Ok(stream)) = shaken {
-        let stream = crate::io_adapters::tls::TokioTlsStream::new(stream.into());
-        run(stream, peer, handler, options, Some(stop)).await;
+        use crate::io_adapters::tls::TokioTlsStream;
+        let stream = TokioTlsStream::new(stream.into());
+        let unsent = |tls: &TokioTlsStream<KernelWrites>| tls.get_ref().get_ref().0.unsent();
+        run(stream, peer, handler, options, Some(stop), unsent).await;
     }
 }
 
@@ -269,6 +287,7 @@ async fn run<S, H>(
     handler: Arc<H>,
     options: ServerOptions,
     mut stop: Option<watch::Receiver<bool>>,
+    unsent: fn(&S) -> Option<usize>,
 ) where
     S: AsyncRead + AsyncWrite + Unpin,
     H: Handler,
@@ -285,7 +304,11 @@ async fn run<S, H>(
     loop {
         let step = poll_fn(|cx| {
             loop {
-                let mut io = PolledIo { io: &mut stream, cx };
+                let mut io = PolledIo {
+                    io: &mut stream,
+                    cx,
+                    unsent,
+                };
                 match driver.step(&mut io, &mut scratch) {
                     Step::Wait { deadline, .. } => {
                         if park(cx, &mut timer, deadline) {
