@@ -64,7 +64,10 @@ pub enum Step {
 /// One server connection: the drive step every server runtime shares.
 ///
 /// A `Driver` owns one connection's machine, the glue to the [`Handler`]
-/// and where the connection is in its life (serving, lingering, closed).
+/// and where the connection is in its life (serving, draining at
+/// shutdown, lingering, closed). It reads the time through
+/// [`ServerOptions::clock`], so a whole connection can run on simulated
+/// time.
 /// [`Driver::step`] moves bytes between a [`Transport`] and the
 /// machine, runs the timers, and says what the runtime does next: run the
 /// handler, wait, let other connections go first, or drop the transport.
