@@ -246,12 +246,23 @@ impl ClientConnection {
     }
 
     /// Marks `n` bytes of [`pending_output`](Self::pending_output) as written
-    /// (more than are pending is clamped). Any byte taken restarts the
-    /// stall timer (D3).
+    /// (more than are pending is clamped). Unless the caller reports what
+    /// its transport holds ([`transport_holds`](Self::transport_holds)),
+    /// any byte written counts as taken by the peer and restarts the stall
+    /// timer (D3).
     pub fn consume_output(&mut self, n: usize, now: Now) {
         if self.core.consume_output(n, now) > 0 {
             self.after_call();
         }
+    }
+
+    /// Tells the machine that `unsent` of the bytes already marked written
+    /// still sit in the transport, not acknowledged by the peer: the stall
+    /// timer then counts only bytes delivered, as
+    /// [`ServerConnection::transport_holds`](super::ServerConnection::transport_holds)
+    /// describes.
+    pub fn transport_holds(&mut self, unsent: usize, now: Now) {
+        self.core.transport_holds(unsent, now);
     }
 
     /// Bytes of memory the connection's input and output buffers hold
@@ -496,6 +507,9 @@ impl ClientConnection {
                     let limit = self.config.limits.message.max_depth;
                     self.fatal(refusal::too_deep(limit));
                 }
+                // A streamed response needs no head: the client reads
+                // every response to its end; and it never discards.
+                Scanned::ContentHead { .. } | Scanned::Abandoned => {}
                 Scanned::End { cut_short } => {
                     // Fine after complete responses when nothing is owed.
                     let owed = self.exchanges.iter().any(|o| o.id.is_some());

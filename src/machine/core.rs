@@ -97,8 +97,22 @@ pub(super) enum Scanned {
     TooLarge,
     /// The message, not ended yet, opened a level past the depth limit
     /// (D3). The rest of it is read and dropped, and the connection goes
-    /// on with the next message.
+    /// on with the next message; if it cannot end cleanly,
+    /// [`Scanned::Abandoned`] follows.
     TooDeep,
+    /// The message refused by [`Scanned::TooDeep`] cannot end cleanly: a
+    /// framing fault, the size limit or the end of stream inside it. It
+    /// had its one answer; the stream cannot be resynchronised (D1), so
+    /// nothing more is answered. Input is now stopped.
+    Abandoned,
+    /// The content of the message being received starts streaming, and the
+    /// encoding was named before it (D19): `envelope` is the message's
+    /// bytes up to the content string, closed as if the content were
+    /// `""`. Its pieces follow as [`Scanned::Content`].
+    ContentHead {
+        /// `{` … `"content":""}}`, as a whole message.
+        envelope: Vec<u8>,
+    },
     /// The next piece of the decoded content of the message being received
     /// (D19); never empty.
     Content(Vec<u8>),
@@ -243,6 +257,35 @@ impl Inbound {
     }
 }
 
+/// What becomes of the bytes of the message being received.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Intake {
+    /// They are framed and handed to the role.
+    Framing,
+    /// The message was refused before its end (too deep, D3) and answered
+    /// then: the rest of it is read and dropped, and nothing in it is
+    /// answered again (D1, D5: one answer per message).
+    Discarding,
+}
+
+/// What the machine knows of how much of its output reached the peer, for
+/// the stall timer (D3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Delivery {
+    /// The caller never said what its transport holds: bytes it consumes
+    /// count as taken by the peer.
+    OnConsume,
+    /// The caller says what its transport holds: `unsent` of the bytes it
+    /// consumed have not been acknowledged by the peer.
+    Reported {
+        /// Bytes consumed and not yet acknowledged.
+        unsent: u64,
+    },
+    /// The peer stalled (D3): the output was dropped, and nothing more is
+    /// timed.
+    GivenUp,
+}
+
 /// A message that ended while the content it named the encoding of is
 /// decoded: its bytes, copied out of the input, wait for the last piece.
 #[derive(Debug)]
@@ -385,9 +428,8 @@ pub(super) struct Core<E> {
     inbound: Option<Inbound>,
     /// A message that ended while its content is decoded (D19).
     held: Option<Held>,
-    /// The message being received was refused before its end (too deep,
-    /// D3): the rest of it is dropped.
-    discarding: bool,
+    /// Whether the message being received is still read for the role.
+    intake: Intake,
     /// When the last byte arrived (D19: the longest gap).
     last_input: Instant,
     /// Bytes ever received, and the count when the message being received
@@ -404,8 +446,10 @@ pub(super) struct Core<E> {
     /// responses it has taken (D3).
     queued: u64,
     written: u64,
-    /// Since when the peer has taken none of the pending output; `None`
-    /// while nothing is pending (D3).
+    /// How much of what was written reached the peer (D3).
+    delivery: Delivery,
+    /// Since when the peer has taken none of our output; `None` while
+    /// nothing is outstanding (pending, or held by the transport, D3).
     stalled_since: Option<Instant>,
 
     /// Events wait inline; a quiet connection gives the queue back with its
@@ -432,7 +476,7 @@ impl<E: RoleEvent> Core<E> {
             message_limits: limits.message,
             inbound: None,
             held: None,
-            discarding: false,
+            intake: Intake::Framing,
             last_input: now.instant,
             received: 0,
             message_base: 0,
@@ -440,6 +484,7 @@ impl<E: RoleEvent> Core<E> {
             output: Buffer::default(),
             queued: 0,
             written: 0,
+            delivery: Delivery::OnConsume,
             stalled_since: None,
             events: VecDeque::new(),
             next_id: 0,
@@ -469,6 +514,7 @@ impl<E: RoleEvent> Core<E> {
         self.message_started = None;
         self.inbound = None;
         self.held = None;
+        self.intake = Intake::Framing;
     }
 
     /// Finishes the connection (once): nothing more is read or queued, and
@@ -487,6 +533,7 @@ impl<E: RoleEvent> Core<E> {
     /// written; the pending output is dropped and its memory freed.
     pub(super) fn close_stalled(&mut self) {
         self.output.discard();
+        self.delivery = Delivery::GivenUp;
         self.stalled_since = None;
         self.events.push_back(E::peer_error(PeerError::OutputStalled));
         self.close();
@@ -595,27 +642,93 @@ impl<E: RoleEvent> Core<E> {
                 // every turn.
                 return Scanned::Partial;
             }
-            match self.scanner.scan(self.input.live()) {
-                Scan::Content(run) if self.discarding => {
-                    let start = self.input.start;
-                    self.input.bytes.drain(start + run.start()..start + run.end());
+            let found = self.scanner.scan(self.input.live());
+            if self.intake == Intake::Discarding {
+                match found {
+                    Scan::Content(run) => {
+                        let start = self.input.start;
+                        self.input.bytes.drain(start + run.start()..start + run.end());
+                        continue;
+                    }
+                    Scan::Complete(frame) => {
+                        // The end of the message refused before it ended.
+                        self.intake = Intake::Framing;
+                        self.input.start += frame.end();
+                        self.message_started = None;
+                        self.idle_since = now.instant;
+                        continue;
+                    }
+                    // D1: its end is in doubt, or never comes; it had its
+                    // one answer.
+                    Scan::Error { .. } | Scan::TooLarge { .. } => return self.abandon(),
+                    Scan::Partial if self.lifecycle == Lifecycle::PeerEnded => return self.abandon(),
+                    // Reported once per message; never answered twice.
+                    Scan::TooDeep { .. } => continue,
+                    Scan::Partial => {}
                 }
-                Scan::Content(run) => self.take_run(run, now),
+            }
+            match found {
+                Scan::Content(run) => {
+                    // The envelope is still in the input: taken before
+                    // the run is.
+                    let envelope = self.content_envelope(&run);
+                    self.take_run(run, now);
+                    if let Some(envelope) = envelope {
+                        return Scanned::ContentHead { envelope };
+                    }
+                }
                 Scan::TooDeep { .. } => {
-                    self.discarding = true;
+                    self.message_begins(now);
+                    self.intake = Intake::Discarding;
                     self.inbound = None;
                     return Scanned::TooDeep;
-                }
-                Scan::Complete(frame) if self.discarding => {
-                    // The end of the message refused before it ended.
-                    self.discarding = false;
-                    self.input.start += frame.end();
-                    self.message_started = None;
-                    self.idle_since = now.instant;
                 }
                 found => return self.framed(found, now),
             }
         }
+    }
+
+    /// The message refused before its end cannot end cleanly: input stops,
+    /// with nothing more to answer (D1).
+    fn abandon(&mut self) -> Scanned {
+        self.stop_input();
+        Scanned::Abandoned
+    }
+
+    /// Whether the message being received was refused before its end and
+    /// is being read to its end and dropped.
+    pub(super) fn is_discarding(&self) -> bool {
+        self.intake == Intake::Discarding
+    }
+
+    /// The message being received began (its first byte was scanned): the
+    /// message timer starts, and its average rate is counted from here
+    /// (D3, D19).
+    fn message_begins(&mut self, now: Now) {
+        if self.message_started.is_none() {
+            self.message_started = Some(now.instant);
+            self.message_base = self.received - self.input.len() as u64;
+        }
+    }
+
+    /// At the first run of a content whose encoding was named before it
+    /// (D19: the order streaming senders use), the message's bytes up to
+    /// the content string closed as if the content were `""`: the whole
+    /// envelope, when the sender wrote `body` last and `content` last in
+    /// it. The content string is at level 2, in `body`, so a quote and two
+    /// braces close it. Nothing of the message before the run has left the
+    /// input yet: only runs are taken out of it, and the scanner drops
+    /// nothing after the message's `{`.
+    fn content_envelope(&self, run: &ContentRun) -> Option<Vec<u8>> {
+        if !run.is_first() || run.encoding().is_none() {
+            return None;
+        }
+        let start = self.scanner.message_start()?;
+        let before = self.input.live().get(start..run.start())?;
+        let mut envelope = Vec::with_capacity(before.len() + 3);
+        envelope.extend_from_slice(before);
+        envelope.extend_from_slice(b"\"}}");
+        Some(envelope)
     }
 
     /// The unread input, when the next message starts at its front and
@@ -628,7 +741,7 @@ impl<E: RoleEvent> Core<E> {
             && self.reads_input()
             && self.inbound.is_none()
             && self.held.is_none()
-            && !self.discarding
+            && self.intake == Intake::Framing
             && self.scanner.at_boundary();
         fresh.then(|| self.input.live())
     }
@@ -652,10 +765,7 @@ impl<E: RoleEvent> Core<E> {
                 self.scanner.drop_prefix(idle);
                 self.input.start += idle;
                 if self.scanner.in_message() {
-                    if self.message_started.is_none() {
-                        self.message_started = Some(now.instant);
-                        self.message_base = self.received - self.input.len() as u64;
-                    }
+                    self.message_begins(now);
                 } else {
                     self.message_started = None;
                 }
@@ -732,10 +842,7 @@ impl<E: RoleEvent> Core<E> {
     /// (D19); the scan goes on where the run began.
     fn take_run(&mut self, run: ContentRun, now: Now) {
         if run.is_first() {
-            if self.message_started.is_none() {
-                self.message_started = Some(now.instant);
-                self.message_base = self.received - self.input.len() as u64;
-            }
+            self.message_begins(now);
             let mut inbound = Inbound::new(
                 run.encoding().unwrap_or(Encoding::Identity),
                 self.max_content_bytes,
@@ -848,9 +955,9 @@ impl<E: RoleEvent> Core<E> {
         write(&mut self.output.bytes);
         let added = self.output.bytes.len() - before;
         self.queued += added as u64;
-        if added > 0 && self.stalled_since.is_none() {
+        if added > 0 {
             // The stall timer runs from the moment output is pending.
-            self.stalled_since = Some(now.instant);
+            self.track_stall(false, now);
         }
         self.queued
     }
@@ -917,9 +1024,11 @@ impl<E: RoleEvent> Core<E> {
         self.output.live()
     }
 
-    /// The peer took `n` bytes (more than are pending is clamped); returns
-    /// how many. Any byte taken restarts the stall timer (D3), and the
-    /// written prefix is given back as it grows.
+    /// The caller wrote `n` bytes to its transport (more than are pending
+    /// is clamped); returns how many. The written prefix is given back as
+    /// it grows. Unless the caller reports what its transport holds
+    /// ([`transport_holds`](Self::transport_holds)), the bytes count as
+    /// taken by the peer, which restarts the stall timer (D3).
     pub(super) fn consume_output(&mut self, n: usize, now: Now) -> usize {
         let n = n.min(self.output.len());
         if n == 0 {
@@ -928,12 +1037,55 @@ impl<E: RoleEvent> Core<E> {
         self.output.start += n;
         self.written += n as u64;
         self.output.compact();
-        self.stalled_since = if self.output.is_empty() {
-            None
-        } else {
-            Some(now.instant)
+        let delivered = match &mut self.delivery {
+            Delivery::OnConsume => true,
+            // In the transport now, not yet at the peer.
+            Delivery::Reported { unsent } => {
+                *unsent += n as u64;
+                false
+            }
+            Delivery::GivenUp => false,
         };
+        self.track_stall(delivered, now);
         n
+    }
+
+    /// The caller's transport holds `unsent` of the bytes consumed so far,
+    /// not yet acknowledged by the peer (more than were consumed is
+    /// clamped). From the first call on, only bytes acknowledged count as
+    /// taken: the stall timer restarts when `unsent` falls, and runs while
+    /// output is pending or `unsent` is above zero (D3). A kernel that
+    /// takes one more write into a growing send buffer is not the peer
+    /// reading.
+    pub(super) fn transport_holds(&mut self, unsent: usize, now: Now) {
+        let unsent = (unsent as u64).min(self.written);
+        let (unsent, delivered) = match self.delivery {
+            Delivery::OnConsume => (unsent, false),
+            // What reached the peer stays reached: the count only falls,
+            // except by what is consumed.
+            Delivery::Reported { unsent: before } => (unsent.min(before), unsent < before),
+            Delivery::GivenUp => return,
+        };
+        self.delivery = Delivery::Reported { unsent };
+        self.track_stall(delivered, now);
+    }
+
+    /// The one rule of the stall timer (D3): it runs while any of our
+    /// output has not reached the peer (pending, or held by the
+    /// transport), from when that began or the peer last took a byte
+    /// (`delivered`: it just did).
+    fn track_stall(&mut self, delivered: bool, now: Now) {
+        let unsent = match self.delivery {
+            Delivery::Reported { unsent } => unsent,
+            Delivery::OnConsume | Delivery::GivenUp => 0,
+        };
+        self.stalled_since = if self.output.is_empty() && unsent == 0 {
+            None
+        } else if delivered {
+            Some(now.instant)
+        } else {
+            self.stalled_since.or(Some(now.instant))
+        };
     }
 
     /// Total bytes ever queued.

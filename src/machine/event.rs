@@ -47,6 +47,34 @@ pub enum ServerEvent {
         request: Box<Request>,
     },
     /// With [`ServerConfig::stream_content`](super::ServerConfig::stream_content):
+    /// the request whose content is about to stream in, as its envelope
+    /// says (D19). Streaming senders write `body` last and `content` last
+    /// in it, so the bytes before the content string are the whole
+    /// envelope; closed as if the content were `""`, they are read by the
+    /// same parser, in the same context, as the whole message will be.
+    /// The head comes at most once per exchange, before its first
+    /// [`ServerEvent::Content`] piece (the content may turn out empty and
+    /// have none), and only when those bytes make a request that passes
+    /// D5 levels 1 to 4: not for content written before `encoding`, nor
+    /// with fields after the content that the envelope lacks, nor for the
+    /// first request of a 100-continue handshake, whose body is ignored
+    /// (D10).
+    ///
+    /// It is advisory: an application may decide from it what does not
+    /// depend on the content (`401`, `405`, `404`: D5 level 6) and drop the
+    /// pieces instead of storing them, but the exchange still ends with
+    /// [`ServerEvent::Request`] under the same id, the one to answer, or
+    /// with a rejection ([`PeerError::Rejected`]) for what came after the
+    /// head (D5's order is that of the whole message). That request equals
+    /// the head except for its content and any `body` keys written after
+    /// the content.
+    ContentHead {
+        /// Which exchange.
+        id: RequestId,
+        /// The request as far as its envelope goes; its content is empty.
+        head: Box<Request>,
+    },
+    /// With [`ServerConfig::stream_content`](super::ServerConfig::stream_content):
     /// the next piece of a request's decoded `body.content`, in order, as
     /// it arrives (D19). The request itself follows as
     /// [`ServerEvent::Request`] (with empty content) once the whole message
@@ -148,7 +176,12 @@ pub enum PeerError {
         id: Option<RequestId>,
         /// Why.
         rejection: Rejection,
-        /// Whether the connection closes after the error response.
+        /// Whether the connection closes after the error response. A
+        /// message refused before its end (nested too deep, D3) is
+        /// reported with `false`; if it then cannot end cleanly (a framing
+        /// fault, the size limit, the end of stream or the message timer
+        /// inside it), the connection closes after all, with no second
+        /// response (D1).
         closes: bool,
     },
     /// Client: the response echoed another resource than the request's

@@ -49,6 +49,9 @@
 //!   │                                        └ send_response 4xx/5xx ─► exchange
 //!   │                                            done; the connection stays open
 //!   └ Refuse ─► 501, then close
+//!  with stream_content, a request written body last, content last (D19):
+//!   ServerEvent::ContentHead (advisory: the envelope) ─► Content pieces
+//!   ─► ServerEvent::Request (the one to answer) or a rejection
 //! ```
 //!
 //! Every error response the server machine writes on its own, timeouts and
@@ -99,7 +102,8 @@
 //!    (server: framing error 400 echo "", over size 413, message or
 //!     continue timeout 408, refused handshake 501, stream cut short 400
 //!     "incomplete message": each goes out after every response owed
-//!     before it)
+//!     before it; a message refused before its end (too deep, D3) that
+//!     cannot end cleanly: no second answer, D1, D5)
 //!    │ nothing owed any more (client: at once)
 //!    ▼
 //!  Closed: reported once as the role's Closed event; write out
@@ -125,11 +129,17 @@
 //! the exchange: the delay is ours, not the peer's.
 //!
 //! The stall timer runs, in both roles and even once the connection is
-//! closed, while output is pending: when the peer takes none of it for
-//! [`Limits::stall_timeout`], the connection closes and the pending output
-//! is dropped, its memory freed. Any byte taken
-//! ([`consume_output`](ServerConnection::consume_output)) restarts it; the
-//! part already written is given back as it grows, so a peer that reads
+//! closed, while any of our output has not reached the peer: when the peer
+//! takes none of it for [`Limits::stall_timeout`], the connection closes
+//! and the pending output is dropped, its memory freed. What counts as
+//! taken is what the caller says: every byte written
+//! ([`consume_output`](ServerConnection::consume_output)), until the caller
+//! reports what its transport still holds unacknowledged
+//! ([`transport_holds`](ServerConnection::transport_holds)); from then on
+//! only bytes delivered (written less those held) restart the timer, which
+//! runs while output is pending or the transport holds any, so a send
+//! buffer that takes one more write is not mistaken for a reader. The part
+//! already written is given back as it grows, so a peer that reads
 //! steadily keeps the buffer small.
 //!
 //! A quiet server connection (nothing received unhandled, nothing owed)

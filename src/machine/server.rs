@@ -18,6 +18,7 @@ use super::core::{ContentOutcome, Core, KEEP_BUFFERS, Lifecycle, Outbound, Scann
 use super::responses::{self, refusal};
 use super::table::{Exchange, ExchangeState, Input, Role, TransitionError};
 use super::{ContinuePolicy, Now, PeerError, RequestId, ServerConfig, ServerEvent, UsageError};
+use crate::message::framing::{Scan, Scanner};
 use crate::message::{
     Method, Rejection, Request, RequestContext, Response, parse_request_framed, parse_request_quick,
 };
@@ -290,9 +291,11 @@ impl ServerConnection {
     }
 
     /// Marks `n` bytes of [`pending_output`](Self::pending_output) as written
-    /// (more than are pending is clamped). Any byte taken restarts the
-    /// stall timer; responses the peer has taken no longer count against
-    /// the limits on what is owed (D3), so reading may resume.
+    /// (more than are pending is clamped). Unless the caller reports what
+    /// its transport holds ([`transport_holds`](Self::transport_holds)),
+    /// any byte written counts as taken by the peer and restarts the stall
+    /// timer (D3). Responses written no longer count against the limits on
+    /// what is owed (D3), so reading may resume.
     pub fn consume_output(&mut self, n: usize, now: Now) {
         if self.core.consume_output(n, now) == 0 {
             return;
@@ -305,6 +308,23 @@ impl ServerConnection {
             self.core.set_idle_since(now);
         }
         self.settle(now);
+    }
+
+    /// Tells the machine that `unsent` of the bytes already marked written
+    /// ([`consume_output`](Self::consume_output)) still sit in the
+    /// transport (a kernel's send buffer, a TLS layer), not acknowledged by
+    /// the peer; more than were written is clamped. A send buffer that
+    /// takes a write is not the peer reading (D3: "no byte of it read"),
+    /// so from the first call on the stall timer counts only bytes
+    /// delivered (written less `unsent`): it restarts when that count
+    /// grows, and runs while output is pending or `unsent` is above zero.
+    /// When it runs out with only the transport's bytes left, the
+    /// connection closes as stalled all the same
+    /// ([`PeerError::OutputStalled`]). Call it after writes and whenever
+    /// the transport's count is read again; a caller that never calls it
+    /// keeps the rule of `consume_output`.
+    pub fn transport_holds(&mut self, unsent: usize, now: Now) {
+        self.core.transport_holds(unsent, now);
     }
 
     /// Bytes of output the peer has taken since the connection opened (the
@@ -362,6 +382,10 @@ impl ServerConnection {
             self.core.close_stalled();
         } else if due(timers.continue_wait, now) {
             self.continue_timeout(now);
+        } else if due(timers.message, now) && self.core.is_discarding() {
+            // The message was answered when it was refused (D3); its end
+            // did not come in time. No second answer (D1, D5).
+            self.core.stop_input();
         } else if due(timers.message, now) {
             let limits = &self.config.limits;
             let rejection = if self.core.is_streaming() {
@@ -469,16 +493,14 @@ impl ServerConnection {
                     let parsed = parse_request_framed(bytes, &framed.frame, self.context(), limits);
                     self.on_message(parsed, framed.content.as_ref(), now);
                 }
+                Scanned::ContentHead { envelope } => {
+                    if let Some(head) = self.content_head(&envelope) {
+                        let id = self.receiving_id(awaited);
+                        self.core.push_event(ServerEvent::ContentHead { id, head });
+                    }
+                }
                 Scanned::Content(data) => {
-                    // The exchange is numbered by its first piece (D19).
-                    let id = match self.receiving {
-                        Some(id) => id,
-                        None => {
-                            let id = awaited.unwrap_or_else(|| self.core.fresh_id());
-                            self.receiving = Some(id);
-                            id
-                        }
-                    };
+                    let id = self.receiving_id(awaited);
                     self.core.push_event(ServerEvent::Content { id, data });
                 }
                 Scanned::ContentTooLarge { limit } => {
@@ -510,6 +532,9 @@ impl ServerConnection {
                     let target = self.message_target();
                     self.reject(target, refusal::too_deep(limit), false, now);
                 }
+                // The refused message cannot end cleanly: it had its one
+                // answer (D1, D5); the connection closes once that is out.
+                Scanned::Abandoned => {}
                 Scanned::TooLarge => {
                     let limit = self.config.limits.message.max_message_bytes;
                     let target = self.message_target();
@@ -517,6 +542,44 @@ impl ServerConnection {
                 }
             }
         }
+    }
+
+    /// The exchange of the message whose content is streaming in (D19),
+    /// numbered by its first event (the head, or the first piece): the
+    /// awaited handshake's, or a fresh one.
+    fn receiving_id(&mut self, awaited: Option<RequestId>) -> RequestId {
+        match self.receiving {
+            Some(id) => id,
+            None => {
+                let id = awaited.unwrap_or_else(|| self.core.fresh_id());
+                self.receiving = Some(id);
+                id
+            }
+        }
+    }
+
+    /// The request a streamed message's envelope makes (D19), when it is
+    /// one that the whole message, with nothing after its content, would
+    /// hand to the application: read by the same lexer and parser, in the
+    /// same context, as the whole message will be. `None` for anything
+    /// else: a fault (D5 levels 1 to 4), a first request of a handshake,
+    /// whose body is ignored, or a full request that does not repeat its
+    /// handshake's method and resource (D10).
+    fn content_head(&self, envelope: &[u8]) -> Option<Box<Request>> {
+        let limits = &self.config.limits.message;
+        let mut scanner = Scanner::with_limit(limits.max_message_bytes).with_depth_limit(limits.max_depth);
+        let Scan::Complete(frame) = scanner.scan(envelope) else {
+            return None;
+        };
+        if frame.range() != (0..envelope.len()) {
+            return None;
+        }
+        let head: Box<Request> = parse_request_framed(envelope, &frame, self.context(), limits).ok()?;
+        let fits = match self.awaited() {
+            Some(slot) => slot.method == Some(head.method) && slot.resource == head.resource.as_str(),
+            None => !head.headers.expect_continue(),
+        };
+        fits.then_some(head)
     }
 
     /// The exchange the message being received belongs to, if it has one

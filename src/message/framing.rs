@@ -382,6 +382,11 @@ impl Scanner {
         self.start.is_some()
     }
 
+    /// Where the current message's `{` is in the buffer, once seen.
+    pub(crate) fn message_start(&self) -> Option<usize> {
+        self.start
+    }
+
     /// Whether nothing of the next message has been scanned, so the caller
     /// may read it another way and say so with
     /// [`message_read_elsewhere`](Self::message_read_elsewhere).

@@ -6,6 +6,7 @@ mod client;
 mod output;
 mod pair;
 mod props;
+mod refused;
 mod server;
 mod streaming;
 mod support;

@@ -269,3 +269,159 @@ fn give_back(server: &mut ServerConnection, clock: &mut Clock) {
     let idle = server.poll_timeout().expect("the idle timer");
     assert!(idle >= clock.now().instant + Duration::from_secs(1));
 }
+
+// ---------------------------------------------------------------------------
+// The transport's share (D3: "no byte of it read"): a send buffer that takes
+// a write is not the peer reading.
+
+/// A server owing one large response, none of it written yet.
+fn owing_a_large_response(clock: &Clock) -> ServerConnection {
+    let mut server = ServerConnection::new(ServerConfig::default(), clock.now());
+    server.receive_data(GET.as_bytes(), clock.now());
+    serve(&mut server, clock, || escaped(200_000));
+    assert!(server.pending_output().len() > 1_000_000);
+    server
+}
+
+#[test]
+fn a_peer_whose_kernel_takes_writes_but_which_reads_nothing_is_closed_at_30_s() {
+    // The kernel's send buffer grows and takes one more write at 29 s; the
+    // peer acknowledges nothing. Counted as taken, that write would have
+    // held the connection to 59 s.
+    let mut clock = Clock::new();
+    let mut server = owing_a_large_response(&clock);
+    let start = clock.now().instant;
+    server.consume_output(200_000, clock.now());
+    server.transport_holds(200_000, clock.now());
+    clock.advance(Duration::from_secs(29));
+    server.consume_output(100_000, clock.now());
+    server.transport_holds(300_000, clock.now());
+    assert_eq!(server.poll_timeout(), Some(start + Duration::from_secs(30)));
+    clock.advance(Duration::from_secs(1));
+    server.handle_timeout(clock.now());
+    assert!(server.is_closed());
+    assert!(server.pending_output().is_empty(), "nothing more is written");
+    assert_eq!(server.poll_timeout(), None);
+    assert_eq!(
+        serve(&mut server, &clock, || escaped(1)),
+        ["peer error OutputStalled", "closed"]
+    );
+    // The transport's count no longer matters.
+    server.transport_holds(10, clock.now());
+    assert_eq!(server.poll_timeout(), None);
+}
+
+#[test]
+fn bytes_acknowledged_restart_the_stall_timer_and_bytes_written_do_not() {
+    let mut clock = Clock::new();
+    let mut server = owing_a_large_response(&clock);
+    server.consume_output(100_000, clock.now());
+    server.transport_holds(100_000, clock.now());
+    clock.advance(Duration::from_secs(10));
+    // Written, not acknowledged: still the first deadline.
+    server.consume_output(50_000, clock.now());
+    let first = clock.now().instant + Duration::from_secs(20);
+    assert_eq!(server.poll_timeout(), Some(first));
+    // A count that rises without a write is the transport's noise: nothing
+    // acknowledged is taken back.
+    server.transport_holds(200_000, clock.now());
+    assert_eq!(server.poll_timeout(), Some(first));
+    clock.advance(Duration::from_secs(10));
+    // One byte acknowledged restarts it.
+    server.transport_holds(149_999, clock.now());
+    assert_eq!(
+        server.poll_timeout(),
+        Some(clock.now().instant + Duration::from_secs(30))
+    );
+}
+
+#[test]
+fn only_bytes_held_by_the_transport_still_stall_the_connection() {
+    // Nothing pending in the machine: the transport holds the rest of the
+    // response, and the peer never acknowledges it.
+    let mut clock = Clock::new();
+    let mut server = ServerConnection::new(ServerConfig::default(), clock.now());
+    server.receive_data(GET.as_bytes(), clock.now());
+    serve(&mut server, &clock, || escaped(1_000));
+    let n = server.pending_output().len();
+    server.consume_output(n, clock.now());
+    server.transport_holds(n, clock.now());
+    let deadline = clock.now().instant + Duration::from_secs(30);
+    // Before it, the quiet connection's buffers are given back; nothing
+    // closes.
+    clock.advance(Duration::from_secs(29));
+    server.handle_timeout(clock.now());
+    assert!(!server.is_closed());
+    assert_eq!(server.poll_timeout(), Some(deadline));
+    clock.advance_to(deadline);
+    server.handle_timeout(clock.now());
+    assert!(server.is_closed());
+    assert_eq!(
+        serve(&mut server, &clock, || escaped(1)),
+        ["peer error OutputStalled", "closed"]
+    );
+    server.receive_data(GET.as_bytes(), clock.now());
+    assert!(server.next_event(clock.now()).is_none() && server.pending_output().is_empty());
+
+    // Once the peer has acknowledged everything, no stall timer runs.
+    let mut server = ServerConnection::new(ServerConfig::default(), clock.now());
+    server.receive_data(GET.as_bytes(), clock.now());
+    serve(&mut server, &clock, || escaped(1_000));
+    let n = server.pending_output().len();
+    server.consume_output(n, clock.now());
+    server.transport_holds(n, clock.now());
+    server.transport_holds(0, clock.now());
+    let idle = server.poll_timeout().expect("the give-back and idle timers");
+    clock.advance(Duration::from_secs(40));
+    server.handle_timeout(clock.now());
+    assert!(idle < clock.now().instant && !server.is_closed());
+}
+
+#[test]
+fn a_slow_but_steady_reader_behind_a_full_send_buffer_is_never_closed() {
+    // A peer that acknowledges 2 KB every 20 s, behind a kernel buffer of
+    // 64 KB kept full: ten minutes, and the connection stands.
+    let mut clock = Clock::new();
+    let mut server = owing_a_large_response(&clock);
+    const BUFFER: usize = 64 * 1024;
+    let mut in_transport = 0;
+    for _ in 0..30 {
+        let room = BUFFER - in_transport;
+        let n = room.min(server.pending_output().len());
+        server.consume_output(n, clock.now());
+        in_transport += n;
+        server.transport_holds(in_transport, clock.now());
+        let deadline = server.poll_timeout().expect("the stall timer");
+        assert!(deadline >= clock.now().instant + Duration::from_secs(20));
+        clock.advance(Duration::from_secs(20));
+        in_transport -= 2_048;
+        server.transport_holds(in_transport, clock.now());
+        server.handle_timeout(clock.now());
+        assert!(!server.is_closed());
+    }
+    assert!(server.next_event(clock.now()).is_none());
+}
+
+#[test]
+fn a_client_whose_requests_sit_in_its_send_buffer_closes_at_30_s() {
+    // The same rule in the client role.
+    let mut clock = Clock::new();
+    let mut client = ClientConnection::new(ClientConfig::default(), clock.now());
+    client
+        .send_request(Request::new(Method::Get, "/a".parse().unwrap()), clock.now())
+        .unwrap();
+    let start = clock.now().instant;
+    let n = client.pending_output().len();
+    client.consume_output(n, clock.now());
+    client.transport_holds(n, clock.now());
+    clock.advance(Duration::from_secs(29));
+    client.transport_holds(n, clock.now());
+    assert_eq!(client.poll_timeout(), Some(start + Duration::from_secs(30)));
+    clock.advance(Duration::from_secs(1));
+    client.handle_timeout(clock.now());
+    assert!(client.is_closed());
+    let events: Vec<_> = std::iter::from_fn(|| client.next_event(clock.now()))
+        .map(|e| render_client(&e))
+        .collect();
+    assert_eq!(events, ["peer error OutputStalled", "closed"]);
+}

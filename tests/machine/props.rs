@@ -56,11 +56,11 @@ fn stream_end() -> impl Strategy<Value = String> {
 }
 
 /// Cut points, as fractions of the length.
-fn cuts() -> impl Strategy<Value = Vec<usize>> {
+pub fn cuts() -> impl Strategy<Value = Vec<usize>> {
     proptest::collection::vec(0usize..10_000, 0..12)
 }
 
-fn chunks(bytes: &[u8], cuts: &[usize]) -> Vec<Vec<u8>> {
+pub fn chunks(bytes: &[u8], cuts: &[usize]) -> Vec<Vec<u8>> {
     let mut points: Vec<usize> = cuts.iter().map(|c| c * bytes.len() / 10_000).collect();
     points.push(0);
     points.push(bytes.len());

@@ -12,6 +12,8 @@ use jsontp::machine::{
 use jsontp::message::codec::{self, Encoding};
 use jsontp::message::{Body, Method, Request, Response, Status, StatusCode};
 
+use proptest::prelude::*;
+
 use crate::support::Clock;
 
 fn streaming_server(limits: Limits) -> ServerConfig {
@@ -182,28 +184,31 @@ fn every_split_point_of_a_small_message_gives_the_same_content_in_either_order()
             Encoding::Identity => text.to_owned(),
             other => codec::encode(text.as_bytes(), other),
         };
-        // Encoding first, as streaming senders write it, and content first
-        // (D19: any order).
-        for wire in [
-            put_message("/s", encoding, &content),
-            content_first_put("/s", encoding, &content),
+        // Encoding first, as streaming senders write it, with its head,
+        // and content first (D19: any order), without.
+        for (wire, head) in [
+            (put_message("/s", encoding, &content), true),
+            (content_first_put("/s", encoding, &content), false),
         ] {
-            each_split_gives(&wire, text.as_bytes(), &clock, encoding);
+            each_split_gives(&wire, text.as_bytes(), head, &clock, encoding);
         }
     }
 }
 
-/// Every split of `wire` (content in `what`) in two gives `content` in
-/// pieces, then the one request, and nothing else.
-fn each_split_gives(wire: &[u8], content: &[u8], clock: &Clock, what: Encoding) {
+/// Every split of `wire` (content in `what`) in two gives the head before
+/// any piece (if `head`), `content` in pieces, then the one request, and
+/// nothing else.
+fn each_split_gives(wire: &[u8], content: &[u8], head: bool, clock: &Clock, what: Encoding) {
     for cut in 0..=wire.len() {
         let mut server = ServerConnection::new(streaming_server(Limits::default()), clock.now());
         let mut got = Vec::new();
+        let mut heads = Vec::new();
         let mut requests = 0;
         for part in [&wire[..cut], &wire[cut..]] {
             server.receive_data(part, clock.now());
             while let Some(event) = server.next_event(clock.now()) {
                 match event {
+                    ServerEvent::ContentHead { .. } => heads.push(got.len()),
                     ServerEvent::Content { data, .. } => got.extend(data),
                     ServerEvent::Request { .. } => requests += 1,
                     other => panic!("{what} cut {cut}: {other:?}"),
@@ -212,6 +217,8 @@ fn each_split_gives(wire: &[u8], content: &[u8], clock: &Clock, what: Encoding) 
         }
         assert!(got == content, "{what} cut {cut}");
         assert_eq!(requests, 1, "{what} cut {cut}");
+        let expected: &[usize] = if head { &[0] } else { &[] };
+        assert_eq!(heads, expected, "{what} cut {cut}: heads, by content before them");
     }
 }
 
@@ -656,7 +663,9 @@ fn a_streamed_response_reaches_a_streaming_client_in_every_encoding() {
 }
 
 /// Streams `original` from a client to a streaming server; returns what the
-/// server's pieces held and the request it saw.
+/// server's pieces held and the request it saw, after checking that the
+/// head of its content came once, before every piece, and says what the
+/// request says but its content.
 fn upload(original: &[u8], encoding: Encoding, expect_continue: bool) -> (Vec<u8>, Request) {
     let server = ServerConfig {
         continue_policy: ContinuePolicy::AutoAccept,
@@ -672,6 +681,7 @@ fn upload(original: &[u8], encoding: Encoding, expect_continue: bool) -> (Vec<u8
     let mut ended = false;
     let mut pieces = Vec::new();
     let mut request = None;
+    let mut heads = Vec::new();
     for _ in 0..100_000 {
         let room = wire.client.content_room(id);
         if !ended && room > 0 {
@@ -688,9 +698,10 @@ fn upload(original: &[u8], encoding: Encoding, expect_continue: bool) -> (Vec<u8
         wire.shuttle();
         while let Some(event) = wire.server.next_event(wire.now()) {
             match event {
+                ServerEvent::ContentHead { id, head } => heads.push((id, head, pieces.len())),
                 ServerEvent::Content { data, .. } => pieces.extend(data),
                 ServerEvent::ContentDiscarded { .. } => pieces.clear(),
-                ServerEvent::Request { request: got, .. } => request = Some(got),
+                ServerEvent::Request { id, request: got } => request = Some((id, got)),
                 other => panic!("{other:?}"),
             }
         }
@@ -699,7 +710,16 @@ fn upload(original: &[u8], encoding: Encoding, expect_continue: bool) -> (Vec<u8
             break;
         }
     }
-    (pieces, *request.expect("the request arrived"))
+    let (id, request) = request.expect("the request arrived");
+    assert_eq!(heads.len(), 1, "one head: {heads:?}");
+    let (head_id, head, before) = heads.pop().unwrap();
+    assert_eq!(
+        (head_id, before),
+        (id, 0),
+        "the head names the exchange, before its pieces"
+    );
+    assert_eq!(head, request, "the request is its head, its content streamed");
+    (pieces, *request)
 }
 
 #[test]
@@ -779,6 +799,8 @@ fn the_first_request_of_a_handshake_streams_content_that_is_then_discarded() {
         .iter()
         .position(|e| matches!(e, ServerEvent::ContinueRequested { id: d, .. } if *d == id));
     assert!(discarded.is_some() && discarded < asked, "{:?}", got.events);
+    // D10: that body is ignored, so it has no head either.
+    assert_eq!(heads(&got), 0, "{:?}", got.events);
 }
 
 #[test]
@@ -911,5 +933,274 @@ fn d19_a_streaming_client_takes_content_before_its_encoding_too() {
         let response = response.unwrap_or_else(|| panic!("{encoding}: no response"));
         assert_eq!(response.body.encoding(), encoding);
         assert!(content == original, "{encoding}: {} bytes", content.len());
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The head of a streamed request (D19: `body` last, `content` last in it).
+
+fn heads(got: &Received) -> usize {
+    got.events
+        .iter()
+        .filter(|e| matches!(e, ServerEvent::ContentHead { .. }))
+        .count()
+}
+
+/// Every event of `wire` given in `chunk`-byte pieces, in order, the
+/// application answering each request at once.
+fn events_in_chunks(config: ServerConfig, wire: &[u8], chunk: usize, clock: &Clock) -> Vec<ServerEvent> {
+    let mut server = ServerConnection::new(config, clock.now());
+    let mut events = Vec::new();
+    for piece in wire.chunks(chunk) {
+        server.receive_data(piece, clock.now());
+        while let Some(event) = server.next_event(clock.now()) {
+            if let ServerEvent::Request { id, .. } = &event {
+                let response = Response::new(Status::new(StatusCode::CREATED, "stored"));
+                server.send_response(*id, response, clock.now()).unwrap();
+            }
+            events.push(event);
+        }
+    }
+    events
+}
+
+#[test]
+fn d19_a_put_written_body_last_gives_its_head_then_its_pieces_then_the_request() {
+    let clock = Clock::new();
+    let text = sample_text(200_000);
+    let content = serde_json::to_string(&text).unwrap();
+    // A body key before the content is in the head; one after it is not.
+    let wire = format!(
+        "{{\"jsontp\":\"1.0\",\"type\":\"request\",\"resource\":\"/up.txt\",\"method\":\"PUT\",\
+         \"headers\":{{\"content-type\":\"text/plain\",\"authorization\":\"s3cret\"}},\
+         \"body\":{{\"encoding\":\"identity\",\"meta\":{{\"k\":[1,2]}},\"content\":{content},\"after\":true}}}}\n"
+    );
+    for chunk in [1, 7, 4096, wire.len()] {
+        let events = events_in_chunks(
+            streaming_server(Limits::default()),
+            wire.as_bytes(),
+            chunk,
+            &clock,
+        );
+        let Some(ServerEvent::ContentHead { id, head }) = events.first() else {
+            panic!("chunk {chunk}: the head first: {:?}", events.first());
+        };
+        let Some(ServerEvent::Request { id: last, request }) = events.last() else {
+            panic!("chunk {chunk}: the request last");
+        };
+        assert_eq!(id, last, "chunk {chunk}");
+        let mut content: Vec<u8> = Vec::new();
+        for event in &events[1..events.len() - 1] {
+            match event {
+                ServerEvent::Content { id: piece, data } if piece == id => content.extend(data),
+                other => panic!("chunk {chunk}: {other:?} between the head and the request"),
+            }
+        }
+        assert!(content == text.as_bytes(), "chunk {chunk}");
+        assert!(head.body.content().is_empty());
+        assert_eq!(head.body.extra().keys().collect::<Vec<_>>(), ["meta"]);
+        assert_eq!(request.body.extra().len(), 2);
+        // The rest is the request's own.
+        let mut whole = head.clone();
+        whole.body = request.body.clone();
+        assert_eq!(&whole, request, "chunk {chunk}");
+    }
+}
+
+#[test]
+fn d19_content_written_before_its_encoding_gives_no_head() {
+    let clock = Clock::new();
+    let text = sample_text(200_000);
+    let wire = content_first_put("/late.txt", Encoding::Identity, &text);
+    let got = receive_in_chunks(streaming_server(Limits::default()), &wire, 4096, &clock);
+    assert!(got.content == text.as_bytes());
+    only_request(&got);
+    assert_eq!(heads(&got), 0, "{:?}", got.events);
+}
+
+/// A `PUT` whose fields before its content are given: `top` (the
+/// top-level fields before `headers`), `headers`, and `body` (the body's
+/// keys before `content`); a long content, then nothing but what closes.
+fn envelope_then_content(top: &str, headers: &str, body: &str) -> Vec<u8> {
+    format!(
+        "{{{top},\"headers\":{headers},\"body\":{{{body},\"content\":\"{}\"}}}}\n",
+        "x".repeat(100_000)
+    )
+    .into_bytes()
+}
+
+const TOP: &str = "\"jsontp\":\"1.0\",\"type\":\"request\",\"resource\":\"/f\",\"method\":\"PUT\"";
+const ENCODING: &str = "\"encoding\":\"identity\"";
+
+#[test]
+fn d19_no_head_for_a_request_refused_for_what_came_before_its_content() {
+    let clock = Clock::new();
+    let mut limits = Limits::default();
+    limits.message.max_headers = 2;
+    let config = streaming_server(limits);
+    // The sound envelope has a head.
+    let sound = envelope_then_content(TOP, "{}", ENCODING);
+    let got = receive_in_chunks(config.clone(), &sound, 4096, &clock);
+    only_request(&got);
+    assert_eq!(heads(&got), 1);
+
+    let with_top = |top: &str| envelope_then_content(top, "{}", ENCODING);
+    let cases: Vec<(&str, Vec<u8>, u16)> = vec![
+        // D5 level 1: syntax, duplicates, lone surrogates, null and
+        // numbers JSON cannot carry.
+        ("syntax", with_top(&format!("{TOP},,")), 400),
+        ("duplicate", with_top(&format!("{TOP},\"method\":\"PUT\"")), 400),
+        (
+            "duplicate header",
+            envelope_then_content(TOP, "{\"accept\":\"*/*\",\"Accept\":\"*/*\"}", ENCODING),
+            400,
+        ),
+        ("lone surrogate", with_top(&TOP.replace("/f", "/\\ud800")), 400),
+        (
+            "Infinity",
+            envelope_then_content(TOP, "{}", &format!("{ENCODING},\"n\":Infinity")),
+            400,
+        ),
+        // Level 2.
+        ("version form", with_top(&TOP.replace("1.0", "1.0.0")), 400),
+        ("version", with_top(&TOP.replace("1.0", "2.0")), 505),
+        (
+            "too many headers",
+            envelope_then_content(
+                TOP,
+                "{\"accept\":\"*/*\",\"accept-language\":\"*\",\"accept-encoding\":\"identity\"}",
+                ENCODING,
+            ),
+            431,
+        ),
+        // Level 3.
+        ("type", with_top(&TOP.replace("\"request\"", "\"response\"")), 400),
+        ("method", with_top(&TOP.replace("PUT", "FETCH")), 400),
+        ("resource", with_top(&TOP.replace("/f", "http://h/f")), 400),
+        ("unknown field", with_top(&format!("{TOP},\"extra\":1")), 400),
+        (
+            "unknown header",
+            envelope_then_content(TOP, "{\"x-custom\":\"1\"}", ENCODING),
+            400,
+        ),
+        (
+            "null header",
+            envelope_then_content(TOP, "{\"accept\":null}", ENCODING),
+            400,
+        ),
+        (
+            "null body key",
+            envelope_then_content(TOP, "{}", &format!("{ENCODING},\"meta\":null")),
+            400,
+        ),
+        // Level 4 too.
+        (
+            "expectation",
+            envelope_then_content(TOP, "{\"expect\":\"coffee\"}", ENCODING),
+            501,
+        ),
+    ];
+    for (what, wire, status) in cases {
+        let got = receive_in_chunks(config.clone(), &wire, 4096, &clock);
+        assert_eq!(rejection(&got).1, status, "{what}: {:?}", rejection(&got));
+        assert_eq!(heads(&got), 0, "{what}: {:?}", got.events);
+    }
+}
+
+#[test]
+fn d19_the_full_request_of_a_handshake_has_a_head_only_if_it_repeats_the_handshake() {
+    // D10: the full request names the same method and resource, or it is
+    // refused; the head is judged the same way.
+    let clock = Clock::new();
+    let first = "{\"jsontp\":\"1.0\",\"type\":\"request\",\"resource\":\"/h\",\"method\":\"PUT\",\"headers\":{\"expect\":\"100-continue\"},\"body\":{}}\n";
+    for (path, head) in [("/h", true), ("/other", false)] {
+        let mut wire = first.as_bytes().to_vec();
+        wire.extend(put_message(path, Encoding::Identity, &sample_text(100_000)));
+        let events = events_in_chunks(streaming_server(Limits::default()), &wire, 4096, &clock);
+        let heads: Vec<_> = events
+            .iter()
+            .filter_map(|e| match e {
+                ServerEvent::ContentHead { id, head } => Some((*id, head.resource.path().to_owned())),
+                _ => None,
+            })
+            .collect();
+        if head {
+            // The handshake's exchange.
+            assert_eq!(heads, [(RequestId::from_index(0), "/h".to_owned())], "{events:?}");
+            assert!(
+                events
+                    .iter()
+                    .any(|e| matches!(e, ServerEvent::Request { id, .. } if id.index() == 0))
+            );
+        } else {
+            assert!(heads.is_empty(), "{heads:?}");
+        }
+    }
+}
+
+/// Each field of a request before its content, sound or not: what a
+/// property picks from.
+const VERSIONS: [&str; 3] = ["\"1.0\"", "\"9.0\"", "1"];
+const TYPES: [&str; 2] = ["\"request\"", "\"reply\""];
+const METHODS: [&str; 3] = ["\"PUT\"", "\"POST\"", "\"put\""];
+const RESOURCES: [&str; 3] = ["\"/a/b.txt\"", "\"../x\"", "\"\""];
+const HEADERS: [&str; 4] = [
+    "{}",
+    "{\"content-type\":\"text/plain\"}",
+    "{\"content-type\":7}",
+    "{\"expect\":\"100-continue\"}",
+];
+const BODIES: [&str; 4] = [
+    "\"encoding\":\"identity\"",
+    "\"encoding\":\"identity\",\"meta\":{\"a\":1}",
+    "\"encoding\":\"identity\",\"encoding\":\"identity\"",
+    "\"encoding\":\"identity\",\"meta\":NaN",
+];
+
+/// One of `n` variants, the sound one (the first) most often, so that
+/// about a third of the requests are handed on.
+fn pick(n: usize) -> impl Strategy<Value = usize> {
+    prop_oneof![4 => Just(0), 1 => 0..n]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+
+    /// With nothing after the content, the head comes exactly when the
+    /// request does, and is the request but its content: a request refused
+    /// for what came before its content never had a head.
+    #[test]
+    fn d19_a_head_comes_exactly_for_the_requests_handed_on(
+        version in pick(VERSIONS.len()),
+        kind in pick(TYPES.len()),
+        method in pick(METHODS.len()),
+        resource in pick(RESOURCES.len()),
+        headers in pick(HEADERS.len()),
+        body in pick(BODIES.len()),
+        chunk in 1usize..5000,
+    ) {
+        let top = format!(
+            "\"jsontp\":{},\"type\":{},\"resource\":{},\"method\":{}",
+            VERSIONS[version], TYPES[kind], RESOURCES[resource], METHODS[method]
+        );
+        let wire = envelope_then_content(&top, HEADERS[headers], BODIES[body]);
+        let clock = Clock::new();
+        let config = ServerConfig {
+            continue_policy: ContinuePolicy::Ask,
+            ..streaming_server(Limits::default())
+        };
+        let events = events_in_chunks(config, &wire, chunk, &clock);
+        let head = events.iter().find_map(|e| match e {
+            ServerEvent::ContentHead { head, .. } => Some(head),
+            _ => None,
+        });
+        let request = events.iter().find_map(|e| match e {
+            ServerEvent::Request { request, .. } => Some(request),
+            _ => None,
+        });
+        prop_assert_eq!(head.is_some(), request.is_some(), "{:?}", events);
+        if let (Some(head), Some(request)) = (head, request) {
+            prop_assert_eq!(head, request);
+        }
     }
 }
