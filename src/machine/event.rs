@@ -56,8 +56,9 @@ pub enum ServerEvent {
     /// [`ServerEvent::Content`] piece (the content may turn out empty and
     /// have none), and only when those bytes make a request that passes
     /// D5 levels 1 to 4: not for content written before `encoding`, nor
-    /// with fields after the content that the envelope lacks, nor for the
-    /// first request of a 100-continue handshake, whose body is ignored
+    /// with fields after the content that the envelope lacks, nor for
+    /// either request of a 100-continue handshake: the first one's body is
+    /// ignored, and the full one's envelope was decided at the handshake
     /// (D10).
     ///
     /// It is advisory: an application may decide from it what does not

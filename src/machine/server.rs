@@ -563,9 +563,13 @@ impl ServerConnection {
     /// hand to the application: read by the same lexer and parser, in the
     /// same context, as the whole message will be. `None` for anything
     /// else: a fault (D5 levels 1 to 4), a first request of a handshake,
-    /// whose body is ignored, or a full request that does not repeat its
-    /// handshake's method and resource (D10).
+    /// whose body is ignored, or the full request of a handshake, whose
+    /// envelope was decided at the handshake, by the application or by
+    /// the policy that accepts every one (D10).
     fn content_head(&self, envelope: &[u8]) -> Option<Box<Request>> {
+        if self.awaited().is_some() {
+            return None;
+        }
         let limits = &self.config.limits.message;
         let mut scanner = Scanner::with_limit(limits.max_message_bytes).with_depth_limit(limits.max_depth);
         let Scan::Complete(frame) = scanner.scan(envelope) else {
@@ -575,11 +579,7 @@ impl ServerConnection {
             return None;
         }
         let head: Box<Request> = parse_request_framed(envelope, &frame, self.context(), limits).ok()?;
-        let fits = match self.awaited() {
-            Some(slot) => slot.method == Some(head.method) && slot.resource == head.resource.as_str(),
-            None => !head.headers.expect_continue(),
-        };
-        fits.then_some(head)
+        (!head.headers.expect_continue()).then_some(head)
     }
 
     /// The exchange the message being received belongs to, if it has one
