@@ -43,10 +43,12 @@
 //!   ([`FileServer::with_max_file_bytes`], `jsontp serve --max-file`):
 //!   larger files are `500`, saying so.
 //! - `PUT` content over the server's memory threshold arrives spooled to a
-//!   temporary file (D19) and is renamed into place, so an upload of any
-//!   size is written atomically too. Spooled files live in the hidden
-//!   folder [`SPOOL_FOLDER`] at the root (same file system, so the rename
-//!   is cheap), which no resource can reach or list.
+//!   temporary file (D19) and is linked into place ([`Upload::persist`]),
+//!   so an upload of any size is written atomically too, with the same
+//!   permissions as a small one. While it arrives the file has no name
+//!   (Linux), so no resource reaches it, whatever symlinks the root holds,
+//!   and a crash leaves nothing. The name [`SPOOL_FOLDER`], where earlier
+//!   versions spooled, is still refused at the root.
 //! - Media types come from the file's extension (the `mime_guess` table);
 //!   a folder sends its `index.html`, so `text/html`; an unknown extension
 //!   is `application/octet-stream`. No `charset` parameter: a `.txt` file
@@ -91,8 +93,13 @@ use crate::message::{
     StatusCode, ValueError,
 };
 
-/// The hidden folder at the root where uploads are spooled while they
-/// arrive (D19): no resource reaches it, no listing shows it.
+/// A hidden folder at the root that no resource reaches and no listing
+/// shows (as a first component only: a symlink to the root leads past
+/// it). `jsontp serve` spooled uploads there under names before they were
+/// anonymous (D19), and a crash left them for good; it removes those
+/// leftovers at start, but a folder it could not empty may still hold
+/// other clients' data. An application may also spool there: the files
+/// have no name on Linux, and elsewhere an empty one for an instant.
 pub const SPOOL_FOLDER: &str = ".jsontp-spool";
 
 /// Files up to this size are read whole and sent in one message; larger
@@ -509,7 +516,7 @@ impl FileServer {
             Action::Write { folder, name } => {
                 let target = folder.join(&name);
                 match upload {
-                    // Renamed into place: the same file system (D19).
+                    // Linked into place when on the same file system (D19).
                     Some(upload) => upload.persist(&target),
                     None => write_atomically(&folder, &target, request.body.content()),
                 }

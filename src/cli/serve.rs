@@ -132,6 +132,12 @@ pub struct ServeArgs {
         value_parser = parse_size
     )]
     max_upload: u64,
+    /// The most bytes the uploads under way may hold on disk at once, all
+    /// clients together, as --max-upload writes sizes; an upload that
+    /// would pass it is answered 503 (try again later). Default: 4 times
+    /// --max-upload.
+    #[arg(long, env = "JSONTP_MAX_SPOOL", value_name = "SIZE", value_parser = parse_size)]
+    max_spool: Option<u64>,
     /// The largest file served (GET), as --max-upload writes sizes;
     /// larger ones are answered 500. Default: no limit (files stream).
     #[arg(long, env = "JSONTP_MAX_FILE", value_name = "SIZE", value_parser = parse_size)]
@@ -398,13 +404,13 @@ impl Serve {
             .with_listing(args.list)
             .with_languages(args.language)
             .with_max_file_bytes(args.max_file.unwrap_or(u64::MAX));
-        // D19: uploads are spooled beside the files they replace, so that
-        // they are renamed into place; a root that cannot hold the folder
-        // (read-only) spools in the system's temporary folder.
-        // A read-only server writes nothing under its root: what it is sent
-        // goes to the system's temporary folder until it is refused.
-        let spool = root.join(jsontp::file_server::SPOOL_FOLDER);
-        let spool = (writable && std::fs::create_dir_all(&spool).is_ok()).then_some(spool);
+        // D19: uploads are spooled on the root's file system, so that they
+        // are linked into place without a copy; in the root itself, since
+        // the files have no name there. A read-only server writes nothing
+        // under its root: what it is sent goes to the system's temporary
+        // folder until it is refused.
+        let spool = writable.then(|| root.clone());
+        let leftovers = if writable { clear_old_spool(&root) } else { 0 };
         let config = ServerConfig {
             continue_policy: if args.no_continue {
                 ContinuePolicy::Refuse
@@ -439,6 +445,10 @@ impl Serve {
             tls,
             proxy_protocol: args.proxy_protocol,
             spool,
+            // Four of the largest uploads at once, or many more smaller
+            // ones: the disk a server may fill stays a known multiple of
+            // what one client may send.
+            max_spool: args.max_spool.unwrap_or(args.max_upload.saturating_mul(4)),
         };
         let server = match adapter::bind(&args.addr, handler, config, limits) {
             Ok(server) => server,
@@ -466,6 +476,14 @@ impl Serve {
                 ("url", url.clone()),
             ],
         );
+        // Told after the start line, which scripts wait for.
+        if leftovers > 0 {
+            tracing::warn!(
+                removed = leftovers,
+                folder = %root.join(jsontp::file_server::SPOOL_FOLDER).display(),
+                "removed uploads left unfinished by an earlier version"
+            );
+        }
         match server.run() {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
@@ -487,6 +505,38 @@ struct Limits {
     /// Where uploads are spooled (D19); `None`: the system's temporary
     /// folder.
     spool: Option<PathBuf>,
+    /// The most bytes all spooled uploads hold at once (D19).
+    max_spool: u64,
+}
+
+/// The prefix of the names earlier versions gave spooled uploads.
+const OLD_UPLOAD_PREFIX: &str = ".jsontp-upload-";
+
+/// Removes what earlier versions left in `ROOT/.jsontp-spool`: uploads
+/// spooled under names there outlived a crash, for good. The folder goes
+/// too once empty; anything else in it is left alone. Spooled files have
+/// no name now, so nothing of this server's is there. Says how many went.
+fn clear_old_spool(root: &Path) -> u64 {
+    let folder = root.join(jsontp::file_server::SPOOL_FOLDER);
+    // A folder of its own only: a symlink there is not followed.
+    if !std::fs::symlink_metadata(&folder).is_ok_and(|m| m.is_dir()) {
+        return 0;
+    }
+    let Ok(entries) = std::fs::read_dir(&folder) else {
+        return 0;
+    };
+    let mut removed = 0u64;
+    for entry in entries.flatten() {
+        let old = entry
+            .file_name()
+            .to_str()
+            .is_some_and(|name| name.starts_with(OLD_UPLOAD_PREFIX));
+        if old && entry.file_type().is_ok_and(|t| t.is_file()) && std::fs::remove_file(entry.path()).is_ok() {
+            removed += 1;
+        }
+    }
+    let _ = std::fs::remove_dir(&folder);
+    removed
 }
 
 /// Every use of the I/O adapters' names in one place, since they move
@@ -513,9 +563,11 @@ mod adapter {
             .with_workers(limits.workers)
             .with_max_connections(limits.max_connections.get())
             .with_proxy_protocol(limits.proxy_protocol);
+        let mut spool = SpoolOptions::default().with_max_total(limits.max_spool);
         if let Some(folder) = limits.spool {
-            options = options.with_spool(SpoolOptions::default().with_folder(folder));
+            spool = spool.with_folder(folder);
         }
+        options = options.with_spool(spool);
         if let Some(tls) = limits.tls {
             options = options.with_tls(tls);
         }

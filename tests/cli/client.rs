@@ -7,7 +7,7 @@ use std::net::TcpListener;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::support::{Served, binary, jsontp, one_answer_peer, stderr, stdout, temp_root};
+use crate::support::{Served, binary, jsontp, one_answer_peer, stderr, stdout, temp_root, temporaries};
 
 const LIMIT: Duration = Duration::from_secs(10);
 
@@ -260,10 +260,9 @@ fn a_put_past_max_upload_is_413_and_leaves_the_old_file() {
         std::fs::read_to_string(server.root.join("keep.txt")).unwrap(),
         "old"
     );
-    let spool = server.root.join(".jsontp-spool");
     assert_eq!(
-        std::fs::read_dir(&spool).map(|d| d.count()).unwrap_or(0),
-        0,
+        temporaries(&server.root),
+        Vec::<std::path::PathBuf>::new(),
         "no upload left behind"
     );
 }
@@ -298,12 +297,7 @@ fn files_of_many_megabytes_stream_both_ways_and_leave_nothing_behind() {
     // Neither a partial download nor a spooled upload remains (the folder
     // held hello.txt).
     assert_eq!(std::fs::read_dir(&folder).unwrap().count(), 2);
-    assert_eq!(
-        std::fs::read_dir(server.root.join(".jsontp-spool"))
-            .unwrap()
-            .count(),
-        0
-    );
+    assert_eq!(temporaries(&server.root), Vec::<std::path::PathBuf>::new());
     // A refused download leaves no file, not even a partial one.
     let missing = folder.join("missing.bin");
     let get = jsontp(&[
@@ -558,9 +552,8 @@ fn an_upload_cut_off_or_refused_mid_stream_leaves_the_old_file_and_no_spool() {
         std::fs::read_to_string(server.root.join("keep.txt")).unwrap(),
         "old"
     );
-    let spool = server.root.join(".jsontp-spool");
     let deadline = Instant::now() + Duration::from_secs(5);
-    while std::fs::read_dir(&spool).unwrap().count() > 0 {
+    while !temporaries(&server.root).is_empty() {
         assert!(Instant::now() < deadline, "a spooled upload was left behind");
         thread::sleep(Duration::from_millis(20));
     }

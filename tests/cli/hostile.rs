@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::support::{Served, spawn_serve, temp_root};
+use crate::support::{Served, spawn_serve, temp_root, temporaries};
 
 /// One request on its own connection, half-closed after it (D1: the
 /// answer still comes, then the close); the response, parsed. The body
@@ -90,24 +90,27 @@ fn a_root_turned_read_only_refuses_writes_with_500_and_keeps_the_old_file() {
         eprintln!("skipped: no way to make a folder read-only for this user here");
         return;
     };
-    // The file server cannot write its temporary file (small content) or
-    // rename a spooled upload into place (2 MiB, past the 1 MiB held in
-    // memory, D19): `500`, the server's own failure, naming the cause.
+    // The file server cannot write its temporary file (small content), and
+    // content past the 1 MiB held in memory cannot be spooled on the
+    // root's file system (D19): `500`, the server's own failure, naming
+    // the cause.
     let large = "z".repeat(2 << 20);
-    for (what, content) in [("small", "second"), ("spooled", large.as_str())] {
+    for (what, content, cause) in [
+        ("small", "second", "could not access the file"),
+        ("spooled", large.as_str(), "could not store the request's content"),
+    ] {
         for resource in ["/hello.txt", "/new.txt"] {
             let answer = exchange(server.addr, "PUT", resource, content);
             assert_eq!(code(&answer), 500, "{what} PUT {resource}: {answer}");
             let why = answer["status"]["human-message"].as_str().unwrap_or_default();
-            assert!(why.contains("could not access the file"), "{what}: {why}");
+            assert!(why.contains(cause), "{what}: {why}");
         }
     }
     assert_eq!(std::fs::read_to_string(&hello).expect("the old file"), "first");
     assert!(!server.root.join("new.txt").exists());
     // D19: a refused upload leaves nothing behind.
-    let spool = server.root.join(jsontp::file_server::SPOOL_FOLDER);
     let deadline = Instant::now() + Duration::from_secs(5);
-    while std::fs::read_dir(&spool).expect("spool").count() > 0 {
+    while !temporaries(&server.root).is_empty() {
         assert!(Instant::now() < deadline, "a spooled upload was left behind");
         std::thread::sleep(Duration::from_millis(20));
     }

@@ -22,5 +22,8 @@ mod logs;
 mod serve;
 #[cfg(feature = "cli")]
 mod serve_options;
+// Linux: the tests look for the spooled file in /proc.
+#[cfg(all(feature = "cli", target_os = "linux"))]
+mod spool;
 #[cfg(feature = "cli")]
 mod support;

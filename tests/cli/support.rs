@@ -51,7 +51,7 @@ impl Drop for Serve {
 
 /// Every variable `jsontp serve` reads: cleared for the servers the tests
 /// start, so that the developer's environment cannot change a test.
-pub const SERVE_ENV: [&str; 13] = [
+pub const SERVE_ENV: [&str; 15] = [
     "JSONTP_ROOT",
     "JSONTP_ADDR",
     "JSONTP_WRITABLE",
@@ -65,6 +65,8 @@ pub const SERVE_ENV: [&str; 13] = [
     "JSONTP_QUIET",
     "JSONTP_LOG_FORMAT",
     "JSONTP_LOG_LEVEL",
+    "JSONTP_MAX_UPLOAD",
+    "JSONTP_MAX_SPOOL",
 ];
 
 /// `jsontp serve ARGS…` with none of [`SERVE_ENV`] set but `env`.
@@ -229,4 +231,27 @@ pub fn one_answer_peer(answer: &[u8]) -> SocketAddr {
         let _ = stream.write_all(&answer);
     });
     addr
+}
+
+/// Everything under `root` (symlinks not followed) named as a server names
+/// its temporary files or their folder: `.jsontp-…` and `.tmp…`. What an
+/// upload left behind, or showed while it arrived.
+pub fn temporaries(root: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut folders = vec![root.to_path_buf()];
+    while let Some(folder) = folders.pop() {
+        let Ok(entries) = std::fs::read_dir(&folder) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.starts_with(".jsontp-") || name.starts_with(".tmp") {
+                found.push(entry.path());
+            }
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                folders.push(entry.path());
+            }
+        }
+    }
+    found
 }

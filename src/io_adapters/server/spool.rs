@@ -1,14 +1,37 @@
 //! Where a streamed request's content goes while it arrives (D19): memory
-//! up to a threshold, then a temporary file; deleted unless the handler
+//! up to a threshold, then an anonymous temporary file, within a budget
+//! that every connection of a server shares; deleted unless the handler
 //! keeps it.
+//!
+//! The file has no name while the content arrives: on Linux it is made
+//! with `O_TMPFILE` in the spool folder, so no path reaches it (no listing
+//! shows it, nothing can read, replace or delete it) and a process killed
+//! mid-upload leaves nothing behind, since the kernel frees a file without
+//! a name when its last descriptor closes. [`Upload::persist`] gives it a
+//! name only once it is complete, by linking it into place.
+//!
+//! Elsewhere (or on a file system without `O_TMPFILE`) the file is created
+//! under an unpredictable name and unlinked at once, before any byte is
+//! written: for that instant an empty file is visible in the spool folder,
+//! and a process killed within it leaves that empty file. Such a file
+//! cannot be linked again, so persisting it copies it.
 
-use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::fs::File;
+use std::io::{self, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
-use tempfile::NamedTempFile;
+use crate::message::{Response, Status, StatusCode};
 
-/// Where the servers spool request content (D19).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Where the servers spool request content (D19), and how much of it they
+/// may hold at once.
+///
+/// Clones share one budget ([`max_total`](Self::max_total)): the server
+/// clones its options into every connection, so the bound is server-wide.
+/// Two options made apart ([`SpoolOptions::default`] twice) count apart.
+/// Equality compares the settings, not the bytes spooled at the moment.
+#[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct SpoolOptions {
     /// Content up to this many bytes is held in memory, and the handler
@@ -22,8 +45,20 @@ pub struct SpoolOptions {
     /// The folder temporary files are made in; `None`: the system's
     /// ([`std::env::temp_dir`]). To keep an upload without copying it
     /// ([`Upload::persist`]), make it on the same file system as where it
-    /// goes.
+    /// goes. On Linux the files have no name there (`O_TMPFILE`): no path
+    /// reaches them, and a crash leaves nothing.
     pub folder: Option<PathBuf>,
+    /// The most bytes all the temporary files of the spools sharing these
+    /// options hold at once (content held in memory is not counted: the
+    /// memory limit bounds it per exchange). Content that would pass it is
+    /// no longer stored, and the request is refused
+    /// (`503 Service Unavailable`). 4 GiB by default: four uploads as
+    /// large as the servers take by default (1 GiB, D19), or many smaller
+    /// ones, at once; without it the bound would be the content limit
+    /// times the connection limit (D3), far beyond most disks.
+    pub max_total: u64,
+    /// The bytes the temporary files hold now, shared by the clones.
+    used: Arc<AtomicU64>,
 }
 
 impl Default for SpoolOptions {
@@ -31,9 +66,25 @@ impl Default for SpoolOptions {
         SpoolOptions {
             memory_limit: 1 << 20,
             folder: None,
+            max_total: DEFAULT_MAX_TOTAL,
+            used: Arc::default(),
         }
     }
 }
+
+/// [`SpoolOptions::max_total`] by default: four of the largest uploads
+/// taken by default.
+const DEFAULT_MAX_TOTAL: u64 = 4 << 30;
+
+impl PartialEq for SpoolOptions {
+    fn eq(&self, other: &Self) -> bool {
+        self.memory_limit == other.memory_limit
+            && self.folder == other.folder
+            && self.max_total == other.max_total
+    }
+}
+
+impl Eq for SpoolOptions {}
 
 impl SpoolOptions {
     /// Sets the memory threshold (builder style).
@@ -48,19 +99,75 @@ impl SpoolOptions {
         self
     }
 
+    /// Sets the most bytes the temporary files hold at once, all spools
+    /// sharing these options together (builder style).
+    pub fn with_max_total(mut self, bytes: u64) -> Self {
+        self.max_total = bytes;
+        self
+    }
+
+    /// The bytes the temporary files of the spools sharing these options
+    /// hold now: uploads under way, and those a handler has not yet kept
+    /// or dropped.
+    pub fn spooled_bytes(&self) -> u64 {
+        self.used.load(Ordering::Acquire)
+    }
+
     fn folder(&self) -> PathBuf {
         self.folder.clone().unwrap_or_else(std::env::temp_dir)
     }
 }
 
+/// Bytes taken from a budget, given back when dropped.
+#[derive(Debug)]
+struct Reservation {
+    used: Arc<AtomicU64>,
+    bytes: u64,
+}
+
+impl Reservation {
+    fn new(options: &SpoolOptions) -> Reservation {
+        Reservation {
+            used: Arc::clone(&options.used),
+            bytes: 0,
+        }
+    }
+
+    /// Takes `bytes` more if the total stays within `max`; `false` (and
+    /// nothing taken) otherwise.
+    fn grow(&mut self, bytes: u64, max: u64) -> bool {
+        let taken = self
+            .used
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |used| {
+                used.checked_add(bytes).filter(|&total| total <= max)
+            })
+            .is_ok();
+        if taken {
+            self.bytes += bytes;
+        }
+        taken
+    }
+}
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        self.used.fetch_sub(self.bytes, Ordering::AcqRel);
+    }
+}
+
 /// The decoded content of a request too large to hold in memory, spooled
 /// to a temporary file while it arrived (D19), complete and valid. The file
-/// is deleted when the `Upload` is dropped, unless
-/// [`persist`](Self::persist) moved it into place.
+/// has no name (on Linux): it is freed when the `Upload` is dropped,
+/// unless [`persist`](Self::persist) gave it one. Its bytes count against
+/// the server's spool budget ([`SpoolOptions::max_total`]) until then.
 #[derive(Debug)]
 pub struct Upload {
-    file: NamedTempFile,
+    file: File,
     len: u64,
+    /// Whether the file may be linked into place: made with `O_TMPFILE`.
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+    linkable: bool,
+    _reserved: Reservation,
 }
 
 impl Upload {
@@ -74,103 +181,358 @@ impl Upload {
         self.len == 0
     }
 
-    /// Where the temporary file is.
-    pub fn path(&self) -> &Path {
-        self.file.path()
-    }
-
-    /// Reads the content from the start.
+    /// Reads the content from the start. Each reader reads on its own
+    /// (on Unix; elsewhere the readers share one position).
     pub fn reader(&self) -> io::Result<Box<dyn Read + Send>> {
-        let mut file = self.file.reopen()?;
-        file.seek(SeekFrom::Start(0))?;
-        Ok(Box::new(file))
-    }
-
-    /// Moves the content to `to`, replacing what is there: atomically when
-    /// `to` is on the spool's file system (a rename); otherwise copied to a
-    /// temporary file beside `to`, synced, then renamed.
-    pub fn persist(self, to: &Path) -> io::Result<()> {
-        match self.file.persist(to) {
-            Ok(_) => Ok(()),
-            Err(e) if e.error.kind() == io::ErrorKind::CrossesDevices => {
-                let from = e.file;
-                let folder = to.parent().unwrap_or(Path::new("."));
-                let mut copy = NamedTempFile::new_in(folder)?;
-                let mut source = from.reopen()?;
-                io::copy(&mut source, copy.as_file_mut())?;
-                copy.as_file().sync_all()?;
-                copy.persist(to).map(|_| ()).map_err(|e| e.error)
-            }
-            Err(e) => Err(e.error),
+        let file = self.file.try_clone()?;
+        #[cfg(unix)]
+        return Ok(Box::new(ReadAt { file, at: 0 }));
+        #[cfg(not(unix))]
+        {
+            let mut file = file;
+            file.seek(SeekFrom::Start(0))?;
+            Ok(Box::new(file))
         }
     }
+
+    /// Puts the content at `to`, replacing what is there, atomically: on
+    /// Linux, when `to` is on the spool's file system, the file is linked
+    /// under a fresh unpredictable name beside `to`, then renamed over it
+    /// (no copy); otherwise it is copied to such a file, synced, then
+    /// renamed. Either way the file gets the permissions a new file gets
+    /// (`0666` less the umask, as [`File::create`]), whatever the size,
+    /// and is on disk before it has a name. The temporary name exists only
+    /// between the link (or the copy) and the rename.
+    pub fn persist(mut self, to: &Path) -> io::Result<()> {
+        #[cfg(target_os = "linux")]
+        if self.linkable {
+            // A crash after the rename must not leave the name on a file
+            // whose content never reached the disk.
+            self.file.sync_all()?;
+            let mut linked = false;
+            let placed = beside(to, |temp| {
+                link(&self.file, temp)?;
+                linked = true;
+                Ok(())
+            });
+            // Linking is impossible (another file system, no `/proc`):
+            // copied below, where a fault of `to`'s folder shows again.
+            if placed.is_ok() || linked {
+                return placed;
+            }
+        }
+        self.file.seek(SeekFrom::Start(0))?;
+        let source = &mut self.file;
+        beside(to, |temp| {
+            let mut copy = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(temp)?;
+            let copied = io::copy(source, &mut copy).and_then(|_| copy.sync_all());
+            if copied.is_err() {
+                let _ = std::fs::remove_file(temp);
+            }
+            copied
+        })
+    }
+}
+
+/// A reader of a file at its own position, whatever other readers of the
+/// same open file do.
+#[cfg(unix)]
+struct ReadAt {
+    file: File,
+    at: u64,
+}
+
+#[cfg(unix)]
+impl Read for ReadAt {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = std::os::unix::fs::FileExt::read_at(&self.file, buf, self.at)?;
+        self.at += n as u64;
+        Ok(n)
+    }
+}
+
+/// Links the anonymous `file` (made with `O_TMPFILE`) at `temp`, through
+/// its `/proc` entry: unlike `AT_EMPTY_PATH`, this needs no privilege.
+#[cfg(target_os = "linux")]
+fn link(file: &File, temp: &Path) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let proc = format!("/proc/self/fd/{}", file.as_raw_fd());
+    rustix::fs::linkat(
+        rustix::fs::CWD,
+        proc.as_str(),
+        rustix::fs::CWD,
+        temp,
+        rustix::fs::AtFlags::SYMLINK_FOLLOW,
+    )
+    .map_err(io::Error::from)
+}
+
+/// Makes a file under a fresh, unpredictable name in `to`'s folder with
+/// `make`, which must create it exclusively and leave nothing when it
+/// fails, then renames it over `to` (removed if that fails). A name that
+/// is taken is skipped for another.
+fn beside(to: &Path, mut make: impl FnMut(&Path) -> io::Result<()>) -> io::Result<()> {
+    const ATTEMPTS: usize = 8;
+    let folder = match to.parent() {
+        Some(folder) if !folder.as_os_str().is_empty() => folder,
+        _ => Path::new("."),
+    };
+    for _ in 0..ATTEMPTS {
+        let temp = folder.join(temporary_name());
+        match make(&temp) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+        let renamed = std::fs::rename(&temp, to);
+        if renamed.is_err() {
+            let _ = std::fs::remove_file(&temp);
+        }
+        return renamed;
+    }
+    Err(io::Error::new(
+        io::ErrorKind::AlreadyExists,
+        "no free name for a temporary file",
+    ))
+}
+
+/// A name for a temporary file that no client can predict: 64 bits from
+/// std's `RandomState`, whose keys come from the operating system's random
+/// source, over a counter (so two names in one process never repeat).
+fn temporary_name() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
+    hasher.write_u32(std::process::id());
+    format!(".jsontp-upload-{:016x}.tmp", hasher.finish())
+}
+
+/// A file without a name in `folder`, and whether it can be linked: made
+/// with `O_TMPFILE` where the system and the file system have it, with the
+/// permissions a new file gets, so that linking it into place gives those;
+/// else created under an unpredictable name and unlinked at once.
+fn anonymous_file(folder: &Path) -> io::Result<(File, bool)> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        // Not with `O_EXCL`, which would forbid linking it later.
+        let made = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .mode(0o666)
+            .custom_flags(rustix::fs::OFlags::TMPFILE.bits() as i32)
+            .open(folder);
+        // Kernels and file systems without it refuse in several ways; the
+        // portable way answers for any failure, the folder's own included.
+        if let Ok(file) = made {
+            return Ok((file, true));
+        }
+    }
+    Ok((tempfile::tempfile_in(folder)?, false))
+}
+
+/// Why spooled content cannot be given to the handler.
+#[derive(Debug)]
+pub(crate) enum SpoolError {
+    /// Storing it would pass the budget shared by the server's spools
+    /// ([`SpoolOptions::max_total`]): what arrived was counted, not kept.
+    /// A passing condition: answered `503`.
+    Full,
+    /// The temporary file could not be made or written: `500`.
+    Io(io::Error),
+}
+
+// The serving layer answers these through `response` once it tells a full
+// spool from a failed one; until then it turns them into `io::Error`.
+#[allow(dead_code)]
+impl SpoolError {
+    /// The status to answer: `503` for a full spool, `500` for a failure.
+    pub(crate) fn status(&self) -> StatusCode {
+        match self {
+            SpoolError::Full => StatusCode::SERVICE_UNAVAILABLE,
+            SpoolError::Io(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    /// The human message to answer with.
+    pub(crate) fn message(&self) -> String {
+        match self {
+            SpoolError::Full => "the server's storage for uploads is full; try again later".to_owned(),
+            SpoolError::Io(error) => format!("the server could not store the request's content: {error}"),
+        }
+    }
+
+    /// The response to answer with: [`status`](Self::status) and
+    /// [`message`](Self::message).
+    pub(crate) fn response(&self) -> Response {
+        Response::new(Status::new(self.status(), self.message()))
+    }
+}
+
+impl std::fmt::Display for SpoolError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SpoolError::Full => f.write_str("the server's storage for uploads is full"),
+            SpoolError::Io(error) => error.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for SpoolError {}
+
+impl From<SpoolError> for io::Error {
+    fn from(error: SpoolError) -> io::Error {
+        match error {
+            SpoolError::Full => io::Error::new(io::ErrorKind::StorageFull, error.to_string()),
+            SpoolError::Io(error) => error,
+        }
+    }
+}
+
+/// What a spool does with the content it is given.
+#[derive(Debug)]
+enum Sink {
+    /// Not told yet: the first [`Spool::write`] says how.
+    Unset,
+    /// Keeps it, as these options say.
+    Store(SpoolOptions),
+    /// Counts it only.
+    Discard,
 }
 
 /// Content being spooled for one exchange.
 #[derive(Debug)]
 pub(crate) struct Spool {
+    sink: Sink,
     memory: Vec<u8>,
-    file: Option<NamedTempFile>,
+    file: Option<(File, bool)>,
+    /// The budget the file's bytes are taken from.
+    reserved: Option<Reservation>,
+    /// Every byte given, kept or not.
     len: u64,
-    /// The first write that failed: the upload cannot be kept.
-    failed: Option<io::Error>,
+    /// Why the content cannot be kept: the rest is counted only.
+    failed: Option<SpoolError>,
 }
 
 impl Spool {
+    /// A spool that keeps content as `options` say, within their shared
+    /// budget.
+    #[allow(dead_code)] // the serving layer's, once it calls `push`
+    pub(crate) fn start(options: &SpoolOptions) -> Spool {
+        Spool::with_sink(Sink::Store(options.clone()))
+    }
+
+    /// A spool that keeps nothing: for the content of a request already
+    /// refused, which is still read to its end (and checked by the
+    /// connection) but need not be stored. [`finish`](Self::finish) gives
+    /// empty content.
+    #[allow(dead_code)] // the serving layer's, once it refuses early
+    pub(crate) fn discarding() -> Spool {
+        Spool::with_sink(Sink::Discard)
+    }
+
+    /// A spool whose options come with its first [`write`](Self::write).
     pub(crate) fn new() -> Spool {
+        Spool::with_sink(Sink::Unset)
+    }
+
+    fn with_sink(sink: Sink) -> Spool {
         Spool {
+            sink,
             memory: Vec::new(),
             file: None,
+            reserved: None,
             len: 0,
             failed: None,
         }
     }
 
-    /// Takes the next piece: in memory up to the limit, then into a
-    /// temporary file (the memory so far moved there first). A failed write
-    /// is kept, and the rest is dropped.
+    /// [`push`](Self::push), taking `options` first when the spool was
+    /// made without them ([`new`](Self::new)).
     pub(crate) fn write(&mut self, data: &[u8], options: &SpoolOptions) {
+        if matches!(self.sink, Sink::Unset) {
+            self.sink = Sink::Store(options.clone());
+        }
+        self.push(data);
+    }
+
+    /// The bytes given so far, kept or not.
+    #[allow(dead_code)] // for the serving layer's logs
+    pub(crate) fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// Takes the next piece: in memory up to the limit, then into an
+    /// anonymous file (the memory so far moved there first), each byte of
+    /// it taken from the shared budget. Past the budget, or after a failed
+    /// write, the content is dropped (the budget given back) and the rest
+    /// only counted; [`finish`](Self::finish) says why.
+    pub(crate) fn push(&mut self, data: &[u8]) {
+        self.len += data.len() as u64;
         if self.failed.is_some() {
             return;
         }
-        self.len += data.len() as u64;
+        if matches!(self.sink, Sink::Unset) {
+            self.sink = Sink::Store(SpoolOptions::default());
+        }
+        let Sink::Store(options) = &self.sink else {
+            return;
+        };
         if self.file.is_none() && self.memory.len() + data.len() <= options.memory_limit {
             self.memory.extend_from_slice(data);
             return;
         }
-        let result = (|| {
-            if self.file.is_none() {
-                let mut file = tempfile::Builder::new()
-                    .prefix(".jsontp-upload-")
-                    .tempfile_in(options.folder())?;
-                file.write_all(&self.memory)?;
-                self.memory = Vec::new();
-                self.file = Some(file);
-            }
-            match &mut self.file {
-                Some(file) => file.write_all(data),
-                None => Ok(()),
-            }
+        let reserved = self.reserved.get_or_insert_with(|| Reservation::new(options));
+        let moving = if self.file.is_none() { self.memory.len() } else { 0 };
+        if !reserved.grow((moving + data.len()) as u64, options.max_total) {
+            self.fail(SpoolError::Full);
+            return;
+        }
+        let (memory, file) = (&mut self.memory, &mut self.file);
+        let written = (|| {
+            use std::io::Write;
+            let (file, _) = match file {
+                Some(file) => file,
+                None => {
+                    let (mut made, linkable) = anonymous_file(&options.folder())?;
+                    made.write_all(memory)?;
+                    *memory = Vec::new();
+                    file.insert((made, linkable))
+                }
+            };
+            file.write_all(data)
         })();
-        if let Err(error) = result {
-            self.failed = Some(error);
-            self.memory = Vec::new();
-            self.file = None;
+        if let Err(error) = written {
+            self.fail(SpoolError::Io(error));
         }
     }
 
-    /// The content, whole: in memory, or as an upload in its file; the
-    /// error of a write that failed.
-    pub(crate) fn finish(self) -> Result<Spooled, io::Error> {
-        if let Some(error) = self.failed {
-            return Err(error);
+    /// Drops what is kept, giving its share of the budget back at once.
+    fn fail(&mut self, why: SpoolError) {
+        self.failed = Some(why);
+        self.memory = Vec::new();
+        self.file = None;
+        self.reserved = None;
+    }
+
+    /// The content, whole: in memory (empty when discarded), or as an
+    /// upload in its file; why it could not be kept otherwise.
+    pub(crate) fn finish(self) -> Result<Spooled, SpoolError> {
+        if let Some(why) = self.failed {
+            return Err(why);
         }
-        match self.file {
-            None => Ok(Spooled::Memory(self.memory)),
-            Some(mut file) => {
-                file.flush()?;
-                Ok(Spooled::File(Upload { file, len: self.len }))
-            }
+        match (self.file, self.reserved) {
+            (Some((file, linkable)), Some(reserved)) => Ok(Spooled::File(Upload {
+                file,
+                len: self.len,
+                linkable,
+                _reserved: reserved,
+            })),
+            _ => Ok(Spooled::Memory(self.memory)),
         }
     }
 }
@@ -180,4 +542,266 @@ impl Spool {
 pub(crate) enum Spooled {
     Memory(Vec<u8>),
     File(Upload),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn folder() -> tempfile::TempDir {
+        tempfile::tempdir().expect("folder")
+    }
+
+    fn options(folder: &Path) -> SpoolOptions {
+        SpoolOptions::default().with_memory_limit(16).with_folder(folder)
+    }
+
+    fn names(folder: &Path) -> Vec<String> {
+        std::fs::read_dir(folder)
+            .expect("list")
+            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+            .collect()
+    }
+
+    fn content(upload: &Upload) -> Vec<u8> {
+        let mut all = Vec::new();
+        upload
+            .reader()
+            .expect("reader")
+            .read_to_end(&mut all)
+            .expect("read");
+        all
+    }
+
+    #[test]
+    fn small_content_stays_in_memory_and_takes_no_budget() {
+        let folder = folder();
+        let options = options(folder.path()).with_max_total(0);
+        let mut spool = Spool::start(&options);
+        spool.push(b"0123456789");
+        spool.push(b"abcdef");
+        match spool.finish() {
+            Ok(Spooled::Memory(bytes)) => assert_eq!(bytes, b"0123456789abcdef"),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(options.spooled_bytes(), 0);
+    }
+
+    #[test]
+    fn spool_large_content_has_no_name_until_persisted() {
+        let folder = folder();
+        let options = options(folder.path());
+        let mut spool = Spool::start(&options);
+        for _ in 0..100 {
+            spool.push(b"0123456789");
+        }
+        assert_eq!(options.spooled_bytes(), 1000);
+        // On Linux nothing has a name at any moment; elsewhere the name
+        // lasts only while the file is created.
+        assert_eq!(names(folder.path()), Vec::<String>::new());
+        let Ok(Spooled::File(upload)) = spool.finish() else {
+            panic!("spooled to a file")
+        };
+        assert_eq!(upload.len(), 1000);
+        // Two readers, each from the start.
+        let mut first = upload.reader().expect("reader");
+        let mut head = [0u8; 4];
+        first.read_exact(&mut head).expect("read");
+        assert_eq!(&head, b"0123");
+        assert_eq!(content(&upload), b"0123456789".repeat(100));
+        drop(first);
+        let target = folder.path().join("kept.txt");
+        std::fs::write(&target, "old").expect("old file");
+        upload.persist(&target).expect("persist");
+        assert_eq!(std::fs::read(&target).expect("kept"), b"0123456789".repeat(100));
+        assert_eq!(names(folder.path()), vec!["kept.txt".to_owned()]);
+        assert_eq!(options.spooled_bytes(), 0, "the budget is given back");
+    }
+
+    #[test]
+    fn spool_a_dropped_upload_leaves_nothing_and_gives_its_budget_back() {
+        let folder = folder();
+        let options = options(folder.path());
+        let mut spool = Spool::start(&options);
+        spool.push(&[7; 100]);
+        let Ok(Spooled::File(upload)) = spool.finish() else {
+            panic!("spooled")
+        };
+        assert_eq!(options.spooled_bytes(), 100);
+        drop(upload);
+        assert_eq!(options.spooled_bytes(), 0);
+        let mut spool = Spool::start(&options);
+        spool.push(&[7; 100]);
+        drop(spool);
+        assert_eq!(options.spooled_bytes(), 0);
+        assert!(names(folder.path()).is_empty());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn spool_persisted_files_get_a_new_files_mode_whatever_their_size() {
+        use std::os::unix::fs::PermissionsExt;
+        let folder = folder();
+        let small = folder.path().join("small");
+        std::fs::File::create(&small).expect("create");
+        let expected = std::fs::metadata(&small).expect("stat").permissions().mode() & 0o777;
+        let mut spool = Spool::start(&options(folder.path()));
+        spool.push(&[1; 64]);
+        let Ok(Spooled::File(upload)) = spool.finish() else {
+            panic!("spooled")
+        };
+        let large = folder.path().join("large");
+        upload.persist(&large).expect("persist");
+        let mode = std::fs::metadata(&large).expect("stat").permissions().mode() & 0o777;
+        assert_eq!(format!("{mode:o}"), format!("{expected:o}"));
+    }
+
+    /// On Linux, on the spool's file system, the very file is linked into
+    /// place: the same inode, no copy.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn spool_persist_on_the_same_file_system_links_without_copying() {
+        use std::os::unix::fs::MetadataExt;
+        let folder = folder();
+        let mut spool = Spool::start(&options(folder.path()));
+        spool.push(&[b'y'; 64]);
+        let Ok(Spooled::File(upload)) = spool.finish() else {
+            panic!("spooled")
+        };
+        assert!(upload.linkable, "O_TMPFILE in {}", folder.path().display());
+        let inode = upload.file.metadata().expect("fstat").ino();
+        let target = folder.path().join("t");
+        upload.persist(&target).expect("persist");
+        assert_eq!(std::fs::metadata(&target).expect("stat").ino(), inode);
+        assert_eq!(names(folder.path()), vec!["t".to_owned()]);
+    }
+
+    #[test]
+    fn spool_persist_copies_to_another_folder_and_replaces_atomically() {
+        let (spool_folder, target_folder) = (folder(), folder());
+        let mut spool = Spool::start(&options(spool_folder.path()));
+        spool.push(&[b'x'; 40]);
+        let Ok(Spooled::File(upload)) = spool.finish() else {
+            panic!("spooled")
+        };
+        let target = target_folder.path().join("t.txt");
+        std::fs::write(&target, "old").expect("old");
+        upload.persist(&target).expect("persist");
+        assert_eq!(std::fs::read(&target).expect("read"), vec![b'x'; 40]);
+        assert_eq!(names(target_folder.path()), vec!["t.txt".to_owned()]);
+    }
+
+    #[test]
+    fn spool_persist_into_a_missing_folder_fails_and_leaves_nothing() {
+        let folder = folder();
+        let options = options(folder.path());
+        let mut spool = Spool::start(&options);
+        spool.push(&[b'x'; 40]);
+        let Ok(Spooled::File(upload)) = spool.finish() else {
+            panic!("spooled")
+        };
+        let error = upload
+            .persist(&folder.path().join("missing/t.txt"))
+            .expect_err("no such folder");
+        assert_eq!(error.kind(), io::ErrorKind::NotFound);
+        assert!(names(folder.path()).is_empty());
+        assert_eq!(options.spooled_bytes(), 0);
+    }
+
+    #[test]
+    fn spool_past_the_shared_budget_is_full_and_gives_its_bytes_back() {
+        let folder = folder();
+        let options = options(folder.path()).with_max_total(100);
+        // Two exchanges at once share the budget.
+        let mut first = Spool::start(&options);
+        let mut second = Spool::start(&options.clone());
+        first.push(&[1; 60]);
+        assert_eq!(options.spooled_bytes(), 60);
+        second.push(&[2; 30]);
+        assert_eq!(options.spooled_bytes(), 90);
+        // 30 more would be 120: the second stops storing, and gives its 30
+        // back at once for the others; it goes on counting.
+        second.push(&[2; 30]);
+        assert_eq!(options.spooled_bytes(), 60);
+        second.push(&[2; 5]);
+        assert_eq!(second.len(), 65);
+        let error = second.finish().expect_err("full");
+        assert!(matches!(error, SpoolError::Full), "{error:?}");
+        assert_eq!(error.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert!(error.message().contains("full"), "{}", error.message());
+        assert!(error.message().contains("try again later"), "{}", error.message());
+        assert_eq!(error.response().status.code, StatusCode::SERVICE_UNAVAILABLE);
+        // The first still fits.
+        first.push(&[1; 40]);
+        let Ok(Spooled::File(upload)) = first.finish() else {
+            panic!("spooled")
+        };
+        assert_eq!(content(&upload), vec![1; 100]);
+        assert_eq!(options.spooled_bytes(), 100);
+        drop(upload);
+        assert_eq!(options.spooled_bytes(), 0);
+        // Options made apart have budgets of their own.
+        let other = super::tests::options(folder.path()).with_max_total(100);
+        let mut third = Spool::start(&other);
+        third.push(&[3; 100]);
+        assert!(third.finish().is_ok());
+    }
+
+    #[test]
+    fn spool_memory_moved_to_the_file_counts_against_the_budget() {
+        let folder = folder();
+        let options = options(folder.path()).with_max_total(20);
+        let mut spool = Spool::start(&options);
+        spool.push(&[1; 10]);
+        // 10 in memory and 11 more: 21 bytes to the file, past 20.
+        spool.push(&[1; 11]);
+        assert!(matches!(spool.finish(), Err(SpoolError::Full)));
+        assert_eq!(options.spooled_bytes(), 0);
+    }
+
+    #[test]
+    fn spool_discarding_counts_and_keeps_nothing() {
+        let mut spool = Spool::discarding();
+        spool.push(&[1; 1 << 20]);
+        spool.push(&[1; 10]);
+        assert_eq!(spool.len(), (1 << 20) + 10);
+        match spool.finish() {
+            Ok(Spooled::Memory(bytes)) => assert!(bytes.is_empty()),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn spool_a_folder_that_cannot_hold_the_file_is_an_io_error() {
+        let folder = folder();
+        let options = options(&folder.path().join("missing"));
+        let mut spool = Spool::start(&options);
+        spool.push(&[1; 40]);
+        let error = spool.finish().expect_err("no folder");
+        assert_eq!(error.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        assert!(error.message().contains("could not store"), "{}", error.message());
+        assert_eq!(io::Error::from(error).kind(), io::ErrorKind::NotFound);
+        assert_eq!(options.spooled_bytes(), 0);
+    }
+
+    #[test]
+    fn spool_made_without_options_takes_those_of_its_first_write() {
+        let folder = folder();
+        let options = options(folder.path());
+        let mut spool = Spool::new();
+        spool.write(&[1; 40], &options);
+        assert_eq!(options.spooled_bytes(), 40);
+        assert!(matches!(spool.finish(), Ok(Spooled::File(_))));
+    }
+
+    #[test]
+    fn spool_options_compare_settings_not_the_bytes_spooled() {
+        let a = SpoolOptions::default();
+        let b = SpoolOptions::default();
+        let mut spool = Spool::start(&a.clone().with_memory_limit(0));
+        spool.push(b"x");
+        assert_eq!(a.spooled_bytes(), 1);
+        assert_eq!(a, b);
+        assert_ne!(a, b.with_max_total(1));
+    }
 }

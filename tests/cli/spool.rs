@@ -1,0 +1,298 @@
+//! `jsontp serve`'s spooled uploads (D19), seen from outside: content past
+//! the 1 MiB held in memory has no name anywhere under the root while it
+//! arrives (not even through a symlink to the root), nothing of it
+//! survives the server killed mid-upload, it is kept with the mode a small
+//! upload gets, and `--max-spool` bounds all of it together (`503` past
+//! it). Linux: the tests find the server's spooled file through
+//! `/proc/PID/fd`.
+#![allow(clippy::disallowed_methods)] // the tests own their threads
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpStream};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::ChildStderr;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::support::{Serve, spawn_serve, temp_root, temporaries};
+
+const LIMIT: Duration = Duration::from_secs(10);
+
+/// `jsontp serve --writable --quiet EXTRA…` on `root`, its stderr drained.
+fn serve(root: &Path, extra: &[&str]) -> (Serve, SocketAddr) {
+    let mut args = vec!["--writable", "--quiet"];
+    args.extend_from_slice(extra);
+    let (server, addr, log) = spawn_serve(root, &args);
+    drain(log);
+    (server, addr)
+}
+
+fn drain(mut log: BufReader<ChildStderr>) {
+    thread::spawn(move || {
+        let mut line = String::new();
+        while log.read_line(&mut line).is_ok_and(|n| n > 0) {
+            line.clear();
+        }
+    });
+}
+
+/// A `PUT` of `x`s under way on its own connection: the envelope first,
+/// then the content in pieces, the message's end last (D19's order).
+struct Upload(TcpStream);
+
+impl Upload {
+    fn start(addr: SocketAddr, resource: &str) -> Upload {
+        let stream = TcpStream::connect(addr).expect("connect");
+        stream.set_read_timeout(Some(LIMIT)).expect("timeout");
+        stream.set_write_timeout(Some(LIMIT)).expect("timeout");
+        let mut upload = Upload(stream);
+        let head = format!(
+            r#"{{"jsontp":"1.0","type":"request","resource":{},"method":"PUT","headers":{{}},"body":{{"encoding":"identity","content":""#,
+            json!(resource)
+        );
+        upload.0.write_all(head.as_bytes()).expect("head");
+        upload
+    }
+
+    fn send(&mut self, bytes: usize) -> &mut Upload {
+        let piece = vec![b'x'; 64 << 10];
+        let mut left = bytes;
+        while left > 0 {
+            let n = left.min(piece.len());
+            self.0.write_all(&piece[..n]).expect("content");
+            left -= n;
+        }
+        self
+    }
+
+    /// Ends the message and reads the answer.
+    fn finish(&mut self) -> Value {
+        self.0.write_all(br#""}}"#).expect("end");
+        self.0.shutdown(Shutdown::Write).expect("half close");
+        let mut answer = String::new();
+        let _ = self.0.read_to_string(&mut answer);
+        serde_json::Deserializer::from_str(&answer)
+            .into_iter::<Value>()
+            .next()
+            .and_then(Result::ok)
+            .unwrap_or_else(|| panic!("no answer: {answer:?}"))
+    }
+}
+
+/// A whole `PUT` of `size` `x`s.
+fn put(addr: SocketAddr, resource: &str, size: usize) -> Value {
+    Upload::start(addr, resource).send(size).finish()
+}
+
+fn code(answer: &Value) -> u64 {
+    answer["status"]["code"].as_u64().unwrap_or(0)
+}
+
+/// Waits until the server holds a file under `root` open other than the
+/// root itself (its spooled upload, named or not), as `/proc/PID/fd`
+/// shows: the content is then in the spool, not in a socket buffer.
+fn wait_for_spooled_file(server: &Serve, root: &Path) -> String {
+    let root = root.canonicalize().expect("root");
+    let prefix = format!("{}/", root.display());
+    let fds = PathBuf::from(format!("/proc/{}/fd", server.0.id()));
+    let deadline = Instant::now() + LIMIT;
+    loop {
+        let open = std::fs::read_dir(&fds)
+            .expect("the server's descriptors")
+            .flatten()
+            .filter_map(|fd| std::fs::read_link(fd.path()).ok())
+            .map(|target| target.to_string_lossy().into_owned())
+            .find(|target| target.starts_with(&prefix) && !target.ends_with(".txt"));
+        if let Some(open) = open {
+            return open;
+        }
+        assert!(Instant::now() < deadline, "the server never spooled the upload");
+        thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Every path under `root`, relative, symlinks not followed.
+fn walk(root: &Path) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut folders = vec![root.to_path_buf()];
+    while let Some(folder) = folders.pop() {
+        for entry in std::fs::read_dir(&folder).expect("list").flatten() {
+            let path = entry.path();
+            found.push(path.strip_prefix(root).expect("under").display().to_string());
+            if entry.file_type().expect("type").is_dir() {
+                folders.push(path);
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+#[test]
+fn spool_an_upload_in_progress_has_no_name_under_the_root() {
+    // A symlink to the root makes every name under it reachable twice; a
+    // spooled file with a name could be listed, read, replaced or deleted
+    // through it by another client.
+    let root = temp_root("spool-unnamed");
+    std::os::unix::fs::symlink(".", root.join("all")).expect("symlink");
+    let (server, addr) = serve(&root, &["--list"]);
+    let mut upload = Upload::start(addr, "/big.txt");
+    upload.send(3 << 20);
+    let open = wait_for_spooled_file(&server, &root);
+    assert!(
+        open.ends_with(" (deleted)"),
+        "the spooled file has a name: {open}"
+    );
+    assert_eq!(walk(&root), ["all", "hello.txt"], "on disk, mid-upload");
+    assert!(temporaries(&root).is_empty());
+    // Nor through the server, by the symlink or not.
+    for resource in ["/", "/all/"] {
+        let mut stream = TcpStream::connect(addr).expect("connect");
+        stream.set_read_timeout(Some(LIMIT)).expect("timeout");
+        let get = format!(
+            r#"{{"jsontp":"1.0","type":"request","resource":"{resource}","method":"GET","headers":{{}},"body":{{"encoding":"identity","content":""}}}}"#
+        );
+        stream.write_all(get.as_bytes()).expect("get");
+        stream.shutdown(Shutdown::Write).expect("half close");
+        let mut answer = String::new();
+        let _ = stream.read_to_string(&mut answer);
+        assert!(answer.contains("\"code\":200"), "{resource}: {answer}");
+        assert!(answer.contains("hello.txt"), "{resource}: {answer}");
+        assert!(!answer.contains(".jsontp"), "{resource}: {answer}");
+    }
+    // The upload completes as if nobody had looked.
+    upload.send(1 << 20);
+    let answer = upload.finish();
+    assert_eq!(code(&answer), 201, "{answer}");
+    assert_eq!(
+        std::fs::metadata(root.join("big.txt")).expect("kept").len(),
+        4 << 20
+    );
+    assert_eq!(walk(&root), ["all", "big.txt", "hello.txt"]);
+    drop(server);
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+#[test]
+fn spool_a_server_killed_mid_upload_leaves_nothing_behind() {
+    let root = temp_root("spool-killed");
+    let (mut server, addr) = serve(&root, &[]);
+    let mut upload = Upload::start(addr, "/big.txt");
+    upload.send(12 << 20);
+    wait_for_spooled_file(&server, &root);
+    server.0.kill().expect("SIGKILL");
+    server.0.wait().expect("reaped");
+    assert_eq!(temporaries(&root), Vec::<PathBuf>::new());
+    assert_eq!(walk(&root), ["hello.txt"]);
+    // A new server on the same root finds nothing either, and serves.
+    let (_server, addr) = serve(&root, &[]);
+    assert_eq!(code(&put(addr, "/big.txt", 2 << 20)), 201);
+    assert_eq!(walk(&root), ["big.txt", "hello.txt"]);
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+#[test]
+fn spool_a_large_put_gets_the_mode_of_a_small_one() {
+    let root = temp_root("spool-mode");
+    let (_server, addr) = serve(&root, &[]);
+    assert_eq!(code(&put(addr, "/small.txt", 100)), 201);
+    assert_eq!(code(&put(addr, "/large.txt", 3 << 20)), 201);
+    let mode = |name: &str| {
+        let mode = std::fs::metadata(root.join(name))
+            .expect(name)
+            .permissions()
+            .mode()
+            & 0o777;
+        format!("{mode:o}")
+    };
+    // What a new file gets here: the server runs with this umask.
+    std::fs::File::create(root.join("made.txt")).expect("create");
+    assert_eq!(mode("small.txt"), mode("made.txt"));
+    assert_eq!(mode("large.txt"), mode("made.txt"));
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+#[test]
+fn spool_old_leftovers_are_removed_at_start() {
+    // Earlier versions spooled under names in ROOT/.jsontp-spool, where a
+    // crash left them.
+    let root = temp_root("spool-leftovers");
+    let old = root.join(".jsontp-spool");
+    std::fs::create_dir(&old).expect("old folder");
+    std::fs::write(old.join(".jsontp-upload-abc123"), "partial").expect("leftover");
+    // A read-only server writes nothing under its root.
+    let (server, _addr, log) = spawn_serve(&root, &["--quiet"]);
+    drain(log);
+    drop(server);
+    assert!(old.join(".jsontp-upload-abc123").exists());
+    let (server, _addr) = serve(&root, &[]);
+    drop(server);
+    assert!(!old.exists(), "the emptied folder goes too");
+    // What the server did not make stays, and the folder with it.
+    std::fs::create_dir(&old).expect("old folder");
+    std::fs::write(old.join(".jsontp-upload-def456"), "partial").expect("leftover");
+    std::fs::write(old.join("notes.txt"), "mine").expect("other file");
+    let (server, _addr) = serve(&root, &[]);
+    drop(server);
+    assert!(!old.join(".jsontp-upload-def456").exists());
+    assert_eq!(
+        std::fs::read_to_string(old.join("notes.txt")).expect("kept"),
+        "mine"
+    );
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+/// Needs the serving layer to answer a full spool with `503` (it answers
+/// `500` until it tells a full spool from a failed one).
+#[test]
+fn spool_past_max_spool_is_503_and_frees_its_share() {
+    let root = temp_root("spool-budget");
+    // 2 MiB for every upload at once; each may be up to 1 GiB alone.
+    let (server, addr) = serve(&root, &["--max-spool", "2M"]);
+    // One upload larger than the budget.
+    let answer = put(addr, "/huge.txt", 3 << 20);
+    assert_eq!(code(&answer), 503, "{answer}");
+    let why = answer["status"]["human-message"].as_str().unwrap_or_default();
+    assert!(why.contains("full") && why.contains("try again later"), "{why}");
+    assert!(!root.join("huge.txt").exists());
+    // Two at once: 1.5 MiB held by the first leaves too little for the
+    // second, which is refused while the first goes on.
+    let mut first = Upload::start(addr, "/first.txt");
+    first.send(3 << 19);
+    wait_for_spooled_file(&server, &root);
+    let second = put(addr, "/second.txt", 3 << 19);
+    assert_eq!(code(&second), 503, "{second}");
+    let answer = first.finish();
+    assert_eq!(code(&answer), 201, "{answer}");
+    // Each refusal gave its share back: the same size fits now.
+    assert_eq!(code(&put(addr, "/second.txt", 3 << 19)), 201);
+    assert_eq!(walk(&root), ["first.txt", "hello.txt", "second.txt"]);
+    drop(server);
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+#[test]
+fn spool_max_spool_reads_its_variable_and_sizes() {
+    // A budget of nothing refuses every spooled upload, whichever way it
+    // is given; content held in memory is not counted.
+    let root = temp_root("spool-env");
+    let (server, addr, log) = crate::support::spawn_serve_with_env(
+        &root,
+        &["--writable", "--quiet"],
+        &[("JSONTP_MAX_SPOOL", "0K")],
+    );
+    drain(log);
+    assert_eq!(code(&put(addr, "/small.txt", 1000)), 201);
+    assert_ne!(code(&put(addr, "/large.txt", 2 << 20)), 201);
+    assert!(!root.join("large.txt").exists());
+    drop(server);
+    let out = crate::support::serve_command(&["--max-spool", "lots"], &[])
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--max-spool"));
+    let _ = std::fs::remove_dir_all(&root);
+}
