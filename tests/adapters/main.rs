@@ -10,6 +10,7 @@ mod clients;
 mod hostile;
 mod interop;
 mod matrix;
+mod pipelines;
 mod proxy;
 mod robustness;
 mod seam;

@@ -8,6 +8,9 @@ mod file_server;
 // have nothing to run.
 #[cfg(feature = "cli")]
 mod client;
+// Unix: SIGTERM.
+#[cfg(all(feature = "cli", unix))]
+mod drain;
 #[cfg(feature = "cli")]
 mod generate;
 #[cfg(feature = "cli")]
