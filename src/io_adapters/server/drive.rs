@@ -7,7 +7,7 @@ use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use super::spool::{Spool, Spooled};
+use super::spool::{Spool, SpoolError, Spooled};
 use super::{AccessRecord, Handler, Reply, RequestInfo, ServerOptions, SpoolOptions, Upload};
 use crate::io_adapters::Clock;
 use crate::io_adapters::linger::{Linger, Lingering};
@@ -671,12 +671,15 @@ impl Driver {
                         Ok(Taken::Refused(answer)) => (*answer).into(),
                         Ok(Taken::Content(upload)) => answer(handler, &request, upload, &self.info),
                         Err(error) => {
-                            tracing::error!(%error, "cannot spool the request's content; answering 500");
-                            Response::new(Status::new(
-                                StatusCode::INTERNAL_SERVER_ERROR,
-                                format!("the server could not store the request's content: {error}"),
-                            ))
-                            .into()
+                            match &error {
+                                SpoolError::Full => tracing::warn!(
+                                    "the uploads spooled fill the server's budget; answering 503"
+                                ),
+                                SpoolError::Io(e) => {
+                                    tracing::error!(error = %e, "cannot spool the request's content; answering 500")
+                                }
+                            }
+                            error.response().into()
                         }
                     };
                     at = self.clock.now();
@@ -892,11 +895,11 @@ impl Driver {
         if held != Some(id) {
             self.receiving = Receiving::Spooling {
                 id,
-                spool: Spool::new(),
+                spool: Spool::start(&self.spool_options),
             };
         }
         if let Receiving::Spooling { spool, .. } = &mut self.receiving {
-            spool.write(data, &self.spool_options);
+            spool.push(data);
         }
     }
 
@@ -915,7 +918,7 @@ impl Driver {
     /// complete and valid: put back into the request when it stayed in
     /// memory, an upload otherwise; or the answer decided from its
     /// envelope.
-    fn take_upload(&mut self, id: RequestId, request: &mut Request) -> std::io::Result<Taken> {
+    fn take_upload(&mut self, id: RequestId, request: &mut Request) -> Result<Taken, SpoolError> {
         let spool = match std::mem::replace(&mut self.receiving, Receiving::Nothing) {
             Receiving::Spooling { id: held, spool } if held == id => spool,
             Receiving::Refused { id: held, answer } if held == id => return Ok(Taken::Refused(answer)),

@@ -346,9 +346,6 @@ pub(crate) enum SpoolError {
     Io(io::Error),
 }
 
-// The serving layer answers these through `response` once it tells a full
-// spool from a failed one; until then it turns them into `io::Error`.
-#[allow(dead_code)]
 impl SpoolError {
     /// The status to answer: `503` for a full spool, `500` for a failure.
     pub(crate) fn status(&self) -> StatusCode {
@@ -393,21 +390,10 @@ impl From<SpoolError> for io::Error {
     }
 }
 
-/// What a spool does with the content it is given.
-#[derive(Debug)]
-enum Sink {
-    /// Not told yet: the first [`Spool::write`] says how.
-    Unset,
-    /// Keeps it, as these options say.
-    Store(SpoolOptions),
-    /// Counts it only.
-    Discard,
-}
-
 /// Content being spooled for one exchange.
 #[derive(Debug)]
 pub(crate) struct Spool {
-    sink: Sink,
+    options: SpoolOptions,
     memory: Vec<u8>,
     file: Option<(File, bool)>,
     /// The budget the file's bytes are taken from.
@@ -421,49 +407,15 @@ pub(crate) struct Spool {
 impl Spool {
     /// A spool that keeps content as `options` say, within their shared
     /// budget.
-    #[allow(dead_code)] // the serving layer's, once it calls `push`
     pub(crate) fn start(options: &SpoolOptions) -> Spool {
-        Spool::with_sink(Sink::Store(options.clone()))
-    }
-
-    /// A spool that keeps nothing: for the content of a request already
-    /// refused, which is still read to its end (and checked by the
-    /// connection) but need not be stored. [`finish`](Self::finish) gives
-    /// empty content.
-    #[allow(dead_code)] // the serving layer's, once it refuses early
-    pub(crate) fn discarding() -> Spool {
-        Spool::with_sink(Sink::Discard)
-    }
-
-    /// A spool whose options come with its first [`write`](Self::write).
-    pub(crate) fn new() -> Spool {
-        Spool::with_sink(Sink::Unset)
-    }
-
-    fn with_sink(sink: Sink) -> Spool {
         Spool {
-            sink,
+            options: options.clone(),
             memory: Vec::new(),
             file: None,
             reserved: None,
             len: 0,
             failed: None,
         }
-    }
-
-    /// [`push`](Self::push), taking `options` first when the spool was
-    /// made without them ([`new`](Self::new)).
-    pub(crate) fn write(&mut self, data: &[u8], options: &SpoolOptions) {
-        if matches!(self.sink, Sink::Unset) {
-            self.sink = Sink::Store(options.clone());
-        }
-        self.push(data);
-    }
-
-    /// The bytes given so far, kept or not.
-    #[allow(dead_code)] // for the serving layer's logs
-    pub(crate) fn len(&self) -> u64 {
-        self.len
     }
 
     /// Takes the next piece: in memory up to the limit, then into an
@@ -476,12 +428,7 @@ impl Spool {
         if self.failed.is_some() {
             return;
         }
-        if matches!(self.sink, Sink::Unset) {
-            self.sink = Sink::Store(SpoolOptions::default());
-        }
-        let Sink::Store(options) = &self.sink else {
-            return;
-        };
+        let options = &self.options;
         if self.file.is_none() && self.memory.len() + data.len() <= options.memory_limit {
             self.memory.extend_from_slice(data);
             return;
@@ -724,7 +671,7 @@ mod tests {
         second.push(&[2; 30]);
         assert_eq!(options.spooled_bytes(), 60);
         second.push(&[2; 5]);
-        assert_eq!(second.len(), 65);
+        assert_eq!(second.len, 65);
         let error = second.finish().expect_err("full");
         assert!(matches!(error, SpoolError::Full), "{error:?}");
         assert_eq!(error.status(), StatusCode::SERVICE_UNAVAILABLE);
@@ -760,18 +707,6 @@ mod tests {
     }
 
     #[test]
-    fn spool_discarding_counts_and_keeps_nothing() {
-        let mut spool = Spool::discarding();
-        spool.push(&[1; 1 << 20]);
-        spool.push(&[1; 10]);
-        assert_eq!(spool.len(), (1 << 20) + 10);
-        match spool.finish() {
-            Ok(Spooled::Memory(bytes)) => assert!(bytes.is_empty()),
-            other => panic!("{other:?}"),
-        }
-    }
-
-    #[test]
     fn spool_a_folder_that_cannot_hold_the_file_is_an_io_error() {
         let folder = folder();
         let options = options(&folder.path().join("missing"));
@@ -782,16 +717,6 @@ mod tests {
         assert!(error.message().contains("could not store"), "{}", error.message());
         assert_eq!(io::Error::from(error).kind(), io::ErrorKind::NotFound);
         assert_eq!(options.spooled_bytes(), 0);
-    }
-
-    #[test]
-    fn spool_made_without_options_takes_those_of_its_first_write() {
-        let folder = folder();
-        let options = options(folder.path());
-        let mut spool = Spool::new();
-        spool.write(&[1; 40], &options);
-        assert_eq!(options.spooled_bytes(), 40);
-        assert!(matches!(spool.finish(), Ok(Spooled::File(_))));
     }
 
     #[test]
