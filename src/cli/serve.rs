@@ -138,6 +138,17 @@ pub struct ServeArgs {
     /// --max-upload.
     #[arg(long, env = "JSONTP_MAX_SPOOL", value_name = "SIZE", value_parser = parse_size)]
     max_spool: Option<u64>,
+    /// How many seconds a graceful stop (SIGTERM, ctrl-c) lets the
+    /// exchanges under way finish; connections still busy then are closed,
+    /// whatever their peers do.
+    #[arg(
+        long,
+        env = "JSONTP_SHUTDOWN_TIMEOUT",
+        value_name = "SECONDS",
+        default_value = "30",
+        value_parser = parse_seconds
+    )]
+    shutdown_timeout: std::time::Duration,
     /// The largest file served (GET), as --max-upload writes sizes;
     /// larger ones are answered 500. Default: no limit (files stream).
     #[arg(long, env = "JSONTP_MAX_FILE", value_name = "SIZE", value_parser = parse_size)]
@@ -329,6 +340,15 @@ fn parse_max_connections(text: &str) -> Result<NonZeroUsize, String> {
         .map_err(|_| "expected a number of connections from 1 up".to_owned())
 }
 
+/// A number of seconds, whole or with a fraction (`30`, `0.5`).
+fn parse_seconds(text: &str) -> Result<std::time::Duration, String> {
+    text.trim()
+        .parse::<f64>()
+        .ok()
+        .and_then(|seconds| std::time::Duration::try_from_secs_f64(seconds).ok())
+        .ok_or_else(|| format!("expected a number of seconds (30, 0.5), not {text:?}"))
+}
+
 /// A size: bytes, or a number with a `K`, `M` or `G` suffix (powers of
 /// 1024, either case; `KiB`-style spellings too).
 pub fn parse_size(text: &str) -> Result<u64, String> {
@@ -449,6 +469,7 @@ impl Serve {
             // ones: the disk a server may fill stays a known multiple of
             // what one client may send.
             max_spool: args.max_spool.unwrap_or(args.max_upload.saturating_mul(4)),
+            shutdown_timeout: args.shutdown_timeout,
         };
         let server = match adapter::bind(&args.addr, handler, config, limits) {
             Ok(server) => server,
@@ -507,6 +528,8 @@ struct Limits {
     spool: Option<PathBuf>,
     /// The most bytes all spooled uploads hold at once (D19).
     max_spool: u64,
+    /// How long a graceful stop waits for the exchanges under way.
+    shutdown_timeout: std::time::Duration,
 }
 
 /// The prefix of the names earlier versions gave spooled uploads.
@@ -562,7 +585,8 @@ mod adapter {
             .with_config(config)
             .with_workers(limits.workers)
             .with_max_connections(limits.max_connections.get())
-            .with_proxy_protocol(limits.proxy_protocol);
+            .with_proxy_protocol(limits.proxy_protocol)
+            .with_shutdown_timeout(limits.shutdown_timeout);
         let mut spool = SpoolOptions::default().with_max_total(limits.max_spool);
         if let Some(folder) = limits.spool {
             spool = spool.with_folder(folder);
@@ -678,6 +702,10 @@ mod tests {
     #[test]
     fn sizes_take_k_m_g_suffixes() {
         assert_eq!(parse_size("1048576"), Ok(1 << 20));
+        assert_eq!(parse_seconds("30"), Ok(std::time::Duration::from_secs(30)));
+        assert_eq!(parse_seconds(" 0.5 "), Ok(std::time::Duration::from_millis(500)));
+        assert!(parse_seconds("-1").is_err());
+        assert!(parse_seconds("soon").is_err());
         assert_eq!(parse_size("512K"), Ok(512 << 10));
         assert_eq!(parse_size("64m"), Ok(64 << 20));
         assert_eq!(parse_size("2G"), Ok(2 << 30));
