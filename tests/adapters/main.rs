@@ -12,6 +12,7 @@ mod interop;
 mod matrix;
 mod pipelines;
 mod proxy;
+mod refused_uploads;
 mod robustness;
 mod seam;
 mod servers;
