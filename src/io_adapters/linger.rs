@@ -19,8 +19,18 @@ const LINGER_BYTES: usize = 1 << 20;
 #[derive(Debug)]
 pub(crate) struct Linger {
     until: Instant,
-    shut: bool,
+    /// Our sending side.
+    sending: Sending,
     drained: usize,
+}
+
+/// Our sending side while lingering.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Sending {
+    /// Not shut down yet (a TLS close may take more than one try).
+    Open,
+    /// Shut down: the peer has our end of stream.
+    Shut,
 }
 
 /// What a lingering connection waits for.
@@ -45,7 +55,7 @@ impl Linger {
     pub(crate) fn new(now: Instant) -> Linger {
         Linger {
             until: now + LINGER_TIME,
-            shut: false,
+            sending: Sending::Open,
             drained: 0,
         }
     }
@@ -67,9 +77,9 @@ impl Linger {
             if mode.is_blocking() && io.set_timeout(Some(left)).is_err() {
                 return Lingering::Done;
             }
-            if !self.shut {
+            if self.sending == Sending::Open {
                 match io.shutdown_write() {
-                    Ok(()) => self.shut = true,
+                    Ok(()) => self.sending = Sending::Shut,
                     Err(e) if would_block(&e) => return self.wait(false, true),
                     Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                     Err(_) => return Lingering::Done,
