@@ -4,6 +4,8 @@
 
 #[path = "../fuzz/harness.rs"]
 mod harness;
+#[path = "../fuzz/simulation.rs"]
+mod simulation;
 
 use std::fs;
 use std::path::Path;
@@ -63,4 +65,9 @@ fn scan_differential_corpus() {
 #[test]
 fn pair_corpus() {
     replay("pair", harness::pair);
+}
+
+#[test]
+fn serving_corpus() {
+    replay("serving", simulation::serving);
 }

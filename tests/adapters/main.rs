@@ -16,6 +16,7 @@ mod refused_uploads;
 mod robustness;
 mod seam;
 mod servers;
+mod simulation;
 mod soak;
 mod stall;
 mod streaming;

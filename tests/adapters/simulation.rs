@@ -1,0 +1,245 @@
+//! One server connection, whole stack (the real driver, machine, spool and
+//! handler glue), on simulated bytes and time: named schedules, one per
+//! defect known or fixed, and proptest schedules. The harness and its
+//! invariants are in `fuzz/simulation.rs`, shared with the `serving` fuzz
+//! target.
+
+#[path = "../../fuzz/simulation.rs"]
+mod harness;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use harness::{
+    Finish, Item, LINGER, Move, Outcome, SHUTDOWN_TIMEOUT, STALL_TIMEOUT, Schedule, check, regression,
+    regressions,
+};
+use jsontp::message::Encoding;
+use proptest::prelude::*;
+
+fn named(name: &str) -> Outcome {
+    check(&regression(name))
+}
+
+// The harness itself: the simplest exchanges pass, and a broken
+// expectation is caught.
+
+#[test]
+fn a_single_small_get_is_answered() {
+    let outcome = named("single_small_get");
+    assert_eq!(outcome.finals, [200]);
+    assert!(outcome.shut_write, "closed gracefully");
+}
+
+#[test]
+fn a_single_streamed_get_is_answered() {
+    let outcome = named("single_streamed_get");
+    assert_eq!(outcome.finals, [200]);
+    assert!(outcome.written > 64 * 1024);
+}
+
+#[test]
+fn an_upload_arrives_spooled_and_whole() {
+    let schedule = Schedule::new(
+        vec![Item::Put {
+            len: 1 + 40 * 256,
+            encoding: Encoding::Gzip,
+            expect_continue: false,
+        }],
+        vec![Move::Send(1000), Move::Send(1000), Move::SendAll],
+        Finish::Cooperative,
+    );
+    let outcome = check(&schedule);
+    assert_eq!(outcome.finals, [201]);
+    assert_eq!((outcome.uploads, outcome.spooled), (1, 1));
+}
+
+#[test]
+fn a_client_that_resets_mid_upload_leaves_the_spool_empty() {
+    let schedule = Schedule::new(
+        vec![Item::Put {
+            len: 1 + 200 * 256,
+            encoding: Encoding::Identity,
+            expect_continue: false,
+        }],
+        vec![Move::Send(16 * 1024), Move::Reset],
+        Finish::Silent,
+    );
+    let outcome = check(&schedule);
+    assert!(outcome.finals.is_empty());
+}
+
+#[test]
+fn schedules_survive_their_byte_form() {
+    for (name, schedule) in regressions() {
+        assert_eq!(Schedule::decode(&schedule.encode()), schedule, "{name}");
+    }
+}
+
+/// Every named schedule is in the fuzz corpus, byte for byte. With
+/// `JSONTP_WRITE_CORPUS=1` the test writes them instead.
+#[test]
+fn named_schedules_are_in_the_fuzz_corpus() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus/serving");
+    let write = std::env::var_os("JSONTP_WRITE_CORPUS").is_some();
+    for (name, schedule) in regressions() {
+        let path = dir.join(format!("regression-{name}"));
+        if write {
+            std::fs::create_dir_all(&dir).expect("the corpus folder");
+            std::fs::write(&path, schedule.encode()).expect("a corpus file");
+        }
+        let stored = std::fs::read(&path).unwrap_or_default();
+        assert_eq!(
+            stored,
+            schedule.encode(),
+            "{} differs from the schedule {name} (JSONTP_WRITE_CORPUS=1 rewrites it)",
+            path.display()
+        );
+    }
+}
+
+// One test per defect, named as the schedules are.
+
+#[test]
+fn two_pipelined_streamed_downloads_identity() {
+    assert_eq!(
+        named("two_pipelined_streamed_downloads_identity").finals,
+        [200, 200]
+    );
+}
+
+#[test]
+fn two_pipelined_streamed_downloads_gzip() {
+    assert_eq!(named("two_pipelined_streamed_downloads_gzip").finals, [200, 200]);
+}
+
+#[test]
+fn two_pipelined_streamed_downloads_br() {
+    assert_eq!(named("two_pipelined_streamed_downloads_br").finals, [200, 200]);
+}
+
+#[test]
+fn big_small_big() {
+    assert_eq!(named("big_small_big").finals, [200, 200, 200]);
+}
+
+#[test]
+fn streamed_download_read_partly_then_a_second_large_get() {
+    assert_eq!(
+        named("streamed_download_read_partly_then_a_second_large_get").finals,
+        [200, 200]
+    );
+}
+
+#[test]
+fn sixteen_pipelined_streamed_gets_peer_never_reads() {
+    let outcome = named("sixteen_pipelined_streamed_gets_peer_never_reads");
+    // The peer took nothing from the first write on: the stall limit (D3)
+    // ends it.
+    assert_eq!(outcome.peer_read, 0);
+    assert!(
+        outcome.closed_at <= STALL_TIMEOUT + LINGER,
+        "closed at {:?}, the stall limit is {STALL_TIMEOUT:?}",
+        outcome.closed_at
+    );
+}
+
+#[test]
+fn too_deep_then_mismatched_bracket() {
+    assert_eq!(named("too_deep_then_mismatched_bracket").finals, [400]);
+}
+
+#[test]
+fn too_deep_then_eof() {
+    assert_eq!(named("too_deep_then_eof").finals, [400]);
+}
+
+#[test]
+fn shutdown_during_a_slow_download() {
+    let outcome = named("shutdown_during_a_slow_download");
+    let at = outcome.shutdown_at.expect("shut down");
+    assert!(outcome.closed_at <= at + SHUTDOWN_TIMEOUT + LINGER);
+}
+
+#[test]
+fn shutdown_during_a_stalled_upload() {
+    let outcome = named("shutdown_during_a_stalled_upload");
+    let at = outcome.shutdown_at.expect("shut down");
+    assert!(outcome.closed_at <= at + SHUTDOWN_TIMEOUT + LINGER);
+    assert_eq!(outcome.uploads, 0, "the upload never ended");
+}
+
+#[test]
+fn shutdown_while_idle() {
+    let outcome = named("shutdown_while_idle");
+    assert_eq!(outcome.finals, [200]);
+    // Idle: closed at once, after the linger at most.
+    let at = outcome.shutdown_at.expect("shut down");
+    assert!(
+        outcome.closed_at <= at + LINGER,
+        "closed at {:?}",
+        outcome.closed_at
+    );
+}
+
+#[test]
+fn upload_pipelined_behind_a_download() {
+    let outcome = named("upload_pipelined_behind_a_download");
+    assert_eq!(outcome.finals, [200, 201]);
+    assert_eq!(outcome.spooled, 1);
+}
+
+#[test]
+fn continue_put_behind_a_streamed_get() {
+    let outcome = named("continue_put_behind_a_streamed_get");
+    assert_eq!(outcome.finals, [200, 201]);
+    assert_eq!(outcome.continues, 1);
+}
+
+// Random schedules: small items (the byte form's size argument below 32),
+// any moves, either finish.
+
+fn schedule() -> impl Strategy<Value = Schedule> {
+    let item = (any::<u8>(), 0u8..32).prop_map(|(kind, arg)| [kind, arg]);
+    let step = (any::<u8>(), any::<u8>()).prop_map(|(op, arg)| [op, arg]);
+    (
+        any::<u8>(),
+        prop::collection::vec(item, 1..6),
+        prop::collection::vec(step, 0..40),
+    )
+        .prop_map(|(setup, items, moves)| {
+            let mut bytes = vec![setup, items.len() as u8];
+            bytes.extend(items.iter().flatten());
+            bytes.extend(moves.iter().flatten());
+            Schedule::decode(&bytes)
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: 128,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
+
+    #[test]
+    fn random_schedules_keep_every_invariant(schedule in schedule()) {
+        if let Err(why) = harness::run(&schedule) {
+            return Err(TestCaseError::fail(why));
+        }
+    }
+}
+
+#[test]
+fn a_silent_peer_is_closed_by_a_timer() {
+    // Half a request, then nothing: the message timer (D3) ends it with
+    // a 408.
+    let schedule = Schedule::new(
+        vec![Item::SmallGet { len: 17 }],
+        vec![Move::Send(40)],
+        Finish::Silent,
+    );
+    let outcome = check(&schedule);
+    assert_eq!(outcome.finals, [408]);
+    assert!(outcome.closed_at < Duration::from_secs(10));
+}
