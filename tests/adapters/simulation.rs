@@ -35,7 +35,7 @@ fn a_single_small_get_is_answered() {
 fn a_single_streamed_get_is_answered() {
     let outcome = named("single_streamed_get");
     assert_eq!(outcome.finals, [200]);
-    assert!(outcome.written > 64 * 1024);
+    assert!(outcome.written > 32 * 1024, "{} bytes", outcome.written);
 }
 
 #[test]
