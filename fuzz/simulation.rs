@@ -1941,7 +1941,9 @@ pub fn regressions() -> Vec<(&'static str, Schedule)> {
         (
             "streamed_download_read_partly_then_a_second_large_get",
             Schedule::new(
-                vec![big(Gzip), big(Identity)],
+                // Identity first: its 40 KiB go out as they are, so the
+                // reads below leave it half sent.
+                vec![big(Identity), big(Gzip)],
                 vec![
                     Move::SendItem,
                     Move::Read(8 * 1024),
