@@ -296,3 +296,44 @@ fn spool_max_spool_reads_its_variable_and_sizes() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("--max-spool"));
     let _ = std::fs::remove_dir_all(&root);
 }
+
+/// The files the server holds open, other than its root and the files it
+/// serves (`.txt`): spooled content, named or not.
+fn open_files(server: &Serve, root: &Path) -> Vec<String> {
+    let root = root.canonicalize().expect("root");
+    let fds = PathBuf::from(format!("/proc/{}/fd", server.0.id()));
+    std::fs::read_dir(&fds)
+        .expect("the server's descriptors")
+        .flatten()
+        .filter_map(|fd| std::fs::read_link(fd.path()).ok())
+        .filter(|target| target.is_absolute() && *target != root && !target.starts_with("/dev"))
+        .map(|target| target.to_string_lossy().into_owned())
+        .filter(|target| !target.ends_with(".txt"))
+        .collect()
+}
+
+#[test]
+fn spool_an_upload_refused_from_its_envelope_is_never_stored() {
+    // D19: a read-only server answers a PUT 405 and a token server answers
+    // one without the token 401 whatever the content: the content is read
+    // and checked, and nothing of it written anywhere.
+    let root = temp_root("spool-refused");
+    for (extra, status) in [(&[][..], 405), (&["--token", "s3cret"][..], 401)] {
+        let mut args = vec!["--quiet"];
+        args.extend_from_slice(extra);
+        let (server, addr, log) = spawn_serve(&root, &args);
+        drain(log);
+        let mut upload = Upload::start(addr, "/big.txt");
+        upload.send(6 << 20);
+        // Long enough for a server that spooled to have a file open.
+        thread::sleep(Duration::from_millis(300));
+        assert_eq!(open_files(&server, &root), Vec::<String>::new(), "{extra:?}");
+        upload.send(2 << 20);
+        assert_eq!(open_files(&server, &root), Vec::<String>::new(), "{extra:?}");
+        let answer = upload.finish();
+        assert_eq!(code(&answer), status, "{extra:?}: {answer}");
+        assert_eq!(walk(&root), ["hello.txt"]);
+        drop(server);
+    }
+    let _ = std::fs::remove_dir_all(&root);
+}
