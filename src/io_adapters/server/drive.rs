@@ -136,11 +136,14 @@ pub struct Driver {
     /// the stall timer may run on it (D3), so a due timer asks again.
     unsent: usize,
     /// Exchanges answered whose response has not wholly left, in response
-    /// order (D2): each holds its streamed content's reader until the
-    /// content ends, and is told to the access log once its last byte is
+    /// order (D2): each is told to the access log once its last byte is
     /// taken, or the connection ends first (then as cut short, like
     /// nginx's 499).
     answers: VecDeque<Answer>,
+    /// The replies whose content is still read from their readers, in
+    /// response order (D2, D19): the machine takes content for the front
+    /// one only; the next goes on when it ends.
+    streaming: VecDeque<Streamed>,
     /// The content of the request being received (D19).
     receiving: Receiving,
     /// The buffer a streamed reply's content is read into; empty while no
@@ -244,6 +247,7 @@ enum Offer {
 }
 
 /// An answered exchange waiting for its response to leave.
+#[derive(Debug)]
 struct Answer {
     /// The exchange, when it was read far enough to have one.
     id: Option<RequestId>,
@@ -257,26 +261,18 @@ struct Answer {
     /// Where its bytes end in the output, once the machine has queued it;
     /// never, when the connection closed before it could be.
     end: Option<u64>,
-    /// Its content, while a reader still streams it (D19).
-    content: Content,
 }
 
-/// Where an answer's content stands.
-enum Content {
-    /// Given whole to the machine, or ended.
-    Sent,
-    /// Read from this reader as the machine takes it: the answers behind
-    /// it wait in the machine (D2), each with its own reader here.
-    Streaming(Box<dyn std::io::Read + Send>),
+/// A reply whose content a reader gives, as the machine takes it (D19).
+struct Streamed {
+    id: RequestId,
+    reader: Box<dyn std::io::Read + Send>,
 }
 
-impl std::fmt::Debug for Answer {
+impl std::fmt::Debug for Streamed {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Answer")
+        f.debug_struct("Streamed")
             .field("id", &self.id)
-            .field("status", &self.status)
-            .field("end", &self.end)
-            .field("streaming", &matches!(self.content, Content::Streaming(_)))
             .finish_non_exhaustive()
     }
 }
@@ -386,6 +382,7 @@ impl Driver {
             timeout: None,
             unsent: 0,
             answers: VecDeque::new(),
+            streaming: VecDeque::new(),
             receiving: Receiving::Nothing,
             piece: Vec::new(),
             ends: Ends::default(),
@@ -729,7 +726,6 @@ impl Driver {
                         content_bytes: 0,
                         started: at.instant,
                         end: None,
-                        content: Content::Sent,
                     });
                 }
                 ServerEvent::PeerError(PeerError::OutputStalled) => {
@@ -806,20 +802,14 @@ impl Driver {
 
     /// Whether a reply's content is still being read from its reader.
     fn streams(&self) -> bool {
-        self.answers
-            .iter()
-            .any(|answer| matches!(answer.content, Content::Streaming(_)))
+        !self.streaming.is_empty()
     }
 
-    /// Whether the streamed reply can give more content now (D19).
+    /// Whether the streamed reply in front can give more content now (D19).
     fn content_due(&self) -> bool {
-        self.answers
-            .iter()
-            .find_map(|answer| match (&answer.content, answer.id) {
-                (Content::Streaming(_), Some(id)) => Some(id),
-                _ => None,
-            })
-            .is_some_and(|id| self.conn.content_room(id) > 0)
+        self.streaming
+            .front()
+            .is_some_and(|front| self.conn.content_room(front.id) > 0)
     }
 
     /// Reads the streamed replies' content while the machine has room for
@@ -827,41 +817,36 @@ impl Driver {
     /// (D19). When one ends, the next streamed reply in line takes its
     /// place.
     fn send_content(&mut self, at: Now) {
+        if self.streaming.is_empty() {
+            return;
+        }
         let mut budget = 4 * READ_PIECE;
         let mut piece = std::mem::take(&mut self.piece);
-        while budget > 0 {
-            let conn = &mut self.conn;
-            let Some((id, reader, counted)) =
-                self.answers
-                    .iter_mut()
-                    .find_map(|answer| match (&mut answer.content, answer.id) {
-                        (Content::Streaming(reader), Some(id)) => {
-                            Some((id, reader, &mut answer.content_bytes))
-                        }
-                        _ => None,
-                    })
-            else {
-                // Nothing streams: the buffer goes.
-                return;
-            };
-            let room = conn.content_room(id).min(READ_PIECE);
+        while let Some(front) = self.streaming.front_mut()
+            && budget > 0
+        {
+            let id = front.id;
+            let room = self.conn.content_room(id).min(READ_PIECE);
             if room == 0 {
                 break;
             }
             if piece.len() < room {
                 piece.resize(room, 0);
             }
-            match reader.read(&mut piece[..room]) {
+            match front.reader.read(&mut piece[..room]) {
                 Ok(0) => {
-                    self.finish_content(id);
+                    // The reader (a file) is closed now, not with the log.
+                    self.streaming.pop_front();
                     let _ = self.conn.end_content(id, at);
                 }
                 Ok(n) => {
                     budget = budget.saturating_sub(n);
-                    *counted += n as u64;
-                    if let Err(error) = conn.send_content(id, &piece[..n], at) {
+                    if let Some(answer) = self.answers.iter_mut().find(|a| a.id == Some(id)) {
+                        answer.content_bytes += n as u64;
+                    }
+                    if let Err(error) = self.conn.send_content(id, &piece[..n], at) {
                         tracing::error!(%error, "the streamed reply cannot be sent; closing");
-                        self.finish_content(id);
+                        self.streaming.pop_front();
                     }
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
@@ -869,19 +854,14 @@ impl Driver {
                     // The peer sees the message cut short, not a wrong one
                     // (D1).
                     tracing::error!(%error, "reading the streamed reply failed; closing");
-                    self.finish_content(id);
+                    self.streaming.pop_front();
                     self.conn.abort_content(id, at);
                 }
             }
         }
-        self.piece = piece;
-    }
-
-    /// Exchange `id`'s content has ended, or cannot go on: its reader is
-    /// dropped (a file is closed).
-    fn finish_content(&mut self, id: RequestId) {
-        if let Some(answer) = self.answers.iter_mut().find(|answer| answer.id == Some(id)) {
-            answer.content = Content::Sent;
+        // Nothing streams any more: the buffer goes too.
+        if !self.streaming.is_empty() {
+            self.piece = piece;
         }
     }
 
@@ -1080,9 +1060,7 @@ impl Driver {
         self.phase = Phase::Closed;
         // Nothing more is read or sent: the readers (files) are closed and
         // a spooled upload deleted at once.
-        for answer in &mut self.answers {
-            answer.content = Content::Sent;
-        }
+        self.streaming.clear();
         self.piece = Vec::new();
         self.receiving = Receiving::Nothing;
         let why = self.why_closing.unwrap_or(why);
@@ -1107,14 +1085,13 @@ impl Driver {
     fn respond(&mut self, id: RequestId, request: Box<Request>, reply: Reply, started: Instant, at: Now) {
         let (response, reader) = reply.into_parts();
         let (mut status, mut content_bytes) = (response.status.code, response.body.content().len() as u64);
-        let mut content = Content::Sent;
         let sent = match reader {
             None => self.conn.send_response(id, response, at),
             Some(reader) => {
                 content_bytes = 0;
                 let sent = self.conn.send_response_head(id, response, at);
                 if sent.is_ok() {
-                    content = Content::Streaming(reader);
+                    self.streaming.push_back(Streamed { id, reader });
                 }
                 sent
             }
@@ -1140,7 +1117,6 @@ impl Driver {
             content_bytes,
             started,
             end: None,
-            content,
         });
     }
 }
