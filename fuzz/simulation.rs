@@ -857,9 +857,12 @@ impl Exchange {
         self.sent[0] > 0
     }
 
-    /// The handshake went whole and the full request not at all.
+    /// The handshake went whole (through its closing brace: the newline
+    /// after it belongs to no message, D1) and the full request not at all.
     fn awaits_full(&self) -> bool {
-        self.segments.len() == 2 && self.sent[0] == self.segments[0].len() && self.sent[1] == 0
+        self.segments.len() == 2
+            && self.sent[0] >= self.segments[0].trim_ascii_end().len()
+            && self.sent[1] == 0
     }
 }
 
