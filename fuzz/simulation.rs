@@ -1948,7 +1948,11 @@ pub fn regressions() -> Vec<(&'static str, Schedule)> {
             "streamed_download_read_partly_then_a_second_large_get",
             Schedule::new(
                 // Identity first: its 40 KiB go out as they are, so the
-                // reads below leave it half sent.
+                // reads below leave it half sent. At these sizes its reader
+                // ends within one turn, so the old driver's lost reader
+                // does not show here; the real-socket test
+                // `a_download_asked_for_mid_download_lets_the_first_finish`
+                // pins that defect.
                 vec![big(Identity), big(Gzip)],
                 vec![
                     Move::SendItem,
