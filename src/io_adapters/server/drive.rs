@@ -132,9 +132,6 @@ pub struct Driver {
     offer: Offer,
     /// The timeout last given to a blocking transport.
     timeout: Option<Duration>,
-    /// What the transport held, unsent, when last asked: while above zero
-    /// the stall timer may run on it (D3), so a due timer asks again.
-    unsent: usize,
     /// Exchanges answered whose response has not wholly left, in response
     /// order (D2): each is told to the access log once its last byte is
     /// taken, or the connection ends first (then as cut short, like
@@ -380,7 +377,6 @@ impl Driver {
             turn: Turn::default(),
             offer: Offer::Untried,
             timeout: None,
-            unsent: 0,
             answers: VecDeque::new(),
             streaming: VecDeque::new(),
             receiving: Receiving::Nothing,
@@ -508,10 +504,10 @@ impl Driver {
             let deadline = self.conn.poll_timeout();
             if !output_untried && deadline.is_some_and(|t| t <= at.instant) {
                 // The stall timer is the peer's progress (D3): what the
-                // transport still holds decides whether it took any.
-                if pending || self.unsent > 0 {
-                    self.report_unsent(io, at);
-                }
+                // transport still holds decides whether it took any. The
+                // machine counts every write since the last report as
+                // held, so it is asked at every due timer.
+                self.report_unsent(io, at);
                 self.act_on_timers(at);
                 continue;
             }
@@ -774,7 +770,6 @@ impl Driver {
     /// gone) and when a timer is due (the stall timer then decides by it).
     fn report_unsent<T: Transport + ?Sized>(&mut self, io: &T, at: Now) {
         if let Some(unsent) = io.unsent() {
-            self.unsent = unsent;
             self.conn.transport_holds(unsent, at);
         }
     }
