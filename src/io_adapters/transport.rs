@@ -43,41 +43,44 @@ pub trait Transport: Read + Write {
 }
 
 /// The bytes of a TCP socket's send queue not yet acknowledged by the peer
-/// (`SIOCOUTQ`), on the Linux targets whose ioctl number is known.
-#[cfg(all(
-    target_os = "linux",
-    any(
-        target_arch = "x86_64",
-        target_arch = "x86",
-        target_arch = "aarch64",
-        target_arch = "arm",
-        target_arch = "riscv64"
-    )
-))]
+/// (`SIOCOUTQ`), on the Linux targets whose ioctl number is known; `None`
+/// elsewhere.
+#[cfg(unix)]
 #[allow(unsafe_code)]
 pub(crate) fn send_queue(socket: std::os::fd::BorrowedFd<'_>) -> Option<usize> {
-    use rustix::ioctl::{Getter, ioctl};
-    /// `SIOCOUTQ` (the same number as `TIOCOUTQ`) on these targets.
-    const SIOCOUTQ: rustix::ioctl::Opcode = 0x5411;
-    // SAFETY: SIOCOUTQ on a socket writes one C int, the type the getter
-    // reserves and reads back; the descriptor is borrowed for the call.
-    let queued = unsafe { ioctl(socket, Getter::<SIOCOUTQ, std::ffi::c_int>::new()) }.ok()?;
-    usize::try_from(queued).ok()
-}
-
-#[cfg(not(all(
-    target_os = "linux",
-    any(
-        target_arch = "x86_64",
-        target_arch = "x86",
-        target_arch = "aarch64",
-        target_arch = "arm",
-        target_arch = "riscv64"
-    )
-)))]
-#[cfg(unix)]
-pub(crate) fn send_queue(_socket: std::os::fd::BorrowedFd<'_>) -> Option<usize> {
-    None
+    #[cfg(all(
+        target_os = "linux",
+        any(
+            target_arch = "x86_64",
+            target_arch = "x86",
+            target_arch = "aarch64",
+            target_arch = "arm",
+            target_arch = "riscv64"
+        )
+    ))]
+    {
+        use rustix::ioctl::{Getter, ioctl};
+        /// `SIOCOUTQ` (the same number as `TIOCOUTQ`) on these targets.
+        const SIOCOUTQ: rustix::ioctl::Opcode = 0x5411;
+        // SAFETY: SIOCOUTQ on a socket writes one C int, the type the getter
+        // reserves and reads back; the descriptor is borrowed for the call.
+        let queued = unsafe { ioctl(socket, Getter::<SIOCOUTQ, std::ffi::c_int>::new()) }.ok()?;
+        usize::try_from(queued).ok()
+    }
+    #[cfg(not(all(
+        target_os = "linux",
+        any(
+            target_arch = "x86_64",
+            target_arch = "x86",
+            target_arch = "aarch64",
+            target_arch = "arm",
+            target_arch = "riscv64"
+        )
+    )))]
+    {
+        let _ = socket;
+        None
+    }
 }
 
 /// How the transport behaves when it has nothing to give or take; decides
