@@ -672,37 +672,35 @@ fn too_deep_start() -> String {
     format!(r#"{{"deep":{}"#, "[".repeat(70))
 }
 
+/// Opens a connection, lets `tail` send what follows the too-deep start,
+/// and checks that exactly one `400` comes before the close.
+fn one_400_then_the_close(runtime: Runtime, tail: impl Fn(&mut Reader)) {
+    let server = start(runtime, Echo, ServerOptions::default());
+    let mut client = Reader::new(connect(server.addr));
+    client.send(&too_deep_start());
+    tail(&mut client);
+    let answer = client.expect();
+    assert_eq!(code(&answer), 400, "{runtime:?}: {answer}");
+    if let Some(second) = client.next() {
+        panic!("{runtime:?}: a second answer instead of the close: {second}");
+    }
+    server.shutdown_and_join();
+}
+
 #[test]
 fn too_deep_then_a_mismatched_bracket_gets_one_400_and_the_close() {
-    every_runtime(|runtime| {
-        let server = start(runtime, Echo, ServerOptions::default());
-        let mut client = Reader::new(connect(server.addr));
-        client.send(&(too_deep_start() + "}"));
-        let answer = client.expect();
-        assert_eq!(code(&answer), 400, "{runtime:?}: {answer}");
-        if let Some(second) = client.next() {
-            panic!("{runtime:?}: a second answer instead of the close: {second}");
-        }
-        server.shutdown_and_join();
-    });
+    every_runtime(|runtime| one_400_then_the_close(runtime, |client| client.send("}")));
 }
 
 #[test]
 fn too_deep_then_the_half_close_gets_one_400() {
     every_runtime(|runtime| {
-        let server = start(runtime, Echo, ServerOptions::default());
-        let mut client = Reader::new(connect(server.addr));
-        client.send(&too_deep_start());
-        client
-            .stream
-            .shutdown(std::net::Shutdown::Write)
-            .expect("half-close");
-        let answer = client.expect();
-        assert_eq!(code(&answer), 400, "{runtime:?}: {answer}");
-        if let Some(second) = client.next() {
-            panic!("{runtime:?}: a second answer instead of the close: {second}");
-        }
-        server.shutdown_and_join();
+        one_400_then_the_close(runtime, |client| {
+            client
+                .stream
+                .shutdown(std::net::Shutdown::Write)
+                .expect("half-close");
+        })
     });
 }
 
