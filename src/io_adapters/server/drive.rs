@@ -288,6 +288,16 @@ enum Receiving {
     Refused { id: RequestId, answer: Box<Response> },
 }
 
+impl Receiving {
+    /// The exchange whose content this is, if any.
+    fn exchange(&self) -> Option<RequestId> {
+        match self {
+            Receiving::Nothing => None,
+            Receiving::Spooling { id, .. } | Receiving::Refused { id, .. } => Some(*id),
+        }
+    }
+}
+
 /// What a complete request's content became.
 enum Taken {
     /// Its content, in the request or as an upload.
@@ -863,11 +873,7 @@ impl Driver {
     /// Spools a piece of exchange `id`'s content (D19), unless the
     /// exchange is refused already.
     fn spool(&mut self, id: RequestId, data: &[u8]) {
-        let held = match &self.receiving {
-            Receiving::Nothing => None,
-            Receiving::Spooling { id, .. } | Receiving::Refused { id, .. } => Some(*id),
-        };
-        if held != Some(id) {
+        if self.receiving.exchange() != Some(id) {
             self.receiving = Receiving::Spooling {
                 id,
                 spool: Spool::start(&self.spool_options),
@@ -881,11 +887,8 @@ impl Driver {
     /// Drops what was spooled for exchange `id` (a temporary file is
     /// deleted).
     fn drop_spool(&mut self, id: RequestId) {
-        match &self.receiving {
-            Receiving::Spooling { id: held, .. } | Receiving::Refused { id: held, .. } if *held == id => {
-                self.receiving = Receiving::Nothing;
-            }
-            _ => {}
+        if self.receiving.exchange() == Some(id) {
+            self.receiving = Receiving::Nothing;
         }
     }
 
