@@ -12,7 +12,8 @@
 //! [`codec::encode`](super::codec::encode), escaped as a JSON string.
 //!
 //! Decoding runs in stages, each holding at most a small fixed buffer:
-//! JSON escapes, then (for `gzip`, `deflate`, `br`) base64 in groups of
+//! the string's escapes, JSON5's included (`string.rs`), then (for `gzip`,
+//! `deflate`, `br`) base64 in groups of
 //! four, then the decompressor, whose output goes straight into the
 //! caller's vector, never more than it asked for.
 
@@ -29,6 +30,7 @@ use flate2::{Compression, Crc, Decompress, FlushDecompress, Status};
 use super::ValueError;
 use super::codec::{CHUNK, DecodeError, Encoding, VEC_WRITE, brotli_writer};
 use super::json_text::escape;
+use super::string::Unescape;
 
 /// How much base64 text is turned into compressed bytes at a time: the
 /// decompressor's input buffer.
@@ -334,170 +336,6 @@ fn corrupt(reason: String) -> DecodeError {
     DecodeError::Corrupt(ValueError::new(reason))
 }
 
-/// JSON string escapes, resumable at any byte.
-#[derive(Debug, Default)]
-struct Unescape {
-    state: EscapeState,
-    /// A high surrogate waiting for its low half.
-    high: Option<u16>,
-    /// What the last escape made and the room did not take yet.
-    held: [u8; 4],
-    held_from: u8,
-    held_to: u8,
-}
-
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-enum EscapeState {
-    #[default]
-    Plain,
-    /// After a backslash.
-    Backslash,
-    /// Inside `\uXXXX`: the digits read so far and their value.
-    Unicode { digits: u8, value: u16 },
-}
-
-impl Unescape {
-    /// Unescapes `text` into `out`, writing at most `room` bytes. Returns
-    /// how many text bytes were taken; what an escape made beyond the room
-    /// is held for the next call.
-    fn run(&mut self, text: &[u8], out: &mut Vec<u8>, room: usize) -> Result<usize, String> {
-        let limit = out.len() + room;
-        if !self.flush(out, limit) {
-            return Ok(0);
-        }
-        let mut i = 0;
-        while i < text.len() {
-            match self.state {
-                EscapeState::Plain => {
-                    if self.high.is_some() && text[i] != b'\\' {
-                        return Err(lone_surrogate());
-                    }
-                    let rest = &text[i..];
-                    let plain = memchr::memchr(b'\\', rest).unwrap_or(rest.len());
-                    let n = plain.min(limit.saturating_sub(out.len()));
-                    if let Some(&b) = rest[..n].iter().find(|&&b| b < 0x20 || b == b'"') {
-                        return Err(format!("holds byte 0x{b:02X}, which a JSON string must escape"));
-                    }
-                    out.extend_from_slice(&rest[..n]);
-                    i += n;
-                    if n < plain {
-                        return Ok(i);
-                    }
-                    if i < text.len() {
-                        self.state = EscapeState::Backslash;
-                        i += 1;
-                    }
-                }
-                EscapeState::Backslash => {
-                    i += 1;
-                    let byte = match text[i - 1] {
-                        b'"' => b'"',
-                        b'\\' => b'\\',
-                        b'/' => b'/',
-                        b'b' => 0x08,
-                        b'f' => 0x0c,
-                        b'n' => b'\n',
-                        b'r' => b'\r',
-                        b't' => b'\t',
-                        b'u' => {
-                            self.state = EscapeState::Unicode { digits: 0, value: 0 };
-                            continue;
-                        }
-                        other => {
-                            return Err(format!(
-                                "holds the escape \\{}, which JSON does not have",
-                                other.escape_ascii()
-                            ));
-                        }
-                    };
-                    if self.high.is_some() {
-                        return Err(lone_surrogate());
-                    }
-                    self.state = EscapeState::Plain;
-                    self.hold(&[byte]);
-                    if !self.flush(out, limit) {
-                        return Ok(i);
-                    }
-                }
-                EscapeState::Unicode { digits, value } => {
-                    let digit = match text[i] {
-                        c @ b'0'..=b'9' => c - b'0',
-                        c @ b'a'..=b'f' => c - b'a' + 10,
-                        c @ b'A'..=b'F' => c - b'A' + 10,
-                        _ => return Err("holds a \\u escape without four hex digits".to_owned()),
-                    };
-                    let value = value << 4 | u16::from(digit);
-                    i += 1;
-                    if digits < 3 {
-                        self.state = EscapeState::Unicode {
-                            digits: digits + 1,
-                            value,
-                        };
-                        continue;
-                    }
-                    self.state = EscapeState::Plain;
-                    self.push_unit(value)?;
-                    if !self.flush(out, limit) {
-                        return Ok(i);
-                    }
-                }
-            }
-        }
-        Ok(i)
-    }
-
-    /// One `\uXXXX` code unit: a character, or half of a surrogate pair.
-    fn push_unit(&mut self, unit: u16) -> Result<(), String> {
-        let c = match (self.high.take(), unit) {
-            (None, 0xD800..=0xDBFF) => {
-                self.high = Some(unit);
-                return Ok(());
-            }
-            (Some(high), 0xDC00..=0xDFFF) => {
-                let c = 0x10000 + ((u32::from(high) - 0xD800) << 10) + (u32::from(unit) - 0xDC00);
-                char::from_u32(c).ok_or_else(lone_surrogate)?
-            }
-            (Some(_), _) | (None, 0xDC00..=0xDFFF) => return Err(lone_surrogate()),
-            (None, unit) => char::from_u32(u32::from(unit)).ok_or_else(lone_surrogate)?,
-        };
-        let mut buf = [0u8; 4];
-        self.hold(c.encode_utf8(&mut buf).as_bytes());
-        Ok(())
-    }
-
-    fn hold(&mut self, bytes: &[u8]) {
-        self.held[..bytes.len()].copy_from_slice(bytes);
-        self.held_from = 0;
-        self.held_to = bytes.len() as u8;
-    }
-
-    /// Writes what is held, as far as `limit` allows; whether all of it
-    /// went.
-    fn flush(&mut self, out: &mut Vec<u8>, limit: usize) -> bool {
-        let held = &self.held[usize::from(self.held_from)..usize::from(self.held_to)];
-        let n = held.len().min(limit.saturating_sub(out.len()));
-        out.extend_from_slice(&held[..n]);
-        self.held_from += n as u8;
-        self.held_from == self.held_to
-    }
-
-    /// Whether bytes an escape made wait to be written.
-    fn holds(&self) -> bool {
-        self.held_from < self.held_to
-    }
-
-    /// The string ended: not inside an escape, no surrogate half waiting.
-    fn finish(&self) -> Result<(), String> {
-        if self.high.is_some() {
-            return Err(lone_surrogate());
-        }
-        match self.state {
-            EscapeState::Plain => Ok(()),
-            _ => Err("ends inside an escape".to_owned()),
-        }
-    }
-}
-
 /// UTF-8 validity across pieces: a sequence cut at a piece's end waits
 /// for the next.
 #[derive(Debug, Default)]
@@ -553,10 +391,6 @@ impl Utf8Check {
             Err(self.invalid(0))
         }
     }
-}
-
-fn lone_surrogate() -> String {
-    "holds a lone surrogate escape (D4)".to_owned()
 }
 
 /// Standard padded base64 (RFC 4648 §4), strict as the `base64` crate's

@@ -43,6 +43,7 @@ pub(crate) use serialize::STREAMED_TAIL;
 mod shortcuts;
 mod status;
 mod strict;
+mod string;
 mod syntax;
 mod types;
 mod version;

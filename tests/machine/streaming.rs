@@ -1201,3 +1201,69 @@ proptest! {
         }
     }
 }
+
+/// JSON5's string forms (D4) mean the same in streamed content as in a
+/// message read whole, whatever the quoting of the key: `(text as
+/// written, what it means)`.
+const JSON5_STRING_FORMS: [(&str, &str); 8] = [
+    ("Hello, \\\nworld", "Hello, world"),
+    ("a\\\r\nb\\\rc", "abc"),
+    ("a\\\u{2028}b", "ab"),
+    ("\\x41\\xe9", "Aé"),
+    ("\\v\\'\\0!", "\u{b}'\0!"),
+    ("\\q\\ \\é", "q é"),
+    ("tab\traw", "tab\traw"),
+    ("\\uD83D\\uDE00", "\u{1F600}"),
+];
+
+#[test]
+fn json5_string_forms_decode_in_streamed_content_as_in_every_other_string() {
+    let clock = Clock::new();
+    for (written, meant) in JSON5_STRING_FORMS {
+        let body = format!("{{\"encoding\":\"identity\",\"content\":\"{written}\"}}");
+        each_split_gives(
+            &put_with_body("/s", &body),
+            meant.as_bytes(),
+            true,
+            &clock,
+            Encoding::Identity,
+        );
+        // The same text read whole, with the key quoted, unquoted, or the
+        // string single-quoted.
+        for body in [
+            body.clone(),
+            format!("{{encoding:\"identity\",content:\"{written}\"}}"),
+            format!("{{'encoding':'identity','content':'{written}'}}"),
+        ] {
+            let wire = put_with_body("/s", &body);
+            let parsed = jsontp::message::parse_request(
+                &wire,
+                jsontp::message::RequestContext::Fresh,
+                &Default::default(),
+            )
+            .unwrap_or_else(|r| panic!("{body}: {}", r.message));
+            assert_eq!(parsed.body.content(), meant.as_bytes(), "{body}");
+        }
+    }
+}
+
+#[test]
+fn json5_string_faults_in_streamed_content_are_400_as_in_a_whole_message() {
+    let clock = Clock::new();
+    for written in ["a\\1", "\\01", "\\x4z", "raw\nline"] {
+        let body = format!("{{\"encoding\":\"identity\",\"content\":\"{written}\"}}");
+        let wire = put_with_body("/s", &body);
+        let got = receive_in_chunks(streaming_server(Limits::default()), &wire, 3, &clock);
+        let (_, status, message, _) = rejection(&got);
+        assert_eq!(status, 400, "{written:?}: {message}");
+        assert!(
+            jsontp::message::parse_request(
+                &wire,
+                jsontp::message::RequestContext::Fresh,
+                &Default::default()
+            )
+            .is_err(),
+            "{written:?} read whole"
+        );
+    }
+}

@@ -1,0 +1,389 @@
+//! The one reader of string text (D4): what stands between a string's
+//! quotes, escapes as written, turned into the text it means.
+//!
+//! Every string of a message is read here, `body.content` streamed piece
+//! by piece (D19) as much as a key or a header value read whole, so the
+//! JSON5 forms mean the same wherever they appear:
+//!
+//! - JSON's escapes `\" \\ \/ \b \f \n \r \t \uXXXX` (surrogate pairs
+//!   joined, a lone half refused);
+//! - JSON5's `\'`, `\v`, `\0` (not followed by a digit), `\xHH`, a
+//!   backslash before any other character (that character), and a
+//!   backslash before a line end (LF, CR, CR LF, U+2028, U+2029), which
+//!   continues the line and means nothing;
+//! - a raw LF or CR is refused (JSON5 has no multi-line strings); other
+//!   characters stand for themselves, U+2028 and U+2029 included.
+//!
+//! `\1` to `\9` are refused, as JSON5 (ECMAScript 5 without octal) does.
+//! The quote that closed the string never reaches here: the lexer ends the
+//! string at it.
+//!
+//! The reader resumes at any byte, inside an escape or a UTF-8 sequence,
+//! and writes no more than the room it is given; what an escape made past
+//! the room waits for the next call.
+
+/// The decoding of one string's text, resumable at any byte.
+#[derive(Debug, Default)]
+pub(crate) struct Unescape {
+    state: State,
+    /// A high surrogate waiting for its low half.
+    high: Option<u16>,
+    /// What the last escape made and the room did not take yet.
+    held: [u8; 4],
+    held_from: u8,
+    held_to: u8,
+}
+
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+enum State {
+    #[default]
+    Plain,
+    /// After a backslash.
+    Backslash,
+    /// Inside `\xHH` (`hex == 2`) or `\uXXXX` (`hex == 4`): the digits
+    /// read so far and their value.
+    Hex { hex: u8, digits: u8, value: u16 },
+    /// After `\0`: a decimal digit must not follow.
+    AfterZero,
+    /// After a backslash and a CR: an LF that follows belongs to the same
+    /// line end.
+    AfterCr,
+    /// After a backslash and `E2`, or `E2 80`: U+2028 or U+2029 (a line
+    /// continuation) if `A8` or `A9` completes it, another character
+    /// (itself) if not.
+    AfterE2 { seen: u8 },
+}
+
+impl Unescape {
+    /// Unescapes `text` into `out`, writing at most `room` bytes. Returns
+    /// how many text bytes were taken; what an escape made beyond the room
+    /// is held for the next call.
+    pub(crate) fn run(&mut self, text: &[u8], out: &mut Vec<u8>, room: usize) -> Result<usize, String> {
+        let limit = out.len() + room;
+        if !self.flush(out, limit) {
+            return Ok(0);
+        }
+        let mut i = 0;
+        while i < text.len() {
+            let byte = text[i];
+            match self.state {
+                State::Plain => {
+                    if self.high.is_some() && byte != b'\\' {
+                        return Err(lone_surrogate());
+                    }
+                    let rest = &text[i..];
+                    let plain = memchr::memchr3(b'\\', b'\n', b'\r', rest).unwrap_or(rest.len());
+                    let n = plain.min(limit.saturating_sub(out.len()));
+                    out.extend_from_slice(&rest[..n]);
+                    i += n;
+                    if n < plain || i == text.len() {
+                        return Ok(i);
+                    }
+                    if text[i] != b'\\' {
+                        return Err(
+                            "holds a line end that is not escaped (write it as \\n or \\r)".to_owned()
+                        );
+                    }
+                    self.state = State::Backslash;
+                    i += 1;
+                }
+                State::Backslash => {
+                    i += 1;
+                    if self.high.is_some() && byte != b'u' {
+                        return Err(lone_surrogate());
+                    }
+                    self.state = State::Plain;
+                    let made = match byte {
+                        b'"' | b'\'' | b'\\' | b'/' => byte,
+                        b'b' => 0x08,
+                        b'f' => 0x0c,
+                        b'n' => b'\n',
+                        b'r' => b'\r',
+                        b't' => b'\t',
+                        b'v' => 0x0b,
+                        b'0' => {
+                            self.state = State::AfterZero;
+                            0
+                        }
+                        b'x' | b'u' => {
+                            let hex = if byte == b'x' { 2 } else { 4 };
+                            self.state = State::Hex {
+                                hex,
+                                digits: 0,
+                                value: 0,
+                            };
+                            continue;
+                        }
+                        b'\n' => continue,
+                        b'\r' => {
+                            self.state = State::AfterCr;
+                            continue;
+                        }
+                        0xE2 => {
+                            self.state = State::AfterE2 { seen: 1 };
+                            continue;
+                        }
+                        b'1'..=b'9' => {
+                            return Err(format!(
+                                "holds the escape \\{}, which neither JSON nor JSON5 has",
+                                char::from(byte)
+                            ));
+                        }
+                        // Any other character stands for itself: the
+                        // backslash goes, the character is read as text.
+                        _ => {
+                            i -= 1;
+                            continue;
+                        }
+                    };
+                    self.hold(&[made]);
+                    if !self.flush(out, limit) {
+                        return Ok(i);
+                    }
+                }
+                State::Hex { hex, digits, value } => {
+                    let Some(digit) = hex_digit(byte) else {
+                        return Err(format!(
+                            "holds a \\{} escape without {} hex digits",
+                            if hex == 2 { 'x' } else { 'u' },
+                            if hex == 2 { "two" } else { "four" },
+                        ));
+                    };
+                    i += 1;
+                    let value = value << 4 | u16::from(digit);
+                    if digits + 1 < hex {
+                        self.state = State::Hex {
+                            hex,
+                            digits: digits + 1,
+                            value,
+                        };
+                        continue;
+                    }
+                    self.state = State::Plain;
+                    self.push_unit(value)?;
+                    if !self.flush(out, limit) {
+                        return Ok(i);
+                    }
+                }
+                State::AfterZero => {
+                    if byte.is_ascii_digit() {
+                        return Err(
+                            "holds \\0 followed by a digit, an octal escape JSON5 does not have".to_owned(),
+                        );
+                    }
+                    self.state = State::Plain;
+                }
+                State::AfterCr => {
+                    if byte == b'\n' {
+                        i += 1;
+                    }
+                    self.state = State::Plain;
+                }
+                State::AfterE2 { seen: 1 } if byte == 0x80 => {
+                    i += 1;
+                    self.state = State::AfterE2 { seen: 2 };
+                }
+                State::AfterE2 { seen: 2 } if byte == 0xA8 || byte == 0xA9 => {
+                    i += 1;
+                    self.state = State::Plain;
+                }
+                // Another character after the backslash: itself.
+                State::AfterE2 { seen } => {
+                    self.state = State::Plain;
+                    self.hold(&[0xE2, 0x80][..usize::from(seen)]);
+                    if !self.flush(out, limit) {
+                        return Ok(i);
+                    }
+                }
+            }
+        }
+        Ok(i)
+    }
+
+    /// One `\uXXXX` code unit or `\xHH` value: a character, or half of a
+    /// surrogate pair.
+    fn push_unit(&mut self, unit: u16) -> Result<(), String> {
+        let c = match (self.high.take(), unit) {
+            (None, 0xD800..=0xDBFF) => {
+                self.high = Some(unit);
+                return Ok(());
+            }
+            (Some(high), 0xDC00..=0xDFFF) => {
+                let c = 0x10000 + ((u32::from(high) - 0xD800) << 10) + (u32::from(unit) - 0xDC00);
+                char::from_u32(c).ok_or_else(lone_surrogate)?
+            }
+            (Some(_), _) | (None, 0xDC00..=0xDFFF) => return Err(lone_surrogate()),
+            (None, unit) => char::from_u32(u32::from(unit)).ok_or_else(lone_surrogate)?,
+        };
+        let mut buf = [0u8; 4];
+        self.hold(c.encode_utf8(&mut buf).as_bytes());
+        Ok(())
+    }
+
+    fn hold(&mut self, bytes: &[u8]) {
+        self.held[..bytes.len()].copy_from_slice(bytes);
+        self.held_from = 0;
+        self.held_to = bytes.len() as u8;
+    }
+
+    /// Writes what is held, as far as `limit` allows; whether all of it
+    /// went.
+    fn flush(&mut self, out: &mut Vec<u8>, limit: usize) -> bool {
+        let held = &self.held[usize::from(self.held_from)..usize::from(self.held_to)];
+        let n = held.len().min(limit.saturating_sub(out.len()));
+        out.extend_from_slice(&held[..n]);
+        self.held_from += n as u8;
+        self.held_from == self.held_to
+    }
+
+    /// Whether bytes an escape made wait to be written.
+    pub(crate) fn holds(&self) -> bool {
+        self.held_from < self.held_to
+    }
+
+    /// The string ended: not inside an escape, no surrogate half waiting.
+    pub(crate) fn finish(&self) -> Result<(), String> {
+        if self.high.is_some() {
+            return Err(lone_surrogate());
+        }
+        match self.state {
+            State::Plain | State::AfterZero | State::AfterCr => Ok(()),
+            _ => Err("ends inside an escape".to_owned()),
+        }
+    }
+}
+
+/// The text of a whole string, unescaped.
+pub(crate) fn unescape(text: &[u8]) -> Result<Vec<u8>, String> {
+    let mut out = Vec::with_capacity(text.len());
+    let mut reader = Unescape::default();
+    let taken = reader.run(text, &mut out, usize::MAX - text.len())?;
+    debug_assert_eq!(taken, text.len());
+    reader.finish()?;
+    Ok(out)
+}
+
+fn hex_digit(byte: u8) -> Option<u8> {
+    match byte {
+        b'0'..=b'9' => Some(byte - b'0'),
+        b'a'..=b'f' => Some(byte - b'a' + 10),
+        b'A'..=b'F' => Some(byte - b'A' + 10),
+        _ => None,
+    }
+}
+
+fn lone_surrogate() -> String {
+    "holds a lone surrogate escape, which is not a character".to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn read(text: &str) -> Result<String, String> {
+        unescape(text.as_bytes()).map(|bytes| String::from_utf8(bytes).expect("UTF-8 in, UTF-8 out"))
+    }
+
+    #[test]
+    fn json_escapes() {
+        assert_eq!(
+            read(r#"a\"b\\c\/d\b\f\n\r\t"#).unwrap(),
+            "a\"b\\c/d\u{8}\u{c}\n\r\t"
+        );
+        assert_eq!(read(r"\u00e9\uD83D\uDE00").unwrap(), "é😀");
+    }
+
+    #[test]
+    fn json5_escapes() {
+        assert_eq!(read(r"\x41\v\'\0").unwrap(), "A\u{b}'\0");
+        assert_eq!(read(r"\xe9").unwrap(), "é");
+        assert_eq!(read(r"\a\q\ \é").unwrap(), "aq é");
+        assert_eq!(read("\\0x").unwrap(), "\0x");
+    }
+
+    #[test]
+    fn line_continuations() {
+        assert_eq!(read("Hello, \\\nworld").unwrap(), "Hello, world");
+        assert_eq!(read("a\\\r\nb").unwrap(), "ab");
+        assert_eq!(read("a\\\rb").unwrap(), "ab");
+        assert_eq!(read("a\\\u{2028}b\\\u{2029}c").unwrap(), "abc");
+        // U+2022 starts like U+2028: after a backslash it is itself.
+        assert_eq!(read("\\\u{2022}\\\u{20AC}").unwrap(), "\u{2022}\u{20AC}");
+        // Raw separators are text.
+        assert_eq!(read("a\u{2028}b").unwrap(), "a\u{2028}b");
+    }
+
+    #[test]
+    fn refusals() {
+        for (text, why) in [
+            ("a\nb", "line end"),
+            ("a\rb", "line end"),
+            (r"\1", "\\1"),
+            (r"\01", "octal"),
+            (r"\x4", "inside an escape"),
+            (r"\x4z", "two hex digits"),
+            (r"\xg0", "two hex digits"),
+            (r"\u12", "inside an escape"),
+            (r"\u12z", "four hex digits"),
+            (r"\ud800", "lone surrogate"),
+            (r"\ud800x", "lone surrogate"),
+            (r"\ud800\n", "lone surrogate"),
+            (r"\ud800\x41", "lone surrogate"),
+            (r"\udc00", "lone surrogate"),
+            ("a\\", "inside an escape"),
+        ] {
+            let error = read(text).expect_err(text);
+            assert!(error.contains(why), "{text:?}: {error}");
+        }
+    }
+
+    /// The json5 crate's reading of the string, when it takes it.
+    fn json5_reads(text: &str) -> Option<String> {
+        json5::from_str::<String>(&format!("\"{text}\"")).ok()
+    }
+
+    proptest! {
+        /// However the text is cut, and however small the room, the same
+        /// bytes come out, or the same refusal.
+        #[test]
+        fn split_invariant(text in r#"([a-z\\"'0-9xuvnr]|\\u[0-9a-fA-F]{4}|\\x[0-9a-f]{2}|\n|\u{2028}|é){0,24}"#,
+                           cuts in proptest::collection::vec(0usize..40, 0..6),
+                           room in 1usize..6) {
+            let bytes = text.as_bytes();
+            let whole = unescape(bytes);
+            let mut reader = Unescape::default();
+            let mut out = Vec::new();
+            let mut at = 0;
+            let mut ends: Vec<usize> = cuts.iter().map(|&c| c.min(bytes.len())).collect();
+            ends.push(bytes.len());
+            ends.sort_unstable();
+            let mut result = Ok(());
+            'pieces: for end in ends {
+                while at < end || reader.holds() {
+                    match reader.run(&bytes[at..end], &mut out, room) {
+                        Ok(taken) => at += taken,
+                        Err(e) => { result = Err(e); break 'pieces; }
+                    }
+                }
+            }
+            if result.is_ok() {
+                result = reader.finish();
+            }
+            match (whole, result) {
+                (Ok(expected), Ok(())) => prop_assert_eq!(out, expected),
+                (Err(a), Err(b)) => prop_assert_eq!(a, b),
+                (a, b) => prop_assert!(false, "whole {:?}, in pieces {:?}", a, b),
+            }
+        }
+
+        /// The reader takes what the json5 crate takes, with the same
+        /// meaning, and refuses what it refuses.
+        #[test]
+        fn agrees_with_json5(text in r#"([a-z'0-9xuv]|\\[a-z0-9'"\\/]|\\u[0-9a-fA-F]{4}|\\x[0-9a-f]{2}|\\\n|\\\r\n|\t|\u{2028}|é){0,16}"#) {
+            let ours = unescape(text.as_bytes()).ok().map(|b| String::from_utf8(b).unwrap());
+            prop_assert_eq!(ours, json5_reads(&text), "text {:?}", text);
+        }
+    }
+}
