@@ -26,15 +26,15 @@ fn now(offset: Duration) -> Now {
 }
 
 /// Parsing never panics, every request that parses survives a round
-/// trip through serialization unchanged, the parser's strict-JSON
-/// shortcut reads the text exactly as serde_json does, or leaves it alone,
-/// and the one-pass reader of whole messages frames and reads them as the
+/// trip through serialization unchanged, the reader of message text
+/// reads it as serde_json does where serde_json reads it, as the json5
+/// crate does where only it does, and refuses the rest, and the one-pass reader of whole messages frames and reads them as the
 /// lexer and the parsers do, or leaves them alone.
 pub fn parse_message(data: &[u8]) {
     if let Ok(text) = std::str::from_utf8(data) {
         assert!(
-            jsontp::message::strict_shortcut_agrees(text),
-            "the strict-JSON shortcut and serde_json read {text:?} differently"
+            jsontp::message::text_reader_agrees(text),
+            "the text reader and its references (serde_json, json5) read {text:?} differently"
         );
     }
     assert!(

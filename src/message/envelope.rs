@@ -380,7 +380,7 @@ mod tests {
     fn read(text: &str) -> (Envelope<'_>, Option<Note>) {
         let mut env = Envelope::default();
         let mut notes = Notes::default();
-        parse(text, 8, &mut env, &mut notes).expect("parses");
+        parse(text, &mut env, &mut notes).expect("parses");
         (env, notes.into_first())
     }
 

@@ -2,18 +2,17 @@
 //! it nests, and whether it escapes a lone surrogate; incrementally, never
 //! rescanning a byte.
 //!
-//! Every parser in this crate runs behind it: the connection machine frames
+//! Every reader in this crate runs behind it: the connection machine frames
 //! the stream with a [`Scanner`], and [`parse_request`] /
-//! [`parse_response`] scan a whole buffer with it before any recursive
-//! parser sees the text. So one table of rules decides where strings,
-//! comments and brackets are, and the depth limit is checked before the
-//! json5 crate (which has no limit of its own) could recurse.
+//! [`parse_response`] scan a whole buffer with it before the text is read.
+//! So one table of rules decides where strings, comments and brackets are,
+//! and the depth limit is checked before any reading recurses.
 //!
 //! The scanner classifies each byte once, in a small state machine that
 //! survives between calls: when more bytes arrive it resumes in the middle
 //! of a string, an escape, a comment or a UTF-8 line separator. It knows
 //! exactly as much JSON5 as framing needs, and agrees with the JSON5 grammar
-//! and the json5 crate on every byte of it:
+//! and the reader of message text (`reader.rs`) on every byte of it:
 //!
 //! - strings are `"…"` or `'…'`; a backslash escapes the next byte (which
 //!   also covers line continuations, `\` + CR LF); a `\uXXXX` escape in the

@@ -44,7 +44,7 @@ use super::{
     Body, Encoding, Headers, MessageLimits, Method, Rejection, RejectionKind, Request, Resource, Response,
     Status, StatusCode, Version,
 };
-use super::{quick, quick_request};
+use super::{quick, quick_request, reader};
 
 /// Where a request stands in its exchange, which changes what is checked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -294,17 +294,17 @@ fn frame_whole(bytes: &[u8], limits: &MessageLimits) -> Result<Frame, Rejection>
 }
 
 /// The refusal of a buffer whose first byte past whitespace, at `at`, is
-/// not `{`: another JSON value, or no JSON at all. serde_json may look
-/// (it stops at 128 levels on its own); the json5 crate may not, as no
-/// lexer has measured the text.
+/// not `{`: another JSON value, or no JSON at all. The reader stops at
+/// its own nesting limit, so no text can drive it deep.
 fn not_an_object(bytes: &[u8], at: usize) -> Rejection {
-    let kind = match serde_json::from_slice::<serde_json::Value>(bytes) {
-        Ok(value) => Some(Kind::of(&value)),
-        Err(_) => match bytes.get(at) {
-            Some(b'[') => Some(Kind::Array),
-            Some(b'"' | b'\'') => Some(Kind::String),
-            _ => None,
-        },
+    let whole = std::str::from_utf8(bytes).is_ok_and(reader::is_one_value);
+    let kind = match (bytes.get(at), whole) {
+        (Some(b'['), _) => Some(Kind::Array),
+        (Some(b'"' | b'\''), _) => Some(Kind::String),
+        (Some(b't' | b'f'), true) => Some(Kind::Boolean),
+        (Some(b'n'), true) => Some(Kind::Null),
+        (Some(_), true) => Some(Kind::Number),
+        _ => None,
     };
     match kind {
         Some(kind) => unread(
@@ -356,7 +356,7 @@ fn read<'a>(
         ));
     }
     let mut notes = Notes::default();
-    syntax::parse(text, frame.max_depth(), env, &mut notes).map_err(|m| unread(RejectionKind::Syntax, m))?;
+    syntax::parse(text, env, &mut notes).map_err(|m| unread(RejectionKind::Syntax, m))?;
     if let Some(note) = notes.into_first() {
         // Still level 1 (D4, D9), but the message was read: echo it.
         let kind = match note {

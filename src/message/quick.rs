@@ -520,7 +520,7 @@ pub(crate) fn agrees_with_general(bytes: &[u8], limits: &MessageLimits) -> bool 
         };
         let mut general = Envelope::default();
         let mut notes = Notes::default();
-        let read = syntax::parse(text, frame.max_depth(), &mut general, &mut notes);
+        let read = syntax::parse(text, &mut general, &mut notes);
         frame.end() == end
             && frame.max_depth() <= DEPTH
             && frame.lone_surrogate().is_none()

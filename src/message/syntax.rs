@@ -1,25 +1,14 @@
-//! The JSON syntax layer (D4, D9): strict JSON first, JSON5 second, and the
-//! values a message carries.
+//! The JSON syntax layer (D4, D9): the values a message carries, and the
+//! serde seeds the reader fills them through.
 //!
 //! [`parse`] runs on the text of one message that the lexer
 //! ([`super::framing`]) has already framed: it starts with `{`, ends with
 //! the matching `}`, nests no deeper than the limit and escapes no lone
-//! surrogate. So neither parser here can be driven into deep recursion, and
-//! both see exactly the bytes the framing saw.
+//! surrogate. The one reader ([`super::reader`]) reads it, JSON and JSON5
+//! alike; what it refuses, it refuses with the fault and its place.
 //!
-//! 1. The shortcut of `strict.rs` reads the common case, strict JSON
-//!    (RFC 8259), in one pass; it gives up on anything unusual.
-//!    serde_json then reads the text as strict JSON. Strings without
-//!    escapes are borrowed from the input.
-//! 2. When that fails, the json5 crate reads it as JSON5 (comments, trailing
-//!    commas, single quotes, unquoted keys, every JSON5 number form).
-//! 3. When both fail, the complaint quoted is the one of the parser that got
-//!    further into the text: the lenient parser's for a message that is
-//!    clearly JSON5, the strict parser's otherwise.
-//!
-//! Both parsers drive the same serde seeds, which see every key and every
-//! value of the message, at every level, including values nobody reads
-//! later. While reading they note, without stopping, the problems that are
+//! The seeds see every key and every value of the message, at every
+//! level, including values nobody reads later. While reading they note, without stopping, the problems that are
 //! not syntax: a key written twice in one object (D4; keys compare as
 //! decoded, so `"a"` and `"\u0061"` are the same key) and a JSON5 number JSON
 //! cannot carry (`Infinity`, `NaN`, D9). Reading on lets the caller still
@@ -30,12 +19,12 @@ use std::cell::RefCell;
 use std::collections::HashSet;
 use std::fmt;
 
-use serde::de::{Deserialize, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::map::Entry;
 use serde_json::{Map, Value};
 use smallvec::SmallVec;
 
-use super::strict::StrictReader;
+use super::reader::TextReader;
 
 // ---------------------------------------------------------------------------
 // Values
@@ -63,18 +52,6 @@ impl Kind {
             Kind::String => "a string",
             Kind::Array => "an array",
             Kind::Object => "an object",
-        }
-    }
-
-    /// The kind of a JSON value.
-    pub(crate) fn of(value: &Value) -> Kind {
-        match value {
-            Value::Null => Kind::Null,
-            Value::Bool(_) => Kind::Boolean,
-            Value::Number(_) => Kind::Number,
-            Value::String(_) => Kind::String,
-            Value::Array(_) => Kind::Array,
-            Value::Object(_) => Kind::Object,
         }
     }
 }
@@ -562,113 +539,26 @@ impl<'de> Visitor<'de> for ValueSeed<'_> {
 }
 
 // ---------------------------------------------------------------------------
-// The two parsers
+// The reader
 // ---------------------------------------------------------------------------
 
-/// serde_json refuses to nest deeper than this on its own. The json5 crate
-/// has no limit and recurses once per level: it runs only on text within
-/// this depth, whatever the configured limit (D3).
-pub(crate) const PARSER_MAX_DEPTH: usize = 128;
-
-/// What a message is read into: filled by one parser, or reset and filled
-/// by the next.
+/// What a message is read into.
 pub(crate) trait Document<'de>: Default {
     /// Reads the whole message from `d`, noting problems in `notes`.
     fn read<D: Deserializer<'de>>(&mut self, d: D, notes: &Notes) -> Result<(), D::Error>;
 }
 
-/// A document read by the json5 crate, whose `from_str` also refuses text
-/// after the value.
-struct Lenient<T>(T, Notes);
-
-impl<'de, T: Document<'de>> Deserialize<'de> for Lenient<T> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let notes = Notes::default();
-        let mut doc = T::default();
-        doc.read(d, &notes)?;
-        Ok(Lenient(doc, notes))
-    }
-}
-
-/// Reads `text` into `doc`: strict JSON first, JSON5 when strict JSON fails
-/// (D4). `depth` is how deep the text nests, as the lexer measured it.
-/// The error is the complaint to quote.
+/// Reads `text`, JSON or JSON5 (D4), into `doc`. The error is the
+/// complaint to quote.
 pub(crate) fn parse<'de, T: Document<'de>>(
     text: &'de str,
-    depth: usize,
     doc: &mut T,
     notes: &mut Notes,
 ) -> Result<(), String> {
-    let mut fast = StrictReader::new(text);
-    if doc.read(&mut fast, notes).and_then(|()| fast.end()).is_ok() {
-        return Ok(());
-    }
-    // Start again: the shortcut may have filled part of the document.
-    *doc = T::default();
-    *notes = Notes::default();
-    let mut strict = serde_json::Deserializer::from_str(text);
-    let strict_error = match doc.read(&mut strict, notes).and_then(|()| strict.end()) {
-        Ok(()) => return Ok(()),
-        Err(e) => e,
-    };
-    let refuse = |complaint: &dyn fmt::Display| format!("message is not valid JSON or JSON5: {complaint}");
-    if depth > PARSER_MAX_DEPTH {
-        return Err(refuse(&strict_error));
-    }
-    match json5::from_str::<Lenient<T>>(text) {
-        Ok(Lenient(lenient, lenient_notes)) => {
-            *doc = lenient;
-            *notes = lenient_notes;
-            Ok(())
-        }
-        Err(lenient_error) => {
-            // The parser that read further saw more of the writer's intent:
-            // json5 for a message written in JSON5, serde_json otherwise.
-            let strict_at = strict_offset(text, strict_error.line(), strict_error.column());
-            let lenient_at = lenient_error
-                .position()
-                .map_or(text.len(), |p| json5_offset(text, p.line, p.column));
-            if lenient_at > strict_at {
-                Err(refuse(&lenient_error))
-            } else {
-                Err(refuse(&strict_error))
-            }
-        }
-    }
-}
-
-/// The byte offset of serde_json's error position: lines (from 1) end at
-/// LF, the column (from 1) counts bytes.
-fn strict_offset(text: &str, line: usize, column: usize) -> usize {
-    let line_start = if line <= 1 {
-        0
-    } else {
-        text.match_indices('\n')
-            .nth(line - 2)
-            .map_or(text.len(), |(i, _)| i + 1)
-    };
-    (line_start + column.saturating_sub(1)).min(text.len())
-}
-
-/// The byte offset of json5's error position: lines (from 0) end at LF, CR,
-/// CR LF, U+2028 or U+2029, the column (from 0) counts characters.
-fn json5_offset(text: &str, line: usize, column: usize) -> usize {
-    let mut chars = text.char_indices().peekable();
-    let mut current = 0;
-    while current < line {
-        match chars.next() {
-            None => return text.len(),
-            Some((_, '\r')) => {
-                if chars.peek().is_some_and(|&(_, c)| c == '\n') {
-                    chars.next();
-                }
-                current += 1;
-            }
-            Some((_, '\n' | '\u{2028}' | '\u{2029}')) => current += 1,
-            Some(_) => {}
-        }
-    }
-    chars.nth(column).map_or(text.len(), |(i, _)| i)
+    let mut reader = TextReader::new(text);
+    doc.read(&mut reader, notes)
+        .and_then(|()| reader.end())
+        .map_err(|fault| format!("message is not valid JSON or JSON5: {}", fault.describe(text)))
 }
 
 #[cfg(test)]
@@ -693,7 +583,7 @@ mod tests {
 
     fn notes_of(text: &str) -> Result<Option<Note>, String> {
         let mut notes = Notes::default();
-        parse(text, 8, &mut Anything, &mut notes)?;
+        parse(text, &mut Anything, &mut notes)?;
         Ok(notes.into_first())
     }
 
@@ -766,32 +656,33 @@ mod tests {
     }
 
     #[test]
-    fn d4_the_complaint_of_the_parser_that_read_further() {
-        // Strict JSON with a mistake: serde_json's complaint.
-        let err = notes_of(r#"{"a":1 "b":2}"#).unwrap_err();
-        assert_eq!(
-            err,
-            "message is not valid JSON or JSON5: expected `,` or `}` at line 1 column 8"
-        );
-        // JSON5 with a mistake further on: json5's.
-        for text in [
-            "{a: 1, b: tru}",
-            "{'a': 1, 'b' 2}",
-            "{\"a\": 1, // note\n \"b\" 2}",
-            "{\"a\": [1,], \"b\" 2}",
+    fn d4_a_complaint_says_what_is_wrong_and_where() {
+        for (text, complaint) in [
+            (
+                r#"{"a":1 "b":2}"#,
+                "expected ',' or '}' after an entry at line 1 column 8",
+            ),
+            ("{a: 1, b: tru}", "expected a value at line 1 column 11"),
+            ("{'a': 1, 'b' 2}", "expected ':' after a key at line 1 column 14"),
+            (
+                "{\"a\": 1, // note\r\n \"b\" 2}",
+                "expected ':' after a key at line 2 column 6",
+            ),
+            ("{\"a\": [1,,]}", "expected a value at line 1 column 10"),
+            (
+                "{\"a\": 'x\\1'}",
+                "the string holds the escape \\1, which neither JSON nor JSON5 has at line 1 column 7",
+            ),
+            ("{\"é\": 01}", "a number with a leading zero at line 1 column 7"),
+            ("{a: 1 /* open", "a comment that does not end at line 1 column 7"),
+            ("{a: 1} x", "text after the end of the message at line 1 column 8"),
         ] {
-            let err = notes_of(text).unwrap_err();
-            assert!(!err.contains('`'), "{text}: {err}");
-            assert!(err.starts_with("message is not valid JSON or JSON5: "), "{err}");
+            assert_eq!(
+                notes_of(text),
+                Err(format!("message is not valid JSON or JSON5: {complaint}")),
+                "{text}"
+            );
         }
-    }
-
-    #[test]
-    fn error_positions_become_byte_offsets() {
-        assert_eq!(strict_offset("ab\ncd\nef", 3, 2), 7);
-        assert_eq!(strict_offset("ab", 1, 0), 0);
-        assert_eq!(json5_offset("ab\r\ncd\u{2028}éf", 2, 1), 11);
-        assert_eq!(json5_offset("ab", 5, 0), 2);
     }
 
     #[test]
@@ -813,7 +704,6 @@ mod tests {
         let mut doc = One::default();
         parse(
             "{a: 0xff, b: -0xff, c: .5, d: 5., e: +1, f: 0XA, g: -.5e1, h: [null]}",
-            8,
             &mut doc,
             &mut Notes::default(),
         )
@@ -822,16 +712,5 @@ mod tests {
             doc.0,
             serde_json::json!({"a": 255, "b": -255, "c": 0.5, "d": 5.0, "e": 1, "f": 10, "g": -5.0, "h": [null]})
         );
-    }
-
-    #[test]
-    fn what_the_parsers_do_on_their_own() {
-        // serde_json's own recursion limit, which bounds the lenient path.
-        let deep = |n| format!("{}{}", "[".repeat(n), "]".repeat(n));
-        assert!(serde_json::from_str::<Value>(&deep(PARSER_MAX_DEPTH - 1)).is_ok());
-        assert!(serde_json::from_str::<Value>(&deep(PARSER_MAX_DEPTH + 1)).is_err());
-        // json5 reads every JSON5 form of a number and refuses a lone
-        // surrogate by itself, but the lexer checks that first (D4).
-        assert!(json5::from_str::<String>(r#""\ud800""#).is_err());
     }
 }
