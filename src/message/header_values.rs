@@ -54,53 +54,34 @@ pub(crate) fn request_headers<'a>(
                 quoted(&written.to_ascii_lowercase())
             ));
         };
-        request_header(name, HeaderValue::Loose(value), headers, &mut expect)?;
+        request_header(name, value, headers, &mut expect)?;
     }
     Ok(expect)
 }
-
-/// A request header's value as the checks read it.
-#[derive(Clone, Copy)]
-pub(crate) enum HeaderValue<'v> {
-    /// A value of the envelope.
-    Loose(&'v Loose<'v>),
-    /// An array of strings, as the one-pass reader read them.
-    Strings(&'v [&'v str]),
-}
-
-/// An array, for the checks of the headers that do not read the items of
-/// one: they refuse it for its kind.
-static AN_ARRAY: Loose<'static> = Loose::Array(Vec::new());
 
 /// Checks one request header of the protocol's list (D8) into `headers`;
 /// the value of `expect` goes to `expect`, as written.
 #[inline]
 pub(crate) fn request_header<'a>(
     name: HeaderName,
-    value: HeaderValue<'a>,
+    value: &'a Loose<'a>,
     headers: &mut Headers,
     expect: &mut Option<&'a str>,
 ) -> Result<(), String> {
-    // Only the list headers read an array's items; the others judge its
-    // kind, which an empty array stands for.
-    let loose = match value {
-        HeaderValue::Loose(value) => value,
-        HeaderValue::Strings(_) => &AN_ARRAY,
-    };
-    refuse_null(name, loose)?;
+    refuse_null(name, value)?;
     match name {
-        HeaderName::ContentType => headers.content_type = Some(parse_string(name, loose)?),
+        HeaderName::ContentType => headers.content_type = Some(parse_string(name, value)?),
         HeaderName::Accept => weighted_list(name, value, &mut headers.accept, |item| item.parse())?,
         HeaderName::AcceptEncoding => known_encodings(name, value, &mut headers.accept_encoding)?,
         HeaderName::AcceptLanguage => {
             weighted_list(name, value, &mut headers.accept_language, |item| item.parse())?;
         }
-        HeaderName::Authorization => headers.authorization = Some(string(name, loose)?.to_owned()),
-        HeaderName::Cookies => headers.cookies = Some(cookies(name, loose, true)?),
-        HeaderName::IfModifiedSince => headers.if_modified_since = Some(parse_string(name, loose)?),
-        HeaderName::IfUnmodifiedSince => headers.if_unmodified_since = Some(parse_string(name, loose)?),
-        HeaderName::Expect => *expect = Some(string(name, loose)?),
-        HeaderName::IgnoreInvalidHeaders => match loose {
+        HeaderName::Authorization => headers.authorization = Some(string(name, value)?.to_owned()),
+        HeaderName::Cookies => headers.cookies = Some(cookies(name, value, true)?),
+        HeaderName::IfModifiedSince => headers.if_modified_since = Some(parse_string(name, value)?),
+        HeaderName::IfUnmodifiedSince => headers.if_unmodified_since = Some(parse_string(name, value)?),
+        HeaderName::Expect => *expect = Some(string(name, value)?),
+        HeaderName::IgnoreInvalidHeaders => match value {
             Loose::Bool(on) => headers.ignore_invalid_headers = *on,
             other => {
                 return Err(format!(
@@ -210,7 +191,7 @@ fn parse_string<T: FromStr<Err = ValueError>>(name: HeaderName, value: &Loose<'_
 /// the header's absence (D8). No intermediate list is built.
 fn for_each_item<'v>(
     name: HeaderName,
-    value: HeaderValue<'v>,
+    value: &'v Loose<'v>,
     mut each: impl FnMut(&'v str) -> Result<(), String>,
 ) -> Result<(), String> {
     let mut non_empty = |item: &'v str| {
@@ -218,7 +199,7 @@ fn for_each_item<'v>(
         if item.is_empty() { Ok(()) } else { each(item) }
     };
     match value {
-        HeaderValue::Loose(Loose::Str(s)) => {
+        Loose::Str(s) => {
             // `split(',')` by bytes: its searcher costs more to set up
             // than a short value takes to read.
             let mut rest: &'v str = s;
@@ -228,7 +209,7 @@ fn for_each_item<'v>(
             }
             non_empty(rest)
         }
-        HeaderValue::Loose(Loose::Array(items)) => {
+        Loose::Array(items) => {
             items.iter().enumerate().try_for_each(|(i, item)| match item {
                 Ok(s) => non_empty(s),
                 Err(kind) => Err(format!(
@@ -237,8 +218,7 @@ fn for_each_item<'v>(
                 )),
             })
         }
-        HeaderValue::Strings(items) => items.iter().try_for_each(|item| non_empty(item)),
-        HeaderValue::Loose(other) => Err(format!(
+        other => Err(format!(
             "header \"{name}\" must be a string or an array of strings, not {}",
             other.kind().described()
         )),
@@ -249,7 +229,7 @@ fn for_each_item<'v>(
 /// weight; `None` when there is none (D8).
 fn weighted_list<T, C: Default + Extend<T> + AsRef<[T]>>(
     name: HeaderName,
-    value: HeaderValue<'_>,
+    value: &Loose<'_>,
     slot: &mut Option<C>,
     parse: impl Fn(&str) -> Result<T, ValueError>,
 ) -> Result<(), String> {
@@ -271,7 +251,7 @@ fn weighted_list<T, C: Default + Extend<T> + AsRef<[T]>>(
 /// `412` follows, and the header writes back with that meaning.
 fn known_encodings(
     name: HeaderName,
-    value: HeaderValue<'_>,
+    value: &Loose<'_>,
     slot: &mut Option<EncodingList>,
 ) -> Result<(), String> {
     let known = slot.insert(EncodingList::new());

@@ -35,7 +35,6 @@ mod method;
 pub mod negotiate;
 mod parse;
 mod quick;
-mod quick_request;
 mod reader;
 mod rejection;
 pub mod resource;

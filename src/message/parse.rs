@@ -44,7 +44,7 @@ use super::{
     Body, Encoding, Headers, MessageLimits, Method, Rejection, RejectionKind, Request, Resource, Response,
     Status, StatusCode, Version,
 };
-use super::{quick, quick_request, reader};
+use super::{quick, reader};
 
 /// Where a request stands in its exchange, which changes what is checked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -78,22 +78,11 @@ pub fn parse_request(
     context: RequestContext,
     limits: &MessageLimits,
 ) -> Result<Request, Rejection> {
-    if bytes.len() <= limits.max_message_bytes {
-        // As `parse_request_quick`, with the request read where it is
-        // returned from: it is a few hundred bytes to move.
-        let mut request = Request::placeholder();
-        if let Some(end) =
-            quick_request::read_into(bytes, leading_whitespace(bytes), limits, false, &mut request)
-            && only_whitespace(&bytes[end..])
-        {
-            return Ok(request);
-        }
-        if let Some((end, parsed)) =
-            read_quick(bytes, limits, false, |env| validate_request(env, context, limits))
-            && only_whitespace(&bytes[end..])
-        {
-            return parsed;
-        }
+    if bytes.len() <= limits.max_message_bytes
+        && let Some((end, parsed)) = parse_request_quick(bytes, context, limits, false)
+        && only_whitespace(&bytes[end..])
+    {
+        return parsed;
     }
     let frame = frame_whole(bytes, limits)?;
     parse_request_framed(&bytes[frame.range()], &frame, context, limits)
@@ -112,13 +101,6 @@ pub(crate) fn parse_request_quick<R: From<Request>>(
     limits: &MessageLimits,
     streams_content: bool,
 ) -> Option<(usize, Result<R, Rejection>)> {
-    // A valid request written the common way is read straight into its
-    // type; anything else through the envelope, judged in D5's order.
-    if let Some((end, request)) =
-        quick_request::read(bytes, leading_whitespace(bytes), limits, streams_content)
-    {
-        return Some((end, Ok(request)));
-    }
     read_quick(bytes, limits, streams_content, |env| {
         validate_request(env, context, limits)
     })

@@ -8,7 +8,7 @@
 //! both in the same pass over the bytes, straight into the same
 //! [`Envelope`], and the judging that follows (`parse.rs`) is the same.
 //!
-//! Like the strict reader it is a shortcut, not a judge. It gives up
+//! It is the crate's one shortcut, and not a judge. It gives up
 //! (`None`) on anything else, and on anything the general path refuses
 //! before it judges the envelope (D5 level 1: a duplicate key, a message
 //! past the size limit, bytes that are not UTF-8); the caller then reads
@@ -29,13 +29,13 @@ use super::syntax::{Loose, Number, StrOr};
 const DEPTH: usize = 3;
 
 /// The top-level fields, in the order requests are written.
-pub(super) const FIELDS: [&str; 7] = [
+const FIELDS: [&str; 7] = [
     "jsontp", "type", "resource", "method", "headers", "body", "status",
 ];
 
 /// After each of [`FIELDS`], the one that usually follows it in a request
 /// or a response (which puts `status` after `type`).
-pub(super) const FOLLOWS: [usize; 7] = [1, 2, 3, 4, 5, 7, 2];
+const FOLLOWS: [usize; 7] = [1, 2, 3, 4, 5, 7, 2];
 
 /// The fields of `body`: senders put `content` last, so that it can
 /// stream (D19).
@@ -66,31 +66,16 @@ const LINE_AFTER: usize = 256;
 /// `streams_content`: content is handed out in pieces as it arrives
 /// (D19), so a message with content to hand out is left to the general
 /// path; `"content": ""` in `identity` has none.
+///
+/// The text is checked for UTF-8 as far as the message likely reaches,
+/// and again over twice as much (the envelope made afresh) while the
+/// reader runs out of text.
 pub(crate) fn read<'a>(
     bytes: &'a [u8],
     start: usize,
     limits: &MessageLimits,
     streams_content: bool,
     env: &mut Envelope<'a>,
-) -> Option<usize> {
-    read_by(bytes, start, limits, env, Envelope::default, |reader, env| {
-        reader.envelope(streams_content, env)
-    })
-}
-
-/// Runs `each` on a [`Reader`] at `start` of `bytes`, filling `out`, over
-/// text checked for UTF-8 as far as the message likely reaches, and again
-/// over twice as much (`out` made `fresh` again) while `each` runs out of
-/// text: the offset one past the message, or `None` when `each` gives up
-/// or no message begins at `start`.
-#[inline]
-pub(super) fn read_by<'a, T>(
-    bytes: &'a [u8],
-    start: usize,
-    limits: &MessageLimits,
-    out: &mut T,
-    fresh: fn() -> T,
-    mut each: impl FnMut(&mut Reader<'a>, &mut T) -> Option<()>,
 ) -> Option<usize> {
     // A message must begin here before any text is checked.
     if bytes.get(start) != Some(&b'{') || limits.max_depth < DEPTH {
@@ -128,21 +113,21 @@ pub(super) fn read_by<'a, T>(
             pos: start,
             ran_out: false,
         };
-        if each(&mut reader, out).is_some() {
+        if reader.envelope(streams_content, env).is_some() {
             return Some(reader.pos);
         }
         if !reader.ran_out || invalid || window == limit {
             return None;
         }
-        // A window too short left `out` half filled.
-        *out = fresh();
+        // A window too short left the envelope half filled.
+        *env = Envelope::default();
         window = window.saturating_mul(2).min(limit);
     }
 }
 
 /// Reads JSON text without escapes, one piece at a time; each method takes
 /// its piece, or gives up (`None`) leaving the position undefined.
-pub(super) struct Reader<'a> {
+struct Reader<'a> {
     text: &'a str,
     /// `text`'s bytes.
     bytes: &'a [u8],
@@ -159,7 +144,7 @@ impl<'a> Reader<'a> {
     }
 
     /// The next byte after whitespace, not taken.
-    pub(super) fn peek(&mut self) -> Option<u8> {
+    fn peek(&mut self) -> Option<u8> {
         // Compact JSON, the usual kind, has no whitespace to skip.
         if let Some(&next) = self.bytes.get(self.pos)
             && next > b' '
@@ -179,7 +164,7 @@ impl<'a> Reader<'a> {
 
     /// After an entry of an object or an array: `true` at a comma (another
     /// entry follows), `false` at `close`.
-    pub(super) fn more(&mut self, close: u8) -> Option<bool> {
+    fn more(&mut self, close: u8) -> Option<bool> {
         match self.peek()? {
             b',' => {
                 self.pos += 1;
@@ -195,7 +180,7 @@ impl<'a> Reader<'a> {
 
     /// Takes `open`; `false` if `close` follows at once (the object or
     /// array is empty).
-    pub(super) fn open(&mut self, open: u8, close: u8) -> Option<bool> {
+    fn open(&mut self, open: u8, close: u8) -> Option<bool> {
         self.take(open)?;
         if self.peek()? == close {
             self.pos += 1;
@@ -206,7 +191,7 @@ impl<'a> Reader<'a> {
 
     /// A string without escapes, borrowed.
     #[inline(always)]
-    pub(super) fn string(&mut self) -> Option<&'a str> {
+    fn string(&mut self) -> Option<&'a str> {
         self.take(b'"')?;
         let start = self.pos;
         // The first quote, backslash or control character: only a quote
@@ -228,7 +213,7 @@ impl<'a> Reader<'a> {
 
     /// A key and its colon.
     #[inline]
-    pub(super) fn key(&mut self) -> Option<&'a str> {
+    fn key(&mut self) -> Option<&'a str> {
         let key = self.string()?;
         self.take(b':')?;
         Some(key)
@@ -243,7 +228,7 @@ impl<'a> Reader<'a> {
     /// the same answer. Inlined, so that each caller's names are
     /// constants (called once, it cost about as much as `key`).
     #[inline(always)]
-    pub(super) fn field(&mut self, names: &[&str], likely: usize) -> Option<usize> {
+    fn field(&mut self, names: &[&str], likely: usize) -> Option<usize> {
         if let Some(name) = names.get(likely)
             && self.take_quoted(name, Some(b':'))
         {
@@ -257,7 +242,7 @@ impl<'a> Reader<'a> {
     /// given, where they stand after whitespace, as compact JSON writes
     /// them; takes nothing if they are not there, or not written so.
     #[inline(always)]
-    pub(super) fn take_quoted(&mut self, text: &str, then: Option<u8>) -> bool {
+    fn take_quoted(&mut self, text: &str, then: Option<u8>) -> bool {
         self.skip_whitespace();
         let rest = &self.bytes[self.pos..];
         let len = text.len();
@@ -268,16 +253,6 @@ impl<'a> Reader<'a> {
             && &rest[1..=len] == text.as_bytes();
         if found {
             self.pos += last + 1;
-        }
-        found
-    }
-
-    /// Takes `text` if the bytes at the position are exactly it: the way
-    /// most senders begin a message, compared at once.
-    pub(super) fn take_literal(&mut self, text: &[u8]) -> bool {
-        let found = self.bytes[self.pos..].starts_with(text);
-        if found {
-            self.pos += text.len();
         }
         found
     }
@@ -299,7 +274,7 @@ impl<'a> Reader<'a> {
     }
 
     /// `true` or `false`.
-    pub(super) fn boolean(&mut self) -> Option<bool> {
+    fn boolean(&mut self) -> Option<bool> {
         let rest = &self.bytes[self.pos..];
         let (value, len) = if rest.starts_with(b"true") {
             (true, 4)
@@ -332,7 +307,7 @@ impl<'a> Reader<'a> {
 
     /// Fills `slot`, which must be empty: a key written twice is a
     /// duplicate (D4), for the general path to report.
-    pub(super) fn fill<T>(slot: &mut Option<T>, value: T) -> Option<()> {
+    fn fill<T>(slot: &mut Option<T>, value: T) -> Option<()> {
         match slot {
             Some(_) => None,
             None => {
@@ -405,7 +380,7 @@ impl<'a> Reader<'a> {
 
     /// An array of strings, each handed to `each` as it is read.
     #[inline]
-    pub(super) fn strings_with(&mut self, mut each: impl FnMut(&'a str)) -> Option<()> {
+    fn strings_with(&mut self, mut each: impl FnMut(&'a str)) -> Option<()> {
         if !self.open(b'[', b']')? {
             return Some(());
         }
@@ -429,7 +404,7 @@ impl<'a> Reader<'a> {
     /// to stream (`streams_content`, D19) is left to the lexer: only `""`
     /// is taken, and no other is looked through.
     #[inline]
-    pub(super) fn body_object(
+    fn body_object(
         &mut self,
         streams_content: bool,
         mut encoding: impl FnMut(&mut Self) -> Option<()>,
@@ -527,7 +502,7 @@ pub(crate) fn agrees_with_general(bytes: &[u8], limits: &MessageLimits) -> bool 
             && read.is_ok()
             && notes.into_first().is_none()
             && general == quick
-    }) && super::quick_request::agrees_with_general(bytes, limits)
+    })
 }
 
 #[cfg(test)]

@@ -53,12 +53,6 @@ impl Resource {
         self.text.get(span.start..span.end).unwrap_or_default()
     }
 
-    /// The empty resource, which D7 refuses: it stands in a request being
-    /// read until the request's own is, and is never handed out.
-    pub(crate) fn placeholder() -> Resource {
-        Resource::path_only(String::new())
-    }
-
     /// `text`, all of it a path from the root already in normal form:
     /// no host, no query, no fragment.
     fn path_only(text: String) -> Resource {

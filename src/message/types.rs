@@ -299,13 +299,6 @@ impl Request {
         }
     }
 
-    /// A request to read into field by field (the typed reader): its
-    /// resource is the empty [`Resource::placeholder`], which no request
-    /// read ever has. It is never handed out as it is.
-    pub(crate) fn placeholder() -> Request {
-        Request::new(Method::Get, Resource::placeholder())
-    }
-
     /// Sets the headers (builder style).
     pub fn with_headers(mut self, headers: Headers) -> Request {
         self.headers = headers;
