@@ -5,7 +5,7 @@ use std::collections::{HashMap, HashSet};
 use std::str::FromStr;
 
 use super::ValueError;
-use super::media::trim_ows;
+use super::weight::trim_ows;
 
 /// Cookie names and values, in the order given. Names are unique.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -8,10 +8,11 @@ use std::collections::HashSet;
 use std::str::FromStr;
 
 use super::envelope::RawHeaders;
-use super::headers::{EncodingList, HeaderName, split_weight};
+use super::headers::{EncodingList, HeaderName};
 use super::leniency::{Forgiven, Validation};
-use super::media::trim_ows;
 use super::syntax::Loose;
+use super::weight::split_weight;
+use super::weight::trim_ows;
 use super::{Cookies, Encoding, EncodingRange, Headers, ValueError, Weight, Weighted};
 
 /// A value quoted as JSON for a message, cut short when long (a megabyte of
@@ -209,15 +210,13 @@ fn for_each_item<'v>(
             }
             non_empty(rest)
         }
-        Loose::Array(items) => {
-            items.iter().enumerate().try_for_each(|(i, item)| match item {
-                Ok(s) => non_empty(s),
-                Err(kind) => Err(format!(
-                    "header \"{name}\": element {i} is {}, not a string",
-                    kind.described()
-                )),
-            })
-        }
+        Loose::Array(items) => items.iter().enumerate().try_for_each(|(i, item)| match item {
+            Ok(s) => non_empty(s),
+            Err(kind) => Err(format!(
+                "header \"{name}\": element {i} is {}, not a string",
+                kind.described()
+            )),
+        }),
         other => Err(format!(
             "header \"{name}\" must be a string or an array of strings, not {}",
             other.kind().described()

@@ -4,7 +4,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use super::headers::BAD_WEIGHT;
+use super::weight::{BAD_WEIGHT, trim_ows};
 use super::{ValueError, Weight, Weighted};
 
 /// A media type such as `text/plain; charset=utf-8`. Type and subtype are
@@ -114,23 +114,6 @@ static TCHAR: [bool; 256] = {
 fn token(s: &str) -> Option<(&str, &str)> {
     let end = s.bytes().position(|b| !is_tchar(b)).unwrap_or(s.len());
     (end > 0).then(|| s.split_at(end))
-}
-
-/// `s` without HTTP's optional whitespace (spaces and tabs) at either
-/// end: a byte loop, several times cheaper than `trim_matches` with a set
-/// of characters, which decodes each one.
-#[inline]
-pub(crate) fn trim_ows(s: &str) -> &str {
-    let is_ows = |b: &u8| *b == b' ' || *b == b'\t';
-    let bytes = s.as_bytes();
-    // Most values have nothing to trim.
-    if !bytes.first().is_some_and(is_ows) && !bytes.last().is_some_and(is_ows) {
-        return s;
-    }
-    let start = bytes.iter().position(|b| !is_ows(b)).unwrap_or(bytes.len());
-    let end = bytes.iter().rposition(|b| !is_ows(b)).map_or(start, |i| i + 1);
-    // Space and tab are ASCII: both ends are character boundaries.
-    s.get(start..end).unwrap_or_default()
 }
 
 /// A quoted-string at the start of `s` (which begins with `"`): its

@@ -46,13 +46,14 @@ mod string;
 mod syntax;
 mod types;
 mod version;
+mod weight;
 mod words;
 
 pub use codec::Encoding;
 pub use content_stream::{ContentDecoder, ContentEncoder, EncodeError};
 pub use cookies::Cookies;
 pub use date::Date;
-pub use headers::{EncodingRange, HeaderName, Headers, Weight, Weighted};
+pub use headers::{EncodingRange, HeaderName, Headers};
 pub use language::{LanguageRange, LanguageTag};
 pub use leniency::{Forgiven, Validation};
 pub use media::{MediaRange, MediaType};
@@ -70,6 +71,7 @@ pub use status::{Status, StatusCode};
 pub(crate) use types::Content;
 pub use types::{Body, MessageLimits, Request, Response};
 pub use version::Version;
+pub use weight::{Weight, Weighted};
 
 /// Whether the reader of message text reads `text` exactly as serde_json
 /// does where serde_json reads it, as the json5 crate does where only it
