@@ -33,12 +33,12 @@ fn now(offset: Duration) -> Now {
 pub fn parse_message(data: &[u8]) {
     if let Ok(text) = std::str::from_utf8(data) {
         assert!(
-            jsontp::message::text_reader_agrees(text),
+            jsontp::message::oracles::text_reader_agrees(text),
             "the text reader and its references (serde_json, json5) read {text:?} differently"
         );
     }
     assert!(
-        jsontp::message::quick_reader_agrees(data),
+        jsontp::message::oracles::quick_reader_agrees(data),
         "the one-pass reader and the general path read {:?} differently",
         String::from_utf8_lossy(data)
     );

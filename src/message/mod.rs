@@ -33,6 +33,9 @@ mod leniency;
 pub mod media;
 mod method;
 pub mod negotiate;
+#[cfg(any(test, debug_assertions, fuzzing))]
+#[doc(hidden)]
+pub mod oracles;
 mod parse;
 mod quick;
 mod reader;
@@ -72,38 +75,3 @@ pub(crate) use types::Content;
 pub use types::{Body, MessageLimits, Request, Response};
 pub use version::Version;
 pub use weight::{Weight, Weighted};
-
-/// Whether the reader of message text reads `text` exactly as serde_json
-/// does where serde_json reads it, as the json5 crate does where only it
-/// does, and refuses what both refuse: the differential check of the
-/// `parse_message` fuzz target and its corpus replay. Not part of the API.
-#[doc(hidden)]
-pub fn text_reader_agrees(text: &str) -> bool {
-    reader::agrees_with_references(text)
-}
-
-/// Whether the one-pass reader of whole messages agrees with the lexer and
-/// the parsers on `bytes` (with the default limits): the differential
-/// check of the `parse_message` fuzz target and its corpus replay. Not part
-/// of the API.
-#[doc(hidden)]
-pub fn quick_reader_agrees(bytes: &[u8]) -> bool {
-    quick::agrees_with_general(bytes, &MessageLimits::default())
-}
-
-/// Whether the one-pass reader reads a whole message at the start of
-/// `bytes` (with the default limits), rather than leave it to the lexer:
-/// for the tests that check it takes the common messages. Not part of the
-/// API.
-#[doc(hidden)]
-pub fn quick_reader_reads(bytes: &[u8]) -> bool {
-    let mut env = envelope::Envelope::default();
-    quick::read(
-        bytes,
-        framing::leading_whitespace(bytes),
-        &MessageLimits::default(),
-        false,
-        &mut env,
-    )
-    .is_some()
-}

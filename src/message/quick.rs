@@ -20,13 +20,12 @@ use std::borrow::Cow;
 
 use super::MessageLimits;
 use super::envelope::{Envelope, RawBody, RawHeaders, RawStatus, listed_header};
-use super::framing::leading_whitespace;
 use super::json_text::next_to_escape;
 use super::syntax::{Loose, Number, StrOr};
 
 /// How deep the messages this reader takes nest: the message, `headers`,
 /// an array in it.
-const DEPTH: usize = 3;
+pub(super) const DEPTH: usize = 3;
 
 /// The top-level fields, in the order requests are written.
 const FIELDS: [&str; 7] = [
@@ -468,48 +467,13 @@ impl<'a> Reader<'a> {
     }
 }
 
-/// Whether the reader agrees with the general path on `bytes`: whenever it
-/// reads a message, the lexer frames the same message there and the
-/// parsers fill the same envelope from it; and whenever it reads a request
-/// straight into its type, the general path gives the same request. The
-/// differential check of the tests and of the `parse_message` fuzz target.
-pub(crate) fn agrees_with_general(bytes: &[u8], limits: &MessageLimits) -> bool {
-    use super::framing::{Scan, Scanner};
-    use super::syntax::{self, Notes};
-    [false, true].into_iter().all(|streams_content| {
-        let mut quick = Envelope::default();
-        let Some(end) = read(
-            bytes,
-            leading_whitespace(bytes),
-            limits,
-            streams_content,
-            &mut quick,
-        ) else {
-            return true;
-        };
-        let Scan::Complete(frame) = Scanner::with_limit(limits.max_message_bytes).scan(bytes) else {
-            return false;
-        };
-        let Ok(text) = std::str::from_utf8(&bytes[frame.range()]) else {
-            return false;
-        };
-        let mut general = Envelope::default();
-        let mut notes = Notes::default();
-        let read = syntax::parse(text, &mut general, &mut notes);
-        frame.end() == end
-            && frame.max_depth() <= DEPTH
-            && frame.lone_surrogate().is_none()
-            && read.is_ok()
-            && notes.into_first().is_none()
-            && general == quick
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use proptest::prelude::*;
 
     use super::*;
+    use crate::message::framing::leading_whitespace;
+    use crate::message::oracles::quick_agrees_with_general as agrees_with_general;
 
     const GET: &str = r#"{"jsontp":"1.0","type":"request","resource":"/hello.txt","method":"GET","headers":{"accept-encoding":["gzip","identity"],"accept-language":"en-US","if-modified-since":"2021-06-01T00:00:00Z+0000"},"body":{"content":"","encoding":"identity"}}"#;
 
