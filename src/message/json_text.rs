@@ -7,7 +7,7 @@
 //! mostly plain, so the search for the next byte to escape reads eight
 //! bytes at a time, and plain runs are copied whole.
 
-use super::words;
+use crate::message::words;
 
 /// Appends `s`, escaped, to `out` (without the surrounding quotes).
 pub(crate) fn escape(s: &str, out: &mut Vec<u8>) {

@@ -17,55 +17,54 @@
 //! - [`negotiate`] holds the helpers an application uses to answer
 //!   `accept-*` and conditional headers; [`codec`] the body encodings (D9).
 
-pub mod codec;
-pub mod content_stream;
-pub mod cookies;
-pub mod date;
-mod envelope;
-pub mod form;
-pub mod framing;
-mod header_values;
+// The layers: header values and their tokens; reading (lexer, shortcut,
+// text reader, envelope, judge); writing; the content codecs, whole and
+// streamed. Below them all, the text of a JSON string both ways
+// (`string.rs` reads it, `json_text.rs` writes it) and the word-wide byte
+// searches. What is public is re-exported here, at one path.
+mod content;
 mod headers;
-mod iso_codes;
+mod read;
+mod write;
+
+pub use content::{codec, content_stream};
+pub use headers::{cookies, date, language, media};
+pub use read::framing;
+
+pub mod form;
 mod json_text;
-pub mod language;
 mod leniency;
-pub mod media;
 mod method;
 pub mod negotiate;
 #[cfg(any(test, debug_assertions, fuzzing))]
 #[doc(hidden)]
 pub mod oracles;
-mod parse;
-mod quick;
-mod reader;
 mod rejection;
 pub mod resource;
-mod serialize;
-pub(crate) use serialize::STREAMED_TAIL;
 mod shortcuts;
 mod status;
 mod string;
-mod syntax;
 mod types;
 mod version;
-mod weight;
 mod words;
+
+pub(crate) use write::STREAMED_TAIL;
 
 pub use codec::Encoding;
 pub use content_stream::{ContentDecoder, ContentEncoder, EncodeError};
 pub use cookies::Cookies;
 pub use date::Date;
+pub use headers::weight::{Weight, Weighted};
 pub use headers::{EncodingRange, HeaderName, Headers};
 pub use language::{LanguageRange, LanguageTag};
 pub use leniency::{Forgiven, Validation};
 pub use media::{MediaRange, MediaType};
 pub use method::Method;
-pub use parse::{Parsed, RequestContext, parse_request, parse_response};
+pub use read::{Parsed, RequestContext, parse_request, parse_response};
 /// For the connection machine, whose scanner has framed each message
-/// already: no byte is lexed twice (see [`parse::parse_request_framed`]).
+/// already: no byte is lexed twice (see [`read::parse_request_framed`]).
 #[allow(unused_imports)]
-pub(crate) use parse::{
+pub(crate) use read::{
     named_encoding, parse_request_framed, parse_request_quick, parse_response_framed, parse_response_quick,
 };
 pub use rejection::{Rejection, RejectionKind, ValueError};
@@ -74,4 +73,3 @@ pub use status::{Status, StatusCode};
 pub(crate) use types::Content;
 pub use types::{Body, MessageLimits, Request, Response};
 pub use version::Version;
-pub use weight::{Weight, Weighted};

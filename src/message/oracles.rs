@@ -7,11 +7,12 @@ use std::fmt;
 
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 
-use super::envelope::Envelope;
+use super::MessageLimits;
 use super::framing::{Scan, Scanner, leading_whitespace};
-use super::reader::{MAX_NESTING, TextReader};
-use super::syntax::{self, Notes};
-use super::{MessageLimits, quick};
+use super::read::envelope::Envelope;
+use super::read::quick;
+use super::read::reader::{MAX_NESTING, TextReader};
+use super::read::syntax::{self, Notes};
 
 /// Whether the reader of message text reads `text` exactly as serde_json
 /// does where serde_json reads it, as the json5 crate does where only it

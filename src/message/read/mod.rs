@@ -2,11 +2,11 @@
 //!
 //! Three steps, and the first that finds a problem answers:
 //!
-//! 1. the lexer ([`super::framing`]) frames the bytes: one object and only
+//! 1. the lexer ([`crate::message::framing`]) frames the bytes: one object and only
 //!    whitespace around it, how deep it nests, lone surrogates. The
 //!    connection machine has done this already and hands its [`Frame`]
 //!    over; [`parse_request`] and [`parse_response`] do it themselves;
-//! 2. [`super::syntax`] reads the text into the shallow [`Envelope`] of
+//! 2. [`crate::message::read::syntax`] reads the text into the shallow [`Envelope`] of
 //!    `envelope.rs` (strict JSON, then JSON5; duplicate keys and numbers
 //!    JSON cannot carry are noted);
 //! 3. the functions here judge the envelope in the order of D5 and stop at
@@ -29,22 +29,28 @@
 //!    decode (`400`) or decodes past the limit (`413`), `content` missing
 //!    on `POST`/`PUT` (`400`).
 //!
-//! Levels 5 and 6 belong to the application ([`super::negotiate`]); the
+//! Levels 5 and 6 belong to the application ([`crate::message::negotiate`]); the
 //! first request of a 100-continue handshake reaches them too (D10).
+
+pub(crate) mod envelope;
+pub mod framing;
+pub(crate) mod header_values;
+pub(crate) mod quick;
+pub(crate) mod reader;
+pub(crate) mod syntax;
 
 use std::borrow::Cow;
 
-use super::codec::{self, DecodeError};
-use super::envelope::{Envelope, RawBody, RawStatus};
-use super::framing::{Fault, Frame, Scan, Scanner, leading_whitespace};
-use super::header_values::{quoted, request_headers, response_headers};
-use super::leniency::{Forgiven, Validation};
-use super::syntax::{self, Kind, Loose, Note, Notes, Number};
-use super::{
+use crate::message::codec::{self, DecodeError};
+use crate::message::framing::{Fault, Frame, Scan, Scanner, leading_whitespace};
+use crate::message::leniency::{Forgiven, Validation};
+use crate::message::read::envelope::{Envelope, RawBody, RawStatus};
+use crate::message::read::header_values::{quoted, request_headers, response_headers};
+use crate::message::{
     Body, Encoding, Headers, MessageLimits, Method, Rejection, RejectionKind, Request, Resource, Response,
     Status, StatusCode, Version,
 };
-use super::{quick, reader};
+use syntax::{Kind, Loose, Note, Notes, Number};
 
 /// Where a request stands in its exchange, which changes what is checked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -6,10 +6,10 @@
 //! The text is the string's JSON form between its quotes, escapes as
 //! written; pieces may split it anywhere, inside an escape, a UTF-8
 //! sequence or a base64 quantum. Decoding gives the bytes
-//! [`codec::decode`](super::codec::decode) gives for the whole string, and
+//! [`codec::decode`](crate::message::codec::decode) gives for the whole string, and
 //! refuses what it refuses (the wording of a refusal may differ: a piece
 //! knows less of the whole); encoding gives the text of
-//! [`codec::encode`](super::codec::encode), escaped as a JSON string.
+//! [`codec::encode`](crate::message::codec::encode), escaped as a JSON string.
 //!
 //! Decoding runs in stages, each holding at most a small fixed buffer:
 //! the string's escapes, JSON5's included (`string.rs`), then (for `gzip`,
@@ -27,10 +27,10 @@ use brotli::{BrotliDecompressStream, BrotliResult, BrotliState};
 use flate2::write::{GzEncoder, ZlibEncoder};
 use flate2::{Compression, Crc, Decompress, FlushDecompress, Status};
 
-use super::ValueError;
-use super::codec::{CHUNK, DecodeError, Encoding, VEC_WRITE, brotli_writer};
-use super::json_text::escape;
-use super::string::Unescape;
+use crate::message::ValueError;
+use crate::message::codec::{CHUNK, DecodeError, Encoding, VEC_WRITE, brotli_writer};
+use crate::message::json_text::escape;
+use crate::message::string::Unescape;
 
 /// How much base64 text is turned into compressed bytes at a time: the
 /// decompressor's input buffer.

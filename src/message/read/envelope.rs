@@ -1,7 +1,7 @@
 //! The envelope: a shallow, borrowed picture of one message, in which every
 //! field is kept with whatever JSON type it had.
 //!
-//! Parsing happens in two steps. [`super::syntax`] drives the seeds of this
+//! Parsing happens in two steps. [`crate::message::read::syntax`] drives the seeds of this
 //! file to fill an [`Envelope`]; no field is judged here (only duplicate
 //! keys and numbers JSON cannot carry are noted on the way, D4, D9), so one
 //! malformed field never hides a syntax error later in the text (D5 level 1
@@ -19,8 +19,8 @@ use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 use smallvec::SmallVec;
 
-use super::headers::HEADER_NAMES;
-use super::syntax::{
+use crate::message::headers::HEADER_NAMES;
+use crate::message::read::syntax::{
     AnySeed, Ctx, Document, KeySeed, KeySet, Kind, Loose, LooseSeed, Notes, Path, ValueSeed,
 };
 

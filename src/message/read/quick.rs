@@ -18,14 +18,14 @@
 
 use std::borrow::Cow;
 
-use super::MessageLimits;
-use super::envelope::{Envelope, RawBody, RawHeaders, RawStatus, listed_header};
-use super::json_text::next_to_escape;
-use super::syntax::{Loose, Number, StrOr};
+use crate::message::MessageLimits;
+use crate::message::json_text::next_to_escape;
+use crate::message::read::envelope::{Envelope, RawBody, RawHeaders, RawStatus, listed_header};
+use crate::message::read::syntax::{Loose, Number, StrOr};
 
 /// How deep the messages this reader takes nest: the message, `headers`,
 /// an array in it.
-pub(super) const DEPTH: usize = 3;
+pub(crate) const DEPTH: usize = 3;
 
 /// The top-level fields, in the order requests are written.
 const FIELDS: [&str; 7] = [

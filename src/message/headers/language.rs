@@ -4,8 +4,8 @@
 use std::fmt;
 use std::str::FromStr;
 
-use super::ValueError;
-use super::iso_codes;
+use crate::message::ValueError;
+use crate::message::headers::iso_codes;
 
 /// A language tag `ll-CC` whose codes both exist, stored normalised
 /// (`en-US`): lower-case language, upper-case country.

@@ -7,13 +7,13 @@
 use std::collections::HashSet;
 use std::str::FromStr;
 
-use super::envelope::RawHeaders;
-use super::headers::{EncodingList, HeaderName};
-use super::leniency::{Forgiven, Validation};
-use super::syntax::Loose;
-use super::weight::split_weight;
-use super::weight::trim_ows;
-use super::{Cookies, Encoding, EncodingRange, Headers, ValueError, Weight, Weighted};
+use crate::message::headers::weight::split_weight;
+use crate::message::headers::weight::trim_ows;
+use crate::message::headers::{EncodingList, HeaderName};
+use crate::message::leniency::{Forgiven, Validation};
+use crate::message::read::envelope::RawHeaders;
+use crate::message::read::syntax::Loose;
+use crate::message::{Cookies, Encoding, EncodingRange, Headers, ValueError, Weight, Weighted};
 
 /// A value quoted as JSON for a message, cut short when long (a megabyte of
 /// resource must not come back in the `human-message`).

@@ -1,10 +1,10 @@
 //! The reader of a message's text (D4): JSON5, of which strict JSON is a
-//! part, read in one pass into the serde seeds of [`super::syntax`].
+//! part, read in one pass into the serde seeds of [`crate::message::read::syntax`].
 //!
 //! One grammar, one reader: a message in strict JSON and one that uses
 //! JSON5's forms (comments, trailing commas, single quotes, unquoted keys,
 //! JSON5's numbers and escapes) go through the same code, and every string,
-//! key or value, is read by the one string reader ([`super::string`]).
+//! key or value, is read by the one string reader ([`crate::message::string`]).
 //!
 //! - Numbers JSON has are read as serde_json reads them (an integer that
 //!   fits is `u64` or `i64`, `-0` and every other number a correctly
@@ -15,7 +15,7 @@
 //!   an unquoted key may hold) are the json5 crate's Unicode tables.
 //! - Strings without escapes are borrowed from the input.
 //!
-//! The text was framed by the lexer first ([`super::framing`]), so it
+//! The text was framed by the lexer first ([`crate::message::framing`]), so it
 //! nests no deeper than the configured limit; the reader still refuses to
 //! recurse past [`MAX_NESTING`] levels on its own, whatever it is given.
 //!
@@ -30,8 +30,8 @@ use std::fmt;
 use serde::de::value::{BorrowedStrDeserializer, StringDeserializer};
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 
-use super::json_text::next_to_escape;
-use super::string;
+use crate::message::json_text::next_to_escape;
+use crate::message::string;
 
 /// The deepest nesting the reader recurses into: serde_json's own limit,
 /// far past any configured message depth (D3).

@@ -5,7 +5,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use super::ValueError;
+use crate::message::ValueError;
 
 /// `s` without HTTP's optional whitespace (spaces and tabs) at either
 /// end: a byte loop, several times cheaper than `trim_matches` with a set

@@ -5,13 +5,20 @@
 //! Also the names themselves ([`HeaderName`]); HTTP's weights are in
 //! `weight.rs`.
 
+pub mod cookies;
+pub mod date;
+pub(crate) mod iso_codes;
+pub mod language;
+pub mod media;
+pub mod weight;
+
 use std::fmt;
 use std::str::FromStr;
 
 use smallvec::SmallVec;
 
-use super::weight::split_weight;
-use super::{
+use crate::message::headers::weight::split_weight;
+use crate::message::{
     Cookies, Date, Encoding, LanguageRange, LanguageTag, MediaRange, MediaType, ValueError, Weighted,
 };
 
@@ -457,7 +464,7 @@ impl Headers {
 mod tests {
     use super::*;
     use crate::message::Weight;
-    use crate::message::weight::BAD_WEIGHT;
+    use crate::message::headers::weight::BAD_WEIGHT;
 
     #[test]
     fn d8_names_from_the_enum() {

@@ -10,7 +10,7 @@
 use std::fmt::Display;
 use std::io::Write;
 
-use super::{
+use crate::message::{
     Body, Cookies, Date, Encoding, HeaderName, Headers, MediaType, Request, Response, Version, codec,
 };
 
@@ -106,7 +106,7 @@ fn string(out: &mut Vec<u8>, s: &str) {
 fn utf8_string(out: &mut Vec<u8>, text: &[u8]) {
     out.reserve(text.len() + 2);
     out.push(b'"');
-    super::json_text::escape_utf8(text, out);
+    crate::message::json_text::escape_utf8(text, out);
     out.push(b'"');
 }
 
@@ -115,7 +115,7 @@ fn utf8_string(out: &mut Vec<u8>, text: &[u8]) {
 /// without `"` or `\` by construction), quoted as it is.
 fn quoted(out: &mut Vec<u8>, name: impl AsRef<[u8]>) {
     let name = name.as_ref();
-    debug_assert_eq!(super::json_text::next_to_escape(name, 0), name.len());
+    debug_assert_eq!(crate::message::json_text::next_to_escape(name, 0), name.len());
     out.reserve(name.len() + 2);
     out.push(b'"');
     out.extend_from_slice(name);

@@ -14,7 +14,7 @@ use flate2::bufread::GzDecoder;
 use flate2::write::{GzEncoder, ZlibEncoder};
 use flate2::{Compression, Decompress, FlushDecompress, Status};
 
-use super::ValueError;
+use crate::message::ValueError;
 
 /// The value of `body.encoding` (D9), compared exactly.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

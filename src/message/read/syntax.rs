@@ -2,9 +2,9 @@
 //! serde seeds the reader fills them through.
 //!
 //! [`parse`] runs on the text of one message that the lexer
-//! ([`super::framing`]) has already framed: it starts with `{`, ends with
+//! ([`crate::message::framing`]) has already framed: it starts with `{`, ends with
 //! the matching `}`, nests no deeper than the limit and escapes no lone
-//! surrogate. The one reader ([`super::reader`]) reads it, JSON and JSON5
+//! surrogate. The one reader ([`crate::message::read::reader`]) reads it, JSON and JSON5
 //! alike; what it refuses, it refuses with the fault and its place.
 //!
 //! The seeds see every key and every value of the message, at every
@@ -24,7 +24,7 @@ use serde_json::map::Entry;
 use serde_json::{Map, Value};
 use smallvec::SmallVec;
 
-use super::reader::TextReader;
+use crate::message::read::reader::TextReader;
 
 // ---------------------------------------------------------------------------
 // Values

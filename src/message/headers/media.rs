@@ -4,8 +4,8 @@
 use std::fmt;
 use std::str::FromStr;
 
-use super::weight::{BAD_WEIGHT, trim_ows};
-use super::{ValueError, Weight, Weighted};
+use crate::message::headers::weight::{BAD_WEIGHT, trim_ows};
+use crate::message::{ValueError, Weight, Weighted};
 
 /// A media type such as `text/plain; charset=utf-8`. Type and subtype are
 /// stored lower-case; parameters keep their order.
@@ -182,7 +182,7 @@ fn parse(s: &str) -> Option<MediaType> {
 
 /// A media range of `accept`: `type/subtype`, `type/*` or `*/*`, with
 /// optional parameters. Its weight (`;q=`) is not part of it: an `accept`
-/// entry is a [`Weighted<MediaRange>`](super::Weighted).
+/// entry is a [`Weighted<MediaRange>`](crate::message::Weighted).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct MediaRange {
     range: MediaType,
@@ -239,7 +239,7 @@ impl FromStr for MediaRange {
 
     /// `type/subtype`, `type/*` or `*/*`, with parameters; `*/subtype` is
     /// not a range. A `q` parameter is a weight, which a bare range cannot
-    /// hold: read such an entry as a [`Weighted<MediaRange>`](super::Weighted).
+    /// hold: read such an entry as a [`Weighted<MediaRange>`](crate::message::Weighted).
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let media = parse(s).ok_or_else(|| ValueError::new(NOT_A_RANGE))?;
         if media.params.iter().any(|(name, _)| name == "q") {

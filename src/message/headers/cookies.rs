@@ -4,8 +4,8 @@
 use std::collections::{HashMap, HashSet};
 use std::str::FromStr;
 
-use super::ValueError;
-use super::weight::trim_ows;
+use crate::message::ValueError;
+use crate::message::headers::weight::trim_ows;
 
 /// Cookie names and values, in the order given. Names are unique.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

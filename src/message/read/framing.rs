@@ -36,8 +36,8 @@
 //! first byte past the limit and answers [`Scan::TooLarge`] without waiting
 //! for the message's end (D3).
 //!
-//! [`parse_request`]: super::parse_request
-//! [`parse_response`]: super::parse_response
+//! [`parse_request`]: crate::message::parse_request
+//! [`parse_response`]: crate::message::parse_response
 
 use std::fmt;
 use std::ops::Range;
@@ -45,7 +45,7 @@ use std::ops::Range;
 use memchr::{memchr, memchr2, memchr3};
 use smallvec::SmallVec;
 
-use super::words;
+use crate::message::words;
 
 /// What a scan of the buffered bytes found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -92,7 +92,7 @@ pub enum Scan {
 pub struct ContentRun {
     pub(crate) start: usize,
     pub(crate) end: usize,
-    pub(crate) encoding: Option<super::Encoding>,
+    pub(crate) encoding: Option<crate::message::Encoding>,
     pub(crate) first: bool,
     pub(crate) last: bool,
 }
@@ -117,7 +117,7 @@ impl ContentRun {
     /// written in; `None` when none was named before it (or it named none
     /// of the four): the message names it after the content, and the
     /// receiver learns it at the message's end (D19).
-    pub fn encoding(&self) -> Option<super::Encoding> {
+    pub fn encoding(&self) -> Option<crate::message::Encoding> {
         self.encoding
     }
 
@@ -322,7 +322,7 @@ struct ContentTrack {
     /// followed.
     body_seen: bool,
     /// What `body.encoding` named, once it has.
-    encoding: Option<super::Encoding>,
+    encoding: Option<crate::message::Encoding>,
     /// The content's text is being reported; `first` until the first run
     /// has gone out.
     first: bool,
