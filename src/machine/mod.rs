@@ -18,10 +18,13 @@
 //! # Framing
 //!
 //! The message layer's lexer, [`Scanner`], finds where each message ends on
-//! the stream (D1), resuming where it stopped; the same lexer runs before
-//! every parse, so framing and parsing cannot disagree. Every limit of D3 is
-//! checked as bytes arrive, so the outcome never depends on how TCP split
-//! them.
+//! the stream (D1), resuming where it stopped. A whole message is read
+//! either by the message layer's one shortcut, which frames and reads the
+//! common message in the same pass and gives up on anything else, or, after
+//! the lexer, by its text reader; both fill the same envelope for the one
+//! judge, so how a message was read never changes its answer. Every limit
+//! of D3 is checked as bytes arrive, so the outcome never depends on how
+//! TCP split them.
 //!
 //! [`Scanner`]: crate::message::framing::Scanner
 //!

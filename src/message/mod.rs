@@ -9,11 +9,13 @@
 //!   the status code D5 gives and a `human-message` naming the field.
 //! - [`Request::to_bytes`] / [`Response::to_bytes`] write compact JSON plus
 //!   `\n` (D1).
-//! - [`framing`] is the one lexer every parser runs behind: it finds where
-//!   each message ends on a stream (D1), how deep it nests (D3) and whether
-//!   it escapes a lone surrogate (D4). The common message, strict JSON
+//! - [`framing`] is the one lexer: it finds where each message ends on a
+//!   stream (D1), how deep it nests (D3) and whether it escapes a lone
+//!   surrogate (D4). One reader then reads the text, JSON and JSON5 alike,
+//!   and one judge answers in D5's order. The common message, strict JSON
 //!   without escapes in the usual shape, is framed and read in one pass
-//!   instead (`quick.rs`), which gives up on anything else.
+//!   instead (`read/quick.rs`, the one shortcut): it fills the same
+//!   envelope for the same judge, or gives up.
 //! - [`negotiate`] holds the helpers an application uses to answer
 //!   `accept-*` and conditional headers; [`codec`] the body encodings (D9).
 

@@ -6,9 +6,11 @@
 //!    whitespace around it, how deep it nests, lone surrogates. The
 //!    connection machine has done this already and hands its [`Frame`]
 //!    over; [`parse_request`] and [`parse_response`] do it themselves;
-//! 2. [`crate::message::read::syntax`] reads the text into the shallow [`Envelope`] of
-//!    `envelope.rs` (strict JSON, then JSON5; duplicate keys and numbers
-//!    JSON cannot carry are noted);
+//! 2. the text reader (`reader.rs`, JSON and JSON5 in one pass) fills the
+//!    shallow [`Envelope`] of `envelope.rs` through the seeds of
+//!    `syntax.rs` (duplicate keys and numbers JSON cannot carry are
+//!    noted); the common message is framed and read in one pass by
+//!    `quick.rs` instead, into the same envelope;
 //! 3. the functions here judge the envelope in the order of D5 and stop at
 //!    the first level that finds a problem:
 //!
