@@ -11,13 +11,12 @@
 use std::collections::VecDeque;
 use std::time::Instant;
 
-use super::core::{ContentOutcome, Core, Lifecycle, Outbound, Scanned, Timers, deadline, due};
+use super::core::{ContentOutcome, Core, Decoded, Lifecycle, Outbound, Timers, deadline, due};
 use super::responses::refusal;
 use super::table::{Exchange, ExchangeState, Input, Role, TransitionError};
 use super::{ClientConfig, ClientEvent, Now, PeerError, RequestId, UsageError};
-use crate::message::{
-    Body, Parsed, Rejection, Request, Response, StatusCode, parse_response_framed, parse_response_quick,
-};
+use crate::message::decoder::Responses;
+use crate::message::{Body, Parsed, Rejection, Request, Response, StatusCode};
 
 /// One jsontp connection in the client role, without I/O.
 ///
@@ -478,20 +477,14 @@ impl ClientConnection {
     /// Frames and handles every complete response.
     fn process_input(&mut self, now: Now) {
         loop {
-            if let Some((len, parsed)) = self.read_whole() {
-                self.core.message_read(len, now);
-                self.on_message(parsed, None, now);
-                continue;
-            }
-            match self.core.frame(now) {
-                Scanned::Partial => return,
-                Scanned::Message(framed) => {
-                    let bytes = self.core.message(&framed);
-                    let limits = &self.config.limits.message;
-                    let parsed = parse_response_framed(bytes, &framed.frame, self.config.validation, limits);
-                    self.on_message(parsed, framed.content.as_ref(), now);
-                }
-                Scanned::Content(data) => {
+            let responses = Responses {
+                validation: self.config.validation,
+                limits: &self.config.limits.message,
+            };
+            match self.core.next_message(&responses, now) {
+                Decoded::Partial => return,
+                Decoded::Message { read, content } => self.on_message(read, content.as_ref(), now),
+                Decoded::Content(data) => {
                     // A piece of the front exchange's response (D19); one
                     // event at a time, so that memory stays bounded. The
                     // response to a request we gave up on is dropped.
@@ -500,8 +493,8 @@ impl ClientConnection {
                         return;
                     }
                 }
-                Scanned::ContentTooLarge { limit } => self.fatal(refusal::content_too_large(limit)),
-                Scanned::TooDeep => {
+                Decoded::ContentTooLarge { limit } => self.fatal(refusal::content_too_large(limit)),
+                Decoded::TooDeep => {
                     // A response we cannot take: the connection ends.
                     self.core.stop_input();
                     let limit = self.config.limits.message.max_depth;
@@ -509,8 +502,8 @@ impl ClientConnection {
                 }
                 // A streamed response needs no head: the client reads
                 // every response to its end; and it never discards.
-                Scanned::ContentHead { .. } | Scanned::Abandoned => {}
-                Scanned::End { cut_short } => {
+                Decoded::ContentHead { .. } | Decoded::Abandoned => {}
+                Decoded::End { cut_short } => {
                     // Fine after complete responses when nothing is owed.
                     let owed = self.exchanges.iter().any(|o| o.id.is_some());
                     if cut_short || owed {
@@ -518,8 +511,8 @@ impl ClientConnection {
                             .push_event(ClientEvent::PeerError(PeerError::UnexpectedEof));
                     }
                 }
-                Scanned::Invalid { byte, fault } => self.fatal(refusal::framing(byte, fault)),
-                Scanned::TooLarge => {
+                Decoded::Invalid { byte, fault } => self.fatal(refusal::framing(byte, fault)),
+                Decoded::TooLarge => {
                     let limit = self.config.limits.message.max_message_bytes;
                     self.fatal(refusal::too_large(limit));
                 }
@@ -540,14 +533,6 @@ impl ClientConnection {
     /// The exchange the next response answers.
     fn front_id(&self) -> Option<RequestId> {
         self.exchanges.front().and_then(|o| o.id)
-    }
-
-    /// The next response, when it is all in the input and the one-pass
-    /// reader takes it (see the server's).
-    fn read_whole(&self) -> Option<(usize, Result<Parsed<Response>, Rejection>)> {
-        let bytes = self.core.fresh_input()?;
-        let limits = &self.config.limits.message;
-        parse_response_quick(bytes, self.config.validation, limits, self.config.stream_content)
     }
 
     /// Handles one response, parsed; `content`: how its streamed content

@@ -17,14 +17,14 @@
 //!
 //! # Framing
 //!
-//! The message layer's lexer, [`Scanner`], finds where each message ends on
-//! the stream (D1), resuming where it stopped. A whole message is read
-//! either by the message layer's one shortcut, which frames and reads the
-//! common message in the same pass and gives up on anything else, or, after
-//! the lexer, by its text reader; both fill the same envelope for the one
-//! judge, so how a message was read never changes its answer. Every limit
-//! of D3 is checked as bytes arrive, so the outcome never depends on how
-//! TCP split them.
+//! The message layer's decoder reads the peer's stream: its lexer,
+//! [`Scanner`], finds where each message ends (D1), resuming where it
+//! stopped; the decoder reads each message whole (by the one shortcut, or
+//! by the text reader after the lexer), hands streamed content out in
+//! pieces (D19), and judges every message by the one judge, so how a
+//! message was read never changes its answer. The roles only say whether
+//! requests or responses come. Every limit of D3 is checked as bytes
+//! arrive, so the outcome never depends on how TCP split them.
 //!
 //! [`Scanner`]: crate::message::framing::Scanner
 //!

@@ -14,14 +14,12 @@
 use std::collections::VecDeque;
 use std::time::Instant;
 
-use super::core::{ContentOutcome, Core, KEEP_BUFFERS, Lifecycle, Outbound, Scanned, Timers, deadline, due};
+use super::core::{ContentOutcome, Core, Decoded, KEEP_BUFFERS, Lifecycle, Outbound, Timers, deadline, due};
 use super::responses::{self, refusal};
 use super::table::{Exchange, ExchangeState, Input, Role, TransitionError};
 use super::{ContinuePolicy, Now, PeerError, RequestId, ServerConfig, ServerEvent, UsageError};
-use crate::message::framing::{Scan, Scanner};
-use crate::message::{
-    Method, Rejection, Request, RequestContext, Response, parse_request_framed, parse_request_quick,
-};
+use crate::message::decoder::Requests;
+use crate::message::{Method, Rejection, Request, RequestContext, Response, parse_request};
 
 /// One jsontp connection in the server role, without I/O.
 ///
@@ -476,43 +474,34 @@ impl ServerConnection {
             if self.core.has_events() || !self.ready_for_message() {
                 return;
             }
-            if let Some((len, parsed)) = self.read_whole() {
-                self.core.message_read(len, now);
-                self.on_message(parsed, None, now);
-                continue;
-            }
             let awaited = self.awaited().map(|slot| slot.id);
-            match self.core.frame(now) {
-                Scanned::Partial => return,
-                Scanned::Message(framed) => {
-                    // D3: the scanner measured the depth; a deep message is
-                    // refused from that count before any recursive parser
-                    // runs.
-                    let bytes = self.core.message(&framed);
-                    let limits = &self.config.limits.message;
-                    let parsed = parse_request_framed(bytes, &framed.frame, self.context(), limits);
-                    self.on_message(parsed, framed.content.as_ref(), now);
-                }
-                Scanned::ContentHead { envelope } => {
+            let requests = Requests {
+                context: self.context(),
+                limits: &self.config.limits.message,
+            };
+            match self.core.next_message(&requests, now) {
+                Decoded::Partial => return,
+                Decoded::Message { read, content } => self.on_message(read, content.as_ref(), now),
+                Decoded::ContentHead { envelope } => {
                     if let Some(head) = self.content_head(&envelope) {
                         let id = self.receiving_id(awaited);
                         self.core.push_event(ServerEvent::ContentHead { id, head });
                     }
                 }
-                Scanned::Content(data) => {
+                Decoded::Content(data) => {
                     let id = self.receiving_id(awaited);
                     self.core.push_event(ServerEvent::Content { id, data });
                 }
-                Scanned::ContentTooLarge { limit } => {
+                Decoded::ContentTooLarge { limit } => {
                     let target = self.message_target();
                     self.reject(target, refusal::content_too_large(limit), true, now);
                 }
-                Scanned::End { cut_short: true } => {
+                Decoded::End { cut_short: true } => {
                     // D1: `400` if the peer can still read, then the close.
                     let target = self.message_target();
                     self.reject(target, refusal::incomplete(), true, now);
                 }
-                Scanned::End { cut_short: false } => {
+                Decoded::End { cut_short: false } => {
                     if awaited.is_some() {
                         // The peer left after the `100` without the full
                         // request: nothing to answer, nothing written.
@@ -521,11 +510,11 @@ impl ServerConnection {
                             .push_event(ServerEvent::PeerError(PeerError::UnexpectedEof));
                     }
                 }
-                Scanned::Invalid { byte, fault } => {
+                Decoded::Invalid { byte, fault } => {
                     let target = self.message_target();
                     self.reject(target, refusal::framing(byte, fault), true, now);
                 }
-                Scanned::TooDeep => {
+                Decoded::TooDeep => {
                     // D3: answered at once; the rest of the message is
                     // dropped and the connection goes on.
                     let limit = self.config.limits.message.max_depth;
@@ -534,8 +523,8 @@ impl ServerConnection {
                 }
                 // The refused message cannot end cleanly: it had its one
                 // answer (D1, D5); the connection closes once that is out.
-                Scanned::Abandoned => {}
-                Scanned::TooLarge => {
+                Decoded::Abandoned => {}
+                Decoded::TooLarge => {
                     let limit = self.config.limits.message.max_message_bytes;
                     let target = self.message_target();
                     self.reject(target, refusal::too_large(limit), true, now);
@@ -560,8 +549,8 @@ impl ServerConnection {
 
     /// The request a streamed message's envelope makes (D19), when it is
     /// one that the whole message, with nothing after its content, would
-    /// hand to the application: read by the same lexer and parser, in the
-    /// same context, as the whole message will be. `None` for anything
+    /// hand to the application: read and judged as the whole message will
+    /// be, in the same context. `None` for anything
     /// else: a fault (D5 levels 1 to 4), a first request of a handshake,
     /// whose body is ignored, or the full request of a handshake, whose
     /// envelope was decided at the handshake, by the application or by
@@ -570,16 +559,8 @@ impl ServerConnection {
         if self.awaited().is_some() {
             return None;
         }
-        let limits = &self.config.limits.message;
-        let mut scanner = Scanner::with_limit(limits.max_message_bytes).with_depth_limit(limits.max_depth);
-        let Scan::Complete(frame) = scanner.scan(envelope) else {
-            return None;
-        };
-        if frame.range() != (0..envelope.len()) {
-            return None;
-        }
-        let head: Box<Request> = parse_request_framed(envelope, &frame, self.context(), limits).ok()?;
-        (!head.headers.expect_continue()).then_some(head)
+        let head = parse_request(envelope, self.context(), &self.config.limits.message).ok()?;
+        (!head.headers.expect_continue()).then(|| Box::new(head))
     }
 
     /// The exchange the message being received belongs to, if it has one
@@ -598,16 +579,6 @@ impl ServerConnection {
             Some(_) => RequestContext::AfterContinue,
             None => RequestContext::Fresh,
         }
-    }
-
-    /// The next request, when it is all in the input and the one-pass
-    /// reader takes it: its length and what parsing it says. Most requests
-    /// are read so, framed and parsed in one pass; `None` leaves the input
-    /// to the lexer.
-    fn read_whole(&self) -> Option<(usize, Result<Box<Request>, Rejection>)> {
-        let bytes = self.core.fresh_input()?;
-        let limits = &self.config.limits.message;
-        parse_request_quick(bytes, self.context(), limits, self.config.stream_content)
     }
 
     /// Handles one message, parsed: the full request of the awaited

@@ -24,6 +24,7 @@
 // streamed. Below them all, the text of a JSON string both ways
 // (`string.rs` reads it, `json_text.rs` writes it) and the word-wide byte
 // searches. What is public is re-exported here, at one path.
+pub(crate) mod buffer;
 mod content;
 mod headers;
 mod read;
@@ -31,6 +32,7 @@ mod write;
 
 pub use content::{codec, content_stream};
 pub use headers::{cookies, date, language, media};
+pub(crate) use read::decoder;
 pub use read::framing;
 
 pub mod form;
@@ -63,12 +65,6 @@ pub use leniency::{Forgiven, Validation};
 pub use media::{MediaRange, MediaType};
 pub use method::Method;
 pub use read::{Parsed, RequestContext, parse_request, parse_response};
-/// For the connection machine, whose scanner has framed each message
-/// already: no byte is lexed twice (see [`read::parse_request_framed`]).
-#[allow(unused_imports)]
-pub(crate) use read::{
-    named_encoding, parse_request_framed, parse_request_quick, parse_response_framed, parse_response_quick,
-};
 pub use rejection::{Rejection, RejectionKind, ValueError};
 pub use resource::Resource;
 pub use status::{Status, StatusCode};

@@ -34,6 +34,7 @@
 //! Levels 5 and 6 belong to the application ([`crate::message::negotiate`]); the
 //! first request of a 100-continue handshake reaches them too (D10).
 
+pub(crate) mod decoder;
 pub(crate) mod envelope;
 pub mod framing;
 pub(crate) mod header_values;
