@@ -330,6 +330,7 @@ impl<E: RoleEvent> Core<E> {
     /// `grammar` says; bookkeeping for the message timer and the idle
     /// timer on the way (D3). After an item that ends input, input is
     /// stopped.
+    #[inline]
     pub(super) fn next_message<G: Grammar>(&mut self, grammar: &G, now: Now) -> Decoded<G::Read> {
         if !self.reads_input() {
             return Decoded::Partial;

@@ -61,6 +61,7 @@ pub(crate) struct Requests<'a> {
 impl Grammar for Requests<'_> {
     type Read = Result<Box<Request>, Rejection>;
 
+    #[inline]
     fn read_whole(&self, bytes: &[u8], streams_content: bool) -> Option<(usize, Self::Read)> {
         parse_request_quick(bytes, self.context, self.limits, streams_content)
     }
@@ -396,6 +397,7 @@ impl Decoder {
     /// The next thing the stream has to say; `peer_ended`: no more bytes
     /// will come. After an item that [ends input](Decoded::ends_input),
     /// nothing more is read.
+    #[inline]
     pub(crate) fn next<G: Grammar>(&mut self, grammar: &G, peer_ended: bool) -> Decoded<G::Read> {
         if let Some(decoded) = self.read_whole(grammar) {
             return decoded;
@@ -467,6 +469,7 @@ impl Decoder {
 
     /// The message at the front of fresh input (nothing of it scanned or
     /// taken), read whole by the one shortcut if it takes it.
+    #[inline]
     fn read_whole<G: Grammar>(&mut self, grammar: &G) -> Option<Decoded<G::Read>> {
         let fresh = !self.input.is_empty()
             && self.inbound.is_none()
