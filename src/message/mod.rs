@@ -30,8 +30,7 @@ mod headers;
 mod read;
 mod write;
 
-pub use content::{codec, content_stream};
-pub use headers::{cookies, date, language, media};
+pub use content::codec;
 pub(crate) use read::decoder;
 pub use read::framing;
 
@@ -44,7 +43,7 @@ pub mod negotiate;
 #[doc(hidden)]
 pub mod oracles;
 mod rejection;
-pub mod resource;
+mod resource;
 mod shortcuts;
 mod status;
 mod string;
@@ -54,15 +53,15 @@ mod words;
 
 pub(crate) use write::STREAMED_TAIL;
 
-pub use codec::Encoding;
-pub use content_stream::{ContentDecoder, ContentEncoder, EncodeError};
-pub use cookies::Cookies;
-pub use date::Date;
+pub use content::content_stream::{ContentDecoder, ContentEncoder, EncodeError};
+pub use content::encoding::Encoding;
+pub use headers::cookies::Cookies;
+pub use headers::date::Date;
+pub use headers::language::{LanguageRange, LanguageTag};
+pub use headers::media::{MediaRange, MediaType};
 pub use headers::weight::{Weight, Weighted};
 pub use headers::{EncodingRange, HeaderName, Headers};
-pub use language::{LanguageRange, LanguageTag};
 pub use leniency::{Forgiven, Validation};
-pub use media::{MediaRange, MediaType};
 pub use method::Method;
 pub use read::{Parsed, RequestContext, parse_request, parse_response};
 pub use rejection::{Rejection, RejectionKind, ValueError};

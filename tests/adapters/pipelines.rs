@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use jsontp::io_adapters::server::{Handler, Reply, RequestInfo, ServerOptions, SpoolOptions, Upload};
 use jsontp::machine::ServerConfig;
-use jsontp::message::codec::Encoding;
+use jsontp::message::Encoding;
 use jsontp::message::{Body, Method, Request, Response, Status, StatusCode};
 use serde_json::Value;
 

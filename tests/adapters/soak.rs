@@ -18,7 +18,7 @@ use jsontp::io_adapters::client::ClientOptions;
 use jsontp::io_adapters::client::blocking::Client;
 use jsontp::io_adapters::server::mio::MioServer;
 use jsontp::io_adapters::server::{ServerOptions, SpoolOptions};
-use jsontp::message::codec::Encoding;
+use jsontp::message::Encoding;
 use jsontp::message::{Body, Method, Request, StatusCode};
 
 const CHILD_ROOT: &str = "JSONTP_SOAK_CHILD_ROOT";

@@ -11,7 +11,7 @@ use jsontp::io_adapters::client::blocking::Client;
 use jsontp::io_adapters::server::{
     AccessRecord, Handler, Reply, RequestInfo, ServerOptions, SpoolOptions, Upload,
 };
-use jsontp::message::codec::Encoding;
+use jsontp::message::Encoding;
 use jsontp::message::{Body, Method, Request, Response, Status, StatusCode};
 
 use crate::support::{each_runtime, start};

@@ -9,7 +9,8 @@ use jsontp::machine::{
     ClientConfig, ClientConnection, ClientEvent, ContinuePolicy, Limits, Now, PeerError, RequestId,
     ServerConfig, ServerConnection, ServerEvent, UsageError,
 };
-use jsontp::message::codec::{self, Encoding};
+use jsontp::message::Encoding;
+use jsontp::message::codec;
 use jsontp::message::{Body, Method, Request, Response, Status, StatusCode};
 
 use proptest::prelude::*;

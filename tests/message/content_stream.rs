@@ -1,7 +1,8 @@
 //! The content codec in pieces (D19) against the whole-string codec: the
 //! same bytes whatever the split, the same refusals, bounded output.
 
-use jsontp::message::codec::{self, DecodeError, Encoding};
+use jsontp::message::Encoding;
+use jsontp::message::codec::{self, DecodeError};
 use jsontp::message::{ContentDecoder, ContentEncoder};
 use proptest::prelude::*;
 

@@ -27,8 +27,9 @@ use brotli::{BrotliDecompressStream, BrotliResult, BrotliState};
 use flate2::write::{GzEncoder, ZlibEncoder};
 use flate2::{Compression, Crc, Decompress, FlushDecompress, Status};
 
+use crate::message::Encoding;
 use crate::message::ValueError;
-use crate::message::codec::{CHUNK, DecodeError, Encoding, VEC_WRITE, brotli_writer};
+use crate::message::codec::{CHUNK, DecodeError, VEC_WRITE, brotli_writer};
 use crate::message::json_text::escape;
 use crate::message::string::Unescape;
 

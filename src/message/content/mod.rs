@@ -2,4 +2,5 @@
 //! ([`content_stream`]).
 
 pub mod codec;
-pub mod content_stream;
+pub(crate) mod content_stream;
+pub(crate) mod encoding;

@@ -5,11 +5,11 @@
 //! Also the names themselves ([`HeaderName`]); HTTP's weights are in
 //! `weight.rs`.
 
-pub mod cookies;
-pub mod date;
+pub(crate) mod cookies;
+pub(crate) mod date;
 pub(crate) mod iso_codes;
-pub mod language;
-pub mod media;
+pub(crate) mod language;
+pub(crate) mod media;
 pub mod weight;
 
 use std::fmt;
