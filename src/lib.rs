@@ -61,8 +61,8 @@
 //! let too_new = br#"{"jsontp":"2.0","type":"request","resource":"/","method":"GET",
 //!     "headers":{},"body":{"content":"","encoding":"identity"}}"#;
 //! let rejection = parse_request(too_new, RequestContext::Fresh, &limits).unwrap_err();
-//! assert_eq!(rejection.status, StatusCode::VERSION_NOT_SUPPORTED);
-//! let refusal = Response::new(Status::new(rejection.status, rejection.message))
+//! assert_eq!(rejection.status(), StatusCode::VERSION_NOT_SUPPORTED);
+//! let refusal = Response::new(Status::new(rejection.status(), rejection.message))
 //!     .with_resource(rejection.resource);
 //! assert_eq!(refusal.resource, "/");
 //! # Ok::<(), jsontp::message::Rejection>(())

@@ -230,7 +230,7 @@ impl fmt::Display for PeerError {
                     f,
                     "{} refused with {}: {}",
                     exchange(id),
-                    rejection.status.as_u16(),
+                    rejection.status().as_u16(),
                     rejection.message
                 )?;
                 if *closes {

@@ -27,7 +27,7 @@ pub(super) fn continue_ack(resource: &str, now: Now, language: LanguageTag) -> R
 
 /// The response to a refused message.
 pub(super) fn rejection(rejection: &Rejection, now: Now, language: LanguageTag) -> Response {
-    let status = Status::new(rejection.status, rejection.message.clone());
+    let status = Status::new(rejection.status(), rejection.message.clone());
     let mut response = Response::new(status).with_resource(rejection.resource.clone());
     fill_defaults(&mut response, now, language);
     response

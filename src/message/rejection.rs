@@ -122,8 +122,8 @@ impl RejectionKind {
 /// A message that was refused, with the response it must get (D5, D12).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rejection {
-    /// The status code D5 gives for the first problem found, in its order.
-    pub status: StatusCode,
+    /// Set once, with `kind`: the two always agree.
+    status: StatusCode,
     /// The `human-message`: names the field and what is wrong with it.
     pub message: String,
     /// The `resource` to echo: the request's own string, or `""` when it
@@ -168,6 +168,12 @@ impl Rejection {
     /// Which rule refused the message.
     pub fn kind(&self) -> RejectionKind {
         self.kind
+    }
+
+    /// The status code D5 gives for the first problem found, in its order:
+    /// the kind's, or the one given to [`Rejection::new`].
+    pub fn status(&self) -> StatusCode {
+        self.status
     }
 }
 

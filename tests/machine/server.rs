@@ -173,7 +173,7 @@ fn rejections(events: &[ServerEvent]) -> Vec<(Option<u64>, StatusCode, String, b
                 closes,
             }) => Some((
                 id.map(RequestId::index),
-                rejection.status,
+                rejection.status(),
                 rejection.resource.clone(),
                 *closes,
             )),

@@ -148,7 +148,12 @@ fn rejection(got: &Received) -> (Option<RequestId>, u16, String, bool) {
                 id,
                 rejection,
                 closes,
-            }) => Some((*id, rejection.status.as_u16(), rejection.message.clone(), *closes)),
+            }) => Some((
+                *id,
+                rejection.status().as_u16(),
+                rejection.message.clone(),
+                *closes,
+            )),
             _ => None,
         })
         .unwrap_or_else(|| panic!("no rejection in {:?}", got.events))
@@ -490,7 +495,7 @@ fn trickle(bytes_per_step: usize, every: Duration, total: usize) -> Option<(u64,
             match event {
                 ServerEvent::PeerError(PeerError::Rejected { rejection, .. }) => {
                     let at = clock.now().instant.duration_since(start).as_secs();
-                    return Some(Some((at, rejection.status.as_u16())));
+                    return Some(Some((at, rejection.status().as_u16())));
                 }
                 ServerEvent::Request { .. } => return Some(None),
                 _ => {}
@@ -825,7 +830,7 @@ fn a_message_still_arriving_that_nests_too_deep_is_refused_at_once() {
     let refused = events.iter().find_map(|e| match e {
         ServerEvent::PeerError(PeerError::Rejected {
             rejection, closes, ..
-        }) => Some((rejection.status.as_u16(), rejection.message.clone(), *closes)),
+        }) => Some((rejection.status().as_u16(), rejection.message.clone(), *closes)),
         _ => None,
     });
     let (status, message, closes) = refused.expect("refused before the message ends");

@@ -81,7 +81,7 @@ fn render_peer_error(error: &PeerError) -> String {
         } => format!(
             "peer error #{} {} {:?} echo {:?}{}",
             id.map_or("-".to_owned(), |id| id.index().to_string()),
-            rejection.status.as_u16(),
+            rejection.status().as_u16(),
             rejection.message,
             rejection.resource,
             if *closes { ", closes" } else { "" }

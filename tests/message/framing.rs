@@ -45,7 +45,7 @@ fn d1_each_fault_is_a_framing_rejection() {
         assert_eq!(scan(text.as_bytes()), Scan::Error { at, fault }, "{text}");
         let e = refused(text);
         assert_eq!(
-            (e.status.as_u16(), e.kind(), e.resource.as_str()),
+            (e.status().as_u16(), e.kind(), e.resource.as_str()),
             (400, RejectionKind::Framing, ""),
             "{text}"
         );

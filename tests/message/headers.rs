@@ -64,7 +64,7 @@ fn d8_a_malformed_weight_is_400() {
                 json!([format!("{entry};{weight}")]),
             ] {
                 let e = refused(&header(name, value.clone()));
-                assert_eq!(e.status.as_u16(), 400, "{name}: {value}");
+                assert_eq!(e.status().as_u16(), 400, "{name}: {value}");
                 assert!(
                     e.message.starts_with(&format!("header \"{name}\"")),
                     "{}",
@@ -115,7 +115,7 @@ fn d8_response_only_names_in_a_request_are_ignored_whatever_their_type() {
         // Except null, which no header may be.
         let e = refused(&header(name, Value::Null));
         assert_eq!(
-            (e.status.as_u16(), e.message.as_str()),
+            (e.status().as_u16(), e.message.as_str()),
             (
                 400,
                 &*format!("header \"{name}\" is null, which no header may be")

@@ -197,7 +197,7 @@ fn rejections_of_bad_requests() {
             Ok(_) => format!("{what}: ACCEPTED\n"),
             Err(e) => format!(
                 "{what}\n    {} {:?} {:?}\n    {}\n",
-                e.status.as_u16(),
+                e.status().as_u16(),
                 e.kind(),
                 e.resource,
                 e.message
@@ -212,7 +212,7 @@ fn rejections_of_bad_requests() {
         let e = parse_request(text.as_bytes(), RequestContext::Fresh, &limits).unwrap_err();
         table.push_str(&format!(
             "{what}\n    {} {:?} {:?}\n    {}\n",
-            e.status.as_u16(),
+            e.status().as_u16(),
             e.kind(),
             e.resource,
             e.message

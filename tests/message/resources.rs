@@ -93,7 +93,7 @@ fn d7_bad_escapes_nul_and_non_utf8_are_400() {
         assert_eq!(reason(bad), "is not UTF-8 once percent-decoded", "{bad}");
     }
     let e = refused(&with(|m| m["resource"] = json!("/a%00b")));
-    assert_eq!((e.status.as_u16(), e.resource.as_str()), (400, "/a%00b"));
+    assert_eq!((e.status().as_u16(), e.resource.as_str()), (400, "/a%00b"));
     assert!(e.message.contains("%00"), "{}", e.message);
 }
 
@@ -118,7 +118,7 @@ fn d7_and_d20_other_schemes_are_400() {
     ] {
         assert_eq!(reason(other), "uses another scheme than jsontp://", "{other}");
         let e = refused(&with(|m| m["resource"] = json!(other)));
-        assert_eq!((e.status.as_u16(), e.resource.as_str()), (400, other));
+        assert_eq!((e.status().as_u16(), e.resource.as_str()), (400, other));
     }
 }
 

@@ -239,13 +239,13 @@ proptest! {
         let limits = MessageLimits::default();
         for context in [RequestContext::Fresh, RequestContext::AfterContinue] {
             if let Err(e) = parse_request(&bytes, context, &limits) {
-                prop_assert!(e.status.is_error());
+                prop_assert!(e.status().is_error());
                 prop_assert!(!e.message.is_empty());
             }
         }
         for validation in [Validation::Strict, Validation::Lenient] {
             if let Err(e) = parse_response(&bytes, validation, &limits) {
-                prop_assert!(e.status.is_error());
+                prop_assert!(e.status().is_error());
                 prop_assert!(!e.message.is_empty());
             }
         }

@@ -48,5 +48,5 @@ pub fn refused(message: &Value) -> Rejection {
 /// The status code a refused request gets.
 #[track_caller]
 pub fn code(message: &Value) -> u16 {
-    refused(message).status.as_u16()
+    refused(message).status().as_u16()
 }

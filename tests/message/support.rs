@@ -53,7 +53,7 @@ pub fn refused(text: &str) -> Rejection {
 
 #[track_caller]
 pub fn code(text: &str) -> u16 {
-    refused(text).status.as_u16()
+    refused(text).status().as_u16()
 }
 
 pub fn remove(field: &'static str) -> impl FnOnce(&mut Value) {

@@ -57,7 +57,7 @@ fn d4_neither_json_nor_json5() {
     ] {
         let e = refused(text);
         assert_eq!(
-            (e.status.as_u16(), e.resource.as_str(), e.kind()),
+            (e.status().as_u16(), e.resource.as_str(), e.kind()),
             (400, "", kind),
             "{text}"
         );
@@ -82,7 +82,7 @@ fn d4_not_an_object() {
     ] {
         let e = refused(text);
         assert_eq!(
-            (e.status.as_u16(), e.resource.as_str(), e.kind()),
+            (e.status().as_u16(), e.resource.as_str(), e.kind()),
             (400, "", RejectionKind::NotAnObject),
             "{text}"
         );
@@ -125,7 +125,7 @@ fn d4_duplicate_keys_at_every_level() {
     for text in cases {
         let e = refused(&text);
         assert_eq!(
-            (e.status.as_u16(), e.kind()),
+            (e.status().as_u16(), e.kind()),
             (400, RejectionKind::DuplicateKey),
             "{text}"
         );
@@ -145,7 +145,7 @@ fn d4_invalid_utf8_and_lone_surrogates() {
     let at = bytes.iter().position(|&b| b == b'X').unwrap();
     bytes[at] = 0xFF;
     let e = parse_request(&bytes, RequestContext::Fresh, &MessageLimits::default()).unwrap_err();
-    assert_eq!((e.status.as_u16(), e.kind()), (400, RejectionKind::Syntax));
+    assert_eq!((e.status().as_u16(), e.kind()), (400, RejectionKind::Syntax));
     assert!(e.message.contains("UTF-8"), "{e}");
     let b = base().to_string();
     for (from, to) in [
@@ -160,7 +160,7 @@ fn d4_invalid_utf8_and_lone_surrogates() {
         let text = b.replacen(from, to, 1);
         let e = refused(&text);
         assert_eq!(
-            (e.status.as_u16(), e.kind()),
+            (e.status().as_u16(), e.kind()),
             (400, RejectionKind::Syntax),
             "{text}"
         );
@@ -191,7 +191,7 @@ fn d3_depth_limit() {
     assert!(parse(&nested_in_body(62, true)).is_ok());
     let e = refused(&nested_in_body(63, false));
     assert_eq!(
-        (e.status.as_u16(), e.resource.as_str(), e.kind()),
+        (e.status().as_u16(), e.resource.as_str(), e.kind()),
         (400, "", RejectionKind::TooDeep)
     );
     assert!(e.message.contains("deeper than the limit of 64"), "{e}");
@@ -233,7 +233,7 @@ fn d4_duplicates_inside_values_a_header_or_a_body_key_carries() {
     for text in cases {
         let e = refused(&text);
         assert_eq!(
-            (e.status.as_u16(), e.kind()),
+            (e.status().as_u16(), e.kind()),
             (400, RejectionKind::DuplicateKey),
             "{text}"
         );
@@ -315,7 +315,7 @@ fn d9_infinity_and_nan_are_refused_wherever_they_are() {
     ] {
         let e = refused(&json5(field));
         assert_eq!(
-            (e.status.as_u16(), e.kind()),
+            (e.status().as_u16(), e.kind()),
             (400, RejectionKind::NotJsonNumber),
             "{field}"
         );
@@ -362,7 +362,7 @@ fn d9_null_inside_a_body_keys_value_but_not_as_it() {
     assert_eq!(r.body.extra()["meta"], json!({"a": null}));
     assert_eq!(r.body.extra()["list"], json!([null]));
     let e = refused(&with(|m| m["body"]["meta"] = Value::Null));
-    assert_eq!((e.status.as_u16(), e.kind()), (400, RejectionKind::Envelope));
+    assert_eq!((e.status().as_u16(), e.kind()), (400, RejectionKind::Envelope));
     let e = refused(
         "{jsontp: '1.0', type: 'request', resource: '/a', method: 'GET', headers: {}, body: {encoding: 'identity', meta: null}}",
     );

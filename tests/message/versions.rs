@@ -36,7 +36,7 @@ fn d6_only_the_form_decides_400() {
         "１.0", "1e3.0",
     ] {
         let e = refused(&version(bad));
-        assert_eq!(e.status.as_u16(), 400, "{bad:?}");
+        assert_eq!(e.status().as_u16(), 400, "{bad:?}");
         assert!(
             e.message.starts_with("field \"jsontp\""),
             "{bad:?}: {}",
@@ -68,6 +68,6 @@ fn d5_the_version_answers_before_the_envelope() {
     assert!(refused(&m).message.starts_with("field \"jsontp\""));
     // Without the version problem the weight is the 400.
     let e = refused(&header("accept-encoding", json!("gzip;q=2")));
-    assert_eq!(e.status.as_u16(), 400);
+    assert_eq!(e.status().as_u16(), 400);
     assert!(e.message.contains("accept-encoding"), "{}", e.message);
 }

@@ -715,7 +715,7 @@ impl Driver {
                         self.drop_spool(id);
                     }
                     tracing::debug!(
-                        status = rejection.status.as_u16(),
+                        status = rejection.status().as_u16(),
                         closes,
                         reason = %rejection.message,
                         "request rejected"
@@ -726,8 +726,8 @@ impl Driver {
                     self.answers.push_back(Answer {
                         id: None,
                         method: None,
+                        status: rejection.status(),
                         resource: Echoed::Rejection(rejection.resource),
-                        status: rejection.status,
                         // The connection's error responses carry no content.
                         content_bytes: 0,
                         started: at.instant,
