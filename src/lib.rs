@@ -20,7 +20,35 @@
 //! itself. Each rule has an anchor, so `[D5](crate::rules#d5)` links to
 //! [D5](rules#d5).
 //!
-//! # Example
+//! # A server
+//!
+//! A handler answers each request; an adapter runs it over TCP (here the
+//! std one: a thread per connection, up to `ServerOptions`' worker count).
+//! Framing, validation, the `date` and `language` headers, pipelining,
+//! timeouts and the error answers are the machine's.
+//!
+//! ```no_run
+//! use jsontp::io_adapters::server::blocking::StdServer;
+//! use jsontp::io_adapters::server::{Handler, RequestInfo, ServerOptions};
+//! use jsontp::message::{Body, Method, Request, Response};
+//!
+//! struct Hello;
+//!
+//! impl Handler for Hello {
+//!     fn handle(&self, request: &Request, _info: &RequestInfo) -> Response {
+//!         match request.method {
+//!             Method::Get => Response::ok("hello").with_body(Body::text("Hello, world!")),
+//!             other => Response::method_not_allowed(other, &[Method::Get]),
+//!         }
+//!     }
+//! }
+//!
+//! let server = StdServer::bind("127.0.0.1:8080", Hello, ServerOptions::default())?;
+//! server.run()?;
+//! # Ok::<(), std::io::Error>(())
+//! ```
+//!
+//! # Messages without a connection
 //!
 //! The message layer on its own: parse a request from the bytes of one
 //! message, answer it, and answer a message that fails validation with the
