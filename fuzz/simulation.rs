@@ -562,14 +562,18 @@ fn splitmix(seed: u64) -> u64 {
 /// incompressible bytes otherwise (so that compressed output keeps pace
 /// with the content, invariant 5).
 fn fill(seed: u64, text: bool, from: u64, buf: &mut [u8]) {
-    let mut word = 0;
-    for (i, b) in buf.iter_mut().enumerate() {
+    // A word of eight bytes per eight positions, little end first.
+    let key = seed.wrapping_mul(0x0001_0000_0001);
+    let mut i = 0;
+    while i < buf.len() {
         let pos = from + i as u64;
-        if i == 0 || pos.is_multiple_of(8) {
-            word = splitmix(seed.wrapping_mul(0x0001_0000_0001) ^ (pos / 8).wrapping_mul(0x9E37));
+        let word = splitmix(key ^ (pos / 8).wrapping_mul(0x9E37)).to_le_bytes();
+        let skip = (pos % 8) as usize;
+        let n = (8 - skip).min(buf.len() - i);
+        for (b, &w) in buf[i..i + n].iter_mut().zip(&word[skip..skip + n]) {
+            *b = if text { TEXT[usize::from(w & 63)] } else { w };
         }
-        let byte = (word >> ((pos % 8) * 8)) as u8;
-        *b = if text { TEXT[usize::from(byte & 63)] } else { byte };
+        i += n;
     }
 }
 
@@ -1013,6 +1017,9 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
 struct Responses {
     /// The output up to here is whole responses, checked.
     scanned: usize,
+    /// The output up to here holds no line end past `scanned`: a long
+    /// response is searched once, not at every step.
+    searched: usize,
     /// The exchange the next final response answers.
     next: usize,
     /// A closing response was read (`400`, `408`, `413`).
@@ -1029,6 +1036,7 @@ impl Responses {
     fn new() -> Responses {
         Responses {
             scanned: 0,
+            searched: 0,
             next: 0,
             closing: None,
             streamed_done: 0,
@@ -1047,8 +1055,13 @@ impl Responses {
     /// how much of the client's stream the server had read before the step
     /// that wrote them.
     fn scan(&mut self, out: &[u8], client: &mut Client, read_before: u64) -> Result<(), String> {
-        while let Some(nl) = out[self.scanned..].iter().position(|&b| b == b'\n') {
-            let end = self.scanned + nl + 1;
+        loop {
+            let from = self.searched.max(self.scanned);
+            let Some(nl) = out[from..].iter().position(|&b| b == b'\n') else {
+                self.searched = out.len();
+                break;
+            };
+            let end = from + nl + 1;
             let line = &out[self.scanned..end];
             let response = parse_response(line, Validation::Strict, &self.limits)
                 .map_err(|e| {
