@@ -15,7 +15,7 @@ use std::time::Duration;
 use jsontp::io_adapters::Transport;
 use jsontp::io_adapters::client::blocking::Client;
 use jsontp::io_adapters::client::{ClientError, ClientOptions};
-use jsontp::io_adapters::tls::ClientTls;
+use jsontp::io_adapters::tls::{ClientTls, HandshakeError};
 use jsontp::message::{Body, Encoding, Forgiven, Method, Request, Response, Validation};
 use serde_json::Value;
 
@@ -299,7 +299,7 @@ fn exchange(
         });
         let client = tls
             .and_then(|tls| Client::connect_tls(target.address.as_str(), &target.host, &tls, options))
-            .map_err(|e| Failure(e.to_string()))?;
+            .map_err(|e| Failure(with_tls_advice(&e, common)))?;
         return talk(client, request, transfer, common);
     }
     let client = Client::connect(target.address.as_str(), options).map_err(|e| Failure(e.to_string()))?;
@@ -315,6 +315,41 @@ fn client_tls(common: &CommonArgs) -> io::Result<ClientTls> {
         ClientTls::from_ca_file(file)
     } else {
         ClientTls::system_roots()
+    }
+}
+
+/// A connection error, and for a server certificate this client does not
+/// trust, the flag that helps.
+fn with_tls_advice(error: &ClientError, common: &CommonArgs) -> String {
+    let handshake = match error {
+        ClientError::Tls { source, .. } => source
+            .get_ref()
+            .and_then(|inner| inner.downcast_ref::<HandshakeError>()),
+        _ => None,
+    };
+    let Some(handshake) = handshake.filter(|h| h.certificate_refused()) else {
+        return error.to_string();
+    };
+    let wrong_name = matches!(
+        handshake.error,
+        rustls::Error::InvalidCertificate(
+            rustls::CertificateError::NotValidForName
+                | rustls::CertificateError::NotValidForNameContext { .. }
+        )
+    );
+    match &common.cacert {
+        _ if wrong_name => {
+            format!("{error}; connect by a name the certificate holds (or -k to skip the check)")
+        }
+        None => format!(
+            "{error}; to trust a self-signed server, give its certificate with --cacert FILE \
+             (or -k to skip the check)"
+        ),
+        Some(file) => format!(
+            "{error}; the server's certificate is neither in {} nor signed by one of its \
+             certificates (-k skips the check)",
+            file.display()
+        ),
     }
 }
 

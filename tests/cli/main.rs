@@ -30,3 +30,5 @@ mod serve_options;
 mod spool;
 #[cfg(feature = "cli")]
 mod support;
+#[cfg(feature = "cli")]
+mod tls;
