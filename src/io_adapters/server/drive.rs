@@ -1064,6 +1064,11 @@ impl Driver {
         let why = self.why_closing.unwrap_or(why);
         self.note_ends();
         match error {
+            // An operator must hear of a certificate clients refuse.
+            #[cfg(feature = "tls")]
+            Some(error) if crate::io_adapters::tls::refused_certificate(error) => {
+                tracing::warn!(reason = why.as_str(), %error, "connection closed");
+            }
             Some(error) => tracing::debug!(reason = why.as_str(), %error, "connection closed"),
             None => tracing::debug!(reason = why.as_str(), "connection closed"),
         }
