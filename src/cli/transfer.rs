@@ -67,6 +67,12 @@ impl Progress {
     }
 
     /// The transfer ended: the bar, if shown, is cleared.
+    /// The bytes moved so far.
+    pub fn done(&self) -> u64 {
+        self.done
+    }
+
+    /// Clears the bar.
     pub fn finish(&mut self) {
         if let Some(bar) = self.bar.take() {
             bar.finish_and_clear();
@@ -175,6 +181,9 @@ pub enum Sink {
     File { target: PathBuf, temp: NamedTempFile },
     /// Content that is not to be kept (an `OPTIONS` answer's).
     Discard,
+    /// `-i` to stdout: the content held in an anonymous temporary file
+    /// until the answer's envelope is printed, then copied out.
+    Held { file: File, stdout: Box<Sink> },
 }
 
 /// Refusing binary content on a terminal.
@@ -215,11 +224,28 @@ impl Sink {
         })
     }
 
+    /// A sink that holds the content (on disk, whatever its size) until
+    /// [`finish`](Self::finish) writes it to `destination`, stdout.
+    pub fn held(destination: &Destination) -> Result<Sink, String> {
+        let file = tempfile::tempfile().map_err(|e| format!("cannot hold the content: {e}"))?;
+        Ok(Sink::Held {
+            file,
+            stdout: Box::new(Sink::new(destination)?),
+        })
+    }
+
     /// The transfer is over: `keep` (a 2xx answer, complete) renames the
     /// temporary file into place; otherwise it is removed and the target
-    /// left as it was.
+    /// left as it was. Held content goes out now.
     pub fn finish(self, keep: bool) -> Result<(), String> {
         match self {
+            Sink::Held { mut file, mut stdout } => {
+                use io::Seek;
+                file.seek(io::SeekFrom::Start(0))
+                    .and_then(|_| io::copy(&mut file, &mut *stdout))
+                    .map_err(|e| format!("cannot write the content: {e}"))?;
+                stdout.finish(keep)
+            }
             Sink::File { target, temp } if keep => temp
                 .persist(&target)
                 .map(|_| ())
@@ -248,6 +274,7 @@ impl Write for Sink {
                 }
             }
             Sink::File { temp, .. } => temp.write(buf),
+            Sink::Held { file, .. } => file.write(buf),
             Sink::Discard => Ok(buf.len()),
         }
     }
@@ -256,6 +283,7 @@ impl Write for Sink {
         match self {
             Sink::Stdout { .. } => io::stdout().flush(),
             Sink::File { temp, .. } => temp.flush(),
+            Sink::Held { file, .. } => file.flush(),
             Sink::Discard => Ok(()),
         }
     }

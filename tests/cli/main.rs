@@ -8,6 +8,8 @@ mod file_server;
 // have nothing to run.
 #[cfg(feature = "cli")]
 mod client;
+#[cfg(feature = "cli")]
+mod curl;
 // Unix: SIGTERM.
 #[cfg(all(feature = "cli", unix))]
 mod drain;
