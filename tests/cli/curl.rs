@@ -204,3 +204,45 @@ fn body_keys_are_sent_as_json_and_the_answers_are_shown() {
         assert!(stderr(&out).contains(said), "{arg}: {}", stderr(&out));
     }
 }
+
+#[test]
+fn a_header_outside_the_list_is_sent_as_written_beside_ignore_invalid_headers() {
+    let (addr, request) = keys_peer(serde_json::json!({}));
+    let out = jsontp(&[
+        "get",
+        &format!("{addr}/x"),
+        "-H",
+        "X-Trace: abc-123",
+        "-H",
+        "x-meta={\"a\":1}",
+        "-H",
+        "ignore-invalid-headers: true",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let request = request.recv_timeout(Duration::from_secs(5)).expect("the request");
+    assert_eq!(request["headers"]["x-trace"], "abc-123");
+    assert_eq!(request["headers"]["x-meta"], serde_json::json!({"a": 1}));
+    assert_eq!(request["headers"]["ignore-invalid-headers"], true);
+
+    // Without it, the command says how to send it anyway.
+    let refused = jsontp(&["get", &format!("{addr}/x"), "-H", "x-trace: abc"]);
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(
+        stderr(&refused).contains("-H 'ignore-invalid-headers: true'"),
+        "{}",
+        stderr(&refused)
+    );
+
+    // A real server drops it, as D8 says, and answers.
+    let server = Served::start("curl-unlisted");
+    let out = jsontp(&[
+        "get",
+        &server.url("/hello.txt"),
+        "-H",
+        "x-trace: abc",
+        "-H",
+        "ignore-invalid-headers: true",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "Hello, world!");
+}
