@@ -353,6 +353,10 @@ impl FileServer {
         let method = request.method;
         let reads = matches!(method, Method::Get | Method::Post);
         let refused = |status: Status| Box::new(Response::new(status));
+        // Level 3: a resource this server never serves, said as such.
+        if let Some(why) = refused_name(path) {
+            return Err(Box::new(Response::from_code(StatusCode::BAD_REQUEST, why)));
+        }
 
         // Level 5: content-type, accept, accept-encoding, accept-language.
         negotiate::check_content_type(headers.content_type(), &self.content_types).map_err(refused)?;
@@ -390,9 +394,12 @@ impl FileServer {
         self.authorize(request)?;
         if !self.writable && matches!(method, Method::Put | Method::Delete) {
             let allowed = self.allowed_methods(path);
-            return Err(Box::new(
-                Response::method_not_allowed(method, allowed).with_headers(language_header(language)),
-            ));
+            let mut response = Response::method_not_allowed(method, allowed);
+            response.status.human_message = format!(
+                "this server is read-only, so {method} is not allowed; its operator can allow writes \
+                 (jsontp serve --writable, or --token TOKEN to require a token for them)"
+            );
+            return Err(Box::new(response.with_headers(language_header(language))));
         }
         let conditions = |last_modified: Option<Date>| {
             negotiate::check_conditions(method, headers, last_modified).map_err(refused)
@@ -401,6 +408,14 @@ impl FileServer {
             Method::Get | Method::Post => {
                 conditions(loaded.as_ref().and_then(Loaded::last_modified))?;
                 match loaded {
+                    None if matches!(self.place(path), Place::Folder) => {
+                        return Err(refuse(
+                            StatusCode::NOT_FOUND,
+                            "this is a folder without index.html, and this server does not list \
+                             folders (jsontp serve --list does)",
+                            language,
+                        ));
+                    }
                     None => return Err(refuse(StatusCode::NOT_FOUND, "no file by this name", language)),
                     Some(Loaded::TooLarge(_)) => {
                         return Err(refuse(
@@ -539,12 +554,16 @@ impl FileServer {
         if !matches!(request.method, Method::Put | Method::Delete) {
             return Ok(());
         }
-        let message = match request.headers.authorization() {
+        let message = match request.headers.authorization().map(bearer_token) {
             // Constant time: how long the comparison takes must not tell
             // how many leading bytes of a guess were right.
             Some(given) if bool::from(given.as_bytes().ct_eq(token.as_bytes())) => return Ok(()),
             Some(_) => "authorization does not match the server's token".to_owned(),
-            None => format!("authorization is required to {} on this server", request.method),
+            None => format!(
+                "authorization is required to {} on this server: send its token \
+                 (jsontp: -H 'authorization: TOKEN')",
+                request.method
+            ),
         };
         Err(Box::new(Response::unauthorized(message)))
     }
@@ -677,8 +696,13 @@ impl FileServer {
     /// `allowed-methods` for a resource (D11): never `404`; a missing
     /// resource lists what could be done there.
     fn allowed_methods(&self, path: &str) -> &'static [Method] {
+        let place = self.place(path);
+        // PUT and DELETE of a folder are 409 (D11): never offered there.
+        if matches!(place, Place::Folder) {
+            return READ_METHODS;
+        }
         let exists = self.resolve(path).1.is_some();
-        match (self.writable, exists, self.place(path)) {
+        match (self.writable, exists, place) {
             (true, true, _) | (true, _, Place::File(_) | Place::Folder) => ALL_METHODS,
             (false, true, _) | (false, _, Place::File(_) | Place::Folder) => READ_METHODS,
             (true, false, Place::Missing { .. }) => CREATE_METHODS,
@@ -799,7 +823,8 @@ impl FileServer {
             let Ok(name) = entry.file_name().into_string() else {
                 continue;
             };
-            if folder == self.root && name == SPOOL_FOLDER {
+            // What a GET could not fetch is not offered.
+            if (folder == self.root && name == SPOOL_FOLDER) || refused_name(&name).is_some() {
                 continue;
             }
             let path = entry.path();
@@ -991,6 +1016,25 @@ fn write_atomically(folder: &Path, target: &Path, content: &[u8]) -> io::Result<
         io::ErrorKind::AlreadyExists,
         "no free name for a temporary file",
     ))
+}
+
+/// The token of an `authorization` value: the value alone, or after the
+/// scheme as HTTP writes it (`Bearer s3cret`, the scheme in any case, one
+/// space), D14.
+fn bearer_token(value: &str) -> &str {
+    match value.split_at_checked(7) {
+        Some((scheme, token)) if scheme.eq_ignore_ascii_case("bearer ") => token,
+        _ => value,
+    }
+}
+
+/// Why this server refuses to serve a resource path whatever the folder
+/// holds (`400`), where a name would otherwise look missing.
+fn refused_name(path: &str) -> Option<&'static str> {
+    path.contains('\\').then_some(
+        "this server refuses resource names that hold a backslash (\\), which some systems read \
+         as a folder separator; such a file cannot be served: rename it",
+    )
 }
 
 /// `language` as the response's only header.
