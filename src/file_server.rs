@@ -849,7 +849,10 @@ impl FileServer {
             });
         }
         entries.sort_unstable_by(|a, b| a.name.cmp(&b.name));
-        let content = serde_json::to_vec(&entries).map_err(io::Error::other)?;
+        let mut content = serde_json::to_vec(&entries).map_err(io::Error::other)?;
+        // Text ends with a line break: a listing printed in a terminal ends
+        // its line.
+        content.push(b'\n');
         Ok((content, latest))
     }
 }

@@ -89,6 +89,10 @@ pub struct OutputArgs {
     /// URL's last path segment (as curl's -O), on a 2xx answer only.
     #[arg(short = 'O', long = "remote-name", conflicts_with = "output")]
     pub remote_name: bool,
+    /// Print a folder listing as the server sent it (JSON) even on a
+    /// terminal, where it is otherwise shown as a table.
+    #[arg(long)]
+    pub json: bool,
     /// Print the answer's envelope (status, headers, body keys) on stdout
     /// before its content, as curl's -i.
     #[arg(short = 'i', long)]
@@ -425,7 +429,7 @@ fn run(method: Method, common: &CommonArgs, output: &OutputArgs, content: &Conte
         // is read), so the content waits until it is printed.
         Sink::held(&destination)
     } else {
-        Sink::new(&destination)
+        Sink::new(&destination, output.json || common.silent)
     };
     let sink = match sink {
         Ok(sink) => sink,

@@ -22,7 +22,11 @@ mod help;
 #[cfg(all(feature = "cli", unix))]
 mod hostile;
 #[cfg(feature = "cli")]
+mod listing;
+#[cfg(feature = "cli")]
 mod logs;
+#[cfg(feature = "cli")]
+mod refusals;
 #[cfg(feature = "cli")]
 mod serve;
 #[cfg(feature = "cli")]
