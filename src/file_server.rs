@@ -37,9 +37,10 @@
 //!   `accept-encoding` (D8).
 //! - Files of any size are served: those over 64 KiB stream from the open
 //!   file as the peer takes them (D19), in constant memory; their UTF-8
-//!   check (for `identity`, D8) reads the file once before. A file changed
-//!   between that check and the sending is cut off rather than sent wrong
-//!   (the peer sees the message end early, D1). A limit can be set
+//!   check (for `identity`, D8) reads the file once before. A file whose
+//!   size or times change after it was opened, or that ends early, is cut
+//!   off rather than sent wrong (the peer sees the message end early, D1);
+//!   a small one changed while read is `503`. A limit can be set
 //!   ([`FileServer::with_max_file_bytes`], `jsontp serve --max-file`):
 //!   larger files are `500`, saying so.
 //! - `PUT` content over the server's memory threshold arrives spooled to a
@@ -49,6 +50,10 @@
 //!   (Linux), so no resource reaches it, whatever symlinks the root holds,
 //!   and a crash leaves nothing. The name [`SPOOL_FOLDER`], where earlier
 //!   versions spooled, is still refused at the root.
+//! - Only regular files and folders are served, opened without blocking:
+//!   a pipe, socket or device is `403`. A file that is there but cannot be
+//!   opened is never `404`: `503` when the server is out of descriptors,
+//!   `500` otherwise, each saying which.
 //! - Media types come from the file's extension (the `mime_guess` table);
 //!   a folder sends its `index.html`, so `text/html`; an unknown extension
 //!   is `application/octet-stream`. No `charset` parameter: a `.txt` file
@@ -76,8 +81,10 @@ use subtle::ConstantTimeEq;
 
 #[cfg(target_os = "linux")]
 mod small_files;
+mod steady;
 #[cfg(target_os = "linux")]
 use small_files::{Cached, Slot, SmallFiles, Stamp};
+use steady::{Measure, Steady};
 
 /// Where the small-file cache keeps a file: there is no cache off Linux.
 #[cfg(not(target_os = "linux"))]
@@ -176,6 +183,24 @@ enum Source {
     Cached(Cached, Slot),
     /// A folder inside the root without `index.html`, listed.
     Listing(PathBuf),
+    /// Something there that is not a file or a folder (a pipe, a socket,
+    /// a device): never served.
+    NotAFile,
+    /// Something there that could not be opened for another reason than
+    /// its absence (no descriptor left, no permission, an I/O error).
+    Failed(io::Error),
+}
+
+/// What opening a path beneath the root found.
+enum Opened {
+    /// Open, with the open handle's metadata.
+    Found(fs::File, fs::Metadata),
+    /// Nothing, or nothing inside the root.
+    Missing,
+    /// Something that cannot be opened as a file (a socket).
+    NotAFile,
+    /// Something that could not be opened or measured.
+    Failed(io::Error),
 }
 
 /// One entry of a folder listing, as sent.
@@ -197,7 +222,7 @@ enum Loaded {
     Content(Content, Option<Date>, Option<Slot>),
     /// A file to stream (D19), open, with whether it is UTF-8 text.
     Large {
-        file: fs::File,
+        file: Steady,
         text: bool,
         modified: Option<Date>,
     },
@@ -225,7 +250,7 @@ enum Action {
     },
     /// Stream the open file (`GET`, `POST` of a large file, D19).
     Stream {
-        file: fs::File,
+        file: Steady,
         encoding: Encoding,
         media: MediaType,
     },
@@ -589,22 +614,24 @@ impl FileServer {
                 );
             }
         }
-        let Some((file, metadata)) = self.open_beneath(&rel) else {
-            return (by_name(), None);
+        let (file, metadata) = match self.open_beneath(&rel) {
+            Opened::Found(file, metadata) => (file, metadata),
+            Opened::Missing => return (by_name(), None),
+            Opened::NotAFile => return (by_name(), Some(Source::NotAFile)),
+            Opened::Failed(e) => return (by_name(), Some(Source::Failed(e))),
         };
+        if metadata.is_file() {
+            return (by_name(), Some(Source::File(file, metadata, Some(rel))));
+        }
         if !metadata.is_dir() {
-            return (
-                by_name(),
-                metadata
-                    .is_file()
-                    .then_some(Source::File(file, metadata, Some(rel))),
-            );
+            return (by_name(), Some(Source::NotAFile));
         }
         match self.open_beneath(&rel.join(INDEX)) {
-            Some((index, metadata)) if metadata.is_file() => (
+            Opened::Found(index, metadata) if metadata.is_file() => (
                 constant_media("text/html"),
                 Some(Source::File(index, metadata, None)),
             ),
+            Opened::Failed(e) => (constant_media("text/html"), Some(Source::Failed(e))),
             _ if self.listing => (
                 constant_media("application/json"),
                 Some(Source::Listing(self.root.join(rel))),
@@ -614,13 +641,19 @@ impl FileServer {
     }
 
     /// Opens `rel` (plain names only, [`relative`]) beneath the root,
-    /// following symlinks only while they stay inside it (D7); `None` for
-    /// what does not exist or lies outside. On Linux one `openat2` with
-    /// `RESOLVE_BENEATH` asks the kernel to refuse any way out; what it
-    /// refuses as a way out (an absolute symlink, which may still lead to a
-    /// file under the root), and every path elsewhere or before Linux 5.6,
-    /// is canonicalised and checked.
-    fn open_beneath(&self, rel: &Path) -> Option<(fs::File, fs::Metadata)> {
+    /// following symlinks only while they stay inside it (D7);
+    /// [`Opened::Missing`] for what does not exist or lies outside. On
+    /// Linux one `openat2` with `RESOLVE_BENEATH` asks the kernel to refuse
+    /// any way out; what it refuses as a way out (an absolute symlink,
+    /// which may still lead to a file under the root), and every path
+    /// elsewhere or before Linux 5.6, is canonicalised and checked.
+    /// Opened without blocking: a pipe with no writer would otherwise hold
+    /// the worker in `open` for good.
+    fn open_beneath(&self, rel: &Path) -> Opened {
+        let measured = |file: fs::File| match file.metadata() {
+            Ok(metadata) => Opened::Found(file, metadata),
+            Err(e) => Opened::Failed(e),
+        };
         #[cfg(target_os = "linux")]
         if let Some(root) = &self.root_fd {
             use rustix::fs::{Mode, OFlags, ResolveFlags};
@@ -631,27 +664,33 @@ impl FileServer {
                 } else {
                     rel
                 },
-                OFlags::RDONLY | OFlags::CLOEXEC,
+                OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NONBLOCK,
                 Mode::empty(),
                 ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS,
             );
             match opened {
-                Ok(fd) => {
-                    let file = fs::File::from(fd);
-                    let metadata = file.metadata().ok()?;
-                    return Some((file, metadata));
-                }
+                Ok(fd) => return measured(fs::File::from(fd)),
                 // No openat2 in this kernel, or a way out that may yet
                 // land inside (an absolute symlink to a file under the
                 // root): the portable way below decides.
                 Err(rustix::io::Errno::NOSYS | rustix::io::Errno::XDEV) => {}
-                Err(_) => return None,
+                Err(e) => return open_failure(e.into()),
             }
         }
-        let real = self.inside(&self.root.join(rel))?;
-        let file = fs::File::open(real).ok()?;
-        let metadata = file.metadata().ok()?;
-        Some((file, metadata))
+        let Some(real) = self.inside(&self.root.join(rel)) else {
+            return Opened::Missing;
+        };
+        let mut options = fs::OpenOptions::new();
+        options.read(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::custom_flags(
+            &mut options,
+            rustix::fs::OFlags::NONBLOCK.bits() as i32,
+        );
+        match options.open(real) {
+            Ok(file) => measured(file),
+            Err(e) => open_failure(e),
+        }
     }
 
     /// `path` with every symlink followed, when that lies inside the root.
@@ -729,6 +768,14 @@ impl FileServer {
                     Some(slot),
                 ));
             }
+            Source::NotAFile => {
+                return Err(Box::new(Response::from_code(
+                    StatusCode::FORBIDDEN,
+                    "this is not a regular file (a pipe, a socket or a device): this server serves \
+                     files and folders only",
+                )));
+            }
+            Source::Failed(e) => return Err(Box::new(cannot_open(&e))),
             Source::Listing(folder) => {
                 let (content, modified) = self.list(&folder).map_err(failed)?;
                 if content.len() as u64 > self.max_file_bytes {
@@ -745,7 +792,7 @@ impl FileServer {
         if metadata.len() > STREAM_ABOVE {
             let text = self.is_text(&mut opened, key).map_err(failed)?;
             return Ok(Loaded::Large {
-                file: opened,
+                file: Steady::new(opened, &metadata),
                 text,
                 modified,
             });
@@ -756,6 +803,14 @@ impl FileServer {
         let stamp = Stamp::of_file(&opened);
         let mut content = Vec::with_capacity(metadata.len() as usize);
         io::Read::read_to_end(&mut opened, &mut content).map_err(failed)?;
+        // Changed while read: the content may mix two versions.
+        let measure = Measure::of(&metadata);
+        if content.len() as u64 != metadata.len() || !measure.holds_for(&opened).map_err(failed)? {
+            return Err(Box::new(Response::from_code(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the file changed while it was read; try again",
+            )));
+        }
         #[cfg(target_os = "linux")]
         if let (Some(cache), Some(rel), Some(stamp)) = (&self.small_files, key, stamp) {
             // Shared with the cache and with every answer that sends it.
@@ -1038,6 +1093,45 @@ fn refused_name(path: &str) -> Option<&'static str> {
         "this server refuses resource names that hold a backslash (\\), which some systems read \
          as a folder separator; such a file cannot be served: rename it",
     )
+}
+
+/// An error of `open`: what it says of the path. Absence (or a way out of
+/// the root, or a name too long to exist) is [`Opened::Missing`]; a
+/// socket, which cannot be opened at all, is something that is not a
+/// file; anything else is a failure, never passed off as absence.
+fn open_failure(e: io::Error) -> Opened {
+    use rustix::io::Errno;
+    let errno = e.raw_os_error().map(Errno::from_raw_os_error);
+    match errno {
+        Some(Errno::NOENT | Errno::NOTDIR | Errno::LOOP | Errno::NAMETOOLONG | Errno::XDEV) => {
+            Opened::Missing
+        }
+        // A socket: `open` answers ENXIO.
+        Some(Errno::NXIO) => Opened::NotAFile,
+        _ => Opened::Failed(e),
+    }
+}
+
+/// The answer when a file that is there could not be opened: `503` when
+/// the server is out of descriptors (it may pass), `500` otherwise, each
+/// saying which; never `404`, which would tell the client the file is gone.
+fn cannot_open(e: &io::Error) -> Response {
+    use rustix::io::Errno;
+    let errno = e.raw_os_error().map(Errno::from_raw_os_error);
+    match errno {
+        Some(Errno::MFILE | Errno::NFILE) => Response::from_code(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the server has too many files open to open this one; try again shortly",
+        ),
+        Some(Errno::ACCESS | Errno::PERM) => Response::from_code(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "the server is not permitted to read this file (permission denied)",
+        ),
+        _ => Response::from_code(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("the server could not open this file: {e}"),
+        ),
+    }
 }
 
 /// `language` as the response's only header.

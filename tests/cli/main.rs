@@ -38,3 +38,5 @@ mod spool;
 mod support;
 #[cfg(feature = "cli")]
 mod tls;
+#[cfg(all(feature = "cli", unix))]
+mod truth;
