@@ -60,7 +60,10 @@
 //!   need not be UTF-8, and the server does not read it to find out.
 //! - A folder without `index.html` is `404` (D11), unless listings are on
 //!   ([`FileServer::with_listing`]): then `GET` answers a JSON array of its
-//!   entries, `{"name", "size", "modified", "is-folder"}`, sorted by name.
+//!   entries, `{"name", "size", "modified", "is-folder"}`, sorted by name,
+//!   at most 2,000 at a time: a longer listing's answer names its next
+//!   page in body key `next-page` (`?after=NAME`), so that one answer
+//!   never holds more than D3's 1 MiB whatever the folder's size.
 //!   The listing shows what a `GET` could reach and nothing else: a symlink
 //!   whose target lies outside the root, or that leads nowhere, is left
 //!   out, as are names that are not UTF-8 (no resource can name them) and
@@ -226,6 +229,9 @@ enum Loaded {
         text: bool,
         modified: Option<Date>,
     },
+    /// One page of a folder's listing, its last modification, and the
+    /// resource of the next page when more entries follow.
+    Listing(Vec<u8>, Option<Date>, Option<String>),
     /// Larger than the server's limit: not read.
     TooLarge(Option<Date>),
 }
@@ -233,7 +239,7 @@ enum Loaded {
 impl Loaded {
     fn last_modified(&self) -> Option<Date> {
         match self {
-            Loaded::Content(_, date, _) | Loaded::TooLarge(date) => *date,
+            Loaded::Content(_, date, _) | Loaded::Listing(_, date, _) | Loaded::TooLarge(date) => *date,
             Loaded::Large { modified, .. } => *modified,
         }
     }
@@ -247,6 +253,8 @@ enum Action {
         encoding: Encoding,
         media: MediaType,
         slot: Option<Slot>,
+        /// A listing's next page (body key `next-page`).
+        next: Option<String>,
     },
     /// Stream the open file (`GET`, `POST` of a large file, D19).
     Stream {
@@ -353,8 +361,9 @@ impl FileServer {
     /// Whether `GET` of a folder without `index.html` answers a listing of
     /// it (default: no, `404` as D11 says). The listing is a JSON array,
     /// `content-type: application/json`, of `{"name", "size", "modified",
-    /// "is-folder"}` sorted by name; it never shows what lies outside the
-    /// root.
+    /// "is-folder"}` sorted by name, at most 2,000 entries an answer (body
+    /// key `next-page` names the next page, `?after=NAME`); it never shows
+    /// what lies outside the root, nor a name this server refuses.
     pub fn with_listing(mut self, listing: bool) -> Self {
         self.listing = listing;
         self
@@ -397,11 +406,12 @@ impl FileServer {
             negotiate::choose_encoding(headers.accept_encoding(), &Encoding::ALL, ContentKind::Text)
                 .map_err(refused)?;
         let loaded = match source {
-            Some(source) => Some(self.load(source, &media)?),
+            Some(source) => Some(self.load(source, &media, request)?),
             None => None,
         };
         let kind = match &loaded {
             Some(Loaded::Content(content, ..)) => Some(ContentKind::of(content.as_slice())),
+            Some(Loaded::Listing(..)) => Some(ContentKind::Text),
             Some(Loaded::Large { text: true, .. }) => Some(ContentKind::Text),
             Some(Loaded::Large { text: false, .. }) => Some(ContentKind::Binary),
             _ => None,
@@ -457,6 +467,14 @@ impl FileServer {
                         encoding,
                         media,
                         slot,
+                        next: None,
+                    },
+                    Some(Loaded::Listing(content, _, next)) => Action::Serve {
+                        content: Content::Owned(content),
+                        encoding,
+                        media,
+                        slot: None,
+                        next,
                     },
                     Some(Loaded::Large { file, .. }) => Action::Stream {
                         file,
@@ -541,14 +559,21 @@ impl FileServer {
                 encoding,
                 media,
                 slot,
+                next,
             } => {
-                let body = self.body_of(content, encoding, slot).map_err(|e| {
-                    refuse(
-                        StatusCode::INTERNAL_SERVER_ERROR,
-                        format!("the file {e}"),
-                        language,
-                    )
-                })?;
+                let body = self
+                    .body_of(content, encoding, slot)
+                    .and_then(|body| match next {
+                        Some(next) => body.with_extra("next-page", serde_json::Value::String(next)),
+                        None => Ok(body),
+                    })
+                    .map_err(|e| {
+                        refuse(
+                            StatusCode::INTERNAL_SERVER_ERROR,
+                            format!("the file {e}"),
+                            language,
+                        )
+                    })?;
                 Ok(Response::ok("here is the file")
                     .with_headers(headers.with_content_type(media))
                     .with_body(body))
@@ -752,7 +777,7 @@ impl FileServer {
     /// Reads a file or lists a folder, unless the content passes the size
     /// limit. `media` is kept with a file the cache keeps: it comes from
     /// the name, which mime_guess looks up at some cost.
-    fn load(&self, source: Source, media: &MediaType) -> Result<Loaded, Refusal> {
+    fn load(&self, source: Source, media: &MediaType, request: &Request) -> Result<Loaded, Refusal> {
         let failed = |e: io::Error| {
             Box::new(Response::internal_error(format!(
                 "the server could not access the file: {e}"
@@ -777,11 +802,22 @@ impl FileServer {
             }
             Source::Failed(e) => return Err(Box::new(cannot_open(&e))),
             Source::Listing(folder) => {
-                let (content, modified) = self.list(&folder).map_err(failed)?;
-                if content.len() as u64 > self.max_file_bytes {
-                    return Ok(Loaded::TooLarge(modified));
+                let after = request
+                    .resource
+                    .query()
+                    .and_then(crate::message::form::parse_form)
+                    .and_then(|pairs| pairs.into_iter().find(|(k, _)| k == "after"))
+                    .map(|(_, v)| v);
+                let page = self.list(&folder, after.as_deref()).map_err(failed)?;
+                if page.content.len() as u64 > self.max_file_bytes {
+                    return Ok(Loaded::TooLarge(page.modified));
                 }
-                return Ok(Loaded::Content(Content::Owned(content), modified, None));
+                let next = page.last.map(|last| {
+                    let path = request.resource.path();
+                    let slash = if path.ends_with('/') { "" } else { "/" };
+                    format!("{path}{slash}?after={}", percent_encode(&last))
+                });
+                return Ok(Loaded::Listing(page.content, page.modified, next));
             }
         };
         // The open handle's own metadata: the file measured is the file sent.
@@ -865,31 +901,68 @@ impl FileServer {
         Body::checked(content, encoding)
     }
 
-    /// A folder's listing as JSON text, and its last modification for the
-    /// conditional headers (D17): the latest of the folder's and its
-    /// entries', since changing a file's content leaves its folder's time
-    /// alone. Only what a `GET` could reach is listed: symlinks are followed
-    /// only when they stay inside the root.
-    fn list(&self, folder: &Path) -> io::Result<(Vec<u8>, Option<Date>)> {
+    /// One page of a folder's listing: the first [`LISTING_PAGE`] entries
+    /// by name after `after` (all names when `None`), as JSON text, and
+    /// their last modification for the conditional headers (D17): the
+    /// latest of the folder's and the page's entries', since changing a
+    /// file's content leaves its folder's time alone. The folder is read
+    /// through keeping only the page's names, so a page costs the same to
+    /// hold whatever the folder's size. Only what a `GET` could reach is
+    /// listed: symlinks are followed only when they stay inside the root.
+    fn list(&self, folder: &Path, after: Option<&str>) -> io::Result<Page> {
+        use std::collections::BinaryHeap;
         let mut latest = fs::metadata(folder)?.modified().ok().map(Date::from_system_time);
-        let mut entries = Vec::new();
+        // The smallest names after `after`, the largest on top.
+        let mut smallest: BinaryHeap<(String, bool)> = BinaryHeap::new();
+        let mut more = false;
         for entry in fs::read_dir(folder)? {
             let entry = entry?;
             let Ok(name) = entry.file_name().into_string() else {
                 continue;
             };
+            if after.is_some_and(|after| name.as_str() <= after) {
+                continue;
+            }
             // What a GET could not fetch is not offered.
             if (folder == self.root && name == SPOOL_FOLDER) || refused_name(&name).is_some() {
                 continue;
             }
-            let path = entry.path();
-            let metadata = if entry.file_type()?.is_symlink() {
+            let kind = entry.file_type()?;
+            if !(kind.is_symlink() || kind.is_file() || kind.is_dir()) {
+                continue;
+            }
+            if smallest.len() == LISTING_PAGE {
+                more = true;
+                if smallest.peek().is_some_and(|(top, _)| *top < name) {
+                    continue;
+                }
+                smallest.pop();
+            }
+            smallest.push((name, kind.is_symlink()));
+        }
+        let chosen = smallest.into_sorted_vec();
+        // The next page starts after the last name chosen, even when that
+        // one is left out below.
+        let last = if more {
+            chosen.last().map(|(name, _)| name.clone())
+        } else {
+            None
+        };
+        let mut entries = Vec::with_capacity(chosen.len());
+        for (name, symlink) in chosen {
+            let path = folder.join(&name);
+            let metadata = if symlink {
                 match self.inside(&path).map(fs::metadata) {
                     Some(Ok(metadata)) => metadata,
                     _ => continue,
                 }
             } else {
-                entry.metadata()?
+                match fs::symlink_metadata(&path) {
+                    Ok(metadata) => metadata,
+                    // Gone since the folder was read.
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                    Err(e) => return Err(e),
+                }
             };
             if !(metadata.is_file() || metadata.is_dir()) {
                 continue;
@@ -903,13 +976,46 @@ impl FileServer {
                 is_folder: metadata.is_dir(),
             });
         }
-        entries.sort_unstable_by(|a, b| a.name.cmp(&b.name));
         let mut content = serde_json::to_vec(&entries).map_err(io::Error::other)?;
         // Text ends with a line break: a listing printed in a terminal ends
         // its line.
         content.push(b'\n');
-        Ok((content, latest))
+        Ok(Page {
+            content,
+            modified: latest,
+            last,
+        })
     }
+}
+
+/// One page of a folder's listing.
+struct Page {
+    /// The JSON text.
+    content: Vec<u8>,
+    /// The latest modification of the folder and the page's entries.
+    modified: Option<Date>,
+    /// The page's last name, when more entries follow it.
+    last: Option<String>,
+}
+
+/// The most entries one listing answer holds: about 330 bytes of JSON
+/// each at most (a 255-byte name), so a page stays within D3's 1 MiB of
+/// held output whatever the folder's size; `?after=NAME` asks for the
+/// next page, which the answer names in its body key `next-page`.
+const LISTING_PAGE: usize = 2000;
+
+/// `text` percent-encoded for a query value: all but RFC 3986's
+/// unreserved characters.
+fn percent_encode(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for byte in text.bytes() {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~') {
+            out.push(char::from(byte));
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
 }
 
 impl Handler for FileServer {

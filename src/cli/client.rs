@@ -444,6 +444,7 @@ fn run(method: Method, common: &CommonArgs, output: &OutputArgs, content: &Conte
         Ok(answer) => report(
             method,
             common,
+            &target,
             envelope,
             &destination,
             write_out.as_ref(),
@@ -679,9 +680,11 @@ fn own_words(text: &str) -> String {
 }
 
 /// Prints the answer and picks the exit status.
+#[allow(clippy::too_many_arguments)] // what one command's answer depends on
 fn report(
     method: Method,
     common: &CommonArgs,
+    target: &Target,
     envelope: Envelope,
     destination: &Destination,
     write_out: Option<&WriteOut>,
@@ -704,9 +707,19 @@ fn report(
     }
     // Body keys beside the content (D9): on stdout, as JSON, when they are
     // the whole answer; else a line on stderr. -i and -I showed them.
-    let keys = response.body.extra();
+    let mut keys = response.body.extra().clone();
+    // A listing's next page (jsontp serve --list): how to ask for it.
+    if let Some(Value::String(next)) = keys.remove("next-page")
+        && !common.silent
+    {
+        let scheme = if target.tls { "jsontps" } else { "jsontp" };
+        eprintln!(
+            "jsontp: more entries follow; the next page: jsontp get '{scheme}://{}{next}'",
+            target.address
+        );
+    }
     if method != Method::Options && !keys.is_empty() && envelope == Envelope::Hidden {
-        let json = Value::Object(keys.clone());
+        let json = Value::Object(keys);
         if answer.content_bytes == 0 {
             let mut out = io::stdout().lock();
             let _ = writeln!(out, "{json}").and_then(|()| out.flush());

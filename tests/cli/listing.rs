@@ -53,3 +53,44 @@ fn a_listing_is_json_through_a_pipe_and_a_table_on_a_terminal() {
     let raw = String::from_utf8_lossy(&raw.stdout).replace("\r\n", "\n");
     assert_eq!(raw, text, "--json keeps the JSON on a terminal");
 }
+
+#[test]
+fn a_long_listing_comes_in_pages_each_within_the_output_limit() {
+    let server = Served::start_with("listing-pages", &["--list"]);
+    let folder = server.root.join("many");
+    std::fs::create_dir(&folder).expect("folder");
+    let mut expected: Vec<String> = (0..4500).map(|i| format!("file {i:05} +&%.txt")).collect();
+    for name in &expected {
+        std::fs::write(folder.join(name), "x").expect("file");
+    }
+    expected.sort();
+    let mut url = server.url("/many/");
+    let mut seen = Vec::new();
+    let mut pages = 0;
+    loop {
+        pages += 1;
+        assert!(pages <= 3, "4500 entries in pages of 2000");
+        let out = jsontp(&["get", &url]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        assert!(out.stdout.len() < 1 << 20, "a page is {} bytes", out.stdout.len());
+        let entries: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).expect("JSON");
+        assert!(entries.len() <= 2000);
+        seen.extend(
+            entries
+                .iter()
+                .filter_map(|e| e["name"].as_str().map(str::to_owned)),
+        );
+        let said = stderr(&out);
+        let Some(next) = said
+            .split("jsontp get '")
+            .nth(1)
+            .and_then(|rest| rest.split('\'').next())
+        else {
+            assert_eq!(said, "", "the last page says nothing more");
+            break;
+        };
+        url = next.to_owned();
+    }
+    assert_eq!(pages, 3);
+    assert_eq!(seen, expected, "every name once, in order");
+}
