@@ -430,9 +430,12 @@ impl FileServer {
         if !self.writable && matches!(method, Method::Put | Method::Delete) {
             let allowed = self.allowed_methods(path);
             let mut response = Response::method_not_allowed(method, allowed);
+            let names: Vec<&str> = allowed.iter().map(|m| m.as_str()).collect();
             response.status.human_message = format!(
-                "this server is read-only, so {method} is not allowed; its operator can allow writes \
-                 (jsontp serve --writable, or --token TOKEN to require a token for them)"
+                "this server is read-only, so {method} is not allowed (allowed here: {}); its \
+                 operator can allow writes (jsontp serve --writable, or --token TOKEN to require a \
+                 token for them)",
+                names.join(", ")
             );
             return Err(Box::new(response.with_headers(language_header(language))));
         }

@@ -718,9 +718,13 @@ fn report(
             target.address
         );
     }
+    // An error's allowed methods are in its message.
+    if response.status.code.is_error() {
+        keys.remove("allowed-methods");
+    }
     if method != Method::Options && !keys.is_empty() && envelope == Envelope::Hidden {
         let json = Value::Object(keys);
-        if answer.content_bytes == 0 {
+        if answer.content_bytes == 0 && !response.status.code.is_error() {
             let mut out = io::stdout().lock();
             let _ = writeln!(out, "{json}").and_then(|()| out.flush());
         } else if !common.silent {

@@ -18,6 +18,8 @@ fn a_read_only_server_and_a_folder_say_what_to_do() {
     let said = stderr(&put);
     assert!(said.starts_with("jsontp: 405 Method Not Allowed: "), "{said}");
     assert!(said.contains("--writable") && said.contains("--token"), "{said}");
+    assert!(said.contains("allowed here: OPTIONS"), "{said}");
+    assert!(put.stdout.is_empty(), "the allowed methods are in the message");
 
     let folder = jsontp(&["get", &format!("{addr}/docs")]);
     assert_eq!(folder.status.code(), Some(1));
