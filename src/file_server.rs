@@ -1208,6 +1208,7 @@ fn refused_name(path: &str) -> Option<&'static str> {
 /// the root, or a name too long to exist) is [`Opened::Missing`]; a
 /// socket, which cannot be opened at all, is something that is not a
 /// file; anything else is a failure, never passed off as absence.
+#[cfg(unix)]
 fn open_failure(e: io::Error) -> Opened {
     use rustix::io::Errno;
     let errno = e.raw_os_error().map(Errno::from_raw_os_error);
@@ -1221,18 +1222,32 @@ fn open_failure(e: io::Error) -> Opened {
     }
 }
 
+/// [`open_failure`] where only the error's kind says what happened.
+#[cfg(not(unix))]
+fn open_failure(e: io::Error) -> Opened {
+    match e.kind() {
+        io::ErrorKind::NotFound | io::ErrorKind::NotADirectory => Opened::Missing,
+        _ => Opened::Failed(e),
+    }
+}
+
 /// The answer when a file that is there could not be opened: `503` when
 /// the server is out of descriptors (it may pass), `500` otherwise, each
 /// saying which; never `404`, which would tell the client the file is gone.
 fn cannot_open(e: &io::Error) -> Response {
-    use rustix::io::Errno;
-    let errno = e.raw_os_error().map(Errno::from_raw_os_error);
-    match errno {
-        Some(Errno::MFILE | Errno::NFILE) => Response::from_code(
+    #[cfg(unix)]
+    let out_of_descriptors = e
+        .raw_os_error()
+        .map(rustix::io::Errno::from_raw_os_error)
+        .is_some_and(|errno| matches!(errno, rustix::io::Errno::MFILE | rustix::io::Errno::NFILE));
+    #[cfg(not(unix))]
+    let out_of_descriptors = false;
+    match e.kind() {
+        _ if out_of_descriptors => Response::from_code(
             StatusCode::SERVICE_UNAVAILABLE,
             "the server has too many files open to open this one; try again shortly",
         ),
-        Some(Errno::ACCESS | Errno::PERM) => Response::from_code(
+        io::ErrorKind::PermissionDenied => Response::from_code(
             StatusCode::INTERNAL_SERVER_ERROR,
             "the server is not permitted to read this file (permission denied)",
         ),
@@ -1285,6 +1300,35 @@ mod tests {
         let value = |n: String| u64::from_str_radix(&n[12..28], 16).expect("hex");
         let (a, b) = (value(temporary_name()), value(temporary_name()));
         assert!(a.abs_diff(b) > 1 << 32, "{a:x} {b:x}");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_failed_open_is_never_told_as_absence() {
+        use rustix::io::Errno;
+        let os = |errno: Errno| io::Error::from_raw_os_error(errno.raw_os_error());
+        for absent in [Errno::NOENT, Errno::NOTDIR, Errno::LOOP, Errno::NAMETOOLONG] {
+            assert!(matches!(open_failure(os(absent)), Opened::Missing), "{absent:?}");
+        }
+        assert!(matches!(open_failure(os(Errno::NXIO)), Opened::NotAFile));
+        for (errno, code, words) in [
+            (Errno::MFILE, 503, "too many files open"),
+            (Errno::NFILE, 503, "too many files open"),
+            (Errno::ACCESS, 500, "permission denied"),
+            (Errno::PERM, 500, "permission denied"),
+            (Errno::IO, 500, "could not open this file"),
+        ] {
+            let Opened::Failed(e) = open_failure(os(errno)) else {
+                panic!("{errno:?} is a failure");
+            };
+            let answer = cannot_open(&e);
+            assert_eq!(answer.status.code.as_u16(), code, "{errno:?}");
+            assert!(
+                answer.status.human_message.contains(words),
+                "{errno:?}: {}",
+                answer.status.human_message
+            );
+        }
     }
 
     #[test]
