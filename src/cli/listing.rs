@@ -21,11 +21,14 @@ pub fn table(content: &[u8]) -> Option<String> {
     let rows: Vec<[String; 3]> = entries
         .iter()
         .map(|entry| {
-            let name = if entry.is_folder {
-                format!("{}/", entry.name)
+            // A line break or another control character in a name would
+            // break the table: shown escaped.
+            let name = if entry.name.chars().any(char::is_control) {
+                entry.name.escape_debug().to_string()
             } else {
                 entry.name.clone()
             };
+            let name = if entry.is_folder { format!("{name}/") } else { name };
             let size = if entry.is_folder {
                 "-".to_owned()
             } else {
@@ -85,6 +88,15 @@ big.bin    1048576  2026-01-02 03:04:05
         assert_eq!(
             table(b"[]\n").expect("an empty listing"),
             "NAME  SIZE  MODIFIED (UTC)\n(an empty folder)\n"
+        );
+    }
+
+    #[test]
+    fn control_characters_in_a_name_do_not_break_the_table() {
+        let content = br#"[{"name":"a\nb\t.txt","size":2,"modified":null,"is-folder":false}]"#;
+        assert_eq!(
+            table(content).expect("a listing"),
+            "NAME        SIZE  MODIFIED (UTC)\na\\nb\\t.txt     2  -\n"
         );
     }
 
