@@ -607,10 +607,16 @@ impl FileServer {
         if !matches!(request.method, Method::Put | Method::Delete) {
             return Ok(());
         }
-        let message = match request.headers.authorization().map(bearer_token) {
-            // Constant time: how long the comparison takes must not tell
-            // how many leading bytes of a guess were right.
-            Some(given) if bool::from(given.as_bytes().ct_eq(token.as_bytes())) => return Ok(()),
+        // Constant time: how long the comparison takes must not tell how
+        // many leading bytes of a guess were right. The value as given is
+        // compared too, for a token that itself starts with "Bearer ".
+        let matches = |given: &str| {
+            let alone = given.as_bytes().ct_eq(token.as_bytes());
+            let after_scheme = bearer_token(given).as_bytes().ct_eq(token.as_bytes());
+            bool::from(alone | after_scheme)
+        };
+        let message = match request.headers.authorization() {
+            Some(given) if matches(given) => return Ok(()),
             Some(_) => "authorization does not match the server's token".to_owned(),
             None => format!(
                 "authorization is required to {} on this server: send its token \

@@ -1092,6 +1092,14 @@ fn d14_a_token_is_taken_alone_or_after_bearer() {
             .with_headers(Headers::new().with_authorization(value.to_owned()));
         assert_eq!(code(&ask(&server, put)), expected, "{value:?}");
     }
+    // A token that itself starts with the scheme's word still works alone.
+    let server = fixture.server().with_token(Some("Bearer odd".into()));
+    for (value, expected) in [("Bearer odd", 201), ("Bearer Bearer odd", 201), ("odd", 401)] {
+        let put = req(Method::Put, "/t.txt")
+            .with_body(Body::text("x"))
+            .with_headers(Headers::new().with_authorization(value.to_owned()));
+        assert_eq!(code(&ask(&server, put)), expected, "{value:?}");
+    }
 }
 
 #[test]
