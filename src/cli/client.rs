@@ -19,7 +19,7 @@ use std::time::Duration;
 use jsontp::io_adapters::Transport;
 use jsontp::io_adapters::client::blocking::Client;
 use jsontp::io_adapters::client::{ClientError, ClientOptions};
-use jsontp::io_adapters::tls::{ClientTls, HandshakeError};
+use jsontp::io_adapters::tls::{ClientTls, HandshakeError, NotPinned};
 use jsontp::message::{Body, Encoding, Forgiven, Method, Request, Response, Validation};
 use serde_json::Value;
 
@@ -40,6 +40,11 @@ pub struct CommonArgs {
     /// instead of the system's.
     #[arg(long, value_name = "FILE", env = "JSONTP_CACERT")]
     pub cacert: Option<PathBuf>,
+    /// `jsontps://`: also require the server's public key to be one of
+    /// these, as curl's --pinnedpubkey: `sha256//BASE64`, several joined
+    /// with `;` (the base64 of the SHA-256 of the key's DER form).
+    #[arg(long, value_name = "sha256//BASE64")]
+    pub pinnedpubkey: Option<String>,
     /// `jsontps://`: accept any server certificate (no authentication;
     /// for tests).
     #[arg(short = 'k', long, conflicts_with = "cacert")]
@@ -293,6 +298,9 @@ impl Plan {
         content: &ContentArgs,
     ) -> Result<Plan, String> {
         let target = Target::parse(&common.url)?;
+        if let Some(pins) = &common.pinnedpubkey {
+            parse_pins(pins)?;
+        }
         let write_out = common.write_out.as_deref().map(WriteOut::parse).transpose()?;
         if !(common.timeout.is_finite() && common.timeout > 0.0) {
             return Err("--timeout must be a positive number of seconds".into());
@@ -505,13 +513,37 @@ fn exchange(
 /// Which server certificates a `jsontps://` client trusts (D20): the
 /// system's roots unless `--cacert` or `--insecure` says otherwise.
 fn client_tls(common: &CommonArgs) -> io::Result<ClientTls> {
-    if common.insecure {
-        Ok(ClientTls::insecure())
+    let tls = if common.insecure {
+        ClientTls::insecure()
     } else if let Some(file) = &common.cacert {
-        ClientTls::from_ca_file(file)
+        ClientTls::from_ca_file(file)?
     } else {
-        ClientTls::system_roots()
+        ClientTls::system_roots()?
+    };
+    match &common.pinnedpubkey {
+        Some(pins) => tls.with_pinned_keys(parse_pins(pins).map_err(io::Error::other)?),
+        None => Ok(tls),
     }
+}
+
+/// `--pinnedpubkey sha256//BASE64;sha256//BASE64`, as curl writes it.
+fn parse_pins(text: &str) -> Result<Vec<[u8; 32]>, String> {
+    use base64::Engine;
+    text.split(';')
+        .map(|pin| {
+            pin.trim()
+                .strip_prefix("sha256//")
+                .and_then(|b64| base64::engine::general_purpose::STANDARD.decode(b64).ok())
+                .and_then(|digest| <[u8; 32]>::try_from(digest).ok())
+                .ok_or_else(|| {
+                    format!(
+                        "--pinnedpubkey {pin:?}: write sha256//BASE64, the base64 of the key's SHA-256 \
+                         (openssl x509 -in cert.pem -pubkey -noout | openssl pkey -pubin -outform der \
+                         | openssl dgst -sha256 -binary | base64)"
+                    )
+                })
+        })
+        .collect()
 }
 
 /// A connection error, and for a server certificate this client does not
@@ -526,6 +558,11 @@ fn with_tls_advice(error: &ClientError, common: &CommonArgs) -> String {
     let Some(handshake) = handshake.filter(|h| h.certificate_refused()) else {
         return error.to_string();
     };
+    if let rustls::Error::InvalidCertificate(rustls::CertificateError::Other(other)) = &handshake.error
+        && other.0.downcast_ref::<NotPinned>().is_some()
+    {
+        return format!("{error}; check --pinnedpubkey against the server's key");
+    }
     let wrong_name = matches!(
         handshake.error,
         rustls::Error::InvalidCertificate(

@@ -144,23 +144,57 @@ impl Eq for ServerTls {}
 #[derive(Clone)]
 pub struct ClientTls {
     config: Arc<rustls::ClientConfig>,
+    /// How server certificates are checked, when this crate built the
+    /// configuration: what pinning wraps.
+    verifier: Option<Arc<dyn ServerCertVerifier>>,
 }
 
 impl ClientTls {
     /// Uses `config` as it is (for instance with a client certificate for
     /// mutual TLS). Its ALPN list should hold [`ALPN`].
     pub fn new(config: Arc<rustls::ClientConfig>) -> Self {
-        ClientTls { config }
+        ClientTls {
+            config,
+            verifier: None,
+        }
     }
 
-    fn with_roots(roots: RootCertStore) -> io::Result<Self> {
+    /// A configuration that checks server certificates with `verifier`.
+    fn with_verifier(verifier: Arc<dyn ServerCertVerifier>) -> io::Result<Self> {
         let mut config = rustls::ClientConfig::builder_with_provider(provider())
             .with_protocol_versions(VERSIONS)
             .map_err(invalid)?
-            .with_root_certificates(roots)
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::clone(&verifier))
             .with_no_client_auth();
         config.alpn_protocols = vec![ALPN.to_vec()];
-        Ok(ClientTls::new(Arc::new(config)))
+        Ok(ClientTls {
+            config: Arc::new(config),
+            verifier: Some(verifier),
+        })
+    }
+
+    fn with_roots(roots: RootCertStore) -> io::Result<Self> {
+        let verifier =
+            rustls::client::WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider())
+                .build()
+                .map_err(invalid)?;
+        ClientTls::with_verifier(verifier)
+    }
+
+    /// Also requires the server's public key to be one of `pins`: the
+    /// SHA-256 digests of the keys' SubjectPublicKeyInfo, as curl's
+    /// `--pinnedpubkey sha256//…` gives them. Checked after the
+    /// configured verification, never instead of it (after
+    /// [`insecure`](Self::insecure), the pin is the only check). Only for
+    /// a `ClientTls` built by this crate's constructors.
+    pub fn with_pinned_keys(self, pins: Vec<[u8; 32]>) -> io::Result<Self> {
+        let Some(inner) = self.verifier else {
+            return Err(invalid(
+                "pinning needs a ClientTls made by its constructors, not ClientTls::new",
+            ));
+        };
+        ClientTls::with_verifier(Arc::new(Pinned { inner, pins }))
     }
 
     /// Trusts the system's root certificates (D20's default).
@@ -199,32 +233,16 @@ impl ClientTls {
         )
         .build()
         .map_err(invalid)?;
-        let verifier = ExactOrChained {
+        ClientTls::with_verifier(Arc::new(ExactOrChained {
             exact: certs,
             chained,
-        };
-        let mut config = rustls::ClientConfig::builder_with_provider(provider)
-            .with_protocol_versions(VERSIONS)
-            .map_err(invalid)?
-            .dangerous()
-            .with_custom_certificate_verifier(Arc::new(verifier))
-            .with_no_client_auth();
-        config.alpn_protocols = vec![ALPN.to_vec()];
-        Ok(ClientTls::new(Arc::new(config)))
+        }))
     }
 
     /// Accepts any server certificate, checking only the handshake's
     /// signatures: no authentication at all. For tests and local use.
     pub fn insecure() -> Self {
-        let provider = provider();
-        let mut config = rustls::ClientConfig::builder_with_provider(Arc::clone(&provider))
-            .with_protocol_versions(VERSIONS)
-            .expect("ring supports TLS 1.2 and 1.3")
-            .dangerous()
-            .with_custom_certificate_verifier(Arc::new(AnyCertificate(provider)))
-            .with_no_client_auth();
-        config.alpn_protocols = vec![ALPN.to_vec()];
-        ClientTls::new(Arc::new(config))
+        ClientTls::with_verifier(Arc::new(AnyCertificate(provider()))).expect("ring supports TLS 1.2 and 1.3")
     }
 
     /// The rustls configuration.
@@ -318,6 +336,91 @@ impl ServerCertVerifier for ExactOrChained {
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
         self.chained.supported_verify_schemes()
     }
+}
+
+/// Pinning: the server's public key must be one of the pins, once the
+/// inner verifier has accepted its certificate.
+#[derive(Debug)]
+struct Pinned {
+    inner: Arc<dyn ServerCertVerifier>,
+    pins: Vec<[u8; 32]>,
+}
+
+/// A server key that is none of the pinned ones.
+#[derive(Debug)]
+pub struct NotPinned;
+
+impl fmt::Display for NotPinned {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("the server's public key is none of the pinned keys")
+    }
+}
+
+impl std::error::Error for NotPinned {}
+
+impl ServerCertVerifier for Pinned {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        let verified =
+            self.inner
+                .verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)?;
+        let key = rustls::server::ParsedCertificate::try_from(end_entity)?.subject_public_key_info();
+        let digest = sha256(key.as_ref());
+        if self.pins.iter().any(|pin| pin[..] == digest[..]) {
+            Ok(verified)
+        } else {
+            Err(rustls::Error::InvalidCertificate(
+                rustls::CertificateError::Other(rustls::OtherError(Arc::new(NotPinned))),
+            ))
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.inner.supported_verify_schemes()
+    }
+}
+
+/// SHA-256 of `bytes`, from the crypto provider's TLS 1.3 suite.
+fn sha256(bytes: &[u8]) -> Vec<u8> {
+    match rustls::crypto::ring::cipher_suite::TLS13_AES_128_GCM_SHA256 {
+        rustls::SupportedCipherSuite::Tls13(suite) => {
+            suite.common.hash_provider.hash(bytes).as_ref().to_vec()
+        }
+        #[allow(unreachable_patterns)] // TLS 1.2 suites share the type
+        _ => unreachable!("TLS13_AES_128_GCM_SHA256 is a TLS 1.3 suite"),
+    }
+}
+
+/// SHA-256 of a certificate's SubjectPublicKeyInfo: its pin, as curl's
+/// `--pinnedpubkey sha256//…` writes it (base64 of these bytes).
+pub fn public_key_pin(certificate: &CertificateDer<'_>) -> io::Result<[u8; 32]> {
+    let parsed = rustls::server::ParsedCertificate::try_from(certificate).map_err(invalid)?;
+    let digest = sha256(parsed.subject_public_key_info().as_ref());
+    digest.try_into().map_err(|_| invalid("SHA-256 gave no 32 bytes"))
 }
 
 /// Whether path validation refused a certificate for saying `CA:TRUE`.
@@ -532,6 +635,9 @@ impl HandshakeError {
                 C::Expired | C::ExpiredContext { .. } => "the server's certificate has expired".into(),
                 C::NotValidYet | C::NotValidYetContext { .. } => {
                     "the server's certificate is not valid yet (is this machine's clock right?)".into()
+                }
+                C::Other(other) if other.0.downcast_ref::<NotPinned>().is_some() => {
+                    "the server's public key is none of the pinned keys".into()
                 }
                 C::UnknownIssuer | C::BadSignature | C::Other(_) => {
                     "the server's certificate is not signed by an authority this client trusts \

@@ -118,3 +118,81 @@ fn a_self_signed_certificate_given_with_cacert_is_trusted_for_its_names_only() {
     let _ = std::fs::remove_dir_all(&root);
     let _ = std::fs::remove_dir_all(&keys);
 }
+
+/// `sha256//BASE64` of the certificate's key, as curl's --pinnedpubkey
+/// takes it; checked against openssl's own reckoning where it is found.
+fn pin_of(cert: &Path) -> String {
+    use base64::Engine;
+    use rustls::pki_types::CertificateDer;
+    use rustls::pki_types::pem::PemObject;
+    let der = CertificateDer::from_pem_file(cert).expect("a PEM certificate");
+    let pin = jsontp::io_adapters::tls::public_key_pin(&der).expect("a key");
+    let ours = base64::engine::general_purpose::STANDARD.encode(pin);
+    let openssl = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "openssl x509 -in '{}' -pubkey -noout | openssl pkey -pubin -outform der \
+             | openssl dgst -sha256 -binary | base64",
+            cert.display()
+        ))
+        .output();
+    if let Ok(out) = openssl
+        && out.status.success()
+        && !out.stdout.is_empty()
+    {
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout).trim(),
+            ours,
+            "openssl agrees"
+        );
+    }
+    format!("sha256//{ours}")
+}
+
+#[test]
+fn pinnedpubkey_requires_the_servers_key_as_curl_does() {
+    let root = temp_root("tls-pinned");
+    let keys = temp_root("tls-pinned-keys");
+    let (cert, key) = self_signed(&keys, "server");
+    let (other, _) = self_signed(&keys, "other");
+    let (_serve, addr, _log) = spawn_serve(
+        &root,
+        &[
+            "--tls-cert",
+            &cert.to_string_lossy(),
+            "--tls-key",
+            &key.to_string_lossy(),
+            "--quiet",
+        ],
+    );
+    let url = format!("jsontps://localhost:{}/hello.txt", addr.port());
+    let cert_arg = cert.to_string_lossy().into_owned();
+    let (right, wrong) = (pin_of(&cert), pin_of(&other));
+
+    let pinned = jsontp(&["get", "--cacert", &cert_arg, "--pinnedpubkey", &right, &url]);
+    assert_eq!(pinned.status.code(), Some(0), "{}", stderr(&pinned));
+    assert_eq!(stdout(&pinned), "Hello, world!");
+    // One of several pins is enough; -k with a pin checks the pin alone.
+    let several = format!("{wrong};{right}");
+    let out = jsontp(&["get", "-k", "--pinnedpubkey", &several, &url]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+
+    // Another key: refused, even with the certificate trusted.
+    for trust in [&["--cacert", cert_arg.as_str()][..], &["-k"]] {
+        let mut args = vec!["get", "--pinnedpubkey", &wrong, &url];
+        args.extend_from_slice(trust);
+        let out = jsontp(&args);
+        assert_eq!(out.status.code(), Some(2), "{trust:?}");
+        assert!(
+            stderr(&out).contains("none of the pinned keys"),
+            "{trust:?}: {}",
+            stderr(&out)
+        );
+    }
+    // A pin not written as curl writes it is a usage error.
+    let out = jsontp(&["get", "--pinnedpubkey", "md5//abc", &url]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("sha256//BASE64"), "{}", stderr(&out));
+    let _ = std::fs::remove_dir_all(&root);
+    let _ = std::fs::remove_dir_all(&keys);
+}
