@@ -78,7 +78,13 @@ pub struct CommonArgs {
     #[arg(short = 'X', long = "request", value_name = "METHOD")]
     pub request: Option<String>,
     /// Give up after this many seconds (connecting, waiting, or in total).
-    #[arg(long, value_name = "SECONDS", default_value_t = 30.0)]
+    #[arg(
+        short = 'm',
+        long,
+        visible_alias = "max-time",
+        value_name = "SECONDS",
+        default_value_t = 30.0
+    )]
     pub timeout: f64,
 }
 
@@ -177,6 +183,18 @@ pub struct CurlArgs {
     user_agent: Option<String>,
     #[arg(short = 'G', long = "get", hide = true)]
     get: bool,
+    #[arg(short = 'r', long = "range", hide = true)]
+    range: Option<String>,
+    #[arg(short = 'C', long = "continue-at", hide = true)]
+    continue_at: Option<String>,
+    #[arg(short = 'c', long = "cookie-jar", hide = true)]
+    cookie_jar: Option<String>,
+    #[arg(short = 'e', long = "referer", hide = true)]
+    referer: Option<String>,
+    #[arg(long = "http1.1", hide = true)]
+    http1: bool,
+    #[arg(long = "http2", hide = true)]
+    http2: bool,
 }
 
 impl CurlArgs {
@@ -207,6 +225,22 @@ impl CurlArgs {
             (
                 self.get,
                 "-G/--get: write the query in the URL (host/path?k=v); -d makes a POST",
+            ),
+            (
+                self.range.is_some() || self.continue_at.is_some(),
+                "-r/-C: jsontp has no ranges; a download is whole, and -o writes it only when complete",
+            ),
+            (
+                self.cookie_jar.is_some(),
+                "-c/--cookie-jar: jsontp keeps no cookie jar; -i or -v shows the answer's set-cookies",
+            ),
+            (
+                self.referer.is_some(),
+                "-e/--referer: jsontp has no referer header",
+            ),
+            (
+                self.http1 || self.http2,
+                "--http1.1/--http2: jsontp is not HTTP; it has one version, sent as \"1.0\"",
             ),
         ];
         refusals.into_iter().find_map(|(given, why)| given.then_some(why))

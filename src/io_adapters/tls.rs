@@ -627,7 +627,10 @@ impl HandshakeError {
             (_, Side::Client) if plaintext => {
                 Some("the server did not answer with TLS (a plaintext jsontp:// port?)".into())
             }
-            (_, Side::Server) if plaintext => Some("the client did not speak TLS".into()),
+            (_, Side::Server) if plaintext => Some(
+                "the client did not speak TLS (a jsontp:// client at this TLS port? it needs jsontps://)"
+                    .into(),
+            ),
             (rustls::Error::InvalidCertificate(error), Side::Client) => Some(match error {
                 C::NotValidForName | C::NotValidForNameContext { .. } => {
                     "the server's certificate is not made out for the name connected to".into()
@@ -649,7 +652,7 @@ impl HandshakeError {
             _ if self.certificate_refused() => Some(
                 "the client does not trust this server's certificate: a client of a self-signed \
                  certificate or a private CA must be given that certificate to trust \
-                 (curl and jsontp: --cacert FILE)"
+                 (curl and jsontp: --cacert FILE; -k skips the check)"
                     .into(),
             ),
             _ => None,

@@ -108,6 +108,10 @@ fn curl_flags_without_a_meaning_here_say_so_in_one_line() {
         (&["-x", "proxy:3128"][..], "-x/--proxy"),
         (&["-b", "a=1"][..], "-H 'cookies: name=value"),
         (&["-G"][..], "write the query in the URL"),
+        (&["-r", "0-99"][..], "jsontp has no ranges"),
+        (&["-C", "-"][..], "jsontp has no ranges"),
+        (&["-c", "jar.txt"][..], "keeps no cookie jar"),
+        (&["--http2"][..], "jsontp is not HTTP"),
     ] {
         let mut all = vec!["get", "URL"];
         let url = server.url("/hello.txt");
@@ -131,6 +135,12 @@ fn curl_flags_without_a_meaning_here_say_so_in_one_line() {
     let out = jsontp(&["get", &server.url("/hello.txt"), "-fsSL"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(stderr(&out), "");
+    // curl's --max-time is the timeout.
+    let out = std::process::Command::new(BIN)
+        .args(["get", &server.url("/hello.txt"), "--max-time", "5"])
+        .output()
+        .expect("run jsontp");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 }
 
 /// A peer that answers one request with `body` as its extra body keys,
