@@ -37,9 +37,10 @@
 //!   `accept-encoding` (D8).
 //! - Files of any size are served: those over 64 KiB stream from the open
 //!   file as the peer takes them (D19), in constant memory; their UTF-8
-//!   check (for `identity`, D8) reads the file once before. A file changed
-//!   between that check and the sending is cut off rather than sent wrong
-//!   (the peer sees the message end early, D1). A limit can be set
+//!   check (for `identity`, D8) reads the file once before. A file whose
+//!   size or times change after it was opened, or that ends early, is cut
+//!   off rather than sent wrong (the peer sees the message end early, D1);
+//!   a small one changed while read is `503`. A limit can be set
 //!   ([`FileServer::with_max_file_bytes`], `jsontp serve --max-file`):
 //!   larger files are `500`, saying so.
 //! - `PUT` content over the server's memory threshold arrives spooled to a
@@ -49,13 +50,20 @@
 //!   (Linux), so no resource reaches it, whatever symlinks the root holds,
 //!   and a crash leaves nothing. The name [`SPOOL_FOLDER`], where earlier
 //!   versions spooled, is still refused at the root.
+//! - Only regular files and folders are served, opened without blocking:
+//!   a pipe, socket or device is `403`. A file that is there but cannot be
+//!   opened is never `404`: `503` when the server is out of descriptors,
+//!   `500` otherwise, each saying which.
 //! - Media types come from the file's extension (the `mime_guess` table);
 //!   a folder sends its `index.html`, so `text/html`; an unknown extension
 //!   is `application/octet-stream`. No `charset` parameter: a `.txt` file
 //!   need not be UTF-8, and the server does not read it to find out.
 //! - A folder without `index.html` is `404` (D11), unless listings are on
 //!   ([`FileServer::with_listing`]): then `GET` answers a JSON array of its
-//!   entries, `{"name", "size", "modified", "is-folder"}`, sorted by name.
+//!   entries, `{"name", "size", "modified", "is-folder"}`, sorted by name,
+//!   at most 2,000 at a time: a longer listing's answer names its next
+//!   page in body key `next-page` (`?after=NAME`), so that one answer
+//!   never holds more than D3's 1 MiB whatever the folder's size.
 //!   The listing shows what a `GET` could reach and nothing else: a symlink
 //!   whose target lies outside the root, or that leads nowhere, is left
 //!   out, as are names that are not UTF-8 (no resource can name them) and
@@ -76,8 +84,10 @@ use subtle::ConstantTimeEq;
 
 #[cfg(target_os = "linux")]
 mod small_files;
+mod steady;
 #[cfg(target_os = "linux")]
 use small_files::{Cached, Slot, SmallFiles, Stamp};
+use steady::{Measure, Steady};
 
 /// Where the small-file cache keeps a file: there is no cache off Linux.
 #[cfg(not(target_os = "linux"))]
@@ -176,6 +186,24 @@ enum Source {
     Cached(Cached, Slot),
     /// A folder inside the root without `index.html`, listed.
     Listing(PathBuf),
+    /// Something there that is not a file or a folder (a pipe, a socket,
+    /// a device): never served.
+    NotAFile,
+    /// Something there that could not be opened for another reason than
+    /// its absence (no descriptor left, no permission, an I/O error).
+    Failed(io::Error),
+}
+
+/// What opening a path beneath the root found.
+enum Opened {
+    /// Open, with the open handle's metadata.
+    Found(fs::File, fs::Metadata),
+    /// Nothing, or nothing inside the root.
+    Missing,
+    /// Something that cannot be opened as a file (a socket).
+    NotAFile,
+    /// Something that could not be opened or measured.
+    Failed(io::Error),
 }
 
 /// One entry of a folder listing, as sent.
@@ -197,10 +225,13 @@ enum Loaded {
     Content(Content, Option<Date>, Option<Slot>),
     /// A file to stream (D19), open, with whether it is UTF-8 text.
     Large {
-        file: fs::File,
+        file: Steady,
         text: bool,
         modified: Option<Date>,
     },
+    /// One page of a folder's listing, its last modification, and the
+    /// resource of the next page when more entries follow.
+    Listing(Vec<u8>, Option<Date>, Option<String>),
     /// Larger than the server's limit: not read.
     TooLarge(Option<Date>),
 }
@@ -208,7 +239,7 @@ enum Loaded {
 impl Loaded {
     fn last_modified(&self) -> Option<Date> {
         match self {
-            Loaded::Content(_, date, _) | Loaded::TooLarge(date) => *date,
+            Loaded::Content(_, date, _) | Loaded::Listing(_, date, _) | Loaded::TooLarge(date) => *date,
             Loaded::Large { modified, .. } => *modified,
         }
     }
@@ -222,10 +253,12 @@ enum Action {
         encoding: Encoding,
         media: MediaType,
         slot: Option<Slot>,
+        /// A listing's next page (body key `next-page`).
+        next: Option<String>,
     },
     /// Stream the open file (`GET`, `POST` of a large file, D19).
     Stream {
-        file: fs::File,
+        file: Steady,
         encoding: Encoding,
         media: MediaType,
     },
@@ -328,8 +361,9 @@ impl FileServer {
     /// Whether `GET` of a folder without `index.html` answers a listing of
     /// it (default: no, `404` as D11 says). The listing is a JSON array,
     /// `content-type: application/json`, of `{"name", "size", "modified",
-    /// "is-folder"}` sorted by name; it never shows what lies outside the
-    /// root.
+    /// "is-folder"}` sorted by name, at most 2,000 entries an answer (body
+    /// key `next-page` names the next page, `?after=NAME`); it never shows
+    /// what lies outside the root, nor a name this server refuses.
     pub fn with_listing(mut self, listing: bool) -> Self {
         self.listing = listing;
         self
@@ -353,6 +387,10 @@ impl FileServer {
         let method = request.method;
         let reads = matches!(method, Method::Get | Method::Post);
         let refused = |status: Status| Box::new(Response::new(status));
+        // Level 3: a resource this server never serves, said as such.
+        if let Some(why) = refused_name(path) {
+            return Err(Box::new(Response::from_code(StatusCode::BAD_REQUEST, why)));
+        }
 
         // Level 5: content-type, accept, accept-encoding, accept-language.
         negotiate::check_content_type(headers.content_type(), &self.content_types).map_err(refused)?;
@@ -368,11 +406,12 @@ impl FileServer {
             negotiate::choose_encoding(headers.accept_encoding(), &Encoding::ALL, ContentKind::Text)
                 .map_err(refused)?;
         let loaded = match source {
-            Some(source) => Some(self.load(source, &media)?),
+            Some(source) => Some(self.load(source, &media, request)?),
             None => None,
         };
         let kind = match &loaded {
             Some(Loaded::Content(content, ..)) => Some(ContentKind::of(content.as_slice())),
+            Some(Loaded::Listing(..)) => Some(ContentKind::Text),
             Some(Loaded::Large { text: true, .. }) => Some(ContentKind::Text),
             Some(Loaded::Large { text: false, .. }) => Some(ContentKind::Binary),
             _ => None,
@@ -390,9 +429,15 @@ impl FileServer {
         self.authorize(request)?;
         if !self.writable && matches!(method, Method::Put | Method::Delete) {
             let allowed = self.allowed_methods(path);
-            return Err(Box::new(
-                Response::method_not_allowed(method, allowed).with_headers(language_header(language)),
-            ));
+            let mut response = Response::method_not_allowed(method, allowed);
+            let names: Vec<&str> = allowed.iter().map(|m| m.as_str()).collect();
+            response.status.human_message = format!(
+                "this server is read-only, so {method} is not allowed (allowed here: {}); its \
+                 operator can allow writes (jsontp serve --writable, or --token TOKEN to require a \
+                 token for them)",
+                names.join(", ")
+            );
+            return Err(Box::new(response.with_headers(language_header(language))));
         }
         let conditions = |last_modified: Option<Date>| {
             negotiate::check_conditions(method, headers, last_modified).map_err(refused)
@@ -401,6 +446,14 @@ impl FileServer {
             Method::Get | Method::Post => {
                 conditions(loaded.as_ref().and_then(Loaded::last_modified))?;
                 match loaded {
+                    None if matches!(self.place(path), Place::Folder) => {
+                        return Err(refuse(
+                            StatusCode::NOT_FOUND,
+                            "this is a folder without index.html, and this server does not list \
+                             folders (jsontp serve --list does)",
+                            language,
+                        ));
+                    }
                     None => return Err(refuse(StatusCode::NOT_FOUND, "no file by this name", language)),
                     Some(Loaded::TooLarge(_)) => {
                         return Err(refuse(
@@ -417,6 +470,14 @@ impl FileServer {
                         encoding,
                         media,
                         slot,
+                        next: None,
+                    },
+                    Some(Loaded::Listing(content, _, next)) => Action::Serve {
+                        content: Content::Owned(content),
+                        encoding,
+                        media,
+                        slot: None,
+                        next,
                     },
                     Some(Loaded::Large { file, .. }) => Action::Stream {
                         file,
@@ -501,14 +562,21 @@ impl FileServer {
                 encoding,
                 media,
                 slot,
+                next,
             } => {
-                let body = self.body_of(content, encoding, slot).map_err(|e| {
-                    refuse(
-                        StatusCode::INTERNAL_SERVER_ERROR,
-                        format!("the file {e}"),
-                        language,
-                    )
-                })?;
+                let body = self
+                    .body_of(content, encoding, slot)
+                    .and_then(|body| match next {
+                        Some(next) => body.with_extra("next-page", serde_json::Value::String(next)),
+                        None => Ok(body),
+                    })
+                    .map_err(|e| {
+                        refuse(
+                            StatusCode::INTERNAL_SERVER_ERROR,
+                            format!("the file {e}"),
+                            language,
+                        )
+                    })?;
                 Ok(Response::ok("here is the file")
                     .with_headers(headers.with_content_type(media))
                     .with_body(body))
@@ -539,12 +607,22 @@ impl FileServer {
         if !matches!(request.method, Method::Put | Method::Delete) {
             return Ok(());
         }
+        // Constant time: how long the comparison takes must not tell how
+        // many leading bytes of a guess were right. The value as given is
+        // compared too, for a token that itself starts with "Bearer ".
+        let matches = |given: &str| {
+            let alone = given.as_bytes().ct_eq(token.as_bytes());
+            let after_scheme = bearer_token(given).as_bytes().ct_eq(token.as_bytes());
+            bool::from(alone | after_scheme)
+        };
         let message = match request.headers.authorization() {
-            // Constant time: how long the comparison takes must not tell
-            // how many leading bytes of a guess were right.
-            Some(given) if bool::from(given.as_bytes().ct_eq(token.as_bytes())) => return Ok(()),
+            Some(given) if matches(given) => return Ok(()),
             Some(_) => "authorization does not match the server's token".to_owned(),
-            None => format!("authorization is required to {} on this server", request.method),
+            None => format!(
+                "authorization is required to {} on this server: send its token \
+                 (jsontp: -H 'authorization: TOKEN')",
+                request.method
+            ),
         };
         Err(Box::new(Response::unauthorized(message)))
     }
@@ -570,22 +648,24 @@ impl FileServer {
                 );
             }
         }
-        let Some((file, metadata)) = self.open_beneath(&rel) else {
-            return (by_name(), None);
+        let (file, metadata) = match self.open_beneath(&rel) {
+            Opened::Found(file, metadata) => (file, metadata),
+            Opened::Missing => return (by_name(), None),
+            Opened::NotAFile => return (by_name(), Some(Source::NotAFile)),
+            Opened::Failed(e) => return (by_name(), Some(Source::Failed(e))),
         };
+        if metadata.is_file() {
+            return (by_name(), Some(Source::File(file, metadata, Some(rel))));
+        }
         if !metadata.is_dir() {
-            return (
-                by_name(),
-                metadata
-                    .is_file()
-                    .then_some(Source::File(file, metadata, Some(rel))),
-            );
+            return (by_name(), Some(Source::NotAFile));
         }
         match self.open_beneath(&rel.join(INDEX)) {
-            Some((index, metadata)) if metadata.is_file() => (
+            Opened::Found(index, metadata) if metadata.is_file() => (
                 constant_media("text/html"),
                 Some(Source::File(index, metadata, None)),
             ),
+            Opened::Failed(e) => (constant_media("text/html"), Some(Source::Failed(e))),
             _ if self.listing => (
                 constant_media("application/json"),
                 Some(Source::Listing(self.root.join(rel))),
@@ -595,13 +675,19 @@ impl FileServer {
     }
 
     /// Opens `rel` (plain names only, [`relative`]) beneath the root,
-    /// following symlinks only while they stay inside it (D7); `None` for
-    /// what does not exist or lies outside. On Linux one `openat2` with
-    /// `RESOLVE_BENEATH` asks the kernel to refuse any way out; what it
-    /// refuses as a way out (an absolute symlink, which may still lead to a
-    /// file under the root), and every path elsewhere or before Linux 5.6,
-    /// is canonicalised and checked.
-    fn open_beneath(&self, rel: &Path) -> Option<(fs::File, fs::Metadata)> {
+    /// following symlinks only while they stay inside it (D7);
+    /// [`Opened::Missing`] for what does not exist or lies outside. On
+    /// Linux one `openat2` with `RESOLVE_BENEATH` asks the kernel to refuse
+    /// any way out; what it refuses as a way out (an absolute symlink,
+    /// which may still lead to a file under the root), and every path
+    /// elsewhere or before Linux 5.6, is canonicalised and checked.
+    /// Opened without blocking: a pipe with no writer would otherwise hold
+    /// the worker in `open` for good.
+    fn open_beneath(&self, rel: &Path) -> Opened {
+        let measured = |file: fs::File| match file.metadata() {
+            Ok(metadata) => Opened::Found(file, metadata),
+            Err(e) => Opened::Failed(e),
+        };
         #[cfg(target_os = "linux")]
         if let Some(root) = &self.root_fd {
             use rustix::fs::{Mode, OFlags, ResolveFlags};
@@ -612,27 +698,33 @@ impl FileServer {
                 } else {
                     rel
                 },
-                OFlags::RDONLY | OFlags::CLOEXEC,
+                OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NONBLOCK,
                 Mode::empty(),
                 ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS,
             );
             match opened {
-                Ok(fd) => {
-                    let file = fs::File::from(fd);
-                    let metadata = file.metadata().ok()?;
-                    return Some((file, metadata));
-                }
+                Ok(fd) => return measured(fs::File::from(fd)),
                 // No openat2 in this kernel, or a way out that may yet
                 // land inside (an absolute symlink to a file under the
                 // root): the portable way below decides.
                 Err(rustix::io::Errno::NOSYS | rustix::io::Errno::XDEV) => {}
-                Err(_) => return None,
+                Err(e) => return open_failure(e.into()),
             }
         }
-        let real = self.inside(&self.root.join(rel))?;
-        let file = fs::File::open(real).ok()?;
-        let metadata = file.metadata().ok()?;
-        Some((file, metadata))
+        let Some(real) = self.inside(&self.root.join(rel)) else {
+            return Opened::Missing;
+        };
+        let mut options = fs::OpenOptions::new();
+        options.read(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::custom_flags(
+            &mut options,
+            rustix::fs::OFlags::NONBLOCK.bits() as i32,
+        );
+        match options.open(real) {
+            Ok(file) => measured(file),
+            Err(e) => open_failure(e),
+        }
     }
 
     /// `path` with every symlink followed, when that lies inside the root.
@@ -677,8 +769,13 @@ impl FileServer {
     /// `allowed-methods` for a resource (D11): never `404`; a missing
     /// resource lists what could be done there.
     fn allowed_methods(&self, path: &str) -> &'static [Method] {
+        let place = self.place(path);
+        // PUT and DELETE of a folder are 409 (D11): never offered there.
+        if matches!(place, Place::Folder) {
+            return READ_METHODS;
+        }
         let exists = self.resolve(path).1.is_some();
-        match (self.writable, exists, self.place(path)) {
+        match (self.writable, exists, place) {
             (true, true, _) | (true, _, Place::File(_) | Place::Folder) => ALL_METHODS,
             (false, true, _) | (false, _, Place::File(_) | Place::Folder) => READ_METHODS,
             (true, false, Place::Missing { .. }) => CREATE_METHODS,
@@ -689,7 +786,7 @@ impl FileServer {
     /// Reads a file or lists a folder, unless the content passes the size
     /// limit. `media` is kept with a file the cache keeps: it comes from
     /// the name, which mime_guess looks up at some cost.
-    fn load(&self, source: Source, media: &MediaType) -> Result<Loaded, Refusal> {
+    fn load(&self, source: Source, media: &MediaType, request: &Request) -> Result<Loaded, Refusal> {
         let failed = |e: io::Error| {
             Box::new(Response::internal_error(format!(
                 "the server could not access the file: {e}"
@@ -705,12 +802,31 @@ impl FileServer {
                     Some(slot),
                 ));
             }
+            Source::NotAFile => {
+                return Err(Box::new(Response::from_code(
+                    StatusCode::FORBIDDEN,
+                    "this is not a regular file (a pipe, a socket or a device): this server serves \
+                     files and folders only",
+                )));
+            }
+            Source::Failed(e) => return Err(Box::new(cannot_open(&e))),
             Source::Listing(folder) => {
-                let (content, modified) = self.list(&folder).map_err(failed)?;
-                if content.len() as u64 > self.max_file_bytes {
-                    return Ok(Loaded::TooLarge(modified));
+                let after = request
+                    .resource
+                    .query()
+                    .and_then(crate::message::form::parse_form)
+                    .and_then(|pairs| pairs.into_iter().find(|(k, _)| k == "after"))
+                    .map(|(_, v)| v);
+                let page = self.list(&folder, after.as_deref()).map_err(failed)?;
+                if page.content.len() as u64 > self.max_file_bytes {
+                    return Ok(Loaded::TooLarge(page.modified));
                 }
-                return Ok(Loaded::Content(Content::Owned(content), modified, None));
+                let next = page.last.map(|last| {
+                    let path = request.resource.path();
+                    let slash = if path.ends_with('/') { "" } else { "/" };
+                    format!("{path}{slash}?after={}", percent_encode(&last))
+                });
+                return Ok(Loaded::Listing(page.content, page.modified, next));
             }
         };
         // The open handle's own metadata: the file measured is the file sent.
@@ -721,7 +837,7 @@ impl FileServer {
         if metadata.len() > STREAM_ABOVE {
             let text = self.is_text(&mut opened, key).map_err(failed)?;
             return Ok(Loaded::Large {
-                file: opened,
+                file: Steady::new(opened, &metadata),
                 text,
                 modified,
             });
@@ -732,6 +848,14 @@ impl FileServer {
         let stamp = Stamp::of_file(&opened);
         let mut content = Vec::with_capacity(metadata.len() as usize);
         io::Read::read_to_end(&mut opened, &mut content).map_err(failed)?;
+        // Changed while read: the content may mix two versions.
+        let measure = Measure::of(&metadata);
+        if content.len() as u64 != metadata.len() || !measure.holds_for(&opened).map_err(failed)? {
+            return Err(Box::new(Response::from_code(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the file changed while it was read; try again",
+            )));
+        }
         #[cfg(target_os = "linux")]
         if let (Some(cache), Some(rel), Some(stamp)) = (&self.small_files, key, stamp) {
             // Shared with the cache and with every answer that sends it.
@@ -786,30 +910,68 @@ impl FileServer {
         Body::checked(content, encoding)
     }
 
-    /// A folder's listing as JSON text, and its last modification for the
-    /// conditional headers (D17): the latest of the folder's and its
-    /// entries', since changing a file's content leaves its folder's time
-    /// alone. Only what a `GET` could reach is listed: symlinks are followed
-    /// only when they stay inside the root.
-    fn list(&self, folder: &Path) -> io::Result<(Vec<u8>, Option<Date>)> {
+    /// One page of a folder's listing: the first [`LISTING_PAGE`] entries
+    /// by name after `after` (all names when `None`), as JSON text, and
+    /// their last modification for the conditional headers (D17): the
+    /// latest of the folder's and the page's entries', since changing a
+    /// file's content leaves its folder's time alone. The folder is read
+    /// through keeping only the page's names, so a page costs the same to
+    /// hold whatever the folder's size. Only what a `GET` could reach is
+    /// listed: symlinks are followed only when they stay inside the root.
+    fn list(&self, folder: &Path, after: Option<&str>) -> io::Result<Page> {
+        use std::collections::BinaryHeap;
         let mut latest = fs::metadata(folder)?.modified().ok().map(Date::from_system_time);
-        let mut entries = Vec::new();
+        // The smallest names after `after`, the largest on top.
+        let mut smallest: BinaryHeap<(String, bool)> = BinaryHeap::new();
+        let mut more = false;
         for entry in fs::read_dir(folder)? {
             let entry = entry?;
             let Ok(name) = entry.file_name().into_string() else {
                 continue;
             };
-            if folder == self.root && name == SPOOL_FOLDER {
+            if after.is_some_and(|after| name.as_str() <= after) {
                 continue;
             }
-            let path = entry.path();
-            let metadata = if entry.file_type()?.is_symlink() {
+            // What a GET could not fetch is not offered.
+            if (folder == self.root && name == SPOOL_FOLDER) || refused_name(&name).is_some() {
+                continue;
+            }
+            let kind = entry.file_type()?;
+            if !(kind.is_symlink() || kind.is_file() || kind.is_dir()) {
+                continue;
+            }
+            if smallest.len() == LISTING_PAGE {
+                more = true;
+                if smallest.peek().is_some_and(|(top, _)| *top < name) {
+                    continue;
+                }
+                smallest.pop();
+            }
+            smallest.push((name, kind.is_symlink()));
+        }
+        let chosen = smallest.into_sorted_vec();
+        // The next page starts after the last name chosen, even when that
+        // one is left out below.
+        let last = if more {
+            chosen.last().map(|(name, _)| name.clone())
+        } else {
+            None
+        };
+        let mut entries = Vec::with_capacity(chosen.len());
+        for (name, symlink) in chosen {
+            let path = folder.join(&name);
+            let metadata = if symlink {
                 match self.inside(&path).map(fs::metadata) {
                     Some(Ok(metadata)) => metadata,
                     _ => continue,
                 }
             } else {
-                entry.metadata()?
+                match fs::symlink_metadata(&path) {
+                    Ok(metadata) => metadata,
+                    // Gone since the folder was read.
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                    Err(e) => return Err(e),
+                }
             };
             if !(metadata.is_file() || metadata.is_dir()) {
                 continue;
@@ -823,10 +985,46 @@ impl FileServer {
                 is_folder: metadata.is_dir(),
             });
         }
-        entries.sort_unstable_by(|a, b| a.name.cmp(&b.name));
-        let content = serde_json::to_vec(&entries).map_err(io::Error::other)?;
-        Ok((content, latest))
+        let mut content = serde_json::to_vec(&entries).map_err(io::Error::other)?;
+        // Text ends with a line break: a listing printed in a terminal ends
+        // its line.
+        content.push(b'\n');
+        Ok(Page {
+            content,
+            modified: latest,
+            last,
+        })
     }
+}
+
+/// One page of a folder's listing.
+struct Page {
+    /// The JSON text.
+    content: Vec<u8>,
+    /// The latest modification of the folder and the page's entries.
+    modified: Option<Date>,
+    /// The page's last name, when more entries follow it.
+    last: Option<String>,
+}
+
+/// The most entries one listing answer holds: about 330 bytes of JSON
+/// each at most (a 255-byte name), so a page stays within D3's 1 MiB of
+/// held output whatever the folder's size; `?after=NAME` asks for the
+/// next page, which the answer names in its body key `next-page`.
+const LISTING_PAGE: usize = 2000;
+
+/// `text` percent-encoded for a query value: all but RFC 3986's
+/// unreserved characters.
+fn percent_encode(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for byte in text.bytes() {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~') {
+            out.push(char::from(byte));
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
 }
 
 impl Handler for FileServer {
@@ -993,6 +1191,79 @@ fn write_atomically(folder: &Path, target: &Path, content: &[u8]) -> io::Result<
     ))
 }
 
+/// The token of an `authorization` value: the value alone, or after the
+/// scheme as HTTP writes it (`Bearer s3cret`, the scheme in any case, one
+/// space), D14.
+fn bearer_token(value: &str) -> &str {
+    match value.split_at_checked(7) {
+        Some((scheme, token)) if scheme.eq_ignore_ascii_case("bearer ") => token,
+        _ => value,
+    }
+}
+
+/// Why this server refuses to serve a resource path whatever the folder
+/// holds (`400`), where a name would otherwise look missing.
+fn refused_name(path: &str) -> Option<&'static str> {
+    path.contains('\\').then_some(
+        "this server refuses resource names that hold a backslash (\\), which some systems read \
+         as a folder separator; such a file cannot be served: rename it",
+    )
+}
+
+/// An error of `open`: what it says of the path. Absence (or a way out of
+/// the root, or a name too long to exist) is [`Opened::Missing`]; a
+/// socket, which cannot be opened at all, is something that is not a
+/// file; anything else is a failure, never passed off as absence.
+#[cfg(unix)]
+fn open_failure(e: io::Error) -> Opened {
+    use rustix::io::Errno;
+    let errno = e.raw_os_error().map(Errno::from_raw_os_error);
+    match errno {
+        Some(Errno::NOENT | Errno::NOTDIR | Errno::LOOP | Errno::NAMETOOLONG | Errno::XDEV) => {
+            Opened::Missing
+        }
+        // A socket: `open` answers ENXIO.
+        Some(Errno::NXIO) => Opened::NotAFile,
+        _ => Opened::Failed(e),
+    }
+}
+
+/// [`open_failure`] where only the error's kind says what happened.
+#[cfg(not(unix))]
+fn open_failure(e: io::Error) -> Opened {
+    match e.kind() {
+        io::ErrorKind::NotFound | io::ErrorKind::NotADirectory => Opened::Missing,
+        _ => Opened::Failed(e),
+    }
+}
+
+/// The answer when a file that is there could not be opened: `503` when
+/// the server is out of descriptors (it may pass), `500` otherwise, each
+/// saying which; never `404`, which would tell the client the file is gone.
+fn cannot_open(e: &io::Error) -> Response {
+    #[cfg(unix)]
+    let out_of_descriptors = e
+        .raw_os_error()
+        .map(rustix::io::Errno::from_raw_os_error)
+        .is_some_and(|errno| matches!(errno, rustix::io::Errno::MFILE | rustix::io::Errno::NFILE));
+    #[cfg(not(unix))]
+    let out_of_descriptors = false;
+    match e.kind() {
+        _ if out_of_descriptors => Response::from_code(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the server has too many files open to open this one; try again shortly",
+        ),
+        io::ErrorKind::PermissionDenied => Response::from_code(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "the server is not permitted to read this file (permission denied)",
+        ),
+        _ => Response::from_code(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("the server could not open this file: {e}"),
+        ),
+    }
+}
+
 /// `language` as the response's only header.
 fn language_header(language: LanguageTag) -> Headers {
     Headers::new().with_language(language)
@@ -1035,6 +1306,35 @@ mod tests {
         let value = |n: String| u64::from_str_radix(&n[12..28], 16).expect("hex");
         let (a, b) = (value(temporary_name()), value(temporary_name()));
         assert!(a.abs_diff(b) > 1 << 32, "{a:x} {b:x}");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_failed_open_is_never_told_as_absence() {
+        use rustix::io::Errno;
+        let os = |errno: Errno| io::Error::from_raw_os_error(errno.raw_os_error());
+        for absent in [Errno::NOENT, Errno::NOTDIR, Errno::LOOP, Errno::NAMETOOLONG] {
+            assert!(matches!(open_failure(os(absent)), Opened::Missing), "{absent:?}");
+        }
+        assert!(matches!(open_failure(os(Errno::NXIO)), Opened::NotAFile));
+        for (errno, code, words) in [
+            (Errno::MFILE, 503, "too many files open"),
+            (Errno::NFILE, 503, "too many files open"),
+            (Errno::ACCESS, 500, "permission denied"),
+            (Errno::PERM, 500, "permission denied"),
+            (Errno::IO, 500, "could not open this file"),
+        ] {
+            let Opened::Failed(e) = open_failure(os(errno)) else {
+                panic!("{errno:?} is a failure");
+            };
+            let answer = cannot_open(&e);
+            assert_eq!(answer.status.code.as_u16(), code, "{errno:?}");
+            assert!(
+                answer.status.human_message.contains(words),
+                "{errno:?}: {}",
+                answer.status.human_message
+            );
+        }
     }
 
     #[test]

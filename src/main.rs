@@ -28,19 +28,19 @@ enum Command {
     Serve(cli::serve::Serve),
     /// GET a resource and print its content.
     #[command(after_help = help::GET)]
-    Get(cli::client::PlainArgs),
+    Get(cli::client::RequestArgs),
     /// POST content to a resource and print the answer's content.
     #[command(after_help = help::POST)]
-    Post(cli::client::SendArgs),
+    Post(cli::client::RequestArgs),
     /// PUT content to a resource (create or replace).
     #[command(after_help = help::PUT)]
-    Put(cli::client::SendArgs),
+    Put(cli::client::RequestArgs),
     /// DELETE a resource.
     #[command(after_help = help::DELETE)]
-    Delete(cli::client::PlainArgs),
+    Delete(cli::client::RequestArgs),
     /// Ask which methods a resource allows.
     #[command(after_help = help::OPTIONS)]
-    Options(cli::client::OptionsArgs),
+    Options(cli::client::RequestArgs),
     /// Write a shell completion script to stdout.
     #[command(after_help = help::COMPLETIONS)]
     Completions(cli::generate::CompletionsArgs),
@@ -56,7 +56,7 @@ fn main() -> ExitCode {
         Command::Post(args) => args.run(Method::Post),
         Command::Put(args) => args.run(Method::Put),
         Command::Delete(args) => args.run(Method::Delete),
-        Command::Options(args) => args.run(),
+        Command::Options(args) => args.run(Method::Options),
         Command::Completions(args) => args.run(Cli::command()),
         Command::Man(args) => args.run(Cli::command()),
     }

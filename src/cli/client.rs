@@ -1,7 +1,11 @@
 //! `jsontp get|post|put|delete|options URL`: one request, used like curl.
 //!
-//! The decoded content goes to stdout (bytes as they are) or to `-o FILE`;
-//! `-v` adds the status line and headers on stderr, `-vv` the raw messages.
+//! The decoded content goes to stdout (bytes as they are), to `-o FILE` or
+//! `-O`; body keys of the answer go to stdout as JSON when there is no
+//! content; `-i` puts the answer's envelope before the content, `-I` alone;
+//! `-v` shows the request's envelope (`>`) and the answer's (`<`) on
+//! stderr, `-vv` the raw messages. curl's `-X`, `-d`, `-T` name the method
+//! as curl reads them; curl's flags that mean nothing here say why.
 //! Exit status: 0 for 1xx–3xx, 1 for 4xx/5xx, 2 when no answer came (usage,
 //! connection or protocol error, or content that could not be written),
 //! each failure with one line on stderr.
@@ -15,7 +19,7 @@ use std::time::Duration;
 use jsontp::io_adapters::Transport;
 use jsontp::io_adapters::client::blocking::Client;
 use jsontp::io_adapters::client::{ClientError, ClientOptions};
-use jsontp::io_adapters::tls::ClientTls;
+use jsontp::io_adapters::tls::{ClientTls, HandshakeError, NotPinned};
 use jsontp::message::{Body, Encoding, Forgiven, Method, Request, Response, Validation};
 use serde_json::Value;
 
@@ -36,6 +40,11 @@ pub struct CommonArgs {
     /// instead of the system's.
     #[arg(long, value_name = "FILE", env = "JSONTP_CACERT")]
     pub cacert: Option<PathBuf>,
+    /// `jsontps://`: also require the server's public key to be one of
+    /// these, as curl's --pinnedpubkey: `sha256//BASE64`, several joined
+    /// with `;` (the base64 of the SHA-256 of the key's DER form).
+    #[arg(long, value_name = "sha256//BASE64")]
+    pub pinnedpubkey: Option<String>,
     /// `jsontps://`: accept any server certificate (no authentication;
     /// for tests).
     #[arg(short = 'k', long, conflicts_with = "cacert")]
@@ -51,7 +60,8 @@ pub struct CommonArgs {
     /// `encoding` (the published reference server sends such), and say so.
     #[arg(long)]
     pub lenient: bool,
-    /// `-v`: the status line and headers on stderr; `-vv`: the raw messages.
+    /// `-v`: the request's envelope (`>`) and the answer's (`<`) on
+    /// stderr, as curl shows them; `-vv`: also the raw messages.
     #[arg(short, long, action = clap::ArgAction::Count)]
     pub verbose: u8,
     /// Nothing on stderr for an error status or a lenient note (the exit
@@ -63,8 +73,18 @@ pub struct CommonArgs {
     /// (`-w '%{code}\n'` for scripts; `\n`, `\t` and `%%` are escapes).
     #[arg(short = 'w', long = "write-out", value_name = "FORMAT")]
     pub write_out: Option<String>,
+    /// The method to send instead of the command's (curl's -X):
+    /// `jsontp get URL -X DELETE`.
+    #[arg(short = 'X', long = "request", value_name = "METHOD")]
+    pub request: Option<String>,
     /// Give up after this many seconds (connecting, waiting, or in total).
-    #[arg(long, value_name = "SECONDS", default_value_t = 30.0)]
+    #[arg(
+        short = 'm',
+        long,
+        visible_alias = "max-time",
+        value_name = "SECONDS",
+        default_value_t = 30.0
+    )]
     pub timeout: f64,
 }
 
@@ -76,18 +96,55 @@ pub struct OutputArgs {
     /// without it, binary content is not written to a terminal.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Write the content to a file in the current folder named as the
+    /// URL's last path segment (as curl's -O), on a 2xx answer only.
+    #[arg(short = 'O', long = "remote-name", conflicts_with = "output")]
+    pub remote_name: bool,
+    /// Print a folder listing as the server sent it (JSON) even on a
+    /// terminal, where it is otherwise shown as a table.
+    #[arg(long)]
+    pub json: bool,
+    /// Print the answer's envelope (status, headers, body keys) on stdout
+    /// before its content, as curl's -i.
+    #[arg(short = 'i', long)]
+    pub include: bool,
+    /// Print only the answer's envelope (curl's -I). jsontp has no HEAD
+    /// method: this is a GET whose content is read and left out.
+    #[arg(short = 'I', long = "head", conflicts_with_all = ["include", "output", "remote_name"])]
+    pub head: bool,
 }
 
 /// The content sent.
 #[derive(Debug, Default, clap::Args)]
 pub struct ContentArgs {
     /// The content to send; `@FILE` sends a file's bytes, `@-` the standard
-    /// input.
-    #[arg(short = 'd', long, value_name = "TEXT", conflicts_with = "file")]
+    /// input. On `get`, as in curl, it makes the request a POST.
+    #[arg(
+        short = 'd',
+        long,
+        visible_alias = "data-binary",
+        alias = "data-raw",
+        value_name = "TEXT",
+        conflicts_with_all = ["file", "upload_file", "head"]
+    )]
     pub data: Option<String>,
     /// Send the bytes of this file; `-` is the standard input.
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, value_name = "PATH", conflicts_with_all = ["upload_file", "head"])]
     pub file: Option<PathBuf>,
+    /// Send the bytes of this file (`-`: the standard input), as curl's -T.
+    /// On `get`, as in curl, it makes the request a PUT.
+    #[arg(
+        short = 'T',
+        long = "upload-file",
+        value_name = "PATH",
+        conflicts_with = "head"
+    )]
+    pub upload_file: Option<PathBuf>,
+    /// A body key to send beside the content, `name=JSON` (repeatable):
+    /// `--key 'nnntp={"type":"list"}'`, `--key n=3`. A value that is not
+    /// JSON is sent as a string.
+    #[arg(long = "key", value_name = "NAME=JSON")]
+    pub keys: Vec<String>,
     /// How the content travels. By default `identity` for UTF-8 text and
     /// `gzip` for anything else (a binary file).
     #[arg(long, value_name = "ENCODING", value_parser = ["gzip", "deflate", "br", "identity"])]
@@ -98,57 +155,158 @@ pub struct ContentArgs {
     pub expect_continue: bool,
 }
 
-/// `get` and `delete`: no content sent.
-#[derive(Debug, clap::Args)]
-pub struct PlainArgs {
-    #[command(flatten)]
-    output: OutputArgs,
-    #[command(flatten)]
-    common: CommonArgs,
+/// curl's flags that mean nothing in jsontp: accepted by the parser, so
+/// that the command can say why in one line instead of a parser's tip.
+#[derive(Debug, Default, clap::Args)]
+pub struct CurlArgs {
+    /// Accepted for curl's habit; jsontp has no redirects.
+    #[arg(short = 'L', long = "location", hide = true)]
+    location: bool,
+    /// Accepted for curl's habit; jsontp always asks for compression.
+    #[arg(long, hide = true)]
+    compressed: bool,
+    /// What jsontp does already: exit 1 on an error status.
+    #[arg(short = 'f', long = "fail", hide = true)]
+    fail: bool,
+    /// What jsontp does already: failures are printed even with -s.
+    #[arg(short = 'S', long = "show-error", hide = true)]
+    show_error: bool,
+    #[arg(short = 'F', long = "form", hide = true)]
+    form: Option<String>,
+    #[arg(short = 'u', long = "user", hide = true)]
+    user: Option<String>,
+    #[arg(short = 'x', long = "proxy", hide = true)]
+    proxy: Option<String>,
+    #[arg(short = 'b', long = "cookie", hide = true)]
+    cookie: Option<String>,
+    #[arg(short = 'A', long = "user-agent", hide = true)]
+    user_agent: Option<String>,
+    #[arg(short = 'G', long = "get", hide = true)]
+    get: bool,
+    #[arg(short = 'r', long = "range", hide = true)]
+    range: Option<String>,
+    #[arg(short = 'C', long = "continue-at", hide = true)]
+    continue_at: Option<String>,
+    #[arg(short = 'c', long = "cookie-jar", hide = true)]
+    cookie_jar: Option<String>,
+    #[arg(short = 'e', long = "referer", hide = true)]
+    referer: Option<String>,
+    #[arg(long = "http1.1", hide = true)]
+    http1: bool,
+    #[arg(long = "http2", hide = true)]
+    http2: bool,
 }
 
-/// `post` and `put`: content sent.
+impl CurlArgs {
+    /// The first curl flag given that jsontp cannot honour, said with what
+    /// to do instead.
+    fn refusal(&self) -> Option<&'static str> {
+        let refusals = [
+            (
+                self.form.is_some(),
+                "-F/--form: jsontp has no multipart forms; send form data with -d 'k=v&k=v' or a file with -T FILE",
+            ),
+            (
+                self.user.is_some(),
+                "-u/--user: jsontp has no user:password login; send a token with -H 'authorization: TOKEN'",
+            ),
+            (
+                self.proxy.is_some(),
+                "-x/--proxy: jsontp speaks TCP (or TLS) straight to the server; there is no proxy to name",
+            ),
+            (
+                self.cookie.is_some(),
+                "-b/--cookie: send cookies as a header: -H 'cookies: name=value; other=value'",
+            ),
+            (
+                self.user_agent.is_some(),
+                "-A/--user-agent: jsontp has no user-agent header",
+            ),
+            (
+                self.get,
+                "-G/--get: write the query in the URL (host/path?k=v); -d makes a POST",
+            ),
+            (
+                self.range.is_some() || self.continue_at.is_some(),
+                "-r/-C: jsontp has no ranges; a download is whole, and -o writes it only when complete",
+            ),
+            (
+                self.cookie_jar.is_some(),
+                "-c/--cookie-jar: jsontp keeps no cookie jar; -i or -v shows the answer's set-cookies",
+            ),
+            (
+                self.referer.is_some(),
+                "-e/--referer: jsontp has no referer header",
+            ),
+            (
+                self.http1 || self.http2,
+                "--http1.1/--http2: jsontp is not HTTP; it has one version, sent as \"1.0\"",
+            ),
+        ];
+        refusals.into_iter().find_map(|(given, why)| given.then_some(why))
+    }
+
+    /// Notes for curl flags that change nothing here.
+    fn notes(&self) -> impl Iterator<Item = &'static str> {
+        [
+            (self.location, "-L: jsontp has no redirects, nothing to follow"),
+            (
+                self.compressed,
+                "--compressed: jsontp asks for compressed content by default",
+            ),
+        ]
+        .into_iter()
+        .filter_map(|(given, note)| given.then_some(note))
+    }
+}
+
+/// A client command's arguments.
 #[derive(Debug, clap::Args)]
-pub struct SendArgs {
+pub struct RequestArgs {
     #[command(flatten)]
     content: ContentArgs,
     #[command(flatten)]
     output: OutputArgs,
     #[command(flatten)]
     common: CommonArgs,
-}
-
-/// `options`: the allowed methods, one line.
-#[derive(Debug, clap::Args)]
-pub struct OptionsArgs {
     #[command(flatten)]
-    common: CommonArgs,
+    curl: CurlArgs,
 }
 
-impl PlainArgs {
-    /// Runs `get` or `delete`.
+impl RequestArgs {
+    /// Runs the command of `method` (`-X`, `-d` and `-T` may change it).
     pub fn run(self, method: Method) -> ExitCode {
-        run(method, &self.common, &self.output, &ContentArgs::default())
-    }
-}
-
-impl SendArgs {
-    /// Runs `post` or `put`.
-    pub fn run(self, method: Method) -> ExitCode {
+        if let Some(why) = self.curl.refusal() {
+            return fail(why);
+        }
+        if !self.common.silent {
+            for note in self.curl.notes() {
+                eprintln!("jsontp: note: {note}");
+            }
+        }
+        let method = match request_method(method, &self.common, &self.content) {
+            Ok(method) => method,
+            Err(why) => return fail(&why),
+        };
         run(method, &self.common, &self.output, &self.content)
     }
 }
 
-impl OptionsArgs {
-    /// Runs `options`.
-    pub fn run(self) -> ExitCode {
-        run(
-            Method::Options,
-            &self.common,
-            &OutputArgs::default(),
-            &ContentArgs::default(),
-        )
+/// The method sent: `-X` when given; else, on `get`, a POST with `-d` and
+/// a PUT with `-T`, as curl reads them; else the command's own.
+fn request_method(command: Method, common: &CommonArgs, content: &ContentArgs) -> Result<Method, String> {
+    if let Some(name) = &common.request {
+        let upper = name.to_ascii_uppercase();
+        return Method::ALL
+            .into_iter()
+            .find(|m| m.as_str() == upper)
+            .ok_or_else(|| format!("-X {name}: jsontp has the methods GET, POST, PUT, DELETE and OPTIONS"));
     }
+    Ok(match command {
+        Method::Get if content.upload_file.is_some() => Method::Put,
+        Method::Get if content.data.is_some() || content.file.is_some() => Method::Post,
+        other => other,
+    })
 }
 
 /// Why the command stops before an answer: exit status 2.
@@ -174,6 +332,9 @@ impl Plan {
         content: &ContentArgs,
     ) -> Result<Plan, String> {
         let target = Target::parse(&common.url)?;
+        if let Some(pins) = &common.pinnedpubkey {
+            parse_pins(pins)?;
+        }
         let write_out = common.write_out.as_deref().map(WriteOut::parse).transpose()?;
         if !(common.timeout.is_finite() && common.timeout > 0.0) {
             return Err("--timeout must be a positive number of seconds".into());
@@ -185,7 +346,8 @@ impl Plan {
         };
         // Text given on the command line goes whole; a file or stdin
         // streams, whatever its size (D19).
-        let (body, upload) = match Source::from_args(content.data.as_deref(), content.file.as_deref()) {
+        let file = content.upload_file.as_deref().or(content.file.as_deref());
+        let (body, upload) = match Source::from_args(content.data.as_deref(), file) {
             Some(source @ Source::Text(_)) => (build_body(source.read()?, asked)?, None),
             Some(source) => {
                 let upload = Upload::open(&source, asked)?;
@@ -196,6 +358,8 @@ impl Plan {
             }
             None => (build_body(Vec::new(), asked)?, None),
         };
+        let body = with_keys(body, &content.keys)?;
+        let destination = destination(output, &target)?;
         let request = build_request(
             method,
             &target.resource,
@@ -219,10 +383,47 @@ impl Plan {
             request,
             upload,
             options,
-            destination: Destination::from_arg(output.output.as_deref()),
+            destination,
             write_out,
         })
     }
+}
+
+/// Where the content goes: `-o FILE`, `-O` (the URL's last segment, in
+/// the current folder), or stdout.
+fn destination(output: &OutputArgs, target: &Target) -> Result<Destination, String> {
+    if !output.remote_name {
+        return Ok(Destination::from_arg(output.output.as_deref()));
+    }
+    let path = target.resource.split(['?', '#']).next().unwrap_or_default();
+    match path.rsplit('/').next() {
+        Some(name) if !matches!(name, "" | "." | "..") => Ok(Destination::File(PathBuf::from(name))),
+        _ => Err(format!(
+            "-O: {} names no file to save as (it ends in /); give -o FILE",
+            target.resource
+        )),
+    }
+}
+
+/// `--key name=JSON`, each a body key beside the content (D9): JSON
+/// values, or a string when the text is not JSON.
+fn with_keys(mut body: Body, keys: &[String]) -> Result<Body, String> {
+    for arg in keys {
+        let Some((name, text)) = arg.split_once('=') else {
+            return Err(format!("--key {arg:?}: write a body key as name=JSON"));
+        };
+        if name.is_empty() {
+            return Err(format!("--key {arg:?}: the key has no name"));
+        }
+        if body.extra().contains_key(name) {
+            return Err(format!("--key {name} is given twice"));
+        }
+        let value = serde_json::from_str::<Value>(text).unwrap_or_else(|_| Value::String(text.to_owned()));
+        body = body
+            .with_extra(name, value)
+            .map_err(|e| format!("--key {name}: {e}"))?;
+    }
+    Ok(body)
 }
 
 fn validation(common: &CommonArgs) -> Validation {
@@ -233,12 +434,13 @@ fn validation(common: &CommonArgs) -> Validation {
     }
 }
 
-/// What came back: the response, what lenient mode forgave in it, and
-/// whether a `100` came first.
+/// What came back: the response, what lenient mode forgave in it,
+/// whether a `100` came first, and how many bytes of content went out.
 struct Answer {
     response: Response,
     forgiven: Vec<Forgiven>,
     continued: bool,
+    content_bytes: u64,
 }
 
 /// Runs one client command.
@@ -255,18 +457,41 @@ fn run(method: Method, common: &CommonArgs, output: &OutputArgs, content: &Conte
         destination,
         write_out,
     } = plan;
-    let sink = if method == Method::Options {
-        Ok(Sink::Discard)
+    let envelope = if output.head {
+        Envelope::Only
+    } else if output.include {
+        Envelope::Before
     } else {
-        Sink::new(&destination)
+        Envelope::Hidden
+    };
+    let sink = if method == Method::Options || envelope == Envelope::Only {
+        Ok(Sink::Discard)
+    } else if envelope == Envelope::Before && !matches!(destination, Destination::File(_)) {
+        // The envelope comes last on the wire (content streams after it
+        // is read), so the content waits until it is printed.
+        Sink::held(&destination)
+    } else {
+        Sink::new(&destination, output.json || common.silent)
     };
     let sink = match sink {
         Ok(sink) => sink,
         Err(message) => return fail(&message),
     };
-    let transfer = Transfer { upload, sink };
+    let transfer = Transfer {
+        upload,
+        sink,
+        envelope,
+    };
     match exchange(&target, request, transfer, options, common) {
-        Ok(answer) => report(method, common, &destination, write_out.as_ref(), &answer),
+        Ok(answer) => report(
+            method,
+            common,
+            &target,
+            envelope,
+            &destination,
+            write_out.as_ref(),
+            &answer,
+        ),
         Err(Failure(message)) => fail(&message),
     }
 }
@@ -277,11 +502,24 @@ fn fail(message: &str) -> ExitCode {
     ExitCode::from(2)
 }
 
-/// The content moved by one command: the upload's source, if any, and
-/// where the downloaded content goes.
+/// The content moved by one command: the upload's source, if any, where
+/// the downloaded content goes, and whether the answer's envelope goes
+/// before it.
 struct Transfer {
     upload: Option<Upload>,
     sink: Sink,
+    envelope: Envelope,
+}
+
+/// `-i` and `-I`: the answer's envelope on stdout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Envelope {
+    /// Only the content (the default).
+    Hidden,
+    /// The envelope, a blank line, then the content (`-i`).
+    Before,
+    /// The envelope alone (`-I`).
+    Only,
 }
 
 /// Sends the request and waits for the answer.
@@ -299,7 +537,7 @@ fn exchange(
         });
         let client = tls
             .and_then(|tls| Client::connect_tls(target.address.as_str(), &target.host, &tls, options))
-            .map_err(|e| Failure(e.to_string()))?;
+            .map_err(|e| Failure(with_tls_advice(&e, common)))?;
         return talk(client, request, transfer, common);
     }
     let client = Client::connect(target.address.as_str(), options).map_err(|e| Failure(e.to_string()))?;
@@ -309,12 +547,76 @@ fn exchange(
 /// Which server certificates a `jsontps://` client trusts (D20): the
 /// system's roots unless `--cacert` or `--insecure` says otherwise.
 fn client_tls(common: &CommonArgs) -> io::Result<ClientTls> {
-    if common.insecure {
-        Ok(ClientTls::insecure())
+    let tls = if common.insecure {
+        ClientTls::insecure()
     } else if let Some(file) = &common.cacert {
-        ClientTls::from_ca_file(file)
+        ClientTls::from_ca_file(file)?
     } else {
-        ClientTls::system_roots()
+        ClientTls::system_roots()?
+    };
+    match &common.pinnedpubkey {
+        Some(pins) => tls.with_pinned_keys(parse_pins(pins).map_err(io::Error::other)?),
+        None => Ok(tls),
+    }
+}
+
+/// `--pinnedpubkey sha256//BASE64;sha256//BASE64`, as curl writes it.
+fn parse_pins(text: &str) -> Result<Vec<[u8; 32]>, String> {
+    use base64::Engine;
+    text.split(';')
+        .map(|pin| {
+            pin.trim()
+                .strip_prefix("sha256//")
+                .and_then(|b64| base64::engine::general_purpose::STANDARD.decode(b64).ok())
+                .and_then(|digest| <[u8; 32]>::try_from(digest).ok())
+                .ok_or_else(|| {
+                    format!(
+                        "--pinnedpubkey {pin:?}: write sha256//BASE64, the base64 of the key's SHA-256 \
+                         (openssl x509 -in cert.pem -pubkey -noout | openssl pkey -pubin -outform der \
+                         | openssl dgst -sha256 -binary | base64)"
+                    )
+                })
+        })
+        .collect()
+}
+
+/// A connection error, and for a server certificate this client does not
+/// trust, the flag that helps.
+fn with_tls_advice(error: &ClientError, common: &CommonArgs) -> String {
+    let handshake = match error {
+        ClientError::Tls { source, .. } => source
+            .get_ref()
+            .and_then(|inner| inner.downcast_ref::<HandshakeError>()),
+        _ => None,
+    };
+    let Some(handshake) = handshake.filter(|h| h.certificate_refused()) else {
+        return error.to_string();
+    };
+    if let rustls::Error::InvalidCertificate(rustls::CertificateError::Other(other)) = &handshake.error
+        && other.0.downcast_ref::<NotPinned>().is_some()
+    {
+        return format!("{error}; check --pinnedpubkey against the server's key");
+    }
+    let wrong_name = matches!(
+        handshake.error,
+        rustls::Error::InvalidCertificate(
+            rustls::CertificateError::NotValidForName
+                | rustls::CertificateError::NotValidForNameContext { .. }
+        )
+    );
+    match &common.cacert {
+        _ if wrong_name => {
+            format!("{error}; connect by a name the certificate holds (or -k to skip the check)")
+        }
+        None => format!(
+            "{error}; to trust a self-signed server, give its certificate with --cacert FILE \
+             (or -k to skip the check)"
+        ),
+        Some(file) => format!(
+            "{error}; the server's certificate is neither in {} nor signed by one of its \
+             certificates (-k skips the check)",
+            file.display()
+        ),
     }
 }
 
@@ -332,7 +634,14 @@ fn talk<S: Transport>(
             wire.on_bytes(direction, bytes);
         }
     });
-    let Transfer { upload, mut sink } = transfer;
+    let Transfer {
+        upload,
+        mut sink,
+        envelope,
+    } = transfer;
+    if common.verbose >= 1 {
+        print_request(&request);
+    }
     let mut received = Progress::new(None, common.silent);
     let outcome = {
         let mut counted = CountedSink {
@@ -357,23 +666,41 @@ fn talk<S: Transport>(
     drop(client);
     // The file is kept only for a complete 2xx answer.
     let keep = matches!(&outcome, Ok(answer) if answer.response.status.code.is_success());
-    sink.finish(keep).map_err(Failure)?;
     let Ok(mut wire) = wire.lock() else {
         return Err(Failure("the connection's trace was lost".into()));
     };
     wire.finish();
-    match outcome {
+    let answer = match outcome {
         Ok(exchange) => Ok(Answer {
+            content_bytes: received.done() + exchange.response.body.content().len() as u64,
             response: exchange.response,
             forgiven: exchange.forgiven,
             continued: exchange.continued,
         }),
         Err(error) => answer_in_error(error, &wire).map(|response| Answer {
+            content_bytes: response.body.content().len() as u64,
             response,
             forgiven: Vec::new(),
             continued: false,
         }),
+    };
+    if envelope != Envelope::Hidden
+        && let Ok(answer) = &answer
+    {
+        let mut out = io::stdout().lock();
+        // A reader that went away (`| head`) is not our failure.
+        let _ = write_envelope(&mut out, "", &answer.response, answer.continued)
+            .and_then(|()| {
+                if envelope == Envelope::Before {
+                    writeln!(out)
+                } else {
+                    Ok(())
+                }
+            })
+            .and_then(|()| out.flush());
     }
+    sink.finish(keep).map_err(Failure)?;
+    answer
 }
 
 /// A failed exchange: either still an answer (a response that echoes
@@ -424,9 +751,12 @@ fn own_words(text: &str) -> String {
 }
 
 /// Prints the answer and picks the exit status.
+#[allow(clippy::too_many_arguments)] // what one command's answer depends on
 fn report(
     method: Method,
     common: &CommonArgs,
+    target: &Target,
+    envelope: Envelope,
     destination: &Destination,
     write_out: Option<&WriteOut>,
     answer: &Answer,
@@ -445,6 +775,32 @@ fn report(
     {
         eprintln!("jsontp: {e}");
         return ExitCode::from(2);
+    }
+    // Body keys beside the content (D9): on stdout, as JSON, when they are
+    // the whole answer; else a line on stderr. -i and -I showed them.
+    let mut keys = response.body.extra().clone();
+    // A listing's next page (jsontp serve --list): how to ask for it.
+    if let Some(Value::String(next)) = keys.remove("next-page")
+        && !common.silent
+    {
+        let scheme = if target.tls { "jsontps" } else { "jsontp" };
+        eprintln!(
+            "jsontp: more entries follow; the next page: jsontp get '{scheme}://{}{next}'",
+            target.address
+        );
+    }
+    // An error's allowed methods are in its message.
+    if response.status.code.is_error() {
+        keys.remove("allowed-methods");
+    }
+    if method != Method::Options && !keys.is_empty() && envelope == Envelope::Hidden {
+        let json = Value::Object(keys);
+        if answer.content_bytes == 0 && !response.status.code.is_error() {
+            let mut out = io::stdout().lock();
+            let _ = writeln!(out, "{json}").and_then(|()| out.flush());
+        } else if !common.silent {
+            eprintln!("jsontp: body keys: {json}");
+        }
     }
     if let Some(format) = write_out {
         let mut out = io::stdout().lock();
@@ -487,33 +843,63 @@ fn allowed_methods(method: Method, response: &Response) -> Option<String> {
     Some(format!("{}\n", names.join(", ")))
 }
 
-/// `-v`: the status line, the headers and the other body keys, on stderr.
+/// `-v`: the request's envelope on stderr, each line after `> `.
+fn print_request(request: &Request) {
+    let mut err = io::stderr().lock();
+    let _ = writeln!(
+        err,
+        "> jsontp {} {} {}",
+        request.version,
+        request.method,
+        request.resource.as_str()
+    );
+    let written: Value = serde_json::from_slice(&request.to_bytes()).unwrap_or(Value::Null);
+    let _ = write_fields(&mut err, "> ", &written, request.body.encoding());
+}
+
+/// `-v`: the answer's envelope on stderr, each line after `< `.
 fn print_head(response: &Response, continued: bool) {
     let mut err = io::stderr().lock();
     // Lines on stderr are best effort: nothing to do if it is closed.
+    let _ = write_envelope(&mut err, "< ", response, continued);
+}
+
+/// The status line, the headers and the other body keys of an answer,
+/// one a line, each after `prefix`.
+fn write_envelope(out: &mut dyn Write, prefix: &str, response: &Response, continued: bool) -> io::Result<()> {
     if continued {
-        let _ = writeln!(err, "< (the server answered 100 Continue)");
+        writeln!(out, "{prefix}(the server answered 100 Continue)")?;
     }
     let status = &response.status;
-    let _ = writeln!(
-        err,
-        "< jsontp {} {} {} ({})",
+    writeln!(
+        out,
+        "{prefix}jsontp {} {} {} ({})",
         response.version,
         status.code.as_u16(),
         status.formal_message(),
         status.human_message
-    );
+    )?;
     // The typed headers, written as the wire writes them.
     let written: Value = serde_json::from_slice(&response.to_bytes()).unwrap_or(Value::Null);
+    write_fields(out, prefix, &written, response.body.encoding())
+}
+
+/// A written message's headers and body keys (not its content), one a line.
+fn write_fields(out: &mut dyn Write, prefix: &str, written: &Value, encoding: Encoding) -> io::Result<()> {
     if let Some(headers) = written.get("headers").and_then(Value::as_object) {
         for (name, value) in headers {
-            let _ = writeln!(err, "< {name}: {}", header_text(value));
+            writeln!(out, "{prefix}{name}: {}", header_text(value))?;
         }
     }
-    let _ = writeln!(err, "< (body encoding {})", response.body.encoding());
-    for (key, value) in response.body.extra() {
-        let _ = writeln!(err, "< (body {key}: {value})");
+    writeln!(out, "{prefix}(body encoding {encoding})")?;
+    if let Some(body) = written.get("body").and_then(Value::as_object) {
+        for (key, value) in body {
+            if key != "content" && key != "encoding" {
+                writeln!(out, "{prefix}(body {key}: {value})")?;
+            }
+        }
     }
+    Ok(())
 }
 
 fn header_text(value: &Value) -> String {

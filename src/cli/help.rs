@@ -39,7 +39,12 @@ Examples:
   jsontp get localhost/hello.txt
   jsontp get jsontp://example.com:9000/docs/?page=2 -v
   jsontp get localhost/logo.png -o logo.png
+  jsontp get localhost/logo.png -O                  (saved as logo.png)
+  jsontp get localhost/hello.txt -i                 (the answer's envelope, then the content)
   jsontp get localhost/hello.txt -H 'accept-language: fr-FR'
+  jsontp get localhost/notes.txt -T notes.txt       (a PUT, as curl -T)
+  jsontp get localhost/form -d 'name=Ada'           (a POST, as curl -d)
+  jsontp get localhost/list --key 'nnntp={\"type\":\"list\"}'   (a body key, JSON)
   jsontp get localhost/hello.txt -s -o /dev/null -w '%{code}\\n'"
 );
 

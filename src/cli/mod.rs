@@ -3,6 +3,7 @@
 pub mod client;
 pub mod generate;
 pub mod help;
+pub mod listing;
 pub mod log;
 pub mod output;
 pub mod request;

@@ -4,7 +4,9 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use jsontp::message::{Body, Encoding, MessageLimits, Method, Request, RequestContext, parse_request};
+use jsontp::message::{
+    Body, Encoding, HeaderName, MessageLimits, Method, Request, RequestContext, parse_request,
+};
 use serde_json::{Map, Value};
 
 /// Sent unless `-H accept-encoding=…` says otherwise: the client decodes all
@@ -132,11 +134,29 @@ pub fn build_request(
     body: Body,
 ) -> Result<Request, String> {
     let mut headers = Map::new();
+    let mut unlisted = Vec::new();
     for arg in header_args {
         let (name, value) = parse_header(arg)?;
-        if headers.insert(name.clone(), value).is_some() {
+        if headers.contains_key(&name) || unlisted.iter().any(|(n, _)| *n == name) {
             return Err(format!("header {name} is given twice"));
         }
+        if HeaderName::from_name(&name).is_some() {
+            headers.insert(name, value);
+        } else {
+            unlisted.push((name, value));
+        }
+    }
+    // D8: a name outside the protocol's list is sent as the user wrote it
+    // only beside `ignore-invalid-headers: true`, which tells the server to
+    // drop it rather than refuse the request.
+    let ignoring = headers.get("ignore-invalid-headers") == Some(&Value::Bool(true));
+    if let Some((name, _)) = unlisted.first()
+        && !ignoring
+    {
+        return Err(format!(
+            "header {name} is not one of the protocol's, so a server answers 400; to send it \
+             anyway, add -H 'ignore-invalid-headers: true' (the server then ignores it)"
+        ));
     }
     if !headers.contains_key("accept-encoding") {
         headers.insert(
@@ -156,8 +176,11 @@ pub fn build_request(
         "body": {"content": "", "encoding": "identity"},
     });
     let bytes = serde_json::to_vec(&envelope).map_err(|e| e.to_string())?;
-    let request = parse_request(&bytes, RequestContext::Fresh, &MessageLimits::default())
+    let mut request = parse_request(&bytes, RequestContext::Fresh, &MessageLimits::default())
         .map_err(|rejection| format!("cannot send this request: {}", rejection.message))?;
+    for (name, value) in unlisted {
+        request.headers = request.headers.with_unlisted(name, value);
+    }
     Ok(request.with_body(body))
 }
 

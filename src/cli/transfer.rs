@@ -67,6 +67,12 @@ impl Progress {
     }
 
     /// The transfer ended: the bar, if shown, is cleared.
+    /// The bytes moved so far.
+    pub fn done(&self) -> u64 {
+        self.done
+    }
+
+    /// Clears the bar.
     pub fn finish(&mut self) {
         if let Some(bar) = self.bar.take() {
             bar.finish_and_clear();
@@ -169,29 +175,50 @@ impl<R: Read> Read for Counted<'_, R> {
 pub enum Sink {
     /// Standard output; binary content is refused on a terminal (checked
     /// on the first piece, as curl does), unless `-o -`.
-    Stdout { guard: bool, checked: bool },
+    /// `tables`: on a terminal (and without `--json`), content that starts
+    /// as a JSON array is held to be shown as a table if it is a folder
+    /// listing.
+    Stdout {
+        guard: bool,
+        checked: bool,
+        tables: bool,
+    },
+    /// A terminal's stdout, content that may be a folder listing: held
+    /// (up to [`LISTING_HELD`]) to be shown as a table once complete.
+    Listing { held: Vec<u8> },
     /// `-o FILE`: a temporary file beside it, renamed over it only when the
     /// answer is a 2xx and complete; removed otherwise.
     File { target: PathBuf, temp: NamedTempFile },
     /// Content that is not to be kept (an `OPTIONS` answer's).
     Discard,
+    /// `-i` to stdout: the content held in an anonymous temporary file
+    /// until the answer's envelope is printed, then copied out.
+    Held { file: File, stdout: Box<Sink> },
 }
+
+/// The most content held to be shown as a listing's table; past it, the
+/// content goes out as it came.
+const LISTING_HELD: usize = 16 << 20;
 
 /// Refusing binary content on a terminal.
 pub const BINARY_TO_TERMINAL: &str =
     "binary output can mess up your terminal; use -o FILE or --output - to write it anyway";
 
 impl Sink {
-    /// The sink for `destination`.
-    pub fn new(destination: &Destination) -> Result<Sink, String> {
+    /// The sink for `destination`; `raw` (`--json`, `-s`) never shows a
+    /// listing as a table.
+    pub fn new(destination: &Destination, raw: bool) -> Result<Sink, String> {
+        let terminal = io::stdout().is_terminal();
         Ok(match destination {
             Destination::Stdout => Sink::Stdout {
-                guard: io::stdout().is_terminal(),
+                guard: terminal,
                 checked: false,
+                tables: terminal && !raw,
             },
             Destination::StdoutAnyway => Sink::Stdout {
                 guard: false,
                 checked: true,
+                tables: false,
             },
             Destination::File(target) => {
                 let folder = match target.parent() {
@@ -215,11 +242,38 @@ impl Sink {
         })
     }
 
+    /// A sink that holds the content (on disk, whatever its size) until
+    /// [`finish`](Self::finish) writes it to `destination`, stdout.
+    pub fn held(destination: &Destination) -> Result<Sink, String> {
+        let file = tempfile::tempfile().map_err(|e| format!("cannot hold the content: {e}"))?;
+        Ok(Sink::Held {
+            file,
+            stdout: Box::new(Sink::new(destination, true)?),
+        })
+    }
+
     /// The transfer is over: `keep` (a 2xx answer, complete) renames the
     /// temporary file into place; otherwise it is removed and the target
-    /// left as it was.
+    /// left as it was. Held content goes out now.
     pub fn finish(self, keep: bool) -> Result<(), String> {
         match self {
+            Sink::Held { mut file, mut stdout } => {
+                use io::Seek;
+                file.seek(io::SeekFrom::Start(0))
+                    .and_then(|_| io::copy(&mut file, &mut *stdout))
+                    .map_err(|e| format!("cannot write the content: {e}"))?;
+                stdout.finish(keep)
+            }
+            Sink::Listing { held } => {
+                let shown = super::listing::table(&held).map_or(held, String::into_bytes);
+                let mut out = io::stdout().lock();
+                match out.write_all(&shown).and_then(|()| out.flush()) {
+                    Err(e) if e.kind() != io::ErrorKind::BrokenPipe => {
+                        Err(format!("cannot write the content: {e}"))
+                    }
+                    _ => Ok(()),
+                }
+            }
             Sink::File { target, temp } if keep => temp
                 .persist(&target)
                 .map(|_| ())
@@ -235,7 +289,28 @@ impl Sink {
 impl Write for Sink {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         match self {
-            Sink::Stdout { guard, checked } => {
+            Sink::Stdout {
+                tables: true,
+                checked: false,
+                ..
+            } if buf.starts_with(b"[") => {
+                *self = Sink::Listing { held: buf.to_vec() };
+                Ok(buf.len())
+            }
+            Sink::Listing { held } => {
+                held.extend_from_slice(buf);
+                if held.len() > LISTING_HELD {
+                    let held = std::mem::take(held);
+                    *self = Sink::Stdout {
+                        guard: false,
+                        checked: true,
+                        tables: false,
+                    };
+                    self.write_all(&held)?;
+                }
+                Ok(buf.len())
+            }
+            Sink::Stdout { guard, checked, .. } => {
                 if *guard && !*checked && is_binary(&buf[..buf.len().min(SNIFF)]) {
                     return Err(io::Error::other(BINARY_TO_TERMINAL));
                 }
@@ -248,14 +323,16 @@ impl Write for Sink {
                 }
             }
             Sink::File { temp, .. } => temp.write(buf),
+            Sink::Held { file, .. } => file.write(buf),
             Sink::Discard => Ok(buf.len()),
         }
     }
 
     fn flush(&mut self) -> io::Result<()> {
         match self {
-            Sink::Stdout { .. } => io::stdout().flush(),
+            Sink::Stdout { .. } | Sink::Listing { .. } => io::stdout().flush(),
             Sink::File { temp, .. } => temp.flush(),
+            Sink::Held { file, .. } => file.flush(),
             Sink::Discard => Ok(()),
         }
     }

@@ -144,23 +144,57 @@ impl Eq for ServerTls {}
 #[derive(Clone)]
 pub struct ClientTls {
     config: Arc<rustls::ClientConfig>,
+    /// How server certificates are checked, when this crate built the
+    /// configuration: what pinning wraps.
+    verifier: Option<Arc<dyn ServerCertVerifier>>,
 }
 
 impl ClientTls {
     /// Uses `config` as it is (for instance with a client certificate for
     /// mutual TLS). Its ALPN list should hold [`ALPN`].
     pub fn new(config: Arc<rustls::ClientConfig>) -> Self {
-        ClientTls { config }
+        ClientTls {
+            config,
+            verifier: None,
+        }
     }
 
-    fn with_roots(roots: RootCertStore) -> io::Result<Self> {
+    /// A configuration that checks server certificates with `verifier`.
+    fn with_verifier(verifier: Arc<dyn ServerCertVerifier>) -> io::Result<Self> {
         let mut config = rustls::ClientConfig::builder_with_provider(provider())
             .with_protocol_versions(VERSIONS)
             .map_err(invalid)?
-            .with_root_certificates(roots)
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::clone(&verifier))
             .with_no_client_auth();
         config.alpn_protocols = vec![ALPN.to_vec()];
-        Ok(ClientTls::new(Arc::new(config)))
+        Ok(ClientTls {
+            config: Arc::new(config),
+            verifier: Some(verifier),
+        })
+    }
+
+    fn with_roots(roots: RootCertStore) -> io::Result<Self> {
+        let verifier =
+            rustls::client::WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider())
+                .build()
+                .map_err(invalid)?;
+        ClientTls::with_verifier(verifier)
+    }
+
+    /// Also requires the server's public key to be one of `pins`: the
+    /// SHA-256 digests of the keys' SubjectPublicKeyInfo, as curl's
+    /// `--pinnedpubkey sha256//…` gives them. Checked after the
+    /// configured verification, never instead of it (after
+    /// [`insecure`](Self::insecure), the pin is the only check). Only for
+    /// a `ClientTls` built by this crate's constructors.
+    pub fn with_pinned_keys(self, pins: Vec<[u8; 32]>) -> io::Result<Self> {
+        let Some(inner) = self.verifier else {
+            return Err(invalid(
+                "pinning needs a ClientTls made by its constructors, not ClientTls::new",
+            ));
+        };
+        ClientTls::with_verifier(Arc::new(Pinned { inner, pins }))
     }
 
     /// Trusts the system's root certificates (D20's default).
@@ -177,23 +211,38 @@ impl ClientTls {
         ClientTls::with_roots(roots)
     }
 
-    /// Trusts only the CA certificates of the PEM file at `path`.
+    /// Trusts only the certificates of the PEM file at `path`: as CAs, and
+    /// each one also as itself. A self-signed certificate made the usual
+    /// way (`openssl req -x509`) says `CA:TRUE`, which path validation
+    /// refuses to see as a server's own certificate; a server that shows
+    /// exactly a certificate of the file, valid now and for the name asked,
+    /// is trusted as curl trusts it. Nothing else is weakened: any other
+    /// certificate must chain to the file's CAs as usual.
     pub fn from_ca_file(path: &Path) -> io::Result<Self> {
-        ClientTls::with_roots(read_roots(path)?)
+        let certs = read_certs(path)?;
+        let mut roots = RootCertStore::empty();
+        for cert in &certs {
+            roots
+                .add(cert.clone())
+                .map_err(|e| invalid(format_args!("{}: {e}", path.display())))?;
+        }
+        let provider = provider();
+        let chained = rustls::client::WebPkiServerVerifier::builder_with_provider(
+            Arc::new(roots),
+            Arc::clone(&provider),
+        )
+        .build()
+        .map_err(invalid)?;
+        ClientTls::with_verifier(Arc::new(ExactOrChained {
+            exact: certs,
+            chained,
+        }))
     }
 
     /// Accepts any server certificate, checking only the handshake's
     /// signatures: no authentication at all. For tests and local use.
     pub fn insecure() -> Self {
-        let provider = provider();
-        let mut config = rustls::ClientConfig::builder_with_provider(Arc::clone(&provider))
-            .with_protocol_versions(VERSIONS)
-            .expect("ring supports TLS 1.2 and 1.3")
-            .dangerous()
-            .with_custom_certificate_verifier(Arc::new(AnyCertificate(provider)))
-            .with_no_client_auth();
-        config.alpn_protocols = vec![ALPN.to_vec()];
-        ClientTls::new(Arc::new(config))
+        ClientTls::with_verifier(Arc::new(AnyCertificate(provider()))).expect("ring supports TLS 1.2 and 1.3")
     }
 
     /// The rustls configuration.
@@ -225,6 +274,162 @@ impl fmt::Debug for ClientTls {
         f.debug_struct("ClientTls")
             .field("alpn", &self.config.alpn_protocols)
             .finish_non_exhaustive()
+    }
+}
+
+/// A CA file's verifier: the usual path validation against the file's
+/// certificates, and, for a server certificate that is byte for byte one
+/// of them, the one refusal that a self-signed `CA:TRUE` certificate
+/// meets (a CA used as an end entity) forgiven once its validity period
+/// and its name are checked.
+#[derive(Debug)]
+struct ExactOrChained {
+    exact: Vec<CertificateDer<'static>>,
+    chained: Arc<rustls::client::WebPkiServerVerifier>,
+}
+
+impl ServerCertVerifier for ExactOrChained {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        let checked =
+            self.chained
+                .verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now);
+        match checked {
+            // webpki checks the validity period before the basic
+            // constraints, so this refusal means the dates were good.
+            Err(e)
+                if is_ca_as_end_entity(&e)
+                    && self.exact.iter().any(|c| c.as_ref() == end_entity.as_ref()) =>
+            {
+                let parsed = rustls::server::ParsedCertificate::try_from(end_entity)?;
+                rustls::client::verify_server_name(&parsed, server_name)?;
+                Ok(ServerCertVerified::assertion())
+            }
+            other => other,
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.chained.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.chained.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.chained.supported_verify_schemes()
+    }
+}
+
+/// Pinning: the server's public key must be one of the pins, once the
+/// inner verifier has accepted its certificate.
+#[derive(Debug)]
+struct Pinned {
+    inner: Arc<dyn ServerCertVerifier>,
+    pins: Vec<[u8; 32]>,
+}
+
+/// A server key that is none of the pinned ones.
+#[derive(Debug)]
+pub struct NotPinned;
+
+impl fmt::Display for NotPinned {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("the server's public key is none of the pinned keys")
+    }
+}
+
+impl std::error::Error for NotPinned {}
+
+impl ServerCertVerifier for Pinned {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        let verified =
+            self.inner
+                .verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)?;
+        let key = rustls::server::ParsedCertificate::try_from(end_entity)?.subject_public_key_info();
+        let digest = sha256(key.as_ref());
+        if self.pins.iter().any(|pin| pin[..] == digest[..]) {
+            Ok(verified)
+        } else {
+            Err(rustls::Error::InvalidCertificate(
+                rustls::CertificateError::Other(rustls::OtherError(Arc::new(NotPinned))),
+            ))
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.inner.supported_verify_schemes()
+    }
+}
+
+/// SHA-256 of `bytes`, from the crypto provider's TLS 1.3 suite.
+fn sha256(bytes: &[u8]) -> Vec<u8> {
+    match rustls::crypto::ring::cipher_suite::TLS13_AES_128_GCM_SHA256 {
+        rustls::SupportedCipherSuite::Tls13(suite) => {
+            suite.common.hash_provider.hash(bytes).as_ref().to_vec()
+        }
+        #[allow(unreachable_patterns)] // TLS 1.2 suites share the type
+        _ => unreachable!("TLS13_AES_128_GCM_SHA256 is a TLS 1.3 suite"),
+    }
+}
+
+/// SHA-256 of a certificate's SubjectPublicKeyInfo: its pin, as curl's
+/// `--pinnedpubkey sha256//…` writes it (base64 of these bytes).
+pub fn public_key_pin(certificate: &CertificateDer<'_>) -> io::Result<[u8; 32]> {
+    let parsed = rustls::server::ParsedCertificate::try_from(certificate).map_err(invalid)?;
+    let digest = sha256(parsed.subject_public_key_info().as_ref());
+    digest.try_into().map_err(|_| invalid("SHA-256 gave no 32 bytes"))
+}
+
+/// Whether path validation refused a certificate for saying `CA:TRUE`.
+fn is_ca_as_end_entity(e: &rustls::Error) -> bool {
+    match e {
+        rustls::Error::InvalidCertificate(rustls::CertificateError::Other(other)) => {
+            other.0.downcast_ref::<webpki::Error>() == Some(&webpki::Error::CaUsedAsEndEntity)
+        }
+        _ => false,
     }
 }
 
@@ -364,26 +569,124 @@ impl<T: Transport> TlsStream<T> {
 
     /// A rustls error as an I/O error that says what most likely happened.
     fn explain(&self, e: rustls::Error) -> io::Error {
-        let plaintext = matches!(
-            e,
-            rustls::Error::InvalidMessage(_) | rustls::Error::InappropriateHandshakeMessage { .. }
-        );
-        if plaintext && self.conn.is_handshaking() {
-            let hint = match self.conn {
-                rustls::Connection::Client(_) => {
-                    "the server did not answer with TLS (a plaintext jsontp:// port?)"
-                }
-                rustls::Connection::Server(_) => "the client did not speak TLS",
-            };
-            io::Error::new(
-                io::ErrorKind::InvalidData,
-                format!("TLS handshake failed: {hint}: {e}"),
-            )
-        } else if self.conn.is_handshaking() {
-            io::Error::new(io::ErrorKind::InvalidData, format!("TLS handshake failed: {e}"))
+        let side = match self.conn {
+            rustls::Connection::Client(_) => Side::Client,
+            rustls::Connection::Server(_) => Side::Server,
+        };
+        if self.conn.is_handshaking() {
+            HandshakeError { side, error: e }.into()
         } else {
             io::Error::new(io::ErrorKind::InvalidData, format!("TLS: {e}"))
         }
+    }
+}
+
+/// Which end of a TLS session an error happened at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    /// The end that connected.
+    Client,
+    /// The end that accepted.
+    Server,
+}
+
+/// A failed TLS handshake, with the cause in words (the inner error of the
+/// [`io::Error`] the streams return: find it with `get_ref` and
+/// `downcast_ref`).
+#[derive(Debug)]
+pub struct HandshakeError {
+    /// Where it failed.
+    pub side: Side,
+    /// What rustls said.
+    pub error: rustls::Error,
+}
+
+impl HandshakeError {
+    /// Whether the failure is a server certificate that the client does not
+    /// trust (seen from either end): what a CA file or pinning fixes.
+    pub fn certificate_refused(&self) -> bool {
+        use rustls::AlertDescription as A;
+        match (&self.error, self.side) {
+            (rustls::Error::InvalidCertificate(_), Side::Client) => true,
+            (rustls::Error::AlertReceived(alert), Side::Server) => matches!(
+                alert,
+                A::UnknownCA | A::BadCertificate | A::CertificateUnknown | A::CertificateExpired
+            ),
+            _ => false,
+        }
+    }
+
+    /// What most likely happened, in words.
+    fn cause(&self) -> Option<String> {
+        use rustls::CertificateError as C;
+        let plaintext = matches!(
+            self.error,
+            rustls::Error::InvalidMessage(_) | rustls::Error::InappropriateHandshakeMessage { .. }
+        );
+        match (&self.error, self.side) {
+            (_, Side::Client) if plaintext => {
+                Some("the server did not answer with TLS (a plaintext jsontp:// port?)".into())
+            }
+            (_, Side::Server) if plaintext => Some(
+                "the client did not speak TLS (a jsontp:// client at this TLS port? it needs jsontps://)"
+                    .into(),
+            ),
+            (rustls::Error::InvalidCertificate(error), Side::Client) => Some(match error {
+                C::NotValidForName | C::NotValidForNameContext { .. } => {
+                    "the server's certificate is not made out for the name connected to".into()
+                }
+                C::Expired | C::ExpiredContext { .. } => "the server's certificate has expired".into(),
+                C::NotValidYet | C::NotValidYetContext { .. } => {
+                    "the server's certificate is not valid yet (is this machine's clock right?)".into()
+                }
+                C::Other(other) if other.0.downcast_ref::<NotPinned>().is_some() => {
+                    "the server's public key is none of the pinned keys".into()
+                }
+                C::UnknownIssuer | C::BadSignature | C::Other(_) => {
+                    "the server's certificate is not signed by an authority this client trusts \
+                     (a self-signed certificate, or a private CA's?)"
+                        .into()
+                }
+                _ => "the server's certificate was refused".into(),
+            }),
+            _ if self.certificate_refused() => Some(
+                "the client does not trust this server's certificate: a client of a self-signed \
+                 certificate or a private CA must be given that certificate to trust \
+                 (curl and jsontp: --cacert FILE; -k skips the check)"
+                    .into(),
+            ),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for HandshakeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.cause() {
+            Some(cause) => write!(f, "TLS handshake failed: {cause} ({})", self.error),
+            None => write!(f, "TLS handshake failed: {}", self.error),
+        }
+    }
+}
+
+impl std::error::Error for HandshakeError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.error)
+    }
+}
+
+/// Whether an I/O error is a handshake that failed on a server
+/// certificate the client does not trust.
+pub fn refused_certificate(error: &io::Error) -> bool {
+    error
+        .get_ref()
+        .and_then(|inner| inner.downcast_ref::<HandshakeError>())
+        .is_some_and(HandshakeError::certificate_refused)
+}
+
+impl From<HandshakeError> for io::Error {
+    fn from(e: HandshakeError) -> io::Error {
+        io::Error::new(io::ErrorKind::InvalidData, e)
     }
 }
 
@@ -558,17 +861,15 @@ mod tokio_io {
 /// [`TlsStream`] says it.
 #[cfg(feature = "tokio")]
 pub(crate) fn explain_handshake(e: io::Error) -> io::Error {
-    let Some(tls) = e
+    let Some(error) = e
         .get_ref()
         .and_then(|inner| inner.downcast_ref::<rustls::Error>())
     else {
         return e;
     };
-    let hint = match tls {
-        rustls::Error::InvalidMessage(_) | rustls::Error::InappropriateHandshakeMessage { .. } => {
-            ": the server did not answer with TLS (a plaintext jsontp:// port?)"
-        }
-        _ => "",
-    };
-    io::Error::new(e.kind(), format!("TLS handshake failed{hint}: {tls}"))
+    HandshakeError {
+        side: Side::Client,
+        error: error.clone(),
+    }
+    .into()
 }

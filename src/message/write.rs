@@ -320,6 +320,15 @@ fn write_headers(out: &mut Vec<u8>, h: &Headers) {
             }
         }
     }
+    for (name, value) in &h.unlisted {
+        if !std::mem::take(&mut first) {
+            out.push(b',');
+        }
+        string(out, name);
+        out.push(b':');
+        // A `Value` always serialises.
+        let _ = serde_json::to_writer(&mut *out, value);
+    }
     out.push(b'}');
 }
 

@@ -208,9 +208,10 @@ fn cases() -> Vec<Case> {
             &[(400, Some(""))],
             Then::Closed,
         ),
+        // Bytes that start like HTTP but are no request line.
         Case::new(
-            "an HTTP/1.1 request",
-            "GET /index.html HTTP/1.1\r\nHost: localhost\r\n\r\n",
+            "an HTTP-like line",
+            "GET /index.html HTTP/2\r\nHost: localhost\r\n\r\n",
             &[(400, Some(""))],
             Then::Closed,
         ),
@@ -308,6 +309,31 @@ fn one_write_cases_get_the_answer_the_rules_give() {
         for case in &cases {
             case.run(runtime, server.addr);
         }
+        server.shutdown_and_join();
+    });
+}
+
+#[test]
+fn d1_an_http_request_line_gets_one_plain_http_answer_then_the_close() {
+    each_runtime(|runtime| {
+        let server = start(runtime, Echo, options(hostile_config(), 2));
+        let mut stream = connect(server.addr);
+        stream
+            .write_all(b"GET /index.html HTTP/1.1\r\nHost: localhost:8080\r\nAccept: */*\r\n\r\n")
+            .expect("write");
+        let mut answer = String::new();
+        stream
+            .read_to_string(&mut answer)
+            .expect("the answer, then the close");
+        assert!(
+            answer.starts_with("HTTP/1.1 400 Bad Request\r\n"),
+            "{runtime:?}: {answer}"
+        );
+        assert!(answer.contains("Connection: close\r\n"), "{runtime:?}: {answer}");
+        assert!(
+            answer.ends_with("Try: jsontp get jsontp://localhost:8080/\n"),
+            "{runtime:?}: {answer}"
+        );
         server.shutdown_and_join();
     });
 }

@@ -248,10 +248,21 @@ fn d11_options_is_never_404() {
     let fixture = Fixture::new();
     let server = fixture.server();
     let five = serde_json::json!(["GET", "POST", "PUT", "DELETE", "OPTIONS"]);
-    for existing in ["/hello.txt", "/", "/sub", "/empty-folder", "/sub/page.txt"] {
+    for existing in ["/hello.txt", "/sub/page.txt"] {
         let response = ask(&server, req(Method::Options, existing));
         assert_eq!(code(&response), 200, "{existing}");
         assert_eq!(allowed(&response), five, "{existing}");
+    }
+    // A folder: PUT and DELETE of it are 409, so not offered.
+    for folder in ["/", "/sub", "/empty-folder"] {
+        let response = ask(&server, req(Method::Options, folder));
+        assert_eq!(code(&response), 200, "{folder}");
+        assert_eq!(
+            allowed(&response),
+            serde_json::json!(["GET", "POST", "OPTIONS"]),
+            "{folder}"
+        );
+        assert_eq!(code(&ask(&server, req(Method::Delete, folder))), 409, "{folder}");
     }
     // A missing file lists what could be done there: create it.
     let missing = ask(&server, req(Method::Options, "/anything"));
@@ -1060,4 +1071,83 @@ fn a_large_file_is_judged_text_or_not_as_it_is_now() {
     let response = get();
     assert_eq!(response.body.encoding(), Encoding::Gzip, "not UTF-8 any more");
     assert_eq!(response.body.content(), binary.as_slice());
+}
+
+#[test]
+fn d14_a_token_is_taken_alone_or_after_bearer() {
+    let fixture = Fixture::new();
+    let server = fixture.server().with_token(Some("s3cret".into()));
+    for (value, expected) in [
+        ("s3cret", 201),
+        ("Bearer s3cret", 201),
+        ("bearer s3cret", 201),
+        ("BEARER s3cret", 201),
+        ("Bearer  s3cret", 401),
+        ("Bearer wrong", 401),
+        ("Basic s3cret", 401),
+        ("Bearer ", 401),
+    ] {
+        let put = req(Method::Put, "/t.txt")
+            .with_body(Body::text("x"))
+            .with_headers(Headers::new().with_authorization(value.to_owned()));
+        assert_eq!(code(&ask(&server, put)), expected, "{value:?}");
+    }
+    // A token that itself starts with the scheme's word still works alone.
+    let server = fixture.server().with_token(Some("Bearer odd".into()));
+    for (value, expected) in [("Bearer odd", 201), ("Bearer Bearer odd", 201), ("odd", 401)] {
+        let put = req(Method::Put, "/t.txt")
+            .with_body(Body::text("x"))
+            .with_headers(Headers::new().with_authorization(value.to_owned()));
+        assert_eq!(code(&ask(&server, put)), expected, "{value:?}");
+    }
+}
+
+#[test]
+fn a_name_the_server_refuses_is_400_with_the_reason_and_never_listed() {
+    let fixture = Fixture::new();
+    fs::write(fixture.path("empty-folder/we\"ird\\name.txt"), "odd").expect("write");
+    fs::write(fixture.path("empty-folder/plain.txt"), "plain").expect("write");
+    let server = fixture.server().with_listing(true);
+    let entries = listing(&ask(&server, req(Method::Get, "/empty-folder")));
+    assert_eq!(names(&entries), ["plain.txt"], "{entries:?}");
+    for method in [Method::Get, Method::Put, Method::Delete, Method::Options] {
+        let request = req(method, "/empty-folder/we%22ird%5Cname.txt").with_body(Body::text("x"));
+        let response = ask(&server, request);
+        assert_eq!(code(&response), 400, "{method}");
+        assert!(
+            response.status.human_message.contains("backslash"),
+            "{method}: {}",
+            response.status.human_message
+        );
+    }
+    assert_eq!(
+        fs::read_to_string(fixture.path("empty-folder/we\"ird\\name.txt")).expect("kept"),
+        "odd"
+    );
+}
+
+#[test]
+fn refusals_say_the_next_step() {
+    let fixture = Fixture::new();
+    let read_only = fixture.server().with_writes(false);
+    let put = ask(
+        &read_only,
+        req(Method::Put, "/new.txt").with_body(Body::text("x")),
+    );
+    assert_eq!(code(&put), 405);
+    let said = &put.status.human_message;
+    assert!(
+        said.contains("read-only") && said.contains("--writable") && said.contains("--token"),
+        "{said}"
+    );
+    // A folder without index.html, listings off: 404 (D11), saying so.
+    let folder = ask(&fixture.server(), req(Method::Get, "/empty-folder"));
+    assert_eq!(code(&folder), 404);
+    assert!(
+        folder.status.human_message.contains("--list"),
+        "{}",
+        folder.status.human_message
+    );
+    let missing = ask(&fixture.server(), req(Method::Get, "/nope.txt"));
+    assert_eq!(missing.status.human_message, "no file by this name");
 }

@@ -8,6 +8,8 @@ mod file_server;
 // have nothing to run.
 #[cfg(feature = "cli")]
 mod client;
+#[cfg(feature = "cli")]
+mod curl;
 // Unix: SIGTERM.
 #[cfg(all(feature = "cli", unix))]
 mod drain;
@@ -20,7 +22,11 @@ mod help;
 #[cfg(all(feature = "cli", unix))]
 mod hostile;
 #[cfg(feature = "cli")]
+mod listing;
+#[cfg(feature = "cli")]
 mod logs;
+#[cfg(feature = "cli")]
+mod refusals;
 #[cfg(feature = "cli")]
 mod serve;
 #[cfg(feature = "cli")]
@@ -30,3 +36,7 @@ mod serve_options;
 mod spool;
 #[cfg(feature = "cli")]
 mod support;
+#[cfg(feature = "cli")]
+mod tls;
+#[cfg(all(feature = "cli", unix))]
+mod truth;

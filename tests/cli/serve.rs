@@ -160,3 +160,42 @@ fn sigterm_finishes_the_exchange_under_way_then_exits_0() {
         .expect("the server exits after SIGTERM");
     assert!(status.success(), "exit status {status}");
 }
+
+#[test]
+fn d1_an_http_request_gets_a_sentence_in_http_and_other_strays_json() {
+    let root = temp_root("serve-http");
+    let (_server, addr, _log) = serve(&root, &[]);
+    let said = |bytes: &[u8]| {
+        let mut stream = TcpStream::connect(addr).expect("connect");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .expect("timeout");
+        stream.write_all(bytes).expect("write");
+        let mut text = String::new();
+        let _ = stream.read_to_string(&mut text);
+        text
+    };
+    let answer = said(b"GET / HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nUser-Agent: test\r\n\r\n");
+    assert!(answer.starts_with("HTTP/1.1 400 Bad Request\r\n"), "{answer}");
+    assert!(
+        answer.ends_with("not HTTP.\nTry: jsontp get jsontp://127.0.0.1:8080/\n"),
+        "{answer}"
+    );
+    // Anything else is answered as before (D1): JSON, 400, resource "".
+    for stray in [&b"GARBAGE\n"[..], b"GET nothing\n", b"get / HTTP/1.1\r\n"] {
+        let answer = said(stray);
+        let response: serde_json::Value = serde_json::from_str(answer.trim()).expect("JSON");
+        assert_eq!(response["status"]["code"], 400, "{answer}");
+        assert_eq!(response["resource"], "", "{answer}");
+    }
+    // curl, as a person would aim it at the port.
+    if let Ok(out) = Command::new("curl")
+        .args(["-s", "--max-time", "5", &format!("http://{addr}/")])
+        .output()
+    {
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("This is a jsontp server"), "{text}");
+        assert!(text.contains(&format!("jsontp get jsontp://{addr}/")), "{text}");
+    }
+    let _ = std::fs::remove_dir_all(root);
+}

@@ -294,7 +294,7 @@ fn options_from_the_environment_take_effect() {
     assert_eq!(code(&put(addr, "/new.txt", json!({}))), 201);
     let listed = exchange(addr, "GET", "/folder/", json!({}), "");
     assert_eq!(code(&listed), 200, "{listed}");
-    assert_eq!(listed["body"]["content"], "[]");
+    assert_eq!(listed["body"]["content"], "[]\n");
     let handshake = exchange(addr, "PUT", "/c.txt", json!({"expect": "100-continue"}), "x");
     assert_eq!(code(&handshake), 501, "{handshake}");
     let _ = std::fs::remove_dir_all(root);

@@ -216,6 +216,56 @@ fn spool_a_large_put_gets_the_mode_of_a_small_one() {
 }
 
 #[test]
+fn spool_every_written_file_takes_its_mode_from_the_servers_umask() {
+    // The server under a umask of its own, unlike the test's: small and
+    // spooled uploads alike get 0666 less it, and nothing of the spool
+    // shows in the folder.
+    let root = temp_root("spool-umask");
+    let mut command = std::process::Command::new("sh");
+    command
+        .arg("-c")
+        .arg(format!(
+            "umask 027 && exec {} serve --workers 1 --writable --quiet --addr 127.0.0.1:0 --root '{}'",
+            crate::support::BIN,
+            root.display()
+        ))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped());
+    for name in crate::support::SERVE_ENV {
+        command.env_remove(name);
+    }
+    let mut child = command.spawn().expect("sh");
+    let mut log = BufReader::new(child.stderr.take().expect("stderr"));
+    let _server = Serve(child);
+    let mut line = String::new();
+    let _ = log.read_line(&mut line);
+    let addr: SocketAddr = line
+        .trim()
+        .rsplit("://")
+        .next()
+        .and_then(|a| a.parse().ok())
+        .unwrap_or_else(|| panic!("jsontp serve did not start: {line:?}"));
+    drain(log);
+    assert_eq!(code(&put(addr, "/small.txt", 100)), 201);
+    assert_eq!(code(&put(addr, "/large.txt", 3 << 20)), 201);
+    for name in ["small.txt", "large.txt"] {
+        let mode = std::fs::metadata(root.join(name))
+            .expect(name)
+            .permissions()
+            .mode()
+            & 0o777;
+        assert_eq!(format!("{mode:o}"), "640", "{name}");
+    }
+    let mut names: Vec<String> = std::fs::read_dir(&root)
+        .expect("root")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["hello.txt", "large.txt", "small.txt"]);
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+#[test]
 fn spool_old_leftovers_are_removed_at_start() {
     // Earlier versions spooled under names in ROOT/.jsontp-spool, where a
     // crash left them.

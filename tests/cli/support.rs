@@ -119,7 +119,8 @@ pub fn spawn_serve_with_env(
     let _ = stderr.read_line(&mut line);
     let addr = line
         .trim()
-        .rsplit("jsontp://")
+        // `jsontp://` or, with TLS, `jsontps://`.
+        .rsplit("://")
         .next()
         // A JSON start line ends the URL with `"}`.
         .map(|a| a.trim_end_matches(['"', '}']))

@@ -3,10 +3,12 @@
 //! See [`Driver`]. This is the one module of the server side that calls
 //! the machine.
 
+use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
+use super::http_line::{FirstLine, Look};
 use super::spool::{Spool, SpoolError, Spooled};
 use super::{AccessRecord, Handler, Reply, RequestInfo, ServerOptions, SpoolOptions, Upload};
 use crate::io_adapters::Clock;
@@ -126,6 +128,8 @@ pub struct Driver {
     input: PeerInput,
     /// Where received bytes are parsed.
     intake: Intake,
+    /// Whether the first line is an HTTP request line (D1).
+    first_line: FirstLine,
     /// What this turn has done so far.
     turn: Turn,
     /// Whether the pending output has been offered to the transport.
@@ -384,6 +388,7 @@ impl Driver {
             phase: Phase::Serving,
             input: PeerInput::Open,
             intake: Intake::Direct,
+            first_line: FirstLine::default(),
             turn: Turn::default(),
             offer: Offer::Untried,
             timeout: None,
@@ -580,6 +585,13 @@ impl Driver {
                 match io.read(&mut scratch[..room]) {
                     Ok(0) => {
                         self.input = PeerInput::EndRead;
+                        // What was held as a possible HTTP line goes first (D1).
+                        let held = self.first_line.release();
+                        match &mut self.intake {
+                            _ if held.is_empty() => {}
+                            Intake::Direct => self.conn.receive_data(&held, self.after_io(at)),
+                            Intake::Deferred(inbox) => inbox.extend_from_slice(&held),
+                        }
                         if let Intake::Direct = self.intake {
                             self.input = PeerInput::Ended;
                             self.conn.receive_eof(self.after_io(at));
@@ -588,9 +600,22 @@ impl Driver {
                     }
                     Ok(n) => {
                         let at = self.after_io(at);
+                        let received = match self.first_line.look(&scratch[..n]) {
+                            Look::Pass(bytes) => bytes,
+                            Look::Hold => Cow::Borrowed(&[][..]),
+                            Look::Http(answer) => {
+                                // Best effort, a few hundred bytes on a fresh socket.
+                                let _ = io.write(&answer);
+                                self.why_closing = Some(CloseReason::Rejected);
+                                let (linger, why) = (Linger::new(at.instant), CloseReason::Rejected);
+                                self.phase = Phase::Lingering { linger, why };
+                                continue;
+                            }
+                        };
                         match &mut self.intake {
-                            Intake::Direct => self.conn.receive_data(&scratch[..n], at),
-                            Intake::Deferred(inbox) => inbox.extend_from_slice(&scratch[..n]),
+                            _ if received.is_empty() => {}
+                            Intake::Direct => self.conn.receive_data(&received, at),
+                            Intake::Deferred(inbox) => inbox.extend_from_slice(&received),
                         }
                         self.turn.moved += n;
                         moved = true;
@@ -1064,6 +1089,11 @@ impl Driver {
         let why = self.why_closing.unwrap_or(why);
         self.note_ends();
         match error {
+            // An operator must hear of a certificate clients refuse.
+            #[cfg(feature = "tls")]
+            Some(error) if crate::io_adapters::tls::refused_certificate(error) => {
+                tracing::warn!(reason = why.as_str(), %error, "connection closed");
+            }
             Some(error) => tracing::debug!(reason = why.as_str(), %error, "connection closed"),
             None => tracing::debug!(reason = why.as_str(), "connection closed"),
         }

@@ -34,6 +34,7 @@ use crate::message::{Method, Request, Response, StatusCode};
 
 pub mod blocking;
 mod drive;
+mod http_line;
 #[cfg(feature = "mio")]
 pub mod mio;
 mod reply;

@@ -297,6 +297,9 @@ pub struct Headers {
     pub(crate) date: Option<Date>,
     pub(crate) language: Option<LanguageTag>,
     pub(crate) set_cookies: Option<Cookies>,
+    /// Names outside the protocol's list, to send as given (never filled
+    /// from a received message: D8 drops or refuses those).
+    pub(crate) unlisted: Vec<(String, serde_json::Value)>,
 }
 
 macro_rules! accessors {
@@ -422,6 +425,20 @@ impl Headers {
     pub fn with_ignore_invalid_headers(mut self, on: bool) -> Self {
         self.ignore_invalid_headers = on;
         self
+    }
+
+    /// Adds a header whose name is outside the protocol's list, sent as
+    /// given after the listed ones: a receiver answers `400` for it unless
+    /// `ignore-invalid-headers` is on, and then drops it (D8). `name` is
+    /// sent as it is (names are compared in lower case).
+    pub fn with_unlisted(mut self, name: impl Into<String>, value: serde_json::Value) -> Self {
+        self.unlisted.push((name.into(), value));
+        self
+    }
+
+    /// The headers outside the protocol's list that will be sent.
+    pub fn unlisted(&self) -> &[(String, serde_json::Value)] {
+        &self.unlisted
     }
 
     /// Whether the header `name` is set. `expect` and
