@@ -274,6 +274,40 @@ impl RequestInfo {
     }
 }
 
+/// A complete, valid request as a server hands it to an application
+/// served as a service ([`jsontp::app::Router`](crate::app::Router), or any
+/// `tower::Service` on the tokio server): the request, its content when it
+/// was too large to hold in memory (then the body's own content is empty,
+/// D19), and what the server knows about it.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct Incoming {
+    /// The request.
+    pub request: Request,
+    /// The request's content, spooled to a temporary file, when it was
+    /// larger than [`SpoolOptions::memory_limit`].
+    pub upload: Option<Upload>,
+    /// Who asked.
+    pub info: RequestInfo,
+}
+
+impl Incoming {
+    /// `request`, its content in its body, from the peer `info` names.
+    pub fn new(request: Request, info: RequestInfo) -> Incoming {
+        Incoming {
+            request,
+            upload: None,
+            info,
+        }
+    }
+
+    /// Sets the spooled content (builder style).
+    pub fn with_upload(mut self, upload: Option<Upload>) -> Incoming {
+        self.upload = upload;
+        self
+    }
+}
+
 /// One response, as an access log sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
