@@ -310,7 +310,7 @@ enum Answering {
 /// A complete, valid request handed out to be answered later
 /// ([`Driver::dispatch_until_request`]).
 #[derive(Debug)]
-#[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+#[cfg_attr(not(feature = "tower"), allow(dead_code))]
 pub(crate) struct Pending {
     id: RequestId,
     request: Box<Request>,
@@ -318,7 +318,7 @@ pub(crate) struct Pending {
     started: Instant,
 }
 
-#[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+#[cfg_attr(not(feature = "tower"), allow(dead_code))]
 impl Pending {
     /// The request and its spooled content, for the application; the
     /// driver keeps what it needs to send the answer.
@@ -667,14 +667,14 @@ impl Driver {
     /// later (an `async` service): answer it with
     /// [`answer_later`](Self::answer_later) before stepping again. The
     /// events after it wait in the machine.
-    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+    #[cfg_attr(not(feature = "tower"), allow(dead_code))]
     pub(crate) fn dispatch_until_request<H: Handler + ?Sized>(&mut self, hooks: &H) -> Option<Pending> {
         self.dispatch_events(hooks, Answering::Later)
     }
 
     /// Sends the application's answer to a request
     /// [`dispatch_until_request`](Self::dispatch_until_request) handed out.
-    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+    #[cfg_attr(not(feature = "tower"), allow(dead_code))]
     pub(crate) fn answer_later<H: Handler + ?Sized>(&mut self, pending: Pending, reply: Reply, hooks: &H) {
         let span = self.span.clone();
         let _entered = span.enter();
