@@ -5,4 +5,6 @@
 
 mod extract;
 mod routing;
+#[cfg(feature = "tower")]
+mod service;
 mod support;
