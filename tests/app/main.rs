@@ -4,6 +4,7 @@
 #![allow(clippy::disallowed_methods)] // tests own threads and the clock
 
 mod extract;
+mod nnntp;
 mod routing;
 #[cfg(feature = "tower")]
 mod service;

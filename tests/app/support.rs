@@ -1,7 +1,6 @@
 //! Servers with a router, on each runtime, on a free loopback port.
 
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -98,8 +97,8 @@ where
     let listener = jsontp::io_adapters::server::listen("127.0.0.1:0").expect("bind");
     listener.set_nonblocking(true).expect("non-blocking");
     let addr = listener.local_addr().expect("addr");
-    let stop = Arc::new(tokio::sync::Notify::new());
-    let stopped = Arc::clone(&stop);
+    let stop = std::sync::Arc::new(tokio::sync::Notify::new());
+    let stopped = std::sync::Arc::clone(&stop);
     let thread = std::thread::spawn(move || {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
