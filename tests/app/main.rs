@@ -3,6 +3,8 @@
 //! as a tower service with `async` ones and tower's layers).
 #![allow(clippy::disallowed_methods)] // tests own threads and the clock
 
+#[cfg(feature = "tower")]
+mod client_service;
 mod extract;
 mod nnntp;
 mod routing;
