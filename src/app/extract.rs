@@ -80,8 +80,9 @@ impl Call {
         self.states.get::<T>().cloned()
     }
 
-    /// Takes the request's content: the spooled upload if there was one,
-    /// its bytes otherwise. A second call gives the empty content.
+    /// The request's content: the spooled upload if there was one (taken:
+    /// a later call gives the body's own content, which is then empty),
+    /// a copy of the body's bytes otherwise.
     pub fn take_content(&mut self) -> Content {
         match self.upload.take() {
             Some(upload) => Content(Held::Spooled(upload)),

@@ -507,6 +507,16 @@ impl Handler for Router {
         whole(self.answer(Incoming::new(request.clone(), *info)))
     }
 
+    /// Refuses at once what the router would refuse whatever the
+    /// content (`404`, `405`): the client of a 100-continue handshake
+    /// does not send it (D10), and large content is not spooled (D19).
+    fn check_continue(&self, request: &Request, _info: &RequestInfo) -> Result<(), Response> {
+        match self.target(request.method, request.resource.path()) {
+            Target::Answer(response) if response.status.code.is_error() => Err(response),
+            _ => Ok(()),
+        }
+    }
+
     /// Answers with the router: large content reaches the handler as a
     /// stream ([`Content`](super::Content)), and a streamed reply streams.
     fn respond(&self, request: &Request, upload: Option<Upload>, info: &RequestInfo) -> Reply {

@@ -187,3 +187,60 @@ fn large_content_reaches_the_handler_as_a_stream_not_a_413() {
 fn a_rest_before_the_end_is_a_mistake_found_at_once() {
     let _ = Router::new().route("/files/{*path}/meta", get(|| "never"));
 }
+
+#[test]
+fn a_handshake_for_a_path_or_method_not_served_is_refused_before_the_content() {
+    use jsontp::io_adapters::server::Handler;
+    use jsontp::machine::{ContinuePolicy, ServerConfig};
+    use jsontp::message::Headers;
+
+    let config = ServerConfig {
+        continue_policy: ContinuePolicy::Ask,
+        ..ServerConfig::default()
+    };
+    // As a Handler (std, mio): the router answers the handshake itself.
+    let peer = jsontp::io_adapters::server::RequestInfo::new("127.0.0.1:1".parse().unwrap());
+    let head = |method, path: &str| Request::new(method, path.parse().unwrap());
+    let refused = board()
+        .check_continue(&head(Method::Put, "/nowhere"), &peer)
+        .unwrap_err();
+    assert_eq!(refused.status.code, StatusCode::NOT_FOUND);
+    let refused = board()
+        .check_continue(&head(Method::Put, "/upload"), &peer)
+        .unwrap_err();
+    assert_eq!(refused.status.code, StatusCode::METHOD_NOT_ALLOWED);
+    assert!(
+        board()
+            .check_continue(&head(Method::Post, "/upload"), &peer)
+            .is_ok()
+    );
+
+    for &runtime in RUNTIMES.iter().filter(|r| r.takes_handlers()) {
+        let server = start(
+            runtime,
+            board(),
+            ServerOptions::default().with_config(config.clone()),
+        );
+        let mut client = Client::connect(server.addr, ClientOptions::default()).expect("connect");
+        let asking = |method, path: &str| {
+            Request::new(method, path.parse().unwrap())
+                .with_headers(Headers::new().with_expect_continue(true))
+                .with_body(Body::text("x".repeat(1000)))
+        };
+        let refused = client.send(asking(Method::Put, "/upload")).expect("answer");
+        assert_eq!(
+            refused.response.status.code,
+            StatusCode::METHOD_NOT_ALLOWED,
+            "{runtime:?}"
+        );
+        assert!(!refused.continued, "{runtime:?}: refused before the content");
+        let mut client = Client::connect(server.addr, ClientOptions::default()).expect("connect");
+        let accepted = client.send(asking(Method::Post, "/upload")).expect("answer");
+        assert!(accepted.continued, "{runtime:?}");
+        assert_eq!(
+            accepted.response.body.as_text(),
+            Some("1000 bytes, spooled: false"),
+            "{runtime:?}"
+        );
+    }
+}

@@ -23,6 +23,20 @@ pub enum Runtime {
     Tokio,
 }
 
+impl Runtime {
+    /// Whether the router runs there as a `Handler` (its hooks asked too),
+    /// rather than as a tower service.
+    pub fn takes_handlers(self) -> bool {
+        match self {
+            Runtime::Std => true,
+            #[cfg(feature = "mio")]
+            Runtime::Mio => true,
+            #[cfg(feature = "tower")]
+            Runtime::Tokio => false,
+        }
+    }
+}
+
 pub const RUNTIMES: &[Runtime] = &[
     Runtime::Std,
     #[cfg(feature = "mio")]
