@@ -553,3 +553,101 @@ fn whole(reply: Reply) -> Response {
         None => Refusal::internal("the server failed while answering this request").into_response(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn params(pattern: &str, path: &str) -> Option<Vec<(String, String)>> {
+        Pattern::parse(pattern).matches(path)
+    }
+
+    fn pair(name: &str, value: &str) -> (String, String) {
+        (name.to_owned(), value.to_owned())
+    }
+
+    #[test]
+    fn patterns_match_whole_segments() {
+        assert_eq!(params("/", "/"), Some(vec![]));
+        assert_eq!(params("/", "/a"), None);
+        assert_eq!(params("/a", "/a"), Some(vec![]));
+        // A trailing slash is another resource.
+        assert_eq!(params("/a", "/a/"), None);
+        assert_eq!(params("/a/", "/a/"), Some(vec![]));
+        assert_eq!(params("/a/{x}", "/a/b"), Some(vec![pair("x", "b")]));
+        assert_eq!(params("/a/{x}", "/a/"), None);
+        assert_eq!(params("/a/{x}", "/a/b/c"), None);
+        assert_eq!(
+            params("/g/{group}/p/{id}", "/g/rust/p/7"),
+            Some(vec![pair("group", "rust"), pair("id", "7")])
+        );
+        assert_eq!(params("/f/{*rest}", "/f/a/b/"), Some(vec![pair("rest", "a/b/")]));
+        assert_eq!(params("/f/{*rest}", "/f/"), None);
+        assert_eq!(params("/f/{*rest}", "/f"), None);
+        assert_eq!(params("/{*all}", "/x"), Some(vec![pair("all", "x")]));
+    }
+
+    #[test]
+    fn the_most_specific_pattern_wins_whatever_the_order_routes_were_added() {
+        let router = Router::new()
+            .route("/{*rest}", get(|| "rest"))
+            .route("/a/{x}", get(|| "param"))
+            .route("/a/b", get(|| "literal"));
+        let which = |path: &str| match router.target(Method::Get, path) {
+            Target::Handler(_, params) => params.len(),
+            Target::Answer(response) => panic!("{response:?}"),
+        };
+        assert_eq!(which("/a/b"), 0);
+        assert_eq!(which("/a/c"), 1);
+        assert_eq!(which("/z"), 1);
+    }
+
+    #[test]
+    fn a_nested_fallback_answers_only_beneath_its_prefix() {
+        let router = Router::new().nest(
+            "/api",
+            Router::new().route("/x", get(|| "x")).fallback(|| "api fallback"),
+        );
+        let answered = |path: &str| matches!(router.target(Method::Get, path), Target::Handler(..));
+        assert!(answered("/api/x"));
+        assert!(answered("/api/y/z"));
+        assert!(answered("/api"));
+        assert!(!answered("/apiary"));
+        assert!(!answered("/other"));
+    }
+
+    #[test]
+    fn routing_a_pattern_again_adds_methods_and_a_method_again_replaces_it() {
+        let router = Router::new()
+            .route("/a", get(|| "first"))
+            .route("/a", post(|| "post").get(|| "second"));
+        let Target::Answer(options) = router.target(Method::Options, "/a") else {
+            panic!("OPTIONS is answered by the router");
+        };
+        assert_eq!(
+            options.body.extra()["allowed-methods"],
+            serde_json::json!(["GET", "POST", "OPTIONS"])
+        );
+        let peer = RequestInfo::new("127.0.0.1:1".parse().unwrap());
+        let request = Request::new(Method::Get, "/a".parse().unwrap());
+        assert_eq!(router.handle(&request, &peer).body.as_text(), Some("second"));
+    }
+
+    #[test]
+    #[should_panic(expected = "names `x` twice")]
+    fn a_name_given_twice_is_refused() {
+        Pattern::parse("/{x}/{x}");
+    }
+
+    #[test]
+    #[should_panic(expected = "must start with `/`")]
+    fn a_pattern_starts_at_the_root() {
+        Pattern::parse("a/b");
+    }
+
+    #[test]
+    #[should_panic(expected = "neither literal")]
+    fn braces_make_a_whole_segment() {
+        Pattern::parse("/a{x}");
+    }
+}
