@@ -175,3 +175,30 @@ fn any_service_of_requests_is_served_and_its_errors_are_500() {
         .expect("answer");
     assert_eq!(again.response.status.human_message, "served /cd");
 }
+
+#[test]
+fn a_shutdown_does_not_wait_past_its_deadline_for_a_slow_async_handler() {
+    let finished = Finished::default();
+    let options = ServerOptions::default().with_shutdown_timeout(Duration::from_millis(500));
+    let server = start_service(router(finished.clone()), options);
+    let addr = server.addr;
+    let asking =
+        std::thread::spawn(move || client(addr).send(request(Method::Get, "/sleep/30000", json!({}))));
+    // A quick exchange on another connection, finished before the shutdown.
+    let mut quick = client(addr);
+    let answer = quick
+        .send(request(Method::Get, "/sleep/1", json!({})))
+        .expect("answer");
+    assert_eq!(answer.response.status.code, StatusCode::OK);
+    std::thread::sleep(Duration::from_millis(300));
+
+    let took = server.shutdown_and_join();
+    assert!(took < Duration::from_secs(5), "the server took {took:?} to stop");
+    assert!(
+        took >= Duration::from_millis(400),
+        "it waited for the deadline: {took:?}"
+    );
+    // The slow exchange was cut short: the connection closed unanswered.
+    assert!(asking.join().expect("asking").is_err());
+    assert_eq!(finished.0.load(Ordering::SeqCst), 1);
+}

@@ -52,6 +52,26 @@ pub struct Running {
     thread: Option<JoinHandle<std::io::Result<()>>>,
 }
 
+impl Running {
+    /// Starts the graceful shutdown and waits for the server to return;
+    /// how long that took.
+    #[allow(dead_code)]
+    pub fn shutdown_and_join(mut self) -> Duration {
+        let started = Instant::now();
+        if let Some(stop) = self.stop.take() {
+            stop();
+        }
+        if let Some(thread) = self.thread.take() {
+            while !thread.is_finished() {
+                assert!(started.elapsed() < LIMIT, "the server did not return in time");
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            thread.join().expect("server thread").expect("server run");
+        }
+        started.elapsed()
+    }
+}
+
 impl Drop for Running {
     fn drop(&mut self) {
         if let Some(stop) = self.stop.take() {

@@ -506,8 +506,10 @@ async fn run<S, A>(
     let mut driver = Driver::new(peer, &options, IoMode::NonBlocking).parse_in_dispatch();
     let mut scratch = vec![0u8; READ_CHUNK];
     let mut timer = Box::pin(tokio::time::sleep(std::time::Duration::ZERO));
-    let mut stopping = stop.as_ref().is_some_and(|stop| *stop.borrow());
-    if stopping {
+    // When a graceful shutdown must be over, once one has begun.
+    let mut drain_until = None;
+    if stop.as_ref().is_some_and(|stop| *stop.borrow()) {
+        drain_until = Some(tokio::time::Instant::now() + options.shutdown_timeout);
         driver.shut_down();
     }
     loop {
@@ -529,7 +531,7 @@ async fn run<S, A>(
             }
         });
         let turn = match stop.as_mut() {
-            Some(stop) if !stopping => tokio::select! {
+            Some(stop) if drain_until.is_none() => tokio::select! {
                 step = step => Turn::Step(step),
                 _ = stop.changed() => Turn::Stop,
             },
@@ -537,12 +539,48 @@ async fn run<S, A>(
         };
         match turn {
             Turn::Stop => {
-                stopping = true;
+                drain_until = Some(tokio::time::Instant::now() + options.shutdown_timeout);
                 driver.shut_down();
             }
             Turn::Step(Step::Dispatch) => {
-                match app.dispatch(driver).await {
-                    Some(back) => driver = back,
+                // The drain deadline holds for the application too: an
+                // answer still awaited when it passes is dropped, and the
+                // connection with it (a blocking handler runs on to its
+                // end on the pool, its answer discarded). A shutdown that
+                // begins meanwhile is noticed here.
+                let mut answered = std::pin::pin!(app.dispatch(driver));
+                let back = loop {
+                    match (drain_until, stop.as_mut()) {
+                        (None, Some(stop)) => tokio::select! {
+                            back = &mut answered => break back,
+                            began = async { stop.wait_for(|stopping| *stopping).await.is_ok() } => {
+                                if !began {
+                                    break answered.await;
+                                }
+                                drain_until = Some(tokio::time::Instant::now() + options.shutdown_timeout);
+                            }
+                        },
+                        (Some(until), _) => tokio::select! {
+                            back = &mut answered => break back,
+                            () = tokio::time::sleep_until(until) => {
+                                tracing::debug!(
+                                    peer = %peer,
+                                    reason = "shutdown deadline passed while the application was answering",
+                                    "connection closed"
+                                );
+                                return;
+                            }
+                        },
+                        (None, None) => break answered.await,
+                    }
+                };
+                match back {
+                    Some(back) => {
+                        driver = back;
+                        if drain_until.is_some() {
+                            driver.shut_down();
+                        }
+                    }
                     // A hook panicked outside the handler's own guard:
                     // the connection state is gone with it.
                     None => {
