@@ -368,18 +368,28 @@ pub trait Handler: Send + Sync + 'static {
     /// Otherwise the content is in `request.body` as usual.
     ///
     /// By default: [`handle`](Self::handle) when there is no upload, and
-    /// `413` when there is one, since `handle` could not see it.
+    /// `413` when there is one, since `handle` could not see it. A
+    /// [`Router`](crate::app::Router) gives large content to its handlers
+    /// as a stream ([`Content`](crate::app::Content)).
     fn respond(&self, request: &Request, upload: Option<Upload>, info: &RequestInfo) -> Reply {
         match upload {
             None => self.handle(request, info).into(),
-            Some(upload) => Response::new(crate::message::Status::new(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                format!(
-                    "the content ({} bytes) is more than this server takes in memory",
-                    upload.len()
-                ),
-            ))
-            .into(),
+            Some(upload) => {
+                // Said to the operator: the client only learns it was too much.
+                tracing::warn!(
+                    bytes = upload.len(),
+                    "large content reached a handler that cannot take it (413): implement \
+                     Handler::respond, or serve a jsontp::app::Router, whose handlers take it as Content"
+                );
+                Response::new(crate::message::Status::new(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    format!(
+                        "the content ({} bytes) is more than this server takes in memory",
+                        upload.len()
+                    ),
+                ))
+                .into()
+            }
         }
     }
 
