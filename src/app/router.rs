@@ -532,18 +532,15 @@ fn whole(reply: Reply) -> Response {
         return response;
     };
     let mut content = Vec::new();
-    let read = std::io::Read::read_to_end(&mut reader, &mut content);
-    let body = read
+    let body = std::io::Read::read_to_end(&mut reader, &mut content)
         .ok()
-        .and_then(|_| Body::new(content, response.body.encoding()).ok())
-        .map(|mut body| {
+        .and_then(|_| {
+            let mut body = Body::new(content, response.body.encoding()).ok()?;
+            // The head's keys were a body's already: none is refused.
             for (key, value) in response.body.extra() {
-                body = body
-                    .clone()
-                    .with_extra(key.clone(), value.clone())
-                    .unwrap_or(body);
+                body = body.with_extra(key.clone(), value.clone()).ok()?;
             }
-            body
+            Some(body)
         });
     match body {
         Some(body) => {
@@ -631,6 +628,24 @@ mod tests {
         let peer = RequestInfo::new("127.0.0.1:1".parse().unwrap());
         let request = Request::new(Method::Get, "/a".parse().unwrap());
         assert_eq!(router.handle(&request, &peer).body.as_text(), Some("second"));
+    }
+
+    #[test]
+    fn a_streamed_reply_is_read_whole_for_handle() {
+        use crate::io_adapters::server::Reply;
+        let router = Router::new().route(
+            "/s",
+            get(|| {
+                let head =
+                    Response::ok("streamed").with_body(Body::empty().with_extra("k", 1.into()).unwrap());
+                Reply::streamed(head, std::io::Cursor::new(b"abc".to_vec()))
+            }),
+        );
+        let peer = RequestInfo::new("127.0.0.1:1".parse().unwrap());
+        let response = router.handle(&Request::new(Method::Get, "/s".parse().unwrap()), &peer);
+        assert_eq!(response.body.as_text(), Some("abc"));
+        assert_eq!(response.body.extra()["k"], 1);
+        assert_eq!(response.status.human_message, "streamed");
     }
 
     #[test]
