@@ -13,6 +13,8 @@
 //! - [`io_adapters`]: thin drivers that run the machine over real TCP with std
 //!   blocking sockets, mio, or tokio (feature `tokio`).
 //!
+//! [`app`] builds applications on the servers: a router, extractors and
+//! answers, handlers plain or `async`, tower services (feature `tower`).
 //! [`file_server`] is the application behind `jsontp serve`.
 //!
 //! Rule numbers such as D5 refer to [`rules`]: this crate's account of how it
@@ -100,6 +102,7 @@
 // allowed there alone with its safety argument.
 #![deny(unsafe_code)]
 
+pub mod app;
 pub mod file_server;
 pub mod io_adapters;
 pub mod machine;

@@ -200,11 +200,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Client<S> {
         let mut timer = Box::pin(tokio::time::sleep(std::time::Duration::ZERO));
         loop {
             let (stream, driver, scratch) = (&mut self.stream, &mut self.driver, &mut self.scratch);
-            let mut streams = Streams::staged(
-                source.is_some().then_some(&mut staged),
-                sink.is_some().then_some(&mut piece),
-            );
+            let (staging, draining) = (source.is_some(), sink.is_some());
             let step = poll_fn(|cx| {
+                // Made for each poll, not held across the await: the
+                // streams are not `Send`, and the future must be (a
+                // request sent from a spawned task, a tower service).
+                let mut streams =
+                    Streams::staged(staging.then_some(&mut staged), draining.then_some(&mut piece));
                 loop {
                     let mut io = PolledIo {
                         io: &mut *stream,
@@ -222,7 +224,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Client<S> {
                 }
             })
             .await;
-            drop(streams);
             match step {
                 ClientStep::Drain => {
                     if let Some(sink) = sink.as_mut()
@@ -270,4 +271,99 @@ async fn whole_content_to(
         .await
         .map_err(ClientError::Sink)?;
     Ok(answer)
+}
+
+/// The client as a `tower::Service` of requests to one server (feature
+/// `tower`): tower's layers (timeouts, retries, rate limits) and its
+/// balancing across several servers apply to it unchanged.
+///
+/// Each call takes a connection kept open from an earlier call, or
+/// connects a new one, sends its request and waits for the answer; a
+/// connection still usable afterwards is kept for the next call (at most
+/// [`max_idle`](Self::with_max_idle) of them). Calls in flight at once
+/// each have their own connection, so the answers never wait for each
+/// other; bound them with a concurrency limit in front. A call dropped
+/// before its answer (a timeout) drops its connection with it.
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+/// use std::time::Duration;
+/// use jsontp::io_adapters::client::ClientOptions;
+/// use jsontp::io_adapters::client::tokio::ClientService;
+/// use jsontp::message::{Method, Request};
+/// use tower::{Service, ServiceBuilder, ServiceExt};
+///
+/// let mut news = ServiceBuilder::new()
+///     .timeout(Duration::from_secs(2))
+///     .service(ClientService::new("news.example.org:1119", ClientOptions::default()));
+/// let request = Request::new(Method::Get, "/list".parse()?);
+/// let answer = news.ready().await?.call(request).await?;
+/// println!("{}", answer.response.status.human_message);
+/// # Ok(())
+/// # }
+/// ```
+#[cfg(feature = "tower")]
+#[derive(Debug, Clone)]
+pub struct ClientService {
+    addr: std::sync::Arc<str>,
+    options: ClientOptions,
+    max_idle: usize,
+    idle: std::sync::Arc<std::sync::Mutex<Vec<Client>>>,
+}
+
+#[cfg(feature = "tower")]
+impl ClientService {
+    /// Calls to `addr` (`"host:port"`), each connection made with `options`.
+    pub fn new(addr: impl Into<String>, options: ClientOptions) -> ClientService {
+        ClientService {
+            addr: addr.into().into(),
+            options,
+            max_idle: 8,
+            idle: std::sync::Arc::default(),
+        }
+    }
+
+    /// Keeps at most `max` connections open between calls (builder style;
+    /// 8 by default, 0 to close each after its answer).
+    pub fn with_max_idle(mut self, max: usize) -> ClientService {
+        self.max_idle = max;
+        self
+    }
+
+    /// The connections open and waiting for a call.
+    pub fn idle_connections(&self) -> usize {
+        self.idle.lock().map_or(0, |idle| idle.len())
+    }
+}
+
+#[cfg(feature = "tower")]
+impl tower::Service<Request> for ClientService {
+    type Response = Answer;
+    type Error = ClientError;
+    type Future = std::pin::Pin<Box<dyn std::future::Future<Output = Result<Answer, ClientError>> + Send>>;
+
+    /// Always ready: a call that finds no open connection makes one.
+    fn poll_ready(&mut self, _cx: &mut std::task::Context<'_>) -> Poll<Result<(), ClientError>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request) -> Self::Future {
+        let this = self.clone();
+        Box::pin(async move {
+            let kept = this.idle.lock().ok().and_then(|mut idle| idle.pop());
+            let mut client = match kept {
+                Some(client) => client,
+                None => Client::connect(&*this.addr, this.options.clone()).await?,
+            };
+            let answer = client.send(request).await;
+            if answer.is_ok()
+                && !client.is_closed()
+                && let Ok(mut idle) = this.idle.lock()
+                && idle.len() < this.max_idle
+            {
+                idle.push(client);
+            }
+            answer
+        })
+    }
 }

@@ -302,6 +302,39 @@ impl Receiving {
     }
 }
 
+/// Whether `dispatch` answers requests itself or hands them out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Answering {
+    /// With the handler, at once.
+    Here,
+    /// Later, by the runtime (an `async` application).
+    Later,
+}
+
+/// A complete, valid request handed out to be answered later
+/// ([`Driver::dispatch_until_request`]).
+#[derive(Debug)]
+#[cfg_attr(not(feature = "tower"), allow(dead_code))]
+pub(crate) struct Pending {
+    id: RequestId,
+    request: Box<Request>,
+    upload: Option<Upload>,
+    started: Instant,
+}
+
+#[cfg_attr(not(feature = "tower"), allow(dead_code))]
+impl Pending {
+    /// The request and its spooled content, for the application; the
+    /// driver keeps what it needs to send the answer.
+    pub(crate) fn incoming(&mut self, info: RequestInfo) -> super::Incoming {
+        // What the answer's record needs stays; the rest, content included,
+        // moves out without a copy.
+        let kept = Request::new(self.request.method, self.request.resource.clone());
+        let request = std::mem::replace(&mut *self.request, kept);
+        super::Incoming::new(request, info).with_upload(self.upload.take())
+    }
+}
+
 /// What a complete request's content became.
 enum Taken {
     /// Its content, in the request or as an upload.
@@ -650,13 +683,45 @@ impl Driver {
     /// response to its access-log hook once it has wholly left, or once the
     /// connection ended before it could.
     pub fn dispatch<H: Handler + ?Sized>(&mut self, handler: &H) {
+        let handed_out = self.dispatch_events(handler, Answering::Here);
+        debug_assert!(handed_out.is_none(), "requests are answered here");
+    }
+
+    /// As [`dispatch`](Self::dispatch), but the first complete request is
+    /// handed out instead of answered, for an application that answers
+    /// later (an `async` service): answer it with
+    /// [`answer_later`](Self::answer_later) before stepping again. The
+    /// events after it wait in the machine.
+    #[cfg_attr(not(feature = "tower"), allow(dead_code))]
+    pub(crate) fn dispatch_until_request<H: Handler + ?Sized>(&mut self, hooks: &H) -> Option<Pending> {
+        self.dispatch_events(hooks, Answering::Later)
+    }
+
+    /// Sends the application's answer to a request
+    /// [`dispatch_until_request`](Self::dispatch_until_request) handed out.
+    #[cfg_attr(not(feature = "tower"), allow(dead_code))]
+    pub(crate) fn answer_later<H: Handler + ?Sized>(&mut self, pending: Pending, reply: Reply, hooks: &H) {
+        let span = self.span.clone();
+        let _entered = span.enter();
+        let at = self.clock.now();
+        let Pending {
+            id, request, started, ..
+        } = pending;
+        self.respond(id, request, reply, started, at);
+        self.send_content(at);
+        self.note_ends();
+        self.log_sent(hooks, at.instant);
+        self.turn.clock = None;
+    }
+
+    fn dispatch_events<H: Handler + ?Sized>(&mut self, handler: &H, answering: Answering) -> Option<Pending> {
         let span = self.span.clone();
         let _entered = span.enter();
         if let Phase::Closed = self.phase {
             // Nothing more is served: only the log is told what was cut short.
             let now = self.clock.now();
             self.log_sent(handler, now.instant);
-            return;
+            return None;
         }
         // The turn's reading of the clock, and a new one after each
         // handler call: the machine's timers count seconds, and the date
@@ -677,6 +742,7 @@ impl Driver {
             self.input = PeerInput::Ended;
             self.conn.receive_eof(at);
         }
+        let mut handed_out = None;
         while let Some(event) = self.conn.next_event(at) {
             busy = true;
             match event {
@@ -697,6 +763,15 @@ impl Driver {
                     let started = at.instant;
                     let reply = match self.take_upload(id, &mut request) {
                         Ok(Taken::Refused(answer)) => (*answer).into(),
+                        Ok(Taken::Content(upload)) if answering == Answering::Later => {
+                            handed_out = Some(Pending {
+                                id,
+                                request,
+                                upload,
+                                started,
+                            });
+                            break;
+                        }
                         Ok(Taken::Content(upload)) => answer(handler, &request, upload, &self.info),
                         Err(error) => {
                             match &error {
@@ -777,6 +852,7 @@ impl Driver {
         if busy {
             self.turn.clock = None;
         }
+        handed_out
     }
 
     /// Acts on the machine's timers that are due at `at` (D3).

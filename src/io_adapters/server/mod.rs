@@ -275,6 +275,40 @@ impl RequestInfo {
     }
 }
 
+/// A complete, valid request as a server hands it to an application
+/// served as a service ([`jsontp::app::Router`](crate::app::Router), or any
+/// `tower::Service` on the tokio server): the request, its content when it
+/// was too large to hold in memory (then the body's own content is empty,
+/// D19), and what the server knows about it.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct Incoming {
+    /// The request.
+    pub request: Request,
+    /// The request's content, spooled to a temporary file, when it was
+    /// larger than [`SpoolOptions::memory_limit`].
+    pub upload: Option<Upload>,
+    /// Who asked.
+    pub info: RequestInfo,
+}
+
+impl Incoming {
+    /// `request`, its content in its body, from the peer `info` names.
+    pub fn new(request: Request, info: RequestInfo) -> Incoming {
+        Incoming {
+            request,
+            upload: None,
+            info,
+        }
+    }
+
+    /// Sets the spooled content (builder style).
+    pub fn with_upload(mut self, upload: Option<Upload>) -> Incoming {
+        self.upload = upload;
+        self
+    }
+}
+
 /// One response, as an access log sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -335,18 +369,28 @@ pub trait Handler: Send + Sync + 'static {
     /// Otherwise the content is in `request.body` as usual.
     ///
     /// By default: [`handle`](Self::handle) when there is no upload, and
-    /// `413` when there is one, since `handle` could not see it.
+    /// `413` when there is one, since `handle` could not see it. A
+    /// [`Router`](crate::app::Router) gives large content to its handlers
+    /// as a stream ([`Content`](crate::app::Content)).
     fn respond(&self, request: &Request, upload: Option<Upload>, info: &RequestInfo) -> Reply {
         match upload {
             None => self.handle(request, info).into(),
-            Some(upload) => Response::new(crate::message::Status::new(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                format!(
-                    "the content ({} bytes) is more than this server takes in memory",
-                    upload.len()
-                ),
-            ))
-            .into(),
+            Some(upload) => {
+                // Said to the operator: the client only learns it was too much.
+                tracing::warn!(
+                    bytes = upload.len(),
+                    "large content reached a handler that cannot take it (413): implement \
+                     Handler::respond, or serve a jsontp::app::Router, whose handlers take it as Content"
+                );
+                Response::new(crate::message::Status::new(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    format!(
+                        "the content ({} bytes) is more than this server takes in memory",
+                        upload.len()
+                    ),
+                ))
+                .into()
+            }
         }
     }
 

@@ -6,11 +6,15 @@
 //! connection is the same [`Driver`] as on the std and mio servers, polled
 //! through the stream: tokio's `Pending` is the driver's `WouldBlock`.
 //!
-//! Handlers are synchronous (`fn handle(&self, …) -> Response`) and may
-//! block (the file server reads files), so they run on tokio's blocking
-//! pool with `spawn_blocking`, never on a runtime worker. The requests of
-//! one connection are handled one after the other, which keeps the
-//! responses in request order (D2) without buffering them.
+//! A [`Handler`] is synchronous (`fn handle(&self, …) -> Response`) and
+//! may block (the file server reads files), so it runs on tokio's blocking
+//! pool with `spawn_blocking`, never on a runtime worker. With the feature
+//! `tower`, [`serve_service`] serves any `tower::Service` of
+//! [`Incoming`] requests instead (a
+//! [`Router`](crate::app::Router) with `async` handlers, wrapped in tower's
+//! layers), whose futures are awaited on the runtime. The requests of one
+//! connection are answered one after the other, which keeps the responses
+//! in request order (D2) without buffering them.
 
 use std::future::{Future, poll_fn};
 use std::io;
@@ -24,8 +28,12 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use super::{ACCEPT_BACKOFF, AcceptFaults, Driver, Handler, ServerOptions, Step, client_gave_up};
+#[cfg(feature = "tower")]
+use super::{Incoming, Reply};
 use crate::io_adapters::proxy_protocol::{ProxiedPeer, ProxyHeaderReader};
 use crate::io_adapters::transport::{IoMode, PolledIo, park};
+#[cfg(feature = "tower")]
+use crate::message::{Request, Response, StatusCode};
 
 const READ_CHUNK: usize = 16 * 1024;
 
@@ -74,7 +82,82 @@ where
     H: Handler,
     S: Future<Output = ()>,
 {
-    let handler = Arc::new(handler);
+    accept_loop(listener, InPool(Arc::new(handler)), options, shutdown).await
+}
+
+/// Serves `service` on every connection `listener` accepts, until
+/// `shutdown` completes (feature `tower`): as [`serve`] does a handler,
+/// with the same options, limits and shutdown.
+///
+/// Each connection gets a clone of `service`, and calls it once per
+/// request, in order (D2): it waits for [`poll_ready`], then awaits the
+/// answer on the runtime's own threads, so the service's futures must not
+/// block (a [`Router`](crate::app::Router) runs its synchronous handlers on
+/// the blocking pool itself). Parsing stays on the blocking pool. An
+/// error from the service, or a future that panics, is answered as
+/// [`error_reply`](crate::app::error_reply) says (`503` for a tower
+/// timeout or load shedding, `500` otherwise); the connection goes on.
+///
+/// So tower's layers apply unchanged:
+///
+/// ```no_run
+/// # async fn demo() -> std::io::Result<()> {
+/// use std::time::Duration;
+/// use jsontp::app::{Router, get};
+/// use jsontp::io_adapters::server::{ServerOptions, listen};
+/// use jsontp::io_adapters::server::tokio::serve_service;
+///
+/// async fn hello() -> &'static str {
+///     "hello"
+/// }
+///
+/// let router = Router::new().route("/hello", get(hello));
+/// let service = tower::ServiceBuilder::new()
+///     .timeout(Duration::from_secs(5))
+///     .service(router);
+/// let listener = listen("127.0.0.1:8080")?;
+/// listener.set_nonblocking(true)?;
+/// let listener = tokio::net::TcpListener::from_std(listener)?;
+/// serve_service(listener, service, ServerOptions::default(), async {
+///     let _ = tokio::signal::ctrl_c().await;
+/// })
+/// .await
+/// # }
+/// ```
+///
+/// [`poll_ready`]: tower::Service::poll_ready
+#[cfg(feature = "tower")]
+pub async fn serve_service<T, S>(
+    listener: TcpListener,
+    service: T,
+    options: ServerOptions,
+    shutdown: S,
+) -> io::Result<()>
+where
+    T: tower::Service<Incoming> + Clone + Send + 'static,
+    T::Response: Into<Reply>,
+    T::Error: Into<BoxError>,
+    T::Future: Send,
+    S: Future<Output = ()>,
+{
+    accept_loop(listener, Serviced(service), options, shutdown).await
+}
+
+/// The error of a service, as tower boxes it.
+#[cfg(feature = "tower")]
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Accepts and serves connections with `app`, until `shutdown`.
+async fn accept_loop<A, S>(
+    listener: TcpListener,
+    app: A,
+    options: ServerOptions,
+    shutdown: S,
+) -> io::Result<()>
+where
+    A: Application + Clone,
+    S: Future<Output = ()>,
+{
     let max = options.max_connections.max(1);
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut connections = JoinSet::new();
@@ -90,8 +173,8 @@ where
                     // Responses are written whole: Nagle would only delay
                     // them. A failure costs latency, not correctness.
                     let _ = stream.set_nodelay(true);
-                    let (handler, stop) = (Arc::clone(&handler), stop_rx.clone());
-                    connections.spawn(serve_accepted(stream, peer, handler, options.clone(), stop));
+                    let (app, stop) = (app.clone(), stop_rx.clone());
+                    connections.spawn(serve_accepted(stream, peer, app, options.clone(), stop));
                 }
                 Err(e) if client_gave_up(&e) => {}
                 // Out of descriptors or similar: back off instead of
@@ -125,16 +208,142 @@ where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     H: Handler,
 {
-    run(stream, peer, handler, options.clone(), None, |_| None)
+    run(stream, peer, InPool(handler), options.clone(), None, |_| None)
+}
+
+/// Serves one connection over `stream` with `service` until it closes
+/// (feature `tower`); see [`serve_service`].
+#[cfg(feature = "tower")]
+pub fn serve_service_connection<S, T>(
+    stream: S,
+    peer: SocketAddr,
+    service: T,
+    options: &ServerOptions,
+) -> impl Future<Output = ()> + Send + 'static
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    T: tower::Service<Incoming> + Send + 'static,
+    T::Response: Into<Reply>,
+    T::Error: Into<BoxError>,
+    T::Future: Send,
+{
+    run(stream, peer, Serviced(service), options.clone(), None, |_| None)
+}
+
+/// What answers a connection's requests: runs [`Driver::dispatch`] or its
+/// async counterpart, and gives the driver back, or `None` when a hook
+/// panicked and the connection's state is gone with it.
+trait Application: Send + 'static {
+    fn dispatch(&mut self, driver: Driver) -> impl Future<Output = Option<Driver>> + Send;
+}
+
+/// A [`Handler`]: synchronous, possibly blocking, so the whole dispatch
+/// runs on the blocking pool.
+struct InPool<H>(Arc<H>);
+
+impl<H> Clone for InPool<H> {
+    fn clone(&self) -> Self {
+        InPool(Arc::clone(&self.0))
+    }
+}
+
+impl<H: Handler> Application for InPool<H> {
+    async fn dispatch(&mut self, mut driver: Driver) -> Option<Driver> {
+        // The connection's state travels to the blocking pool and back.
+        let handler = Arc::clone(&self.0);
+        tokio::task::spawn_blocking(move || {
+            driver.dispatch(&*handler);
+            driver
+        })
+        .await
+        .ok()
+    }
+}
+
+/// A tower service: parsing on the blocking pool, the service's future
+/// awaited here.
+#[cfg(feature = "tower")]
+#[derive(Clone)]
+struct Serviced<T>(T);
+
+#[cfg(feature = "tower")]
+impl<T> Application for Serviced<T>
+where
+    T: tower::Service<Incoming> + Send + 'static,
+    T::Response: Into<Reply>,
+    T::Error: Into<BoxError>,
+    T::Future: Send,
+{
+    async fn dispatch(&mut self, mut driver: Driver) -> Option<Driver> {
+        let (mut driver, pending) = tokio::task::spawn_blocking(move || {
+            let pending = driver.dispatch_until_request(&ServiceHooks);
+            (driver, pending)
+        })
+        .await
+        .ok()?;
+        let Some(mut pending) = pending else {
+            return Some(driver);
+        };
+        let incoming = pending.incoming(super::RequestInfo::new(driver.peer()));
+        let reply = call_service(&mut self.0, incoming).await;
+        driver.answer_later(pending, reply, &ServiceHooks);
+        Some(driver)
+    }
+}
+
+/// Asks `service` for the answer to `incoming`; an error or a panic
+/// becomes the reply [`error_reply`](crate::app::error_reply) gives.
+#[cfg(feature = "tower")]
+async fn call_service<T>(service: &mut T, incoming: Incoming) -> Reply
+where
+    T: tower::Service<Incoming>,
+    T::Response: Into<Reply>,
+    T::Error: Into<BoxError>,
+{
+    use std::panic::{AssertUnwindSafe, catch_unwind};
+    let failed = |error: T::Error| crate::app::error_reply(&*error.into());
+    if let Err(error) = poll_fn(|cx| service.poll_ready(cx)).await {
+        return failed(error);
+    }
+    let mut answer = std::pin::pin!(service.call(incoming));
+    let caught = poll_fn(
+        |cx| match catch_unwind(AssertUnwindSafe(|| answer.as_mut().poll(cx))) {
+            Ok(poll) => poll.map(Ok),
+            Err(panic) => Poll::Ready(Err(panic)),
+        },
+    )
+    .await;
+    match caught {
+        Ok(Ok(reply)) => reply.into(),
+        Ok(Err(error)) => failed(error),
+        Err(_) => {
+            tracing::error!("the service panicked; answering 500");
+            crate::app::Refusal::internal("the server failed while answering this request").into()
+        }
+    }
+}
+
+/// The hooks of a connection served by a service: every 100-continue
+/// handshake accepted (D10), no access log.
+#[cfg(feature = "tower")]
+struct ServiceHooks;
+
+#[cfg(feature = "tower")]
+impl Handler for ServiceHooks {
+    /// Never asked: a connection served by a service hands its requests
+    /// to the service ([`Driver::dispatch_until_request`]).
+    fn handle(&self, _request: &Request, _info: &super::RequestInfo) -> Response {
+        Response::from_code(StatusCode::INTERNAL_SERVER_ERROR, "the server has no handler")
+    }
 }
 
 /// What ended one poll of a connection.
 /// Serves an accepted connection: reads its PROXY header first when the
 /// options ask for one (D21), then TLS or plain TCP.
-async fn serve_accepted<H: Handler>(
+async fn serve_accepted<A: Application>(
     mut stream: tokio::net::TcpStream,
     mut peer: SocketAddr,
-    handler: Arc<H>,
+    app: A,
     options: ServerOptions,
     mut stop: watch::Receiver<bool>,
 ) {
@@ -154,12 +363,12 @@ async fn serve_accepted<H: Handler>(
     }
     #[cfg(feature = "tls")]
     if let Some(tls) = options.tls.clone() {
-        return run_tls(tls, stream, peer, handler, options, stop).await;
+        return run_tls(tls, stream, peer, app, options, stop).await;
     }
     run(
         KernelWrites(stream),
         peer,
-        handler,
+        app,
         options,
         Some(stop),
         KernelWrites::unsent,
@@ -250,11 +459,11 @@ async fn read_proxy_header(stream: &mut tokio::net::TcpStream) -> io::Result<Pro
 /// would be, and ends at shutdown like an idle connection; one that fails
 /// or times out closes this connection only.
 #[cfg(feature = "tls")]
-async fn run_tls<H: Handler>(
+async fn run_tls<A: Application>(
     tls: crate::io_adapters::tls::ServerTls,
     stream: tokio::net::TcpStream,
     peer: SocketAddr,
-    handler: Arc<H>,
+    app: A,
     options: ServerOptions,
     mut stop: watch::Receiver<bool>,
 ) {
@@ -271,7 +480,7 @@ async fn run_tls<H: Handler>(
         use crate::io_adapters::tls::TokioTlsStream;
         let stream = TokioTlsStream::new(stream.into());
         let unsent = |tls: &TokioTlsStream<KernelWrites>| tls.get_ref().get_ref().0.unsent();
-        run(stream, peer, handler, options, Some(stop), unsent).await;
+        run(stream, peer, app, options, Some(stop), unsent).await;
     }
 }
 
@@ -281,24 +490,26 @@ enum Turn {
 }
 
 /// Performs what the drive step asks, from accept to close.
-async fn run<S, H>(
+async fn run<S, A>(
     mut stream: S,
     peer: SocketAddr,
-    handler: Arc<H>,
+    mut app: A,
     options: ServerOptions,
     mut stop: Option<watch::Receiver<bool>>,
     unsent: fn(&S) -> Option<usize>,
 ) where
     S: AsyncRead + AsyncWrite + Unpin,
-    H: Handler,
+    A: Application,
 {
     // Parsing runs with the handler on the blocking pool: the runtime's
     // threads only move bytes, and stay quick to notice new clients.
     let mut driver = Driver::new(peer, &options, IoMode::NonBlocking).parse_in_dispatch();
     let mut scratch = vec![0u8; READ_CHUNK];
     let mut timer = Box::pin(tokio::time::sleep(std::time::Duration::ZERO));
-    let mut stopping = stop.as_ref().is_some_and(|stop| *stop.borrow());
-    if stopping {
+    // When a graceful shutdown must be over, once one has begun.
+    let mut drain_until = None;
+    if stop.as_ref().is_some_and(|stop| *stop.borrow()) {
+        drain_until = Some(tokio::time::Instant::now() + options.shutdown_timeout);
         driver.shut_down();
     }
     loop {
@@ -320,7 +531,7 @@ async fn run<S, H>(
             }
         });
         let turn = match stop.as_mut() {
-            Some(stop) if !stopping => tokio::select! {
+            Some(stop) if drain_until.is_none() => tokio::select! {
                 step = step => Turn::Step(step),
                 _ = stop.changed() => Turn::Stop,
             },
@@ -328,22 +539,51 @@ async fn run<S, H>(
         };
         match turn {
             Turn::Stop => {
-                stopping = true;
+                drain_until = Some(tokio::time::Instant::now() + options.shutdown_timeout);
                 driver.shut_down();
             }
             Turn::Step(Step::Dispatch) => {
-                // The connection's state travels to the blocking pool and
-                // back.
-                let handler = Arc::clone(&handler);
-                let dispatched = tokio::task::spawn_blocking(move || {
-                    driver.dispatch(&*handler);
-                    driver
-                });
-                match dispatched.await {
-                    Ok(back) => driver = back,
+                // The drain deadline holds for the application too: an
+                // answer still awaited when it passes is dropped, and the
+                // connection with it (a blocking handler runs on to its
+                // end on the pool, its answer discarded). A shutdown that
+                // begins meanwhile is noticed here.
+                let mut answered = std::pin::pin!(app.dispatch(driver));
+                let back = loop {
+                    match (drain_until, stop.as_mut()) {
+                        (None, Some(stop)) => tokio::select! {
+                            back = &mut answered => break back,
+                            began = async { stop.wait_for(|stopping| *stopping).await.is_ok() } => {
+                                if !began {
+                                    break answered.await;
+                                }
+                                drain_until = Some(tokio::time::Instant::now() + options.shutdown_timeout);
+                            }
+                        },
+                        (Some(until), _) => tokio::select! {
+                            back = &mut answered => break back,
+                            () = tokio::time::sleep_until(until) => {
+                                tracing::debug!(
+                                    peer = %peer,
+                                    reason = "shutdown deadline passed while the application was answering",
+                                    "connection closed"
+                                );
+                                return;
+                            }
+                        },
+                        (None, None) => break answered.await,
+                    }
+                };
+                match back {
+                    Some(back) => {
+                        driver = back;
+                        if drain_until.is_some() {
+                            driver.shut_down();
+                        }
+                    }
                     // A hook panicked outside the handler's own guard:
                     // the connection state is gone with it.
-                    Err(_) => {
+                    None => {
                         tracing::error!(peer = %peer, "a server hook panicked; the connection is dropped");
                         return;
                     }

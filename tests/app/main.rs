@@ -1,0 +1,13 @@
+//! Applications on the servers: the router, its extractors and answers,
+//! over TCP on every runtime (std and mio with synchronous handlers, tokio
+//! as a tower service with `async` ones and tower's layers).
+#![allow(clippy::disallowed_methods)] // tests own threads and the clock
+
+#[cfg(feature = "tower")]
+mod client_service;
+mod extract;
+mod nnntp;
+mod routing;
+#[cfg(feature = "tower")]
+mod service;
+mod support;

@@ -1,0 +1,204 @@
+//! The tokio server serving tower services: `async` handlers, tower's
+//! layers in front of a router, errors and panics answered, the
+//! connection still correct afterwards.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use jsontp::app::{Keys, Path, Router, State, get};
+use jsontp::io_adapters::server::{Incoming, Reply, ServerOptions};
+use jsontp::message::{Method, Response, StatusCode};
+use serde::Serialize;
+use serde_json::json;
+use tower::ServiceBuilder;
+
+use crate::support::{client, request, start_service};
+
+#[derive(Serialize)]
+struct Waited {
+    waited_ms: u64,
+}
+
+/// Counts the slow handlers that ran to their end.
+#[derive(Clone, Default)]
+struct Finished(Arc<AtomicUsize>);
+
+async fn slow(State(finished): State<Finished>, Path(ms): Path<u64>) -> Keys<Waited> {
+    // A tokio timer: this future needs the runtime, which a handler run
+    // with block_on on a pool thread would not have.
+    tokio::time::sleep(Duration::from_millis(ms)).await;
+    finished.0.fetch_add(1, Ordering::SeqCst);
+    Keys(Waited { waited_ms: ms })
+}
+
+async fn panics() -> &'static str {
+    panic!("the handler fell over")
+}
+
+fn router(finished: Finished) -> Router {
+    Router::new()
+        .route("/sleep/{ms}", get(slow))
+        .route("/panic", get(panics))
+        .route(
+            "/blocking",
+            get(|| {
+                std::thread::sleep(Duration::from_millis(20));
+                "blocked a pool thread, not the runtime"
+            }),
+        )
+        .with_state(finished)
+}
+
+#[test]
+fn a_slow_async_handler_gets_the_timeout_layers_answer_and_the_connection_goes_on() {
+    let finished = Finished::default();
+    let service = ServiceBuilder::new()
+        .timeout(Duration::from_millis(300))
+        .service(router(finished.clone()));
+    let server = start_service(service, ServerOptions::default());
+    let mut client = client(server.addr);
+
+    let quick = client
+        .send(request(Method::Get, "/sleep/10", json!({})))
+        .expect("answer");
+    assert_eq!(quick.response.status.code, StatusCode::OK);
+    assert_eq!(quick.response.body.extra()["waited_ms"], 10);
+
+    let started = Instant::now();
+    let slow = client
+        .send(request(Method::Get, "/sleep/5000", json!({})))
+        .expect("answer");
+    assert_eq!(slow.response.status.code, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(
+        slow.response.status.human_message,
+        "the server did not answer in time; try again later"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+
+    // The same connection answers the next request, in order (D2).
+    let after = client
+        .send(request(Method::Get, "/sleep/1", json!({})))
+        .expect("answer");
+    assert_eq!(after.response.status.code, StatusCode::OK);
+    assert_eq!(after.response.body.extra()["waited_ms"], 1);
+    assert!(!client.is_closed());
+    // The timed-out future was dropped, not left running.
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(finished.0.load(Ordering::SeqCst), 2);
+
+    // Pipelined: a slow one between two quick ones keeps its place.
+    let answers = client.send_all([
+        request(Method::Get, "/sleep/1", json!({})),
+        request(Method::Get, "/sleep/4000", json!({})),
+        request(Method::Get, "/sleep/2", json!({})),
+    ]);
+    let codes: Vec<u16> = answers
+        .into_iter()
+        .map(|a| a.expect("answer").response.status.code.as_u16())
+        .collect();
+    assert_eq!(codes, [200, 503, 200]);
+}
+
+#[test]
+fn a_panicking_handler_is_500_and_a_blocking_one_runs_beside_async_ones() {
+    let server = start_service(router(Finished::default()), ServerOptions::default());
+    let mut client = client(server.addr);
+    let panicked = client
+        .send(request(Method::Get, "/panic", json!({})))
+        .expect("answer");
+    assert_eq!(panicked.response.status.code, StatusCode::INTERNAL_SERVER_ERROR);
+    let blocking = client
+        .send(request(Method::Get, "/blocking", json!({})))
+        .expect("answer");
+    assert_eq!(
+        blocking.response.body.as_text(),
+        Some("blocked a pool thread, not the runtime")
+    );
+}
+
+#[test]
+fn load_shedding_in_front_of_a_concurrency_limit_answers_503_to_the_excess() {
+    let service = ServiceBuilder::new()
+        .load_shed()
+        .concurrency_limit(1)
+        .service(router(Finished::default()));
+    let server = start_service(service, ServerOptions::default());
+    let addr = server.addr;
+    // One connection holds the only slot; another asks meanwhile.
+    let holder = std::thread::spawn(move || {
+        let mut client = client(addr);
+        client
+            .send(request(Method::Get, "/sleep/1500", json!({})))
+            .expect("answer")
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    let shed = client(addr)
+        .send(request(Method::Get, "/sleep/1", json!({})))
+        .expect("answer");
+    assert_eq!(shed.response.status.code, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(
+        shed.response.status.human_message,
+        "the server is overloaded; try again later"
+    );
+    let held = holder.join().expect("holder");
+    assert_eq!(held.response.status.code, StatusCode::OK);
+}
+
+#[test]
+fn any_service_of_requests_is_served_and_its_errors_are_500() {
+    // A service written by hand, no router: it fails `/fail` with an
+    // error of its own.
+    let service = tower::service_fn(|incoming: Incoming| async move {
+        let path = incoming.request.resource.path().to_owned();
+        if path == "/fail" {
+            return Err(std::io::Error::other("failed on purpose"));
+        }
+        Ok::<Reply, std::io::Error>(Response::ok(format!("served {path}")).into())
+    });
+    let server = start_service(service, ServerOptions::default());
+    let mut client = client(server.addr);
+    let served = client
+        .send(request(Method::Get, "/ab", json!({})))
+        .expect("answer");
+    assert_eq!(served.response.status.human_message, "served /ab");
+    let failed = client
+        .send(request(Method::Get, "/fail", json!({})))
+        .expect("answer");
+    assert_eq!(failed.response.status.code, StatusCode::INTERNAL_SERVER_ERROR);
+    let again = client
+        .send(request(Method::Get, "/cd", json!({})))
+        .expect("answer");
+    assert_eq!(again.response.status.human_message, "served /cd");
+}
+
+#[test]
+fn a_shutdown_does_not_wait_past_its_deadline_for_a_slow_async_handler() {
+    let finished = Finished::default();
+    let options = ServerOptions::default().with_shutdown_timeout(Duration::from_millis(500));
+    let server = start_service(router(finished.clone()), options);
+    let addr = server.addr;
+    let asking =
+        std::thread::spawn(move || client(addr).send(request(Method::Get, "/sleep/30000", json!({}))));
+    // A quick exchange on another connection, finished before the shutdown.
+    let mut quick = client(addr);
+    let answer = quick
+        .send(request(Method::Get, "/sleep/1", json!({})))
+        .expect("answer");
+    assert_eq!(answer.response.status.code, StatusCode::OK);
+    std::thread::sleep(Duration::from_millis(300));
+
+    let took = server.shutdown_and_join();
+    assert!(took < Duration::from_secs(5), "the server took {took:?} to stop");
+    assert!(
+        took >= Duration::from_millis(400),
+        "it waited for the deadline: {took:?}"
+    );
+    // The slow exchange was cut short: the connection closed unanswered.
+    assert!(asking.join().expect("asking").is_err());
+    assert_eq!(finished.0.load(Ordering::SeqCst), 1);
+}
