@@ -189,6 +189,10 @@ pub enum Sink {
     /// `-o FILE`: a temporary file beside it, renamed over it only when the
     /// answer is a 2xx and complete; removed otherwise.
     File { target: PathBuf, temp: NamedTempFile },
+    /// `-o` naming something that is not a regular file (`/dev/null`, a
+    /// pipe, a terminal): written as it is, as curl does. Renaming over it
+    /// would replace the device with a file.
+    Device { file: File },
     /// Content that is not to be kept (an `OPTIONS` answer's).
     Discard,
     /// `-i` to stdout: the content held in an anonymous temporary file
@@ -220,6 +224,15 @@ impl Sink {
                 checked: true,
                 tables: false,
             },
+            Destination::File(target)
+                if std::fs::metadata(target).is_ok_and(|m| !m.is_file() && !m.is_dir()) =>
+            {
+                let file = std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(target)
+                    .map_err(|e| format!("cannot write {}: {e}", target.display()))?;
+                Sink::Device { file }
+            }
             Destination::File(target) => {
                 let folder = match target.parent() {
                     Some(parent) if !parent.as_os_str().is_empty() => parent,
@@ -323,6 +336,7 @@ impl Write for Sink {
                 }
             }
             Sink::File { temp, .. } => temp.write(buf),
+            Sink::Device { file } => file.write(buf),
             Sink::Held { file, .. } => file.write(buf),
             Sink::Discard => Ok(buf.len()),
         }
@@ -332,6 +346,7 @@ impl Write for Sink {
         match self {
             Sink::Stdout { .. } | Sink::Listing { .. } => io::stdout().flush(),
             Sink::File { temp, .. } => temp.flush(),
+            Sink::Device { file } => file.flush(),
             Sink::Held { file, .. } => file.flush(),
             Sink::Discard => Ok(()),
         }

@@ -4,7 +4,9 @@
 
 use std::process::Command;
 
-use crate::support::{BIN, Served, binary, jsontp, jsontp_with_stdin, one_answer_peer, stderr, stdout};
+use crate::support::{
+    BIN, Served, binary, jsontp, jsontp_with_stdin, one_answer_peer, stderr, stdout, temp_root,
+};
 
 #[test]
 fn output_writes_the_content_to_a_file_and_leaves_it_alone_on_an_error() {
@@ -112,12 +114,16 @@ fn silent_leaves_the_error_status_to_the_exit_code() {
 #[test]
 fn write_out_prints_the_status_code_for_scripts() {
     let server = Served::start("write-out");
+    // Not /dev/null: a regression of the test below would replace the
+    // machine's with a file.
+    let sink = temp_root("write-out-sink").join("out");
+    let sink = sink.to_string_lossy().into_owned();
     let found = jsontp(&[
         "get",
         &server.url("/hello.txt"),
         "-s",
         "-o",
-        "/dev/null",
+        &sink,
         "-w",
         "%{code}\\n",
     ]);
@@ -128,7 +134,7 @@ fn write_out_prints_the_status_code_for_scripts() {
         &server.url("/nope.txt"),
         "-s",
         "-o",
-        "/dev/null",
+        &sink,
         "--write-out",
         "%{http_code} %{formal_message}",
     ]);
@@ -214,4 +220,39 @@ fn binary_content_is_not_written_to_a_terminal_unless_asked() {
     let (code, shown) = on_a_terminal(&["get", &server.url("/hello.txt")]);
     assert_eq!(code, Some(0));
     assert!(contains(&shown, b"Hello, world!"));
+}
+
+/// `-o /dev/null`, as curl users write it: something that is not a
+/// regular file is written as it is, never renamed over (which, as root,
+/// would replace the device with a file). A named pipe stands in for the
+/// device here; its read end is open before the command runs, without
+/// blocking, so that a command that never writes to it fails the test
+/// instead of hanging it.
+#[test]
+fn output_to_a_device_or_pipe_writes_into_it_and_leaves_it_in_place() {
+    use std::io::Read;
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+
+    let server = Served::start("output-fifo");
+    let fifo = temp_root("output-fifo-pipe").join("pipe");
+    let made = Command::new("mkfifo").arg(&fifo).status().expect("mkfifo runs");
+    assert!(made.success());
+    let mut read_end = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+        .open(&fifo)
+        .expect("the pipe's read end");
+    let out = jsontp(&["get", &server.url("/hello.txt"), "-o", &fifo.to_string_lossy()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let mut got = String::new();
+    let _ = read_end.read_to_string(&mut got);
+    assert_eq!(got, "Hello, world!");
+    let kind = std::fs::metadata(&fifo).expect("still there").file_type();
+    assert!(kind.is_fifo(), "the pipe was replaced: {kind:?}");
+    let mut names: Vec<String> = std::fs::read_dir(fifo.parent().expect("a folder"))
+        .expect("readable")
+        .map(|e| e.expect("an entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["hello.txt", "pipe"], "no temporary file left beside it");
 }
