@@ -146,7 +146,7 @@ pub(crate) fn proxied_peer(header: io::Result<ProxiedPeer>, peer: SocketAddr) ->
 }
 
 /// An accepted connection as the server serves it: the socket itself, or
-/// a TLS session over it when [`ServerOptions::tls`] is set.
+/// a TLS session over it when the server options carry TLS (feature `tls`).
 ///
 /// The one place where the synchronous runtimes (std, mio) turn an accepted
 /// socket into what they serve: a reader of the PROXY protocol header
