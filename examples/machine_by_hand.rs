@@ -64,8 +64,10 @@ fn run(peer_ends: bool) {
         wall,
     };
 
-    let mut config = ServerConfig::default();
-    config.limits.idle_timeout = Duration::from_secs(5);
+    let config = ServerConfig {
+        idle_timeout: Duration::from_secs(5),
+        ..ServerConfig::default()
+    };
     let mut server = ServerConnection::new(config, now(elapsed));
 
     // Two requests in one stream, cut into 40-byte pieces, as TCP may.

@@ -176,7 +176,7 @@ fn take_output(conn: &mut ServerConnection, into: &mut Vec<u8>, most: usize, at:
 /// is at most twice the input (the resource echoed, and named in the body)
 /// plus its envelope.
 fn check_output_bound(conn: &ServerConnection, input_len: usize) {
-    let bound = ServerConfig::default().limits.max_output_owed;
+    let bound = ServerConfig::default().max_output_owed;
     let response = 2 * input_len + 1024;
     assert!(
         conn.pending_output().len() <= bound + 3 * response,

@@ -1333,17 +1333,16 @@ pub fn server_options(clock: Clock, spool: &Path) -> ServerOptions {
             ..MessageLimits::default()
         },
         message_timeout: MESSAGE_TIMEOUT,
-        idle_timeout: IDLE_TIMEOUT,
-        continue_timeout: CONTINUE_TIMEOUT,
-        max_output_owed: MAX_OUTPUT_OWED,
         stall_timeout: STALL_TIMEOUT,
         max_content_bytes: MAX_CONTENT,
         content_gap_timeout: CONTENT_GAP_TIMEOUT,
         min_content_rate: MIN_CONTENT_RATE,
-        ..Limits::default()
     };
     let config = ServerConfig {
         limits,
+        idle_timeout: IDLE_TIMEOUT,
+        continue_timeout: CONTINUE_TIMEOUT,
+        max_output_owed: MAX_OUTPUT_OWED,
         continue_policy: ContinuePolicy::Ask,
         ..ServerConfig::default()
     };

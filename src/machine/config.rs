@@ -32,24 +32,15 @@ pub enum ContinuePolicy {
     Refuse,
 }
 
-/// Limits and timeouts (D3). Every one configurable; defaults as D3.
+/// Limits and timeouts (D3) both roles apply to what they read. Every one
+/// configurable; defaults as D3. What only a server bounds is in
+/// [`ServerConfig`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
     /// Limits on one message.
     pub message: MessageLimits,
     /// From a message's first byte to its last (`408` and close).
     pub message_timeout: Duration,
-    /// Server: idle time between messages (close, no response).
-    pub idle_timeout: Duration,
-    /// Server: wait for the full request after `100` (`408` and close).
-    pub continue_timeout: Duration,
-    /// Server: responses owed but not yet taken by the peer before the
-    /// server stops reading and handling requests.
-    pub max_pipelined: usize,
-    /// Server: bytes of output queued beyond the response being written
-    /// before the server stops reading and handling requests, until the
-    /// peer catches up.
-    pub max_output_owed: usize,
     /// How long the peer may leave our output untaken (not one byte of it
     /// read) before the connection closes: nothing more is written and the
     /// pending output is dropped.
@@ -74,10 +65,6 @@ impl Default for Limits {
         Limits {
             message: MessageLimits::default(),
             message_timeout: Duration::from_secs(30),
-            idle_timeout: Duration::from_secs(60),
-            continue_timeout: Duration::from_secs(300),
-            max_pipelined: 16,
-            max_output_owed: 1 << 20,
             stall_timeout: Duration::from_secs(30),
             max_content_bytes: 1 << 30,
             content_gap_timeout: Duration::from_secs(30),
@@ -89,8 +76,20 @@ impl Default for Limits {
 /// The configuration of a [`ServerConnection`](super::ServerConnection).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServerConfig {
-    /// Limits and timeouts (D3), on the requests read and the output owed.
+    /// Limits and timeouts (D3) on the requests read.
     pub limits: Limits,
+    /// Idle time between messages (D3: close, no response).
+    pub idle_timeout: Duration,
+    /// How long to wait for the full request after `100` (D3, D10: `408`
+    /// and close).
+    pub continue_timeout: Duration,
+    /// Responses owed but not yet taken by the peer before the server
+    /// stops reading and handling requests (D3).
+    pub max_pipelined: usize,
+    /// Bytes of output queued beyond the response being written before
+    /// the server stops reading and handling requests, until the peer
+    /// catches up (D3).
+    pub max_output_owed: usize,
     /// What to do with `expect: 100-continue` (D10).
     pub continue_policy: ContinuePolicy,
     /// The `language` of responses the machine writes itself (errors,
@@ -106,6 +105,10 @@ impl Default for ServerConfig {
     fn default() -> Self {
         ServerConfig {
             limits: Limits::default(),
+            idle_timeout: Duration::from_secs(60),
+            continue_timeout: Duration::from_secs(300),
+            max_pipelined: 16,
+            max_output_owed: 1 << 20,
             continue_policy: ContinuePolicy::default(),
             language: LanguageTag::EN_US,
             stream_content: false,

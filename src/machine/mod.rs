@@ -65,8 +65,9 @@
 //! own string (D7, D12).
 //!
 //! Reading pauses ([`ServerConnection::wants_read`] is false, and no new
-//! request is handled) while `max_pipelined` responses are owed and not yet
-//! taken by the peer, while more than `max_output_owed` bytes of output are
+//! request is handled) while [`ServerConfig::max_pipelined`] responses are
+//! owed and not yet taken by the peer, while more than
+//! [`ServerConfig::max_output_owed`] bytes of output are
 //! queued beyond the response being written (D3), and while the
 //! application decides a handshake; it resumes as the peer catches up.
 //! [`ServerConnection::is_idle`] says when nothing is under way, for a

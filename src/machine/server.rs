@@ -433,13 +433,12 @@ impl ServerConnection {
     /// decides a handshake, nor while too much is owed (D3) unless the
     /// message is the full request of a handshake, which owes nothing new.
     fn ready_for_message(&self) -> bool {
-        let limits = &self.config.limits;
         match self.slots.back().map(|slot| slot.exchange.state()) {
             Some(ExchangeState::AwaitingContinue) => false,
             Some(ExchangeState::SendingFullRequest) => true,
             _ => {
-                self.slots.len() + self.untaken.len() < limits.max_pipelined
-                    && self.output_beyond_front() <= limits.max_output_owed
+                self.slots.len() + self.untaken.len() < self.config.max_pipelined
+                    && self.output_beyond_front() <= self.config.max_output_owed
             }
         }
     }
@@ -732,7 +731,7 @@ impl ServerConnection {
             return;
         };
         let id = slot.id;
-        let secs = self.config.limits.continue_timeout.as_secs();
+        let secs = self.config.continue_timeout.as_secs();
         let rejection = refusal::timed_out("the full request after 100 Continue", secs, &slot.resource);
         if self
             .core
@@ -970,7 +969,7 @@ impl ServerConnection {
             // D3, D10: the continue timer replaces the message timer for
             // the full request, and runs only once the 100 is out; before,
             // nothing runs (the delay is ours).
-            timers.continue_wait = deadline(slot.continue_sent, limits.continue_timeout);
+            timers.continue_wait = deadline(slot.continue_sent, self.config.continue_timeout);
         } else if let Some(started) = self.core.message_started() {
             // While reading is paused the delay is ours: no timer runs.
             if !paused {
@@ -978,7 +977,7 @@ impl ServerConnection {
             }
         } else if self.is_quiet() {
             let since = Some(self.core.idle_since());
-            timers.idle = deadline(since, limits.idle_timeout);
+            timers.idle = deadline(since, self.config.idle_timeout);
             if self.holds_memory() {
                 timers.give_back = deadline(since, KEEP_BUFFERS);
             }

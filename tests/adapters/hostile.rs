@@ -35,8 +35,8 @@ pub(crate) fn hostile_config() -> ServerConfig {
     limits.max_content_bytes = 1 << 20;
     limits.message_timeout = Duration::from_secs(2);
     limits.content_gap_timeout = Duration::from_secs(2);
-    limits.idle_timeout = Duration::from_secs(2);
     limits.stall_timeout = Duration::from_secs(1);
+    config.idle_timeout = Duration::from_secs(2);
     config
 }
 
@@ -533,7 +533,7 @@ fn slowloris_connections_are_timed_out_while_others_are_served() {
             assert!(client.closed(), "{runtime:?}: closed without a response");
             let took = started.elapsed();
             assert!(
-                took >= limits.idle_timeout - Duration::from_millis(200) && took < limits.idle_timeout * 2,
+                took >= config.idle_timeout - Duration::from_millis(200) && took < config.idle_timeout * 2,
                 "{runtime:?}: closed after {took:?}"
             );
             writers.push(writer);
@@ -600,7 +600,7 @@ fn a_pipelining_client_that_never_reads(runtime: Runtime) {
     // What the kernel's send buffer takes (4 MiB at most here), the answer
     // being written and 1 MiB beyond it: a handful.
     assert!(
-        (1..=config.limits.max_pipelined).contains(&count),
+        (1..=config.max_pipelined).contains(&count),
         "{runtime:?}: {count} requests handled"
     );
     let sent = writer.join().expect("writer");

@@ -136,8 +136,10 @@ fn a_server_stops_handling_requests_while_too_much_output_is_owed() {
     // 20 kB of output allowed beyond the response being written, the third
     // request waits until the peer has taken the first response whole.
     let clock = Clock::new();
-    let mut config = ServerConfig::default();
-    config.limits.max_output_owed = 20_000;
+    let config = ServerConfig {
+        max_output_owed: 20_000,
+        ..ServerConfig::default()
+    };
     let mut server = ServerConnection::new(config, clock.now());
     server.receive_data(GET.repeat(4).as_bytes(), clock.now());
     let seen = serve(&mut server, &clock, || escaped(4_000));

@@ -72,7 +72,7 @@ pub fn chunks(bytes: &[u8], cuts: &[usize]) -> Vec<Vec<u8>> {
 fn small_limits() -> ServerConfig {
     let mut config = ServerConfig::default();
     config.limits.message.max_message_bytes = 512;
-    config.limits.max_pipelined = 3;
+    config.max_pipelined = 3;
     config
 }
 

@@ -460,8 +460,10 @@ fn the_full_request_after_100_has_the_longer_timeout() {
 fn reading_stops_while_too_many_responses_are_owed() {
     // D3: with max_pipelined 2, the third request waits in the buffer until
     // the peer has taken a response.
-    let mut config = ServerConfig::default();
-    config.limits.max_pipelined = 2;
+    let config = ServerConfig {
+        max_pipelined: 2,
+        ..ServerConfig::default()
+    };
     let mut s = Server::new(config, App::Hold);
     s.conn.receive_data(
         [get("/a"), get("/b"), get("/c")].concat().as_bytes(),

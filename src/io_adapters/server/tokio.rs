@@ -468,7 +468,7 @@ async fn run_tls<A: Application>(
     mut stop: watch::Receiver<bool>,
 ) {
     let acceptor = tokio_rustls::TlsAcceptor::from(Arc::clone(tls.config()));
-    let limit = options.config.limits.idle_timeout;
+    let limit = options.config.idle_timeout;
     // The session's records go out through the same kernel-asking writes
     // as plain TCP: a slow, steady reader is not a stalled one (D3).
     let handshake = tokio::time::timeout(limit, acceptor.accept(KernelWrites(stream)));
