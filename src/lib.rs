@@ -98,6 +98,7 @@
 //! # Ok::<(), jsontp::message::Rejection>(())
 //! ```
 #![warn(missing_docs)]
+#![warn(unreachable_pub)]
 // One call needs it, the socket's send queue (`io_adapters/transport.rs`),
 // allowed there alone with its safety argument.
 #![deny(unsafe_code)]

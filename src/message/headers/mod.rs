@@ -10,7 +10,7 @@ pub(crate) mod date;
 pub(crate) mod iso_codes;
 pub(crate) mod language;
 pub(crate) mod media;
-pub mod weight;
+pub(crate) mod weight;
 
 use std::fmt;
 use std::str::FromStr;
