@@ -15,9 +15,11 @@ impl RequestId {
         self.0
     }
 
-    /// The id of exchange number `index` (for tests and logs; a machine
-    /// answers an id it never gave out with
+    /// The id of exchange number `index`, for tests that name an exchange
+    /// before its event comes; not part of the API (an application answers
+    /// the ids its events gave it, and a machine answers any other with
     /// [`UsageError::UnknownRequest`]).
+    #[doc(hidden)]
     pub fn from_index(index: u64) -> RequestId {
         RequestId(index)
     }
