@@ -51,11 +51,16 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# The probe closes its sockets before it prints: bash goes on as soon as
+# the line is read, and a probe still holding a port (Python closes what
+# is left open only as it exits) makes the server's bind fail.
 read -r front port1 port2 < <(python3 -c '
 import socket
 socks = [socket.socket() for _ in range(3)]
 for s in socks: s.bind(("127.0.0.1", 0))
-print(*[s.getsockname()[1] for s in socks])')
+ports = [s.getsockname()[1] for s in socks]
+for s in socks: s.close()
+print(*ports, flush=True)')
 
 mkdir "$work/root"
 printf 'hello through haproxy\n' > "$work/root/hello.txt"
