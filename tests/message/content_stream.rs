@@ -198,3 +198,32 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn streamed_random_bytes_go_out_stored_and_text_compressed() {
+    // As random as compressed files are (xorshift).
+    let mut x: u64 = 0x2545_F491_4F6C_DD1D;
+    let random: Vec<u8> = (0..200_000)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect();
+    let text = "a line of text that repeats, as logs do\n".repeat(5000);
+    for encoding in [Encoding::Gzip, Encoding::Deflate, Encoding::Br] {
+        let out = encode_in_pieces(encoding, &random, 16 * 1024);
+        // Base64 of a stored stream: 4/3 of the bytes and a little framing.
+        assert!(
+            out.len() <= random.len() / 3 * 4 + random.len() / 200,
+            "{encoding}: {}",
+            out.len()
+        );
+        let back = decode_in_pieces(encoding, &out, &[], usize::MAX, usize::MAX).unwrap();
+        assert!(back == random, "{encoding}");
+        // The first piece judges the whole stream: text still compresses.
+        let out = encode_in_pieces(encoding, text.as_bytes(), 16 * 1024);
+        assert!(out.len() < text.len() / 20, "{encoding}: {}", out.len());
+    }
+}

@@ -87,27 +87,28 @@ pub fn decode(content: &str, encoding: Encoding, limit: usize) -> Result<Vec<u8>
 /// Encodes `bytes` as the `content` string of `encoding`. `Identity`
 /// requires UTF-8: the caller checks; as a last resort, invalid sequences
 /// are replaced here by U+FFFD rather than failing. The compressed encodings
-/// use zlib's default level for `gzip`/`deflate` and, for `br`, quality 5,
-/// a balance of speed and size, or quality 3 for content under 1 KiB, where
-/// quality 5's set-up costs more than it saves, with the smallest window
-/// that holds the content (so the peer's decoder sets up no more).
+/// work as hard as the bytes repay ([`Effort::judge`]).
 pub fn encode(bytes: &[u8], encoding: Encoding) -> String {
+    let effort = Effort::judge(bytes);
     let compressed = match encoding {
         Encoding::Identity => return String::from_utf8_lossy(bytes).into_owned(),
         Encoding::Gzip => {
-            let mut encoder =
-                GzEncoder::new(Vec::with_capacity(bytes.len() / 2 + 64), Compression::default());
+            let mut encoder = GzEncoder::new(Vec::with_capacity(bytes.len() / 2 + 64), effort.flate_level());
             write_to_vec(&mut encoder, bytes);
             encoder.finish().expect(VEC_WRITE)
         }
         Encoding::Deflate => {
             let mut encoder =
-                ZlibEncoder::new(Vec::with_capacity(bytes.len() / 2 + 64), Compression::default());
+                ZlibEncoder::new(Vec::with_capacity(bytes.len() / 2 + 64), effort.flate_level());
             write_to_vec(&mut encoder, bytes);
             encoder.finish().expect(VEC_WRITE)
         }
         Encoding::Br => {
-            let mut encoder = brotli_writer(Vec::with_capacity(bytes.len() / 2 + 64), Some(bytes.len()));
+            let mut encoder = brotli_writer(
+                Vec::with_capacity(bytes.len() / 2 + 64),
+                Some(bytes.len()),
+                effort,
+            );
             write_to_vec(&mut encoder, bytes);
             encoder.into_inner()
         }
@@ -115,17 +116,85 @@ pub fn encode(bytes: &[u8], encoding: Encoding) -> String {
     STANDARD.encode(compressed)
 }
 
-/// The Brotli encoder of every `br` content this crate writes, whole or
-/// streamed, into `sink`, at quality 5, a balance of speed and size; `len`,
-/// when the whole content is known, may lower the quality and narrows the
-/// window.
+/// How hard a compressor works on a content, judged from its first bytes.
 ///
-/// Under 1 KiB, quality 5 sets up hash tables that cost ~55 µs before the
-/// first byte, more than a whole small exchange, to save a few dozen
-/// bytes; quality 3 is about three times faster there
-/// (`benches/message.rs`) and as quick to decode. Not quality 1 or 0:
-/// their small streams make the decoder set up its whole window, ten times
-/// slower for the peer than the encoding saved.
+/// Binary content must travel compressed (D9), however little compression
+/// gains: images, archives and video already are, and compressing them
+/// again spends most of a transfer's time for nothing (zlib's default level
+/// runs at ~40 MB/s on such bytes, a stored stream at ~300).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Effort {
+    /// The bytes look random (already compressed or encrypted): the
+    /// cheapest valid stream, stored deflate blocks or Brotli's fastest
+    /// quality, which stores what it cannot shrink.
+    Store,
+    /// Binary that may compress: a fast level.
+    Fast,
+    /// Text: the balance of speed and size below.
+    Balanced,
+}
+
+impl Effort {
+    /// What a sample of at least this many bytes is needed to tell; less
+    /// is compressed as text would be.
+    const MIN_SAMPLE: usize = 512;
+    /// The most of the content looked at.
+    const MAX_SAMPLE: usize = 4096;
+
+    /// Judges a content by its first bytes: bytes whose values are about
+    /// as evenly spread as random ones cannot be compressed by counting
+    /// them, and are stored; other bytes that are not UTF-8 text get a
+    /// fast level. The measure is the chance that two bytes drawn from the
+    /// sample are equal: 1/256 for random bytes, many times that for text
+    /// or machine code. Up to 1.5/256 (an entropy of about 7.4 bits a
+    /// byte, where JPEG and deflate output sit) counts as random.
+    pub(super) fn judge(content: &[u8]) -> Effort {
+        if content.len() < Self::MIN_SAMPLE {
+            return Effort::Balanced;
+        }
+        let sample = &content[..content.len().min(Self::MAX_SAMPLE)];
+        let mut counts = [0u32; 256];
+        for &byte in sample {
+            counts[usize::from(byte)] += 1;
+        }
+        let n = sample.len() as u64;
+        // Pairs of equal bytes, the pair of a byte with itself included:
+        // about n + n²/256 for random bytes.
+        let pairs: u64 = counts.iter().map(|&c| u64::from(c) * u64::from(c)).sum();
+        if pairs * 256 * 2 <= 3 * n * n + 2 * 256 * n {
+            return Effort::Store;
+        }
+        match std::str::from_utf8(sample) {
+            Ok(_) => Effort::Balanced,
+            // A sequence cut at the end of the sample is still text.
+            Err(e) if e.error_len().is_none() => Effort::Balanced,
+            Err(_) => Effort::Fast,
+        }
+    }
+
+    /// The gzip and deflate level: stored blocks, zlib's fastest, or its
+    /// default.
+    pub(super) fn flate_level(self) -> Compression {
+        match self {
+            Effort::Store => Compression::none(),
+            Effort::Fast => Compression::fast(),
+            Effort::Balanced => Compression::default(),
+        }
+    }
+}
+
+/// The Brotli encoder of every `br` content this crate writes, whole or
+/// streamed, into `sink`; `len`, when the whole content is known, may lower
+/// the quality and narrows the window.
+///
+/// Text gets quality 5, a balance of speed and size. Under 1 KiB, quality
+/// 5 sets up hash tables that cost ~55 µs before the first byte, more than
+/// a whole small exchange, to save a few dozen bytes; quality 3 is about
+/// three times faster there (`benches/message.rs`) and as quick to decode.
+/// Not quality 1 or 0: their small streams make the decoder set up its
+/// whole window, ten times slower for the peer than the encoding saved.
+/// Binary gets quality 2, three times faster than 5 on random bytes (which
+/// it stores, as 5 does) and still a real compressor for the rest.
 ///
 /// The window is what both sides hold, and zero, for the life of a body. A
 /// known length gets the smallest window that holds all of it (no loss:
@@ -134,13 +203,21 @@ pub fn encode(bytes: &[u8], encoding: Encoding) -> String {
 /// nginx's default: a 4 MiB window compresses large text about a tenth
 /// better but makes every streamed body, however short, cost 4 MiB on each
 /// side, and a server streams many at once.
-pub(super) fn brotli_writer(sink: Vec<u8>, len: Option<usize>) -> brotli::CompressorWriter<Vec<u8>> {
+pub(super) fn brotli_writer(
+    sink: Vec<u8>,
+    len: Option<usize>,
+    effort: Effort,
+) -> brotli::CompressorWriter<Vec<u8>> {
     const SMALL_CONTENT: usize = 1024;
     const STREAM_WINDOW_BITS: u32 = 19;
     const MAX_WINDOW_BITS: u32 = 22;
     // Quality 5 with a window under 128 KiB (17) switches to a hasher whose
     // tables take milliseconds to set up.
     const MIN_WINDOW_BITS_AT_5: u32 = 17;
+    let quality = match effort {
+        Effort::Store | Effort::Fast => 2,
+        Effort::Balanced => 5,
+    };
     let (quality, window_bits) = match len {
         Some(len) if len < SMALL_CONTENT => (3, 10),
         Some(len) => {
@@ -149,9 +226,9 @@ pub(super) fn brotli_writer(sink: Vec<u8>, len: Option<usize>) -> brotli::Compre
             let bits = (MIN_WINDOW_BITS_AT_5..MAX_WINDOW_BITS)
                 .find(|&bits| (1usize << bits) - 16 >= len)
                 .unwrap_or(MAX_WINDOW_BITS);
-            (5, bits)
+            (quality, bits)
         }
-        None => (5, STREAM_WINDOW_BITS),
+        None => (quality, STREAM_WINDOW_BITS),
     };
     brotli::CompressorWriter::new(sink, 4096, quality, window_bits)
 }
@@ -324,6 +401,63 @@ mod tests {
         match e {
             DecodeError::Corrupt(v) => v.reason().to_owned(),
             DecodeError::TooLarge { limit } => format!("too large ({limit})"),
+        }
+    }
+
+    /// Bytes as random as compressed ones (xorshift).
+    fn random(len: usize) -> Vec<u8> {
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        (0..len)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect()
+    }
+
+    #[test]
+    fn effort_follows_what_the_bytes_are() {
+        assert_eq!(Effort::judge(&random(64 * 1024)), Effort::Store);
+        assert_eq!(Effort::judge(&random(Effort::MIN_SAMPLE)), Effort::Store);
+        // Too little to judge: compressed as text is.
+        assert_eq!(Effort::judge(&random(Effort::MIN_SAMPLE - 1)), Effort::Balanced);
+        let text = "jsontp sends every message as one JSON object. ".repeat(200);
+        assert_eq!(Effort::judge(text.as_bytes()), Effort::Balanced);
+        // Text cut inside a UTF-8 sequence at the end of the sample.
+        let accents = "é".repeat(Effort::MAX_SAMPLE);
+        assert_eq!(Effort::judge(&accents.as_bytes()[1..]), Effort::Fast);
+        assert_eq!(Effort::judge(accents.as_bytes()), Effort::Balanced);
+        // Binary with structure: machine-code-like, many zeros.
+        let binary: Vec<u8> = (0..8192u32)
+            .map(|i| if i % 4 == 0 { (i / 4) as u8 } else { 0 })
+            .collect();
+        assert_eq!(Effort::judge(&binary), Effort::Fast);
+        // Random bytes with a third of them zero are still worth compressing.
+        let mut skewed = random(8192);
+        skewed.iter_mut().step_by(3).for_each(|b| *b = 0);
+        assert_eq!(Effort::judge(&skewed), Effort::Fast);
+    }
+
+    #[test]
+    fn random_content_is_stored_and_still_decodes() {
+        let content = random(256 * 1024);
+        for encoding in [Encoding::Gzip, Encoding::Deflate, Encoding::Br] {
+            let text = encode(&content, encoding);
+            let compressed = STANDARD.decode(&text).expect("base64");
+            // A stored stream: the bytes plus framing, a few bytes per block.
+            assert!(
+                compressed.len() <= content.len() + content.len() / 500 + 64,
+                "{encoding:?}: {} bytes for {}",
+                compressed.len(),
+                content.len()
+            );
+            assert_eq!(
+                decode(&text, encoding, LIMIT).expect("decodes"),
+                content,
+                "{encoding:?}"
+            );
         }
     }
 
@@ -518,7 +652,7 @@ mod tests {
             let decoded = decode(&STANDARD.encode(&compressed), Encoding::Br, LIMIT).unwrap();
             assert_eq!(decoded, &text[..len]);
         }
-        let mut streamed = brotli_writer(Vec::new(), None);
+        let mut streamed = brotli_writer(Vec::new(), None, Effort::Balanced);
         streamed.write_all(b"hello").unwrap();
         assert_eq!(declared_window_bits(&streamed.into_inner()), 19);
     }

@@ -25,11 +25,11 @@ use base64::engine::general_purpose::STANDARD;
 use brotli::enc::StandardAlloc;
 use brotli::{BrotliDecompressStream, BrotliResult, BrotliState};
 use flate2::write::{GzEncoder, ZlibEncoder};
-use flate2::{Compression, Crc, Decompress, FlushDecompress, Status};
+use flate2::{Crc, Decompress, FlushDecompress, Status};
 
 use crate::message::Encoding;
 use crate::message::ValueError;
-use crate::message::codec::{CHUNK, DecodeError, VEC_WRITE, brotli_writer};
+use crate::message::codec::{CHUNK, DecodeError, Effort, VEC_WRITE, brotli_writer};
 use crate::message::json_text::escape;
 use crate::message::string::Unescape;
 
@@ -767,7 +767,7 @@ impl std::error::Error for EncodeError {}
 /// Encodes content as the text of a `content` string, piece by piece (D19).
 pub struct ContentEncoder {
     encoding: Encoding,
-    compress: Option<Compress>,
+    stage: Stage,
     /// Identity: the start of a UTF-8 sequence the next piece completes.
     /// Base64: the bytes of an unfinished group of three.
     carry: Vec<u8>,
@@ -784,7 +784,20 @@ impl fmt::Debug for ContentEncoder {
     }
 }
 
-/// The compressors, writing into a `Vec` drained after every piece.
+/// Where an encoder is.
+enum Stage {
+    /// Identity: escaping text.
+    Text,
+    /// A compressed encoding before its first bytes, which choose how hard
+    /// the compressor works.
+    Unstarted,
+    /// Compressing, into a `Vec` drained after every piece.
+    Compressing(Compress),
+    /// The content ended and its text is out.
+    Finished,
+}
+
+/// The compressors.
 enum Compress {
     Gzip(GzEncoder<Vec<u8>>),
     Zlib(ZlibEncoder<Vec<u8>>),
@@ -794,19 +807,12 @@ enum Compress {
 impl ContentEncoder {
     /// An encoder for `encoding`.
     pub fn new(encoding: Encoding) -> ContentEncoder {
-        let compress = match encoding {
-            Encoding::Identity => None,
-            Encoding::Gzip => Some(Compress::Gzip(GzEncoder::new(Vec::new(), Compression::default()))),
-            Encoding::Deflate => Some(Compress::Zlib(ZlibEncoder::new(
-                Vec::new(),
-                Compression::default(),
-            ))),
-            // Streamed content's length is not known ahead.
-            Encoding::Br => Some(Compress::Brotli(Box::new(brotli_writer(Vec::new(), None)))),
-        };
         ContentEncoder {
             encoding,
-            compress,
+            stage: match encoding {
+                Encoding::Identity => Stage::Text,
+                _ => Stage::Unstarted,
+            },
             carry: Vec::new(),
             taken: 0,
         }
@@ -818,15 +824,21 @@ impl ContentEncoder {
     }
 
     /// Encodes the next piece of content and appends the string text it
-    /// makes (JSON-escaped, without quotes) to `out`.
+    /// makes (JSON-escaped, without quotes) to `out`. The first piece that
+    /// is not empty sets how hard a compressed encoding works
+    /// ([`codec::encode`](crate::message::codec::encode) says how).
     pub fn encode(&mut self, bytes: &[u8], out: &mut Vec<u8>) -> Result<(), EncodeError> {
-        let result = match &mut self.compress {
-            None => self.text(bytes, out),
-            Some(compress) => {
+        if matches!(self.stage, Stage::Unstarted) && !bytes.is_empty() {
+            self.stage = Stage::Compressing(Compress::new(self.encoding, Effort::judge(bytes)));
+        }
+        let result = match &mut self.stage {
+            Stage::Text => self.text(bytes, out),
+            Stage::Compressing(compress) => {
                 let compressed = compress.write(bytes);
                 base64_append(&mut self.carry, &compressed, out, false);
                 Ok(())
             }
+            Stage::Unstarted | Stage::Finished => Ok(()),
         };
         self.taken += bytes.len() as u64;
         result
@@ -834,17 +846,20 @@ impl ContentEncoder {
 
     /// The content ended: appends the rest of the text to `out`.
     pub fn finish(&mut self, out: &mut Vec<u8>) -> Result<(), EncodeError> {
-        match self.compress.take() {
-            None if self.carry.is_empty() => Ok(()),
-            None => Err(EncodeError {
-                valid_up_to: self.taken - self.carry.len() as u64,
-            }),
-            Some(compress) => {
-                let rest = compress.finish();
-                base64_append(&mut self.carry, &rest, out, true);
-                Ok(())
+        let compress = match std::mem::replace(&mut self.stage, Stage::Finished) {
+            Stage::Text if !self.carry.is_empty() => {
+                self.stage = Stage::Text;
+                return Err(EncodeError {
+                    valid_up_to: self.taken - self.carry.len() as u64,
+                });
             }
-        }
+            Stage::Text | Stage::Finished => return Ok(()),
+            Stage::Unstarted => Compress::new(self.encoding, Effort::Balanced),
+            Stage::Compressing(compress) => compress,
+        };
+        let rest = compress.finish();
+        base64_append(&mut self.carry, &rest, out, true);
+        Ok(())
     }
 
     /// Identity: escapes the UTF-8 text, holding an unfinished sequence
@@ -892,6 +907,17 @@ impl ContentEncoder {
 }
 
 impl Compress {
+    fn new(encoding: Encoding, effort: Effort) -> Compress {
+        match encoding {
+            Encoding::Gzip => Compress::Gzip(GzEncoder::new(Vec::new(), effort.flate_level())),
+            Encoding::Deflate => Compress::Zlib(ZlibEncoder::new(Vec::new(), effort.flate_level())),
+            // Streamed content's length is not known ahead.
+            Encoding::Br | Encoding::Identity => {
+                Compress::Brotli(Box::new(brotli_writer(Vec::new(), None, effort)))
+            }
+        }
+    }
+
     fn write(&mut self, bytes: &[u8]) -> Vec<u8> {
         match self {
             Compress::Gzip(e) => {
