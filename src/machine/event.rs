@@ -89,6 +89,20 @@ pub enum ServerEvent {
         /// Decoded content bytes.
         data: Vec<u8>,
     },
+    /// The peer has taken the last byte of exchange `id`'s final response
+    /// (the output was consumed past it). Responses leave in request
+    /// order (D2), and so do these events, one per final response,
+    /// the machine's own refusals included. `bytes` is the output from the
+    /// end of the response before it: the response and the interim `100`
+    /// that preceded it, if any. A response the connection closed on
+    /// before it wholly left gets none. An access log records an exchange
+    /// here; an application may free what it kept for the response.
+    ResponseSent {
+        /// The exchange answered.
+        id: RequestId,
+        /// Output bytes the response took.
+        bytes: u64,
+    },
     /// Drop every [`ServerEvent::Content`] piece received for `id` so far;
     /// the exchange goes on. They were the content of the first request of
     /// a 100-continue handshake, which is ignored (D10); the full request

@@ -44,6 +44,7 @@
 //!
 //! ```text
 //!  request ─────────────► ServerEvent::Request ─► send_response ─► written in turn
+//!                         ─► consume_output past its end ─► ServerEvent::ResponseSent
 //!  request with expect: 100-continue (D10), by ContinuePolicy:
 //!   ├ AutoAccept ─► 100 written ─► full request ─► ServerEvent::Request (same id)
 //!   │                              (another method or resource: 400, the
@@ -185,6 +186,11 @@
 //! assert!(out.ends_with(b"}\n"));
 //! let written = out.len(); // as if the socket took every byte
 //! server.consume_output(written, now);
+//! // The whole response left: an access log would record it now.
+//! assert_eq!(
+//!     server.next_event(now),
+//!     Some(ServerEvent::ResponseSent { id, bytes: written as u64 })
+//! );
 //! assert!(server.is_idle());
 //!
 //! // The peer half-closes; nothing is owed, so the connection is done.

@@ -31,9 +31,12 @@ pub struct ServerConnection {
     core: Core<ServerEvent>,
     /// Exchanges not yet written, in request order (D2).
     slots: VecDeque<Slot>,
-    /// For each final response queued but not yet taken by the peer: the
-    /// output offset where it ends (D3).
-    untaken: VecDeque<u64>,
+    /// For each final response queued but not yet taken by the peer: its
+    /// exchange and the output offset where it ends (D3).
+    untaken: VecDeque<(RequestId, u64)>,
+    /// Where the last response the peer took ends: the next one's bytes
+    /// start there ([`ServerEvent::ResponseSent`]).
+    sent_to: u64,
     /// The exchange whose request's content is streaming in (D19), once
     /// its first piece went out.
     receiving: Option<RequestId>,
@@ -100,6 +103,7 @@ impl ServerConnection {
             core,
             slots: VecDeque::new(),
             untaken: VecDeque::new(),
+            sent_to: 0,
             receiving: None,
             settled: false,
             spare_echo: String::new(),
@@ -299,8 +303,11 @@ impl ServerConnection {
             return;
         }
         let written = self.core.written();
-        while self.untaken.front().is_some_and(|&end| end <= written) {
+        while let Some(&(id, end)) = self.untaken.front().filter(|&&(_, end)| end <= written) {
             self.untaken.pop_front();
+            let bytes = end - self.sent_to;
+            self.sent_to = end;
+            self.core.push_event(ServerEvent::ResponseSent { id, bytes });
         }
         if self.is_quiet() {
             self.core.set_idle_since(now);
@@ -329,16 +336,6 @@ impl ServerConnection {
     /// sum of every [`consume_output`](Self::consume_output)).
     pub fn output_written(&self) -> u64 {
         self.core.written()
-    }
-
-    /// Where each final response queued and not yet wholly taken by the
-    /// peer ends, oldest first, as a count of output bytes since the
-    /// connection opened. Responses are queued in request order (D2), so an
-    /// access log can match them with the exchanges it saw, and tell with
-    /// [`output_written`](Self::output_written) whether each one left whole.
-    /// Interim `100`s are not listed. Ends leave the list once taken.
-    pub fn response_ends(&self) -> impl DoubleEndedIterator<Item = u64> + ExactSizeIterator + '_ {
-        self.untaken.iter().copied()
     }
 
     /// Bytes of memory the connection's input and output buffers hold
@@ -448,7 +445,7 @@ impl ServerConnection {
         let beyond = self
             .untaken
             .front()
-            .map_or(0, |&end| self.core.queued().saturating_sub(end));
+            .map_or(0, |&(_, end)| self.core.queued().saturating_sub(end));
         usize::try_from(beyond).unwrap_or(usize::MAX)
     }
 
@@ -784,7 +781,7 @@ impl ServerConnection {
             response.resource = std::mem::take(&mut slot.resource);
             let closes = slot.closes;
             self.slots.pop_front();
-            self.write_final(&response, closes, now);
+            self.write_final(id, &response, closes, now);
             if response.resource.capacity() <= SPARE_ECHO {
                 response.resource.clear();
                 self.spare_echo = response.resource;
@@ -912,9 +909,9 @@ impl ServerConnection {
                     self.core.close();
                     return;
                 };
-                let mut exchange = front.exchange;
+                let (id, mut exchange) = (front.id, front.exchange);
                 self.slots.pop_front();
-                self.untaken.push_back(end);
+                self.untaken.push_back((id, end));
                 self.core
                     .advance(&mut exchange, Role::Server, Input::ResponseContentEnd);
                 continue;
@@ -922,18 +919,18 @@ impl ServerConnection {
             let Some(response) = front.response.take() else {
                 return;
             };
-            let closes = front.closes;
+            let (id, closes) = (front.id, front.closes);
             self.slots.pop_front();
             // One that closes empties the queue, which ends the loop.
-            self.write_final(&response, closes, now);
+            self.write_final(id, &response, closes, now);
         }
     }
 
     /// Writes the whole final answer of the exchange just taken from the
     /// front.
-    fn write_final(&mut self, response: &Response, closes: bool, now: Now) {
+    fn write_final(&mut self, id: RequestId, response: &Response, closes: bool, now: Now) {
         let end = self.core.queue_output(now, |out| response.write_to(out));
-        self.untaken.push_back(end);
+        self.untaken.push_back((id, end));
         if closes {
             // Nothing follows the error that closes (D1, D3, D10).
             self.slots.clear();

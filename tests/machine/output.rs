@@ -162,17 +162,25 @@ fn a_server_stops_handling_requests_while_too_much_output_is_owed() {
     server.consume_output(one - one / 2, clock.now());
     assert_eq!(
         serve(&mut server, &clock, || escaped(4_000)),
-        ["request #2 GET /f"]
+        [format!("sent #0 ({one} bytes)"), "request #2 GET /f".to_owned()]
     );
     assert!(!server.wants_read());
     let n = server.pending_output().len();
     server.consume_output(n, clock.now());
     assert_eq!(
         serve(&mut server, &clock, || escaped(4_000)),
-        ["request #3 GET /f"]
+        [
+            format!("sent #1 ({one} bytes)"),
+            format!("sent #2 ({one} bytes)"),
+            "request #3 GET /f".to_owned()
+        ]
     );
     let n = server.pending_output().len();
     server.consume_output(n, clock.now());
+    assert_eq!(
+        serve(&mut server, &clock, || escaped(4_000)),
+        [format!("sent #3 ({n} bytes)")]
+    );
     assert!(server.wants_read() && server.is_idle());
 }
 
@@ -261,6 +269,10 @@ fn an_idle_connection_holds_no_buffer() {
 /// Runs the quiet connection's next timer, which gives its kept buffers
 /// back: due within 100 ms, and leaving the connection open.
 fn give_back(server: &mut ServerConnection, clock: &mut Clock) {
+    // What was written is reported first; the timer adds no event.
+    while let Some(event) = server.next_event(clock.now()) {
+        assert!(matches!(event, ServerEvent::ResponseSent { .. }), "{event:?}");
+    }
     let deadline = server.poll_timeout().expect("a timer runs");
     assert!(deadline <= clock.now().instant + Duration::from_millis(100));
     clock.advance_to(deadline);
@@ -358,9 +370,14 @@ fn only_bytes_held_by_the_transport_still_stall_the_connection() {
     clock.advance_to(deadline);
     server.handle_timeout(clock.now());
     assert!(server.is_closed());
+    // Written whole (the transport took it), then stalled there.
     assert_eq!(
         serve(&mut server, &clock, || escaped(1)),
-        ["peer error OutputStalled", "closed"]
+        [
+            format!("sent #0 ({n} bytes)"),
+            "peer error OutputStalled".to_owned(),
+            "closed".to_owned()
+        ]
     );
     server.receive_data(GET.as_bytes(), clock.now());
     assert!(server.next_event(clock.now()).is_none() && server.pending_output().is_empty());

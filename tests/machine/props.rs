@@ -78,11 +78,15 @@ fn small_limits() -> ServerConfig {
 
 /// Runs a server over the chunks, answering every request at once and
 /// writing all output after every call; returns the events and the bytes.
+/// The responses reported as taken come after the other events: when each
+/// is reported depends on when output is taken, which the split moves;
+/// which and in what order must not.
 fn run_server(chunks: &[Vec<u8>]) -> (Vec<String>, Vec<u8>) {
     let clock = Clock::new();
     let now = clock.now();
     let mut conn = ServerConnection::new(small_limits(), now);
     let mut events = Vec::new();
+    let mut sent = Vec::new();
     let mut output = Vec::new();
     let mut pump = |conn: &mut ServerConnection| loop {
         let mut moved = false;
@@ -91,7 +95,10 @@ fn run_server(chunks: &[Vec<u8>]) -> (Vec<String>, Vec<u8>) {
             if let ServerEvent::Request { id, request } = &event {
                 conn.send_response(*id, echo_response(request), now).unwrap();
             }
-            events.push(render_server(&event));
+            match event {
+                ServerEvent::ResponseSent { .. } => sent.push(render_server(&event)),
+                _ => events.push(render_server(&event)),
+            }
         }
         let pending = conn.pending_output().len();
         if pending > 0 {
@@ -110,6 +117,7 @@ fn run_server(chunks: &[Vec<u8>]) -> (Vec<String>, Vec<u8>) {
     conn.receive_eof(now);
     pump(&mut conn);
     assert!(conn.is_closed(), "after end of stream and every answer");
+    events.extend(sent);
     (events, output)
 }
 

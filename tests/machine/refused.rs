@@ -96,6 +96,10 @@ fn tail() -> impl Strategy<Value = Tail> {
 struct Run {
     codes: Vec<u16>,
     events: Vec<String>,
+    /// The responses the peer took, apart: when each is reported depends
+    /// on when output is taken, which the split moves; which and in what
+    /// order must not.
+    sent: Vec<String>,
     closed: bool,
 }
 
@@ -106,20 +110,29 @@ fn run(config: ServerConfig, chunks: &[Vec<u8>], eof: bool) -> Run {
     let now = clock.now();
     let mut conn = ServerConnection::new(config, now);
     let mut events = Vec::new();
+    let mut sent = Vec::new();
     let mut output = Vec::new();
-    let mut pump = |conn: &mut ServerConnection| {
+    // Until nothing moves: taking output brings the reports of what left.
+    let mut pump = |conn: &mut ServerConnection| loop {
+        let mut moved = false;
         while let Some(event) = conn.next_event(now) {
+            moved = true;
             if let ServerEvent::Request { id, request } = &event {
                 conn.send_response(*id, echo_response(request), now).unwrap();
             }
             // Pieces depend on the split; the rest must not.
-            if !matches!(event, ServerEvent::Content { .. }) {
-                events.push(render_server(&event));
+            match event {
+                ServerEvent::Content { .. } => {}
+                ServerEvent::ResponseSent { .. } => sent.push(render_server(&event)),
+                _ => events.push(render_server(&event)),
             }
         }
         let n = conn.pending_output().len();
         output.extend_from_slice(conn.pending_output());
         conn.consume_output(n, now);
+        if !moved && n == 0 {
+            break;
+        }
     };
     for chunk in chunks {
         conn.receive_data(chunk, now);
@@ -132,6 +145,7 @@ fn run(config: ServerConfig, chunks: &[Vec<u8>], eof: bool) -> Run {
     Run {
         codes: codes(&output),
         events,
+        sent,
         closed: conn.is_closed(),
     }
 }
@@ -172,6 +186,8 @@ proptest! {
         let eof = matches!(tail, Tail::EndOfStream);
         let whole = run(config(streamed), std::slice::from_ref(&wire), eof);
         prop_assert_eq!(&whole.codes, tail.answers(), "{:?}", whole.events);
+        // One report per response written, in order.
+        prop_assert_eq!(whole.sent.len(), whole.codes.len(), "{:?}", whole.sent);
         prop_assert_eq!(rejections(&whole.events), 1, "{:?}", whole.events);
         prop_assert_eq!(whole.closed, !matches!(tail, Tail::CleanEnd));
         let bytewise: Vec<Vec<u8>> = wire.iter().map(|&b| vec![b]).collect();

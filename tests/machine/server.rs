@@ -479,8 +479,12 @@ fn reading_stops_while_too_many_responses_are_owed() {
     assert_eq!(s.conn.next_event(now), None);
     let n = s.conn.pending_output().len();
     s.conn.consume_output(n, now);
-    // The peer took one response: the buffered third request is read at
-    // once, which makes two owed again.
+    // The peer took one response: it is reported, and the buffered third
+    // request is read at once, which makes two owed again.
+    assert_eq!(
+        s.conn.next_event(now),
+        Some(ServerEvent::ResponseSent { id, bytes: n as u64 })
+    );
     match s.conn.next_event(now) {
         Some(ServerEvent::Request { id, request }) => {
             assert_eq!((id.index(), request.resource.as_str()), (2, "/c"));

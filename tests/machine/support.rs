@@ -116,6 +116,7 @@ pub fn render_server(event: &ServerEvent) -> String {
             request.method,
             request.resource
         ),
+        ServerEvent::ResponseSent { id, bytes } => format!("sent #{} ({bytes} bytes)", id.index()),
         ServerEvent::PeerError(error) => render_peer_error(error),
         ServerEvent::Closed => "closed".to_owned(),
         other => format!("{other:?}"),

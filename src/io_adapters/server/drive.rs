@@ -150,8 +150,9 @@ pub struct Driver {
     /// The buffer a streamed reply's content is read into; empty while no
     /// reply streams.
     piece: Vec<u8>,
-    /// Where the output's responses end, as the machine gives them.
-    ends: Ends,
+    /// Output bytes of the responses logged as wholly sent: what was
+    /// written beyond them belongs to the first one cut short.
+    logged_bytes: u64,
     /// Why the connection ends, once known: told once, when it closes.
     why_closing: Option<CloseReason>,
     /// The connection's span: every event of the connection carries the
@@ -259,9 +260,6 @@ struct Answer {
     /// When the request was handed over (or refused): the record's
     /// duration runs from here to the response's last byte taken.
     started: Instant,
-    /// Where its bytes end in the output, once the machine has queued it;
-    /// never, when the connection closed before it could be.
-    end: Option<u64>,
 }
 
 /// A reply whose content a reader gives, as the machine takes it (D19).
@@ -343,19 +341,6 @@ enum Taken {
     Refused(Box<Response>),
 }
 
-/// Matching the ends of the responses the machine queued with the
-/// answers, in order (D2).
-#[derive(Debug, Default)]
-struct Ends {
-    /// Ends not yet matched with an answer.
-    unmatched: VecDeque<u64>,
-    /// The latest end seen from the machine.
-    seen: u64,
-    /// Where the next logged response's bytes start: the end of the one
-    /// logged before it (an interim `100` counts with its exchange).
-    logged_to: u64,
-}
-
 /// The resource an exchange's response echoes (D12).
 #[derive(Debug)]
 enum Echoed {
@@ -429,7 +414,7 @@ impl Driver {
             streaming: VecDeque::new(),
             receiving: Receiving::Nothing,
             piece: Vec::new(),
-            ends: Ends::default(),
+            logged_bytes: 0,
             why_closing: None,
             span: opened(peer),
             spool_options: options.spool.clone(),
@@ -530,7 +515,7 @@ impl Driver {
             }
             // Input, a timer, or output taken (which lets held requests
             // through, D3) may each have produced events.
-            if self.conn.has_event(at) || self.intake_due() || self.log_due() || self.content_due() {
+            if self.conn.has_event(at) || self.intake_due() || self.content_due() {
                 return Step::Dispatch;
             }
             // Pending output is offered to the transport before a timer is
@@ -584,9 +569,6 @@ impl Driver {
                     // The peer is gone: nothing more can be sent.
                     Ok(0) => return self.abort(CloseReason::TransportFailed, None),
                     Ok(n) => {
-                        // The ends must be seen before taking output lets
-                        // the machine forget them.
-                        self.note_ends();
                         let short = n < self.conn.pending_output().len();
                         let after = self.after_io(at);
                         self.conn.consume_output(n, after);
@@ -700,7 +682,7 @@ impl Driver {
     /// Sends the application's answer to a request
     /// [`dispatch_until_request`](Self::dispatch_until_request) handed out.
     #[cfg_attr(not(feature = "tower"), allow(dead_code))]
-    pub(crate) fn answer_later<H: Handler + ?Sized>(&mut self, pending: Pending, reply: Reply, hooks: &H) {
+    pub(crate) fn answer_later(&mut self, pending: Pending, reply: Reply) {
         let span = self.span.clone();
         let _entered = span.enter();
         let at = self.clock.now();
@@ -709,8 +691,6 @@ impl Driver {
         } = pending;
         self.respond(id, request, reply, started, at);
         self.send_content(at);
-        self.note_ends();
-        self.log_sent(hooks, at.instant);
         self.turn.clock = None;
     }
 
@@ -718,9 +698,15 @@ impl Driver {
         let span = self.span.clone();
         let _entered = span.enter();
         if let Phase::Closed = self.phase {
-            // Nothing more is served: only the log is told what was cut short.
+            // Nothing more is served: only the log is told what left and
+            // what was cut short.
             let now = self.clock.now();
-            self.log_sent(handler, now.instant);
+            while let Some(event) = self.conn.next_event(now) {
+                if let ServerEvent::ResponseSent { id, bytes } = event {
+                    self.log_sent(handler, id, bytes, now.instant);
+                }
+            }
+            self.log_cut_short(handler, now.instant);
             return None;
         }
         // The turn's reading of the clock, and a new one after each
@@ -744,6 +730,10 @@ impl Driver {
         }
         let mut handed_out = None;
         while let Some(event) = self.conn.next_event(at) {
+            if let ServerEvent::ResponseSent { id, bytes } = event {
+                self.log_sent(handler, id, bytes, at.instant);
+                continue;
+            }
             busy = true;
             match event {
                 ServerEvent::ContentHead { id, head } => {
@@ -823,16 +813,19 @@ impl Driver {
                     if closes {
                         self.why_closing.get_or_insert(CloseReason::Rejected);
                     }
-                    self.answers.push_back(Answer {
-                        id: None,
-                        method: None,
-                        status: rejection.status(),
-                        resource: Echoed::Rejection(rejection.resource),
-                        // The connection's error responses carry no content.
-                        content_bytes: 0,
-                        started: at.instant,
-                        end: None,
-                    });
+                    // A refusal of an exchange already answered writes
+                    // nothing: the answer given is the one logged.
+                    if !self.answers.iter().any(|a| id.is_some() && a.id == id) {
+                        self.answers.push_back(Answer {
+                            id,
+                            method: None,
+                            status: rejection.status(),
+                            resource: Echoed::Rejection(rejection.resource),
+                            // The connection's error responses carry no content.
+                            content_bytes: 0,
+                            started: at.instant,
+                        });
+                    }
                 }
                 ServerEvent::PeerError(PeerError::OutputStalled) => {
                     tracing::debug!("output stalled: the peer takes nothing");
@@ -845,10 +838,6 @@ impl Driver {
             }
         }
         self.send_content(at);
-        // Once for everything answered: the machine forgets an end only
-        // when output is taken, which `step` does, not this.
-        self.note_ends();
-        self.log_sent(handler, at.instant);
         if busy {
             self.turn.clock = None;
         }
@@ -857,7 +846,6 @@ impl Driver {
 
     /// Acts on the machine's timers that are due at `at` (D3).
     fn act_on_timers(&mut self, at: Now) {
-        self.note_ends();
         let idle = self.conn.is_idle();
         self.conn.handle_timeout(at);
         if self.answers.is_empty() {
@@ -1015,88 +1003,53 @@ impl Driver {
         }
     }
 
-    /// Takes the ends of the responses the machine queued since last
-    /// time, and gives them, in order, to the answers waiting for one.
-    fn note_ends(&mut self) {
-        // Ends only grow, so the new ones are the newest few: with many
-        // responses queued, a walk over all of them at every turn would
-        // cost the depth of the pipeline each time. Most turns have none.
-        let seen = self.ends.seen;
-        let ends = || self.conn.response_ends();
-        if ends().next_back().is_some_and(|last| last > seen) {
-            let new = ends().rev().take_while(|&end| end > seen).count();
-            for end in ends().skip(ends().len() - new) {
-                self.ends.unmatched.push_back(end);
-                self.ends.seen = end;
-            }
-        }
-        if self.ends.unmatched.is_empty() {
-            return;
-        }
-        // Ends are matched front first, so the answers still waiting for
-        // one are the newest few too.
-        let waiting = self.answers.iter().rev().take_while(|a| a.end.is_none()).count();
-        let matched = self.answers.len() - waiting;
-        for waiting in self.answers.range_mut(matched..) {
-            match self.ends.unmatched.pop_front() {
-                Some(end) => waiting.end = Some(end),
-                None => break,
-            }
+    /// Tells the access log that exchange `id`'s response has wholly left,
+    /// `bytes` of output. `now`: the drive step's latest reading of the
+    /// clock, which ends the record's duration.
+    fn log_sent<H: Handler + ?Sized>(&mut self, handler: &H, id: RequestId, bytes: u64, now: Instant) {
+        self.logged_bytes += bytes;
+        // Responses leave in request order (D2): it is the front one.
+        if let Some(at) = self.answers.iter().position(|a| a.id == Some(id))
+            && let Some(done) = self.answers.remove(at)
+        {
+            self.log(handler, done, bytes, true, now);
         }
     }
 
-    /// Whether `dispatch` has a record to give the access log: a response
-    /// wholly taken by the peer.
-    fn log_due(&self) -> bool {
-        let written = self.conn.output_written();
-        self.answers
-            .front()
-            .and_then(|a| a.end)
-            .is_some_and(|end| end <= written)
+    /// Once the connection is closed: tells the access log about every
+    /// response that did not wholly leave. What left of them belongs to
+    /// the first; the others sent nothing.
+    fn log_cut_short<H: Handler + ?Sized>(&mut self, handler: &H, now: Instant) {
+        let mut left = self.conn.output_written().saturating_sub(self.logged_bytes);
+        while let Some(done) = self.answers.pop_front() {
+            tracing::debug!(
+                status = done.status.as_u16(),
+                bytes_written = left,
+                "response cut short: the connection ended before it left"
+            );
+            self.log(handler, done, left, false, now);
+            left = 0;
+        }
     }
 
-    /// Tells the access log about every response that has wholly left
-    /// and, once the connection is closed, about those cut short.
-    /// `now`: the drive step's latest reading of the clock, which ends
-    /// each record's duration.
-    fn log_sent<H: Handler + ?Sized>(&mut self, handler: &H, now: Instant) {
-        let written = self.conn.output_written();
-        let closed = matches!(self.phase, Phase::Closed);
-        while let Some(front) = self.answers.front() {
-            let complete = front.end.is_some_and(|end| end <= written);
-            if !complete && !closed {
-                break;
-            }
-            let Some(done) = self.answers.pop_front() else {
-                break;
-            };
-            // Responses leave in order (D2), so what left after the last
-            // logged end belongs to this one, up to its own end: when that
-            // is unknown (a streamed answer cut short before its content
-            // ended), everything written so far. A response cut short may
-            // end past what was written, and so may the ones queued after
-            // it: each counts only its own bytes that left.
-            let end = done.end.unwrap_or(written).max(self.ends.logged_to);
-            let bytes_written = written.min(end).saturating_sub(self.ends.logged_to);
-            self.ends.logged_to = end;
-            if !complete {
-                tracing::debug!(
-                    status = done.status.as_u16(),
-                    bytes_written,
-                    "response cut short: the connection ended before it left"
-                );
-            }
-            handler.log_exchange(&AccessRecord {
-                peer: self.info.peer,
-                method: done.method,
-                resource: done.resource.as_str(),
-                status: done.status,
-                content_bytes: done.content_bytes,
-                elapsed: now.saturating_duration_since(done.started),
-                bytes_written,
-                complete,
-            });
-        }
+    fn log<H: Handler + ?Sized>(
+        &self,
+        handler: &H,
+        done: Answer,
+        bytes_written: u64,
+        complete: bool,
+        now: Instant,
+    ) {
+        handler.log_exchange(&AccessRecord {
+            peer: self.info.peer,
+            method: done.method,
+            resource: done.resource.as_str(),
+            status: done.status,
+            content_bytes: done.content_bytes,
+            elapsed: now.saturating_duration_since(done.started),
+            bytes_written,
+            complete,
+        });
     }
 
     /// The time after a transport call made at `at`: a call that may block
@@ -1163,7 +1116,6 @@ impl Driver {
         self.piece = Vec::new();
         self.receiving = Receiving::Nothing;
         let why = self.why_closing.unwrap_or(why);
-        self.note_ends();
         match error {
             // An operator must hear of a certificate clients refuse.
             #[cfg(feature = "tls")]
@@ -1220,7 +1172,6 @@ impl Driver {
             status,
             content_bytes,
             started,
-            end: None,
         });
     }
 }

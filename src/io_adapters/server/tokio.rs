@@ -286,7 +286,7 @@ where
         };
         let incoming = pending.incoming(super::RequestInfo::new(driver.peer()));
         let reply = call_service(&mut self.0, incoming).await;
-        driver.answer_later(pending, reply, &ServiceHooks);
+        driver.answer_later(pending, reply);
         Some(driver)
     }
 }
