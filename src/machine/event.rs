@@ -89,8 +89,9 @@ pub enum ServerEvent {
         /// Decoded content bytes.
         data: Vec<u8>,
     },
-    /// The peer has taken the last byte of exchange `id`'s final response
-    /// (the output was consumed past it). Responses leave in request
+    /// Exchange `id`'s final response has wholly left: the caller's
+    /// [`consume_output`](crate::machine::ServerConnection::consume_output)
+    /// passed its last byte. Responses leave in request
     /// order (D2), and so do these events, one per final response,
     /// the machine's own refusals included. `bytes` is the output from the
     /// end of the response before it: the response and the interim `100`
