@@ -272,26 +272,34 @@ fn link(file: &File, temp: &Path) -> io::Result<()> {
 
 /// Makes a file under a fresh, unpredictable name in `to`'s folder with
 /// `make`, which must create it exclusively and leave nothing when it
-/// fails, then renames it over `to` (removed if that fails). A name that
-/// is taken is skipped for another.
-fn beside(to: &Path, mut make: impl FnMut(&Path) -> io::Result<()>) -> io::Result<()> {
-    const ATTEMPTS: usize = 8;
+/// fails, then renames it over `to` (removed if that fails).
+fn beside(to: &Path, make: impl FnMut(&Path) -> io::Result<()>) -> io::Result<()> {
     let folder = match to.parent() {
         Some(folder) if !folder.as_os_str().is_empty() => folder,
         _ => Path::new("."),
     };
+    let (temp, ()) = under_fresh_name(folder, make)?;
+    let renamed = std::fs::rename(&temp, to);
+    if renamed.is_err() {
+        let _ = std::fs::remove_file(&temp);
+    }
+    renamed
+}
+
+/// Runs `make` on a fresh, unpredictable path in `folder` until it creates
+/// its file there: a name that is taken is skipped for another.
+fn under_fresh_name<T>(
+    folder: &Path,
+    mut make: impl FnMut(&Path) -> io::Result<T>,
+) -> io::Result<(PathBuf, T)> {
+    const ATTEMPTS: usize = 8;
     for _ in 0..ATTEMPTS {
-        let temp = folder.join(temporary_name());
-        match make(&temp) {
-            Ok(()) => {}
+        let path = folder.join(temporary_name());
+        match make(&path) {
+            Ok(made) => return Ok((path, made)),
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
             Err(e) => return Err(e),
         }
-        let renamed = std::fs::rename(&temp, to);
-        if renamed.is_err() {
-            let _ = std::fs::remove_file(&temp);
-        }
-        return renamed;
     }
     Err(io::Error::new(
         io::ErrorKind::AlreadyExists,
@@ -332,7 +340,22 @@ fn anonymous_file(folder: &Path) -> io::Result<(File, bool)> {
             return Ok((file, true));
         }
     }
-    Ok((tempfile::tempfile_in(folder)?, false))
+    unlinked_file(folder).map(|file| (file, false))
+}
+
+/// A file created exclusively under an unpredictable name in `folder`
+/// and unlinked at once: only this handle reaches it, and nothing is left
+/// when the process ends, however it ends.
+fn unlinked_file(folder: &Path) -> io::Result<File> {
+    let (path, file) = under_fresh_name(folder, |path| {
+        let mut options = std::fs::OpenOptions::new();
+        options.read(true).write(true).create_new(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        options.open(path)
+    })?;
+    std::fs::remove_file(path)?;
+    Ok(file)
 }
 
 /// Why spooled content cannot be given to the handler.
@@ -532,6 +555,19 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert_eq!(options.spooled_bytes(), 0);
+    }
+
+    #[test]
+    fn the_portable_anonymous_file_leaves_no_name() {
+        use std::io::Write;
+        let folder = folder();
+        let mut file = unlinked_file(folder.path()).expect("made");
+        assert_eq!(names(folder.path()), Vec::<String>::new());
+        file.write_all(b"kept by the handle").expect("written");
+        file.seek(SeekFrom::Start(0)).expect("rewound");
+        let mut back = String::new();
+        file.read_to_string(&mut back).expect("read");
+        assert_eq!(back, "kept by the handle");
     }
 
     #[test]
