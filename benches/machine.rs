@@ -8,9 +8,9 @@ use std::hint::black_box;
 use std::time::Instant;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use jsontp::machine::{Now, ServerConfig, ServerConnection, ServerEvent};
-use jsontp::message::framing::{Scan, Scanner};
-use jsontp::message::{Body, Date, Response, Status, StatusCode};
+use jsontp_protocol::machine::{Now, ServerConfig, ServerConnection, ServerEvent};
+use jsontp_protocol::message::framing::{Scan, Scanner};
+use jsontp_protocol::message::{Body, Date, Response, Status, StatusCode};
 
 const REQUEST: &str = "{\"jsontp\":\"1.0\",\"type\":\"request\",\"resource\":\"/hello.txt\",\"method\":\"GET\",\"headers\":{\"accept-language\":[\"en-US\",\"fr-FR\"],\"accept-encoding\":\"gzip, identity\"},\"body\":{\"content\":\"\",\"encoding\":\"identity\"}}\n";
 

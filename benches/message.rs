@@ -9,7 +9,7 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use jsontp::message::{
+use jsontp_protocol::message::{
     Body, Date, Encoding, Headers, LanguageTag, MediaType, MessageLimits, RequestContext, Response, Status,
     StatusCode, codec, parse_request,
 };

@@ -5,9 +5,9 @@
 //! cargo run --example fetch -- 127.0.0.1:8080 /README.md /Cargo.toml
 //! ```
 
-use jsontp::io_adapters::client::ClientOptions;
-use jsontp::io_adapters::client::blocking::Client;
-use jsontp::message::{Method, Request};
+use jsontp_protocol::io_adapters::client::ClientOptions;
+use jsontp_protocol::io_adapters::client::blocking::Client;
+use jsontp_protocol::message::{Method, Request};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
@@ -23,7 +23,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let requests = paths
         .iter()
         .map(|path| Ok(Request::new(Method::Get, path.parse()?)))
-        .collect::<Result<Vec<_>, jsontp::message::ValueError>>()?;
+        .collect::<Result<Vec<_>, jsontp_protocol::message::ValueError>>()?;
     // Pipelined: every request goes out at once; one outcome each, in order.
     for (path, outcome) in paths.iter().zip(client.send_all(requests)) {
         match outcome {

@@ -7,10 +7,10 @@
 //! ```
 #![allow(clippy::disallowed_methods)] // an application owns its threads
 
-use jsontp::io_adapters::server::blocking::StdServer;
-use jsontp::io_adapters::server::mio::MioServer;
-use jsontp::io_adapters::server::{Handler, RequestInfo, ServerOptions};
-use jsontp::message::{Body, Method, Request, Response};
+use jsontp_protocol::io_adapters::server::blocking::StdServer;
+use jsontp_protocol::io_adapters::server::mio::MioServer;
+use jsontp_protocol::io_adapters::server::{Handler, RequestInfo, ServerOptions};
+use jsontp_protocol::message::{Body, Method, Request, Response};
 
 /// What this server answers.
 const ALLOWED: &[Method] = &[Method::Get, Method::Post, Method::Options];

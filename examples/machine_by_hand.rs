@@ -23,8 +23,8 @@
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-use jsontp::machine::{Now, ServerConfig, ServerConnection, ServerEvent};
-use jsontp::message::{Body, Date, Method, Response};
+use jsontp_protocol::machine::{Now, ServerConfig, ServerConnection, ServerEvent};
+use jsontp_protocol::message::{Body, Date, Method, Response};
 
 /// The peer's side of an in-memory pipe: what it sends, piece by piece,
 /// and what it has received.

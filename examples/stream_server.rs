@@ -11,9 +11,9 @@
 
 use std::io::{self, BufRead, BufReader, Read};
 
-use jsontp::io_adapters::server::mio::MioServer;
-use jsontp::io_adapters::server::{Handler, Reply, RequestInfo, ServerOptions, Upload};
-use jsontp::message::{Method, Request, Response, Status, StatusCode};
+use jsontp_protocol::io_adapters::server::mio::MioServer;
+use jsontp_protocol::io_adapters::server::{Handler, Reply, RequestInfo, ServerOptions, Upload};
+use jsontp_protocol::message::{Method, Request, Response, Status, StatusCode};
 
 /// `count` numbered lines, made as they are read.
 struct Numbers {

@@ -4,9 +4,9 @@
 //! cargo run --features tokio --example tokio_hello
 //! ```
 
-use jsontp::io_adapters::server::tokio::serve;
-use jsontp::io_adapters::server::{ServerOptions, listen};
-use jsontp::message::{Body, Request, Response, Status, StatusCode};
+use jsontp_protocol::io_adapters::server::tokio::serve;
+use jsontp_protocol::io_adapters::server::{ServerOptions, listen};
+use jsontp_protocol::message::{Body, Request, Response, Status, StatusCode};
 
 #[tokio::main]
 async fn main() -> std::io::Result<()> {

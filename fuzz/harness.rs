@@ -7,12 +7,12 @@
 
 use std::time::{Duration, Instant};
 
-use jsontp::machine::{
+use jsontp_protocol::machine::{
     ClientConfig, ClientConnection, ClientEvent, ContinuePolicy, Now, ServerConfig, ServerConnection,
     ServerEvent, UsageError,
 };
-use jsontp::message::framing::{Scan, Scanner};
-use jsontp::message::{
+use jsontp_protocol::message::framing::{Scan, Scanner};
+use jsontp_protocol::message::{
     Body, Date, Encoding, MessageLimits, Method, RequestContext, Response, Status, StatusCode, Validation,
     codec, parse_request, parse_response,
 };
@@ -33,12 +33,12 @@ fn now(offset: Duration) -> Now {
 pub fn parse_message(data: &[u8]) {
     if let Ok(text) = std::str::from_utf8(data) {
         assert!(
-            jsontp::message::oracles::text_reader_agrees(text),
+            jsontp_protocol::message::oracles::text_reader_agrees(text),
             "the text reader and its references (serde_json, json5) read {text:?} differently"
         );
     }
     assert!(
-        jsontp::message::oracles::quick_reader_agrees(data),
+        jsontp_protocol::message::oracles::quick_reader_agrees(data),
         "the one-pass reader and the general path read {:?} differently",
         String::from_utf8_lossy(data)
     );
@@ -228,7 +228,8 @@ pub fn client_connection(data: &[u8]) {
     };
     let mut conn = ClientConnection::new(config, now(Duration::ZERO));
     for path in ["/a", "/b"] {
-        let mut request = jsontp::message::Request::new(Method::Get, path.parse().expect("a valid resource"));
+        let mut request =
+            jsontp_protocol::message::Request::new(Method::Get, path.parse().expect("a valid resource"));
         if knob & 2 != 0 {
             request.headers = request.headers.with_expect_continue(true);
         }
@@ -293,8 +294,8 @@ pub fn body_decode(data: &[u8]) {
 /// the limit in all, and agrees with the whole-string decoder on every text
 /// whose JSON form needs no escape.
 pub fn content_pieces(data: &[u8]) {
-    use jsontp::message::ContentDecoder;
-    use jsontp::message::codec::DecodeError;
+    use jsontp_protocol::message::ContentDecoder;
+    use jsontp_protocol::message::codec::DecodeError;
     let [knob, a, b, text @ ..] = data else {
         return;
     };
@@ -402,8 +403,8 @@ pub fn scan_differential(data: &[u8]) {
 /// (debug assertions), every request gets at most one final outcome, and
 /// outcomes come in request order.
 pub fn pair(data: &[u8]) {
-    use jsontp::machine::{ClientEvent, PeerError, RequestId};
-    use jsontp::message::Request;
+    use jsontp_protocol::machine::{ClientEvent, PeerError, RequestId};
+    use jsontp_protocol::message::Request;
     let Some((&knob, ops)) = data.split_first() else {
         return;
     };

@@ -71,12 +71,12 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use jsontp::io_adapters::server::{
+use jsontp_protocol::io_adapters::server::{
     Driver, Handler, Reply, RequestInfo, ServerOptions, SpoolOptions, Step, Upload,
 };
-use jsontp::io_adapters::{Clock, IoMode, Transport};
-use jsontp::machine::{ContinuePolicy, Limits, Now, ServerConfig};
-use jsontp::message::{
+use jsontp_protocol::io_adapters::{Clock, IoMode, Transport};
+use jsontp_protocol::machine::{ContinuePolicy, Limits, Now, ServerConfig};
+use jsontp_protocol::message::{
     Body, ContentDecoder, Date, Encoding, MessageLimits, Method, Request, Response, Status, StatusCode,
     Validation, codec, parse_response,
 };

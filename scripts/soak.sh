@@ -9,6 +9,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-300}
-JSONTP_SOAK_SECS=$secs cargo test --release --all-features --test adapters \
+JSONTP_SOAK_SECS=$secs cargo test --release -p jsontp-cli --test cli \
     soak::a_soak_of_mixed_clients_leaves_the_server_as_it_found_it -- --exact --nocapture 2>&1 |
     grep -E '^soak:|test result|panicked|wrong answers|resident|descriptors'

@@ -1,4 +1,4 @@
-//! # jsontp
+//! # jsontp-protocol
 //!
 //! A Rust implementation of the jsontp protocol: an HTTP-like request/response
 //! protocol in which every message is one JSON object sent over TCP.
@@ -10,12 +10,16 @@
 //! - [`machine`]: a sans-I/O connection state machine for both the server and
 //!   the client role. Bytes and the current time go in; events and bytes to
 //!   send come out. No sockets, no threads, no clock.
-//! - [`io_adapters`]: thin drivers that run the machine over real TCP with std
-//!   blocking sockets, mio, or tokio (feature `tokio`).
+//! - `io_adapters` (feature `adapters`, on by default): thin drivers that
+//!   run the machine over real TCP with std blocking sockets, mio (feature
+//!   `mio`), or tokio (feature `tokio`), plain or TLS (feature `tls`).
 //!
-//! [`app`] builds applications on the servers: a router, extractors and
-//! answers, handlers plain or `async`, tower services (feature `tower`).
-//! [`file_server`] is the application behind `jsontp serve`.
+//! `app` (feature `adapters`) builds applications on the servers: a router,
+//! extractors and answers, handlers plain or `async`, tower services
+//! (feature `tower`). With `default-features = false` the crate is the
+//! sans-I/O core alone: [`message`] and [`machine`], nothing that touches a
+//! socket, a file or the clock. The `jsontp` command and its file server
+//! are the package `jsontp-cli`, built on this one.
 //!
 //! Rule numbers such as D5 refer to [`rules`]: this crate's account of how it
 //! reads the jsontp reference where the reference is silent or contradicts
@@ -29,10 +33,11 @@
 //! Framing, validation, the `date` and `language` headers, pipelining,
 //! timeouts and the error answers are the machine's.
 //!
-//! ```no_run
-//! use jsontp::io_adapters::server::blocking::StdServer;
-//! use jsontp::io_adapters::server::{Handler, RequestInfo, ServerOptions};
-//! use jsontp::message::{Body, Method, Request, Response};
+#![cfg_attr(feature = "adapters", doc = "```no_run")]
+#![cfg_attr(not(feature = "adapters"), doc = "```ignore")]
+//! use jsontp_protocol::io_adapters::server::blocking::StdServer;
+//! use jsontp_protocol::io_adapters::server::{Handler, RequestInfo, ServerOptions};
+//! use jsontp_protocol::message::{Body, Method, Request, Response};
 //!
 //! struct Hello;
 //!
@@ -57,7 +62,7 @@
 //! status and `human-message` its [`Rejection`](message::Rejection) carries.
 //!
 //! ```
-//! use jsontp::message::{
+//! use jsontp_protocol::message::{
 //!     Body, MessageLimits, RequestContext, Response, Status, StatusCode, parse_request,
 //! };
 //!
@@ -95,7 +100,7 @@
 //! let refusal = Response::new(Status::new(rejection.status(), rejection.message))
 //!     .with_resource(rejection.resource);
 //! assert_eq!(refusal.resource, "/");
-//! # Ok::<(), jsontp::message::Rejection>(())
+//! # Ok::<(), jsontp_protocol::message::Rejection>(())
 //! ```
 #![warn(missing_docs)]
 #![warn(unreachable_pub)]
@@ -103,8 +108,9 @@
 // allowed there alone with its safety argument.
 #![deny(unsafe_code)]
 
+#[cfg(feature = "adapters")]
 pub mod app;
-pub mod file_server;
+#[cfg(feature = "adapters")]
 pub mod io_adapters;
 pub mod machine;
 pub mod message;

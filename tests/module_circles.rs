@@ -1,9 +1,9 @@
-//! No module circles in `src`: a module that uses another is never used by
+//! No module circles in `src` or `cli/src`: a module that uses another is never used by
 //! it, directly or through others, so each can be read, tested and changed
 //! with only what is below it in mind.
 //!
 //! The test reads the sources: every `use` and every path that names a
-//! module (`super::…`, `crate::…`, `jsontp::…`, `self::…`) is an edge from
+//! module (`super::…`, `crate::…`, `jsontp_protocol::…`, `self::…`) is an edge from
 //! the file's module to the deepest module the path reaches, following
 //! the re-exports of a parent (`pub use child::Name`) to the child that
 //! defines the name. A module's own children and ancestors are its
@@ -22,19 +22,31 @@ struct Source {
     code: String,
 }
 
+/// The library's sources (crate `lib`), and the command's: its library
+/// (crate `cli`, the file server) and its binary (crate `bin`).
 fn sources() -> Vec<Source> {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut files = Vec::new();
-    walk(&src, &mut files);
-    let mut out = Vec::new();
-    for file in files {
-        let rel = file.strip_prefix(&src).unwrap().with_extension("");
-        let mut parts: Vec<String> = rel.iter().map(|p| p.to_string_lossy().into_owned()).collect();
-        let crate_name = if parts.first().is_some_and(|p| p == "cli" || p == "main") {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut out = sources_of(&root.join("src"), |_| "lib");
+    out.extend(sources_of(&root.join("cli/src"), |first| {
+        if first == "commands" || first == "main" {
             "bin"
         } else {
-            "lib"
-        };
+            "cli"
+        }
+    }));
+    out
+}
+
+/// The sources under `src`, each in the crate `crate_of` names from the
+/// first part of its path.
+fn sources_of(src: &Path, crate_of: impl Fn(&str) -> &'static str) -> Vec<Source> {
+    let mut files = Vec::new();
+    walk(src, &mut files);
+    let mut out = Vec::new();
+    for file in files {
+        let rel = file.strip_prefix(src).unwrap().with_extension("");
+        let mut parts: Vec<String> = rel.iter().map(|p| p.to_string_lossy().into_owned()).collect();
+        let crate_name = crate_of(&parts[0]);
         let last = parts.pop().unwrap();
         if !matches!(last.as_str(), "mod" | "lib" | "main") {
             parts.push(last);
@@ -126,9 +138,15 @@ fn paths_in(code: &str) -> Vec<Vec<String>> {
         expand(&after[..end], Vec::new(), &mut paths);
         rest = &after[end..];
     }
-    // Inline paths anywhere: `super::a::b`, `crate::a`, `jsontp::a`.
+    // Inline paths anywhere: `super::a::b`, `crate::a`, `jsontp_protocol::a`.
     let bytes = code.as_bytes();
-    for start in ["super::", "crate::", "jsontp::", "self::"] {
+    for start in [
+        "super::",
+        "crate::",
+        "jsontp_protocol::",
+        "jsontp_cli::",
+        "self::",
+    ] {
         let mut from = 0;
         while let Some(found) = code[from..].find(start) {
             let at = from + found;
@@ -263,7 +281,8 @@ impl Graph {
     fn resolve(&self, source: &Source, path: &[String]) -> Option<Module> {
         let (mut at, rest) = match path.first()?.as_str() {
             "crate" => (vec![source.module[0].clone()], &path[1..]),
-            "jsontp" => (vec!["lib".to_owned()], &path[1..]),
+            "jsontp_protocol" => (vec!["lib".to_owned()], &path[1..]),
+            "jsontp_cli" => (vec!["cli".to_owned()], &path[1..]),
             "self" => (source.module.clone(), &path[1..]),
             "super" => {
                 let mut at = source.module.clone();

@@ -15,8 +15,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use jsontp::io_adapters::server::tokio::serve_service;
-use jsontp::io_adapters::server::{ServerOptions, listen};
+use jsontp_protocol::io_adapters::server::tokio::serve_service;
+use jsontp_protocol::io_adapters::server::{ServerOptions, listen};
 
 const USAGE: &str = "usage: nnntp --addr HOST:PORT --db FILE";
 

@@ -13,8 +13,8 @@ use std::sync::{Arc, Mutex};
 use argon2::Argon2;
 use argon2::password_hash::rand_core::OsRng;
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
-use jsontp::app::{Call, Extract, Keys, Refusal, Router, State, on};
-use jsontp::message::{Method, StatusCode};
+use jsontp_protocol::app::{Call, Extract, Keys, Refusal, Router, State, on};
+use jsontp_protocol::message::{Method, StatusCode};
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 

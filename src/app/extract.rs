@@ -119,7 +119,7 @@ impl States {
 /// as an authenticated user:
 ///
 /// ```
-/// use jsontp::app::{Call, Extract, Refusal};
+/// use jsontp_protocol::app::{Call, Extract, Refusal};
 ///
 /// struct Admin;
 ///
@@ -166,9 +166,9 @@ impl<T: DeserializeOwned> Extract for Keys<T> {
 /// A value of the wrong type answers `400`, naming the parameter:
 ///
 /// ```
-/// use jsontp::app::{Path, Router, get};
-/// use jsontp::io_adapters::server::{Handler, RequestInfo};
-/// use jsontp::message::{Method, Request, Resource, StatusCode};
+/// use jsontp_protocol::app::{Path, Router, get};
+/// use jsontp_protocol::io_adapters::server::{Handler, RequestInfo};
+/// use jsontp_protocol::message::{Method, Request, Resource, StatusCode};
 ///
 /// let router = Router::new().route(
 ///     "/posts/{id}",
@@ -305,7 +305,7 @@ impl Extract for Text {
 /// The `authorization` header's value (D14). Missing, it answers `401`.
 ///
 /// ```
-/// use jsontp::app::Authorization;
+/// use jsontp_protocol::app::Authorization;
 ///
 /// assert_eq!(Authorization("Bearer s3cret".into()).token(), "s3cret");
 /// assert_eq!(Authorization("bearer s3cret".into()).token(), "s3cret");

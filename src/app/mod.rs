@@ -33,9 +33,9 @@
 //! through a whole application.
 //!
 //! ```
-//! use jsontp::app::{Keys, Router, get};
-//! use jsontp::io_adapters::server::{Handler, RequestInfo};
-//! use jsontp::message::{Method, Request};
+//! use jsontp_protocol::app::{Keys, Router, get};
+//! use jsontp_protocol::io_adapters::server::{Handler, RequestInfo};
+//! use jsontp_protocol::message::{Method, Request};
 //! use serde::Serialize;
 //!
 //! #[derive(Serialize)]

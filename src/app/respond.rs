@@ -14,8 +14,8 @@ use crate::message::{Body, Cookies, Headers, Response, Status, StatusCode};
 /// so that a handler can use `?`.
 ///
 /// ```
-/// use jsontp::app::{IntoReply, Refusal};
-/// use jsontp::message::StatusCode;
+/// use jsontp_protocol::app::{IntoReply, Refusal};
+/// use jsontp_protocol::message::StatusCode;
 ///
 /// fn check(name: &str) -> Result<&'static str, Refusal> {
 ///     if name.is_empty() {
@@ -96,8 +96,8 @@ impl<T: IntoReply, E: IntoReply> IntoReply for Result<T, E> {
 /// of the value beside them: `(SetCookies(cookies), answer)`.
 ///
 /// ```
-/// use jsontp::app::{IntoReply, SetCookies};
-/// use jsontp::message::Cookies;
+/// use jsontp_protocol::app::{IntoReply, SetCookies};
+/// use jsontp_protocol::message::Cookies;
 ///
 /// let mut cookies = Cookies::new();
 /// cookies.set("session", "4f2a");
@@ -155,8 +155,8 @@ fn rebuild(response: Response, reader: Option<Box<dyn std::io::Read + Send>>) ->
 /// not to the client, which sees only that the server failed).
 ///
 /// ```
-/// use jsontp::app::Refusal;
-/// use jsontp::message::StatusCode;
+/// use jsontp_protocol::app::Refusal;
+/// use jsontp_protocol::message::StatusCode;
 ///
 /// let refusal = Refusal::new(StatusCode::CONFLICT, "user already exists");
 /// assert_eq!(refusal.status(), StatusCode::CONFLICT);
@@ -271,7 +271,7 @@ impl IntoReply for Refusal {
 /// ``body key `nnntp.post`: missing field `subject` ``.
 ///
 /// ```
-/// use jsontp::app::{IntoReply, Keys};
+/// use jsontp_protocol::app::{IntoReply, Keys};
 /// use serde::Serialize;
 ///
 /// #[derive(Serialize)]

@@ -271,9 +271,9 @@ struct Route {
 /// the blocking pool and `async` ones are awaited.
 ///
 /// ```
-/// use jsontp::app::{Keys, Path, Refusal, Router, State, get, post};
-/// use jsontp::io_adapters::server::{Handler, RequestInfo};
-/// use jsontp::message::{Method, Request, Resource, StatusCode};
+/// use jsontp_protocol::app::{Keys, Path, Refusal, Router, State, get, post};
+/// use jsontp_protocol::io_adapters::server::{Handler, RequestInfo};
+/// use jsontp_protocol::message::{Method, Request, Resource, StatusCode};
 /// use serde::Deserialize;
 /// use std::sync::{Arc, Mutex};
 ///

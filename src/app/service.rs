@@ -72,8 +72,8 @@ impl From<Refusal> for Reply {
 /// client).
 ///
 /// ```
-/// use jsontp::app::error_reply;
-/// use jsontp::message::StatusCode;
+/// use jsontp_protocol::app::error_reply;
+/// use jsontp_protocol::message::StatusCode;
 ///
 /// let elapsed = tower::timeout::error::Elapsed::new();
 /// assert_eq!(error_reply(&elapsed).response().status.code, StatusCode::SERVICE_UNAVAILABLE);

@@ -16,7 +16,7 @@ use crate::machine::Now;
 ///
 /// ```
 /// use std::sync::{Arc, Mutex};
-/// use jsontp::io_adapters::{Clock, now};
+/// use jsontp_protocol::io_adapters::{Clock, now};
 ///
 /// // A clock that stands still until the test moves it.
 /// let time = Arc::new(Mutex::new(now()));

@@ -159,11 +159,11 @@
 //! # Example: a server driven by hand
 //!
 //! ```
-//! use jsontp::machine::{ServerConfig, ServerConnection, ServerEvent};
-//! use jsontp::message::{Body, Response, Status, StatusCode};
+//! use jsontp_protocol::machine::{ServerConfig, ServerConnection, ServerEvent};
+//! use jsontp_protocol::message::{Body, Response, Status, StatusCode};
 //!
 //! // The caller owns the clock; here it is read once and held: one moment.
-//! let now = jsontp::io_adapters::now();
+//! let now = jsontp_protocol::io_adapters::now();
 //! let mut server = ServerConnection::new(ServerConfig::default(), now);
 //!
 //! // A request arrives in two pieces; nothing happens until it is whole.
@@ -197,7 +197,7 @@
 //! server.receive_eof(now);
 //! assert!(server.is_closed());
 //! assert_eq!(server.next_event(now), Some(ServerEvent::Closed));
-//! # Ok::<(), jsontp::machine::UsageError>(())
+//! # Ok::<(), jsontp_protocol::machine::UsageError>(())
 //! ```
 
 mod client;

@@ -80,15 +80,6 @@ impl Content {
             Content::Static(bytes) => bytes.to_vec(),
         }
     }
-
-    /// The bytes to share: themselves when they are shared already.
-    fn into_shared(self) -> Arc<[u8]> {
-        match self {
-            Content::Shared(bytes) => bytes,
-            Content::Owned(bytes) => Arc::from(bytes),
-            Content::Static(bytes) => Arc::from(bytes),
-        }
-    }
 }
 
 /// The empty map of other body keys, for bodies that hold none.
@@ -179,18 +170,33 @@ impl Body {
         })
     }
 
-    /// Content in a compressed `encoding` together with `written`, what
-    /// [`codec::encode`](super::codec::encode) makes of it, kept from an
-    /// earlier response: the serializer writes that instead of compressing
-    /// again. The content is kept shared.
-    pub(crate) fn pre_encoded(content: Content, encoding: Encoding, written: Arc<str>) -> Body {
-        debug_assert_ne!(encoding, Encoding::Identity, "identity is written as it is");
-        Body {
-            content: Content::Shared(content.into_shared()),
+    /// Content in a compressed `encoding` together with `written`, the
+    /// text [`codec::encode`](super::codec::encode) made of it earlier:
+    /// the serializer writes that text as it is instead of compressing
+    /// again, as a cache of compressed files wants. `written` must decode
+    /// to `content` (checked in debug builds): the body reports `content`,
+    /// the wire carries `written`. `identity` content is written as it is
+    /// and has no other form: refused.
+    pub fn pre_encoded(
+        content: Arc<[u8]>,
+        encoding: Encoding,
+        written: Arc<str>,
+    ) -> Result<Body, ValueError> {
+        if encoding == Encoding::Identity {
+            return Err(ValueError::new(
+                "identity content is written as it is: use Body::shared",
+            ));
+        }
+        debug_assert!(
+            super::codec::decode(&written, encoding, content.len()).is_ok_and(|decoded| *decoded == *content),
+            "the written form is not the content's"
+        );
+        Ok(Body {
+            content: Content::Shared(content),
             encoding,
             extra: None,
             written: Some(written),
-        }
+        })
     }
 
     /// The content as written in its encoding, if the body was built with
@@ -251,6 +257,7 @@ impl Body {
     /// with the same other keys (content that streamed in, D19, or taken
     /// out); the content it held comes back. The caller vouches for it as
     /// the parser does: UTF-8 when the encoding is identity.
+    #[cfg(feature = "adapters")]
     pub(crate) fn replace_content(&mut self, content: Vec<u8>) -> Vec<u8> {
         self.written = None;
         std::mem::replace(&mut self.content, Content::Owned(content)).into_vec()

@@ -11,8 +11,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use base64::Engine;
-use jsontp::io_adapters::client::{ClientError, ClientOptions, Direction, Timeout};
-use jsontp::message::{Body, Encoding, Forgiven, Headers, Method, Request, StatusCode};
+use jsontp_protocol::io_adapters::client::{ClientError, ClientOptions, Direction, Timeout};
+use jsontp_protocol::message::{Body, Encoding, Forgiven, Headers, Method, Request, StatusCode};
 use serde_json::{Value, json};
 
 use crate::support::{AnyClient, each_client, get, quick};

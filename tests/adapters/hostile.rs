@@ -15,9 +15,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use jsontp::io_adapters::server::{Handler, Reply, RequestInfo, Upload};
-use jsontp::machine::ServerConfig;
-use jsontp::message::{Body, Request, Response, Status, StatusCode};
+use jsontp_protocol::io_adapters::server::{Handler, Reply, RequestInfo, Upload};
+use jsontp_protocol::machine::ServerConfig;
+use jsontp_protocol::message::{Body, Request, Response, Status, StatusCode};
 
 use crate::support::{
     Echo, LIMIT, READ_TIMEOUT, Reader, Runtime, assert_served_promptly, child_runtime, code, connect,

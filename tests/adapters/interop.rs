@@ -16,9 +16,9 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use jsontp::io_adapters::client::blocking::Client;
-use jsontp::io_adapters::client::{ClientError, ClientOptions};
-use jsontp::message::{Forgiven, Method, Request, StatusCode};
+use jsontp_protocol::io_adapters::client::blocking::Client;
+use jsontp_protocol::io_adapters::client::{ClientError, ClientOptions};
+use jsontp_protocol::message::{Forgiven, Method, Request, StatusCode};
 use jsontp_ref::server::{Body as RefBody, JsontpRequest, Language, Response as RefResponse, Server};
 
 const LIMIT: Duration = Duration::from_secs(10);
@@ -161,10 +161,12 @@ fn our_strict_client_refuses_its_responses_with_a_clear_error() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn our_async_client_in_lenient_mode_too() {
     let port = reference_server();
-    let mut client =
-        jsontp::io_adapters::client::tokio::Client::connect(format!("127.0.0.1:{port}"), options().lenient())
-            .await
-            .expect("connect");
+    let mut client = jsontp_protocol::io_adapters::client::tokio::Client::connect(
+        format!("127.0.0.1:{port}"),
+        options().lenient(),
+    )
+    .await
+    .expect("connect");
     let answer = tokio::time::timeout(LIMIT, client.send(get("/hello")))
         .await
         .expect("in time")
@@ -195,9 +197,9 @@ fn reference_get(port: u16, resource: &'static str) -> jsontp_ref::client::Jsont
 #[cfg(feature = "tokio")]
 #[test]
 fn the_reference_client_gets_a_correct_answer_from_our_tokio_server() {
-    use jsontp::io_adapters::server::ServerOptions;
-    use jsontp::io_adapters::server::tokio::serve;
-    use jsontp::message::{Body, Response, Status};
+    use jsontp_protocol::io_adapters::server::ServerOptions;
+    use jsontp_protocol::io_adapters::server::tokio::serve;
+    use jsontp_protocol::message::{Body, Response, Status};
 
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
     let listener = runtime
@@ -239,9 +241,9 @@ fn the_reference_client_gets_a_correct_answer_from_our_tokio_server() {
 
 #[test]
 fn the_reference_client_gets_a_correct_answer_from_our_std_server() {
-    use jsontp::io_adapters::server::ServerOptions;
-    use jsontp::io_adapters::server::blocking::StdServer;
-    use jsontp::message::{Body, Response, Status};
+    use jsontp_protocol::io_adapters::server::ServerOptions;
+    use jsontp_protocol::io_adapters::server::blocking::StdServer;
+    use jsontp_protocol::message::{Body, Response, Status};
 
     let hello = |request: &Request| {
         Response::new(Status::new(StatusCode::OK, "here it is"))
@@ -263,52 +265,6 @@ fn the_reference_client_gets_a_correct_answer_from_our_std_server() {
     running.join().expect("no panic").expect("run ends without error");
 }
 
-/// `jsontp serve` (our file server on the mio adapter) answering the
-/// reference client.
-#[cfg(feature = "mio")]
-#[test]
-fn the_reference_client_gets_a_file_from_jsontp_serve() {
-    let root = std::env::temp_dir().join(format!("jsontp-interop-{}", std::process::id()));
-    std::fs::create_dir_all(&root).expect("temp root");
-    std::fs::write(root.join("hello.txt"), "Hello, world!").expect("fixture");
-    // Port 0, and the bound port read from its start line: no race for a
-    // free port with the other tests.
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_jsontp"))
-        .args(["serve", "--quiet", "--root"])
-        .arg(&root)
-        .args(["--addr", "127.0.0.1:0"])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("start jsontp serve");
-    let mut stderr = std::io::BufReader::new(child.stderr.take().expect("piped stderr"));
-    let mut line = String::new();
-    let _ = std::io::BufRead::read_line(&mut stderr, &mut line);
-    let Some(port) = line
-        .trim_end()
-        .rsplit_once(':')
-        .and_then(|(_, p)| p.parse::<u16>().ok())
-    else {
-        let _ = child.kill();
-        panic!("jsontp serve did not start: {line:?}");
-    };
-    thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
-    let outcome = std::panic::catch_unwind(|| {
-        let answer = reference_get(port, "/hello.txt");
-        assert_eq!(answer.status.code, 200);
-        assert_eq!(answer.resource, "/hello.txt");
-        assert_eq!(answer.body.content, "Hello, world!");
-        let missing = reference_get(port, "/nope.txt");
-        assert_eq!(missing.status.code, 404);
-    });
-    let _ = child.kill();
-    let _ = child.wait();
-    let _ = std::fs::remove_dir_all(&root);
-    if let Err(panic) = outcome {
-        std::panic::resume_unwind(panic);
-    }
-}
-
 /// The reference writes `body.content` before `body.encoding` (its struct's
 /// field order). D19 streams content past the message limit only when it
 /// is written last; written first, the message is bounded as a whole by
@@ -320,9 +276,9 @@ fn the_reference_client_gets_a_file_from_jsontp_serve() {
 fn the_reference_client_uploads_two_mib() {
     use std::io::Read;
 
-    use jsontp::io_adapters::server::blocking::StdServer;
-    use jsontp::io_adapters::server::{Handler, Reply, RequestInfo, ServerOptions, Upload};
-    use jsontp::message::{Body, Response, Status};
+    use jsontp_protocol::io_adapters::server::blocking::StdServer;
+    use jsontp_protocol::io_adapters::server::{Handler, Reply, RequestInfo, ServerOptions, Upload};
+    use jsontp_protocol::message::{Body, Response, Status};
 
     /// Answers with the length and the distinct bytes of what it received.
     struct Sizes;

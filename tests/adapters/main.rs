@@ -11,13 +11,14 @@ mod hostile;
 mod interop;
 mod matrix;
 mod pipelines;
+#[cfg(feature = "tls")]
+mod pki;
 mod proxy;
 mod refused_uploads;
 mod robustness;
 mod seam;
 mod servers;
 mod simulation;
-mod soak;
 mod stall;
 mod streaming;
 mod support;

@@ -3,9 +3,9 @@
 
 use std::time::Duration;
 
-use jsontp::io_adapters::client::ClientError;
-use jsontp::machine::{ContinuePolicy, ServerConfig};
-use jsontp::message::{Headers, Method, StatusCode};
+use jsontp_protocol::io_adapters::client::ClientError;
+use jsontp_protocol::machine::{ContinuePolicy, ServerConfig};
+use jsontp_protocol::message::{Headers, Method, StatusCode};
 
 use crate::support::{AnyClient, Echo, api_request, each_pair, get, options, quick, start, with_policy};
 

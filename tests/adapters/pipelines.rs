@@ -11,10 +11,12 @@ use std::net::{SocketAddr, TcpStream};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use jsontp::io_adapters::server::{Handler, Reply, RequestInfo, ServerOptions, SpoolOptions, Upload};
-use jsontp::machine::ServerConfig;
-use jsontp::message::Encoding;
-use jsontp::message::{Body, Method, Request, Response, Status, StatusCode};
+use jsontp_protocol::io_adapters::server::{
+    Handler, Reply, RequestInfo, ServerOptions, SpoolOptions, Upload,
+};
+use jsontp_protocol::machine::ServerConfig;
+use jsontp_protocol::message::Encoding;
+use jsontp_protocol::message::{Body, Method, Request, Response, Status, StatusCode};
 use serde_json::Value;
 
 use crate::support::{Echo, READ_TIMEOUT, Reader, Runtime, code, connect, content, options, request, start};
@@ -554,7 +556,7 @@ fn a_download_asked_for_mid_download_lets_the_first_finish() {
 #[cfg(feature = "tls")]
 #[test]
 fn pipelined_streamed_downloads_over_tls_arrive_whole_and_in_order() {
-    use jsontp::io_adapters::tls::{ClientTls, ServerTls};
+    use jsontp_protocol::io_adapters::tls::{ClientTls, ServerTls};
 
     let dir = tempfile::tempdir().expect("temp dir");
     let certified = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).expect("certificate");

@@ -7,9 +7,9 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use jsontp::io_adapters::server::{AccessRecord, Handler, RequestInfo, ServerOptions};
-use jsontp::machine::{ContinuePolicy, ServerConfig};
-use jsontp::message::{Body, Request, Response, Status, StatusCode};
+use jsontp_protocol::io_adapters::server::{AccessRecord, Handler, RequestInfo, ServerOptions};
+use jsontp_protocol::machine::{ContinuePolicy, ServerConfig};
+use jsontp_protocol::message::{Body, Request, Response, Status, StatusCode};
 
 use crate::support::{
     Reader, Runtime, code, connect, content, each_runtime, options, request, start, with_policy,

@@ -7,8 +7,8 @@
 use std::io::Write;
 use std::time::{Duration, Instant};
 
-use jsontp::io_adapters::server::SpoolOptions;
-use jsontp::machine::ServerConfig;
+use jsontp_protocol::io_adapters::server::SpoolOptions;
+use jsontp_protocol::machine::ServerConfig;
 
 use crate::support::{Echo, Reader, code, connect, each_runtime, options, start};
 

@@ -7,7 +7,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use jsontp::machine::{ContinuePolicy, ServerConfig};
+use jsontp_protocol::machine::{ContinuePolicy, ServerConfig};
 
 use crate::support::{
     Echo, Reader, Runtime, code, connect, content, continue_request, each_runtime, options, request, start,

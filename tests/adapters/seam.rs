@@ -6,9 +6,9 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use jsontp::io_adapters::client::ClientError;
-use jsontp::io_adapters::server::ServerOptions;
-use jsontp::message::Method;
+use jsontp_protocol::io_adapters::client::ClientError;
+use jsontp_protocol::io_adapters::server::ServerOptions;
+use jsontp_protocol::message::Method;
 
 use crate::support::{Echo, api_request, get, quick};
 
@@ -19,8 +19,8 @@ fn unix_peer() -> SocketAddr {
 
 #[test]
 fn std_serves_a_unix_socket_and_the_blocking_client_talks_over_one() {
-    use jsontp::io_adapters::client::blocking::Client;
-    use jsontp::io_adapters::server::blocking::serve_connection;
+    use jsontp_protocol::io_adapters::client::blocking::Client;
+    use jsontp_protocol::io_adapters::server::blocking::serve_connection;
     use std::os::unix::net::UnixStream;
 
     let (server_end, client_end) = UnixStream::pair().expect("a socket pair");
@@ -54,9 +54,9 @@ fn std_serves_a_unix_socket_and_the_blocking_client_talks_over_one() {
 #[cfg(feature = "tokio")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tokio_serves_a_unix_socket_and_the_async_client_talks_over_one() {
-    use jsontp::io_adapters::client::tokio::Client;
-    use jsontp::io_adapters::server::tokio::serve_connection;
-    use jsontp::message::StatusCode;
+    use jsontp_protocol::io_adapters::client::tokio::Client;
+    use jsontp_protocol::io_adapters::server::tokio::serve_connection;
+    use jsontp_protocol::message::StatusCode;
     use std::sync::Arc;
     use tokio::net::UnixStream;
 
@@ -88,7 +88,7 @@ async fn tokio_serves_a_unix_socket_and_the_async_client_talks_over_one() {
 
 #[test]
 fn a_client_over_a_closed_pair_reports_the_close() {
-    use jsontp::io_adapters::client::blocking::Client;
+    use jsontp_protocol::io_adapters::client::blocking::Client;
     use std::os::unix::net::UnixStream;
 
     let (server_end, client_end) = UnixStream::pair().expect("a socket pair");

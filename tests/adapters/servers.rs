@@ -8,8 +8,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use jsontp::machine::{ContinuePolicy, ServerConfig};
-use jsontp::message::Method;
+use jsontp_protocol::machine::{ContinuePolicy, ServerConfig};
+use jsontp_protocol::message::Method;
 
 use crate::support::{
     Echo, Logged, Reader, Runtime, code, connect, content, continue_request, each_runtime, options, request,

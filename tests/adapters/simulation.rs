@@ -14,7 +14,7 @@ use harness::{
     Finish, Item, LINGER, Move, Outcome, SHUTDOWN_TIMEOUT, STALL_TIMEOUT, Schedule, check, regression,
     regressions,
 };
-use jsontp::message::Encoding;
+use jsontp_protocol::message::Encoding;
 use proptest::prelude::*;
 
 fn named(name: &str) -> Outcome {

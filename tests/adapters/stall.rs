@@ -6,7 +6,7 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use jsontp::machine::ServerConfig;
+use jsontp_protocol::machine::ServerConfig;
 
 use crate::support::{Echo, child_runtime, each_runtime, options, request, start};
 

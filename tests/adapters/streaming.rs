@@ -6,13 +6,13 @@ use std::io::{self, Read, Write};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use jsontp::io_adapters::client::ClientOptions;
-use jsontp::io_adapters::client::blocking::Client;
-use jsontp::io_adapters::server::{
+use jsontp_protocol::io_adapters::client::ClientOptions;
+use jsontp_protocol::io_adapters::client::blocking::Client;
+use jsontp_protocol::io_adapters::server::{
     AccessRecord, Handler, Reply, RequestInfo, ServerOptions, SpoolOptions, Upload,
 };
-use jsontp::message::Encoding;
-use jsontp::message::{Body, Method, Request, Response, Status, StatusCode};
+use jsontp_protocol::message::Encoding;
+use jsontp_protocol::message::{Body, Method, Request, Response, Status, StatusCode};
 
 use crate::support::{each_runtime, start};
 
@@ -330,7 +330,7 @@ mod async_io {
 #[cfg(feature = "tokio")]
 #[test]
 fn the_tokio_client_streams_both_ways_on_every_runtime() {
-    use jsontp::io_adapters::client::tokio::Client as AsyncClient;
+    use jsontp_protocol::io_adapters::client::tokio::Client as AsyncClient;
 
     const SIZE: u64 = 8 << 20;
     let expected = Hash::of(&mut Generated::new(SIZE));
@@ -396,8 +396,8 @@ fn the_tokio_client_reports_a_failing_source() {
     use std::pin::Pin;
     use std::task::{Context, Poll};
 
-    use jsontp::io_adapters::client::ClientError;
-    use jsontp::io_adapters::client::tokio::Client as AsyncClient;
+    use jsontp_protocol::io_adapters::client::ClientError;
+    use jsontp_protocol::io_adapters::client::tokio::Client as AsyncClient;
     use tokio::io::{AsyncRead, ReadBuf};
 
     struct Failing(u64);

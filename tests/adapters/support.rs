@@ -8,10 +8,10 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use jsontp::io_adapters::client::{Answer, ClientError, ClientOptions, Direction};
-use jsontp::io_adapters::server::{AccessRecord, Handler, RequestInfo, ServerOptions};
-use jsontp::machine::{ContinuePolicy, ServerConfig};
-use jsontp::message::{Body, Method, Request, Response, Status, StatusCode};
+use jsontp_protocol::io_adapters::client::{Answer, ClientError, ClientOptions, Direction};
+use jsontp_protocol::io_adapters::server::{AccessRecord, Handler, RequestInfo, ServerOptions};
+use jsontp_protocol::machine::{ContinuePolicy, ServerConfig};
+use jsontp_protocol::message::{Body, Method, Request, Response, Status, StatusCode};
 use serde_json::Value;
 
 /// How long a test waits for anything before it fails.
@@ -171,7 +171,7 @@ pub fn with_policy(policy: ContinuePolicy) -> ServerConfig {
 
 /// Starts `handler` on `runtime`, on 127.0.0.1 and a free port.
 pub fn start<H: Handler>(runtime: Runtime, handler: H, options: ServerOptions) -> Running {
-    use jsontp::io_adapters::server::blocking::StdServer;
+    use jsontp_protocol::io_adapters::server::blocking::StdServer;
     match runtime {
         Runtime::Std => {
             let server = StdServer::bind("127.0.0.1:0", handler, options).expect("bind");
@@ -184,7 +184,7 @@ pub fn start<H: Handler>(runtime: Runtime, handler: H, options: ServerOptions) -
         }
         #[cfg(feature = "mio")]
         Runtime::Mio => {
-            use jsontp::io_adapters::server::mio::MioServer;
+            use jsontp_protocol::io_adapters::server::mio::MioServer;
             let server = MioServer::bind("127.0.0.1:0", handler, options).expect("bind");
             let (addr, handle) = (server.local_addr().expect("addr"), server.shutdown_handle());
             Running {
@@ -195,7 +195,7 @@ pub fn start<H: Handler>(runtime: Runtime, handler: H, options: ServerOptions) -
         }
         #[cfg(feature = "tokio")]
         Runtime::Tokio => {
-            let listener = jsontp::io_adapters::server::listen("127.0.0.1:0").expect("bind");
+            let listener = jsontp_protocol::io_adapters::server::listen("127.0.0.1:0").expect("bind");
             listener.set_nonblocking(true).expect("non-blocking");
             let addr = listener.local_addr().expect("addr");
             let stop = Arc::new(tokio::sync::Notify::new());
@@ -207,9 +207,14 @@ pub fn start<H: Handler>(runtime: Runtime, handler: H, options: ServerOptions) -
                     .build()?;
                 runtime.block_on(async move {
                     let listener = tokio::net::TcpListener::from_std(listener)?;
-                    jsontp::io_adapters::server::tokio::serve(listener, handler, options, async move {
-                        stopped.notified().await;
-                    })
+                    jsontp_protocol::io_adapters::server::tokio::serve(
+                        listener,
+                        handler,
+                        options,
+                        async move {
+                            stopped.notified().await;
+                        },
+                    )
                     .await
                 })
             });
@@ -344,11 +349,11 @@ pub fn each_pair(test: impl Fn(Runtime, ClientKind)) {
 /// its own).
 #[derive(Debug)]
 pub enum AnyClient {
-    Blocking(jsontp::io_adapters::client::blocking::Client),
+    Blocking(jsontp_protocol::io_adapters::client::blocking::Client),
     #[cfg(feature = "tokio")]
     Tokio(
         tokio::runtime::Runtime,
-        jsontp::io_adapters::client::tokio::Client,
+        jsontp_protocol::io_adapters::client::tokio::Client,
     ),
 }
 
@@ -361,7 +366,8 @@ impl AnyClient {
         let addr = addr.to_string();
         match kind {
             ClientKind::Blocking => {
-                jsontp::io_adapters::client::blocking::Client::connect(addr, options).map(AnyClient::Blocking)
+                jsontp_protocol::io_adapters::client::blocking::Client::connect(addr, options)
+                    .map(AnyClient::Blocking)
             }
             #[cfg(feature = "tokio")]
             ClientKind::Tokio => {
@@ -369,8 +375,9 @@ impl AnyClient {
                     .enable_all()
                     .build()
                     .expect("runtime");
-                let client =
-                    runtime.block_on(jsontp::io_adapters::client::tokio::Client::connect(addr, options))?;
+                let client = runtime.block_on(
+                    jsontp_protocol::io_adapters::client::tokio::Client::connect(addr, options),
+                )?;
                 Ok(AnyClient::Tokio(runtime, client))
             }
         }

@@ -4,134 +4,27 @@
 #![cfg(feature = "tls")]
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
-use jsontp::io_adapters::client::{Answer, ClientError};
-use jsontp::io_adapters::server::ServerOptions;
-use jsontp::io_adapters::tls::{ClientTls, ServerTls, TlsStream};
-use jsontp::machine::ServerConfig;
-use jsontp::message::{Method, Request};
-use rcgen::{
-    BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa, KeyPair,
-};
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use jsontp_protocol::io_adapters::client::{Answer, ClientError};
+use jsontp_protocol::io_adapters::server::ServerOptions;
+use jsontp_protocol::io_adapters::tls::{ClientTls, ServerTls, TlsStream};
+use jsontp_protocol::machine::ServerConfig;
+use jsontp_protocol::message::{Method, Request};
 
+use crate::pki::Pki;
 use crate::support::{
     AnyClient, CLIENTS, ClientKind, Echo, RUNTIMES, Runtime, api_request, get, options, quick, start,
 };
 
-/// A CA, a server certificate for `localhost` and 127.0.0.1, and a client
-/// certificate, all as PEM files in a directory of their own.
-struct Pki {
-    dir: PathBuf,
-}
-
-impl Pki {
-    fn new() -> Pki {
-        static COUNT: AtomicUsize = AtomicUsize::new(0);
-        let dir = std::env::temp_dir().join(format!(
-            "jsontp-tls-{}-{}",
-            std::process::id(),
-            COUNT.fetch_add(1, Ordering::SeqCst)
-        ));
-        std::fs::create_dir_all(&dir).expect("temp dir");
-        let ca_key = KeyPair::generate().expect("key");
-        let mut ca_params = CertificateParams::new(Vec::<String>::new()).expect("params");
-        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        // Names of their own: a leaf named like its issuer looks
-        // self-signed to OpenSSL.
-        ca_params.distinguished_name = name("jsontp test CA");
-        let ca = ca_params.self_signed(&ca_key).expect("CA");
-        let leaf = |names: Vec<String>, usage: ExtendedKeyUsagePurpose, stem: &str| {
-            let key = KeyPair::generate().expect("key");
-            let mut params = CertificateParams::new(names).expect("params");
-            params.extended_key_usages = vec![usage];
-            params.distinguished_name = name(stem);
-            let cert = params.signed_by(&key, &ca, &ca_key).expect("signed");
-            std::fs::write(dir.join(format!("{stem}.pem")), cert.pem()).expect("write");
-            std::fs::write(dir.join(format!("{stem}.key")), key.serialize_pem()).expect("write");
-        };
-        leaf(
-            vec!["localhost".into(), "127.0.0.1".into()],
-            ExtendedKeyUsagePurpose::ServerAuth,
-            "server",
-        );
-        leaf(
-            vec!["client".into()],
-            ExtendedKeyUsagePurpose::ClientAuth,
-            "client",
-        );
-        std::fs::write(dir.join("ca.pem"), ca.pem()).expect("write");
-        Pki { dir }
-    }
-
-    fn path(&self, name: &str) -> PathBuf {
-        self.dir.join(name)
-    }
-
-    fn server(&self, mutual: bool) -> ServerTls {
-        let ca = self.path("ca.pem");
-        ServerTls::from_pem_files(
-            &self.path("server.pem"),
-            &self.path("server.key"),
-            mutual.then_some(ca.as_path()),
-        )
-        .expect("server TLS")
-    }
-
-    fn client(&self) -> ClientTls {
-        ClientTls::from_ca_file(&self.path("ca.pem")).expect("client TLS")
-    }
-
-    /// The test CA, as rustls's trust roots.
-    fn roots(&self) -> rustls::RootCertStore {
-        let mut roots = rustls::RootCertStore::empty();
-        roots
-            .add(CertificateDer::from_pem_file(self.path("ca.pem")).expect("ca"))
-            .expect("root");
-        roots
-    }
-
-    /// A client that shows the client certificate.
-    fn client_with_cert(&self) -> ClientTls {
-        let roots = self.roots();
-        let chain = vec![CertificateDer::from_pem_file(self.path("client.pem")).expect("cert")];
-        let key = PrivateKeyDer::from_pem_file(self.path("client.key")).expect("key");
-        let mut config =
-            rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-                .with_safe_default_protocol_versions()
-                .expect("versions")
-                .with_root_certificates(roots)
-                .with_client_auth_cert(chain, key)
-                .expect("client cert");
-        config.alpn_protocols = vec![jsontp::io_adapters::tls::ALPN.to_vec()];
-        ClientTls::new(Arc::new(config))
-    }
-}
-
-fn name(common: &str) -> DistinguishedName {
-    let mut name = DistinguishedName::new();
-    name.push(DnType::CommonName, common);
-    name
-}
-
-impl Drop for Pki {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
 /// A TLS client of either kind.
 enum TlsClient {
-    Blocking(jsontp::io_adapters::client::blocking::Client<TlsStream<std::net::TcpStream>>),
+    Blocking(jsontp_protocol::io_adapters::client::blocking::Client<TlsStream<std::net::TcpStream>>),
     #[cfg(feature = "tokio")]
     Tokio(
         tokio::runtime::Runtime,
-        jsontp::io_adapters::client::tokio::Client<
-            jsontp::io_adapters::tls::TokioTlsStream<tokio::net::TcpStream>,
+        jsontp_protocol::io_adapters::client::tokio::Client<
+            jsontp_protocol::io_adapters::tls::TokioTlsStream<tokio::net::TcpStream>,
         >,
     ),
 }
@@ -139,10 +32,13 @@ enum TlsClient {
 impl TlsClient {
     fn connect(kind: ClientKind, addr: SocketAddr, tls: &ClientTls) -> Result<TlsClient, ClientError> {
         match kind {
-            ClientKind::Blocking => {
-                jsontp::io_adapters::client::blocking::Client::connect_tls(addr, "localhost", tls, quick())
-                    .map(TlsClient::Blocking)
-            }
+            ClientKind::Blocking => jsontp_protocol::io_adapters::client::blocking::Client::connect_tls(
+                addr,
+                "localhost",
+                tls,
+                quick(),
+            )
+            .map(TlsClient::Blocking),
             #[cfg(feature = "tokio")]
             ClientKind::Tokio => {
                 let runtime = tokio::runtime::Builder::new_current_thread()
@@ -150,8 +46,13 @@ impl TlsClient {
                     .build()
                     .expect("runtime");
                 let client = runtime.block_on(async {
-                    jsontp::io_adapters::client::tokio::Client::connect_tls(addr, "localhost", tls, quick())
-                        .await
+                    jsontp_protocol::io_adapters::client::tokio::Client::connect_tls(
+                        addr,
+                        "localhost",
+                        tls,
+                        quick(),
+                    )
+                    .await
                 })?;
                 Ok(TlsClient::Tokio(runtime, client))
             }
@@ -352,102 +253,6 @@ fn openssl_s_client_sees_the_alpn() {
     server.shutdown_and_join();
 }
 
-/// `jsontp get` with a `jsontps://` URL, as a user runs it.
-#[cfg(feature = "cli")]
-fn jsontp(args: &[&std::ffi::OsStr]) -> std::process::Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_jsontp"))
-        .args(args)
-        .stdin(std::process::Stdio::null())
-        .output()
-        .expect("run jsontp")
-}
-
-#[cfg(feature = "cli")]
-#[test]
-fn the_command_speaks_jsontps_and_names_a_tls_port() {
-    let pki = Pki::new();
-    let server = start(Runtime::Mio, Echo, tls_options(pki.server(false)));
-    let port = server.addr.port();
-    let url = format!("jsontps://localhost:{port}/cli");
-    let ca = pki.path("ca.pem");
-    let out = jsontp(&["get".as_ref(), "--cacert".as_ref(), ca.as_os_str(), url.as_ref()]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "echo /cli ");
-    // Another CA: refused, and said so.
-    let other = Pki::new();
-    let out = jsontp(&[
-        "get".as_ref(),
-        "--cacert".as_ref(),
-        other.path("ca.pem").as_os_str(),
-        url.as_ref(),
-    ]);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("certificate"));
-    // --insecure takes any certificate.
-    let out = jsontp(&["get".as_ref(), "--insecure".as_ref(), url.as_ref()]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    // A plaintext URL on the TLS port: told to use jsontps://.
-    let plain = format!("jsontp://localhost:{port}/cli");
-    let out = jsontp(&["get".as_ref(), plain.as_ref()]);
-    assert_eq!(out.status.code(), Some(2));
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("jsontps://"), "{stderr}");
-    server.shutdown_and_join();
-}
-
-/// `jsontp serve --tls-cert --tls-key --tls-client-ca`, the key given by
-/// `JSONTP_TLS_KEY`: serves TLS, and only to clients with a certificate.
-#[cfg(feature = "cli")]
-#[test]
-fn the_command_serves_mutual_tls_from_flags_and_env() {
-    use std::io::{BufRead, BufReader};
-
-    let pki = Pki::new();
-    let root = pki.path("root");
-    std::fs::create_dir_all(&root).expect("root");
-    std::fs::write(root.join("hello.txt"), "hello").expect("file");
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_jsontp"))
-        .args(["serve", "--quiet", "--addr", "127.0.0.1:0", "--root"])
-        .arg(&root)
-        .arg("--tls-cert")
-        .arg(pki.path("server.pem"))
-        .arg("--tls-client-ca")
-        .arg(pki.path("ca.pem"))
-        .env("JSONTP_TLS_KEY", pki.path("server.key"))
-        .stdin(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("start jsontp serve");
-    let mut banner = String::new();
-    let stderr = child.stderr.take().expect("stderr");
-    BufReader::new(stderr).read_line(&mut banner).expect("banner");
-    let outcome = std::panic::catch_unwind(|| {
-        let bound = banner
-            .trim()
-            .rsplit_once("jsontps://")
-            .unwrap_or_else(|| panic!("a jsontps:// address in {banner:?}"))
-            .1;
-        let addr: SocketAddr = bound.parse().expect("address");
-        let mut client =
-            TlsClient::connect(ClientKind::Blocking, addr, &pki.client_with_cert()).expect("mutual TLS");
-        let answer = client
-            .send_all(vec![get("/hello.txt")])
-            .remove(0)
-            .expect("answered");
-        assert_eq!(answer.response.body.content(), b"hello");
-        let refused = match TlsClient::connect(ClientKind::Blocking, addr, &pki.client()) {
-            Err(_) => true,
-            Ok(mut client) => client.send_all(vec![get("/hello.txt")]).remove(0).is_err(),
-        };
-        assert!(refused, "served a client without a certificate");
-    });
-    let _ = child.kill();
-    let _ = child.wait();
-    if let Err(panic) = outcome {
-        std::panic::resume_unwind(panic);
-    }
-}
-
 #[test]
 fn a_client_that_never_says_hello_does_not_hold_up_shutdown() {
     let pki = Pki::new();
@@ -517,7 +322,7 @@ fn a_slow_reader_that_keeps_taking_output_over_tls_is_not_closed() {
     use std::io::{Read, Write};
     use std::time::{Duration, Instant};
 
-    use jsontp::message::framing::{Scan, Scanner};
+    use jsontp_protocol::message::framing::{Scan, Scanner};
 
     use crate::hostile::{SLOW_ANSWER, Streamer, hostile_config, small_window};
     use crate::support::request;

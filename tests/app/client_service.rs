@@ -3,11 +3,11 @@
 
 use std::time::Duration;
 
-use jsontp::app::{Router, get};
-use jsontp::io_adapters::client::ClientOptions;
-use jsontp::io_adapters::client::tokio::ClientService;
-use jsontp::io_adapters::server::ServerOptions;
-use jsontp::message::{Method, Request, StatusCode};
+use jsontp_protocol::app::{Router, get};
+use jsontp_protocol::io_adapters::client::ClientOptions;
+use jsontp_protocol::io_adapters::client::tokio::ClientService;
+use jsontp_protocol::io_adapters::server::ServerOptions;
+use jsontp_protocol::message::{Method, Request, StatusCode};
 use tower::{Service, ServiceBuilder, ServiceExt};
 
 use crate::support::start_service;

@@ -1,9 +1,9 @@
 //! Extraction failures: the right status, and a `human-message` that
 //! names the key and what is wrong with it.
 
-use jsontp::app::{Authorization, Keys, Path, Query, Router, Text, get};
-use jsontp::io_adapters::server::ServerOptions;
-use jsontp::message::{Body, Cookies, Headers, Method, StatusCode};
+use jsontp_protocol::app::{Authorization, Keys, Path, Query, Router, Text, get};
+use jsontp_protocol::io_adapters::server::ServerOptions;
+use jsontp_protocol::message::{Body, Cookies, Headers, Method, StatusCode};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -63,7 +63,7 @@ fn router() -> Router {
         )
         .route(
             "/echo",
-            jsontp::app::post(|Text(text): Text, cookies: Cookies, headers: Headers| {
+            jsontp_protocol::app::post(|Text(text): Text, cookies: Cookies, headers: Headers| {
                 let session = cookies.get("session").unwrap_or("none").to_owned();
                 let typed = headers.content_type().map(|t| t.to_string()).unwrap_or_default();
                 format!("{text}/{session}/{typed}")
@@ -193,9 +193,11 @@ fn text_cookies_and_typed_headers_come_through() {
         let mut cookies = Cookies::new();
         cookies.set("session", "4f2a");
         let mut echo = request(Method::Post, "/echo", json!({}));
-        echo.headers = Headers::new()
-            .with_cookies(cookies)
-            .with_content_type("text/plain".parse::<jsontp::message::MediaType>().unwrap());
+        echo.headers = Headers::new().with_cookies(cookies).with_content_type(
+            "text/plain"
+                .parse::<jsontp_protocol::message::MediaType>()
+                .unwrap(),
+        );
         echo.body = Body::text("words");
         let answer = ask(server.addr, echo);
         assert_eq!(

@@ -11,8 +11,8 @@ use std::{
     time::Duration,
 };
 
-use jsontp::io_adapters::server::ServerOptions;
-use jsontp::message::{Method, Response, StatusCode};
+use jsontp_protocol::io_adapters::server::ServerOptions;
+use jsontp_protocol::message::{Method, Response, StatusCode};
 use serde_json::{Value, json};
 
 #[cfg(feature = "tower")]

@@ -5,11 +5,11 @@
 use std::io::Read;
 use std::sync::{Arc, Mutex};
 
-use jsontp::app::{Content, Keys, Path, Refusal, Router, State, get, on, post};
-use jsontp::io_adapters::client::ClientOptions;
-use jsontp::io_adapters::client::blocking::Client;
-use jsontp::io_adapters::server::{ServerOptions, SpoolOptions};
-use jsontp::message::{Body, Method, Request, StatusCode};
+use jsontp_protocol::app::{Content, Keys, Path, Refusal, Router, State, get, on, post};
+use jsontp_protocol::io_adapters::client::ClientOptions;
+use jsontp_protocol::io_adapters::client::blocking::Client;
+use jsontp_protocol::io_adapters::server::{ServerOptions, SpoolOptions};
+use jsontp_protocol::message::{Body, Method, Request, StatusCode};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
@@ -190,16 +190,16 @@ fn a_rest_before_the_end_is_a_mistake_found_at_once() {
 
 #[test]
 fn a_handshake_for_a_path_or_method_not_served_is_refused_before_the_content() {
-    use jsontp::io_adapters::server::Handler;
-    use jsontp::machine::{ContinuePolicy, ServerConfig};
-    use jsontp::message::Headers;
+    use jsontp_protocol::io_adapters::server::Handler;
+    use jsontp_protocol::machine::{ContinuePolicy, ServerConfig};
+    use jsontp_protocol::message::Headers;
 
     let config = ServerConfig {
         continue_policy: ContinuePolicy::Ask,
         ..ServerConfig::default()
     };
     // As a Handler (std, mio): the router answers the handshake itself.
-    let peer = jsontp::io_adapters::server::RequestInfo::new("127.0.0.1:1".parse().unwrap());
+    let peer = jsontp_protocol::io_adapters::server::RequestInfo::new("127.0.0.1:1".parse().unwrap());
     let head = |method, path: &str| Request::new(method, path.parse().unwrap());
     let refused = board()
         .check_continue(&head(Method::Put, "/nowhere"), &peer)

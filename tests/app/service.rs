@@ -6,9 +6,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use jsontp::app::{Keys, Path, Router, State, get};
-use jsontp::io_adapters::server::{Incoming, Reply, ServerOptions};
-use jsontp::message::{Method, Response, StatusCode};
+use jsontp_protocol::app::{Keys, Path, Router, State, get};
+use jsontp_protocol::io_adapters::server::{Incoming, Reply, ServerOptions};
+use jsontp_protocol::message::{Method, Response, StatusCode};
 use serde::Serialize;
 use serde_json::json;
 use tower::ServiceBuilder;

@@ -4,11 +4,11 @@ use std::net::SocketAddr;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use jsontp::app::Router;
-use jsontp::io_adapters::client::ClientOptions;
-use jsontp::io_adapters::client::blocking::Client;
-use jsontp::io_adapters::server::ServerOptions;
-use jsontp::message::{Method, Request, Response};
+use jsontp_protocol::app::Router;
+use jsontp_protocol::io_adapters::client::ClientOptions;
+use jsontp_protocol::io_adapters::client::blocking::Client;
+use jsontp_protocol::io_adapters::server::ServerOptions;
+use jsontp_protocol::message::{Method, Request, Response};
 use serde_json::Value;
 
 pub const LIMIT: Duration = Duration::from_secs(20);
@@ -94,7 +94,7 @@ impl Drop for Running {
 pub fn start(runtime: Runtime, router: Router, options: ServerOptions) -> Running {
     match runtime {
         Runtime::Std => {
-            use jsontp::io_adapters::server::blocking::StdServer;
+            use jsontp_protocol::io_adapters::server::blocking::StdServer;
             let server = StdServer::bind("127.0.0.1:0", router, options).expect("bind");
             let (addr, handle) = (server.local_addr().expect("addr"), server.shutdown_handle());
             Running {
@@ -105,7 +105,7 @@ pub fn start(runtime: Runtime, router: Router, options: ServerOptions) -> Runnin
         }
         #[cfg(feature = "mio")]
         Runtime::Mio => {
-            use jsontp::io_adapters::server::mio::MioServer;
+            use jsontp_protocol::io_adapters::server::mio::MioServer;
             let server = MioServer::bind("127.0.0.1:0", router, options).expect("bind");
             let (addr, handle) = (server.local_addr().expect("addr"), server.shutdown_handle());
             Running {
@@ -123,12 +123,12 @@ pub fn start(runtime: Runtime, router: Router, options: ServerOptions) -> Runnin
 #[cfg(feature = "tower")]
 pub fn start_service<S>(service: S, options: ServerOptions) -> Running
 where
-    S: tower::Service<jsontp::io_adapters::server::Incoming> + Clone + Send + 'static,
-    S::Response: Into<jsontp::io_adapters::server::Reply>,
+    S: tower::Service<jsontp_protocol::io_adapters::server::Incoming> + Clone + Send + 'static,
+    S::Response: Into<jsontp_protocol::io_adapters::server::Reply>,
     S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
     S::Future: Send,
 {
-    let listener = jsontp::io_adapters::server::listen("127.0.0.1:0").expect("bind");
+    let listener = jsontp_protocol::io_adapters::server::listen("127.0.0.1:0").expect("bind");
     listener.set_nonblocking(true).expect("non-blocking");
     let addr = listener.local_addr().expect("addr");
     let stop = std::sync::Arc::new(tokio::sync::Notify::new());
@@ -140,9 +140,14 @@ where
             .build()?;
         runtime.block_on(async move {
             let listener = tokio::net::TcpListener::from_std(listener)?;
-            jsontp::io_adapters::server::tokio::serve_service(listener, service, options, async move {
-                stopped.notified().await;
-            })
+            jsontp_protocol::io_adapters::server::tokio::serve_service(
+                listener,
+                service,
+                options,
+                async move {
+                    stopped.notified().await;
+                },
+            )
             .await
         })
     });

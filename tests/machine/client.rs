@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
-use jsontp::machine::{ClientConfig, ClientConnection, ClientEvent, PeerError};
-use jsontp::message::{Body, Forgiven, Headers, Method, Request, StatusCode, Validation};
+use jsontp_protocol::machine::{ClientConfig, ClientConnection, ClientEvent, PeerError};
+use jsontp_protocol::message::{Body, Forgiven, Headers, Method, Request, StatusCode, Validation};
 
 use crate::support::{Clock, Transcript, render_client, show, take_output};
 

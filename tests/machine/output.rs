@@ -6,10 +6,10 @@
 
 use std::time::Duration;
 
-use jsontp::machine::{
+use jsontp_protocol::machine::{
     ClientConfig, ClientConnection, PeerError, ServerConfig, ServerConnection, ServerEvent,
 };
-use jsontp::message::{Body, Method, Request, Response, Status, StatusCode};
+use jsontp_protocol::message::{Body, Method, Request, Response, Status, StatusCode};
 
 use crate::support::{App, Clock, Pair, render_client, render_server};
 

@@ -2,8 +2,8 @@
 //! requests and responses, with and without the 100-continue handshake
 //! (D10), pipelined (D2), with errors.
 
-use jsontp::machine::{ContinuePolicy, PeerError, ServerConfig, ServerEvent};
-use jsontp::message::{Body, Headers, Method, Request};
+use jsontp_protocol::machine::{ContinuePolicy, PeerError, ServerConfig, ServerEvent};
+use jsontp_protocol::message::{Body, Headers, Method, Request};
 
 use crate::support::{App, Pair};
 

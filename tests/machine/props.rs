@@ -6,11 +6,11 @@
 
 use std::time::Duration;
 
-use jsontp::machine::{
+use jsontp_protocol::machine::{
     ClientConfig, ClientConnection, ServerConfig, ServerConnection, ServerEvent, UsageError,
 };
-use jsontp::message::framing::scan;
-use jsontp::message::{Method, Request};
+use jsontp_protocol::message::framing::scan;
+use jsontp_protocol::message::{Method, Request};
 use proptest::prelude::*;
 
 use crate::support::{Clock, echo_response, render_client, render_server};

@@ -7,8 +7,8 @@
 
 use std::time::Duration;
 
-use jsontp::machine::{PeerError, ServerConfig, ServerConnection, ServerEvent};
-use jsontp::message::framing::{Scan, Scanner};
+use jsontp_protocol::machine::{PeerError, ServerConfig, ServerConnection, ServerEvent};
+use jsontp_protocol::message::framing::{Scan, Scanner};
 use proptest::prelude::*;
 
 use crate::props::{chunks, cuts};

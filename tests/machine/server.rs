@@ -4,10 +4,10 @@
 
 use std::time::Duration;
 
-use jsontp::machine::{
+use jsontp_protocol::machine::{
     ContinuePolicy, PeerError, RequestId, ServerConfig, ServerConnection, ServerEvent, UsageError,
 };
-use jsontp::message::{Response, Status, StatusCode};
+use jsontp_protocol::message::{Response, Status, StatusCode};
 
 use crate::support::{Clock, Transcript, echo_response, not_found, render_server, take_output};
 
@@ -29,7 +29,7 @@ struct Server {
     log: Transcript,
     app: App,
     /// Requests held by an `App::Hold` application.
-    held: Vec<(RequestId, jsontp::message::Request)>,
+    held: Vec<(RequestId, jsontp_protocol::message::Request)>,
     events: Vec<ServerEvent>,
     closed_noted: bool,
 }
@@ -515,7 +515,7 @@ fn usage_errors_are_typed() {
         Err(UsageError::UnknownRequest(id))
     );
     // Exchange 1 has had its 100 (AutoAccept): its full request is awaited.
-    let second = jsontp::machine::RequestId::from_index(1);
+    let second = jsontp_protocol::machine::RequestId::from_index(1);
     assert_eq!(
         s.conn.send_response(second, echo_response(&request), now),
         Err(UsageError::OutOfTurn(second))

@@ -5,13 +5,13 @@
 
 use std::time::Duration;
 
-use jsontp::machine::{
+use jsontp_protocol::machine::{
     ClientConfig, ClientConnection, ClientEvent, ContinuePolicy, Limits, Now, PeerError, RequestId,
     ServerConfig, ServerConnection, ServerEvent, UsageError,
 };
-use jsontp::message::Encoding;
-use jsontp::message::codec;
-use jsontp::message::{Body, Method, Request, Response, Status, StatusCode};
+use jsontp_protocol::message::Encoding;
+use jsontp_protocol::message::codec;
+use jsontp_protocol::message::{Body, Method, Request, Response, Status, StatusCode};
 
 use proptest::prelude::*;
 
@@ -325,7 +325,7 @@ fn content_first_put(path: &str, encoding: Encoding, text: &str) -> Vec<u8> {
 
 fn small_message_limit(max_message_bytes: usize) -> Limits {
     Limits {
-        message: jsontp::message::MessageLimits {
+        message: jsontp_protocol::message::MessageLimits {
             max_message_bytes,
             ..Default::default()
         },
@@ -1242,9 +1242,9 @@ fn json5_string_forms_decode_in_streamed_content_as_in_every_other_string() {
             format!("{{'encoding':'identity','content':'{written}'}}"),
         ] {
             let wire = put_with_body("/s", &body);
-            let parsed = jsontp::message::parse_request(
+            let parsed = jsontp_protocol::message::parse_request(
                 &wire,
-                jsontp::message::RequestContext::Fresh,
+                jsontp_protocol::message::RequestContext::Fresh,
                 &Default::default(),
             )
             .unwrap_or_else(|r| panic!("{body}: {}", r.message));
@@ -1263,9 +1263,9 @@ fn json5_string_faults_in_streamed_content_are_400_as_in_a_whole_message() {
         let (_, status, message, _) = rejection(&got);
         assert_eq!(status, 400, "{written:?}: {message}");
         assert!(
-            jsontp::message::parse_request(
+            jsontp_protocol::message::parse_request(
                 &wire,
-                jsontp::message::RequestContext::Fresh,
+                jsontp_protocol::message::RequestContext::Fresh,
                 &Default::default()
             )
             .is_err(),

@@ -4,11 +4,11 @@
 
 use std::time::{Duration, Instant};
 
-use jsontp::machine::{
+use jsontp_protocol::machine::{
     ClientConfig, ClientConnection, ClientEvent, Now, PeerError, RequestId, ServerConfig, ServerConnection,
     ServerEvent,
 };
-use jsontp::message::{Body, Date, Request, Response, Status, StatusCode};
+use jsontp_protocol::message::{Body, Date, Request, Response, Status, StatusCode};
 
 /// Simulated time: one real instant captured once, plus offsets; the wall
 /// clock moves with it, so `date` headers are deterministic.

@@ -3,7 +3,9 @@
 //! the right reason. The diagram generated from the table is a snapshot,
 //! which the table module's documentation includes.
 
-use jsontp::machine::table::{ExchangeState as S, Input as I, Role, TransitionError, diagram, transition};
+use jsontp_protocol::machine::table::{
+    ExchangeState as S, Input as I, Role, TransitionError, diagram, transition,
+};
 
 /// Every move the protocol allows (D10 for the handshake), by the role
 /// that sends the input.

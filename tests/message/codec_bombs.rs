@@ -18,8 +18,8 @@ use std::sync::Mutex;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use flate2::{Compress, Compression, Crc, FlushCompress};
-use jsontp::message::codec::{DecodeError, decode};
-use jsontp::message::{Encoding, MessageLimits};
+use jsontp_protocol::message::codec::{DecodeError, decode};
+use jsontp_protocol::message::{Encoding, MessageLimits};
 
 /// Counts live heap bytes and remembers the peak, per thread: the other
 /// tests of this binary allocate on their own threads meanwhile, and a

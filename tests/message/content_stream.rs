@@ -1,9 +1,9 @@
 //! The content codec in pieces (D19) against the whole-string codec: the
 //! same bytes whatever the split, the same refusals, bounded output.
 
-use jsontp::message::Encoding;
-use jsontp::message::codec::{self, DecodeError};
-use jsontp::message::{ContentDecoder, ContentEncoder};
+use jsontp_protocol::message::Encoding;
+use jsontp_protocol::message::codec::{self, DecodeError};
+use jsontp_protocol::message::{ContentDecoder, ContentEncoder};
 use proptest::prelude::*;
 
 /// The JSON text of `content` between its quotes, as serde_json writes it.

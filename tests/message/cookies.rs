@@ -1,6 +1,6 @@
 //! Cookies (D15): both forms, and a name given twice.
 
-use jsontp::message::{Cookies, MessageLimits, Validation, parse_response};
+use jsontp_protocol::message::{Cookies, MessageLimits, Validation, parse_response};
 use serde_json::json;
 
 use crate::sample_request::{code, header, ok, refused};
@@ -23,9 +23,9 @@ fn d15_a_name_given_twice_is_400_in_the_string_form() {
 fn d15_a_name_given_twice_is_400_in_the_object_form() {
     let text = r#"{"jsontp":"1.0","type":"request","resource":"/hello.txt","method":"GET",
         "headers":{"cookies":{"a":"1","a":"2"}},"body":{"content":"","encoding":"identity"}}"#;
-    let e = jsontp::message::parse_request(
+    let e = jsontp_protocol::message::parse_request(
         text.as_bytes(),
-        jsontp::message::RequestContext::Fresh,
+        jsontp_protocol::message::RequestContext::Fresh,
         &MessageLimits::default(),
     )
     .expect_err("a cookie named twice");
@@ -33,9 +33,9 @@ fn d15_a_name_given_twice_is_400_in_the_object_form() {
     // The same in JSON5 (D4), with the name once quoted and once not.
     let text = r#"{jsontp:'1.0',type:'request',resource:'/hello.txt',method:'GET',
         headers:{cookies:{a:'1','a':'2'}},body:{content:'',encoding:'identity'},}"#;
-    let e = jsontp::message::parse_request(
+    let e = jsontp_protocol::message::parse_request(
         text.as_bytes(),
-        jsontp::message::RequestContext::Fresh,
+        jsontp_protocol::message::RequestContext::Fresh,
         &MessageLimits::default(),
     )
     .expect_err("a cookie named twice");

@@ -3,8 +3,8 @@
 //! message ends (a disagreement would let one message be read as two), and
 //! what the parser makes of each framing fault.
 
-use jsontp::message::framing::{Fault, Scan, Scanner, scan};
-use jsontp::message::{Encoding, MessageLimits, RejectionKind, RequestContext, parse_request};
+use jsontp_protocol::message::framing::{Fault, Scan, Scanner, scan};
+use jsontp_protocol::message::{Encoding, MessageLimits, RejectionKind, RequestContext, parse_request};
 use proptest::prelude::*;
 
 use super::support::{ok, refused};

@@ -1,7 +1,7 @@
 //! Header values (D8): weights, empty lists, response-only names, null,
 //! the names themselves, and where their 400 stands (D5).
 
-use jsontp::message::{
+use jsontp_protocol::message::{
     Encoding, EncodingRange, HeaderName, Headers, LanguageRange, LanguageTag, Weight, Weighted,
 };
 use serde_json::{Value, json};
@@ -212,9 +212,11 @@ fn d8_builders_take_plain_or_weighted_entries() {
         Some(vec!["fr-FR".into(), "*;q=0".into()])
     );
     // Written and read back with the same meaning.
-    let request =
-        jsontp::message::Request::new(jsontp::message::Method::Get, "/x".parse().expect("resource"))
-            .with_headers(h.clone());
+    let request = jsontp_protocol::message::Request::new(
+        jsontp_protocol::message::Method::Get,
+        "/x".parse().expect("resource"),
+    )
+    .with_headers(h.clone());
     let text = String::from_utf8(request.to_bytes()).expect("UTF-8");
     assert!(text.contains(r#""accept-language":["fr-FR","*;q=0"]"#), "{text}");
     let back: Value = serde_json::from_str(&text).expect("JSON");

@@ -1,7 +1,7 @@
 //! The negotiation helpers on parsed requests (D5 level 5, D8, D17, D18).
 
-use jsontp::message::negotiate::{self, ContentKind};
-use jsontp::message::{Date, Encoding, LanguageTag, MediaType, Method};
+use jsontp_protocol::message::negotiate::{self, ContentKind};
+use jsontp_protocol::message::{Date, Encoding, LanguageTag, MediaType, Method};
 use serde_json::json;
 
 use crate::sample_request::{header, ok, with};

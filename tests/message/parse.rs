@@ -2,7 +2,7 @@
 //! field tables and every D-rule that concerns one message (D3-D10, D12,
 //! D13, D15, D16, D18), and the D5 precedence between them.
 
-use jsontp::message::{
+use jsontp_protocol::message::{
     Encoding, Forgiven, MessageLimits, Method, Rejection, RejectionKind, RequestContext, Response,
     StatusCode, Validation, parse_request, parse_response,
 };

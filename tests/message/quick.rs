@@ -3,7 +3,7 @@
 //! reads the common ones, and whatever it reads it frames and reads as the
 //! lexer and the parsers do (D1).
 
-use jsontp::message::oracles::{quick_reader_agrees, quick_reader_reads};
+use jsontp_protocol::message::oracles::{quick_reader_agrees, quick_reader_reads};
 use serde_json::Value;
 
 #[test]

@@ -2,7 +2,7 @@
 //! requests, as one snapshot: any change of what the server answers is seen
 //! in review (D5, D12).
 
-use jsontp::message::{MessageLimits, RequestContext, parse_request};
+use jsontp_protocol::message::{MessageLimits, RequestContext, parse_request};
 
 /// (what, message text). The messages are written out in full so that the
 /// snapshot shows exactly what went in.

@@ -1,6 +1,6 @@
 //! The `resource` field (D7): shapes, scheme, fragment, percent-decoding.
 
-use jsontp::message::Resource;
+use jsontp_protocol::message::Resource;
 use serde_json::json;
 
 use crate::sample_request::{ok, refused, with};

@@ -1,7 +1,7 @@
 //! Round trip: any valid request or response, serialized and parsed again,
 //! is the same message (D1, D8, D9, D12, D15, D16).
 
-use jsontp::message::{
+use jsontp_protocol::message::{
     Body, Cookies, Date, Encoding, Headers, LanguageRange, LanguageTag, MediaRange, MediaType, MessageLimits,
     Method, Request, RequestContext, Response, Status, StatusCode, Validation, Version, Weighted,
     parse_request, parse_response,

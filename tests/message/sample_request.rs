@@ -1,6 +1,6 @@
 //! A valid request as JSON to edit, and its parse.
 
-use jsontp::message::{MessageLimits, Rejection, Request, RequestContext, parse_request};
+use jsontp_protocol::message::{MessageLimits, Rejection, Request, RequestContext, parse_request};
 use serde_json::{Value, json};
 
 /// A valid GET of /hello.txt, as a JSON value to edit.

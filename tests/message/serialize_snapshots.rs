@@ -2,7 +2,7 @@
 //! `\n`, D12 field order and reason phrases), as snapshots: any change of
 //! wire output is seen in review.
 
-use jsontp::message::{
+use jsontp_protocol::message::{
     Body, Cookies, Date, Encoding, Headers, LanguageRange, LanguageTag, MediaRange, MediaType, Method,
     Request, Response, Status, StatusCode,
 };

@@ -1,6 +1,6 @@
 //! Status codes and the response shortcuts, from outside the crate.
 
-use jsontp::message::{Method, Response, Status, StatusCode};
+use jsontp_protocol::message::{Method, Response, Status, StatusCode};
 
 #[test]
 fn every_code_handlers_reach_for_has_a_constant() {

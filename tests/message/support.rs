@@ -2,7 +2,7 @@
 //! value to edit, and shorthands to parse it.
 #![allow(dead_code)]
 
-use jsontp::message::{MessageLimits, Rejection, Request, RequestContext, parse_request};
+use jsontp_protocol::message::{MessageLimits, Rejection, Request, RequestContext, parse_request};
 use serde_json::{Value, json};
 
 /// A valid GET of /hello.txt, as a JSON value to edit.

@@ -2,7 +2,7 @@
 //! parser: strict JSON and JSON5, what neither accepts, duplicate keys at
 //! every level, numbers JSON cannot carry, UTF-8 and lone surrogates.
 
-use jsontp::message::{MessageLimits, Method, RejectionKind, RequestContext, parse_request};
+use jsontp_protocol::message::{MessageLimits, Method, RejectionKind, RequestContext, parse_request};
 use serde_json::{Value, json};
 
 use super::support::{base, ok, parse, refused, with};

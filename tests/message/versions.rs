@@ -1,6 +1,6 @@
 //! The `jsontp` field (D6) and where its answers stand among the others (D5).
 
-use jsontp::message::Version;
+use jsontp_protocol::message::Version;
 use serde_json::json;
 
 use crate::sample_request::{code, header, ok, refused, with};

@@ -8,7 +8,7 @@
 use memchr::memmem;
 
 // The one place this tool names the crate's framing scanner.
-use jsontp::message::framing::{Scan, Scanner};
+use jsontp_protocol::message::framing::{Scan, Scanner};
 
 /// The protocol a server speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]

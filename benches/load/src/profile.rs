@@ -180,7 +180,7 @@ mod tests {
         \x20    7.53%     0.18%  [k] tcp_recvmsg\n\
         \x20    3.56%     0.12%  [k] __x64_sys_epoll_wait\n\
         \x20    2.50%     0.14%  [k] do_epoll_wait\n\
-        \x20    1.45%     1.45%  [.] jsontp::io_adapters::server::drive::Driver::step\n";
+        \x20    1.45%     1.45%  [.] jsontp_protocol::io_adapters::server::drive::Driver::step\n";
 
     #[test]
     fn reads_the_split_and_the_calls() {

@@ -1,9 +1,9 @@
 //! The blocking client: std only, one connection, requests in, answers out.
 //!
 //! ```no_run
-//! use jsontp::io_adapters::client::ClientOptions;
-//! use jsontp::io_adapters::client::blocking::Client;
-//! use jsontp::message::{Method, Request};
+//! use jsontp_protocol::io_adapters::client::ClientOptions;
+//! use jsontp_protocol::io_adapters::client::blocking::Client;
+//! use jsontp_protocol::message::{Method, Request};
 //!
 //! let mut client = Client::connect("127.0.0.1:8080", ClientOptions::default())?;
 //! let request = Request::new(Method::Get, "/hello.txt".parse()?);

@@ -5,9 +5,9 @@
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-//! use jsontp::io_adapters::client::ClientOptions;
-//! use jsontp::io_adapters::client::tokio::Client;
-//! use jsontp::message::{Method, Request};
+//! use jsontp_protocol::io_adapters::client::ClientOptions;
+//! use jsontp_protocol::io_adapters::client::tokio::Client;
+//! use jsontp_protocol::message::{Method, Request};
 //!
 //! let mut client = Client::connect("127.0.0.1:8080", ClientOptions::default()).await?;
 //! let answer = client.send(Request::new(Method::Get, "/hello.txt".parse()?)).await?;
@@ -288,9 +288,9 @@ async fn whole_content_to(
 /// ```no_run
 /// # async fn demo() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
 /// use std::time::Duration;
-/// use jsontp::io_adapters::client::ClientOptions;
-/// use jsontp::io_adapters::client::tokio::ClientService;
-/// use jsontp::message::{Method, Request};
+/// use jsontp_protocol::io_adapters::client::ClientOptions;
+/// use jsontp_protocol::io_adapters::client::tokio::ClientService;
+/// use jsontp_protocol::message::{Method, Request};
 /// use tower::{Service, ServiceBuilder, ServiceExt};
 ///
 /// let mut news = ServiceBuilder::new()

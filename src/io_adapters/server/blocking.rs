@@ -11,9 +11,9 @@
 //! For many thousands of connections the mio server costs less.
 //!
 //! ```no_run
-//! use jsontp::io_adapters::server::ServerOptions;
-//! use jsontp::io_adapters::server::blocking::StdServer;
-//! use jsontp::message::{Body, Request, Response, Status, StatusCode};
+//! use jsontp_protocol::io_adapters::server::ServerOptions;
+//! use jsontp_protocol::io_adapters::server::blocking::StdServer;
+//! use jsontp_protocol::message::{Body, Request, Response, Status, StatusCode};
 //!
 //! let hello = |request: &Request| {
 //!     Response::new(Status::new(StatusCode::OK, "hello"))

@@ -91,9 +91,9 @@ pub enum Step {
 /// ```no_run
 /// # #[cfg(feature = "mio")]
 /// # fn demo(mut stream: mio::net::TcpStream, peer: std::net::SocketAddr) {
-/// use jsontp::io_adapters::IoMode;
-/// use jsontp::io_adapters::server::{Driver, ServerOptions, Step};
-/// use jsontp::message::{Request, Response, Status, StatusCode};
+/// use jsontp_protocol::io_adapters::IoMode;
+/// use jsontp_protocol::io_adapters::server::{Driver, ServerOptions, Step};
+/// use jsontp_protocol::message::{Request, Response, Status, StatusCode};
 ///
 /// let handler = |_: &Request| Response::new(Status::new(StatusCode::OK, "fine"));
 /// let mut driver = Driver::new(peer, &ServerOptions::default(), IoMode::EdgeTriggered);

@@ -16,9 +16,9 @@
 //! others. Handlers run on the worker thread.
 //!
 //! ```no_run
-//! use jsontp::io_adapters::server::ServerOptions;
-//! use jsontp::io_adapters::server::mio::MioServer;
-//! use jsontp::message::{Body, Request, Response, Status, StatusCode};
+//! use jsontp_protocol::io_adapters::server::ServerOptions;
+//! use jsontp_protocol::io_adapters::server::mio::MioServer;
+//! use jsontp_protocol::message::{Body, Request, Response, Status, StatusCode};
 //!
 //! let hello = |request: &Request| {
 //!     Response::new(Status::new(StatusCode::OK, "hello"))

@@ -276,7 +276,7 @@ impl RequestInfo {
 }
 
 /// A complete, valid request as a server hands it to an application
-/// served as a service ([`jsontp::app::Router`](crate::app::Router), or any
+/// served as a service ([`jsontp_protocol::app::Router`](crate::app::Router), or any
 /// `tower::Service` on the tokio server): the request, its content when it
 /// was too large to hold in memory (then the body's own content is empty,
 /// D19), and what the server knows about it.
@@ -380,7 +380,7 @@ pub trait Handler: Send + Sync + 'static {
                 tracing::warn!(
                     bytes = upload.len(),
                     "large content reached a handler that cannot take it (413): implement \
-                     Handler::respond, or serve a jsontp::app::Router, whose handlers take it as Content"
+                     Handler::respond, or serve a jsontp_protocol::app::Router, whose handlers take it as Content"
                 );
                 Response::new(crate::message::Status::new(
                     StatusCode::PAYLOAD_TOO_LARGE,

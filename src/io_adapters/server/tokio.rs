@@ -55,9 +55,9 @@ const READ_CHUNK: usize = 16 * 1024;
 ///
 /// ```no_run
 /// # async fn demo() -> std::io::Result<()> {
-/// use jsontp::io_adapters::server::{ServerOptions, listen};
-/// use jsontp::io_adapters::server::tokio::serve;
-/// use jsontp::message::{Body, Request, Response, Status, StatusCode};
+/// use jsontp_protocol::io_adapters::server::{ServerOptions, listen};
+/// use jsontp_protocol::io_adapters::server::tokio::serve;
+/// use jsontp_protocol::message::{Body, Request, Response, Status, StatusCode};
 ///
 /// let listener = listen("127.0.0.1:8080")?;
 /// listener.set_nonblocking(true)?;
@@ -103,9 +103,9 @@ where
 /// ```no_run
 /// # async fn demo() -> std::io::Result<()> {
 /// use std::time::Duration;
-/// use jsontp::app::{Router, get};
-/// use jsontp::io_adapters::server::{ServerOptions, listen};
-/// use jsontp::io_adapters::server::tokio::serve_service;
+/// use jsontp_protocol::app::{Router, get};
+/// use jsontp_protocol::io_adapters::server::{ServerOptions, listen};
+/// use jsontp_protocol::io_adapters::server::tokio::serve_service;
 ///
 /// async fn hello() -> &'static str {
 ///     "hello"

@@ -20,7 +20,7 @@
 use std::io::{self, Read, Write};
 use std::net::SocketAddr;
 
-use jsontp::message::framing::{Scan, Scanner};
+use jsontp_protocol::message::framing::{Scan, Scanner};
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token};
 

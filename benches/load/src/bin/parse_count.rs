@@ -17,7 +17,7 @@
 use std::hint::black_box;
 use std::process::ExitCode;
 
-use jsontp::message::{MessageLimits, RequestContext, parse_request};
+use jsontp_protocol::message::{MessageLimits, RequestContext, parse_request};
 
 /// The typical request: a GET with the headers a browser-like client sends.
 pub const JSONTP: &[u8] = br#"{"jsontp":"1.0","type":"request","resource":"/hello.txt","method":"GET","headers":{"accept-encoding":["gzip","identity"],"accept-language":"en-US","if-modified-since":"2021-06-01T00:00:00Z+0000"},"body":{"content":"","encoding":"identity"}}"#;

@@ -16,11 +16,11 @@ use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use jsontp::io_adapters::Transport;
-use jsontp::io_adapters::client::blocking::Client;
-use jsontp::io_adapters::client::{ClientError, ClientOptions};
-use jsontp::io_adapters::tls::{ClientTls, HandshakeError, NotPinned};
-use jsontp::message::{Body, Encoding, Forgiven, Method, Request, Response, Validation};
+use jsontp_protocol::io_adapters::Transport;
+use jsontp_protocol::io_adapters::client::blocking::Client;
+use jsontp_protocol::io_adapters::client::{ClientError, ClientOptions};
+use jsontp_protocol::io_adapters::tls::{ClientTls, HandshakeError, NotPinned};
+use jsontp_protocol::message::{Body, Encoding, Forgiven, Method, Request, Response, Validation};
 use serde_json::Value;
 
 use super::output::{Destination, WriteOut, write_content};

@@ -5,7 +5,7 @@ use std::fs::File;
 use std::io::{self, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
-use jsontp::message::Response;
+use jsontp_protocol::message::Response;
 
 /// Where the content goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -185,7 +185,7 @@ impl WriteOut {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use jsontp::message::{Status, StatusCode};
+    use jsontp_protocol::message::{Status, StatusCode};
 
     fn response(code: u16, human: &str) -> Response {
         let code = StatusCode::from_u16(code).expect("a status code");

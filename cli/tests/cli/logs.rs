@@ -184,8 +184,8 @@ impl tracing::Subscriber for Captured {
 
 #[test]
 fn the_library_emits_events_to_a_subscriber() {
-    use jsontp::io_adapters::server::{ServerOptions, blocking};
-    use jsontp::message::{Request, Response, Status, StatusCode};
+    use jsontp_protocol::io_adapters::server::{ServerOptions, blocking};
+    use jsontp_protocol::message::{Request, Response, Status, StatusCode};
 
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
     let addr = listener.local_addr().expect("addr");
@@ -251,17 +251,17 @@ fn the_library_emits_events_to_a_subscriber() {
 #[derive(Clone, Default)]
 struct Records(Arc<Mutex<Vec<(u16, u64, bool)>>>);
 
-impl jsontp::io_adapters::server::Handler for Records {
+impl jsontp_protocol::io_adapters::server::Handler for Records {
     fn handle(
         &self,
-        _: &jsontp::message::Request,
-        _: &jsontp::io_adapters::server::RequestInfo,
-    ) -> jsontp::message::Response {
-        use jsontp::message::{Response, Status, StatusCode};
+        _: &jsontp_protocol::message::Request,
+        _: &jsontp_protocol::io_adapters::server::RequestInfo,
+    ) -> jsontp_protocol::message::Response {
+        use jsontp_protocol::message::{Response, Status, StatusCode};
         Response::new(Status::new(StatusCode::OK, "fine"))
     }
 
-    fn log_exchange(&self, record: &jsontp::io_adapters::server::AccessRecord<'_>) {
+    fn log_exchange(&self, record: &jsontp_protocol::io_adapters::server::AccessRecord<'_>) {
         let entry = (record.status.as_u16(), record.bytes_written, record.complete);
         self.0.lock().expect("not poisoned").push(entry);
     }
@@ -269,7 +269,7 @@ impl jsontp::io_adapters::server::Handler for Records {
 
 #[test]
 fn each_record_counts_the_bytes_of_its_own_response() {
-    use jsontp::io_adapters::server::{ServerOptions, blocking};
+    use jsontp_protocol::io_adapters::server::{ServerOptions, blocking};
 
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
     let addr = listener.local_addr().expect("addr");

@@ -5,11 +5,11 @@
 use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser, Subcommand};
-use jsontp::message::Method;
+use jsontp_protocol::message::Method;
 
-mod cli;
+mod commands;
 
-use cli::help;
+use commands::help;
 
 /// jsontp: a file server and a client for the jsontp protocol (JSON
 /// messages over TCP).
@@ -25,28 +25,28 @@ enum Command {
     /// Serve files from a folder (default: the current one) on
     /// 127.0.0.1:8080, read-only unless --writable.
     #[command(after_help = help::SERVE)]
-    Serve(cli::serve::Serve),
+    Serve(commands::serve::Serve),
     /// GET a resource and print its content.
     #[command(after_help = help::GET)]
-    Get(cli::client::RequestArgs),
+    Get(commands::client::RequestArgs),
     /// POST content to a resource and print the answer's content.
     #[command(after_help = help::POST)]
-    Post(cli::client::RequestArgs),
+    Post(commands::client::RequestArgs),
     /// PUT content to a resource (create or replace).
     #[command(after_help = help::PUT)]
-    Put(cli::client::RequestArgs),
+    Put(commands::client::RequestArgs),
     /// DELETE a resource.
     #[command(after_help = help::DELETE)]
-    Delete(cli::client::RequestArgs),
+    Delete(commands::client::RequestArgs),
     /// Ask which methods a resource allows.
     #[command(after_help = help::OPTIONS)]
-    Options(cli::client::RequestArgs),
+    Options(commands::client::RequestArgs),
     /// Write a shell completion script to stdout.
     #[command(after_help = help::COMPLETIONS)]
-    Completions(cli::generate::CompletionsArgs),
+    Completions(commands::generate::CompletionsArgs),
     /// Write a man page (roff) to stdout.
     #[command(after_help = help::MAN)]
-    Man(cli::generate::ManArgs),
+    Man(commands::generate::ManArgs),
 }
 
 fn main() -> ExitCode {

@@ -12,9 +12,9 @@ use clap::builder::{FalseyValueParser, NonEmptyStringValueParser};
 use clap::error::ErrorKind;
 use clap::parser::ValueSource;
 use clap::{ArgMatches, FromArgMatches};
-use jsontp::file_server::FileServer;
-use jsontp::machine::{ContinuePolicy, ServerConfig};
-use jsontp::message::{LanguageTag, Request, Response};
+use jsontp_cli::file_server::FileServer;
+use jsontp_protocol::machine::{ContinuePolicy, ServerConfig};
+use jsontp_protocol::message::{LanguageTag, Request, Response};
 
 pub use self::adapter::Exchange;
 use self::adapter::{Handler, Reply, RequestInfo, ServerTls, ShutdownHandle, Upload};
@@ -501,7 +501,7 @@ impl Serve {
         if leftovers > 0 {
             tracing::warn!(
                 removed = leftovers,
-                folder = %root.join(jsontp::file_server::SPOOL_FOLDER).display(),
+                folder = %root.join(jsontp_cli::file_server::SPOOL_FOLDER).display(),
                 "removed uploads left unfinished by an earlier version"
             );
         }
@@ -540,7 +540,7 @@ const OLD_UPLOAD_PREFIX: &str = ".jsontp-upload-";
 /// too once empty; anything else in it is left alone. Spooled files have
 /// no name now, so nothing of this server's is there. Says how many went.
 fn clear_old_spool(root: &Path) -> u64 {
-    let folder = root.join(jsontp::file_server::SPOOL_FOLDER);
+    let folder = root.join(jsontp_cli::file_server::SPOOL_FOLDER);
     // A folder of its own only: a symlink there is not followed.
     if !std::fs::symlink_metadata(&folder).is_ok_and(|m| m.is_dir()) {
         return 0;
@@ -566,11 +566,13 @@ fn clear_old_spool(root: &Path) -> u64 {
 /// with the adapters' layout: the server type, its options, its shutdown
 /// handle and the handler trait.
 mod adapter {
-    pub use jsontp::io_adapters::server::mio::{MioServer as Server, ShutdownHandle};
-    pub use jsontp::io_adapters::server::{AccessRecord as Exchange, Handler, Reply, RequestInfo, Upload};
-    use jsontp::io_adapters::server::{ServerOptions, SpoolOptions};
-    pub use jsontp::io_adapters::tls::ServerTls;
-    use jsontp::machine::ServerConfig;
+    pub use jsontp_protocol::io_adapters::server::mio::{MioServer as Server, ShutdownHandle};
+    pub use jsontp_protocol::io_adapters::server::{
+        AccessRecord as Exchange, Handler, Reply, RequestInfo, Upload,
+    };
+    use jsontp_protocol::io_adapters::server::{ServerOptions, SpoolOptions};
+    pub use jsontp_protocol::io_adapters::tls::ServerTls;
+    use jsontp_protocol::machine::ServerConfig;
 
     use super::{Limits, ListenAddr};
 

@@ -4,7 +4,7 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use jsontp::message::{
+use jsontp_protocol::message::{
     Body, Encoding, HeaderName, MessageLimits, Method, Request, RequestContext, parse_request,
 };
 use serde_json::{Map, Value};

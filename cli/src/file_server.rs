@@ -94,13 +94,13 @@ use steady::{Measure, Steady};
 #[derive(Debug, Clone)]
 enum Slot {}
 
-use crate::io_adapters::server::{Handler, Reply, RequestInfo, Upload};
+use jsontp_protocol::io_adapters::server::{Handler, Reply, RequestInfo, Upload};
 #[cfg(target_os = "linux")]
-use crate::message::codec;
-use crate::message::negotiate::{self, ContentKind};
-use crate::message::{
-    Body, Content, Date, Encoding, Headers, LanguageTag, MediaType, Method, Request, Response, Status,
-    StatusCode, ValueError,
+use jsontp_protocol::message::codec;
+use jsontp_protocol::message::negotiate::{self, ContentKind};
+use jsontp_protocol::message::{
+    Body, Date, Encoding, Headers, LanguageTag, MediaType, Method, Request, Response, Status, StatusCode,
+    ValueError,
 };
 
 /// A hidden folder at the root that no resource reaches and no listing
@@ -216,6 +216,29 @@ struct ListingEntry {
     modified: Option<String>,
     #[serde(rename = "is-folder")]
     is_folder: bool,
+}
+
+/// A file's bytes read whole: its own, or shared with the cache of small
+/// files and every answer that sends them.
+enum Content {
+    Owned(Vec<u8>),
+    Shared(Arc<[u8]>),
+}
+
+impl Content {
+    fn as_slice(&self) -> &[u8] {
+        match self {
+            Content::Owned(bytes) => bytes,
+            Content::Shared(bytes) => bytes,
+        }
+    }
+
+    fn into_shared(self) -> Arc<[u8]> {
+        match self {
+            Content::Owned(bytes) => Arc::from(bytes),
+            Content::Shared(bytes) => bytes,
+        }
+    }
 }
 
 /// A file that `GET`/`POST` return, as read in the checks.
@@ -814,7 +837,7 @@ impl FileServer {
                 let after = request
                     .resource
                     .query()
-                    .and_then(crate::message::form::parse_form)
+                    .and_then(jsontp_protocol::message::form::parse_form)
                     .and_then(|pairs| pairs.into_iter().find(|(k, _)| k == "after"))
                     .map(|(_, v)| v);
                 let page = self.list(&folder, after.as_deref()).map_err(failed)?;
@@ -904,10 +927,13 @@ impl FileServer {
                 cache.put_encoded(slot, encoding, &written);
                 written
             });
-            return Ok(Body::pre_encoded(content, encoding, written));
+            return Body::pre_encoded(content.into_shared(), encoding, written);
         }
         let _ = slot;
-        Body::checked(content, encoding)
+        match content {
+            Content::Owned(bytes) => Body::new(bytes, encoding),
+            Content::Shared(bytes) => Body::shared(bytes, encoding),
+        }
     }
 
     /// One page of a folder's listing: the first [`LISTING_PAGE`] entries

@@ -6,9 +6,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, SystemTime};
 
-use jsontp::file_server::FileServer;
-use jsontp::io_adapters::server::{Handler, RequestInfo};
-use jsontp::message::{
+use jsontp_cli::file_server::FileServer;
+use jsontp_protocol::io_adapters::server::{Handler, RequestInfo};
+use jsontp_protocol::message::{
     Body, Date, Encoding, EncodingRange, Headers, LanguageRange, LanguageTag, MediaRange, MediaType,
     MessageLimits, Method, Request, Response, Validation, Weight, Weighted, codec, parse_response,
 };
@@ -785,7 +785,7 @@ fn a_missing_root_is_an_error() {
 
 #[test]
 fn media_types_come_from_the_extension_table() {
-    use jsontp::file_server::media_type_of;
+    use jsontp_cli::file_server::media_type_of;
     for (path, expected) in [
         // The types every jsontp file server is expected to give.
         ("/hello.txt", "text/plain"),

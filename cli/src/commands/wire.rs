@@ -3,7 +3,7 @@
 
 use std::io::{self, Write};
 
-use jsontp::io_adapters::client::Direction;
+use jsontp_protocol::io_adapters::client::Direction;
 
 /// How much of the received bytes is kept: enough for the first bytes of
 /// another protocol's answer (a TLS record, an HTTP status line, an HTML

@@ -7,7 +7,12 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::thread;
 
-use crate::support::{jsontp, spawn_serve, stderr, stdout, temp_root};
+use jsontp_protocol::io_adapters::client::ClientOptions;
+use jsontp_protocol::io_adapters::client::blocking::Client;
+use jsontp_protocol::message::{Method, Request};
+
+use crate::pki::Pki;
+use crate::support::{jsontp, spawn_serve, spawn_serve_with_env, stderr, stdout, temp_root};
 
 /// A self-signed certificate for `localhost` with `CA:TRUE`, as
 /// `openssl req -x509` writes it, and its key: `(cert.pem, key.pem)`.
@@ -96,6 +101,11 @@ fn a_self_signed_certificate_given_with_cacert_is_trusted_for_its_names_only() {
     let insecure = jsontp(&["get", "-k", &url("localhost")]);
     assert_eq!(insecure.status.code(), Some(0), "{}", stderr(&insecure));
 
+    // A plaintext URL on the TLS port: told to use jsontps://.
+    let plain = jsontp(&["get", &format!("jsontp://localhost:{}/hello.txt", addr.port())]);
+    assert_eq!(plain.status.code(), Some(2));
+    assert!(stderr(&plain).contains("jsontps://"), "{}", stderr(&plain));
+
     // The operator hears of the refusals at the default log level.
     let (found, lines) = thread::scope(|scope| {
         let reader = scope.spawn(|| {
@@ -126,7 +136,7 @@ fn pin_of(cert: &Path) -> String {
     use rustls::pki_types::CertificateDer;
     use rustls::pki_types::pem::PemObject;
     let der = CertificateDer::from_pem_file(cert).expect("a PEM certificate");
-    let pin = jsontp::io_adapters::tls::public_key_pin(&der).expect("a key");
+    let pin = jsontp_protocol::io_adapters::tls::public_key_pin(&der).expect("a key");
     let ours = base64::engine::general_purpose::STANDARD.encode(pin);
     let openssl = Command::new("sh")
         .arg("-c")
@@ -195,4 +205,41 @@ fn pinnedpubkey_requires_the_servers_key_as_curl_does() {
     assert!(stderr(&out).contains("sha256//BASE64"), "{}", stderr(&out));
     let _ = std::fs::remove_dir_all(&root);
     let _ = std::fs::remove_dir_all(&keys);
+}
+
+/// `jsontp serve --tls-cert --tls-client-ca`, the key given by
+/// `JSONTP_TLS_KEY`: serves TLS, and only to clients with a certificate.
+#[test]
+fn the_command_serves_mutual_tls_from_flags_and_env() {
+    let pki = Pki::new();
+    let root = temp_root("tls-mutual");
+    std::fs::write(root.join("hello.txt"), "hello").expect("file");
+    let (cert, ca, key) = (pki.path("server.pem"), pki.path("ca.pem"), pki.path("server.key"));
+    let (_serve, addr, _log) = spawn_serve_with_env(
+        &root,
+        &[
+            "--quiet",
+            "--tls-cert",
+            &cert.to_string_lossy(),
+            "--tls-client-ca",
+            &ca.to_string_lossy(),
+        ],
+        &[("JSONTP_TLS_KEY", &key.to_string_lossy())],
+    );
+    let get = || Request::new(Method::Get, "/hello.txt".parse().expect("resource"));
+    let mut client = Client::connect_tls(
+        addr,
+        "localhost",
+        &pki.client_with_cert(),
+        ClientOptions::default(),
+    )
+    .expect("mutual TLS");
+    let answer = client.send(get()).expect("answered");
+    assert_eq!(answer.response.body.content(), b"hello");
+    let refused = match Client::connect_tls(addr, "localhost", &pki.client(), ClientOptions::default()) {
+        Err(_) => true,
+        Ok(mut client) => client.send(get()).is_err(),
+    };
+    assert!(refused, "served a client without a certificate");
+    let _ = std::fs::remove_dir_all(&root);
 }

@@ -7,19 +7,19 @@
 //! `JSONTP_SOAK_SECS` sets the length (a few seconds by default, as
 //! `cargo test` runs it); `scripts/soak.sh` runs the long form on a release
 //! build.
-#![cfg(all(target_os = "linux", feature = "mio"))]
+#![cfg(target_os = "linux")]
 
 use std::io::{BufRead, Write};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use jsontp::file_server::{FileServer, SPOOL_FOLDER};
-use jsontp::io_adapters::client::ClientOptions;
-use jsontp::io_adapters::client::blocking::Client;
-use jsontp::io_adapters::server::mio::MioServer;
-use jsontp::io_adapters::server::{ServerOptions, SpoolOptions};
-use jsontp::message::Encoding;
-use jsontp::message::{Body, Method, Request, StatusCode};
+use jsontp_cli::file_server::{FileServer, SPOOL_FOLDER};
+use jsontp_protocol::io_adapters::client::ClientOptions;
+use jsontp_protocol::io_adapters::client::blocking::Client;
+use jsontp_protocol::io_adapters::server::mio::MioServer;
+use jsontp_protocol::io_adapters::server::{ServerOptions, SpoolOptions};
+use jsontp_protocol::message::Encoding;
+use jsontp_protocol::message::{Body, Method, Request, StatusCode};
 
 const CHILD_ROOT: &str = "JSONTP_SOAK_CHILD_ROOT";
 

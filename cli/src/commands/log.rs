@@ -18,7 +18,7 @@ use std::io::IsTerminal;
 
 use tracing_subscriber::EnvFilter;
 
-use jsontp::io_adapters::server::AccessRecord as Exchange;
+use jsontp_protocol::io_adapters::server::AccessRecord as Exchange;
 
 /// The target of the access-log events: `RUST_LOG=jsontp::access=off`
 /// silences them, `warn,jsontp::access=info` is the default.

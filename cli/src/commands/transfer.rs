@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use jsontp::file_server::is_utf8_text;
-use jsontp::message::Encoding;
+use jsontp_cli::file_server::is_utf8_text;
+use jsontp_protocol::message::Encoding;
 use tempfile::NamedTempFile;
 
 use super::output::{Destination, is_binary};
@@ -38,7 +38,7 @@ impl Progress {
     pub fn new(total: Option<u64>, silent: bool) -> Progress {
         Progress {
             enabled: !silent && io::stderr().is_terminal(),
-            started: jsontp::io_adapters::now().instant,
+            started: jsontp_protocol::io_adapters::now().instant,
             total,
             done: 0,
             bar: None,

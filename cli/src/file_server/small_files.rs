@@ -32,7 +32,7 @@ use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use crate::message::{Date, Encoding, MediaType};
+use jsontp_protocol::message::{Date, Encoding, MediaType};
 
 /// One version of one regular file, as `stat` describes it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
