@@ -311,6 +311,19 @@ impl ClientConnection {
         self.core.is_closed()
     }
 
+    /// Where exchange `id` stands in the [transition table](super::table),
+    /// as h11 tells a connection's states: `AwaitingResponse` once the
+    /// request is out, `AwaitingContinue` while a handshake waits for its
+    /// `100` (D10), `SendingRequestContent` while streamed content goes out
+    /// (D19). `None` once its final response is read, and for an id this
+    /// connection never gave.
+    pub fn exchange_state(&self, id: RequestId) -> Option<ExchangeState> {
+        self.exchanges
+            .iter()
+            .find(|outgoing| outgoing.id == Some(id))
+            .map(|outgoing| outgoing.exchange.state())
+    }
+
     // -- writing -----------------------------------------------------------
 
     /// Writes every request that may go out now: those queued up to the

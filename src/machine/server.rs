@@ -412,6 +412,20 @@ impl ServerConnection {
         self.awaited().is_some() && !self.core.holds_input()
     }
 
+    /// Where exchange `id` stands in the [transition table](super::table),
+    /// as h11 tells a connection's states: `AwaitingResponse` once its
+    /// request is read, `AwaitingContinue` or `SendingFullRequest` during a
+    /// handshake (D10), `SendingResponseContent` while a streamed answer
+    /// goes out (D19), `Done` for an answer given and waiting its turn
+    /// (D2). `None` once its final response is wholly queued, and for an
+    /// id this connection never gave.
+    pub fn exchange_state(&self, id: RequestId) -> Option<ExchangeState> {
+        self.slots
+            .iter()
+            .find(|slot| slot.id == id)
+            .map(|slot| slot.exchange.state())
+    }
+
     /// Whether nothing is under way: no part of a request received, no
     /// exchange open (read, decided or answered but not written), no event
     /// waiting to be taken and no output pending. A server shutting down

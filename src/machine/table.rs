@@ -8,7 +8,12 @@
 //! role-blind: it is keyed by the [`Role`] of the side that *sends* the
 //! input, so a server checks the client's requests and its own responses
 //! with the same function a client uses to check its own requests and the
-//! server's responses.
+//! server's responses. A connection tells where each of its exchanges
+//! stands: [`ServerConnection::exchange_state`] and
+//! [`ClientConnection::exchange_state`].
+//!
+//! [`ServerConnection::exchange_state`]: super::ServerConnection::exchange_state
+//! [`ClientConnection::exchange_state`]: super::ClientConnection::exchange_state
 //!
 //! The connections move their exchanges only through [`transition`], and
 //! use every answer: a move the table refuses is a

@@ -362,3 +362,17 @@ fn a_100_to_a_plain_request_is_unexpected() {
     );
     assert_eq!(drain(&mut conn, &clock), ["response #0 200 \"/a\" \"hi\""]);
 }
+
+#[test]
+fn an_exchange_state_follows_the_table_until_its_response_is_read() {
+    use jsontp_protocol::machine::table::ExchangeState;
+    let (mut conn, clock) = client();
+    let id = conn.send_request(get("/a"), clock.now()).unwrap();
+    assert_eq!(conn.exchange_state(id), Some(ExchangeState::AwaitingResponse));
+    conn.receive_data(
+        response_bytes("/a", DATE_AND_LANGUAGE, "identity").as_bytes(),
+        clock.now(),
+    );
+    assert_eq!(drain(&mut conn, &clock), ["response #0 200 \"/a\" \"hi\""]);
+    assert_eq!(conn.exchange_state(id), None, "answered");
+}

@@ -686,3 +686,26 @@ fn is_idle_says_when_nothing_is_under_way() {
     s.send(put_expecting_continue("/up.txt").as_bytes());
     assert!(!s.conn.is_idle(), "a handshake whose full request is awaited");
 }
+
+#[test]
+fn an_exchange_state_follows_the_table_until_its_answer_is_queued() {
+    use jsontp_protocol::machine::table::ExchangeState;
+    let clock = Clock::new();
+    let mut conn = ServerConnection::new(ServerConfig::default(), clock.now());
+    conn.receive_data(
+        br#"{"jsontp":"1.0","type":"request","resource":"/a","method":"GET","headers":{},"body":{"content":"","encoding":"identity"}}"#,
+        clock.now(),
+    );
+    let Some(ServerEvent::Request { id, request }) = conn.next_event(clock.now()) else {
+        panic!("a request");
+    };
+    assert_eq!(conn.exchange_state(id), Some(ExchangeState::AwaitingResponse));
+    assert_eq!(conn.exchange_state(RequestId::from_index(7)), None, "never given");
+    conn.send_response(id, echo_response(&request), clock.now())
+        .unwrap();
+    assert_eq!(
+        conn.exchange_state(id),
+        None,
+        "queued whole: done for the machine"
+    );
+}
