@@ -143,27 +143,24 @@ impl Effort {
     /// The most of the content looked at.
     const MAX_SAMPLE: usize = 4096;
 
-    /// Judges a content by its first bytes: bytes whose values are about
-    /// as evenly spread as random ones cannot be compressed by counting
-    /// them, and are stored; other bytes that are not UTF-8 text get a
-    /// fast level. The measure is the chance that two bytes drawn from the
-    /// sample are equal: 1/256 for random bytes, many times that for text
-    /// or machine code. Up to 1.5/256 (an entropy of about 7.4 bits a
-    /// byte, where JPEG and deflate output sit) counts as random.
+    /// Judges a content by its first bytes. Bytes that neither count nor
+    /// repeat better than random ones are stored; other bytes that are not
+    /// UTF-8 text get a fast level.
+    ///
+    /// Counting: the chance that two bytes drawn from the sample are equal
+    /// is 1/256 for random bytes and many times that for text or machine
+    /// code; up to 1.5/256 (an entropy of about 7.4 bits a byte, where JPEG
+    /// and deflate output sit) counts as random. Repeating: a pattern of
+    /// evenly spread bytes (a table, a repeated block) counts as random but
+    /// compresses to almost nothing; the places where four bytes repeat
+    /// four bytes seen before, found as a fast compressor finds them (a
+    /// hash of each four), tell it apart. Random bytes have almost none.
     pub(super) fn judge(content: &[u8]) -> Effort {
         if content.len() < Self::MIN_SAMPLE {
             return Effort::Balanced;
         }
         let sample = &content[..content.len().min(Self::MAX_SAMPLE)];
-        let mut counts = [0u32; 256];
-        for &byte in sample {
-            counts[usize::from(byte)] += 1;
-        }
-        let n = sample.len() as u64;
-        // Pairs of equal bytes, the pair of a byte with itself included:
-        // about n + n²/256 for random bytes.
-        let pairs: u64 = counts.iter().map(|&c| u64::from(c) * u64::from(c)).sum();
-        if pairs * 256 * 2 <= 3 * n * n + 2 * 256 * n {
+        if spread_evenly(sample) && !repeats(sample) {
             return Effort::Store;
         }
         match std::str::from_utf8(sample) {
@@ -183,6 +180,40 @@ impl Effort {
             Effort::Balanced => Compression::default(),
         }
     }
+}
+
+/// Whether the byte values of `sample` are about as evenly spread as
+/// random bytes' ([`Effort::judge`]).
+fn spread_evenly(sample: &[u8]) -> bool {
+    let mut counts = [0u32; 256];
+    for &byte in sample {
+        counts[usize::from(byte)] += 1;
+    }
+    let n = sample.len() as u64;
+    // Pairs of equal bytes, the pair of a byte with itself included: about
+    // n + n²/256 for random bytes.
+    let pairs: u64 = counts.iter().map(|&c| u64::from(c) * u64::from(c)).sum();
+    pairs * 256 * 2 <= 3 * n * n + 2 * 256 * n
+}
+
+/// Whether one place in sixteen or more of `sample` starts four bytes that
+/// came before ([`Effort::judge`]): each four is hashed into a table of
+/// where it was last seen, as a fast compressor looks for matches.
+fn repeats(sample: &[u8]) -> bool {
+    const BITS: u32 = 12;
+    let mut last = [0u16; 1 << BITS];
+    let mut found = 0usize;
+    for (at, four) in sample.windows(4).enumerate() {
+        let word = u32::from_le_bytes([four[0], four[1], four[2], four[3]]);
+        let slot = (word.wrapping_mul(0x9E37_79B1) >> (32 - BITS)) as usize;
+        // Positions are kept plus one, so that zero means none.
+        let before = usize::from(last[slot]);
+        if before > 0 && sample[before - 1..before + 3] == *four {
+            found += 1;
+        }
+        last[slot] = (at + 1) as u16;
+    }
+    found * 16 >= sample.len()
 }
 
 /// The Brotli encoder of every `br` content this crate writes, whole or
@@ -436,6 +467,12 @@ mod tests {
             .map(|i| if i % 4 == 0 { (i / 4) as u8 } else { 0 })
             .collect();
         assert_eq!(Effort::judge(&binary), Effort::Fast);
+        // Evenly spread but repeating (a table, a pattern): worth compressing.
+        let pattern: Vec<u8> = (0..8192u32).map(|i| (i.wrapping_mul(31) ^ 7) as u8).collect();
+        assert_eq!(Effort::judge(&pattern), Effort::Fast);
+        let mut twice = random(2048);
+        twice.extend_from_within(..);
+        assert_eq!(Effort::judge(&twice), Effort::Fast);
         // Random bytes with a third of them zero are still worth compressing.
         let mut skewed = random(8192);
         skewed.iter_mut().step_by(3).for_each(|b| *b = 0);
