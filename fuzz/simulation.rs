@@ -1057,7 +1057,7 @@ impl Responses {
     fn scan(&mut self, out: &[u8], client: &mut Client, read_before: u64) -> Result<(), String> {
         loop {
             let from = self.searched.max(self.scanned);
-            let Some(nl) = out[from..].iter().position(|&b| b == b'\n') else {
+            let Some(nl) = memchr::memchr(b'\n', &out[from..]) else {
                 self.searched = out.len();
                 break;
             };

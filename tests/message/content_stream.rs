@@ -222,6 +222,14 @@ fn streamed_random_bytes_go_out_stored_and_text_compressed() {
         );
         let back = decode_in_pieces(encoding, &out, &[], usize::MAX, usize::MAX).unwrap();
         assert!(back == random, "{encoding}");
+        // In small pieces too: the first half KiB is held to judge by.
+        let small = encode_in_pieces(encoding, &random, 100);
+        assert!(
+            small.len() <= random.len() / 3 * 4 + random.len() / 200,
+            "{encoding}: {}",
+            small.len()
+        );
+        assert!(decode_in_pieces(encoding, &small, &[], usize::MAX, usize::MAX).unwrap() == random);
         // The first piece judges the whole stream: text still compresses.
         let out = encode_in_pieces(encoding, text.as_bytes(), 16 * 1024);
         assert!(out.len() < text.len() / 20, "{encoding}: {}", out.len());

@@ -13,6 +13,7 @@ use flate2::bufread::GzDecoder;
 use flate2::write::{GzEncoder, ZlibEncoder};
 use flate2::{Compression, Decompress, FlushDecompress, Status};
 
+use super::stored::Stored;
 use crate::message::{Encoding, ValueError};
 
 /// Why `content` could not be decoded.
@@ -94,6 +95,13 @@ pub fn encode(bytes: &[u8], encoding: Encoding) -> String {
     let effort = Effort::judge(bytes);
     let compressed = match encoding {
         Encoding::Identity => return String::from_utf8_lossy(bytes).into_owned(),
+        Encoding::Gzip | Encoding::Deflate if effort == Effort::Store => {
+            let mut stored = Stored::new(encoding);
+            let mut out = Vec::with_capacity(bytes.len() + bytes.len() / 8192 + 32);
+            stored.write(bytes, &mut out);
+            stored.finish(&mut out);
+            out
+        }
         Encoding::Gzip => {
             let mut encoder = GzEncoder::new(Vec::with_capacity(bytes.len() / 2 + 64), effort.flate_level());
             write_to_vec(&mut encoder, bytes);
@@ -139,7 +147,7 @@ pub(super) enum Effort {
 impl Effort {
     /// What a sample of at least this many bytes is needed to tell; less
     /// is compressed as text would be.
-    const MIN_SAMPLE: usize = 512;
+    pub(super) const MIN_SAMPLE: usize = 512;
     /// The most of the content looked at.
     const MAX_SAMPLE: usize = 4096;
 
@@ -171,8 +179,8 @@ impl Effort {
         }
     }
 
-    /// The gzip and deflate level: stored blocks, zlib's fastest, or its
-    /// default.
+    /// The gzip and deflate level: none (stored blocks, which `Stored`
+    /// writes without a compressor), zlib's fastest, or its default.
     pub(super) fn flate_level(self) -> Compression {
         match self {
             Effort::Store => Compression::none(),

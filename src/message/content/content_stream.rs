@@ -27,6 +27,7 @@ use brotli::{BrotliDecompressStream, BrotliResult, BrotliState};
 use flate2::write::{GzEncoder, ZlibEncoder};
 use flate2::{Crc, Decompress, FlushDecompress, Status};
 
+use super::stored::Stored;
 use crate::message::Encoding;
 use crate::message::ValueError;
 use crate::message::codec::{CHUNK, DecodeError, Effort, VEC_WRITE, brotli_writer};
@@ -816,9 +817,10 @@ impl fmt::Debug for ContentEncoder {
 enum Stage {
     /// Identity: escaping text.
     Text,
-    /// A compressed encoding before its first bytes, which choose how hard
-    /// the compressor works.
-    Unstarted,
+    /// A compressed encoding before enough of its first bytes to choose
+    /// how hard the compressor works: those that came, held (fewer than
+    /// [`Effort::MIN_SAMPLE`]).
+    Unstarted(Vec<u8>),
     /// Compressing, into a `Vec` drained after every piece.
     Compressing(Compress),
     /// The content ended and its text is out.
@@ -827,6 +829,9 @@ enum Stage {
 
 /// The compressors.
 enum Compress {
+    /// gzip or zlib framing around stored blocks: bytes that do not
+    /// compress.
+    Stored(Stored),
     Gzip(GzEncoder<Vec<u8>>),
     Zlib(ZlibEncoder<Vec<u8>>),
     Brotli(Box<brotli::CompressorWriter<Vec<u8>>>),
@@ -839,7 +844,7 @@ impl ContentEncoder {
             encoding,
             stage: match encoding {
                 Encoding::Identity => Stage::Text,
-                _ => Stage::Unstarted,
+                _ => Stage::Unstarted(Vec::new()),
             },
             carry: Vec::new(),
             taken: 0,
@@ -852,28 +857,52 @@ impl ContentEncoder {
     }
 
     /// Encodes the next piece of content and appends the string text it
-    /// makes (JSON-escaped, without quotes) to `out`. The first piece that
-    /// is not empty sets how hard a compressed encoding works
-    /// ([`codec::encode`](crate::message::codec::encode) says how).
+    /// makes (JSON-escaped, without quotes) to `out`. The first bytes of a
+    /// compressed encoding (half a KiB at least, held until they come) set
+    /// how hard it works ([`codec::encode`](crate::message::codec::encode)
+    /// says how).
     pub fn encode(&mut self, bytes: &[u8], out: &mut Vec<u8>) -> Result<(), EncodeError> {
-        if matches!(self.stage, Stage::Unstarted) && !bytes.is_empty() {
-            self.stage = Stage::Compressing(Compress::new(self.encoding, Effort::judge(bytes)));
-        }
         let result = match &mut self.stage {
             Stage::Text => self.text(bytes, out),
+            Stage::Finished => Ok(()),
             Stage::Compressing(compress) => {
                 let compressed = compress.write(bytes);
                 base64_append(&mut self.carry, &compressed, out, false);
                 Ok(())
             }
-            Stage::Unstarted | Stage::Finished => Ok(()),
+            Stage::Unstarted(held) if held.is_empty() && bytes.len() >= Effort::MIN_SAMPLE => {
+                self.start(bytes, out);
+                Ok(())
+            }
+            Stage::Unstarted(held) => {
+                held.extend_from_slice(bytes);
+                if held.len() >= Effort::MIN_SAMPLE {
+                    let held = std::mem::take(held);
+                    self.start(&held, out);
+                }
+                Ok(())
+            }
         };
         self.taken += bytes.len() as u64;
         result
     }
 
+    /// Chooses the compressor by the content's first bytes, `first`, and
+    /// compresses them.
+    fn start(&mut self, first: &[u8], out: &mut Vec<u8>) {
+        let mut compress = Compress::new(self.encoding, Effort::judge(first));
+        let compressed = compress.write(first);
+        base64_append(&mut self.carry, &compressed, out, false);
+        self.stage = Stage::Compressing(compress);
+    }
+
     /// The content ended: appends the rest of the text to `out`.
     pub fn finish(&mut self, out: &mut Vec<u8>) -> Result<(), EncodeError> {
+        if let Stage::Unstarted(held) = &mut self.stage {
+            // Less than a sample came: chosen by what there is.
+            let held = std::mem::take(held);
+            self.start(&held, out);
+        }
         let compress = match std::mem::replace(&mut self.stage, Stage::Finished) {
             Stage::Text if !self.carry.is_empty() => {
                 self.stage = Stage::Text;
@@ -881,8 +910,7 @@ impl ContentEncoder {
                     valid_up_to: self.taken - self.carry.len() as u64,
                 });
             }
-            Stage::Text | Stage::Finished => return Ok(()),
-            Stage::Unstarted => Compress::new(self.encoding, Effort::Balanced),
+            Stage::Text | Stage::Unstarted(_) | Stage::Finished => return Ok(()),
             Stage::Compressing(compress) => compress,
         };
         let rest = compress.finish();
@@ -937,6 +965,9 @@ impl ContentEncoder {
 impl Compress {
     fn new(encoding: Encoding, effort: Effort) -> Compress {
         match encoding {
+            Encoding::Gzip | Encoding::Deflate if effort == Effort::Store => {
+                Compress::Stored(Stored::new(encoding))
+            }
             Encoding::Gzip => Compress::Gzip(GzEncoder::new(Vec::new(), effort.flate_level())),
             Encoding::Deflate => Compress::Zlib(ZlibEncoder::new(Vec::new(), effort.flate_level())),
             // Streamed content's length is not known ahead.
@@ -948,6 +979,11 @@ impl Compress {
 
     fn write(&mut self, bytes: &[u8]) -> Vec<u8> {
         match self {
+            Compress::Stored(s) => {
+                let mut out = Vec::new();
+                s.write(bytes, &mut out);
+                out
+            }
             Compress::Gzip(e) => {
                 e.write_all(bytes).expect(VEC_WRITE);
                 std::mem::take(e.get_mut())
@@ -965,6 +1001,11 @@ impl Compress {
 
     fn finish(self) -> Vec<u8> {
         match self {
+            Compress::Stored(s) => {
+                let mut out = Vec::new();
+                s.finish(&mut out);
+                out
+            }
             Compress::Gzip(e) => e.finish().expect(VEC_WRITE),
             Compress::Zlib(e) => e.finish().expect(VEC_WRITE),
             Compress::Brotli(e) => e.into_inner(),

@@ -4,3 +4,4 @@
 pub mod codec;
 pub(crate) mod content_stream;
 pub(crate) mod encoding;
+mod stored;
