@@ -412,41 +412,55 @@ struct Base64 {
 
 impl Base64 {
     fn decode(&mut self, mut chars: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
-        if self.filled == 0 && self.padding == 0 && !self.closed {
+        // A group begun in an earlier piece is finished a character at a
+        // time; then whole groups go in bulk, and what is left one by one.
+        while self.filled != 0
+            && let Some((&c, rest)) = chars.split_first()
+        {
+            self.push(c, out)?;
+            chars = rest;
+        }
+        if self.padding == 0 && !self.closed {
             chars = self.decode_whole_groups(chars, out);
         }
         for &c in chars {
-            let at = self.offset;
-            self.offset += 1;
-            if self.closed {
+            self.push(c, out)?;
+        }
+        Ok(())
+    }
+
+    /// Takes one character.
+    fn push(&mut self, c: u8, out: &mut Vec<u8>) -> Result<(), String> {
+        let at = self.offset;
+        self.offset += 1;
+        if self.closed {
+            return Err(format!(
+                "is not valid base64 (byte 0x{c:02X} at offset {at} follows the padding)"
+            ));
+        }
+        if c == b'=' {
+            if self.filled < 2 {
+                return Err(format!("is not valid base64 (padding at offset {at})"));
+            }
+            self.padding += 1;
+            self.group[self.filled] = 0;
+            self.filled += 1;
+        } else {
+            if self.padding > 0 {
                 return Err(format!(
                     "is not valid base64 (byte 0x{c:02X} at offset {at} follows the padding)"
                 ));
             }
-            if c == b'=' {
-                if self.filled < 2 {
-                    return Err(format!("is not valid base64 (padding at offset {at})"));
-                }
-                self.padding += 1;
-                self.group[self.filled] = 0;
-                self.filled += 1;
-            } else {
-                if self.padding > 0 {
-                    return Err(format!(
-                        "is not valid base64 (byte 0x{c:02X} at offset {at} follows the padding)"
-                    ));
-                }
-                let Some(value) = sextet(c) else {
-                    return Err(format!(
-                        "is not valid base64 (invalid byte 0x{c:02X} at offset {at})"
-                    ));
-                };
-                self.group[self.filled] = value;
-                self.filled += 1;
-            }
-            if self.filled == 4 {
-                self.flush_group(out)?;
-            }
+            let Some(value) = sextet(c) else {
+                return Err(format!(
+                    "is not valid base64 (invalid byte 0x{c:02X} at offset {at})"
+                ));
+            };
+            self.group[self.filled] = value;
+            self.filled += 1;
+        }
+        if self.filled == 4 {
+            self.flush_group(out)?;
         }
         Ok(())
     }
