@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Large transfers (D19): `jsontp get/put` against `jsontp serve` for one
-# file of SIZE (default 1 GiB), beside `cat FILE > /dev/null` (the physical
-# anchor) and curl against nginx for the same file over HTTP (the peer
-# anchor), in one run, with the peak resident memory (VmHWM) of the server
+# Large transfers (D19): `jsontp get/put` against `jsontp serve` for a
+# text file and a file of random bytes of SIZE each (default 1 GiB),
+# beside `cat FILE > /dev/null` (the physical anchor) and curl against
+# nginx (`sendfile on`, as deployed) for the same files over HTTP (the
+# peer anchor), in one run, with the peak resident memory (VmHWM) of the server
 # and the client. Writes a Markdown table into BENCHMARKS.md between
 # `<!-- transfer:begin -->` and `<!-- transfer:end -->`.
 #
@@ -49,7 +50,12 @@ note "writing a ${size_mib} MiB text file"
 { yes 'the quick brown fox jumps over the lazy dog, 0123456789 "quoted" \ back' || true; } | head -c "$((size_mib << 20))" >"$file"
 chmod 644 "$file"
 bytes=$(stat -c %s "$file")
-cat "$file" >/dev/null # warm the page cache
+# Random bytes: binary content travels as base64 of a compressed stream
+# (D9), and these do not compress (images, archives and video are alike).
+random_file=$work/root/big.bin
+head -c "$bytes" /dev/urandom >"$random_file"
+chmod 644 "$random_file"
+cat "$file" "$random_file" >/dev/null # warm the page cache
 
 # Seconds a command takes, and the peak RSS (KiB) of that command.
 measure() {
@@ -93,9 +99,11 @@ EOF
     pids+=($!)
     sleep 1
     read -r curl_s curl_kib <<<"$(measure curl -sf -o /dev/null "http://127.0.0.1:$port/big.txt")"
+    read -r curl_random_s curl_random_kib <<<"$(measure curl -sf -o /dev/null "http://127.0.0.1:$port/big.bin")"
     nginx_pid=$(cat "$work/nginx/nginx.pid" 2>/dev/null || true)
     worker=$(pgrep -P "${nginx_pid:-0}" | head -1 || true)
-    nginx_row="| curl ← nginx (HTTP), GET | $(mbps "$curl_s") | 1.00 | $(hwm "${worker:-0}") | $curl_kib |"
+    nginx_row="| curl ← nginx (HTTP), GET text | $(mbps "$curl_s") | $curl_s | 1.00 | $(hwm "${worker:-0}") | $curl_kib |
+| curl ← nginx (HTTP), GET random bytes | $(mbps "$curl_random_s") | $curl_random_s | 1.00 | $(hwm "${worker:-0}") | $curl_random_kib |"
     kill "${pids[-1]}" 2>/dev/null || true
 fi
 
@@ -114,13 +122,15 @@ serve() {
 }
 
 rows=()
+# A row: its time to the last byte against curl's for the same file
+# (`anchor`, in seconds): how many times as long it took.
 row() {
-    local label=$1 seconds=$2 client_kib=$3
+    local label=$1 seconds=$2 client_kib=$3 anchor=${4:-${curl_s:-}}
     local ratio="-"
-    if [ -n "${curl_s:-}" ]; then
-        ratio=$(awk -v a="$curl_s" -v b="$seconds" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }')
+    if [ -n "$anchor" ]; then
+        ratio=$(awk -v a="$anchor" -v b="$seconds" 'BEGIN { if (a > 0 && b > 0) printf "%.2f", b / a; else print "-" }')
     fi
-    rows+=("| $label | $(mbps "$seconds") | $ratio | $(hwm "$server_pid") | $client_kib |")
+    rows+=("| $label | $(mbps "$seconds") | $seconds | $ratio | $(hwm "$server_pid") | $client_kib |")
     kill "$server_pid" 2>/dev/null || true
     wait "$server_pid" 2>/dev/null || true
 }
@@ -132,6 +142,12 @@ serve
 read -r s kib <<<"$(measure "$jsontp" get "$url/big.txt" -H accept-encoding=gzip -s)"
 row "jsontp get ← jsontp serve, gzip" "$s" "$kib"
 serve
+read -r s kib <<<"$(measure "$jsontp" get "$url/big.bin" -H accept-encoding=gzip -s -o "$work/got.bin")"
+row "jsontp get ← jsontp serve, random bytes, gzip" "$s" "$kib" "${curl_random_s:-}"
+serve
+read -r s kib <<<"$(measure "$jsontp" get "$url/big.bin" -H accept-encoding=br -s -o "$work/got.bin")"
+row "jsontp get ← jsontp serve, random bytes, br" "$s" "$kib" "${curl_random_s:-}"
+serve
 read -r s kib <<<"$(measure "$jsontp" put "$url/up.txt" --file "$file" -s)"
 row "jsontp put → jsontp serve, identity" "$s" "$kib"
 serve
@@ -140,12 +156,12 @@ row "jsontp put → jsontp serve, gzip" "$s" "$kib"
 
 cpu=$(awk -F: '/model name/ { print $2; exit }' /proc/cpuinfo | sed 's/^ //')
 table=$(
-    echo "Measured $(date -u '+%Y-%m-%d %H:%M') UTC with \`scripts/transfer-bench.sh $size_mib\` (release build, loopback, one ${size_mib} MiB text file); $cpu, $(nproc) cores; load average $(cut -d' ' -f1 /proc/loadavg) at the end."
+    echo "Measured $(date -u '+%Y-%m-%d %H:%M') UTC with \`scripts/transfer-bench.sh $size_mib\` (release build, loopback, a ${size_mib} MiB text file and ${size_mib} MiB of random bytes); $cpu, $(nproc) cores; load average $(cut -d' ' -f1 /proc/loadavg) at the end."
     echo
     echo "\`cat FILE > /dev/null\`: $(mbps "$cat_s") MB/s (the page cache's speed, the physical anchor)."
     echo
-    echo "| transfer | content MB/s | vs curl ← nginx | server peak RSS (KiB) | client peak RSS (KiB) |"
-    echo "|---|---|---|---|---|"
+    echo "| transfer | content MB/s | seconds to the last byte | × curl ← nginx's time | server peak RSS (KiB) | client peak RSS (KiB) |"
+    echo "|---|---|---|---|---|---|"
     echo "$nginx_row"
     printf '%s\n' "${rows[@]}"
 )
