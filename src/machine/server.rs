@@ -37,6 +37,10 @@ pub struct ServerConnection {
     /// Where the last response the peer took ends: the next one's bytes
     /// start there ([`ServerEvent::ResponseSent`]).
     sent_to: u64,
+    /// The responses taken and not yet reported, with their bytes: a queue
+    /// apart from the input's events, so that reports waiting to be taken
+    /// never hold up reading the next request.
+    sent: VecDeque<(RequestId, u64)>,
     /// The exchange whose request's content is streaming in (D19), once
     /// its first piece went out.
     receiving: Option<RequestId>,
@@ -104,6 +108,7 @@ impl ServerConnection {
             slots: VecDeque::new(),
             untaken: VecDeque::new(),
             sent_to: 0,
+            sent: VecDeque::new(),
             receiving: None,
             settled: false,
             spare_echo: String::new(),
@@ -140,6 +145,9 @@ impl ServerConnection {
     /// The next event, if any; reads the next buffered message when every
     /// event before it has been taken.
     pub fn next_event(&mut self, now: Now) -> Option<ServerEvent> {
+        if let Some((id, bytes)) = self.sent.pop_front() {
+            return Some(ServerEvent::ResponseSent { id, bytes });
+        }
         if !self.has_event(now) {
             return None;
         }
@@ -152,7 +160,7 @@ impl ServerConnection {
     /// reading the next buffered message first as it would. The drive step
     /// asks this rather than holding the event itself.
     pub(crate) fn has_event(&mut self, now: Now) -> bool {
-        if self.core.has_events() {
+        if self.core.has_events() || !self.sent.is_empty() {
             return true;
         }
         if self.settled {
@@ -305,9 +313,8 @@ impl ServerConnection {
         let written = self.core.written();
         while let Some(&(id, end)) = self.untaken.front().filter(|&&(_, end)| end <= written) {
             self.untaken.pop_front();
-            let bytes = end - self.sent_to;
+            self.sent.push_back((id, end - self.sent_to));
             self.sent_to = end;
-            self.core.push_event(ServerEvent::ResponseSent { id, bytes });
         }
         if self.is_quiet() {
             self.core.set_idle_since(now);
@@ -436,6 +443,7 @@ impl ServerConnection {
             && self.core.pending_output().is_empty()
             && !self.core.holds_input()
             && !self.core.has_events()
+            && self.sent.is_empty()
     }
 
     // -- reading -----------------------------------------------------------
