@@ -107,10 +107,12 @@ fi
 # Instructions per request (callgrind, user space, whole server process)
 # that the hot paths may not pass: the figures measured when each was set,
 # plus about 5 % for the differences between machines of this kind (the
-# C library's memcpy, the CPU's vector width). Raise one only with the
-# reason in the commit.
+# C library's memcpy, the CPU's vector width). At pipeline 16 the figure
+# also depends on how the requests happen to batch into reads, which
+# moves it by up to 6 % from run to run: those budgets are the highest of
+# recent runs plus 5 %. Raise one only with the reason in the commit.
 BUDGET_MIO_HELLO_P1=10200
-BUDGET_MIO_HELLO_P16=7650
+BUDGET_MIO_HELLO_P16=8350
 BUDGET_SERVE_P1=13450
 BUDGET_SERVE_P16=11950
 BUDGET_PARSE=6050
