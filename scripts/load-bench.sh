@@ -16,6 +16,9 @@
 #                 an error, the tables render; nothing is written (CI)
 #   profile       where the CPU of hyper, the mio hello and the kernel's
 #                 floor goes at pipeline 1 (perf record); not part of all
+#   latency       p50, p99 and p99.9 of nginx and `jsontp serve` at 50 % and
+#                 90 % of nginx's maximum rate, open loop, coordinated
+#                 omission corrected (about a minute); not part of all
 #   budget        instructions per request checked against the budgets
 #                 below (CI): a hot path that grows past its budget fails;
 #                 nothing is written
@@ -30,13 +33,13 @@ cd "$(dirname "$0")/.."
 mode=${1:-all}
 [ $# -gt 0 ] && shift
 case "$mode" in
-    all | throughput | idle | syscalls | instructions | smoke | profile | budget) ;;
+    all | throughput | idle | syscalls | instructions | smoke | profile | budget | latency) ;;
     -h | --help)
-        sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'
+        sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'
         exit 0
         ;;
     *)
-        echo "load-bench: unknown mode $mode (all, throughput, idle, syscalls, instructions, smoke, profile, budget)" >&2
+        echo "load-bench: unknown mode $mode (all, throughput, idle, syscalls, instructions, smoke, profile, budget, latency)" >&2
         exit 2
         ;;
 esac

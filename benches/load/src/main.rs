@@ -15,6 +15,7 @@
 mod framing;
 mod generator;
 mod idle;
+mod paced;
 mod plot;
 mod procfs;
 mod profile;

@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::generator::{self, Load, Outcome};
 use crate::idle::{self, IdleMemory};
+use crate::paced::{self, Paced};
 use crate::plot::{self, Series};
 use crate::procfs;
 use crate::profile::{self, Profile};
@@ -32,6 +33,9 @@ pub enum Mode {
     Instructions,
     /// Where the hello servers' CPU goes (perf); not part of `All`.
     Profile,
+    /// Latency percentiles at fixed rates, open loop (nginx and `jsontp
+    /// serve`); not part of `All`.
+    Latency,
     /// All four.
     All,
     /// Seconds: every server starts, loads complete without errors, the
@@ -48,6 +52,7 @@ impl Mode {
             "syscalls" => Mode::Syscalls,
             "instructions" => Mode::Instructions,
             "profile" => Mode::Profile,
+            "latency" => Mode::Latency,
             "all" => Mode::All,
             "smoke" => Mode::Smoke,
             _ => return None,
@@ -371,6 +376,12 @@ pub fn run(mode: Mode, settings: &Settings) -> io::Result<bool> {
         sections.push(("profile", text));
     }
 
+    if mode == Mode::Latency {
+        let (text, ok) = latency(settings, &root, &available, &about)?;
+        clean &= ok;
+        sections.push(("latency", text));
+    }
+
     results.load_average.extend(procfs::load_average());
     let json = serde_json::to_string_pretty(&results).map_err(io::Error::other)?;
     fs::write(settings.work.join("results.json"), json)?;
@@ -386,6 +397,113 @@ pub fn run(mode: Mode, settings: &Settings) -> io::Result<bool> {
         }
     }
     Ok(clean)
+}
+
+/// The shares of the reference's maximum rate at which latency is measured.
+const LATENCY_SHARES: [f64; 2] = [0.5, 0.9];
+
+/// Latency at fixed offered rates: nginx's maximum rate measured closed
+/// loop (16 connections, pipeline 1, the 13-byte file), then nginx and
+/// `jsontp serve` paced at [`LATENCY_SHARES`] of it, 16 connections.
+/// Without nginx, `jsontp serve`'s own maximum is the reference.
+fn latency(
+    settings: &Settings,
+    root: &Path,
+    available: &[ServerKind],
+    about: &About,
+) -> io::Result<(String, bool)> {
+    let servers: Vec<ServerKind> = [ServerKind::Nginx, ServerKind::JsontpServe]
+        .into_iter()
+        .filter(|k| available.contains(k))
+        .collect();
+    let Some(&reference) = servers.first() else {
+        return Err(io::Error::other("neither nginx nor jsontp serve can run"));
+    };
+    let mut server = servers::start(
+        reference,
+        &settings.programs,
+        root,
+        &settings.work,
+        &launch(settings),
+    )?;
+    let maximum = generator::run(&load_for(&server, 16, 1, None, settings.warmup, settings.seconds));
+    server.stop(Duration::from_secs(30))?;
+    let maximum = maximum?.requests_per_second;
+    eprintln!("loadbench: {} closed loop: {maximum:.0} req/s", reference.name());
+    let seconds = settings.seconds.max(10.0);
+    let mut clean = true;
+    let mut rows = Vec::new();
+    for &kind in &servers {
+        let mut server = servers::start(kind, &settings.programs, root, &settings.work, &launch(settings))?;
+        for share in LATENCY_SHARES {
+            let closed = load_for(&server, 16, 1, None, 0.0, 0.0);
+            let got = paced::run(&Paced {
+                addr: closed.addr,
+                protocol: closed.protocol,
+                request: closed.request,
+                connections: 16,
+                rate: maximum * share,
+                warmup: Duration::from_secs_f64(settings.warmup),
+                duration: Duration::from_secs_f64(seconds),
+            });
+            let got = match got {
+                Ok(got) => got,
+                Err(e) => {
+                    server.stop(Duration::from_secs(30))?;
+                    return Err(e);
+                }
+            };
+            eprintln!(
+                "loadbench: {} at {:.0} req/s: p50 {} µs, p99 {} µs, p99.9 {} µs, {} errors",
+                kind.name(),
+                got.offered,
+                got.p50_us,
+                got.p99_us,
+                got.p999_us,
+                got.errors
+            );
+            if got.errors > 0 {
+                clean = false;
+                eprintln!("loadbench: {}: {:?}", kind.name(), got.error_samples);
+            }
+            rows.push((kind, share, got));
+        }
+        server.stop(Duration::from_secs(30))?;
+    }
+    let mut text = simple_header(
+        about,
+        settings,
+        &format!(
+            "open loop: 16 keep-alive connections used in turn, the 13-byte file, requests sent on a fixed \
+             schedule whatever is still unanswered, each latency from when its request was meant to leave \
+             (coordinated omission corrected), recorded in an HdrHistogram; {seconds} s after {} s of warm-up",
+            settings.warmup
+        ),
+    );
+    let _ = writeln!(
+        text,
+        "The reference rate is {}'s maximum, closed loop, 16 connections, pipeline 1: {maximum:.0} req/s.\n",
+        reference.name()
+    );
+    text +=
+        "| server | share of the reference | offered req/s | answered req/s | p50 | p99 | p99.9 | max |\n";
+    text += "|---|---|---|---|---|---|---|---|\n";
+    let ms = |us: u64| format!("{:.2} ms", us as f64 / 1000.0);
+    for (kind, share, got) in &rows {
+        let _ = writeln!(
+            text,
+            "| {} | {:.0} % | {:.0} | {:.0} | {} | {} | {} | {} |",
+            kind.name(),
+            share * 100.0,
+            got.offered,
+            got.achieved,
+            ms(got.p50_us),
+            ms(got.p99_us),
+            ms(got.p999_us),
+            ms(got.max_us)
+        );
+    }
+    Ok((text, clean))
 }
 
 /// Draws the plot again from a suite's saved results (`results.json`),
