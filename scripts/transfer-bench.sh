@@ -57,14 +57,19 @@ head -c "$bytes" /dev/urandom >"$random_file"
 chmod 644 "$random_file"
 cat "$file" "$random_file" >/dev/null # warm the page cache
 
-# Seconds a command takes, and the peak RSS (KiB) of that command.
+# Seconds a command takes (to the millisecond: /usr/bin/time's hundredths
+# are too coarse for a transfer of a few tens of milliseconds), and the
+# peak RSS (KiB) of that command.
 measure() {
-    if ! /usr/bin/time -f '%e %M' -o "$work/time" timeout 600 "$@" >/dev/null 2>"$work/stderr"; then
+    local began ended
+    began=$(date +%s%N)
+    if ! /usr/bin/time -f '%M' -o "$work/time" timeout 600 "$@" >/dev/null 2>"$work/stderr"; then
         note "failed: $* ($(head -c 300 "$work/stderr"))"
         echo "0 -"
         return
     fi
-    tail -1 "$work/time"
+    ended=$(date +%s%N)
+    echo "$(awk -v n=$((ended - began)) 'BEGIN { printf "%.3f", n / 1e9 }') $(tail -1 "$work/time")"
 }
 mbps() { awk -v b="$bytes" -v s="$1" 'BEGIN { if (s > 0) printf "%.0f", b / s / 1e6; else print "-" }'; }
 hwm() { awk '/VmHWM/ { print $2 }' "/proc/$1/status" 2>/dev/null || echo -; }
