@@ -19,6 +19,9 @@
 #   latency       p50, p99 and p99.9 of nginx and `jsontp serve` at 50 % and
 #                 90 % of nginx's maximum rate, open loop, coordinated
 #                 omission corrected (about a minute); not part of all
+#   tls           req/s over TLS 1.3 of nginx and `jsontp serve`, the same
+#                 certificate and cipher suite, pipeline 1 and 16; not part
+#                 of all
 #   budget        instructions per request checked against the budgets
 #                 below (CI): a hot path that grows past its budget fails;
 #                 nothing is written
@@ -33,13 +36,13 @@ cd "$(dirname "$0")/.."
 mode=${1:-all}
 [ $# -gt 0 ] && shift
 case "$mode" in
-    all | throughput | idle | syscalls | instructions | smoke | profile | budget | latency) ;;
+    all | throughput | idle | syscalls | instructions | smoke | profile | budget | latency | tls) ;;
     -h | --help)
-        sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'
+        sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'
         exit 0
         ;;
     *)
-        echo "load-bench: unknown mode $mode (all, throughput, idle, syscalls, instructions, smoke, profile, budget, latency)" >&2
+        echo "load-bench: unknown mode $mode (all, throughput, idle, syscalls, instructions, smoke, profile, budget, latency, tls)" >&2
         exit 2
         ;;
 esac

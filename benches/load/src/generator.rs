@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::framing::{Framed, Framer, Protocol};
 use crate::procfs;
+use crate::tls::Stream;
 
 /// One load to put on a server.
 #[derive(Debug, Clone)]
@@ -40,6 +41,12 @@ pub struct Load {
     pub requests: Option<u64>,
     /// Processes whose CPU time is read at the window's ends.
     pub server_pids: Vec<u32>,
+    /// TLS, with this client configuration; `None`: plain TCP.
+    pub tls: Option<std::sync::Arc<rustls::ClientConfig>>,
+    /// One request per connection: each connection closes after its
+    /// answer and a new one takes its place (with TLS, a new handshake
+    /// each time). Needs pipeline 1.
+    pub reconnect: bool,
 }
 
 /// What a run measured.
@@ -83,7 +90,7 @@ pub const MAX_CONNECTIONS: usize = 20_000;
 const READ_CHUNK: usize = 16 * 1024;
 
 struct Conn {
-    stream: TcpStream,
+    stream: Stream,
     framer: Framer,
     buf: Vec<u8>,
     /// Bytes `start..filled` of `buf` are received and not yet framed.
@@ -125,23 +132,7 @@ pub fn run(load: &Load) -> io::Result<Outcome> {
     let mut events = Events::with_capacity(1024);
     let mut conns = Vec::with_capacity(load.connections);
     for i in 0..load.connections {
-        let stream = StdStream::connect_timeout(&load.addr, Duration::from_secs(5))?;
-        stream.set_nodelay(true)?;
-        stream.set_nonblocking(true)?;
-        let mut stream = TcpStream::from_std(stream);
-        poll.registry()
-            .register(&mut stream, Token(i), Interest::READABLE | Interest::WRITABLE)?;
-        conns.push(Conn {
-            stream,
-            framer: Framer::new(load.protocol),
-            buf: vec![0; READ_CHUNK],
-            start: 0,
-            filled: 0,
-            out: Vec::with_capacity(load.request.len() * load.pipeline),
-            written: 0,
-            in_flight: 0,
-            open: true,
-        });
+        conns.push(connect(load, &poll, i)?);
     }
     let limit = load.requests.unwrap_or(MAX_REQUESTS);
     let mut tally = Tally {
@@ -203,9 +194,20 @@ pub fn run(load: &Load) -> io::Result<Outcome> {
             }
             if event.is_readable() || event.is_read_closed() || event.is_error() {
                 let answered = receive(conn, &mut tally);
-                if conn.open && answered > 0 {
+                if load.reconnect && conn.open && answered > 0 && tally.sent < limit {
+                    // The next request on a connection of its own.
+                    let _ = poll.registry().deregister(conn.stream.socket());
+                    *conn = connect(load, &poll, event.token().0)?;
+                    queue(conn, &load.request, 1, &mut tally);
+                } else if conn.open && answered > 0 {
                     let n = (answered as u64).min(limit - tally.sent);
                     queue(conn, &load.request, n, &mut tally);
+                }
+            }
+            if conn.open && event.is_writable() {
+                // TLS records and handshake messages the socket had no room for.
+                if let Err(e) = conn.stream.send_pending() {
+                    close(conn, &mut tally, format!("write: {e}"));
                 }
             }
             if conn.open {
@@ -252,6 +254,30 @@ pub fn run(load: &Load) -> io::Result<Outcome> {
     })
 }
 
+/// Opens connection `token` of `load` and registers it with `poll`.
+fn connect(load: &Load, poll: &Poll, token: usize) -> io::Result<Conn> {
+    let stream = StdStream::connect_timeout(&load.addr, Duration::from_secs(5))?;
+    stream.set_nodelay(true)?;
+    stream.set_nonblocking(true)?;
+    let mut stream = Stream::new(TcpStream::from_std(stream), load.tls.as_ref())?;
+    poll.registry().register(
+        stream.socket(),
+        Token(token),
+        Interest::READABLE | Interest::WRITABLE,
+    )?;
+    Ok(Conn {
+        stream,
+        framer: Framer::new(load.protocol),
+        buf: vec![0; READ_CHUNK],
+        start: 0,
+        filled: 0,
+        out: Vec::with_capacity(load.request.len() * load.pipeline),
+        written: 0,
+        in_flight: 0,
+        open: true,
+    })
+}
+
 /// Loopback only, and bounded.
 fn check(load: &Load) -> io::Result<()> {
     let loopback = match load.addr.ip() {
@@ -267,6 +293,9 @@ fn check(load: &Load) -> io::Result<()> {
     }
     if load.pipeline == 0 || load.pipeline > 1024 {
         return invalid("pipeline: 1 to 1024");
+    }
+    if load.reconnect && load.pipeline != 1 {
+        return invalid("a new connection per request asks pipeline 1");
     }
     if load.duration > Duration::from_secs(600) || load.warmup > Duration::from_secs(60) {
         return invalid("at most 600 s of load and 60 s of warm-up");
@@ -451,6 +480,8 @@ mod tests {
             duration: Duration::from_secs(20),
             requests: Some(requests),
             server_pids: vec![std::process::id()],
+            tls: None,
+            reconnect: false,
         }
     }
 

@@ -21,6 +21,7 @@ mod procfs;
 mod profile;
 mod servers;
 mod suite;
+mod tls;
 mod trace;
 
 use std::net::SocketAddr;
@@ -166,6 +167,8 @@ fn generate(args: &[String]) -> Result<bool, String> {
         duration: Duration::from_secs_f64(seconds),
         requests,
         server_pids: pids,
+        tls: None,
+        reconnect: false,
     };
     let outcome = generator::run(&load).map_err(|e| e.to_string())?;
     println!("{}", serde_json::to_string(&outcome).map_err(|e| e.to_string())?);

@@ -132,6 +132,8 @@ pub struct Launch {
     pub under: Vec<String>,
     /// How long it may take to accept connections.
     pub ready_within: Option<Duration>,
+    /// Serve TLS with this certificate chain and key (PEM files).
+    pub tls: Option<(PathBuf, PathBuf)>,
 }
 
 /// A server that is running.
@@ -222,7 +224,17 @@ pub fn start(
                 "--workers".into(),
                 "1".into(),
                 "--quiet".into(),
-            ],
+            ]
+            .into_iter()
+            .chain(launch.tls.iter().flat_map(|(chain, key)| {
+                [
+                    "--tls-cert".to_string(),
+                    chain.display().to_string(),
+                    "--tls-key".to_string(),
+                    key.display().to_string(),
+                ]
+            }))
+            .collect(),
         ),
         ServerKind::MioHello => (programs.hello.clone(), vec!["mio".into(), addr.to_string()]),
         ServerKind::Hyper => (programs.hyper.clone(), vec![addr.to_string()]),
@@ -236,7 +248,10 @@ pub fn start(
             fs::create_dir_all(&dir)?;
             let conf = dir.join("nginx.conf");
             // One process under valgrind, so that it counts the worker.
-            fs::write(&conf, nginx_config(addr, root, &dir, launch.under.is_empty()))?;
+            fs::write(
+                &conf,
+                nginx_config(addr, root, &dir, launch.under.is_empty(), launch.tls.as_ref()),
+            )?;
             (
                 nginx,
                 vec![
@@ -335,7 +350,13 @@ fn wait_ready(running: &mut Running, within: Duration) -> io::Result<()> {
 /// as Debian's package configures them (`sendfile on`, `tcp_nopush on`:
 /// the file goes from the page cache to the socket inside the kernel), in
 /// the foreground, on loopback.
-fn nginx_config(addr: SocketAddr, root: &Path, dir: &Path, master: bool) -> String {
+fn nginx_config(
+    addr: SocketAddr,
+    root: &Path,
+    dir: &Path,
+    master: bool,
+    tls: Option<&(PathBuf, PathBuf)>,
+) -> String {
     let mut c = String::new();
     let _ = writeln!(c, "daemon off;");
     let _ = writeln!(c, "master_process {};", if master { "on" } else { "off" });
@@ -368,7 +389,21 @@ fn nginx_config(addr: SocketAddr, root: &Path, dir: &Path, master: bool) -> Stri
     let _ = writeln!(c, "    gzip_types text/plain;");
     let _ = writeln!(c, "    gzip_comp_level 6;");
     let _ = writeln!(c, "    server {{");
-    let _ = writeln!(c, "        listen {addr};");
+    match tls {
+        None => {
+            let _ = writeln!(c, "        listen {addr};");
+        }
+        Some((chain, key)) => {
+            // TLS 1.3 and the one suite the generator offers; no session
+            // cache, as `jsontp serve` keeps none.
+            let _ = writeln!(c, "        listen {addr} ssl;");
+            let _ = writeln!(c, "        ssl_certificate {};", chain.display());
+            let _ = writeln!(c, "        ssl_certificate_key {};", key.display());
+            let _ = writeln!(c, "        ssl_protocols TLSv1.3;");
+            let _ = writeln!(c, "        ssl_session_cache off;");
+            let _ = writeln!(c, "        ssl_session_tickets off;");
+        }
+    }
     let _ = writeln!(c, "        root {};", root.display());
     let _ = writeln!(c, "    }}");
     let _ = writeln!(c, "}}");

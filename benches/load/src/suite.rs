@@ -18,6 +18,7 @@ use crate::plot::{self, Series};
 use crate::procfs;
 use crate::profile::{self, Profile};
 use crate::servers::{self, Launch, Programs, Running, ServerKind};
+use crate::tls;
 use crate::trace::{self, Syscalls};
 
 /// What a suite run does.
@@ -36,6 +37,8 @@ pub enum Mode {
     /// Latency percentiles at fixed rates, open loop (nginx and `jsontp
     /// serve`); not part of `All`.
     Latency,
+    /// req/s over TLS (nginx and `jsontp serve`); not part of `All`.
+    Tls,
     /// All four.
     All,
     /// Seconds: every server starts, loads complete without errors, the
@@ -53,6 +56,7 @@ impl Mode {
             "instructions" => Mode::Instructions,
             "profile" => Mode::Profile,
             "latency" => Mode::Latency,
+            "tls" => Mode::Tls,
             "all" => Mode::All,
             "smoke" => Mode::Smoke,
             _ => return None,
@@ -376,6 +380,12 @@ pub fn run(mode: Mode, settings: &Settings) -> io::Result<bool> {
         sections.push(("profile", text));
     }
 
+    if mode == Mode::Tls {
+        let (text, ok) = tls_throughput(settings, &root, &available, &about)?;
+        clean &= ok;
+        sections.push(("tls", text));
+    }
+
     if mode == Mode::Latency {
         let (text, ok) = latency(settings, &root, &available, &about)?;
         clean &= ok;
@@ -397,6 +407,92 @@ pub fn run(mode: Mode, settings: &Settings) -> io::Result<bool> {
         }
     }
     Ok(clean)
+}
+
+/// req/s over TLS 1.3 (one cipher suite, the same certificate) for nginx
+/// and `jsontp serve`, 16 connections at pipeline 1 and 16, the 13-byte
+/// file, `settings.runs` rounds interleaved as the throughput table's.
+fn tls_throughput(
+    settings: &Settings,
+    root: &Path,
+    available: &[ServerKind],
+    about: &About,
+) -> io::Result<(String, bool)> {
+    let certificates = tls::certificates(&settings.work.join("tls"))?;
+    let servers: Vec<ServerKind> = [ServerKind::Nginx, ServerKind::JsontpServe]
+        .into_iter()
+        .filter(|k| available.contains(k))
+        .collect();
+    let mut launch = launch(settings);
+    launch.tls = Some((certificates.chain.clone(), certificates.key.clone()));
+    let mut clean = true;
+    let mut rates: BTreeMap<(usize, ServerKind), Vec<f64>> = BTreeMap::new();
+    // Pipeline 0 stands for a new connection per request: a handshake each.
+    for round in 0..settings.runs {
+        for pipeline in [1, 16, 0] {
+            for &kind in &servers {
+                let mut server = servers::start(kind, &settings.programs, root, &settings.work, &launch)?;
+                let mut load = load_for(
+                    &server,
+                    16,
+                    pipeline.max(1),
+                    None,
+                    settings.warmup,
+                    settings.seconds,
+                );
+                load.tls = Some(certificates.client.clone());
+                load.reconnect = pipeline == 0;
+                let outcome = generator::run(&load);
+                server.stop(Duration::from_secs(30))?;
+                let outcome = outcome?;
+                eprintln!(
+                    "loadbench: tls round {}/{} {} p{pipeline} (0: a connection per request): {:.0} req/s, {} errors",
+                    round + 1,
+                    settings.runs,
+                    kind.name(),
+                    outcome.requests_per_second,
+                    outcome.errors
+                );
+                if outcome.errors > 0 || outcome.completed == 0 {
+                    clean = false;
+                    eprintln!("loadbench: {}: {:?}", kind.name(), outcome.error_samples);
+                }
+                rates
+                    .entry((pipeline, kind))
+                    .or_default()
+                    .push(outcome.requests_per_second);
+            }
+        }
+    }
+    let mut text = simple_header(
+        about,
+        settings,
+        &format!(
+            "TLS 1.3, TLS_AES_128_GCM_SHA256, the same certificate (a CA and a leaf for 127.0.0.1) for both \
+             servers, 16 keep-alive connections, the 13-byte file; each cell the median of {} run(s) of {} s \
+             after {} s of warm-up",
+            settings.runs, settings.seconds, settings.warmup
+        ),
+    );
+    text += "| server | pipeline 1 | pipeline 16 | new connections (a handshake and one request each) |\n|---|---|---|---|\n";
+    let cell =
+        |pipeline: usize, kind: ServerKind| rates.get(&(pipeline, kind)).and_then(|r| median(r.clone()));
+    for &kind in &servers {
+        let mut row = format!("| {} |", kind.name());
+        for pipeline in [1, 16, 0] {
+            let rate = cell(pipeline, kind);
+            let versus = match (kind, rate, cell(pipeline, ServerKind::Nginx)) {
+                (ServerKind::JsontpServe, Some(ours), Some(nginx)) if nginx > 0.0 => {
+                    format!(" ({:.2}× nginx)", ours / nginx)
+                }
+                _ => String::new(),
+            };
+            let _ = write!(row, " {}{versus} |", rps(rate));
+        }
+        text += &row;
+        text += "\n";
+    }
+    Ok((text, clean))
 }
 
 /// The shares of the reference's maximum rate at which latency is measured.
@@ -548,6 +644,8 @@ fn load_for(
         duration: Duration::from_secs_f64(seconds),
         requests,
         server_pids: server.pids(),
+        tls: None,
+        reconnect: false,
     }
 }
 
@@ -582,6 +680,8 @@ fn throughput(
                 duration: Duration::from_secs_f64(seconds),
                 requests: None,
                 server_pids: server.pids(),
+                tls: None,
+                reconnect: false,
             };
             let outcome = generator::run(&load)?;
             eprintln!(
@@ -678,6 +778,7 @@ fn callgrind_run(
             format!("--callgrind-out-file={}", out.display()),
         ],
         ready_within: Some(Duration::from_secs(120)),
+        tls: None,
     };
     let mut server = servers::start(kind, &settings.programs, root, &settings.work, &launch)?;
     let load = load_for(&server, 16, pipeline, Some(n), 0.0, 300.0);
