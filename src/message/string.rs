@@ -59,7 +59,7 @@ impl Unescape {
     /// how many text bytes were taken; what an escape made beyond the room
     /// is held for the next call.
     pub(crate) fn run(&mut self, text: &[u8], out: &mut Vec<u8>, room: usize) -> Result<usize, String> {
-        let limit = out.len() + room;
+        let limit = out.len().saturating_add(room);
         if !self.flush(out, limit) {
             return Ok(0);
         }

@@ -235,3 +235,20 @@ fn streamed_random_bytes_go_out_stored_and_text_compressed() {
         assert!(out.len() < text.len() / 20, "{encoding}: {}", out.len());
     }
 }
+
+#[test]
+fn no_limit_on_output_is_usize_max() {
+    // A caller with no bound on what one call may give passes
+    // usize::MAX: every byte comes out, nothing overflows.
+    let content = b"a line of text, and \"quoted\" words\n".repeat(500);
+    for encoding in [Encoding::Identity, Encoding::Gzip] {
+        let text = encode_in_pieces(encoding, &content, 4096);
+        let mut decoder = ContentDecoder::new(encoding, usize::MAX);
+        let mut out = Vec::new();
+        for piece in text.chunks(1000) {
+            decoder.decode(piece, &mut out, usize::MAX).unwrap();
+        }
+        assert!(decoder.finish(&mut out, usize::MAX).unwrap(), "{encoding}");
+        assert!(out == content, "{encoding}");
+    }
+}
