@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use jsontp_protocol::message::{
-    Body, Date, Encoding, Headers, LanguageTag, MediaType, MessageLimits, RequestContext, Response, Status,
-    StatusCode, codec, parse_request,
+    Body, ContentDecoder, ContentEncoder, Date, Encoding, Headers, LanguageTag, MediaType, MessageLimits,
+    RequestContext, Response, Status, StatusCode, codec, parse_request,
 };
 
 /// Requests of the kinds a file server receives: small GETs, GETs with
@@ -144,5 +144,62 @@ fn encode(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, parse, parse_interleaved, serialize, encode);
+/// Large content streamed through the codecs, as a download's server and
+/// client run them, in 64 KiB pieces: what a byte costs each side, the
+/// bound of a transfer that D9 makes travel as text (BENCHMARKS.md, "Large
+/// transfers"). 4 MiB of random bytes as `gzip` (stored: they do not
+/// compress) and of text as `identity`.
+fn large(c: &mut Criterion) {
+    const SIZE: usize = 4 << 20;
+    const PIECE: usize = 64 * 1024;
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    let random: Vec<u8> = (0..SIZE)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect();
+    let rules = include_str!("../docs/protocol-rules.md").as_bytes();
+    let text = rules.repeat(SIZE / rules.len() + 1)[..SIZE].to_vec();
+    let mut group = c.benchmark_group("large");
+    group.throughput(criterion::Throughput::Bytes(SIZE as u64));
+    group.sample_size(10);
+    for (name, content, encoding) in [
+        ("random bytes", &random, Encoding::Gzip),
+        ("text", &text, Encoding::Identity),
+    ] {
+        let encode = |content: &[u8]| {
+            let mut encoder = ContentEncoder::new(encoding);
+            let mut out = Vec::with_capacity(content.len() / 3 * 4 + 1024);
+            for piece in content.chunks(PIECE) {
+                encoder.encode(piece, &mut out).expect("encodes");
+            }
+            encoder.finish(&mut out).expect("ends");
+            out
+        };
+        group.bench_function(format!("encode {name} ({encoding})"), |b| {
+            b.iter(|| encode(black_box(content)).len())
+        });
+        let written = encode(content);
+        group.bench_function(format!("decode {name} ({encoding})"), |b| {
+            b.iter(|| {
+                let mut decoder = ContentDecoder::new(encoding, usize::MAX);
+                let mut out = Vec::with_capacity(SIZE);
+                for piece in written.chunks(PIECE) {
+                    decoder
+                        .decode(black_box(piece), &mut out, usize::MAX)
+                        .expect("decodes");
+                }
+                while !decoder.finish(&mut out, usize::MAX).expect("ends") {}
+                assert_eq!(out.len(), SIZE);
+                out.len()
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, parse, parse_interleaved, serialize, encode, large);
 criterion_main!(benches);
