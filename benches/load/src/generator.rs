@@ -280,30 +280,54 @@ fn connect(load: &Load, poll: &Poll, token: usize) -> io::Result<Conn> {
 
 /// Loopback only, and bounded.
 fn check(load: &Load) -> io::Result<()> {
-    let loopback = match load.addr.ip() {
+    check_bounds(
+        load.addr,
+        load.connections,
+        load.warmup,
+        load.duration,
+        &load.request,
+    )?;
+    if load.pipeline == 0 || load.pipeline > 1024 {
+        return Err(invalid("pipeline: 1 to 1024"));
+    }
+    if load.reconnect && load.pipeline != 1 {
+        return Err(invalid("a new connection per request asks pipeline 1"));
+    }
+    Ok(())
+}
+
+/// What every load, closed or open loop, must be: on loopback, with
+/// 1 to 20,000 connections, at most 600 s of load and 60 s of warm-up,
+/// and a request to send.
+pub fn check_bounds(
+    addr: SocketAddr,
+    connections: usize,
+    warmup: Duration,
+    duration: Duration,
+    request: &[u8],
+) -> io::Result<()> {
+    let loopback = match addr.ip() {
         IpAddr::V4(ip) => ip.is_loopback(),
         IpAddr::V6(ip) => ip.is_loopback(),
     };
-    let invalid = |what: &str| Err(io::Error::new(io::ErrorKind::InvalidInput, what.to_string()));
     if !loopback {
-        return invalid("the load generator only targets loopback addresses");
+        return Err(invalid("the load generator only targets loopback addresses"));
     }
-    if load.connections == 0 || load.connections > MAX_CONNECTIONS {
-        return invalid("connections: 1 to 20,000");
+    if connections == 0 || connections > MAX_CONNECTIONS {
+        return Err(invalid("connections: 1 to 20,000"));
     }
-    if load.pipeline == 0 || load.pipeline > 1024 {
-        return invalid("pipeline: 1 to 1024");
+    if duration > Duration::from_secs(600) || warmup > Duration::from_secs(60) {
+        return Err(invalid("at most 600 s of load and 60 s of warm-up"));
     }
-    if load.reconnect && load.pipeline != 1 {
-        return invalid("a new connection per request asks pipeline 1");
-    }
-    if load.duration > Duration::from_secs(600) || load.warmup > Duration::from_secs(60) {
-        return invalid("at most 600 s of load and 60 s of warm-up");
-    }
-    if load.request.is_empty() {
-        return invalid("an empty request");
+    if request.is_empty() {
+        return Err(invalid("an empty request"));
     }
     Ok(())
+}
+
+/// A load that may not run, and why.
+pub fn invalid(what: &str) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidInput, what.to_string())
 }
 
 /// Appends `n` requests to the connection's output.

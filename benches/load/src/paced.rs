@@ -12,7 +12,7 @@
 
 use std::collections::VecDeque;
 use std::io::{self, Read, Write};
-use std::net::{IpAddr, SocketAddr, TcpStream as StdStream};
+use std::net::{SocketAddr, TcpStream as StdStream};
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
@@ -21,6 +21,7 @@ use mio::{Events, Interest, Poll, Token};
 use serde::{Deserialize, Serialize};
 
 use crate::framing::{Framed, Framer, Protocol};
+use crate::generator;
 
 /// One paced load.
 #[derive(Debug, Clone)]
@@ -222,29 +223,21 @@ impl Errors {
     }
 }
 
-/// Loopback only, and bounded.
+/// Loopback only, and bounded in time and in count.
 fn check(load: &Paced) -> io::Result<()> {
-    let loopback = match load.addr.ip() {
-        IpAddr::V4(ip) => ip.is_loopback(),
-        IpAddr::V6(ip) => ip.is_loopback(),
-    };
-    let invalid = |what: &str| Err(io::Error::new(io::ErrorKind::InvalidInput, what.to_string()));
-    if !loopback {
-        return invalid("the load generator only targets loopback addresses");
-    }
-    if load.connections == 0 || load.connections > crate::generator::MAX_CONNECTIONS {
-        return invalid("connections: 1 to 20,000");
-    }
+    generator::check_bounds(
+        load.addr,
+        load.connections,
+        load.warmup,
+        load.duration,
+        &load.request,
+    )?;
     // Also refuses a rate that is not a number.
     let rate_ok = load.rate.is_finite() && load.rate >= 1.0;
     if !rate_ok || load.rate * (load.warmup + load.duration).as_secs_f64() > MAX_REQUESTS {
-        return invalid("a rate of at least 1 a second and at most 100 million requests a run");
-    }
-    if load.duration > Duration::from_secs(600) || load.warmup > Duration::from_secs(60) {
-        return invalid("at most 600 s of load and 60 s of warm-up");
-    }
-    if load.request.is_empty() {
-        return invalid("an empty request");
+        return Err(generator::invalid(
+            "a rate of at least 1 a second and at most 100 million requests a run",
+        ));
     }
     Ok(())
 }
