@@ -96,7 +96,6 @@ enum Slot {}
 
 use jsontp_protocol::io_adapters::server::{Handler, Reply, RequestInfo, Upload};
 #[cfg(target_os = "linux")]
-use jsontp_protocol::message::codec;
 use jsontp_protocol::message::negotiate::{self, ContentKind};
 use jsontp_protocol::message::{
     Body, Date, Encoding, Headers, LanguageTag, MediaType, Method, Request, Response, Status, StatusCode,
@@ -354,9 +353,11 @@ impl FileServer {
         self
     }
 
-    /// Keeps files of up to 64 KiB in memory, with each compressed form
-    /// sent of them (so a file is compressed once per version, not once
-    /// per request), `max_bytes` in all (default 16 MiB; `0` keeps none),
+    /// Keeps files of up to 1 MiB in memory, each with every written form
+    /// sent of it (escaped text or compressed, so that a file is prepared
+    /// once per version, not once per request, and sent without a copy),
+    /// `max_bytes` in all (default 16 MiB; `0` keeps none; a file that
+    /// would not fit streams),
     /// and, of larger files, whether they are UTF-8 text (else each request
     /// reads the file through before sending it).
     /// Each use checks, with one `stat`, that the path still names the very
@@ -857,7 +858,7 @@ impl FileServer {
         if metadata.len() > self.max_file_bytes {
             return Ok(Loaded::TooLarge(modified));
         }
-        if metadata.len() > STREAM_ABOVE {
+        if metadata.len() > STREAM_ABOVE && !self.caches(metadata.len(), key.is_some()) {
             let text = self.is_text(&mut opened, key).map_err(failed)?;
             return Ok(Loaded::Large {
                 file: Steady::new(opened, &metadata),
@@ -895,6 +896,17 @@ impl FileServer {
         Ok(Loaded::Content(Content::Owned(content), modified, None))
     }
 
+    /// Whether a file of `len` bytes is read whole into the cache (it has a
+    /// place there, `keyed`) rather than streamed.
+    fn caches(&self, len: u64, keyed: bool) -> bool {
+        #[cfg(target_os = "linux")]
+        if let Some(cache) = &self.small_files {
+            return keyed && cache.would_keep(len);
+        }
+        let _ = (len, keyed);
+        false
+    }
+
     /// Whether a large file is UTF-8 text (then it may go out as
     /// `identity`): read through unless the cache knows this version of
     /// the file at `rel`.
@@ -914,20 +926,18 @@ impl FileServer {
         is_utf8(file)
     }
 
-    /// The body of a file served whole. A cached file's compressed form is
-    /// kept with it: compressed once per version of the file, not once per
-    /// request.
+    /// The body of a file served whole. A cached file's written form is
+    /// kept with it: escaped or compressed once per version of the file,
+    /// not once per request.
     fn body_of(&self, content: Content, encoding: Encoding, slot: Option<Slot>) -> Result<Body, ValueError> {
         #[cfg(target_os = "linux")]
-        if let (Some(cache), Some(slot)) = (&self.small_files, &slot)
-            && encoding != Encoding::Identity
-        {
-            let written = cache.encoded(slot, encoding).unwrap_or_else(|| {
-                let written: Arc<str> = Arc::from(codec::encode(content.as_slice(), encoding));
-                cache.put_encoded(slot, encoding, &written);
-                written
-            });
-            return Body::pre_encoded(content.into_shared(), encoding, written);
+        if let (Some(cache), Some(slot)) = (&self.small_files, &slot) {
+            if let Some(body) = cache.encoded(slot, encoding) {
+                return Ok(body);
+            }
+            let body = Body::prepared(content.into_shared(), encoding)?;
+            cache.put_encoded(slot, &body);
+            return Ok(body);
         }
         let _ = slot;
         match content {

@@ -256,6 +256,10 @@ mod polled {
             ready(Pin::new(&mut *self.io).poll_write(self.cx, buf))
         }
 
+        fn write_vectored(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+            ready(Pin::new(&mut *self.io).poll_write_vectored(self.cx, bufs))
+        }
+
         fn flush(&mut self) -> io::Result<()> {
             ready(Pin::new(&mut *self.io).poll_flush(self.cx))
         }

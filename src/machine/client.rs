@@ -239,9 +239,23 @@ impl ClientConnection {
         self.core.pop_event()
     }
 
-    /// Bytes waiting to be written to the server.
+    /// The first piece of the bytes waiting to be written to the server
+    /// (empty when none are): write it, mark what was taken with
+    /// [`consume_output`](Self::consume_output), and ask again. Usually it
+    /// is all that waits; a large prepared body comes as a piece of its
+    /// own ([`pending_output_vectored`](Self::pending_output_vectored)).
     pub fn pending_output(&self) -> &[u8] {
         self.core.pending_output()
+    }
+
+    /// The pending output as pieces in order, for a vectored write: fills
+    /// `slices` with as many as fit and returns how many. Their bytes are
+    /// [`pending_output`](Self::pending_output)'s and what follows it; a
+    /// large prepared body ([`Body::prepared`](crate::message::Body::prepared))
+    /// is a piece of its own, never copied. Mark what the write took with
+    /// [`consume_output`](Self::consume_output).
+    pub fn pending_output_vectored<'a>(&'a self, slices: &mut [std::io::IoSlice<'a>]) -> usize {
+        self.core.pending_output_vectored(slices)
     }
 
     /// Marks `n` bytes of [`pending_output`](Self::pending_output) as written
@@ -373,7 +387,7 @@ impl ClientConnection {
                     .advance(&mut outgoing.exchange, Role::Client, Input::Request)
                     .is_some()
                 {
-                    self.core.queue_output(now, |out| request.write_to(out));
+                    self.core.queue_message(now, &request);
                 }
                 continue;
             }
@@ -438,7 +452,7 @@ impl ClientConnection {
             return;
         }
         if let Some(full) = outgoing.unsent.take() {
-            self.core.queue_output(now, |out| full.write_to(out));
+            self.core.queue_message(now, &full);
         }
         self.write_ready(now);
     }

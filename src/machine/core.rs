@@ -7,16 +7,12 @@ use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use super::event::RoleEvent;
+use super::output::Output;
 use super::table::{Exchange, ExchangeState, Input, Role, TransitionError};
 use super::{Limits, Now, PeerError, RequestId, UsageError};
-use crate::message::buffer::Buffer;
 pub(super) use crate::message::decoder::{ContentOutcome, Decoded};
 use crate::message::decoder::{Decoder, Grammar};
-use crate::message::{ContentEncoder, EncodeError, Encoding, STREAMED_TAIL};
-
-/// What an output buffer starts with after idle: a small response's head
-/// and content, and within the allocator's per-thread cache.
-const FRESH_OUTPUT: usize = 1024;
+use crate::message::{ContentEncoder, EncodeError, Encoding, STREAMED_TAIL, WholeMessage};
 
 /// How long a quiet server connection keeps its emptied buffers before
 /// giving them back. A busy keep-alive peer's next request comes sooner
@@ -161,12 +157,9 @@ pub(super) struct Core<E> {
     /// or the moment the peer took the last response (D3).
     idle_since: Instant,
 
-    /// Bytes queued for the peer.
-    output: Buffer,
-    /// Total bytes ever queued / ever taken by the peer, to know which
-    /// responses it has taken (D3).
-    queued: u64,
-    written: u64,
+    /// Bytes queued for the peer, and the totals ever queued and ever
+    /// taken, to know which responses it has taken (D3).
+    output: Output,
     /// How much of what was written reached the peer (D3).
     delivery: Delivery,
     /// Since when the peer has taken none of our output; `None` while
@@ -191,9 +184,7 @@ impl<E: RoleEvent> Core<E> {
             received: 0,
             message_base: 0,
             idle_since: now.instant,
-            output: Buffer::default(),
-            queued: 0,
-            written: 0,
+            output: Output::default(),
             delivery: Delivery::OnConsume,
             stalled_since: None,
             events: VecDeque::new(),
@@ -389,26 +380,35 @@ impl<E: RoleEvent> Core<E> {
     /// them. Nothing is queued once the connection is closed.
     pub(super) fn queue_output(&mut self, now: Now, write: impl FnOnce(&mut Vec<u8>)) -> u64 {
         if self.is_closed() {
-            return self.queued;
+            return self.output.queued();
         }
-        if self.output.is_empty() {
-            self.output.compact();
+        let added = self.output.append(write);
+        self.output_added(added, now)
+    }
+
+    /// Queues a whole message; returns the total ever queued after it. A
+    /// prepared body's text ([`Body::prepared`](crate::message::Body::prepared))
+    /// goes in as it is, without a copy when it is large
+    /// ([`Output::splice`]).
+    pub(super) fn queue_message(&mut self, now: Now, message: &impl WholeMessage) -> u64 {
+        let Some(text) = message.body().written() else {
+            return self.queue_output(now, |out| message.write_whole(out));
+        };
+        if self.is_closed() {
+            return self.output.queued();
         }
-        if self.output.bytes.capacity() == 0 {
-            // A connection coming back from idle holds no buffer: one
-            // allocation fits a typical response, instead of doubling up
-            // to it from a few bytes.
-            self.output.bytes.reserve(FRESH_OUTPUT);
-        }
-        let before = self.output.bytes.len();
-        write(&mut self.output.bytes);
-        let added = self.output.bytes.len() - before;
-        self.queued += added as u64;
+        let mut added = self.output.append(|out| message.write_head(out));
+        added += self.output.splice(text);
+        added += self.output.append(|out| out.extend_from_slice(STREAMED_TAIL));
+        self.output_added(added, now)
+    }
+
+    fn output_added(&mut self, added: usize, now: Now) -> u64 {
         if added > 0 {
             // The stall timer runs from the moment output is pending.
             self.track_stall(false, now);
         }
-        self.queued
+        self.output.queued()
     }
 
     /// Queues the head of a streamed message (`write` writes it up to its
@@ -470,7 +470,12 @@ impl<E: RoleEvent> Core<E> {
 
     /// Bytes waiting to be written to the peer.
     pub(super) fn pending_output(&self) -> &[u8] {
-        self.output.live()
+        self.output.pending()
+    }
+
+    /// The pending pieces, as many as fit in `slices`; returns how many.
+    pub(super) fn pending_output_vectored<'a>(&'a self, slices: &mut [std::io::IoSlice<'a>]) -> usize {
+        self.output.pending_vectored(slices)
     }
 
     /// The caller wrote `n` bytes to its transport (more than are pending
@@ -479,13 +484,10 @@ impl<E: RoleEvent> Core<E> {
     /// ([`transport_holds`](Self::transport_holds)), the bytes count as
     /// taken by the peer, which restarts the stall timer (D3).
     pub(super) fn consume_output(&mut self, n: usize, now: Now) -> usize {
-        let n = n.min(self.output.len());
+        let n = self.output.consume(n);
         if n == 0 {
             return 0;
         }
-        self.output.start += n;
-        self.written += n as u64;
-        self.output.compact();
         let delivered = match &mut self.delivery {
             Delivery::OnConsume => true,
             // In the transport now, not yet at the peer.
@@ -507,7 +509,7 @@ impl<E: RoleEvent> Core<E> {
     /// takes one more write into a growing send buffer is not the peer
     /// reading.
     pub(super) fn transport_holds(&mut self, unsent: usize, now: Now) {
-        let unsent = (unsent as u64).min(self.written);
+        let unsent = (unsent as u64).min(self.output.written());
         let (unsent, delivered) = match self.delivery {
             Delivery::OnConsume => (unsent, false),
             // What reached the peer stays reached: the count only falls,
@@ -539,12 +541,12 @@ impl<E: RoleEvent> Core<E> {
 
     /// Total bytes ever queued.
     pub(super) fn queued(&self) -> u64 {
-        self.queued
+        self.output.queued()
     }
 
     /// Total bytes ever taken by the peer.
     pub(super) fn written(&self) -> u64 {
-        self.written
+        self.output.written()
     }
 
     /// When the stall timer runs out, if it runs (D3).
@@ -613,6 +615,6 @@ impl<E: RoleEvent> Core<E> {
     /// Bytes of memory the input and output buffers hold (capacity, not
     /// content).
     pub(super) fn buffered_capacity(&self) -> usize {
-        self.decoder.capacity() + self.output.bytes.capacity()
+        self.decoder.capacity() + self.output.capacity()
     }
 }

@@ -204,6 +204,7 @@ mod client;
 mod config;
 mod core;
 mod event;
+mod output;
 mod responses;
 mod server;
 pub mod table;

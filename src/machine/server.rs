@@ -295,9 +295,23 @@ impl ServerConnection {
         }
     }
 
-    /// Bytes waiting to be written to the peer.
+    /// The first piece of the bytes waiting to be written to the peer
+    /// (empty when none are): write it, mark what was taken with
+    /// [`consume_output`](Self::consume_output), and ask again. Usually it
+    /// is all that waits; a large prepared body comes as a piece of its
+    /// own ([`pending_output_vectored`](Self::pending_output_vectored)).
     pub fn pending_output(&self) -> &[u8] {
         self.core.pending_output()
+    }
+
+    /// The pending output as pieces in order, for a vectored write: fills
+    /// `slices` with as many as fit and returns how many. Their bytes are
+    /// [`pending_output`](Self::pending_output)'s and what follows it; a
+    /// large prepared body ([`Body::prepared`](crate::message::Body::prepared))
+    /// is a piece of its own, never copied. Mark what the write took with
+    /// [`consume_output`](Self::consume_output).
+    pub fn pending_output_vectored<'a>(&'a self, slices: &mut [std::io::IoSlice<'a>]) -> usize {
+        self.core.pending_output_vectored(slices)
     }
 
     /// Marks `n` bytes of [`pending_output`](Self::pending_output) as written
@@ -951,7 +965,7 @@ impl ServerConnection {
     /// Writes the whole final answer of the exchange just taken from the
     /// front.
     fn write_final(&mut self, id: RequestId, response: &Response, closes: bool, now: Now) {
-        let end = self.core.queue_output(now, |out| response.write_to(out));
+        let end = self.core.queue_message(now, response);
         self.untaken.push_back((id, end));
         if closes {
             // Nothing follows the error that closes (D1, D3, D10).

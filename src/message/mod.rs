@@ -51,7 +51,7 @@ mod types;
 mod version;
 mod words;
 
-pub(crate) use write::STREAMED_TAIL;
+pub(crate) use write::{STREAMED_TAIL, WholeMessage};
 
 pub use content::content_stream::{ContentDecoder, ContentEncoder, EncodeError};
 pub use content::encoding::Encoding;

@@ -49,9 +49,10 @@ pub struct Body {
     /// The other keys (D9), boxed when there are any: nearly every body has
     /// none, and an empty map still costs a walk to drop.
     extra: Option<Box<Map<String, Value>>>,
-    /// The content as written in `encoding`, when it was written before (a
-    /// file server's cache): how fast the body is written, not what it is,
-    /// so equality and `Debug` leave it out.
+    /// The content's text as it goes on the wire, between the quotes of
+    /// `content`, when it was written before ([`Body::prepared`]): how
+    /// fast the body is written, not what it is, so equality and `Debug`
+    /// leave it out.
     written: Option<Arc<str>>,
 }
 
@@ -149,8 +150,9 @@ impl Body {
         Body::checked(Content::Owned(content), encoding)
     }
 
-    /// [`Body::new`] with content shared with others (a cache): answering
-    /// with it copies nothing.
+    /// [`Body::new`] with content shared with others (a cache): the body
+    /// holds no copy of it. Writing it still escapes or compresses it for
+    /// every message; [`Body::prepared`] does that once.
     pub fn shared(content: Arc<[u8]>, encoding: Encoding) -> Result<Body, ValueError> {
         Body::checked(Content::Shared(content), encoding)
     }
@@ -170,39 +172,37 @@ impl Body {
         })
     }
 
-    /// Content in a compressed `encoding` together with `written`, the
-    /// text [`codec::encode`](super::codec::encode) made of it earlier:
-    /// the serializer writes that text as it is instead of compressing
-    /// again, as a cache of compressed files wants. `written` must decode
-    /// to `content` (checked in debug builds): the body reports `content`,
-    /// the wire carries `written`. `identity` content is written as it is
-    /// and has no other form: refused.
-    pub fn pre_encoded(
-        content: Arc<[u8]>,
-        encoding: Encoding,
-        written: Arc<str>,
-    ) -> Result<Body, ValueError> {
-        if encoding == Encoding::Identity {
-            return Err(ValueError::new(
-                "identity content is written as it is: use Body::shared",
-            ));
-        }
-        debug_assert!(
-            super::codec::decode(&written, encoding, content.len()).is_ok_and(|decoded| *decoded == *content),
-            "the written form is not the content's"
-        );
-        Ok(Body {
-            content: Content::Shared(content),
-            encoding,
-            extra: None,
-            written: Some(written),
-        })
+    /// [`Body::shared`] prepared to be sent many times: the content is
+    /// written in `encoding` once, now (escaped text for `identity`, base64
+    /// of the compressed bytes otherwise), and every message that carries
+    /// this body or a clone of it sends that form as it is. A large one
+    /// goes to the transport from where it lies, without a copy. Made for
+    /// a cache: keep the `Body`, clone it for each answer.
+    pub fn prepared(content: Arc<[u8]>, encoding: Encoding) -> Result<Body, ValueError> {
+        let mut body = Body::shared(content, encoding)?;
+        let written = match encoding {
+            Encoding::Identity => {
+                let mut escaped = Vec::with_capacity(body.content().len() + body.content().len() / 16);
+                super::json_text::escape_utf8(body.content(), &mut escaped);
+                // Escaping keeps UTF-8 as it is and adds ASCII only.
+                String::from_utf8(escaped).expect("escaped UTF-8 is UTF-8")
+            }
+            other => super::codec::encode(body.content(), other),
+        };
+        body.written = Some(Arc::from(written));
+        Ok(body)
     }
 
-    /// The content as written in its encoding, if the body was built with
-    /// it ([`pre_encoded`](Self::pre_encoded)).
-    pub(crate) fn written(&self) -> Option<&str> {
-        self.written.as_deref()
+    /// The content's text as it goes between the quotes of `content`, if
+    /// the body was [`prepared`](Self::prepared).
+    pub(crate) fn written(&self) -> Option<&Arc<str>> {
+        self.written.as_ref()
+    }
+
+    /// The length of the content as written on the wire, if the body was
+    /// [`prepared`](Self::prepared): what keeping it costs a cache.
+    pub fn written_len(&self) -> Option<usize> {
+        self.written.as_ref().map(|text| text.len())
     }
 
     /// The same content in another encoding (fails for non-UTF-8 content

@@ -92,6 +92,42 @@ impl Response {
     }
 }
 
+/// A whole message as the connection writes it: the head, the content's
+/// text and the tail, so that a prepared body's text
+/// ([`Body::prepared`]) can be placed in the output without a copy.
+pub(crate) trait WholeMessage {
+    /// Appends the whole message.
+    fn write_whole(&self, out: &mut Vec<u8>);
+    /// Appends the message up to its content's opening quote.
+    fn write_head(&self, out: &mut Vec<u8>);
+    /// The body.
+    fn body(&self) -> &Body;
+}
+
+impl WholeMessage for Request {
+    fn write_whole(&self, out: &mut Vec<u8>) {
+        self.write_to(out);
+    }
+    fn write_head(&self, out: &mut Vec<u8>) {
+        self.write_head_to(out);
+    }
+    fn body(&self) -> &Body {
+        &self.body
+    }
+}
+
+impl WholeMessage for Response {
+    fn write_whole(&self, out: &mut Vec<u8>) {
+        self.write_to(out);
+    }
+    fn write_head(&self, out: &mut Vec<u8>) {
+        self.write_head_to(out);
+    }
+    fn body(&self) -> &Body {
+        &self.body
+    }
+}
+
 /// What ends a message whose content was streamed after its head: the
 /// content string's closing quote, the body's brace, the message's, and
 /// the line break (D1).
@@ -349,7 +385,13 @@ fn write_body(out: &mut Vec<u8>, body: &Body) {
     write_body_keys(out, body);
     out.extend_from_slice(b"\"content\":");
     match (body.written(), body.encoding()) {
-        (Some(written), _) => string(out, written),
+        // Already in its final form: copied between the quotes as it is.
+        (Some(written), _) => {
+            out.reserve(written.len() + 2);
+            out.push(b'"');
+            out.extend_from_slice(written.as_bytes());
+            out.push(b'"');
+        }
         // A Body holds only UTF-8 identity content: `Body::new` checks it,
         // and the parser's bodies are decoded JSON strings.
         (None, Encoding::Identity) => {

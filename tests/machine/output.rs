@@ -4,12 +4,14 @@
 //! stops reading requests; and the written part of the output buffer is
 //! given back as it grows.
 
+use std::io::IoSlice;
+use std::sync::Arc;
 use std::time::Duration;
 
 use jsontp_protocol::machine::{
     ClientConfig, ClientConnection, PeerError, ServerConfig, ServerConnection, ServerEvent,
 };
-use jsontp_protocol::message::{Body, Method, Request, Response, Status, StatusCode};
+use jsontp_protocol::message::{Body, Encoding, Method, Request, Response, Status, StatusCode};
 
 use crate::support::{App, Clock, Pair, render_client, render_server};
 
@@ -443,4 +445,85 @@ fn a_client_whose_requests_sit_in_its_send_buffer_closes_at_30_s() {
         .map(|e| render_client(&e))
         .collect();
     assert_eq!(events, ["peer error OutputStalled", "closed"]);
+}
+
+/// Everything `pending` gives, taken `step` bytes at a time.
+fn drain_output(server: &mut ServerConnection, clock: &Clock, step: usize) -> Vec<u8> {
+    let mut out = Vec::new();
+    loop {
+        let piece = server.pending_output();
+        if piece.is_empty() {
+            return out;
+        }
+        let n = piece.len().min(step);
+        out.extend_from_slice(&piece[..n]);
+        server.consume_output(n, clock.now());
+    }
+}
+
+#[test]
+fn a_prepared_body_is_the_same_bytes_and_a_large_one_a_piece_of_its_own() {
+    // Prepared once (escaped or compressed), a body is written as it would
+    // be written afresh; a large one is handed to the transport from
+    // where it lies, between its message's head and tail.
+    let text = "a \"quoted\" line \\ with\ttabs and \u{1}\n"
+        .repeat(3_000)
+        .into_bytes();
+    for encoding in [Encoding::Identity, Encoding::Gzip, Encoding::Br] {
+        let clock = Clock::new();
+        let answer = |body: Body| Response::new(Status::new(StatusCode::OK, "OK")).with_body(body);
+        let plain = answer(Body::new(text.clone(), encoding).expect("body"));
+        let prepared = answer(Body::prepared(Arc::from(&text[..]), encoding).expect("prepared"));
+        let mut fresh = ServerConnection::new(ServerConfig::default(), clock.now());
+        let mut ready = ServerConnection::new(ServerConfig::default(), clock.now());
+        for server in [&mut fresh, &mut ready] {
+            server.receive_data(format!("{GET}{GET}").as_bytes(), clock.now());
+        }
+        serve(&mut fresh, &clock, || plain.clone());
+        serve(&mut ready, &clock, || prepared.clone());
+
+        let mut slices = [IoSlice::new(&[]); 8];
+        let pieces = ready.pending_output_vectored(&mut slices);
+        let written = prepared.body.written_len().expect("prepared");
+        let lengths: Vec<usize> = slices[..pieces].iter().map(|slice| slice.len()).collect();
+        if written >= 16 * 1024 {
+            // Head, text, the tail and the next head, text, tail.
+            assert_eq!(pieces, 5, "{encoding:?}: {lengths:?}");
+            assert_eq!((lengths[1], lengths[3]), (written, written), "{encoding:?}");
+        } else {
+            assert_eq!(pieces, 1, "{encoding:?}: a small text is copied");
+        }
+        let offered: Vec<u8> = slices[..pieces]
+            .iter()
+            .flat_map(|slice| slice.iter().copied())
+            .collect();
+        let expected = drain_output(&mut fresh, &clock, usize::MAX);
+        assert_eq!(offered, expected, "{encoding:?}: the vectored view");
+        assert_eq!(drain_output(&mut ready, &clock, 7_777), expected, "{encoding:?}");
+        assert_eq!(ready.output_written(), expected.len() as u64);
+    }
+}
+
+#[test]
+fn a_client_sends_a_prepared_body_as_it_would_send_it_afresh() {
+    let clock = Clock::new();
+    let text = "upload \"text\"\n".repeat(5_000).into_bytes();
+    let request = |body: Body| Request::new(Method::Put, "/f".parse().expect("resource")).with_body(body);
+    let mut sent = Vec::new();
+    for body in [
+        Body::new(text.clone(), Encoding::Identity).expect("body"),
+        Body::prepared(Arc::from(&text[..]), Encoding::Identity).expect("prepared"),
+    ] {
+        let mut client = ClientConnection::new(ClientConfig::default(), clock.now());
+        client.send_request(request(body), clock.now()).expect("sent");
+        let mut out = Vec::new();
+        while !client.pending_output().is_empty() {
+            let n = client.pending_output().len();
+            out.extend_from_slice(client.pending_output());
+            client.consume_output(n, clock.now());
+        }
+        sent.push(out);
+    }
+    assert_eq!(sent[0], sent[1]);
+    assert!(sent[0].len() > text.len());
 }

@@ -15,15 +15,17 @@
 //! a path that leads to the cached inode by another way leads to the very
 //! file that was served from inside the root.
 //!
-//! An entry also keeps the content as written in each compressed encoding
-//! asked for (base64 of gzip, deflate or br), so that a file is compressed
-//! once per version, not once per request. Of larger files, which stream,
-//! only whether they are UTF-8 text is kept: reading a file through to
-//! find out costs as much as sending it.
+//! An entry also keeps the content as written in each encoding asked for
+//! (escaped text for identity, base64 of gzip, deflate or br), prepared
+//! once per version of the file, not once per request
+//! ([`Body::prepared`]): an answer sends that form from where it lies,
+//! without a copy. Of larger files, which stream, only whether they are
+//! UTF-8 text is kept: reading a file through to find out costs as much
+//! as sending it.
 //!
-//! Memory is bounded: files of at most 64 KiB (larger ones stream, D19),
-//! and a total the server sets, encoded forms included; past it, entries
-//! are dropped in no particular order.
+//! Memory is bounded: files of at most [`SmallFiles::MAX_FILE`] (larger
+//! ones stream, D19), and a total the server sets, written forms
+//! included; past it, entries are dropped in no particular order.
 
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -32,7 +34,7 @@ use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use jsontp_protocol::message::{Date, Encoding, MediaType};
+use jsontp_protocol::message::{Body, Date, Encoding, MediaType};
 
 /// One version of one regular file, as `stat` describes it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -109,14 +111,18 @@ struct Entries {
 struct Entry {
     stamp: Stamp,
     cached: Cached,
-    /// The content as written in a compressed encoding, for each one asked
-    /// for so far.
-    encoded: Vec<(Encoding, Arc<str>)>,
+    /// The content prepared in each encoding asked for so far.
+    encoded: Vec<Body>,
+}
+
+/// The bytes a prepared body keeps besides its content.
+fn written_bytes(body: &Body) -> usize {
+    body.written_len().unwrap_or(0)
 }
 
 impl Entry {
     fn bytes(&self) -> usize {
-        self.cached.content.len() + self.encoded.iter().map(|(_, text)| text.len()).sum::<usize>()
+        self.cached.content.len() + self.encoded.iter().map(written_bytes).sum::<usize>()
     }
 }
 
@@ -135,8 +141,10 @@ impl Entries {
 }
 
 impl SmallFiles {
-    /// The largest file kept.
-    pub(super) const MAX_FILE: usize = 64 * 1024;
+    /// The largest file kept: one that large is sent whole from the cache
+    /// instead of streamed, so that every request after the first costs
+    /// no read, no escaping and no copy.
+    pub(super) const MAX_FILE: usize = 1024 * 1024;
 
     /// How many large files' verdicts are kept (a path and a few words
     /// each).
@@ -183,8 +191,13 @@ impl SmallFiles {
         texts.insert(slot.rel.as_os_str().to_owned(), (slot.stamp, text));
     }
 
-    /// The content at `slot` as written in `encoding`, if it was kept.
-    pub(super) fn encoded(&self, slot: &Slot, encoding: Encoding) -> Option<Arc<str>> {
+    /// Whether a file of `len` bytes would be kept.
+    pub(super) fn would_keep(&self, len: u64) -> bool {
+        len <= Self::MAX_FILE as u64 && len <= self.max_bytes as u64
+    }
+
+    /// The content at `slot` prepared in `encoding`, if it was kept.
+    pub(super) fn encoded(&self, slot: &Slot, encoding: Encoding) -> Option<Body> {
         let entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
         let entry = entries
             .map
@@ -193,30 +206,35 @@ impl SmallFiles {
         entry
             .encoded
             .iter()
-            .find(|(kept, _)| *kept == encoding)
-            .map(|(_, text)| Arc::clone(text))
+            .find(|kept| kept.encoding() == encoding)
+            .cloned()
     }
 
-    /// Keeps `text`, the content at `slot` as written in `encoding`, while
+    /// Keeps `body`, the content at `slot` prepared in its encoding, while
     /// the entry holds that version; other entries make room for it.
-    pub(super) fn put_encoded(&self, slot: &Slot, encoding: Encoding, text: &Arc<str>) {
-        if text.len() > self.max_bytes {
+    pub(super) fn put_encoded(&self, slot: &Slot, body: &Body) {
+        let more = written_bytes(body);
+        if more > self.max_bytes {
             return;
         }
         let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
-        let fits = |entry: &Entry| entry.stamp == slot.stamp && entry.bytes() + text.len() <= self.max_bytes;
+        let fits = |entry: &Entry| entry.stamp == slot.stamp && entry.bytes() + more <= self.max_bytes;
         if !entries.map.get(slot.rel.as_os_str()).is_some_and(fits) {
             return;
         }
-        entries.make_room(text.len(), self.max_bytes, &slot.rel);
+        entries.make_room(more, self.max_bytes, &slot.rel);
         let Some(entry) = entries.map.get_mut(slot.rel.as_os_str()) else {
             return;
         };
-        if entry.encoded.iter().any(|(kept, _)| *kept == encoding) {
+        if entry
+            .encoded
+            .iter()
+            .any(|kept| kept.encoding() == body.encoding())
+        {
             return;
         }
-        entry.encoded.push((encoding, Arc::clone(text)));
-        entries.bytes += text.len();
+        entry.encoded.push(body.clone());
+        entries.bytes += more;
     }
 
     /// Keeps `content`, read from the version `stamp` of `rel`, dropping
@@ -312,41 +330,43 @@ mod tests {
         }
     }
 
+    fn prepared(content: &[u8], encoding: Encoding) -> Body {
+        Body::prepared(Arc::from(content), encoding).expect("prepared")
+    }
+
     #[test]
     fn encoded_forms_belong_to_their_version_and_count_against_the_bound() {
         let cache = SmallFiles::new(100);
         cache.put(Path::new("a"), stamp(1), &b"0123456789"[..], None, &plain());
-        let text: Arc<str> = Arc::from("gzip text!");
-        cache.put_encoded(&slot("a", 1), Encoding::Gzip, &text);
+        // "0123456789" as identity is written as it is: ten bytes.
+        let identity = prepared(b"0123456789", Encoding::Identity);
+        cache.put_encoded(&slot("a", 1), &identity);
         assert_eq!(
-            cache.encoded(&slot("a", 1), Encoding::Gzip).as_deref(),
-            Some("gzip text!")
+            cache.encoded(&slot("a", 1), Encoding::Identity),
+            Some(identity.clone())
         );
         assert!(
             cache.encoded(&slot("a", 1), Encoding::Br).is_none(),
             "another encoding"
         );
         assert!(
-            cache.encoded(&slot("a", 2), Encoding::Gzip).is_none(),
+            cache.encoded(&slot("a", 2), Encoding::Identity).is_none(),
             "another version"
         );
         assert_eq!(cache.bytes(), 20);
         // Not kept for a version the cache does not hold.
-        cache.put_encoded(&slot("a", 2), Encoding::Br, &text);
+        cache.put_encoded(&slot("a", 2), &prepared(b"01234", Encoding::Br));
         assert_eq!(cache.bytes(), 20);
         // A new version drops the old one's forms.
         cache.put(Path::new("a"), stamp(2), &b"01234"[..], None, &plain());
-        assert!(cache.encoded(&slot("a", 2), Encoding::Gzip).is_none());
+        assert!(cache.encoded(&slot("a", 2), Encoding::Identity).is_none());
         assert_eq!(cache.bytes(), 5);
         // Other entries make room for a form, within the bound.
         cache.put(Path::new("b"), stamp(3), &[7u8; 60][..], None, &plain());
-        let long: Arc<str> = Arc::from("x".repeat(50));
-        cache.put_encoded(&slot("a", 2), Encoding::Br, &long);
+        let long = prepared("x".repeat(50).as_bytes(), Encoding::Identity);
+        cache.put_encoded(&slot("a", 2), &long);
         assert!(cache.bytes() <= 100, "{}", cache.bytes());
-        assert_eq!(
-            cache.encoded(&slot("a", 2), Encoding::Br).as_deref(),
-            Some(&*long)
-        );
+        assert_eq!(cache.encoded(&slot("a", 2), Encoding::Identity), Some(long));
         assert!(cache.get(Path::new("b"), stamp(3)).is_none(), "dropped for room");
     }
 

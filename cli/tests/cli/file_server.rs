@@ -1051,13 +1051,49 @@ fn a_cached_file_goes_out_compressed_as_the_current_file() {
 }
 
 #[test]
+fn a_file_up_to_a_mebibyte_is_kept_whole_and_goes_out_as_the_current_file() {
+    // Larger than a small file but within 1 MiB: read whole once and kept
+    // with each form it was written in (escaped text, compressed), sent
+    // from memory. What goes on the wire must still be the file as it is
+    // now, in every encoding.
+    let fixture = Fixture::new();
+    let server = fixture.server();
+    let on_the_wire = |encoding: Encoding| {
+        let headers = Headers::new().with_accept_encoding(vec![encoding]);
+        let response = ask(&server, req(Method::Get, "/page.txt").with_headers(headers));
+        assert_eq!(response.body.encoding(), encoding);
+        let bytes = response.to_bytes();
+        let read = parse_response(&bytes, Validation::Lenient, &MessageLimits::default())
+            .expect("our own response reads back");
+        read.message.body.content().to_vec()
+    };
+    let file = fixture.path("page.txt");
+    let first = "a \"quoted\" line \\ with\ttabs and \u{1} escapes\n".repeat(8_000);
+    assert!(first.len() > 300 * 1024 && first.len() < 1024 * 1024);
+    fs::write(&file, &first).expect("write");
+    for encoding in [Encoding::Identity, Encoding::Gzip, Encoding::Br] {
+        assert!(on_the_wire(encoding) == first.as_bytes(), "{encoding}");
+        assert!(on_the_wire(encoding) == first.as_bytes(), "{encoding}, kept");
+    }
+    let second = first.replace("quoted", "QUOTED");
+    rewrite_in_place(&file, second.as_bytes());
+    for encoding in [Encoding::Identity, Encoding::Gzip, Encoding::Br] {
+        assert!(
+            on_the_wire(encoding) == second.as_bytes(),
+            "{encoding}, rewritten"
+        );
+    }
+}
+
+#[test]
 fn a_large_file_is_judged_text_or_not_as_it_is_now() {
     // Whether a streamed file may go out as identity is kept per version
     // of the file: a rewrite that makes it binary is seen at once.
     let fixture = Fixture::new();
     let server = fixture.server();
     let file = fixture.path("large.txt");
-    let text = "a line of text\n".repeat(10_000);
+    // Larger than the cache keeps whole (1 MiB): this file streams.
+    let text = "a line of text\n".repeat(100_000);
     fs::write(&file, &text).expect("write");
     let get = || ask(&server, req(Method::Get, "/large.txt"));
     for _ in 0..2 {
@@ -1066,7 +1102,7 @@ fn a_large_file_is_judged_text_or_not_as_it_is_now() {
         assert_eq!(response.body.content(), text.as_bytes());
     }
     let mut binary = text.into_bytes();
-    binary[70_000] = 0xff;
+    binary[1_200_000] = 0xff;
     rewrite_in_place(&file, &binary);
     let response = get();
     assert_eq!(response.body.encoding(), Encoding::Gzip, "not UTF-8 any more");

@@ -565,11 +565,12 @@ impl Driver {
                     return self.abort(CloseReason::TransportFailed, Some(&e));
                 }
                 self.offer = Offer::Offered;
-                match io.write(self.conn.pending_output()) {
+                let (written, offered) = write_pending(&self.conn, io);
+                match written {
                     // The peer is gone: nothing more can be sent.
                     Ok(0) => return self.abort(CloseReason::TransportFailed, None),
                     Ok(n) => {
-                        let short = n < self.conn.pending_output().len();
+                        let short = n < offered;
                         let after = self.after_io(at);
                         self.conn.consume_output(n, after);
                         if short {
@@ -1173,6 +1174,26 @@ impl Driver {
             content_bytes,
             started,
         });
+    }
+}
+
+/// Offers the pending output to the transport, in one vectored write
+/// when it is in several pieces (a large prepared body between a head and
+/// a tail); returns the write's result and how many bytes were offered.
+fn write_pending<W: std::io::Write + ?Sized>(
+    conn: &ServerConnection,
+    io: &mut W,
+) -> (std::io::Result<usize>, usize) {
+    let mut slices = [std::io::IoSlice::new(&[]); 4];
+    match conn.pending_output_vectored(&mut slices) {
+        0 | 1 => {
+            let pending = conn.pending_output();
+            (io.write(pending), pending.len())
+        }
+        n => (
+            io.write_vectored(&slices[..n]),
+            slices[..n].iter().map(|slice| slice.len()).sum(),
+        ),
     }
 }
 

@@ -225,6 +225,14 @@ impl<S: Transport> io::Write for Accepted<S> {
         }
     }
 
+    fn write_vectored(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+        match self {
+            Accepted::Plain(s) => s.write_vectored(bufs),
+            #[cfg(feature = "tls")]
+            Accepted::Tls(s) => s.write_vectored(bufs),
+        }
+    }
+
     fn flush(&mut self) -> io::Result<()> {
         match self {
             Accepted::Plain(s) => s.flush(),

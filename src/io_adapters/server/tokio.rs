@@ -422,6 +422,31 @@ impl AsyncWrite for KernelWrites {
         }
     }
 
+    fn poll_write_vectored(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        match std::pin::Pin::new(&mut self.0).poll_write_vectored(cx, bufs) {
+            // As `poll_write`: the kernel may take it all the same.
+            Poll::Pending => match rustix::net::sendmsg(
+                &self.0,
+                bufs,
+                &mut rustix::net::SendAncillaryBuffer::default(),
+                rustix::net::SendFlags::NOSIGNAL,
+            ) {
+                Ok(n) => Poll::Ready(Ok(n)),
+                Err(rustix::io::Errno::AGAIN | rustix::io::Errno::INTR) => Poll::Pending,
+                Err(e) => Poll::Ready(Err(e.into())),
+            },
+            ready => ready,
+        }
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        true
+    }
+
     fn poll_flush(
         mut self: std::pin::Pin<&mut Self>,
         cx: &mut std::task::Context<'_>,

@@ -1,0 +1,255 @@
+//! What a connection holds for its peer: the bytes it wrote, and shared
+//! text spliced between them without a copy.
+//!
+//! A response is written into one growing buffer, except for text the
+//! caller already holds in its final form (a cached file's content as
+//! written, [`Body::prepared`](crate::message::Body::prepared)): that is
+//! kept as a reference and handed to the transport from where it lies, so
+//! a large cached file costs no copy between the cache and the socket. The
+//! transport sees the pieces in order, one at a time
+//! ([`Output::pending`]) or together for a vectored write
+//! ([`Output::pending_vectored`]).
+
+use std::collections::VecDeque;
+use std::io::IoSlice;
+use std::sync::Arc;
+
+use crate::message::buffer::Buffer;
+
+/// What a buffer starts with after idle: a small response's head and
+/// content, and within the allocator's per-thread cache.
+const FRESH_OUTPUT: usize = 1024;
+
+/// Shared text shorter than this is copied into the buffer instead: a
+/// separate piece would cost more in the vectored write than the copy.
+const SPLICE_AT_LEAST: usize = 16 * 1024;
+
+/// Bytes queued for the peer, in order: the buffer's bytes with shared
+/// text spliced in at recorded offsets.
+#[derive(Debug, Default)]
+pub(super) struct Output {
+    /// The bytes written into the output, with its consumed prefix.
+    owned: Buffer,
+    /// Shared text, in order, each at its offset in the whole output.
+    splices: VecDeque<Splice>,
+    /// Bytes ever queued, buffer and splices together.
+    queued: u64,
+    /// Bytes ever consumed (written to the transport).
+    written: u64,
+}
+
+/// Shared text placed in the output.
+#[derive(Debug)]
+struct Splice {
+    /// The offset of its first byte in the whole output.
+    at: u64,
+    text: Arc<str>,
+}
+
+impl Output {
+    /// Bytes queued and not yet consumed.
+    pub(super) fn len(&self) -> usize {
+        (self.queued - self.written) as usize
+    }
+
+    pub(super) fn is_empty(&self) -> bool {
+        self.queued == self.written
+    }
+
+    /// Bytes ever queued.
+    pub(super) fn queued(&self) -> u64 {
+        self.queued
+    }
+
+    /// Bytes ever consumed.
+    pub(super) fn written(&self) -> u64 {
+        self.written
+    }
+
+    /// Appends what `write` writes; returns how many bytes it wrote.
+    pub(super) fn append(&mut self, write: impl FnOnce(&mut Vec<u8>)) -> usize {
+        if self.owned.is_empty() {
+            self.owned.compact();
+        }
+        if self.owned.bytes.capacity() == 0 {
+            // A connection coming back from idle holds no buffer: one
+            // allocation fits a typical response, instead of doubling up
+            // to it from a few bytes.
+            self.owned.bytes.reserve(FRESH_OUTPUT);
+        }
+        let before = self.owned.bytes.len();
+        write(&mut self.owned.bytes);
+        let added = self.owned.bytes.len() - before;
+        self.queued += added as u64;
+        added
+    }
+
+    /// Appends `text` as it is: referenced when it is large, copied when
+    /// it is small. Returns its length.
+    pub(super) fn splice(&mut self, text: &Arc<str>) -> usize {
+        if text.len() < SPLICE_AT_LEAST {
+            return self.append(|out| out.extend_from_slice(text.as_bytes()));
+        }
+        self.splices.push_back(Splice {
+            at: self.queued,
+            text: Arc::clone(text),
+        });
+        self.queued += text.len() as u64;
+        text.len()
+    }
+
+    /// The first piece of what is pending: a run of the buffer or of a
+    /// splice (empty when nothing is).
+    pub(super) fn pending(&self) -> &[u8] {
+        match self.splices.front() {
+            Some(splice) if splice.at <= self.written => {
+                &splice.text.as_bytes()[(self.written - splice.at) as usize..]
+            }
+            Some(splice) => &self.owned.live()[..(splice.at - self.written) as usize],
+            None => self.owned.live(),
+        }
+    }
+
+    /// Fills `slices` with the pending pieces in order, as many as fit;
+    /// returns how many it filled.
+    pub(super) fn pending_vectored<'a>(&'a self, slices: &mut [IoSlice<'a>]) -> usize {
+        let mut filled = 0;
+        let mut at = self.written;
+        let mut owned = self.owned.live();
+        let mut splices = self.splices.iter().peekable();
+        while filled < slices.len() && at < self.queued {
+            let piece: &[u8] = match splices.peek() {
+                Some(splice) if splice.at <= at => {
+                    let text = &splice.text.as_bytes()[(at - splice.at) as usize..];
+                    splices.next();
+                    text
+                }
+                Some(splice) => {
+                    let (run, rest) = owned.split_at((splice.at - at) as usize);
+                    owned = rest;
+                    run
+                }
+                None => std::mem::take(&mut owned),
+            };
+            slices[filled] = IoSlice::new(piece);
+            filled += 1;
+            at += piece.len() as u64;
+        }
+        filled
+    }
+
+    /// Marks up to `n` pending bytes as written; returns how many.
+    pub(super) fn consume(&mut self, n: usize) -> usize {
+        let n = n.min(self.len());
+        let mut left = n;
+        while left > 0 {
+            let run = self.pending().len().min(left);
+            match self.splices.front() {
+                Some(splice) if splice.at <= self.written => {
+                    if (self.written - splice.at) as usize + run == splice.text.len() {
+                        self.splices.pop_front();
+                    }
+                }
+                _ => self.owned.start += run,
+            }
+            self.written += run as u64;
+            left -= run;
+        }
+        self.owned.compact();
+        n
+    }
+
+    /// Gives back what is beyond the buffer's retained capacity once
+    /// nothing is pending.
+    pub(super) fn release(&mut self) {
+        self.owned.release();
+        if self.splices.is_empty() {
+            self.splices = VecDeque::new();
+        }
+    }
+
+    /// Drops everything pending, memory included; what was queued counts
+    /// as never written.
+    pub(super) fn discard(&mut self) {
+        self.owned.discard();
+        self.splices = VecDeque::new();
+        self.queued = self.written;
+    }
+
+    /// Bytes of memory the output holds for itself (the buffer's capacity;
+    /// spliced text is shared with whoever made it).
+    pub(super) fn capacity(&self) -> usize {
+        self.owned.bytes.capacity()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn drain(output: &mut Output, step: usize) -> Vec<u8> {
+        let mut got = Vec::new();
+        while !output.is_empty() {
+            let piece = output.pending();
+            let n = piece.len().min(step);
+            got.extend_from_slice(&piece[..n]);
+            output.consume(n);
+        }
+        got
+    }
+
+    fn build() -> (Output, Vec<u8>) {
+        let big: Arc<str> = Arc::from("x".repeat(SPLICE_AT_LEAST + 3));
+        let other: Arc<str> = Arc::from("y".repeat(SPLICE_AT_LEAST));
+        let mut output = Output::default();
+        let mut expected = Vec::new();
+        output.append(|out| out.extend_from_slice(b"head"));
+        output.splice(&big);
+        output.splice(&other);
+        output.append(|out| out.extend_from_slice(b"tail"));
+        output.splice(&Arc::from("small"));
+        for part in ["head", &big, &other, "tail", "small"] {
+            expected.extend_from_slice(part.as_bytes());
+        }
+        (output, expected)
+    }
+
+    #[test]
+    fn pieces_come_out_in_order_whatever_the_writes() {
+        for step in [1, 3, 4, 1000, SPLICE_AT_LEAST, usize::MAX] {
+            let (mut output, expected) = build();
+            assert_eq!(output.len(), expected.len());
+            assert_eq!(drain(&mut output, step), expected, "step {step}");
+            assert_eq!(output.written(), expected.len() as u64);
+        }
+    }
+
+    #[test]
+    fn a_vectored_view_is_the_same_bytes() {
+        let (mut output, expected) = build();
+        output.consume(2);
+        let mut slices = [IoSlice::new(&[]); 8];
+        let n = output.pending_vectored(&mut slices);
+        let joined: Vec<u8> = slices[..n].iter().flat_map(|s| s.iter().copied()).collect();
+        assert_eq!(joined, expected[2..]);
+        // Fewer slices than pieces: a prefix.
+        let mut two = [IoSlice::new(&[]); 2];
+        let n = output.pending_vectored(&mut two);
+        assert_eq!(n, 2);
+        assert_eq!(&*two[0], b"ad");
+        assert_eq!(two[1].len(), SPLICE_AT_LEAST + 3);
+    }
+
+    #[test]
+    fn small_text_is_copied_and_discard_empties() {
+        let mut output = Output::default();
+        output.splice(&Arc::from("small"));
+        assert!(output.splices.is_empty());
+        let (mut output, _) = build();
+        output.consume(10);
+        output.discard();
+        assert!(output.is_empty());
+        assert_eq!(output.pending(), b"");
+        assert_eq!(output.capacity(), 0);
+    }
+}
