@@ -109,6 +109,32 @@ impl IoMode {
     }
 }
 
+/// The timeout to give a blocking socket for `until`: whole milliseconds,
+/// rounded up (zero would mean "for ever" to the socket). A deadline that
+/// keeps its distance, as a moving stall deadline does during a transfer,
+/// then keeps the timeout already set, with no system call.
+pub(crate) fn socket_timeout(until: Duration) -> Duration {
+    let millis = until.as_nanos().div_ceil(1_000_000).max(1);
+    Duration::from_millis(u64::try_from(millis).unwrap_or(u64::MAX))
+}
+
+/// Whether a blocking socket whose timeout is `set` (`None`: never set;
+/// `Some(None)`: none) must be given `wanted` instead. A timeout shorter
+/// than wanted only wakes the step early (it is set again then), so the
+/// one set stays until it is more than twice too short; one longer than
+/// wanted would let a deadline pass unseen, so it stays only while that
+/// is by at most a 64th of it, and 100 ms. A deadline that moves on with
+/// every read, as a transfer's progress and rate deadlines do (D3, D19),
+/// then costs no system call per read.
+pub(crate) fn retime(set: Option<Option<Duration>>, wanted: Option<Duration>) -> bool {
+    let Some(current) = set else {
+        return true;
+    };
+    let (current, wanted) = (current.unwrap_or(Duration::MAX), wanted.unwrap_or(Duration::MAX));
+    let late = (current / 64).min(Duration::from_millis(100));
+    wanted.saturating_add(late) < current || wanted > current.saturating_mul(2)
+}
+
 /// Whether a read or write gave up for now (non-blocking, or a blocking
 /// call's timeout) rather than failed.
 pub(crate) fn would_block(e: &io::Error) -> bool {
@@ -277,5 +303,45 @@ mod polled {
         fn unsent(&self) -> Option<usize> {
             (self.unsent)(self.io)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: Duration = Duration::from_millis(1);
+
+    #[test]
+    fn a_socket_timeout_is_whole_milliseconds_and_never_zero() {
+        assert_eq!(socket_timeout(Duration::ZERO), MS);
+        assert_eq!(socket_timeout(Duration::from_micros(1)), MS);
+        assert_eq!(socket_timeout(Duration::from_micros(1_001)), 2 * MS);
+        assert_eq!(socket_timeout(30_000 * MS), 30_000 * MS);
+    }
+
+    #[test]
+    fn a_timeout_is_set_again_only_when_it_would_be_late_or_wake_too_often() {
+        assert!(retime(None, Some(MS)), "never set");
+        assert!(retime(None, None), "never set");
+        let thirty = Some(Some(30_000 * MS));
+        // A moving deadline a few milliseconds nearer: late by at most
+        // 100 ms, kept.
+        assert!(!retime(thirty, Some(29_950 * MS)));
+        assert!(retime(thirty, Some(29_899 * MS)), "over 100 ms late");
+        // Further: woken early, which is harmless, until twice too short.
+        assert!(!retime(thirty, Some(60_000 * MS)));
+        assert!(retime(thirty, Some(60_001 * MS)));
+        assert!(
+            retime(thirty, None),
+            "none wanted: for ever is far more than twice"
+        );
+        // A short slice is late by a 64th of itself at most.
+        let slice = Some(Some(20 * MS));
+        assert!(!retime(slice, Some(20 * MS - Duration::from_micros(300))));
+        assert!(retime(slice, Some(19 * MS)));
+        // None set: anything shorter must be set.
+        assert!(retime(Some(None), Some(30_000 * MS)));
+        assert!(!retime(Some(None), None));
     }
 }

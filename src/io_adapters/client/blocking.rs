@@ -25,12 +25,10 @@ use std::fmt;
 use std::net::{TcpStream, ToSocketAddrs};
 use std::time::Instant;
 
-use super::drive::{Call, ClientDriver, ClientStep, Streams};
+use super::drive::{Call, ClientDriver, ClientStep, READ_CHUNK, Streams};
 use super::{Answer, ClientError, ClientOptions, Direction, connect, only};
 use crate::io_adapters::transport::{IoMode, Transport};
 use crate::message::Request;
-
-const READ_CHUNK: usize = 16 * 1024;
 
 /// A blocking client on one connection (keep-alive: every request on it
 /// until one side closes), over TCP or any blocking [`Transport`].

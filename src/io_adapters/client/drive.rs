@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use super::outstanding::{Deadlines, Outstanding};
 use super::{Answer, ClientError, ClientOptions, Direction, Tracer};
 use crate::io_adapters::now;
-use crate::io_adapters::transport::{IoMode, Transport, is_reset, would_block};
+use crate::io_adapters::transport::{IoMode, Transport, is_reset, retime, socket_timeout, would_block};
 use crate::machine::{ClientConnection, ClientEvent, RequestId, UsageError};
 use crate::message::Request;
 
@@ -110,6 +110,10 @@ impl std::io::Read for Staged {
         Ok(n)
     }
 }
+
+/// How much one read of the server's stream takes: a large download
+/// (D19) then costs a read per 64 KiB, not per 16.
+pub(super) const READ_CHUNK: usize = 64 * 1024;
 
 /// Blocking transports: the longest a write may block before the step
 /// reads what the server sent meanwhile, and the longest that read blocks
@@ -422,9 +426,8 @@ impl ClientDriver {
             (None, true) => Some(WRITE_SLICE),
             (until, false) => until,
         };
-        // Zero would mean "for ever" to the socket.
-        let limit = limit.map(|l| l.max(Duration::from_millis(1)));
-        if self.timeout != Some(limit) {
+        let limit = limit.map(socket_timeout);
+        if retime(self.timeout, limit) {
             io.set_timeout(limit)?;
             self.timeout = Some(limit);
         }

@@ -24,12 +24,10 @@ use std::task::Poll;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use super::drive::{Call, ClientDriver, ClientStep, READ_PIECE, Staged, Streams};
+use super::drive::{Call, ClientDriver, ClientStep, READ_CHUNK, READ_PIECE, Staged, Streams};
 use super::{Answer, ClientError, ClientOptions, Direction, connect, only};
 use crate::io_adapters::transport::{IoMode, PolledIo, park};
 use crate::message::Request;
-
-const READ_CHUNK: usize = 16 * 1024;
 
 /// An async client on one connection, over TCP or any
 /// `AsyncRead + AsyncWrite` stream.

@@ -13,7 +13,7 @@ use super::spool::{Spool, SpoolError, Spooled};
 use super::{AccessRecord, Handler, Reply, RequestInfo, ServerOptions, SpoolOptions, Upload};
 use crate::io_adapters::Clock;
 use crate::io_adapters::linger::{Linger, Lingering};
-use crate::io_adapters::transport::{IoMode, Transport, would_block};
+use crate::io_adapters::transport::{IoMode, Transport, retime, socket_timeout, would_block};
 use crate::machine::{Now, PeerError, RequestId, ServerConnection, ServerEvent, UsageError};
 use crate::message::{Method, Request, Resource, Response, Status, StatusCode};
 
@@ -1088,13 +1088,8 @@ impl Driver {
             return Ok(());
         }
         let until = deadline.map_or(BLOCKING_SLICE, |d| d.saturating_duration_since(at));
-        // In whole milliseconds, rounded up (zero would mean "for ever" to
-        // the socket): a deadline that keeps its distance, as the machine's
-        // give-back of buffers a few milliseconds after every exchange
-        // does, then keeps the timeout already set, with no system call.
-        let millis = until.min(BLOCKING_SLICE).as_nanos().div_ceil(1_000_000).max(1);
-        let limit = Some(Duration::from_millis(millis as u64));
-        if self.timeout != limit {
+        let limit = Some(socket_timeout(until.min(BLOCKING_SLICE)));
+        if retime(self.timeout.map(Some), limit) {
             io.set_timeout(limit)?;
             self.timeout = limit;
         }
