@@ -561,25 +561,9 @@ impl Scanner {
                     b'*' => self.pos += 1,
                     _ => self.state = State::Object,
                 },
-                State::Str(quote) => match find_string_end(quote, &buf[at..end]) {
-                    None => self.pos = end,
-                    Some(offset) => {
-                        let hit = at + offset;
-                        self.pos = hit + 1;
-                        if buf[hit] == quote {
-                            self.state = State::Object;
-                            self.string_ended(buf, quote, None, hit);
-                        } else {
-                            if let Some(track) = &mut self.content {
-                                track.string_plain = false;
-                            }
-                            self.escape_at = hit;
-                            self.state = State::Escape(Within::Str(quote));
-                        }
-                    }
-                },
+                State::Str(quote) => self.string_body(buf, quote, at, end),
                 State::Escape(within) => {
-                    if byte == b'u' {
+                    if starts_hex_escape(byte) {
                         self.pos += 1;
                         self.state = State::Hex {
                             within,
@@ -626,7 +610,7 @@ impl Scanner {
                     }
                 }
                 State::LowU(within) => {
-                    if byte == b'u' {
+                    if starts_hex_escape(byte) {
                         self.pos += 1;
                         self.state = State::Hex {
                             within,
@@ -920,6 +904,39 @@ impl Scanner {
         })
     }
 
+    /// Reads a string's text from `at` to its closing quote, or to `end`.
+    /// An escape whose second byte is already here and does not start
+    /// `\u` is stepped over in place: text with many escapes (lines of a
+    /// file, each ending in `\n`) then costs a search per escape, not a
+    /// turn of the state machine.
+    fn string_body(&mut self, buf: &[u8], quote: u8, at: usize, end: usize) {
+        let mut from = at;
+        loop {
+            let Some(offset) = find_string_end(quote, &buf[from..end]) else {
+                self.pos = end;
+                return;
+            };
+            let hit = from + offset;
+            self.pos = hit + 1;
+            if buf[hit] == quote {
+                self.state = State::Object;
+                self.string_ended(buf, quote, None, hit);
+                return;
+            }
+            if let Some(track) = &mut self.content {
+                track.string_plain = false;
+            }
+            self.escape_at = hit;
+            match buf[..end].get(hit + 1) {
+                Some(&next) if !starts_hex_escape(next) => from = hit + 2,
+                _ => {
+                    self.state = State::Escape(Within::Str(quote));
+                    return;
+                }
+            }
+        }
+    }
+
     /// A backslash followed by anything but `u`. In a string any byte is
     /// escaped (`\"`, `\\`, the first byte of a line continuation): it is
     /// taken as is. In a key only `\u` is an escape, which the parsers
@@ -1033,6 +1050,12 @@ fn failed(at: usize, fault: Option<Fault>) -> Scan {
         Some(fault) => Scan::Error { at, fault },
         None => Scan::TooLarge { start: at },
     }
+}
+
+/// Whether the byte after a backslash starts a `\u` escape, whose four hex
+/// digits are read and checked (D4); any other byte is the whole escape.
+fn starts_hex_escape(byte: u8) -> bool {
+    byte == b'u'
 }
 
 fn hex_digit(byte: u8) -> Option<u16> {
