@@ -900,6 +900,8 @@ impl ServerConnection {
     fn holds_memory(&self) -> bool {
         self.core.holds_spare_buffers()
             || (self.slots.is_empty() && self.slots.capacity() > 0)
+            || (self.untaken.is_empty() && self.untaken.capacity() > 0)
+            || (self.sent.is_empty() && self.sent.capacity() > 0)
             || self.spare_echo.capacity() > 0
     }
 
@@ -911,6 +913,14 @@ impl ServerConnection {
         if self.slots.is_empty() {
             // Slots are a few hundred bytes each: an idle connection keeps none.
             self.slots = VecDeque::new();
+        }
+        // Each of these two queues is an allocation of its own, a tenth of
+        // the budget of an idle connection.
+        if self.untaken.is_empty() {
+            self.untaken = VecDeque::new();
+        }
+        if self.sent.is_empty() {
+            self.sent = VecDeque::new();
         }
     }
 
