@@ -6,6 +6,7 @@
 use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::http_line::{FirstLine, Look};
@@ -14,7 +15,7 @@ use super::{AccessRecord, Handler, Reply, RequestInfo, ServerOptions, SpoolOptio
 use crate::io_adapters::Clock;
 use crate::io_adapters::linger::{Linger, Lingering};
 use crate::io_adapters::transport::{IoMode, Transport, would_block};
-use crate::machine::{Now, PeerError, RequestId, ServerConnection, ServerEvent, UsageError};
+use crate::machine::{Now, PeerError, RequestId, ServerConfig, ServerConnection, ServerEvent, UsageError};
 use crate::message::{Method, Request, Resource, Response, Status, StatusCode};
 
 /// Longest one blocking read or write may take: how soon a blocking
@@ -118,10 +119,11 @@ pub enum Step {
 pub struct Driver {
     /// The machine.
     conn: ServerConnection,
+    /// What the server's connections share: the time's source, the spool,
+    /// the shutdown's timeout.
+    settings: ConnectionSettings,
     info: RequestInfo,
     mode: IoMode,
-    /// Where the time comes from.
-    clock: Clock,
     /// Where the connection is in its life.
     phase: Phase,
     /// The peer's side of the stream.
@@ -158,10 +160,42 @@ pub struct Driver {
     /// The connection's span: every event of the connection carries the
     /// peer.
     span: tracing::Span,
+}
+
+/// What every connection of a server shares, made once from its
+/// [`ServerOptions`]: each [`Driver`] made with
+/// [`Driver::with_settings`] holds a pointer to it rather than a copy, so
+/// that an idle connection costs only its own state. Cloning it is cheap.
+#[derive(Debug, Clone)]
+pub struct ConnectionSettings(Arc<Settings>);
+
+#[derive(Debug)]
+struct Settings {
+    /// The machine's configuration, with request content streamed (D19).
+    config: Arc<ServerConfig>,
+    /// Where the time comes from.
+    clock: Clock,
     /// Where request content is spooled (D19).
-    spool_options: SpoolOptions,
+    spool: SpoolOptions,
     /// How long a graceful shutdown lets the exchanges under way finish.
     shutdown_timeout: Duration,
+}
+
+impl ConnectionSettings {
+    /// The settings of the connections `options` configure.
+    pub fn new(options: &ServerOptions) -> ConnectionSettings {
+        // The adapters stream request content (D19): small content is
+        // gathered in memory and handed to the handler in the request as
+        // usual; only large content reaches it as an upload.
+        let mut config = options.config.clone();
+        config.stream_content = true;
+        ConnectionSettings(Arc::new(Settings {
+            config: Arc::new(config),
+            clock: options.clock.clone(),
+            spool: options.spool.clone(),
+            shutdown_timeout: options.shutdown_timeout,
+        }))
+    }
 }
 
 /// Where a connection is in its life. Every move is one of:
@@ -390,19 +424,23 @@ impl CloseReason {
 
 impl Driver {
     /// A new connection with `peer`, configured by `options.config`, over a
-    /// transport that behaves as `mode` says.
+    /// transport that behaves as `mode` says. A server makes its
+    /// [`ConnectionSettings`] once and uses [`with_settings`](Self::with_settings)
+    /// instead: its connections then share them.
     pub fn new(peer: SocketAddr, options: &ServerOptions, mode: IoMode) -> Driver {
-        // The adapters stream request content (D19): small content is
-        // gathered in memory and handed to the handler in the request as
-        // usual; only large content reaches it as an upload.
-        let mut config = options.config.clone();
-        config.stream_content = true;
-        let clock = options.clock.clone();
+        Driver::with_settings(peer, &ConnectionSettings::new(options), mode)
+    }
+
+    /// A new connection with `peer`, configured by `settings`, which it
+    /// shares with the other connections made with them, over a transport
+    /// that behaves as `mode` says.
+    pub fn with_settings(peer: SocketAddr, settings: &ConnectionSettings, mode: IoMode) -> Driver {
+        let now = settings.0.clock.now();
         Driver {
-            conn: ServerConnection::new(config, clock.now()),
+            conn: ServerConnection::with_shared_config(Arc::clone(&settings.0.config), now),
+            settings: settings.clone(),
             info: RequestInfo::new(peer),
             mode,
-            clock,
             phase: Phase::Serving,
             input: PeerInput::Open,
             intake: Intake::Direct,
@@ -417,8 +455,6 @@ impl Driver {
             logged_bytes: 0,
             why_closing: None,
             span: opened(peer),
-            spool_options: options.spool.clone(),
-            shutdown_timeout: options.shutdown_timeout,
         }
     }
 
@@ -454,7 +490,7 @@ impl Driver {
     /// does. Step again after calling it.
     pub fn shut_down(&mut self) {
         if let Phase::Serving = self.phase {
-            let until = self.clock.now().instant + self.shutdown_timeout;
+            let until = self.now().instant + self.settings.0.shutdown_timeout;
             self.phase = Phase::Draining { until };
         }
     }
@@ -485,9 +521,9 @@ impl Driver {
         let mut read_blocked = self.turn.readiness == Readiness::Drained;
         loop {
             let at = if self.mode.is_blocking() {
-                self.clock.now()
+                self.now()
             } else {
-                *self.turn.clock.get_or_insert_with(|| self.clock.now())
+                *self.turn.clock.get_or_insert_with(|| self.settings.0.clock.now())
             };
             match &mut self.phase {
                 // What was not wholly written is logged as cut short first.
@@ -685,7 +721,7 @@ impl Driver {
     pub(crate) fn answer_later(&mut self, pending: Pending, reply: Reply) {
         let span = self.span.clone();
         let _entered = span.enter();
-        let at = self.clock.now();
+        let at = self.now();
         let Pending {
             id, request, started, ..
         } = pending;
@@ -700,7 +736,7 @@ impl Driver {
         if let Phase::Closed = self.phase {
             // Nothing more is served: only the log is told what left and
             // what was cut short.
-            let now = self.clock.now();
+            let now = self.now();
             while let Some(event) = self.conn.next_event(now) {
                 if let ServerEvent::ResponseSent { id, bytes } = event {
                     self.log_sent(handler, id, bytes, now.instant);
@@ -712,7 +748,7 @@ impl Driver {
         // The turn's reading of the clock, and a new one after each
         // handler call: the machine's timers count seconds, and the date
         // header shows them.
-        let mut at = self.turn.clock.unwrap_or_else(|| self.clock.now());
+        let mut at = self.turn.clock.unwrap_or_else(|| self.now());
         // A dispatch that only logs leaves the turn's reading to the next
         // step; one that did work (a handler, writing its answer out, a
         // spool) may have taken long enough for the stall timer to see it,
@@ -745,7 +781,7 @@ impl Driver {
                             answer: Box::new(answer),
                         };
                     }
-                    at = self.clock.now();
+                    at = self.now();
                 }
                 ServerEvent::Content { id, data } => self.spool(id, &data),
                 ServerEvent::ContentDiscarded { id } => self.drop_spool(id),
@@ -775,13 +811,13 @@ impl Driver {
                             error.response().into()
                         }
                     };
-                    at = self.clock.now();
+                    at = self.now();
                     self.respond(id, request, reply, started, at);
                 }
                 ServerEvent::ContinueRequested { id, request } => {
                     let started = at.instant;
                     let decision = handler.check_continue(&request, &self.info);
-                    at = self.clock.now();
+                    at = self.now();
                     match decision {
                         Ok(()) => {
                             // The full request is now awaited (D10).
@@ -965,7 +1001,7 @@ impl Driver {
         if self.receiving.exchange() != Some(id) {
             self.receiving = Receiving::Spooling {
                 id,
-                spool: Spool::start(&self.spool_options),
+                spool: Spool::start(&self.settings.0.spool),
             };
         }
         if let Receiving::Spooling { spool, .. } = &mut self.receiving {
@@ -1057,11 +1093,13 @@ impl Driver {
     /// does not.
     #[inline]
     fn after_io(&self, at: Now) -> Now {
-        if self.mode.is_blocking() {
-            self.clock.now()
-        } else {
-            at
-        }
+        if self.mode.is_blocking() { self.now() } else { at }
+    }
+
+    /// The time, as the server's clock reads it.
+    #[inline]
+    fn now(&self) -> Now {
+        self.settings.0.clock.now()
     }
 
     /// Whether a shutting-down connection may close now: nothing half

@@ -41,8 +41,8 @@ use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token, Waker};
 
 use super::{
-    ACCEPT_BACKOFF, AcceptFaults, Accepted, Driver, Handler, ServerOptions, Step, client_gave_up, listen,
-    proxied_peer, stop_listening,
+    ACCEPT_BACKOFF, AcceptFaults, Accepted, ConnectionSettings, Driver, Handler, ServerOptions, Step,
+    client_gave_up, listen, proxied_peer, stop_listening,
 };
 use crate::io_adapters::proxy_protocol::ProxyHeaderReader;
 use crate::io_adapters::transport::IoMode;
@@ -165,12 +165,14 @@ impl<H: Handler> MioServer<H> {
     pub fn run(self) -> io::Result<()> {
         let mut threads = Vec::new();
         let mut result = Ok(());
+        let settings = ConnectionSettings::new(&self.options);
         for n in 0..self.options.worker_count() {
             let worker = self.listener.try_clone().and_then(|listener| {
                 Worker::new(
                     TcpListener::from_std(listener),
                     Arc::clone(&self.handler),
                     self.options.clone(),
+                    settings.clone(),
                     Arc::clone(&self.shared),
                 )
             });
@@ -243,6 +245,8 @@ struct Worker<H> {
     listener: Option<TcpListener>,
     handler: Arc<H>,
     options: ServerOptions,
+    /// What every connection shares.
+    settings: ConnectionSettings,
     shared: Arc<Shared>,
     clients: Vec<Option<Client>>,
     free: Vec<usize>,
@@ -266,6 +270,7 @@ impl<H: Handler> Worker<H> {
         mut listener: TcpListener,
         handler: Arc<H>,
         options: ServerOptions,
+        settings: ConnectionSettings,
         shared: Arc<Shared>,
     ) -> io::Result<Self> {
         let poll = Poll::new()?;
@@ -282,6 +287,7 @@ impl<H: Handler> Worker<H> {
             listener: Some(listener),
             handler,
             options,
+            settings,
             shared,
             clients: Vec::new(),
             free: Vec::new(),
@@ -426,7 +432,7 @@ impl<H: Handler> Worker<H> {
         });
         let client = Client {
             stream,
-            driver: Driver::new(peer, &self.options, mode),
+            driver: Driver::with_settings(peer, &self.settings, mode),
             header,
             timer: None,
             armed: None,
