@@ -136,30 +136,29 @@ pub struct Driver {
     turn: Turn,
     /// Whether the pending output has been offered to the transport.
     offer: Offer,
-    /// The timeout last given to a blocking transport.
-    timeout: Option<Duration>,
+    /// The timeout last given to a blocking transport, in whole
+    /// milliseconds (it is at most [`BLOCKING_SLICE`]).
+    timeout_ms: Option<u32>,
     /// Exchanges answered whose response has not wholly left, in response
     /// order (D2): each is told to the access log once its last byte is
     /// taken, or the connection ends first (then as cut short, like
     /// nginx's 499).
     answers: VecDeque<Answer>,
-    /// The replies whose content is still read from their readers, in
-    /// response order (D2, D19): the machine takes content for the front
-    /// one only; the next goes on when it ends.
-    streaming: VecDeque<Streamed>,
+    /// The replies whose content is still read from their readers, and
+    /// the buffer it is read into (D19); boxed, and `None` while no reply
+    /// streams.
+    streaming: Option<Box<Streaming>>,
     /// The content of the request being received (D19).
     receiving: Receiving,
-    /// The buffer a streamed reply's content is read into; empty while no
-    /// reply streams.
-    piece: Vec<u8>,
     /// Output bytes of the responses logged as wholly sent: what was
     /// written beyond them belongs to the first one cut short.
     logged_bytes: u64,
     /// Why the connection ends, once known: told once, when it closes.
     why_closing: Option<CloseReason>,
-    /// The connection's span: every event of the connection carries the
-    /// peer.
-    span: tracing::Span,
+    /// The connection's span, when a subscriber records it: every event of
+    /// the connection carries the peer. Boxed, and `None` when nothing
+    /// records it, as in a server that does not log at debug level.
+    span: Option<Box<tracing::Span>>,
 }
 
 /// What every connection of a server shares, made once from its
@@ -215,8 +214,9 @@ enum Phase {
     /// `until`; the connection then closes whatever its peer does.
     Draining { until: Instant },
     /// Closing gracefully: our side shut, the peer's input drained for a
-    /// moment so that our last response is not lost to a reset.
-    Lingering { linger: Linger, why: CloseReason },
+    /// moment so that our last response is not lost to a reset. Boxed:
+    /// every connection holds a `Phase`, a closing one only holds this.
+    Lingering { linger: Box<Linger>, why: CloseReason },
     /// Over. The access log may still be owed the exchanges cut short:
     /// [`Step::Dispatch`] until it has them, then [`Step::Close`].
     Closed,
@@ -240,19 +240,24 @@ enum PeerInput {
 }
 
 /// Where received bytes are parsed.
+// The box is the point: a connection parsing in `step` carries a pointer,
+// not a `Vec`.
+#[allow(clippy::box_collection)]
 #[derive(Debug)]
 enum Intake {
     /// In `step`, as they are read.
     Direct,
-    /// In `dispatch` ([`Driver::parse_in_dispatch`]): they wait here.
-    Deferred(Vec<u8>),
+    /// In `dispatch` ([`Driver::parse_in_dispatch`]): they wait here;
+    /// boxed, as only the async runtime asks for it.
+    Deferred(Box<Vec<u8>>),
 }
 
 /// What the current turn has done: bytes moved, the clock as read, and
 /// whether an edge-triggered socket is known to be drained.
 #[derive(Debug, Default)]
 struct Turn {
-    moved: usize,
+    /// Bytes read and written (a turn ends soon past [`TURN_BYTES`]).
+    moved: u32,
     /// The clock as read in this turn, without blocking: the turn is
     /// microseconds of work and the machine's timers count seconds, so
     /// `step` and a `dispatch` that only logs share one reading. A
@@ -261,6 +266,20 @@ struct Turn {
     /// (see `after_io`).
     clock: Option<Now>,
     readiness: Readiness,
+}
+
+impl Turn {
+    /// Bytes read and written so far.
+    #[inline]
+    fn moved(&self) -> usize {
+        self.moved as usize
+    }
+
+    /// `n` more bytes were read or written.
+    #[inline]
+    fn add_moved(&mut self, n: usize) {
+        self.moved = self.moved.saturating_add(u32::try_from(n).unwrap_or(u32::MAX));
+    }
 }
 
 /// What an edge-triggered socket is known to hold.
@@ -296,6 +315,16 @@ struct Answer {
     started: Instant,
 }
 
+/// The replies whose content is read from their readers (D19).
+#[derive(Debug, Default)]
+struct Streaming {
+    /// In response order (D2): the machine takes content for the front one
+    /// only; the next goes on when it ends.
+    replies: VecDeque<Streamed>,
+    /// The buffer the content is read into.
+    piece: Vec<u8>,
+}
+
 /// A reply whose content a reader gives, as the machine takes it (D19).
 struct Streamed {
     id: RequestId,
@@ -315,8 +344,9 @@ impl std::fmt::Debug for Streamed {
 enum Receiving {
     /// None arrives.
     Nothing,
-    /// Exchange `id`'s content, spooled as it arrives.
-    Spooling { id: RequestId, spool: Spool },
+    /// Exchange `id`'s content, spooled as it arrives; boxed, so that a
+    /// connection receiving none does not carry it.
+    Spooling { id: RequestId, spool: Box<Spool> },
     /// Exchange `id` is refused whatever its content, as its envelope
     /// showed: the content is still read and checked by the machine (D5's
     /// order holds: a corrupt stream is still `400`), but nothing of it is
@@ -447,14 +477,13 @@ impl Driver {
             first_line: FirstLine::default(),
             turn: Turn::default(),
             offer: Offer::Untried,
-            timeout: None,
+            timeout_ms: None,
             answers: VecDeque::new(),
-            streaming: VecDeque::new(),
+            streaming: None,
             receiving: Receiving::Nothing,
-            piece: Vec::new(),
             logged_bytes: 0,
             why_closing: None,
-            span: opened(peer),
+            span: recorded(opened(peer)),
         }
     }
 
@@ -464,7 +493,7 @@ impl Driver {
     /// on its blocking pool, keeps it off the threads that poll every
     /// connection's I/O.
     pub fn parse_in_dispatch(mut self) -> Driver {
-        self.intake = Intake::Deferred(Vec::new());
+        self.intake = Intake::Deferred(Box::default());
         self
     }
 
@@ -479,7 +508,7 @@ impl Driver {
     #[cfg(feature = "mio")]
     pub(crate) fn set_peer(&mut self, peer: SocketAddr) {
         self.info.peer = peer;
-        self.span = tracing::debug_span!("connection", %peer);
+        self.span = recorded(tracing::debug_span!("connection", %peer));
     }
 
     /// Starts the graceful shutdown of this connection: it closes as soon
@@ -515,7 +544,7 @@ impl Driver {
     pub fn step<T: Transport + ?Sized>(&mut self, io: &mut T, scratch: &mut [u8]) -> Step {
         // Within one call: a direction that answered WouldBlock is not
         // tried again (a blocking call has already waited).
-        let span = self.span.clone();
+        let span = self.span();
         let _entered = span.enter();
         let mut write_blocked = false;
         let mut read_blocked = self.turn.readiness == Readiness::Drained;
@@ -568,7 +597,7 @@ impl Driver {
             }
             let output_untried = pending
                 && !write_blocked
-                && self.turn.moved < TURN_BYTES
+                && self.turn.moved() < TURN_BYTES
                 && !(self.mode.is_blocking() && self.offer == Offer::Offered);
             let deadline = self.conn.poll_timeout();
             if !output_untried && deadline.is_some_and(|t| t <= at.instant) {
@@ -588,12 +617,12 @@ impl Driver {
                 };
                 let why = *self.why_closing.get_or_insert(why);
                 self.phase = Phase::Lingering {
-                    linger: Linger::new(at.instant),
+                    linger: Box::new(Linger::new(at.instant)),
                     why,
                 };
                 continue;
             }
-            let over_budget = self.turn.moved >= TURN_BYTES;
+            let over_budget = self.turn.moved() >= TURN_BYTES;
             let mut moved = false;
 
             if pending && !write_blocked && !over_budget {
@@ -611,7 +640,7 @@ impl Driver {
                         if short {
                             self.report_unsent(io, after);
                         }
-                        self.turn.moved += n;
+                        self.turn.add_moved(n);
                         moved = true;
                     }
                     Err(e) if would_block(&e) => {
@@ -628,7 +657,7 @@ impl Driver {
             // A blocking read would hold a pending write back: read only
             // once the write is done, or has timed out.
             let read_turn = !self.mode.is_blocking() || !pending || write_blocked;
-            let room = scratch.len().min(TURN_BYTES.saturating_sub(self.turn.moved));
+            let room = scratch.len().min(TURN_BYTES.saturating_sub(self.turn.moved()));
             if want_read && read_turn && !read_blocked && room > 0 {
                 if let Err(e) = self.bound(io, self.wake_at(deadline), at.instant) {
                     return self.abort(CloseReason::TransportFailed, Some(&e));
@@ -658,7 +687,8 @@ impl Driver {
                                 // Best effort, a few hundred bytes on a fresh socket.
                                 let _ = io.write(&answer);
                                 self.why_closing = Some(CloseReason::Rejected);
-                                let (linger, why) = (Linger::new(at.instant), CloseReason::Rejected);
+                                let (linger, why) =
+                                    (Box::new(Linger::new(at.instant)), CloseReason::Rejected);
                                 self.phase = Phase::Lingering { linger, why };
                                 continue;
                             }
@@ -668,7 +698,7 @@ impl Driver {
                             Intake::Direct => self.conn.receive_data(&received, at),
                             Intake::Deferred(inbox) => inbox.extend_from_slice(&received),
                         }
-                        self.turn.moved += n;
+                        self.turn.add_moved(n);
                         moved = true;
                         if self.mode == IoMode::EdgeTriggered && n < room && self.input == PeerInput::Open {
                             self.turn.readiness = Readiness::Drained;
@@ -719,7 +749,7 @@ impl Driver {
     /// [`dispatch_until_request`](Self::dispatch_until_request) handed out.
     #[cfg_attr(not(feature = "tower"), allow(dead_code))]
     pub(crate) fn answer_later(&mut self, pending: Pending, reply: Reply) {
-        let span = self.span.clone();
+        let span = self.span();
         let _entered = span.enter();
         let at = self.now();
         let Pending {
@@ -731,7 +761,7 @@ impl Driver {
     }
 
     fn dispatch_events<H: Handler + ?Sized>(&mut self, handler: &H, answering: Answering) -> Option<Pending> {
-        let span = self.span.clone();
+        let span = self.span();
         let _entered = span.enter();
         if let Phase::Closed = self.phase {
             // Nothing more is served: only the log is told what left and
@@ -932,13 +962,14 @@ impl Driver {
 
     /// Whether a reply's content is still being read from its reader.
     fn streams(&self) -> bool {
-        !self.streaming.is_empty()
+        self.streaming.is_some()
     }
 
     /// Whether the streamed reply in front can give more content now (D19).
     fn content_due(&self) -> bool {
         self.streaming
-            .front()
+            .as_ref()
+            .and_then(|streaming| streaming.replies.front())
             .is_some_and(|front| self.conn.content_room(front.id) > 0)
     }
 
@@ -947,12 +978,12 @@ impl Driver {
     /// (D19). When one ends, the next streamed reply in line takes its
     /// place.
     fn send_content(&mut self, at: Now) {
-        if self.streaming.is_empty() {
+        let Some(mut streaming) = self.streaming.take() else {
             return;
-        }
+        };
         let mut budget = 4 * READ_PIECE;
-        let mut piece = std::mem::take(&mut self.piece);
-        while let Some(front) = self.streaming.front_mut()
+        let Streaming { replies, piece } = &mut *streaming;
+        while let Some(front) = replies.front_mut()
             && budget > 0
         {
             let id = front.id;
@@ -966,7 +997,7 @@ impl Driver {
             match front.reader.read(&mut piece[..room]) {
                 Ok(0) => {
                     // The reader (a file) is closed now, not with the log.
-                    self.streaming.pop_front();
+                    replies.pop_front();
                     let _ = self.conn.end_content(id, at);
                 }
                 Ok(n) => {
@@ -976,7 +1007,7 @@ impl Driver {
                     }
                     if let Err(error) = self.conn.send_content(id, &piece[..n], at) {
                         tracing::error!(%error, "the streamed reply cannot be sent; closing");
-                        self.streaming.pop_front();
+                        replies.pop_front();
                     }
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
@@ -984,14 +1015,14 @@ impl Driver {
                     // The peer sees the message cut short, not a wrong one
                     // (D1).
                     tracing::error!(%error, "reading the streamed reply failed; closing");
-                    self.streaming.pop_front();
+                    replies.pop_front();
                     self.conn.abort_content(id, at);
                 }
             }
         }
         // Nothing streams any more: the buffer goes too.
-        if !self.streaming.is_empty() {
-            self.piece = piece;
+        if !replies.is_empty() {
+            self.streaming = Some(streaming);
         }
     }
 
@@ -1001,7 +1032,7 @@ impl Driver {
         if self.receiving.exchange() != Some(id) {
             self.receiving = Receiving::Spooling {
                 id,
-                spool: Spool::start(&self.settings.0.spool),
+                spool: Box::new(Spool::start(&self.settings.0.spool)),
             };
         }
         if let Receiving::Spooling { spool, .. } = &mut self.receiving {
@@ -1096,6 +1127,12 @@ impl Driver {
         if self.mode.is_blocking() { self.now() } else { at }
     }
 
+    /// The connection's span, to enter.
+    #[inline]
+    fn span(&self) -> tracing::Span {
+        self.span.as_deref().cloned().unwrap_or_else(tracing::Span::none)
+    }
+
     /// The time, as the server's clock reads it.
     #[inline]
     fn now(&self) -> Now {
@@ -1129,11 +1166,10 @@ impl Driver {
         // the socket): a deadline that keeps its distance, as the machine's
         // give-back of buffers a few milliseconds after every exchange
         // does, then keeps the timeout already set, with no system call.
-        let millis = until.min(BLOCKING_SLICE).as_nanos().div_ceil(1_000_000).max(1);
-        let limit = Some(Duration::from_millis(millis as u64));
-        if self.timeout != limit {
-            io.set_timeout(limit)?;
-            self.timeout = limit;
+        let millis = until.min(BLOCKING_SLICE).as_nanos().div_ceil(1_000_000).max(1) as u32;
+        if self.timeout_ms != Some(millis) {
+            io.set_timeout(Some(Duration::from_millis(u64::from(millis))))?;
+            self.timeout_ms = Some(millis);
         }
         Ok(())
     }
@@ -1150,8 +1186,7 @@ impl Driver {
         self.phase = Phase::Closed;
         // Nothing more is read or sent: the readers (files) are closed and
         // a spooled upload deleted at once.
-        self.streaming.clear();
-        self.piece = Vec::new();
+        self.streaming = None;
         self.receiving = Receiving::Nothing;
         let why = self.why_closing.unwrap_or(why);
         match error {
@@ -1185,7 +1220,8 @@ impl Driver {
                 content_bytes = 0;
                 let sent = self.conn.send_response_head(id, response, at);
                 if sent.is_ok() {
-                    self.streaming.push_back(Streamed { id, reader });
+                    let streaming = self.streaming.get_or_insert_default();
+                    streaming.replies.push_back(Streamed { id, reader });
                 }
                 sent
             }
@@ -1212,6 +1248,11 @@ impl Driver {
             started,
         });
     }
+}
+
+/// The span, if a subscriber records it.
+fn recorded(span: tracing::Span) -> Option<Box<tracing::Span>> {
+    (!span.is_disabled()).then(|| Box::new(span))
 }
 
 /// The span of a connection, and its first event.
