@@ -225,8 +225,9 @@ struct Client {
     stream: Accepted<TcpStream>,
     driver: Driver,
     /// Until the PROXY header is in (D21): its reader, and the time by
-    /// which the header must have arrived.
-    header: Option<(ProxyHeaderReader, Instant)>,
+    /// which the header must have arrived. Boxed: it is needed for a
+    /// connection's first bytes only.
+    header: Option<Box<(ProxyHeaderReader, Instant)>>,
 
     /// The deadline the client's machine asks for.
     timer: Option<Instant>,
@@ -428,7 +429,7 @@ impl<H: Handler> Worker<H> {
         let mode = stream.mode(MODE);
         let header = self.options.proxy_protocol.then(|| {
             let limit = self.options.config.limits.message_timeout;
-            (ProxyHeaderReader::new(), Instant::now() + limit)
+            Box::new((ProxyHeaderReader::new(), Instant::now() + limit))
         });
         let client = Client {
             stream,
@@ -495,9 +496,10 @@ impl<H: Handler> Worker<H> {
         let Some(Some(client)) = self.clients.get_mut(slot) else {
             return false;
         };
-        let Some((reader, deadline)) = &mut client.header else {
+        let Some(header) = &mut client.header else {
             return true;
         };
+        let (reader, deadline) = &mut **header;
         let (peer, deadline) = (client.driver.peer(), *deadline);
         let header = match reader.read_from(client.stream.get_mut()) {
             Ok(Some(header)) => Ok(header),
