@@ -1290,3 +1290,21 @@ fn answer<H: Handler + ?Sized>(
         Response::new(status).into()
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An idle keep-alive connection may cost at most 1 KB of a server's
+    /// memory beyond the kernel's socket (BENCHMARKS.md, "Idle
+    /// connections"), and the driver is most of it: what only a busy or
+    /// rare connection uses is boxed, what a server's connections share is
+    /// behind one `Arc`. A field that grows it past this bound wants the
+    /// same, or the budget revisited with the idle benchmark.
+    #[test]
+    #[cfg(target_pointer_width = "64")]
+    fn a_driver_fits_the_idle_connection_budget() {
+        let size = std::mem::size_of::<Driver>();
+        assert!(size <= 864, "a Driver is {size} bytes");
+    }
+}

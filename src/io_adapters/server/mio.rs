@@ -580,3 +580,21 @@ impl<H: Handler> Worker<H> {
         self.shared.release();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An idle keep-alive connection may cost at most 1 KB of the server's
+    /// memory beyond the kernel's socket (BENCHMARKS.md, "Idle
+    /// connections"): its `Client`, plus its entry in the worker's timer
+    /// set and the allocator's share (about 70 bytes). A field that grows
+    /// it past this bound must be boxed or shared, or the budget revisited
+    /// with the idle benchmark.
+    #[test]
+    #[cfg(target_pointer_width = "64")]
+    fn a_client_fits_the_idle_connection_budget() {
+        let size = std::mem::size_of::<Client>();
+        assert!(size <= 928, "a Client is {size} bytes");
+    }
+}
