@@ -30,8 +30,10 @@ const SPLICE_AT_LEAST: usize = 16 * 1024;
 pub(super) struct Output {
     /// The bytes written into the output, with its consumed prefix.
     owned: Buffer,
-    /// Shared text, in order, each at its offset in the whole output.
-    splices: VecDeque<Splice>,
+    /// Shared text, in order, each at its offset in the whole output;
+    /// boxed, since most connections never splice and an idle one keeps
+    /// the pointer only.
+    splices: Option<Box<VecDeque<Splice>>>,
     /// Bytes ever queued, buffer and splices together.
     queued: u64,
     /// Bytes ever consumed (written to the transport).
@@ -90,7 +92,7 @@ impl Output {
         if text.len() < SPLICE_AT_LEAST {
             return self.append(|out| out.extend_from_slice(text.as_bytes()));
         }
-        self.splices.push_back(Splice {
+        self.splices.get_or_insert_default().push_back(Splice {
             at: self.queued,
             text: Arc::clone(text),
         });
@@ -101,7 +103,7 @@ impl Output {
     /// The first piece of what is pending: a run of the buffer or of a
     /// splice (empty when nothing is).
     pub(super) fn pending(&self) -> &[u8] {
-        match self.splices.front() {
+        match self.front_splice() {
             Some(splice) if splice.at <= self.written => {
                 &splice.text.as_bytes()[(self.written - splice.at) as usize..]
             }
@@ -116,7 +118,7 @@ impl Output {
         let mut filled = 0;
         let mut at = self.written;
         let mut owned = self.owned.live();
-        let mut splices = self.splices.iter().peekable();
+        let mut splices = self.splices.iter().flat_map(|splices| splices.iter()).peekable();
         while filled < slices.len() && at < self.queued {
             let piece: &[u8] = match splices.peek() {
                 Some(splice) if splice.at <= at => {
@@ -144,10 +146,12 @@ impl Output {
         let mut left = n;
         while left > 0 {
             let run = self.pending().len().min(left);
-            match self.splices.front() {
+            match self.front_splice() {
                 Some(splice) if splice.at <= self.written => {
-                    if (self.written - splice.at) as usize + run == splice.text.len() {
-                        self.splices.pop_front();
+                    if (self.written - splice.at) as usize + run == splice.text.len()
+                        && let Some(splices) = &mut self.splices
+                    {
+                        splices.pop_front();
                     }
                 }
                 _ => self.owned.start += run,
@@ -163,16 +167,21 @@ impl Output {
     /// nothing is pending.
     pub(super) fn release(&mut self) {
         self.owned.release();
-        if self.splices.is_empty() {
-            self.splices = VecDeque::new();
+        if self.front_splice().is_none() {
+            self.splices = None;
         }
+    }
+
+    /// The first splice not wholly written.
+    fn front_splice(&self) -> Option<&Splice> {
+        self.splices.as_ref()?.front()
     }
 
     /// Drops everything pending, memory included; what was queued counts
     /// as never written.
     pub(super) fn discard(&mut self) {
         self.owned.discard();
-        self.splices = VecDeque::new();
+        self.splices = None;
         self.queued = self.written;
     }
 
@@ -244,7 +253,7 @@ mod tests {
     fn small_text_is_copied_and_discard_empties() {
         let mut output = Output::default();
         output.splice(&Arc::from("small"));
-        assert!(output.splices.is_empty());
+        assert!(output.splices.is_none());
         let (mut output, _) = build();
         output.consume(10);
         output.discard();

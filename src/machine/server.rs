@@ -12,6 +12,7 @@
 //! slot in `SendingFullRequest`.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 use std::time::Instant;
 
 use super::core::{ContentOutcome, Core, Decoded, KEEP_BUFFERS, Lifecycle, Outbound, Timers, deadline, due};
@@ -27,7 +28,9 @@ use crate::message::{Method, Rejection, Request, RequestContext, Response, parse
 /// example.
 #[derive(Debug)]
 pub struct ServerConnection {
-    config: ServerConfig,
+    /// Shared by every connection of a server: an idle connection carries
+    /// a pointer, not a copy.
+    config: Arc<ServerConfig>,
     core: Core<ServerEvent>,
     /// Exchanges not yet written, in request order (D2).
     slots: VecDeque<Slot>,
@@ -101,6 +104,13 @@ impl Slot {
 impl ServerConnection {
     /// A server connection; `now` starts the idle timer.
     pub fn new(config: ServerConfig, now: Now) -> ServerConnection {
+        ServerConnection::with_shared_config(Arc::new(config), now)
+    }
+
+    /// A server connection whose configuration is shared with others, as
+    /// a server's connections share one: each holds the `Arc`, not a copy.
+    /// `now` starts the idle timer.
+    pub fn with_shared_config(config: Arc<ServerConfig>, now: Now) -> ServerConnection {
         let core = Core::new(&config.limits, config.stream_content, now);
         ServerConnection {
             config,
@@ -904,6 +914,8 @@ impl ServerConnection {
     fn holds_memory(&self) -> bool {
         self.core.holds_spare_buffers()
             || (self.slots.is_empty() && self.slots.capacity() > 0)
+            || (self.untaken.is_empty() && self.untaken.capacity() > 0)
+            || (self.sent.is_empty() && self.sent.capacity() > 0)
             || self.spare_echo.capacity() > 0
     }
 
@@ -915,6 +927,14 @@ impl ServerConnection {
         if self.slots.is_empty() {
             // Slots are a few hundred bytes each: an idle connection keeps none.
             self.slots = VecDeque::new();
+        }
+        // Each of these two queues is an allocation of its own, a tenth of
+        // the budget of an idle connection.
+        if self.untaken.is_empty() {
+            self.untaken = VecDeque::new();
+        }
+        if self.sent.is_empty() {
+            self.sent = VecDeque::new();
         }
     }
 

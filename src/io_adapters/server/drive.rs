@@ -6,6 +6,7 @@
 use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::http_line::{FirstLine, Look};
@@ -14,7 +15,7 @@ use super::{AccessRecord, Handler, Reply, RequestInfo, ServerOptions, SpoolOptio
 use crate::io_adapters::Clock;
 use crate::io_adapters::linger::{Linger, Lingering};
 use crate::io_adapters::transport::{IoMode, Transport, retime, socket_timeout, would_block};
-use crate::machine::{Now, PeerError, RequestId, ServerConnection, ServerEvent, UsageError};
+use crate::machine::{Now, PeerError, RequestId, ServerConfig, ServerConnection, ServerEvent, UsageError};
 use crate::message::{Method, Request, Resource, Response, Status, StatusCode};
 
 /// Longest one blocking read or write may take: how soon a blocking
@@ -118,10 +119,11 @@ pub enum Step {
 pub struct Driver {
     /// The machine.
     conn: ServerConnection,
+    /// What the server's connections share: the time's source, the spool,
+    /// the shutdown's timeout.
+    settings: ConnectionSettings,
     info: RequestInfo,
     mode: IoMode,
-    /// Where the time comes from.
-    clock: Clock,
     /// Where the connection is in its life.
     phase: Phase,
     /// The peer's side of the stream.
@@ -134,34 +136,65 @@ pub struct Driver {
     turn: Turn,
     /// Whether the pending output has been offered to the transport.
     offer: Offer,
-    /// The timeout last given to a blocking transport.
-    timeout: Option<Duration>,
+    /// The timeout last given to a blocking transport, in whole
+    /// milliseconds (it is at most [`BLOCKING_SLICE`]).
+    timeout_ms: Option<u32>,
     /// Exchanges answered whose response has not wholly left, in response
     /// order (D2): each is told to the access log once its last byte is
     /// taken, or the connection ends first (then as cut short, like
     /// nginx's 499).
     answers: VecDeque<Answer>,
-    /// The replies whose content is still read from their readers, in
-    /// response order (D2, D19): the machine takes content for the front
-    /// one only; the next goes on when it ends.
-    streaming: VecDeque<Streamed>,
+    /// The replies whose content is still read from their readers, and
+    /// the buffer it is read into (D19); boxed, and `None` while no reply
+    /// streams.
+    streaming: Option<Box<Streaming>>,
     /// The content of the request being received (D19).
     receiving: Receiving,
-    /// The buffer a streamed reply's content is read into; empty while no
-    /// reply streams.
-    piece: Vec<u8>,
     /// Output bytes of the responses logged as wholly sent: what was
     /// written beyond them belongs to the first one cut short.
     logged_bytes: u64,
     /// Why the connection ends, once known: told once, when it closes.
     why_closing: Option<CloseReason>,
-    /// The connection's span: every event of the connection carries the
-    /// peer.
-    span: tracing::Span,
+    /// The connection's span, when a subscriber records it: every event of
+    /// the connection carries the peer. Boxed, and `None` when nothing
+    /// records it, as in a server that does not log at debug level.
+    span: Option<Box<tracing::Span>>,
+}
+
+/// What every connection of a server shares, made once from its
+/// [`ServerOptions`]: each [`Driver`] made with
+/// [`Driver::with_settings`] holds a pointer to it rather than a copy, so
+/// that an idle connection costs only its own state. Cloning it is cheap.
+#[derive(Debug, Clone)]
+pub struct ConnectionSettings(Arc<Settings>);
+
+#[derive(Debug)]
+struct Settings {
+    /// The machine's configuration, with request content streamed (D19).
+    config: Arc<ServerConfig>,
+    /// Where the time comes from.
+    clock: Clock,
     /// Where request content is spooled (D19).
-    spool_options: SpoolOptions,
+    spool: SpoolOptions,
     /// How long a graceful shutdown lets the exchanges under way finish.
     shutdown_timeout: Duration,
+}
+
+impl ConnectionSettings {
+    /// The settings of the connections `options` configure.
+    pub fn new(options: &ServerOptions) -> ConnectionSettings {
+        // The adapters stream request content (D19): small content is
+        // gathered in memory and handed to the handler in the request as
+        // usual; only large content reaches it as an upload.
+        let mut config = options.config.clone();
+        config.stream_content = true;
+        ConnectionSettings(Arc::new(Settings {
+            config: Arc::new(config),
+            clock: options.clock.clone(),
+            spool: options.spool.clone(),
+            shutdown_timeout: options.shutdown_timeout,
+        }))
+    }
 }
 
 /// Where a connection is in its life. Every move is one of:
@@ -181,8 +214,9 @@ enum Phase {
     /// `until`; the connection then closes whatever its peer does.
     Draining { until: Instant },
     /// Closing gracefully: our side shut, the peer's input drained for a
-    /// moment so that our last response is not lost to a reset.
-    Lingering { linger: Linger, why: CloseReason },
+    /// moment so that our last response is not lost to a reset. Boxed:
+    /// every connection holds a `Phase`, a closing one only holds this.
+    Lingering { linger: Box<Linger>, why: CloseReason },
     /// Over. The access log may still be owed the exchanges cut short:
     /// [`Step::Dispatch`] until it has them, then [`Step::Close`].
     Closed,
@@ -206,19 +240,24 @@ enum PeerInput {
 }
 
 /// Where received bytes are parsed.
+// The box is the point: a connection parsing in `step` carries a pointer,
+// not a `Vec`.
+#[allow(clippy::box_collection)]
 #[derive(Debug)]
 enum Intake {
     /// In `step`, as they are read.
     Direct,
-    /// In `dispatch` ([`Driver::parse_in_dispatch`]): they wait here.
-    Deferred(Vec<u8>),
+    /// In `dispatch` ([`Driver::parse_in_dispatch`]): they wait here;
+    /// boxed, as only the async runtime asks for it.
+    Deferred(Box<Vec<u8>>),
 }
 
 /// What the current turn has done: bytes moved, the clock as read, and
 /// whether an edge-triggered socket is known to be drained.
 #[derive(Debug, Default)]
 struct Turn {
-    moved: usize,
+    /// Bytes read and written (a turn ends soon past [`TURN_BYTES`]).
+    moved: u32,
     /// The clock as read in this turn, without blocking: the turn is
     /// microseconds of work and the machine's timers count seconds, so
     /// `step` and a `dispatch` that only logs share one reading. A
@@ -227,6 +266,20 @@ struct Turn {
     /// (see `after_io`).
     clock: Option<Now>,
     readiness: Readiness,
+}
+
+impl Turn {
+    /// Bytes read and written so far.
+    #[inline]
+    fn moved(&self) -> usize {
+        self.moved as usize
+    }
+
+    /// `n` more bytes were read or written.
+    #[inline]
+    fn add_moved(&mut self, n: usize) {
+        self.moved = self.moved.saturating_add(u32::try_from(n).unwrap_or(u32::MAX));
+    }
 }
 
 /// What an edge-triggered socket is known to hold.
@@ -262,6 +315,16 @@ struct Answer {
     started: Instant,
 }
 
+/// The replies whose content is read from their readers (D19).
+#[derive(Debug, Default)]
+struct Streaming {
+    /// In response order (D2): the machine takes content for the front one
+    /// only; the next goes on when it ends.
+    replies: VecDeque<Streamed>,
+    /// The buffer the content is read into.
+    piece: Vec<u8>,
+}
+
 /// A reply whose content a reader gives, as the machine takes it (D19).
 struct Streamed {
     id: RequestId,
@@ -281,8 +344,9 @@ impl std::fmt::Debug for Streamed {
 enum Receiving {
     /// None arrives.
     Nothing,
-    /// Exchange `id`'s content, spooled as it arrives.
-    Spooling { id: RequestId, spool: Spool },
+    /// Exchange `id`'s content, spooled as it arrives; boxed, so that a
+    /// connection receiving none does not carry it.
+    Spooling { id: RequestId, spool: Box<Spool> },
     /// Exchange `id` is refused whatever its content, as its envelope
     /// showed: the content is still read and checked by the machine (D5's
     /// order holds: a corrupt stream is still `400`), but nothing of it is
@@ -390,35 +454,36 @@ impl CloseReason {
 
 impl Driver {
     /// A new connection with `peer`, configured by `options.config`, over a
-    /// transport that behaves as `mode` says.
+    /// transport that behaves as `mode` says. A server makes its
+    /// [`ConnectionSettings`] once and uses [`with_settings`](Self::with_settings)
+    /// instead: its connections then share them.
     pub fn new(peer: SocketAddr, options: &ServerOptions, mode: IoMode) -> Driver {
-        // The adapters stream request content (D19): small content is
-        // gathered in memory and handed to the handler in the request as
-        // usual; only large content reaches it as an upload.
-        let mut config = options.config.clone();
-        config.stream_content = true;
-        let clock = options.clock.clone();
+        Driver::with_settings(peer, &ConnectionSettings::new(options), mode)
+    }
+
+    /// A new connection with `peer`, configured by `settings`, which it
+    /// shares with the other connections made with them, over a transport
+    /// that behaves as `mode` says.
+    pub fn with_settings(peer: SocketAddr, settings: &ConnectionSettings, mode: IoMode) -> Driver {
+        let now = settings.0.clock.now();
         Driver {
-            conn: ServerConnection::new(config, clock.now()),
+            conn: ServerConnection::with_shared_config(Arc::clone(&settings.0.config), now),
+            settings: settings.clone(),
             info: RequestInfo::new(peer),
             mode,
-            clock,
             phase: Phase::Serving,
             input: PeerInput::Open,
             intake: Intake::Direct,
             first_line: FirstLine::default(),
             turn: Turn::default(),
             offer: Offer::Untried,
-            timeout: None,
+            timeout_ms: None,
             answers: VecDeque::new(),
-            streaming: VecDeque::new(),
+            streaming: None,
             receiving: Receiving::Nothing,
-            piece: Vec::new(),
             logged_bytes: 0,
             why_closing: None,
-            span: opened(peer),
-            spool_options: options.spool.clone(),
-            shutdown_timeout: options.shutdown_timeout,
+            span: recorded(opened(peer)),
         }
     }
 
@@ -428,7 +493,7 @@ impl Driver {
     /// on its blocking pool, keeps it off the threads that poll every
     /// connection's I/O.
     pub fn parse_in_dispatch(mut self) -> Driver {
-        self.intake = Intake::Deferred(Vec::new());
+        self.intake = Intake::Deferred(Box::default());
         self
     }
 
@@ -443,7 +508,7 @@ impl Driver {
     #[cfg(feature = "mio")]
     pub(crate) fn set_peer(&mut self, peer: SocketAddr) {
         self.info.peer = peer;
-        self.span = tracing::debug_span!("connection", %peer);
+        self.span = recorded(tracing::debug_span!("connection", %peer));
     }
 
     /// Starts the graceful shutdown of this connection: it closes as soon
@@ -454,7 +519,7 @@ impl Driver {
     /// does. Step again after calling it.
     pub fn shut_down(&mut self) {
         if let Phase::Serving = self.phase {
-            let until = self.clock.now().instant + self.shutdown_timeout;
+            let until = self.now().instant + self.settings.0.shutdown_timeout;
             self.phase = Phase::Draining { until };
         }
     }
@@ -479,15 +544,15 @@ impl Driver {
     pub fn step<T: Transport + ?Sized>(&mut self, io: &mut T, scratch: &mut [u8]) -> Step {
         // Within one call: a direction that answered WouldBlock is not
         // tried again (a blocking call has already waited).
-        let span = self.span.clone();
+        let span = self.span();
         let _entered = span.enter();
         let mut write_blocked = false;
         let mut read_blocked = self.turn.readiness == Readiness::Drained;
         loop {
             let at = if self.mode.is_blocking() {
-                self.clock.now()
+                self.now()
             } else {
-                *self.turn.clock.get_or_insert_with(|| self.clock.now())
+                *self.turn.clock.get_or_insert_with(|| self.settings.0.clock.now())
             };
             match &mut self.phase {
                 // What was not wholly written is logged as cut short first.
@@ -532,7 +597,7 @@ impl Driver {
             }
             let output_untried = pending
                 && !write_blocked
-                && self.turn.moved < TURN_BYTES
+                && self.turn.moved() < TURN_BYTES
                 && !(self.mode.is_blocking() && self.offer == Offer::Offered);
             let deadline = self.conn.poll_timeout();
             if !output_untried && deadline.is_some_and(|t| t <= at.instant) {
@@ -552,12 +617,12 @@ impl Driver {
                 };
                 let why = *self.why_closing.get_or_insert(why);
                 self.phase = Phase::Lingering {
-                    linger: Linger::new(at.instant),
+                    linger: Box::new(Linger::new(at.instant)),
                     why,
                 };
                 continue;
             }
-            let over_budget = self.turn.moved >= TURN_BYTES;
+            let over_budget = self.turn.moved() >= TURN_BYTES;
             let mut moved = false;
 
             if pending && !write_blocked && !over_budget {
@@ -576,7 +641,7 @@ impl Driver {
                         if short {
                             self.report_unsent(io, after);
                         }
-                        self.turn.moved += n;
+                        self.turn.add_moved(n);
                         moved = true;
                     }
                     Err(e) if would_block(&e) => {
@@ -593,7 +658,7 @@ impl Driver {
             // A blocking read would hold a pending write back: read only
             // once the write is done, or has timed out.
             let read_turn = !self.mode.is_blocking() || !pending || write_blocked;
-            let room = scratch.len().min(TURN_BYTES.saturating_sub(self.turn.moved));
+            let room = scratch.len().min(TURN_BYTES.saturating_sub(self.turn.moved()));
             if want_read && read_turn && !read_blocked && room > 0 {
                 if let Err(e) = self.bound(io, self.wake_at(deadline), at.instant) {
                     return self.abort(CloseReason::TransportFailed, Some(&e));
@@ -623,7 +688,8 @@ impl Driver {
                                 // Best effort, a few hundred bytes on a fresh socket.
                                 let _ = io.write(&answer);
                                 self.why_closing = Some(CloseReason::Rejected);
-                                let (linger, why) = (Linger::new(at.instant), CloseReason::Rejected);
+                                let (linger, why) =
+                                    (Box::new(Linger::new(at.instant)), CloseReason::Rejected);
                                 self.phase = Phase::Lingering { linger, why };
                                 continue;
                             }
@@ -633,7 +699,7 @@ impl Driver {
                             Intake::Direct => self.conn.receive_data(&received, at),
                             Intake::Deferred(inbox) => inbox.extend_from_slice(&received),
                         }
-                        self.turn.moved += n;
+                        self.turn.add_moved(n);
                         moved = true;
                         if self.mode == IoMode::EdgeTriggered && n < room && self.input == PeerInput::Open {
                             self.turn.readiness = Readiness::Drained;
@@ -684,9 +750,9 @@ impl Driver {
     /// [`dispatch_until_request`](Self::dispatch_until_request) handed out.
     #[cfg_attr(not(feature = "tower"), allow(dead_code))]
     pub(crate) fn answer_later(&mut self, pending: Pending, reply: Reply) {
-        let span = self.span.clone();
+        let span = self.span();
         let _entered = span.enter();
-        let at = self.clock.now();
+        let at = self.now();
         let Pending {
             id, request, started, ..
         } = pending;
@@ -696,12 +762,12 @@ impl Driver {
     }
 
     fn dispatch_events<H: Handler + ?Sized>(&mut self, handler: &H, answering: Answering) -> Option<Pending> {
-        let span = self.span.clone();
+        let span = self.span();
         let _entered = span.enter();
         if let Phase::Closed = self.phase {
             // Nothing more is served: only the log is told what left and
             // what was cut short.
-            let now = self.clock.now();
+            let now = self.now();
             while let Some(event) = self.conn.next_event(now) {
                 if let ServerEvent::ResponseSent { id, bytes } = event {
                     self.log_sent(handler, id, bytes, now.instant);
@@ -713,7 +779,7 @@ impl Driver {
         // The turn's reading of the clock, and a new one after each
         // handler call: the machine's timers count seconds, and the date
         // header shows them.
-        let mut at = self.turn.clock.unwrap_or_else(|| self.clock.now());
+        let mut at = self.turn.clock.unwrap_or_else(|| self.now());
         // A dispatch that only logs leaves the turn's reading to the next
         // step; one that did work (a handler, writing its answer out, a
         // spool) may have taken long enough for the stall timer to see it,
@@ -746,7 +812,7 @@ impl Driver {
                             answer: Box::new(answer),
                         };
                     }
-                    at = self.clock.now();
+                    at = self.now();
                 }
                 ServerEvent::Content { id, data } => self.spool(id, &data),
                 ServerEvent::ContentDiscarded { id } => self.drop_spool(id),
@@ -776,13 +842,13 @@ impl Driver {
                             error.response().into()
                         }
                     };
-                    at = self.clock.now();
+                    at = self.now();
                     self.respond(id, request, reply, started, at);
                 }
                 ServerEvent::ContinueRequested { id, request } => {
                     let started = at.instant;
                     let decision = handler.check_continue(&request, &self.info);
-                    at = self.clock.now();
+                    at = self.now();
                     match decision {
                         Ok(()) => {
                             // The full request is now awaited (D10).
@@ -897,13 +963,14 @@ impl Driver {
 
     /// Whether a reply's content is still being read from its reader.
     fn streams(&self) -> bool {
-        !self.streaming.is_empty()
+        self.streaming.is_some()
     }
 
     /// Whether the streamed reply in front can give more content now (D19).
     fn content_due(&self) -> bool {
         self.streaming
-            .front()
+            .as_ref()
+            .and_then(|streaming| streaming.replies.front())
             .is_some_and(|front| self.conn.content_room(front.id) > 0)
     }
 
@@ -912,12 +979,12 @@ impl Driver {
     /// (D19). When one ends, the next streamed reply in line takes its
     /// place.
     fn send_content(&mut self, at: Now) {
-        if self.streaming.is_empty() {
+        let Some(mut streaming) = self.streaming.take() else {
             return;
-        }
+        };
         let mut budget = 4 * READ_PIECE;
-        let mut piece = std::mem::take(&mut self.piece);
-        while let Some(front) = self.streaming.front_mut()
+        let Streaming { replies, piece } = &mut *streaming;
+        while let Some(front) = replies.front_mut()
             && budget > 0
         {
             let id = front.id;
@@ -931,7 +998,7 @@ impl Driver {
             match front.reader.read(&mut piece[..room]) {
                 Ok(0) => {
                     // The reader (a file) is closed now, not with the log.
-                    self.streaming.pop_front();
+                    replies.pop_front();
                     let _ = self.conn.end_content(id, at);
                 }
                 Ok(n) => {
@@ -941,7 +1008,7 @@ impl Driver {
                     }
                     if let Err(error) = self.conn.send_content(id, &piece[..n], at) {
                         tracing::error!(%error, "the streamed reply cannot be sent; closing");
-                        self.streaming.pop_front();
+                        replies.pop_front();
                     }
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
@@ -949,14 +1016,14 @@ impl Driver {
                     // The peer sees the message cut short, not a wrong one
                     // (D1).
                     tracing::error!(%error, "reading the streamed reply failed; closing");
-                    self.streaming.pop_front();
+                    replies.pop_front();
                     self.conn.abort_content(id, at);
                 }
             }
         }
         // Nothing streams any more: the buffer goes too.
-        if !self.streaming.is_empty() {
-            self.piece = piece;
+        if !replies.is_empty() {
+            self.streaming = Some(streaming);
         }
     }
 
@@ -966,7 +1033,7 @@ impl Driver {
         if self.receiving.exchange() != Some(id) {
             self.receiving = Receiving::Spooling {
                 id,
-                spool: Spool::start(&self.spool_options),
+                spool: Box::new(Spool::start(&self.settings.0.spool)),
             };
         }
         if let Receiving::Spooling { spool, .. } = &mut self.receiving {
@@ -1058,11 +1125,19 @@ impl Driver {
     /// does not.
     #[inline]
     fn after_io(&self, at: Now) -> Now {
-        if self.mode.is_blocking() {
-            self.clock.now()
-        } else {
-            at
-        }
+        if self.mode.is_blocking() { self.now() } else { at }
+    }
+
+    /// The connection's span, to enter.
+    #[inline]
+    fn span(&self) -> tracing::Span {
+        self.span.as_deref().cloned().unwrap_or_else(tracing::Span::none)
+    }
+
+    /// The time, as the server's clock reads it.
+    #[inline]
+    fn now(&self) -> Now {
+        self.settings.0.clock.now()
     }
 
     /// Whether a shutting-down connection may close now: nothing half
@@ -1088,10 +1163,14 @@ impl Driver {
             return Ok(());
         }
         let until = deadline.map_or(BLOCKING_SLICE, |d| d.saturating_duration_since(at));
-        let limit = Some(socket_timeout(until.min(BLOCKING_SLICE)));
-        if retime(self.timeout.map(Some), limit) {
-            io.set_timeout(limit)?;
-            self.timeout = limit;
+        // At most BLOCKING_SLICE: whole milliseconds fit in 32 bits.
+        let limit = socket_timeout(until.min(BLOCKING_SLICE));
+        let set = self
+            .timeout_ms
+            .map(|ms| Some(Duration::from_millis(u64::from(ms))));
+        if retime(set, Some(limit)) {
+            io.set_timeout(Some(limit))?;
+            self.timeout_ms = Some(u32::try_from(limit.as_millis()).unwrap_or(u32::MAX));
         }
         Ok(())
     }
@@ -1108,8 +1187,7 @@ impl Driver {
         self.phase = Phase::Closed;
         // Nothing more is read or sent: the readers (files) are closed and
         // a spooled upload deleted at once.
-        self.streaming.clear();
-        self.piece = Vec::new();
+        self.streaming = None;
         self.receiving = Receiving::Nothing;
         let why = self.why_closing.unwrap_or(why);
         match error {
@@ -1143,7 +1221,8 @@ impl Driver {
                 content_bytes = 0;
                 let sent = self.conn.send_response_head(id, response, at);
                 if sent.is_ok() {
-                    self.streaming.push_back(Streamed { id, reader });
+                    let streaming = self.streaming.get_or_insert_default();
+                    streaming.replies.push_back(Streamed { id, reader });
                 }
                 sent
             }
@@ -1192,6 +1271,11 @@ fn write_pending<W: std::io::Write + ?Sized>(
     }
 }
 
+/// The span, if a subscriber records it.
+fn recorded(span: tracing::Span) -> Option<Box<tracing::Span>> {
+    (!span.is_disabled()).then(|| Box::new(span))
+}
+
 /// The span of a connection, and its first event.
 fn opened(peer: SocketAddr) -> tracing::Span {
     let span = tracing::debug_span!("connection", %peer);
@@ -1226,4 +1310,22 @@ fn answer<H: Handler + ?Sized>(
         );
         Response::new(status).into()
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An idle keep-alive connection may cost at most 1 KB of a server's
+    /// memory beyond the kernel's socket (BENCHMARKS.md, "Idle
+    /// connections"), and the driver is most of it: what only a busy or
+    /// rare connection uses is boxed, what a server's connections share is
+    /// behind one `Arc`. A field that grows it past this bound wants the
+    /// same, or the budget revisited with the idle benchmark.
+    #[test]
+    #[cfg(target_pointer_width = "64")]
+    fn a_driver_fits_the_idle_connection_budget() {
+        let size = std::mem::size_of::<Driver>();
+        assert!(size <= 864, "a Driver is {size} bytes");
+    }
 }

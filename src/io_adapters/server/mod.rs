@@ -42,7 +42,7 @@ mod spool;
 #[cfg(feature = "tokio")]
 pub mod tokio;
 
-pub use drive::{Driver, Step};
+pub use drive::{ConnectionSettings, Driver, Step};
 
 /// How long a graceful shutdown waits, by default, for the exchanges under
 /// way before it closes what is still open

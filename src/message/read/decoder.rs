@@ -50,6 +50,8 @@ pub(crate) trait Grammar {
     fn read_whole(&self, bytes: &[u8], streams_content: bool) -> Option<(usize, Self::Read)>;
     /// The message the lexer framed (`bytes` are exactly it).
     fn read_framed(&self, bytes: &[u8], frame: &Frame) -> Self::Read;
+    /// The limits on a message (D3), the decoder's own.
+    fn limits(&self) -> &MessageLimits;
 }
 
 /// Requests, read in `context` (a server).
@@ -69,6 +71,10 @@ impl Grammar for Requests<'_> {
     fn read_framed(&self, bytes: &[u8], frame: &Frame) -> Self::Read {
         parse_request_framed(bytes, frame, self.context, self.limits)
     }
+
+    fn limits(&self) -> &MessageLimits {
+        self.limits
+    }
 }
 
 /// Responses, checked as `validation` says (a client).
@@ -86,6 +92,10 @@ impl Grammar for Responses<'_> {
 
     fn read_framed(&self, bytes: &[u8], frame: &Frame) -> Self::Read {
         parse_response_framed(bytes, frame, self.validation, self.limits)
+    }
+
+    fn limits(&self) -> &MessageLimits {
+        self.limits
     }
 }
 
@@ -296,13 +306,12 @@ pub(crate) struct Decoder {
     /// Up to how many decoded bytes a message's streamed content may
     /// carry (D19).
     max_content_bytes: usize,
-    /// The limits on a message (D3), to read the encoding of content that
-    /// came before it.
-    message_limits: MessageLimits,
-    /// The content of the message being received, when it streams.
-    inbound: Option<Inbound>,
-    /// A message that ended while its content is decoded (D19).
-    held: Option<Held>,
+    /// The content of the message being received, when it streams; boxed,
+    /// so that a connection between messages does not carry it.
+    inbound: Option<Box<Inbound>>,
+    /// A message that ended while its content is decoded (D19); boxed, as
+    /// `inbound`.
+    held: Option<Box<Held>>,
     /// Whether the message being received is still read.
     intake: Intake,
     /// Messages ended so far, read or dropped.
@@ -324,7 +333,6 @@ impl Decoder {
             },
             streams_content,
             max_content_bytes,
-            message_limits: *limits,
             inbound: None,
             held: None,
             intake: Intake::Framing,
@@ -411,7 +419,7 @@ impl Decoder {
                 let read = grammar.read_framed(&held.bytes, &held.frame);
                 return Decoded::Message {
                     read,
-                    content: self.inbound.take().map(Inbound::outcome),
+                    content: self.inbound.take().map(|inbound| inbound.outcome()),
                 };
             }
             if self.input.is_empty() && !self.scanner.in_message() && !peer_ended {
@@ -446,7 +454,7 @@ impl Decoder {
                     // The envelope is still in the input: taken before
                     // the run is.
                     let envelope = self.content_envelope(&run);
-                    self.take_run(run);
+                    self.take_run(run, grammar.limits());
                     if let Some(envelope) = envelope {
                         return Decoded::ContentHead { envelope };
                     }
@@ -507,7 +515,7 @@ impl Decoder {
                 let range = base + start..base + end;
                 self.input.start += end;
                 self.ended += 1;
-                if self.name_content(range.clone(), &frame) {
+                if self.name_content(range.clone(), &frame, grammar.limits()) {
                     return self.stopped(Decoded::TooLarge);
                 }
                 if self.held.is_some() {
@@ -518,7 +526,7 @@ impl Decoder {
                 let read = grammar.read_framed(&self.input.bytes[range], &frame);
                 Decoded::Message {
                     read,
-                    content: self.inbound.take().map(Inbound::outcome),
+                    content: self.inbound.take().map(|inbound| inbound.outcome()),
                 }
             }
             Scan::Error { at, fault } => {
@@ -535,7 +543,7 @@ impl Decoder {
     /// encoding (D19), the held text is decoded in the encoding the message
     /// names, and the message is [`Held`] until the last piece; `true` when
     /// the message, text included, is past the message limit (D3).
-    fn name_content(&mut self, range: Range<usize>, frame: &Frame) -> bool {
+    fn name_content(&mut self, range: Range<usize>, frame: &Frame, limits: &MessageLimits) -> bool {
         let Some(inbound) = self.inbound.as_mut() else {
             return false;
         };
@@ -543,17 +551,17 @@ impl Decoder {
             return false;
         };
         let bytes = &self.input.bytes[range];
-        if text.len() + bytes.len() > self.message_limits.max_message_bytes {
+        if text.len() + bytes.len() > limits.max_message_bytes {
             return true;
         }
         // Read as the role will read it; a message that does not read, or
         // names no encoding it knows, is refused on its own account.
-        let named = named_encoding(bytes, frame, &self.message_limits).unwrap_or(Encoding::Identity);
-        self.held = Some(Held {
+        let named = named_encoding(bytes, frame, limits).unwrap_or(Encoding::Identity);
+        self.held = Some(Box::new(Held {
             bytes: bytes.to_vec(),
             frame: *frame,
-        });
-        *inbound = Inbound::new(named, self.max_content_bytes);
+        }));
+        **inbound = Inbound::new(named, self.max_content_bytes);
         inbound.feed(&text, true);
         false
     }
@@ -580,7 +588,7 @@ impl Decoder {
 
     /// Takes a run of content text out of the input into the decoder
     /// (D19); the scan goes on where the run began.
-    fn take_run(&mut self, run: ContentRun) {
+    fn take_run(&mut self, run: ContentRun, limits: &MessageLimits) {
         if run.is_first() {
             let mut inbound = Inbound::new(
                 run.encoding().unwrap_or(Encoding::Identity),
@@ -589,12 +597,12 @@ impl Decoder {
             if run.encoding().is_none() {
                 inbound.unnamed = Some(Vec::new());
             }
-            self.inbound = Some(inbound);
+            self.inbound = Some(Box::new(inbound));
         }
         let range = self.input.start + run.start()..self.input.start + run.end();
         if let Some(inbound) = &mut self.inbound {
             let text = &self.input.bytes[range.clone()];
-            let limit = self.message_limits.max_message_bytes;
+            let limit = limits.max_message_bytes;
             match &mut inbound.unnamed {
                 Some(held) if held.len() + text.len() <= limit => held.extend_from_slice(text),
                 Some(_) => {
