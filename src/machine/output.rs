@@ -33,6 +33,7 @@ pub(super) struct Output {
     /// Shared text, in order, each at its offset in the whole output;
     /// boxed, since most connections never splice and an idle one keeps
     /// the pointer only.
+    #[allow(clippy::box_collection, reason = "one word, not four, in every idle connection")]
     splices: Option<Box<VecDeque<Splice>>>,
     /// Bytes ever queued, buffer and splices together.
     queued: u64,
