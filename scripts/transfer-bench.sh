@@ -58,18 +58,26 @@ chmod 644 "$random_file"
 cat "$file" "$random_file" >/dev/null # warm the page cache
 
 # Seconds a command takes (to the millisecond: /usr/bin/time's hundredths
-# are too coarse for a transfer of a few tens of milliseconds), and the
-# peak RSS (KiB) of that command.
+# are too coarse for a transfer of a few tens of milliseconds), the median
+# of $runs runs (one run of a transfer this short varies by a third from
+# one to the next), and the largest peak RSS (KiB) of those runs.
+runs=${TRANSFER_RUNS:-5}
 measure() {
-    local began ended
-    began=$(date +%s%N)
-    if ! /usr/bin/time -f '%M' -o "$work/time" timeout 600 "$@" >/dev/null 2>"$work/stderr"; then
-        note "failed: $* ($(head -c 300 "$work/stderr"))"
-        echo "0 -"
-        return
-    fi
-    ended=$(date +%s%N)
-    echo "$(awk -v n=$((ended - began)) 'BEGIN { printf "%.3f", n / 1e9 }') $(tail -1 "$work/time")"
+    local began ended times=() kib=0
+    for _ in $(seq "$runs"); do
+        began=$(date +%s%N)
+        if ! /usr/bin/time -f '%M' -o "$work/time" timeout 600 "$@" >/dev/null 2>"$work/stderr"; then
+            note "failed: $* ($(head -c 300 "$work/stderr"))"
+            echo "0 -"
+            return
+        fi
+        ended=$(date +%s%N)
+        times+=("$((ended - began))")
+        kib=$(awk -v a="$kib" -v b="$(tail -1 "$work/time")" 'BEGIN { print (b > a ? b : a) }')
+    done
+    local median
+    median=$(printf '%s\n' "${times[@]}" | sort -n | awk '{ t[NR] = $1 } END { print t[int((NR + 1) / 2)] }')
+    echo "$(awk -v n="$median" 'BEGIN { printf "%.3f", n / 1e9 }') $kib"
 }
 mbps() { awk -v b="$bytes" -v s="$1" 'BEGIN { if (s > 0) printf "%.0f", b / s / 1e6; else print "-" }'; }
 hwm() { awk '/VmHWM/ { print $2 }' "/proc/$1/status" 2>/dev/null || echo -; }
@@ -161,7 +169,7 @@ row "jsontp put → jsontp serve, gzip" "$s" "$kib"
 
 cpu=$(awk -F: '/model name/ { print $2; exit }' /proc/cpuinfo | sed 's/^ //')
 table=$(
-    echo "Measured $(date -u '+%Y-%m-%d %H:%M') UTC with \`scripts/transfer-bench.sh $size_mib\` (release build, loopback, a ${size_mib} MiB text file and ${size_mib} MiB of random bytes); $cpu, $(nproc) cores; load average $(cut -d' ' -f1 /proc/loadavg) at the end."
+    echo "Measured $(date -u '+%Y-%m-%d %H:%M') UTC with \`scripts/transfer-bench.sh $size_mib\` (release build, loopback, a ${size_mib} MiB text file and ${size_mib} MiB of random bytes; each time the median of $runs runs); $cpu, $(nproc) cores; load average $(cut -d' ' -f1 /proc/loadavg) at the end."
     echo
     echo "\`cat FILE > /dev/null\`: $(mbps "$cat_s") MB/s (the page cache's speed, the physical anchor)."
     echo

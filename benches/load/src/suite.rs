@@ -1196,9 +1196,14 @@ fn throughput_tables(results: &[(Case, Vec<Outcome>)], about: &About, svg: &str)
     if let Some((case, share)) = busiest {
         let _ = writeln!(
             t,
-            "\nThe load generator's busiest run used {:.0} % of its CPU ({}, {} connections, pipeline {}){}.",
+            "\nThe load generator's busiest run used {:.0} % of its CPU ({}, {}, {} connections, pipeline {}){}.",
             share * 100.0,
             case.server.name(),
+            match case.payload {
+                Payload::Hello => "the 13-byte file",
+                Payload::Big => "the 300 KiB file",
+                Payload::Gzip => "the 16 KiB file gzipped",
+            },
             case.connections,
             case.pipeline,
             if share > 0.9 {
