@@ -7,7 +7,7 @@ use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use super::event::RoleEvent;
-use super::output::Output;
+use super::output::{self, Output};
 use super::table::{Exchange, ExchangeState, Input, Role, TransitionError};
 use super::{Limits, Now, PeerError, RequestId, UsageError};
 pub(super) use crate::message::decoder::{ContentOutcome, Decoded};
@@ -391,7 +391,12 @@ impl<E: RoleEvent> Core<E> {
     /// goes in as it is, without a copy when it is large
     /// ([`Output::splice`]).
     pub(super) fn queue_message(&mut self, now: Now, message: &impl WholeMessage) -> u64 {
-        let Some(text) = message.body().written() else {
+        let Some(text) = message
+            .body()
+            .written()
+            .filter(|text| output::splices(text.len()))
+        else {
+            // Written whole, a prepared text copied as it is.
             return self.queue_output(now, |out| message.write_whole(out));
         };
         if self.is_closed() {

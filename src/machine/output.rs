@@ -24,6 +24,11 @@ const FRESH_OUTPUT: usize = 1024;
 /// separate piece would cost more in the vectored write than the copy.
 const SPLICE_AT_LEAST: usize = 16 * 1024;
 
+/// Whether shared text of `len` bytes is spliced rather than copied.
+pub(super) fn splices(len: usize) -> bool {
+    len >= SPLICE_AT_LEAST
+}
+
 /// Bytes queued for the peer, in order: the buffer's bytes with shared
 /// text spliced in at recorded offsets.
 #[derive(Debug, Default)]
@@ -33,7 +38,10 @@ pub(super) struct Output {
     /// Shared text, in order, each at its offset in the whole output;
     /// boxed, since most connections never splice and an idle one keeps
     /// the pointer only.
-    #[allow(clippy::box_collection, reason = "one word, not four, in every idle connection")]
+    #[allow(
+        clippy::box_collection,
+        reason = "one word, not four, in every idle connection"
+    )]
     splices: Option<Box<VecDeque<Splice>>>,
     /// Bytes ever queued, buffer and splices together.
     queued: u64,
@@ -90,7 +98,7 @@ impl Output {
     /// Appends `text` as it is: referenced when it is large, copied when
     /// it is small. Returns its length.
     pub(super) fn splice(&mut self, text: &Arc<str>) -> usize {
-        if text.len() < SPLICE_AT_LEAST {
+        if !splices(text.len()) {
             return self.append(|out| out.extend_from_slice(text.as_bytes()));
         }
         self.splices.get_or_insert_default().push_back(Splice {
@@ -116,6 +124,15 @@ impl Output {
     /// Fills `slices` with the pending pieces in order, as many as fit;
     /// returns how many it filled.
     pub(super) fn pending_vectored<'a>(&'a self, slices: &mut [IoSlice<'a>]) -> usize {
+        if self.splices.is_none() || slices.is_empty() {
+            // All in the buffer: one piece, or none.
+            let live = self.owned.live();
+            if live.is_empty() || slices.is_empty() {
+                return 0;
+            }
+            slices[0] = IoSlice::new(live);
+            return 1;
+        }
         let mut filled = 0;
         let mut at = self.written;
         let mut owned = self.owned.live();
@@ -144,6 +161,13 @@ impl Output {
     /// Marks up to `n` pending bytes as written; returns how many.
     pub(super) fn consume(&mut self, n: usize) -> usize {
         let n = n.min(self.len());
+        if self.splices.is_none() {
+            // All in the buffer.
+            self.owned.start += n;
+            self.written += n as u64;
+            self.owned.compact();
+            return n;
+        }
         let mut left = n;
         while left > 0 {
             let run = self.pending().len().min(left);

@@ -1260,10 +1260,7 @@ fn write_pending<W: std::io::Write + ?Sized>(
 ) -> (std::io::Result<usize>, usize) {
     let mut slices = [std::io::IoSlice::new(&[]); 4];
     match conn.pending_output_vectored(&mut slices) {
-        0 | 1 => {
-            let pending = conn.pending_output();
-            (io.write(pending), pending.len())
-        }
+        0 | 1 => (io.write(&slices[0]), slices[0].len()),
         n => (
             io.write_vectored(&slices[..n]),
             slices[..n].iter().map(|slice| slice.len()).sum(),
