@@ -16,7 +16,7 @@ use super::responses::refusal;
 use super::table::{Exchange, ExchangeState, Input, Role, TransitionError};
 use super::{ClientConfig, ClientEvent, Now, PeerError, RequestId, UsageError};
 use crate::message::decoder::Responses;
-use crate::message::{Body, Parsed, Rejection, Request, Response, StatusCode};
+use crate::message::{Body, Parsed, Rejection, Request, Response, StatusCode, WholeMessage};
 
 /// One jsontp connection in the client role, without I/O.
 ///
@@ -371,8 +371,7 @@ impl ClientConnection {
                     .advance(&mut outgoing.exchange, Role::Client, Input::RequestHead)
                     .is_some()
                 {
-                    self.core
-                        .queue_head(outbound, now, |out| request.write_head_to(out));
+                    self.core.queue_head(outbound, now, |out| request.write_head(out));
                     // Ended already: what waits behind it goes next, in
                     // this loop, so no queue deepens the stack.
                     if self.close_content(index, now) {
@@ -437,7 +436,7 @@ impl ClientConnection {
                 .is_some()
                 && let Some(head) = outgoing.unsent.take()
             {
-                self.core.queue_head(outbound, now, |out| head.write_head_to(out));
+                self.core.queue_head(outbound, now, |out| head.write_head(out));
                 if self.close_content(index, now) {
                     self.write_ready(now);
                 }

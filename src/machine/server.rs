@@ -20,7 +20,7 @@ use super::responses::{self, refusal};
 use super::table::{Exchange, ExchangeState, Input, Role, TransitionError};
 use super::{ContinuePolicy, Now, PeerError, RequestId, ServerConfig, ServerEvent, UsageError};
 use crate::message::decoder::Requests;
-use crate::message::{Method, Rejection, Request, RequestContext, Response, parse_request};
+use crate::message::{Method, Rejection, Request, RequestContext, Response, WholeMessage, parse_request};
 
 /// One jsontp connection in the server role, without I/O.
 ///
@@ -952,7 +952,7 @@ impl ServerConnection {
                 // D19: the head, the content as it is given, then the end;
                 // what follows waits until then (D2).
                 if let Some(head) = front.response.take() {
-                    self.core.queue_head(outbound, now, |out| head.write_head_to(out));
+                    self.core.queue_head(outbound, now, |out| head.write_head(out));
                 }
                 if !outbound.ended {
                     return;

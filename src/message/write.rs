@@ -24,17 +24,13 @@ impl Request {
 
     /// Appends the request, compact JSON plus `\n`, to `out`.
     pub fn write_to(&self, out: &mut Vec<u8>) {
-        self.write_envelope(out);
-        write_body(out, &self.body);
-        out.extend_from_slice(b"}\n");
+        self.write_whole(out);
     }
+}
 
-    /// Appends the request up to the opening quote of its `body.content`
-    /// (written last, D19): the content's text follows, then
-    /// [`STREAMED_TAIL`]. The body's own content is not written.
-    pub(crate) fn write_head_to(&self, out: &mut Vec<u8>) {
-        self.write_envelope(out);
-        write_body_head(out, &self.body);
+impl WholeMessage for Request {
+    fn body(&self) -> &Body {
+        &self.body
     }
 
     fn write_envelope(&self, out: &mut Vec<u8>) {
@@ -62,17 +58,13 @@ impl Response {
     /// whatever headers are set: the connection fills in `date` and
     /// `language` before it gets here.
     pub fn write_to(&self, out: &mut Vec<u8>) {
-        self.write_envelope(out);
-        write_body(out, &self.body);
-        out.extend_from_slice(b"}\n");
+        self.write_whole(out);
     }
+}
 
-    /// Appends the response up to the opening quote of its `body.content`
-    /// (written last, D19): the content's text follows, then
-    /// [`STREAMED_TAIL`]. The body's own content is not written.
-    pub(crate) fn write_head_to(&self, out: &mut Vec<u8>) {
-        self.write_envelope(out);
-        write_body_head(out, &self.body);
+impl WholeMessage for Response {
+    fn body(&self) -> &Body {
+        &self.body
     }
 
     fn write_envelope(&self, out: &mut Vec<u8>) {
@@ -92,39 +84,30 @@ impl Response {
     }
 }
 
-/// A whole message as the connection writes it: the head, the content's
-/// text and the tail, so that a prepared body's text
-/// ([`Body::prepared`]) can be placed in the output without a copy.
+/// A message as the connection writes it: whole, or its head alone (up
+/// to its content's opening quote) when the content follows in pieces
+/// (D19) or is a prepared body's text placed in the output without a
+/// copy ([`Body::prepared`]).
 pub(crate) trait WholeMessage {
-    /// Appends the whole message.
-    fn write_whole(&self, out: &mut Vec<u8>);
-    /// Appends the message up to its content's opening quote.
-    fn write_head(&self, out: &mut Vec<u8>);
     /// The body.
     fn body(&self) -> &Body;
-}
 
-impl WholeMessage for Request {
-    fn write_whole(&self, out: &mut Vec<u8>) {
-        self.write_to(out);
-    }
-    fn write_head(&self, out: &mut Vec<u8>) {
-        self.write_head_to(out);
-    }
-    fn body(&self) -> &Body {
-        &self.body
-    }
-}
+    /// Appends everything before the body's object.
+    fn write_envelope(&self, out: &mut Vec<u8>);
 
-impl WholeMessage for Response {
+    /// Appends the whole message, compact JSON plus `\n`.
     fn write_whole(&self, out: &mut Vec<u8>) {
-        self.write_to(out);
+        self.write_envelope(out);
+        write_body(out, self.body());
+        out.extend_from_slice(b"}\n");
     }
+
+    /// Appends the message up to the opening quote of its `body.content`
+    /// (written last, D19): the content's text follows, then
+    /// [`STREAMED_TAIL`]. The body's own content is not written.
     fn write_head(&self, out: &mut Vec<u8>) {
-        self.write_head_to(out);
-    }
-    fn body(&self) -> &Body {
-        &self.body
+        self.write_envelope(out);
+        write_body_head(out, self.body());
     }
 }
 
