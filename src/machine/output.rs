@@ -124,13 +124,13 @@ impl Output {
     /// Fills `slices` with the pending pieces in order, as many as fit;
     /// returns how many it filled.
     pub(super) fn pending_vectored<'a>(&'a self, slices: &mut [IoSlice<'a>]) -> usize {
-        if self.splices.is_none() || slices.is_empty() {
+        if self.splices.is_none() {
             // All in the buffer: one piece, or none.
             let live = self.owned.live();
-            if live.is_empty() || slices.is_empty() {
+            let Some(first) = slices.first_mut().filter(|_| !live.is_empty()) else {
                 return 0;
-            }
-            slices[0] = IoSlice::new(live);
+            };
+            *first = IoSlice::new(live);
             return 1;
         }
         let mut filled = 0;
