@@ -1022,22 +1022,26 @@ fn cached_small_files_are_always_the_current_file() {
     assert_eq!(text(&ask(&uncached, req(Method::Get, "/hello.txt"))), "fresh");
 }
 
+/// The content a `GET` of `resource` asking for `encoding` carries, as it
+/// goes on the wire and reads back (the answer must be in `encoding`).
+fn content_on_the_wire(server: &FileServer, resource: &str, encoding: Encoding) -> Vec<u8> {
+    let headers = Headers::new().with_accept_encoding(vec![encoding]);
+    let response = ask(server, req(Method::Get, resource).with_headers(headers));
+    assert_eq!(response.body.encoding(), encoding);
+    let bytes = response.to_bytes();
+    // The adapter adds `date` and `language`; lenient reading forgives them.
+    let read = parse_response(&bytes, Validation::Lenient, &MessageLimits::default())
+        .expect("our own response reads back");
+    read.message.body.content().to_vec()
+}
+
 #[test]
 fn a_cached_file_goes_out_compressed_as_the_current_file() {
     // The small-file cache keeps each compressed form it wrote: what goes
     // on the wire must still be the file as it is now.
     let fixture = Fixture::new();
     let server = fixture.server();
-    let on_the_wire = |encoding: Encoding| {
-        let headers = Headers::new().with_accept_encoding(vec![encoding]);
-        let response = ask(&server, req(Method::Get, "/hello.txt").with_headers(headers));
-        assert_eq!(response.body.encoding(), encoding);
-        let bytes = response.to_bytes();
-        // The adapter adds `date` and `language`; lenient reading forgives them.
-        let read = parse_response(&bytes, Validation::Lenient, &MessageLimits::default())
-            .expect("our own response reads back");
-        read.message.body.content().to_vec()
-    };
+    let on_the_wire = |encoding| content_on_the_wire(&server, "/hello.txt", encoding);
     for encoding in [Encoding::Gzip, Encoding::Deflate, Encoding::Br] {
         assert_eq!(on_the_wire(encoding), b"Hello, world!", "{encoding}");
         assert_eq!(on_the_wire(encoding), b"Hello, world!", "{encoding}, kept");
@@ -1058,15 +1062,7 @@ fn a_file_up_to_a_mebibyte_is_kept_whole_and_goes_out_as_the_current_file() {
     // now, in every encoding.
     let fixture = Fixture::new();
     let server = fixture.server();
-    let on_the_wire = |encoding: Encoding| {
-        let headers = Headers::new().with_accept_encoding(vec![encoding]);
-        let response = ask(&server, req(Method::Get, "/page.txt").with_headers(headers));
-        assert_eq!(response.body.encoding(), encoding);
-        let bytes = response.to_bytes();
-        let read = parse_response(&bytes, Validation::Lenient, &MessageLimits::default())
-            .expect("our own response reads back");
-        read.message.body.content().to_vec()
-    };
+    let on_the_wire = |encoding| content_on_the_wire(&server, "/page.txt", encoding);
     let file = fixture.path("page.txt");
     let first = "a \"quoted\" line \\ with\ttabs and \u{1} escapes\n".repeat(8_000);
     assert!(first.len() > 300 * 1024 && first.len() < 1024 * 1024);
