@@ -180,9 +180,10 @@ enum Source {
     /// A file inside the root (a folder's `index.html` included), open,
     /// with its metadata, and the path it may be cached under.
     File(fs::File, fs::Metadata, Option<PathBuf>),
-    /// A small file as the cache kept it, still the file the path names.
+    /// A small file as the cache kept it, still the file the path names:
+    /// its content and last modification.
     #[cfg(target_os = "linux")]
-    Cached(Cached, Slot),
+    Cached(Arc<[u8]>, Option<Date>, Slot),
     /// A folder inside the root without `index.html`, listed.
     Listing(PathBuf),
     /// Something there that is not a file or a folder (a pipe, a socket,
@@ -665,11 +666,16 @@ impl FileServer {
         #[cfg(target_os = "linux")]
         if let (Some(cache), Some(root)) = (&self.small_files, &self.root_fd) {
             let stamp = Stamp::of_path(root, &rel);
-            if let Some((kept, stamp)) = stamp.and_then(|stamp| Some((cache.get(&rel, stamp)?, stamp))) {
-                return (
-                    kept.media.clone(),
-                    Some(Source::Cached(kept, Slot { rel, stamp })),
-                );
+            if let Some((stamp, (kept, forms))) =
+                stamp.and_then(|stamp| Some((stamp, cache.get(&rel, stamp)?)))
+            {
+                let slot = Slot { rel, stamp, forms };
+                let Cached {
+                    content,
+                    modified,
+                    media,
+                } = kept;
+                return (media, Some(Source::Cached(content, modified, slot)));
             }
         }
         let (file, metadata) = match self.open_beneath(&rel) {
@@ -819,12 +825,8 @@ impl FileServer {
         let (mut opened, metadata, key) = match source {
             Source::File(file, metadata, key) => (file, metadata, key),
             #[cfg(target_os = "linux")]
-            Source::Cached(kept, slot) => {
-                return Ok(Loaded::Content(
-                    Content::Shared(kept.content),
-                    kept.modified,
-                    Some(slot),
-                ));
+            Source::Cached(content, modified, slot) => {
+                return Ok(Loaded::Content(Content::Shared(content), modified, Some(slot)));
             }
             Source::NotAFile => {
                 return Err(Box::new(Response::from_code(
@@ -888,7 +890,7 @@ impl FileServer {
             return Ok(Loaded::Content(
                 Content::Shared(content),
                 modified,
-                Some(Slot { rel, stamp }),
+                Some(Slot::new(rel, stamp)),
             ));
         }
         #[cfg(not(target_os = "linux"))]
@@ -913,7 +915,7 @@ impl FileServer {
     fn is_text(&self, file: &mut fs::File, rel: Option<PathBuf>) -> io::Result<bool> {
         #[cfg(target_os = "linux")]
         if let (Some(cache), Some(rel), Some(stamp)) = (&self.small_files, rel, Stamp::of_file(file)) {
-            let slot = Slot { rel, stamp };
+            let slot = Slot::new(rel, stamp);
             if let Some(text) = cache.is_text(&slot) {
                 return Ok(text);
             }
@@ -932,8 +934,8 @@ impl FileServer {
     fn body_of(&self, content: Content, encoding: Encoding, slot: Option<Slot>) -> Result<Body, ValueError> {
         #[cfg(target_os = "linux")]
         if let (Some(cache), Some(slot)) = (&self.small_files, &slot) {
-            if let Some(body) = cache.encoded(slot, encoding) {
-                return Ok(body);
+            if let Some(body) = slot.form(encoding) {
+                return Ok(body.clone());
             }
             let body = Body::prepared(content.into_shared(), encoding)?;
             cache.put_encoded(slot, &body);

@@ -87,6 +87,25 @@ pub(super) struct Cached {
 pub(super) struct Slot {
     pub(super) rel: PathBuf,
     pub(super) stamp: Stamp,
+    /// The written forms the entry held when it was looked up: an answer
+    /// finds its form here without taking the cache's lock again.
+    pub(super) forms: Arc<[Body]>,
+}
+
+impl Slot {
+    /// The slot of `rel` at version `stamp`, with no written form yet.
+    pub(super) fn new(rel: PathBuf, stamp: Stamp) -> Slot {
+        Slot {
+            rel,
+            stamp,
+            forms: Arc::new([]),
+        }
+    }
+
+    /// The content prepared in `encoding`, if the entry held it.
+    pub(super) fn form(&self, encoding: Encoding) -> Option<&Body> {
+        self.forms.iter().find(|form| form.encoding() == encoding)
+    }
 }
 
 /// The cache of one file server.
@@ -111,8 +130,9 @@ struct Entries {
 struct Entry {
     stamp: Stamp,
     cached: Cached,
-    /// The content prepared in each encoding asked for so far.
-    encoded: Vec<Body>,
+    /// The content prepared in each encoding asked for so far; shared
+    /// with the answers that looked the entry up.
+    encoded: Arc<[Body]>,
 }
 
 /// The bytes a prepared body keeps besides its content.
@@ -159,13 +179,15 @@ impl SmallFiles {
         }
     }
 
-    /// The content kept for `rel`, if it was kept for this very version.
-    pub(super) fn get(&self, rel: &Path, stamp: Stamp) -> Option<Cached> {
+    /// The content kept for `rel`, if it was kept for this very version,
+    /// and the written forms kept of it so far.
+    pub(super) fn get(&self, rel: &Path, stamp: Stamp) -> Option<(Cached, Arc<[Body]>)> {
         let entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
-        match entries.map.get(rel.as_os_str()) {
-            Some(entry) if entry.stamp == stamp => Some(entry.cached.clone()),
-            _ => None,
-        }
+        let entry = entries
+            .map
+            .get(rel.as_os_str())
+            .filter(|entry| entry.stamp == stamp)?;
+        Some((entry.cached.clone(), Arc::clone(&entry.encoded)))
     }
 
     /// Whether the file at `slot` is UTF-8 text, if that was kept for this
@@ -196,20 +218,6 @@ impl SmallFiles {
         len <= Self::MAX_FILE as u64 && len <= self.max_bytes as u64
     }
 
-    /// The content at `slot` prepared in `encoding`, if it was kept.
-    pub(super) fn encoded(&self, slot: &Slot, encoding: Encoding) -> Option<Body> {
-        let entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
-        let entry = entries
-            .map
-            .get(slot.rel.as_os_str())
-            .filter(|entry| entry.stamp == slot.stamp)?;
-        entry
-            .encoded
-            .iter()
-            .find(|kept| kept.encoding() == encoding)
-            .cloned()
-    }
-
     /// Keeps `body`, the content at `slot` prepared in its encoding, while
     /// the entry holds that version; other entries make room for it.
     pub(super) fn put_encoded(&self, slot: &Slot, body: &Body) {
@@ -233,7 +241,7 @@ impl SmallFiles {
         {
             return;
         }
-        entry.encoded.push(body.clone());
+        entry.encoded = entry.encoded.iter().chain([body]).cloned().collect();
         entries.bytes += more;
     }
 
@@ -264,7 +272,7 @@ impl SmallFiles {
                 modified,
                 media: media.clone(),
             },
-            encoded: Vec::new(),
+            encoded: Arc::new([]),
         };
         entries.map.insert(rel.as_os_str().to_owned(), entry);
     }
@@ -299,7 +307,7 @@ mod tests {
         let cache = SmallFiles::new(1024);
         cache.put(Path::new("a"), stamp(1), &b"one"[..], None, &plain());
         assert_eq!(
-            &*cache.get(Path::new("a"), stamp(1)).expect("kept").content,
+            &*cache.get(Path::new("a"), stamp(1)).expect("kept").0.content,
             b"one"
         );
         assert!(cache.get(Path::new("a"), stamp(2)).is_none(), "another inode");
@@ -324,10 +332,13 @@ mod tests {
     }
 
     fn slot(rel: &str, ino: u64) -> Slot {
-        Slot {
-            rel: PathBuf::from(rel),
-            stamp: stamp(ino),
-        }
+        Slot::new(PathBuf::from(rel), stamp(ino))
+    }
+
+    /// The form a lookup of `slot`'s version finds kept in `encoding`.
+    fn encoded(cache: &SmallFiles, slot: &Slot, encoding: Encoding) -> Option<Body> {
+        let (_, forms) = cache.get(&slot.rel, slot.stamp)?;
+        forms.iter().find(|form| form.encoding() == encoding).cloned()
     }
 
     fn prepared(content: &[u8], encoding: Encoding) -> Body {
@@ -342,15 +353,15 @@ mod tests {
         let identity = prepared(b"0123456789", Encoding::Identity);
         cache.put_encoded(&slot("a", 1), &identity);
         assert_eq!(
-            cache.encoded(&slot("a", 1), Encoding::Identity),
+            encoded(&cache, &slot("a", 1), Encoding::Identity),
             Some(identity.clone())
         );
         assert!(
-            cache.encoded(&slot("a", 1), Encoding::Br).is_none(),
+            encoded(&cache, &slot("a", 1), Encoding::Br).is_none(),
             "another encoding"
         );
         assert!(
-            cache.encoded(&slot("a", 2), Encoding::Identity).is_none(),
+            encoded(&cache, &slot("a", 2), Encoding::Identity).is_none(),
             "another version"
         );
         assert_eq!(cache.bytes(), 20);
@@ -359,14 +370,14 @@ mod tests {
         assert_eq!(cache.bytes(), 20);
         // A new version drops the old one's forms.
         cache.put(Path::new("a"), stamp(2), &b"01234"[..], None, &plain());
-        assert!(cache.encoded(&slot("a", 2), Encoding::Identity).is_none());
+        assert!(encoded(&cache, &slot("a", 2), Encoding::Identity).is_none());
         assert_eq!(cache.bytes(), 5);
         // Other entries make room for a form, within the bound.
         cache.put(Path::new("b"), stamp(3), &[7u8; 60][..], None, &plain());
         let long = prepared("x".repeat(50).as_bytes(), Encoding::Identity);
         cache.put_encoded(&slot("a", 2), &long);
         assert!(cache.bytes() <= 100, "{}", cache.bytes());
-        assert_eq!(cache.encoded(&slot("a", 2), Encoding::Identity), Some(long));
+        assert_eq!(encoded(&cache, &slot("a", 2), Encoding::Identity), Some(long));
         assert!(cache.get(Path::new("b"), stamp(3)).is_none(), "dropped for room");
     }
 
