@@ -72,7 +72,7 @@ impl Unescape {
                         return Err(lone_surrogate());
                     }
                     let rest = &text[i..];
-                    let plain = memchr::memchr3(b'\\', b'\n', b'\r', rest).unwrap_or(rest.len());
+                    let plain = plain_run(rest);
                     let n = plain.min(limit.saturating_sub(out.len()));
                     out.extend_from_slice(&rest[..n]);
                     i += n;
@@ -84,6 +84,15 @@ impl Unescape {
                             "holds a line end that is not escaped (write it as \\n or \\r)".to_owned()
                         );
                     }
+                    // A one-byte escape whole in the text, with room for
+                    // its byte, is taken here: text escapes every line end
+                    // and quote, and this is most of its escapes.
+                    let one = text.get(i + 1).and_then(|&next| one_byte_escape(next));
+                    if let (Some(made), None, true) = (one, self.high, out.len() < limit) {
+                        out.push(made);
+                        i += 2;
+                        continue;
+                    }
                     self.state = State::Backslash;
                     i += 1;
                 }
@@ -93,19 +102,13 @@ impl Unescape {
                         return Err(lone_surrogate());
                     }
                     self.state = State::Plain;
-                    let made = match byte {
-                        b'"' | b'\'' | b'\\' | b'/' => byte,
-                        b'b' => 0x08,
-                        b'f' => 0x0c,
-                        b'n' => b'\n',
-                        b'r' => b'\r',
-                        b't' => b'\t',
-                        b'v' => 0x0b,
-                        b'0' => {
+                    let made = match (one_byte_escape(byte), byte) {
+                        (Some(made), _) => made,
+                        (None, b'0') => {
                             self.state = State::AfterZero;
                             0
                         }
-                        b'x' | b'u' => {
+                        (None, b'x' | b'u') => {
                             let hex = if byte == b'x' { 2 } else { 4 };
                             self.state = State::Hex {
                                 hex,
@@ -114,16 +117,16 @@ impl Unescape {
                             };
                             continue;
                         }
-                        b'\n' => continue,
-                        b'\r' => {
+                        (None, b'\n') => continue,
+                        (None, b'\r') => {
                             self.state = State::AfterCr;
                             continue;
                         }
-                        0xE2 => {
+                        (None, 0xE2) => {
                             self.state = State::AfterE2 { seen: 1 };
                             continue;
                         }
-                        b'1'..=b'9' => {
+                        (None, b'1'..=b'9') => {
                             return Err(format!(
                                 "holds the escape \\{}, which neither JSON nor JSON5 has",
                                 char::from(byte)
@@ -131,7 +134,7 @@ impl Unescape {
                         }
                         // Any other character stands for itself: the
                         // backslash goes, the character is read as text.
-                        _ => {
+                        (None, _) => {
                             i -= 1;
                             continue;
                         }
@@ -241,6 +244,13 @@ impl Unescape {
         self.held_from < self.held_to
     }
 
+    /// Whether the text so far ends between characters: not inside an
+    /// escape, nothing held, no surrogate half waiting. Text that follows
+    /// with no backslash and no line end then stands for itself.
+    pub(crate) fn is_at_rest(&self) -> bool {
+        self.state == State::Plain && self.high.is_none() && !self.holds()
+    }
+
     /// The string ended: not inside an escape, no surrogate half waiting.
     pub(crate) fn finish(&self) -> Result<(), String> {
         if self.high.is_some() {
@@ -261,6 +271,29 @@ pub(crate) fn unescape(text: &[u8]) -> Result<Vec<u8>, String> {
     debug_assert_eq!(taken, text.len());
     reader.finish()?;
     Ok(out)
+}
+
+/// The byte a backslash and `next` stand for, when the two are the whole
+/// escape: JSON's `\" \\ \/ \b \f \n \r \t` and JSON5's `\' \v`.
+fn one_byte_escape(next: u8) -> Option<u8> {
+    Some(match next {
+        b'"' | b'\'' | b'\\' | b'/' => next,
+        b'b' => 0x08,
+        b'f' => 0x0c,
+        b'n' => b'\n',
+        b'r' => b'\r',
+        b't' => b'\t',
+        b'v' => 0x0b,
+        _ => return None,
+    })
+}
+
+/// How many bytes at the front of `text` stand for themselves: up to the
+/// first backslash or raw line end.
+fn plain_run(text: &[u8]) -> usize {
+    use crate::message::words;
+    let stops = |word| words::equal(word, b'\\') | words::equal(word, b'\n') | words::equal(word, b'\r');
+    words::find(text, stops, |rest| memchr::memchr3(b'\\', b'\n', b'\r', rest)).unwrap_or(text.len())
 }
 
 fn hex_digit(byte: u8) -> Option<u8> {

@@ -45,3 +45,39 @@ pub(crate) fn first_flagged(bytes: &[u8], from: usize, flags: impl Fn(u64) -> u6
 pub(crate) fn lowest(found: u64) -> usize {
     (found.trailing_zeros() / 8) as usize
 }
+
+/// How many bytes [`find`] searches a word at a time before it hands over
+/// to a vectorised search: most runs it is asked to end (a key, a header
+/// value, text between two escapes) end within them, before a vectorised
+/// search would have started.
+const SHORT: usize = 32;
+
+/// The first byte of `bytes` that `flags` flags: a word at a time within
+/// the first [`SHORT`] bytes, then `long` (a vectorised search for the
+/// same bytes) over the rest.
+#[inline]
+pub(crate) fn find(
+    bytes: &[u8],
+    flags: impl Fn(u64) -> u64,
+    long: impl FnOnce(&[u8]) -> Option<usize>,
+) -> Option<usize> {
+    let short = &bytes[..bytes.len().min(SHORT)];
+    let (at, found) = first_flagged(short, 0, &flags);
+    if found != 0 {
+        return Some(at + lowest(found));
+    }
+    if at >= SHORT {
+        return long(&bytes[at..]).map(|offset| offset + at);
+    }
+    // Fewer than eight bytes left: zeros above them in the word cannot
+    // flag a byte below (a borrow runs upwards), and flags of the zeros
+    // themselves are cut off.
+    let tail = &bytes[at..];
+    if tail.is_empty() {
+        return None;
+    }
+    let mut word = [0u8; 8];
+    word[..tail.len()].copy_from_slice(tail);
+    let found = flags(u64::from_le_bytes(word)) & (HIGHS >> (8 * (8 - tail.len())));
+    (found != 0).then(|| at + lowest(found))
+}

@@ -863,7 +863,7 @@ impl Scanner {
         let mut i = start;
         let mut last = false;
         loop {
-            let Some(offset) = memchr2(b'"', b'\\', &buf[i..]) else {
+            let Some(offset) = find_string_end(b'"', &buf[i..]) else {
                 i = buf.len();
                 break;
             };
@@ -1062,27 +1062,15 @@ fn hex_digit(byte: u8) -> Option<u16> {
     (byte as char).to_digit(16).map(|d| d as u16)
 }
 
-/// The first quote or backslash in a string body. Most strings in a
-/// message are short (keys, header values): eight bytes at a time in a
-/// machine word finds their end before a vectorised search would have
-/// started; long ones (content) go to memchr.
+/// The first quote or backslash in a string body: in a key or a header
+/// value within a few words, in content at the next escape.
 #[inline]
 fn find_string_end(quote: u8, bytes: &[u8]) -> Option<usize> {
-    const SHORT: usize = 32;
-    let short = &bytes[..bytes.len().min(SHORT)];
-    let (at, found) = words::first_flagged(short, 0, |word| {
-        words::equal(word, quote) | words::equal(word, b'\\')
-    });
-    if found != 0 {
-        return Some(at + words::lowest(found));
-    }
-    if at >= SHORT {
-        return memchr2(quote, b'\\', &bytes[at..]).map(|offset| offset + at);
-    }
-    bytes[at..]
-        .iter()
-        .position(|&b| b == quote || b == b'\\')
-        .map(|offset| offset + at)
+    words::find(
+        bytes,
+        |word| words::equal(word, quote) | words::equal(word, b'\\'),
+        |rest| memchr2(quote, b'\\', rest),
+    )
 }
 
 /// Scans a whole buffer at once, httparse-style: where the first message in
