@@ -5,8 +5,6 @@
 use std::fmt;
 use std::io::{self, Read, Write};
 
-use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD;
 use brotli::enc::StandardAlloc;
 use brotli::{BrotliDecompressStream, BrotliResult, BrotliState};
 use flate2::bufread::GzDecoder;
@@ -77,9 +75,7 @@ pub fn decode(content: &str, encoding: Encoding, limit: usize) -> Result<Vec<u8>
         Encoding::Deflate => inflate_zlib,
         Encoding::Br => decompress_brotli,
     };
-    let compressed = STANDARD
-        .decode(content)
-        .map_err(|e| corrupt(format!("is not valid base64 ({e})")))?;
+    let compressed = super::base64::decode(content.as_bytes()).map_err(corrupt)?;
     let mut output = BoundedOutput::new(limit);
     decompress(&compressed, &mut output)?;
     Ok(output.bytes)
@@ -93,15 +89,14 @@ pub fn decode(content: &str, encoding: Encoding, limit: usize) -> Result<Vec<u8>
 /// binary at a fast level, text at a balance of speed and size.
 pub fn encode(bytes: &[u8], encoding: Encoding) -> String {
     let effort = Effort::judge(bytes);
+    if let Some(mut stored) = Stored::new(encoding).filter(|_| effort == Effort::Store) {
+        let mut out = Vec::with_capacity(bytes.len() + bytes.len() / 8192 + 32);
+        stored.write(bytes, &mut out);
+        stored.finish(&mut out);
+        return super::base64::encode(&out);
+    }
     let compressed = match encoding {
         Encoding::Identity => return String::from_utf8_lossy(bytes).into_owned(),
-        Encoding::Gzip | Encoding::Deflate if effort == Effort::Store => {
-            let mut stored = Stored::new(encoding);
-            let mut out = Vec::with_capacity(bytes.len() + bytes.len() / 8192 + 32);
-            stored.write(bytes, &mut out);
-            stored.finish(&mut out);
-            out
-        }
         Encoding::Gzip => {
             let mut encoder = GzEncoder::new(Vec::with_capacity(bytes.len() / 2 + 64), effort.flate_level());
             write_to_vec(&mut encoder, bytes);
@@ -123,7 +118,7 @@ pub fn encode(bytes: &[u8], encoding: Encoding) -> String {
             encoder.into_inner()
         }
     };
-    STANDARD.encode(compressed)
+    super::base64::encode(&compressed)
 }
 
 /// How hard a compressor works on a content, judged from its first bytes.
@@ -135,8 +130,9 @@ pub fn encode(bytes: &[u8], encoding: Encoding) -> String {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Effort {
     /// The bytes look random (already compressed or encrypted): the
-    /// cheapest valid stream, stored deflate blocks or Brotli's fastest
-    /// quality, which stores what it cannot shrink.
+    /// cheapest valid stream, the bytes as they are in the encoding's
+    /// framing (deflate's stored blocks, Brotli's uncompressed
+    /// meta-blocks), with no compressor.
     Store,
     /// Binary that may compress: a fast level.
     Fast,
@@ -234,8 +230,9 @@ fn repeats(sample: &[u8]) -> bool {
 /// three times faster there (`benches/message.rs`) and as quick to decode.
 /// Not quality 1 or 0: their small streams make the decoder set up its
 /// whole window, ten times slower for the peer than the encoding saved.
-/// Binary gets quality 2, three times faster than 5 on random bytes (which
-/// it stores, as 5 does) and still a real compressor for the rest.
+/// Binary that may compress gets quality 2, three times faster than 5 and
+/// still a real compressor (bytes that look random get no compressor at
+/// all: [`Effort::Store`]).
 ///
 /// The window is what both sides hold, and zero, for the life of a body. A
 /// known length gets the smallest window that holds all of it (no loss:
@@ -435,6 +432,8 @@ fn decompress_brotli(input: &[u8], output: &mut BoundedOutput) -> Result<(), Dec
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ::base64::Engine as _;
+    use ::base64::engine::general_purpose::STANDARD;
 
     const LIMIT: usize = 8 * 1024 * 1024;
 

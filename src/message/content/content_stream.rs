@@ -20,13 +20,12 @@
 use std::fmt;
 use std::io::Write;
 
-use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD;
 use brotli::enc::StandardAlloc;
 use brotli::{BrotliDecompressStream, BrotliResult, BrotliState};
 use flate2::write::{GzEncoder, ZlibEncoder};
 use flate2::{Crc, Decompress, FlushDecompress, Status};
 
+use super::base64;
 use super::stored::Stored;
 use crate::message::Encoding;
 use crate::message::ValueError;
@@ -42,8 +41,10 @@ const STAGE: usize = 16 * 1024;
 pub struct ContentDecoder {
     encoding: Encoding,
     limit: usize,
-    /// Text taken and not yet unescaped.
+    /// Text taken and not yet decoded, held for the next call.
     text: Vec<u8>,
+    /// How far decoding has gone in the text it runs over: the text held,
+    /// or within a call that found none held, the caller's piece.
     text_at: usize,
     /// Whether any text came at all: `""` is empty content in every
     /// encoding (D9).
@@ -51,7 +52,7 @@ pub struct ContentDecoder {
     unescape: Unescape,
     /// The unescaped text is UTF-8 across pieces (D4, D19).
     utf8: Utf8Check,
-    base64: Base64,
+    base64: base64::Decoder,
     /// Compressed bytes not yet taken by the decompressor.
     compressed: Vec<u8>,
     compressed_at: usize,
@@ -106,7 +107,7 @@ impl ContentDecoder {
             any_text: false,
             unescape: Unescape::default(),
             utf8: Utf8Check::default(),
-            base64: Base64::default(),
+            base64: base64::Decoder::default(),
             compressed: Vec::new(),
             compressed_at: 0,
             maybe_more: false,
@@ -134,14 +135,9 @@ impl ContentDecoder {
         if !text.is_empty() {
             self.any_text = true;
             self.stuck = false;
-            if self.text_at == self.text.len() {
-                self.text.clear();
-                self.text_at = 0;
-            }
-            self.text.extend_from_slice(text);
         }
         let before = (self.text_at, self.compressed_at, self.decoded, out.len());
-        self.run(out, max_out, false)?;
+        self.run_over(text, out, max_out, false)?;
         if text.is_empty() && before == (self.text_at, self.compressed_at, self.decoded, out.len()) {
             // Nothing moved: only more text can move it.
             self.stuck = true;
@@ -165,7 +161,33 @@ impl ContentDecoder {
     /// (a whole base64 text, a finished compressed stream), `Ok(false)`
     /// when more remains: call again.
     pub fn finish(&mut self, out: &mut Vec<u8>, max_out: usize) -> Result<bool, DecodeError> {
-        self.run(out, max_out, true)
+        self.run_over(&[], out, max_out, true)
+    }
+
+    /// [`run`](Self::run) over the text held followed by `text`: straight
+    /// over the caller's `text` when none is held, as in the steady state
+    /// (no copy), and over the held text with `text` appended when some
+    /// is. What it does not take is held for the next call.
+    fn run_over(
+        &mut self,
+        text: &[u8],
+        out: &mut Vec<u8>,
+        max_out: usize,
+        ending: bool,
+    ) -> Result<bool, DecodeError> {
+        if self.text_at == self.text.len() {
+            self.text.clear();
+            self.text_at = 0;
+            let result = self.run(text, out, max_out, ending);
+            self.text.extend_from_slice(&text[self.text_at..]);
+            self.text_at = 0;
+            return result;
+        }
+        self.text.extend_from_slice(text);
+        let held = std::mem::take(&mut self.text);
+        let result = self.run(&held, out, max_out, ending);
+        self.text = held;
+        result
     }
 
     /// Decoded bytes produced so far.
@@ -173,13 +195,20 @@ impl ContentDecoder {
         self.decoded
     }
 
-    /// Decodes as much as `max_out` allows; at the end (`ending`), checks
-    /// that the content is complete. Returns whether it is all out.
-    fn run(&mut self, out: &mut Vec<u8>, max_out: usize, ending: bool) -> Result<bool, DecodeError> {
+    /// Decodes as much as `max_out` allows of `text` from `text_at` on;
+    /// at the end (`ending`), checks that the content is complete.
+    /// Returns whether it is all out.
+    fn run(
+        &mut self,
+        text: &[u8],
+        out: &mut Vec<u8>,
+        max_out: usize,
+        ending: bool,
+    ) -> Result<bool, DecodeError> {
         let start = out.len();
         if self.inflate.is_none() {
-            self.identity(out, max_out)?;
-            if self.text_at < self.text.len() || self.unescape.holds() {
+            self.identity(text, out, max_out)?;
+            if self.has_more_text(text) {
                 return Ok(false);
             }
             if ending {
@@ -209,18 +238,18 @@ impl ContentDecoder {
                 if self.compressed_at < self.compressed.len() {
                     // Input the decompressor cannot take yet: it wants
                     // more first (a gzip header cut in two).
-                    self.refill()?;
-                    if self.compressed_at < self.compressed.len() && !self.has_more_text() {
+                    self.refill(text)?;
+                    if self.compressed_at < self.compressed.len() && !self.has_more_text(text) {
                         self.stuck = true;
                         break;
                     }
                     continue;
                 }
             }
-            if !self.has_more_text() {
+            if !self.has_more_text(text) {
                 break;
             }
-            self.refill()?;
+            self.refill(text)?;
         }
         if !ending {
             return Ok(false);
@@ -246,8 +275,8 @@ impl ContentDecoder {
         }
     }
 
-    fn has_more_text(&self) -> bool {
-        self.text_at < self.text.len() || self.unescape.holds()
+    fn has_more_text(&self, text: &[u8]) -> bool {
+        self.text_at < text.len() || self.unescape.holds()
     }
 
     fn what(&self) -> &'static str {
@@ -258,14 +287,14 @@ impl ContentDecoder {
     }
 
     /// Identity: the unescaped text is the content.
-    fn identity(&mut self, out: &mut Vec<u8>, max_out: usize) -> Result<(), DecodeError> {
+    fn identity(&mut self, text: &[u8], out: &mut Vec<u8>, max_out: usize) -> Result<(), DecodeError> {
         let room = max_out.min(self.limit.saturating_sub(self.decoded as usize).saturating_add(1));
         let before = out.len();
         // Whatever fails, the caller gets nothing of this call: never a
         // byte past the limit, never a byte of text that is not UTF-8.
         let result = self
             .unescape
-            .run(&self.text[self.text_at..], out, room)
+            .run(&text[self.text_at..], out, room)
             .map_err(corrupt)
             .and_then(|taken| {
                 self.text_at += taken;
@@ -285,7 +314,7 @@ impl ContentDecoder {
 
     /// Turns up to [`STAGE`] characters of base64 text into compressed
     /// bytes for the decompressor.
-    fn refill(&mut self) -> Result<(), DecodeError> {
+    fn refill(&mut self, text: &[u8]) -> Result<(), DecodeError> {
         if self.compressed_at == self.compressed.len() {
             self.compressed.clear();
             self.compressed_at = 0;
@@ -293,10 +322,23 @@ impl ContentDecoder {
             self.compressed.drain(..self.compressed_at);
             self.compressed_at = 0;
         }
-        let mut chars = Vec::with_capacity(STAGE.min(self.text.len() - self.text_at) + 4);
+        // Base64 written plainly, as writers do, is decoded straight from
+        // the text: characters of its alphabet need no unescaping and are
+        // ASCII. Anything else (an escape, a fault) goes the long way.
+        let raw = &text[self.text_at..];
+        let raw = &raw[..raw.len().min(STAGE)];
+        if self.unescape.is_at_rest() && self.utf8.is_between_chars() {
+            let taken = self.base64.decode_groups(raw, &mut self.compressed);
+            if taken > 0 {
+                self.text_at += taken;
+                self.utf8.pass_ascii(taken);
+                return Ok(());
+            }
+        }
+        let mut chars = Vec::with_capacity(STAGE.min(text.len() - self.text_at) + 4);
         let taken = self
             .unescape
-            .run(&self.text[self.text_at..], &mut chars, STAGE)
+            .run(&text[self.text_at..], &mut chars, STAGE)
             .map_err(corrupt)?;
         self.text_at += taken;
         self.utf8.check(&chars).map_err(corrupt)?;
@@ -349,6 +391,18 @@ struct Utf8Check {
 }
 
 impl Utf8Check {
+    /// Whether the bytes checked so far end a character.
+    fn is_between_chars(&self) -> bool {
+        self.carried == 0
+    }
+
+    /// Counts `n` bytes of ASCII that followed whole characters: they
+    /// need no check.
+    fn pass_ascii(&mut self, n: usize) {
+        debug_assert!(self.is_between_chars());
+        self.seen += n as u64;
+    }
+
     fn check(&mut self, bytes: &[u8]) -> Result<(), String> {
         let mut bytes = bytes;
         if self.carried > 0 {
@@ -392,147 +446,6 @@ impl Utf8Check {
         } else {
             Err(self.invalid(0))
         }
-    }
-}
-
-/// Standard padded base64 (RFC 4648 §4), strict as the `base64` crate's
-/// standard engine: no whitespace, padding only at the end and only to
-/// complete the last group, unused bits zero.
-#[derive(Debug, Default)]
-struct Base64 {
-    group: [u8; 4],
-    filled: usize,
-    /// `=` seen: only `=` may follow, to complete the group.
-    padding: usize,
-    /// The text ended its last group with padding: nothing may follow.
-    closed: bool,
-    /// Characters read, for the offsets in refusals.
-    offset: usize,
-}
-
-impl Base64 {
-    fn decode(&mut self, mut chars: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
-        // A group begun in an earlier piece is finished a character at a
-        // time; then whole groups go in bulk, and what is left one by one.
-        while self.filled != 0
-            && let Some((&c, rest)) = chars.split_first()
-        {
-            self.push(c, out)?;
-            chars = rest;
-        }
-        if self.padding == 0 && !self.closed {
-            chars = self.decode_whole_groups(chars, out);
-        }
-        for &c in chars {
-            self.push(c, out)?;
-        }
-        Ok(())
-    }
-
-    /// Takes one character.
-    fn push(&mut self, c: u8, out: &mut Vec<u8>) -> Result<(), String> {
-        let at = self.offset;
-        self.offset += 1;
-        if self.closed {
-            return Err(format!(
-                "is not valid base64 (byte 0x{c:02X} at offset {at} follows the padding)"
-            ));
-        }
-        if c == b'=' {
-            if self.filled < 2 {
-                return Err(format!("is not valid base64 (padding at offset {at})"));
-            }
-            self.padding += 1;
-            self.group[self.filled] = 0;
-            self.filled += 1;
-        } else {
-            if self.padding > 0 {
-                return Err(format!(
-                    "is not valid base64 (byte 0x{c:02X} at offset {at} follows the padding)"
-                ));
-            }
-            let Some(value) = sextet(c) else {
-                return Err(format!(
-                    "is not valid base64 (invalid byte 0x{c:02X} at offset {at})"
-                ));
-            };
-            self.group[self.filled] = value;
-            self.filled += 1;
-        }
-        if self.filled == 4 {
-            self.flush_group(out)?;
-        }
-        Ok(())
-    }
-
-    /// Decodes the whole groups of four at the front of `chars`, up to
-    /// any padding, in one call to the base64 crate (wide, table-driven),
-    /// and returns the rest. A fault leaves them to the loop above, which
-    /// finds it again one character at a time to say where it is.
-    fn decode_whole_groups<'a>(&mut self, chars: &'a [u8], out: &mut Vec<u8>) -> &'a [u8] {
-        let whole = chars.len() / 4 * 4;
-        let whole = memchr::memchr(b'=', &chars[..whole]).map_or(whole, |at| at / 4 * 4);
-        if whole == 0 {
-            return chars;
-        }
-        let start = out.len();
-        out.resize(start + whole / 4 * 3, 0);
-        match STANDARD.decode_slice(&chars[..whole], &mut out[start..]) {
-            Ok(written) => {
-                out.truncate(start + written);
-                self.offset += whole;
-                &chars[whole..]
-            }
-            Err(_) => {
-                out.truncate(start);
-                chars
-            }
-        }
-    }
-
-    fn flush_group(&mut self, out: &mut Vec<u8>) -> Result<(), String> {
-        let [a, b, c, d] = self.group;
-        let bits = u32::from(a) << 18 | u32::from(b) << 12 | u32::from(c) << 6 | u32::from(d);
-        let bytes = [(bits >> 16) as u8, (bits >> 8) as u8, bits as u8];
-        let keep = 3 - self.padding;
-        // Canonical: the bits padding leaves unused must be zero.
-        let unused = match self.padding {
-            1 => bits & 0xff,
-            2 => bits & 0xffff,
-            _ => 0,
-        };
-        if unused != 0 {
-            return Err(format!(
-                "is not valid base64 (the last group's unused bits are not zero, at offset {})",
-                self.offset - 1
-            ));
-        }
-        out.extend_from_slice(&bytes[..keep]);
-        self.closed = self.padding > 0;
-        self.filled = 0;
-        Ok(())
-    }
-
-    fn finish(&self) -> Result<(), String> {
-        if self.filled == 0 {
-            Ok(())
-        } else {
-            Err(format!(
-                "is not valid base64 (it ends inside a group of four, at offset {})",
-                self.offset
-            ))
-        }
-    }
-}
-
-fn sextet(c: u8) -> Option<u8> {
-    match c {
-        b'A'..=b'Z' => Some(c - b'A'),
-        b'a'..=b'z' => Some(c - b'a' + 26),
-        b'0'..=b'9' => Some(c - b'0' + 52),
-        b'+' => Some(62),
-        b'/' => Some(63),
-        _ => None,
     }
 }
 
@@ -812,8 +725,9 @@ pub struct ContentEncoder {
     encoding: Encoding,
     stage: Stage,
     /// Identity: the start of a UTF-8 sequence the next piece completes.
-    /// Base64: the bytes of an unfinished group of three.
     carry: Vec<u8>,
+    /// The compressed encodings: the compressed bytes as base64.
+    base64: base64::Encoder,
     /// Content bytes taken.
     taken: u64,
 }
@@ -861,6 +775,7 @@ impl ContentEncoder {
                 _ => Stage::Unstarted(Vec::new()),
             },
             carry: Vec::new(),
+            base64: base64::Encoder::default(),
             taken: 0,
         }
     }
@@ -881,7 +796,7 @@ impl ContentEncoder {
             Stage::Finished => Ok(()),
             Stage::Compressing(compress) => {
                 let compressed = compress.write(bytes);
-                base64_append(&mut self.carry, &compressed, out, false);
+                self.base64.encode(&compressed, out);
                 Ok(())
             }
             Stage::Unstarted(held) if held.is_empty() && bytes.len() >= Effort::MIN_SAMPLE => {
@@ -906,7 +821,7 @@ impl ContentEncoder {
     fn start(&mut self, first: &[u8], out: &mut Vec<u8>) {
         let mut compress = Compress::new(self.encoding, Effort::judge(first));
         let compressed = compress.write(first);
-        base64_append(&mut self.carry, &compressed, out, false);
+        self.base64.encode(&compressed, out);
         self.stage = Stage::Compressing(compress);
     }
 
@@ -928,7 +843,8 @@ impl ContentEncoder {
             Stage::Compressing(compress) => compress,
         };
         let rest = compress.finish();
-        base64_append(&mut self.carry, &rest, out, true);
+        self.base64.encode(&rest, out);
+        self.base64.finish(out);
         Ok(())
     }
 
@@ -978,10 +894,10 @@ impl ContentEncoder {
 
 impl Compress {
     fn new(encoding: Encoding, effort: Effort) -> Compress {
+        if let Some(stored) = Stored::new(encoding).filter(|_| effort == Effort::Store) {
+            return Compress::Stored(stored);
+        }
         match encoding {
-            Encoding::Gzip | Encoding::Deflate if effort == Effort::Store => {
-                Compress::Stored(Stored::new(encoding))
-            }
             Encoding::Gzip => Compress::Gzip(GzEncoder::new(Vec::new(), effort.flate_level())),
             Encoding::Deflate => Compress::Zlib(ZlibEncoder::new(Vec::new(), effort.flate_level())),
             // Streamed content's length is not known ahead.
@@ -1036,21 +952,4 @@ fn utf8_length(lead: u8) -> usize {
         0xf0..=0xf7 => 4,
         _ => 1,
     }
-}
-
-/// Base64 of `carry` + `bytes`, whole groups only unless `last` (then
-/// padded), the rest kept in `carry`.
-fn base64_append(carry: &mut Vec<u8>, bytes: &[u8], out: &mut Vec<u8>, last: bool) {
-    carry.extend_from_slice(bytes);
-    let whole = if last { carry.len() } else { carry.len() / 3 * 3 };
-    if whole == 0 {
-        return;
-    }
-    let start = out.len();
-    out.resize(start + whole.div_ceil(3) * 4, 0);
-    let written = STANDARD
-        .encode_slice(&carry[..whole], &mut out[start..])
-        .unwrap_or(0);
-    out.truncate(start + written);
-    carry.drain(..whole);
 }

@@ -1,8 +1,12 @@
-//! Deflate's stored blocks (RFC 1951 §3.2.4) in gzip (RFC 1952) or zlib
-//! (RFC 1950) framing: the cheapest valid `gzip` or `deflate` stream, for
-//! bytes that do not compress (D9 still asks binary content to travel
-//! compressed). Each block is five bytes of framing before up to 65,535
-//! bytes as they are; the checksum is all the work.
+//! Content as it is, in a compressed encoding's framing: the cheapest
+//! valid `gzip`, `deflate` or `br` stream, for bytes that do not compress
+//! (D9 still asks binary content to travel compressed).
+//!
+//! - gzip (RFC 1952) and zlib (RFC 1950): deflate's stored blocks (RFC 1951
+//!   §3.2.4), five bytes of framing before up to 65,535 bytes; the
+//!   checksum is all the work.
+//! - Brotli (RFC 7932): uncompressed meta-blocks (§9.2), three bytes of
+//!   framing before up to 65,535 bytes, and no checksum.
 
 use flate2::Crc;
 
@@ -26,6 +30,16 @@ const ZLIB_HEADER: [u8; 2] = [0x78, 0x01];
 /// The last block: final, stored, empty.
 const LAST_BLOCK: [u8; 5] = [0x01, 0x00, 0x00, 0xff, 0xff];
 
+/// A Brotli stream's first byte, from the lowest bit: a window of 16 bits
+/// (`0`), then an empty metadata meta-block (not last `0`, `MNIBBLES` 0
+/// `11`, reserved `0`, no length bytes `00`) and a zero bit of padding:
+/// every meta-block after it starts on a byte.
+const BROTLI_HEADER: [u8; 1] = [0x0c];
+
+/// A Brotli stream's end: a last, empty meta-block (`ISLAST` and
+/// `ISLASTEMPTY`), padded.
+const BROTLI_LAST: [u8; 1] = [0x03];
+
 /// A stream of stored blocks, written as content comes.
 pub(super) struct Stored {
     check: Check,
@@ -40,20 +54,25 @@ enum Check {
     Gzip(Crc),
     /// zlib: Adler-32.
     Zlib(adler2::Adler32),
+    /// Brotli: none.
+    Brotli,
 }
 
 impl Stored {
-    /// A stream in `encoding`'s framing: `Gzip`, or `Deflate` (zlib).
-    pub(super) fn new(encoding: Encoding) -> Stored {
+    /// A stream in `encoding`'s framing: `Gzip`, `Deflate` (zlib) or `Br`
+    /// (`None` for `Identity`, which has none).
+    pub(super) fn new(encoding: Encoding) -> Option<Stored> {
         let check = match encoding {
             Encoding::Gzip => Check::Gzip(Crc::new()),
-            _ => Check::Zlib(adler2::Adler32::new()),
+            Encoding::Deflate => Check::Zlib(adler2::Adler32::new()),
+            Encoding::Br => Check::Brotli,
+            Encoding::Identity => return None,
         };
-        Stored {
+        Some(Stored {
             check,
             pending: Vec::new(),
             started: false,
-        }
+        })
     }
 
     /// Appends `bytes` to `out` as stored blocks, or holds them until
@@ -63,6 +82,7 @@ impl Stored {
         match &mut self.check {
             Check::Gzip(crc) => crc.update(bytes),
             Check::Zlib(adler) => adler.write_slice(bytes),
+            Check::Brotli => {}
         }
         if self.pending.len() + bytes.len() < GATHER {
             self.pending.extend_from_slice(bytes);
@@ -72,9 +92,9 @@ impl Stored {
         out.reserve(pending.len() + bytes.len() + (pending.len() + bytes.len()).div_ceil(BLOCK) * 5);
         // The held bytes lead the first block (they are fewer than a block).
         let first = bytes.len().min(BLOCK - pending.len());
-        block(out, &[&pending, &bytes[..first]]);
+        self.block(out, &[&pending, &bytes[..first]]);
         for rest in bytes[first..].chunks(BLOCK) {
-            block(out, &[rest]);
+            self.block(out, &[rest]);
         }
         // Its buffer serves the next few small writes.
         self.pending = pending;
@@ -85,15 +105,19 @@ impl Stored {
     pub(super) fn finish(mut self, out: &mut Vec<u8>) {
         self.start(out);
         if !self.pending.is_empty() {
-            block(out, &[&self.pending]);
+            self.block(out, &[&self.pending]);
         }
-        out.extend_from_slice(&LAST_BLOCK);
         match self.check {
             Check::Gzip(crc) => {
+                out.extend_from_slice(&LAST_BLOCK);
                 out.extend_from_slice(&crc.sum().to_le_bytes());
                 out.extend_from_slice(&crc.amount().to_le_bytes());
             }
-            Check::Zlib(adler) => out.extend_from_slice(&adler.checksum().to_be_bytes()),
+            Check::Zlib(adler) => {
+                out.extend_from_slice(&LAST_BLOCK);
+                out.extend_from_slice(&adler.checksum().to_be_bytes());
+            }
+            Check::Brotli => out.extend_from_slice(&BROTLI_LAST),
         }
     }
 
@@ -103,21 +127,35 @@ impl Stored {
             match self.check {
                 Check::Gzip(_) => out.extend_from_slice(&GZIP_HEADER),
                 Check::Zlib(_) => out.extend_from_slice(&ZLIB_HEADER),
+                Check::Brotli => out.extend_from_slice(&BROTLI_HEADER),
             }
         }
     }
-}
 
-/// Appends one stored block (not the last) holding `parts`, together at
-/// most [`BLOCK`] bytes.
-fn block(out: &mut Vec<u8>, parts: &[&[u8]]) {
-    let len = parts.iter().map(|p| p.len()).sum::<usize>() as u16;
-    // Not final, stored; the rest of the byte is padding.
-    out.push(0x00);
-    out.extend_from_slice(&len.to_le_bytes());
-    out.extend_from_slice(&(!len).to_le_bytes());
-    for part in parts {
-        out.extend_from_slice(part);
+    /// Appends one block (not the last) holding `parts`, together at
+    /// most [`BLOCK`] bytes and at least one.
+    fn block(&self, out: &mut Vec<u8>, parts: &[&[u8]]) {
+        let len = parts.iter().map(|p| p.len()).sum::<usize>();
+        debug_assert!((1..=BLOCK).contains(&len));
+        match self.check {
+            Check::Gzip(_) | Check::Zlib(_) => {
+                let len = len as u16;
+                // Not final, stored; the rest of the byte is padding.
+                out.push(0x00);
+                out.extend_from_slice(&len.to_le_bytes());
+                out.extend_from_slice(&(!len).to_le_bytes());
+            }
+            Check::Brotli => {
+                // From the lowest bit: not last, four nibbles of length
+                // (`MNIBBLES` 0), the length less one, uncompressed, and
+                // padding to the byte.
+                let header = ((len as u32 - 1) << 3) | 1 << 19;
+                out.extend_from_slice(&header.to_le_bytes()[..3]);
+            }
+        }
+        for part in parts {
+            out.extend_from_slice(part);
+        }
     }
 }
 
@@ -128,7 +166,7 @@ mod tests {
     use super::*;
 
     fn stored(encoding: Encoding, pieces: &[&[u8]]) -> Vec<u8> {
-        let mut stream = Stored::new(encoding);
+        let mut stream = Stored::new(encoding).expect("a compressed encoding");
         let mut out = Vec::new();
         for piece in pieces {
             stream.write(piece, &mut out);
@@ -160,6 +198,18 @@ mod tests {
                 .read_to_end(&mut back)
                 .expect("zlib");
             assert_eq!(back, whole);
+            let br = stored(Encoding::Br, pieces);
+            assert_eq!(
+                crate::message::codec::decode(&super::super::base64::encode(&br), Encoding::Br, 1 << 20),
+                Ok(whole.clone()),
+                "br, {} pieces",
+                pieces.len()
+            );
+            let mut back = Vec::new();
+            brotli::Decompressor::new(&br[..], 4096)
+                .read_to_end(&mut back)
+                .expect("brotli");
+            assert_eq!(back, whole);
         }
     }
 
@@ -174,6 +224,7 @@ mod tests {
             stored(Encoding::Deflate, &[&bytes]).len(),
             bytes.len() + 4 * 5 + 5 + 2 + 4
         );
+        assert_eq!(stored(Encoding::Br, &[&bytes]).len(), bytes.len() + 4 * 3 + 1 + 1);
         // Given a hundred bytes at a time, gathered into blocks all the same.
         let pieces: Vec<&[u8]> = bytes.chunks(100).collect();
         let gathered = stored(Encoding::Gzip, &pieces).len() - bytes.len();
