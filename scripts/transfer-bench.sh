@@ -148,6 +148,9 @@ row() {
     wait "$server_pid" 2>/dev/null || true
 }
 
+# Every download goes to standard output, which `measure` sends to
+# /dev/null as curl's `-o /dev/null` does: the rows time the transfer, not
+# a file system.
 serve
 read -r s kib <<<"$(measure "$jsontp" get "$url/big.txt" -H accept-encoding=identity -s)"
 row "jsontp get ← jsontp serve, identity" "$s" "$kib"
@@ -155,10 +158,10 @@ serve
 read -r s kib <<<"$(measure "$jsontp" get "$url/big.txt" -H accept-encoding=gzip -s)"
 row "jsontp get ← jsontp serve, gzip" "$s" "$kib"
 serve
-read -r s kib <<<"$(measure "$jsontp" get "$url/big.bin" -H accept-encoding=gzip -s -o "$work/got.bin")"
+read -r s kib <<<"$(measure "$jsontp" get "$url/big.bin" -H accept-encoding=gzip -s)"
 row "jsontp get ← jsontp serve, random bytes, gzip" "$s" "$kib" "${curl_random_s:-}"
 serve
-read -r s kib <<<"$(measure "$jsontp" get "$url/big.bin" -H accept-encoding=br -s -o "$work/got.bin")"
+read -r s kib <<<"$(measure "$jsontp" get "$url/big.bin" -H accept-encoding=br -s)"
 row "jsontp get ← jsontp serve, random bytes, br" "$s" "$kib" "${curl_random_s:-}"
 serve
 read -r s kib <<<"$(measure "$jsontp" put "$url/up.txt" --file "$file" -s)"
