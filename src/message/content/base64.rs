@@ -45,14 +45,39 @@ impl Decoder {
         Ok(())
     }
 
-    /// Decodes the whole groups at the front of `chars` when they are all
-    /// of the alphabet and no group is under way, and says how many
-    /// characters that took (none, when they are not).
-    pub(crate) fn decode_groups(&mut self, chars: &[u8], out: &mut Vec<u8>) -> usize {
-        if self.filled != 0 || self.padding != 0 || self.closed {
+    /// Decodes `chars` from the front for as long as they are characters
+    /// of the alphabet, before any padding: they need no unescaping, and
+    /// what cannot fault is taken without a check of its own. Says how
+    /// many it took; a group left unfinished is held, as in
+    /// [`decode`](Self::decode).
+    pub(crate) fn decode_plain(&mut self, chars: &[u8], out: &mut Vec<u8>) -> usize {
+        if self.padding != 0 || self.closed {
             return 0;
         }
-        chars.len() - self.decode_whole_groups(chars, out).len()
+        let of_alphabet = |chars: &[u8]| chars.iter().take_while(|&&c| sextet(c).is_some()).count();
+        // A group begun before is finished first, then whole groups go in
+        // bulk, then the start of the next group is held.
+        let mut taken = of_alphabet(&chars[..chars.len().min((4 - self.filled) % 4)]);
+        for &c in &chars[..taken] {
+            self.push_plain(c, out);
+        }
+        if self.filled != 0 {
+            return taken;
+        }
+        let rest = self.decode_whole_groups(&chars[taken..], out);
+        taken = chars.len() - rest.len();
+        let start = of_alphabet(&rest[..rest.len().min(3)]);
+        for &c in &rest[..start] {
+            self.push_plain(c, out);
+        }
+        taken + start
+    }
+
+    /// Takes one character of the alphabet, no padding seen.
+    fn push_plain(&mut self, c: u8, out: &mut Vec<u8>) {
+        // Cannot fault: a character of the alphabet before any padding.
+        let pushed = self.push(c, out);
+        debug_assert!(pushed.is_ok());
     }
 
     /// The text ended: it must not end inside a group.

@@ -328,7 +328,7 @@ impl ContentDecoder {
         let raw = &text[self.text_at..];
         let raw = &raw[..raw.len().min(STAGE)];
         if self.unescape.is_at_rest() && self.utf8.is_between_chars() {
-            let taken = self.base64.decode_groups(raw, &mut self.compressed);
+            let taken = self.base64.decode_plain(raw, &mut self.compressed);
             if taken > 0 {
                 self.text_at += taken;
                 self.utf8.pass_ascii(taken);
