@@ -183,6 +183,12 @@ fn large(c: &mut Criterion) {
             b.iter(|| encode(black_box(content)).len())
         });
         let written = encode(content);
+        // The client's whole read path: the framing scanner, the machine
+        // and the decoder, as `jsontp get` runs them on a download.
+        let response = streamed_response(&written, encoding);
+        group.bench_function(format!("client receives {name} ({encoding})"), |b| {
+            b.iter(|| client_receives(black_box(&response)))
+        });
         group.bench_function(format!("decode {name} ({encoding})"), |b| {
             b.iter(|| {
                 let mut decoder = ContentDecoder::new(encoding, usize::MAX);
@@ -199,6 +205,55 @@ fn large(c: &mut Criterion) {
         });
     }
     group.finish();
+}
+
+/// A `200` whose content is `written`, the text of `encoding`, as a server
+/// streams it: `body` last, `content` last in it (D19).
+fn streamed_response(written: &[u8], encoding: Encoding) -> Vec<u8> {
+    let mut message = format!(
+        "{{\"jsontp\":\"1.0\",\"type\":\"response\",\"resource\":\"/big\",\"status\":{{\"code\":200,\
+         \"formal-message\":\"OK\",\"human-message\":\"here is the file\"}},\"headers\":{{\
+         \"date\":\"2026-11-26T12:00:00Z+0000\",\"language\":\"en-US\"}},\
+         \"body\":{{\"encoding\":\"{encoding}\",\"content\":\""
+    )
+    .into_bytes();
+    message.extend_from_slice(written);
+    message.extend_from_slice(b"\"}}\n");
+    message
+}
+
+/// Feeds `response` to a streaming client machine that asked for it, in
+/// 64 KiB reads, and takes its content as it comes: how many bytes.
+fn client_receives(response: &[u8]) -> usize {
+    use jsontp_protocol::machine::{ClientConfig, ClientConnection, ClientEvent, Now};
+    use jsontp_protocol::message::{Method, Request};
+    let now = Now {
+        instant: Instant::now(),
+        wall: Date::from_unix_seconds(1_795_000_000),
+    };
+    let config = ClientConfig {
+        stream_content: true,
+        ..ClientConfig::default()
+    };
+    let mut client = ClientConnection::new(config, now);
+    let get = Request::new(Method::Get, "/big".parse().expect("a resource"));
+    client.send_request(get, now).expect("sent");
+    let sent = client.pending_output().len();
+    client.consume_output(sent, now);
+    let mut content = 0;
+    let mut answered = false;
+    for read in response.chunks(64 * 1024) {
+        client.receive_data(read, now);
+        while let Some(event) = client.next_event(now) {
+            match event {
+                ClientEvent::Content { data, .. } => content += data.len(),
+                ClientEvent::Response { .. } => answered = true,
+                other => panic!("{other:?}"),
+            }
+        }
+    }
+    assert!(answered, "the response came");
+    content
 }
 
 criterion_group!(benches, parse, parse_interleaved, serialize, encode, large);

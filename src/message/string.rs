@@ -22,6 +22,8 @@
 //! and writes no more than the room it is given; what an escape made past
 //! the room waits for the next call.
 
+use crate::message::words;
+
 /// The decoding of one string's text, resumable at any byte.
 #[derive(Debug, Default)]
 pub(crate) struct Unescape {
@@ -70,6 +72,12 @@ impl Unescape {
                 State::Plain => {
                     if self.high.is_some() && byte != b'\\' {
                         return Err(lone_surrogate());
+                    }
+                    if self.high.is_none() {
+                        i += plain_text(&text[i..], out, limit);
+                        if i == text.len() {
+                            return Ok(i);
+                        }
                     }
                     let rest = &text[i..];
                     let plain = plain_run(rest);
@@ -276,24 +284,114 @@ pub(crate) fn unescape(text: &[u8]) -> Result<Vec<u8>, String> {
 /// The byte a backslash and `next` stand for, when the two are the whole
 /// escape: JSON's `\" \\ \/ \b \f \n \r \t` and JSON5's `\' \v`.
 fn one_byte_escape(next: u8) -> Option<u8> {
-    Some(match next {
-        b'"' | b'\'' | b'\\' | b'/' => next,
-        b'b' => 0x08,
-        b'f' => 0x0c,
-        b'n' => b'\n',
-        b'r' => b'\r',
-        b't' => b'\t',
-        b'v' => 0x0b,
-        _ => return None,
-    })
+    // A table, not a `match`: text has an escape every few dozen bytes,
+    // and a jump table's indirect branch mispredicts on them.
+    const MADE: [u8; 256] = {
+        let mut made = [0u8; 256];
+        made[b'"' as usize] = b'"';
+        made[b'\'' as usize] = b'\'';
+        made[b'\\' as usize] = b'\\';
+        made[b'/' as usize] = b'/';
+        made[b'b' as usize] = 0x08;
+        made[b'f' as usize] = 0x0c;
+        made[b'n' as usize] = b'\n';
+        made[b'r' as usize] = b'\r';
+        made[b't' as usize] = b'\t';
+        made[b'v' as usize] = 0x0b;
+        made
+    };
+    // No escape of one byte makes a zero (`\0` is one of its own).
+    Some(MADE[usize::from(next)]).filter(|&made| made != 0)
 }
 
-/// How many bytes at the front of `text` stand for themselves: up to the
-/// first backslash or raw line end.
+/// Flags the bytes of `word` where text stops standing for itself: a
+/// backslash or a raw line end.
+fn stops(word: u64) -> u64 {
+    words::equal(word, b'\\') | words::equal(word, b'\n') | words::equal(word, b'\r')
+}
+
+/// How many bytes at the front of `text` stand for themselves.
 fn plain_run(text: &[u8]) -> usize {
-    use crate::message::words;
-    let stops = |word| words::equal(word, b'\\') | words::equal(word, b'\n') | words::equal(word, b'\r');
     words::find(text, stops, |rest| memchr::memchr3(b'\\', b'\n', b'\r', rest)).unwrap_or(text.len())
+}
+
+/// Decodes the front of `text` that needs no state, text standing for
+/// itself and the one-byte escapes in it, into `out` within `limit`;
+/// returns how many text bytes it took. It stops where the state machine
+/// must take over: another escape, a raw line end, the end of the text or
+/// of the room.
+fn plain_text(text: &[u8], out: &mut Vec<u8>, limit: usize) -> usize {
+    // Decoding never makes more bytes than it takes. The room is written
+    // as a slice: pushes onto the vector would reload its length after
+    // every store, which may alias it.
+    let start = out.len();
+    out.resize(start + limit.saturating_sub(start).min(text.len()), 0);
+    let (taken, written) = plain_into(text, &mut out[start..]);
+    out.truncate(start + written);
+    taken
+}
+
+/// [`plain_text`] into `room`: (text bytes taken, bytes written).
+///
+/// Runs between escapes are short in most text (an escape for every line
+/// end and quote), so they go a word at a time: each word is written
+/// whole and the count cut back to its first stop, cheaper than a call to
+/// copy a few bytes. A run still going after a few clean words is long:
+/// a vectorised search and copy serve it better.
+fn plain_into(text: &[u8], room: &mut [u8]) -> (usize, usize) {
+    const LONG: usize = 4;
+    let (mut i, mut o) = (0, 0);
+    loop {
+        let mut clean = 0;
+        while clean < LONG {
+            let (Some(chunk), Some(slot)) = (text.get(i..i + 8), room.get_mut(o..o + 8)) else {
+                break;
+            };
+            slot.copy_from_slice(chunk);
+            let mut word = [0u8; 8];
+            word.copy_from_slice(chunk);
+            let found = stops(u64::from_le_bytes(word));
+            if found == 0 {
+                i += 8;
+                o += 8;
+                clean += 1;
+                continue;
+            }
+            let at = words::lowest(found);
+            i += at;
+            o += at;
+            clean = 0;
+            // `o` is inside the word just written: room for the byte.
+            let Some(made) = escaped_byte(text, i) else {
+                return (i, o);
+            };
+            room[o] = made;
+            i += 2;
+            o += 1;
+        }
+        let run = plain_run(&text[i..]).min(room.len() - o);
+        room[o..o + run].copy_from_slice(&text[i..i + run]);
+        i += run;
+        o += run;
+        if o == room.len() {
+            return (i, o);
+        }
+        let Some(made) = escaped_byte(text, i) else {
+            return (i, o);
+        };
+        room[o] = made;
+        i += 2;
+        o += 1;
+    }
+}
+
+/// The byte of the one-byte escape at `at` in `text`, if one is there
+/// whole.
+fn escaped_byte(text: &[u8], at: usize) -> Option<u8> {
+    match text.get(at..at + 2) {
+        Some(&[b'\\', next]) => one_byte_escape(next),
+        _ => None,
+    }
 }
 
 fn hex_digit(byte: u8) -> Option<u8> {

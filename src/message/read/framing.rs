@@ -858,28 +858,28 @@ impl Scanner {
     /// Reports the content text from `pos` to the closing quote or as far
     /// as the buffer goes (never ending a run just after a backslash,
     /// whose escape the next bytes complete).
+    ///
+    /// Only quotes are searched for: a quote closes the string when the
+    /// backslashes right before it are even in number (each pair an
+    /// escaped backslash), and is escaped when they are odd. A run starts
+    /// between escapes, so counting stops at its start; each backslash is
+    /// counted at most once, before the one quote that follows it.
     fn content_run(&mut self, buf: &[u8]) -> Scan {
         let start = self.pos;
-        let mut i = start;
-        let mut last = false;
-        loop {
-            let Some(offset) = find_string_end(b'"', &buf[i..]) else {
-                i = buf.len();
-                break;
+        let backslashes_before = |end: usize| buf[start..end].iter().rev().take_while(|&&b| b == b'\\').count();
+        let mut from = start;
+        let (i, last) = loop {
+            let found = words::find(&buf[from..], |word| words::equal(word, b'"'), |rest| memchr(b'"', rest));
+            let Some(offset) = found else {
+                // An escape the next bytes complete is kept for then.
+                break (buf.len() - backslashes_before(buf.len()) % 2, false);
             };
-            let hit = i + offset;
-            if buf[hit] == b'"' {
-                i = hit;
-                last = true;
-                break;
+            let quote = from + offset;
+            if backslashes_before(quote) % 2 == 0 {
+                break (quote, true);
             }
-            if hit + 1 >= buf.len() {
-                // A backslash the next bytes complete: kept for then.
-                i = hit;
-                break;
-            }
-            i = hit + 2;
-        }
+            from = quote + 1;
+        };
         let Some(track) = &mut self.content else {
             return Scan::Partial;
         };
