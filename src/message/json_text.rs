@@ -106,9 +106,27 @@ mod tests {
         }
     }
 
+    #[test]
+    fn long_text_is_written_as_serde_json_writes_it_however_dense_its_escapes() {
+        // Escapes from none to every byte (each control character grows
+        // sixfold).
+        let pieces = ["plain words ", "\"", "\n", "\u{1}", "é", "\\", "🎉"];
+        for every in 1..=pieces.len() {
+            for len in [256, 257, 1000, 4099] {
+                let text: String = (0..len).map(|n| pieces[n % every]).collect();
+                assert_eq!(escaped(&text), serde(&text), "{every} {len}");
+            }
+        }
+    }
+
     proptest::proptest! {
         #[test]
         fn any_text_is_written_as_serde_json_writes_it(text in "\\PC*|[\\x00-\\x7f]*") {
+            proptest::prop_assert_eq!(escaped(&text), serde(&text));
+        }
+
+        #[test]
+        fn any_long_text_is_written_as_serde_json_writes_it(text in "(\\PC|[\\x00-\\x1f\"\\\\]){200,700}") {
             proptest::prop_assert_eq!(escaped(&text), serde(&text));
         }
     }
