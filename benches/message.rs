@@ -163,12 +163,17 @@ fn large(c: &mut Criterion) {
         .collect();
     let rules = include_str!("../docs/protocol-rules.md").as_bytes();
     let text = rules.repeat(SIZE / rules.len() + 1)[..SIZE].to_vec();
+    // Text with an escape every eighteen bytes or so, as the transfer
+    // bench's file (scripts/transfer-bench.sh).
+    let line: &[u8] = b"the quick brown fox jumps over the lazy dog, 0123456789 \"quoted\" \\ back\n";
+    let escaped_text = line.repeat(SIZE / line.len() + 1)[..SIZE].to_vec();
     let mut group = c.benchmark_group("large");
     group.throughput(criterion::Throughput::Bytes(SIZE as u64));
     group.sample_size(10);
     for (name, content, encoding) in [
         ("random bytes", &random, Encoding::Gzip),
         ("text", &text, Encoding::Identity),
+        ("escaped text", &escaped_text, Encoding::Identity),
     ] {
         let encode = |content: &[u8]| {
             let mut encoder = ContentEncoder::new(encoding);
