@@ -11,7 +11,8 @@
 #
 # Release build; loopback only; every transfer bounded by a timeout. The
 # text file is sent as `identity` and as `gzip` (forced with
-# accept-encoding / --encoding).
+# accept-encoding / --encoding). Pinned as the load bench is: servers on
+# CPU 0, clients on CPU 1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -32,6 +33,17 @@ command -v curl >/dev/null 2>&1 || apt_install curl || true
 
 cargo build --release --quiet
 jsontp=$PWD/target/release/jsontp
+
+server_cpu=()
+client_cpu=()
+pinning="nothing pinned (one CPU)"
+if [ "$(nproc)" -ge 2 ]; then
+    server_cpu=(taskset -c 0)
+    client_cpu=(taskset -c 1)
+    pinning="servers pinned to CPU 0, clients to CPU 1"
+else
+    note "one CPU only: nothing is pinned"
+fi
 
 work=$(mktemp -d /tmp/jsontp-transfer.XXXXXX)
 pids=()
@@ -66,7 +78,7 @@ measure() {
     local began ended times=() kib=0
     for _ in $(seq "$runs"); do
         began=$(date +%s%N)
-        if ! /usr/bin/time -f '%M' -o "$work/time" timeout 600 "$@" >/dev/null 2>"$work/stderr"; then
+        if ! /usr/bin/time -f '%M' -o "$work/time" timeout 600 "${client_cpu[@]}" "$@" >/dev/null 2>"$work/stderr"; then
             note "failed: $* ($(head -c 300 "$work/stderr"))"
             echo "0 -"
             return
@@ -100,6 +112,7 @@ events { worker_connections 64; }
 http {
     access_log off;
     sendfile on;
+    tcp_nopush on;
     client_body_temp_path $work/nginx;
     proxy_temp_path $work/nginx;
     fastcgi_temp_path $work/nginx;
@@ -108,7 +121,7 @@ http {
     server { listen 127.0.0.1:$port; root $work/root; }
 }
 EOF
-    "$nginx" -c "$work/nginx/nginx.conf" &
+    "${server_cpu[@]}" "$nginx" -c "$work/nginx/nginx.conf" &
     pids+=($!)
     sleep 1
     read -r curl_s curl_kib <<<"$(measure curl -sf -o /dev/null "http://127.0.0.1:$port/big.txt")"
@@ -124,7 +137,7 @@ fi
 serve() {
     local port
     port=$(free_port)
-    "$jsontp" serve --root "$work/root" --addr "127.0.0.1:$port" --writable --quiet 2>/dev/null &
+    "${server_cpu[@]}" "$jsontp" serve --root "$work/root" --addr "127.0.0.1:$port" --writable --quiet 2>/dev/null &
     pids+=($!)
     server_pid=$!
     for _ in $(seq 50); do
@@ -172,7 +185,7 @@ row "jsontp put → jsontp serve, gzip" "$s" "$kib"
 
 cpu=$(awk -F: '/model name/ { print $2; exit }' /proc/cpuinfo | sed 's/^ //')
 table=$(
-    echo "Measured $(date -u '+%Y-%m-%d %H:%M') UTC with \`scripts/transfer-bench.sh $size_mib\` (release build, loopback, a ${size_mib} MiB text file and ${size_mib} MiB of random bytes; each time the median of $runs runs); $cpu, $(nproc) cores; load average $(cut -d' ' -f1 /proc/loadavg) at the end."
+    echo "Measured $(date -u '+%Y-%m-%d %H:%M') UTC with \`scripts/transfer-bench.sh $size_mib\` (release build, loopback, a ${size_mib} MiB text file and ${size_mib} MiB of random bytes; $pinning; each time the median of $runs runs); $cpu, $(nproc) cores; load average $(cut -d' ' -f1 /proc/loadavg) at the end."
     echo
     echo "\`cat FILE > /dev/null\`: $(mbps "$cat_s") MB/s (the page cache's speed, the physical anchor)."
     echo
