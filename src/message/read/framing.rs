@@ -866,10 +866,15 @@ impl Scanner {
     /// counted at most once, before the one quote that follows it.
     fn content_run(&mut self, buf: &[u8]) -> Scan {
         let start = self.pos;
-        let backslashes_before = |end: usize| buf[start..end].iter().rev().take_while(|&&b| b == b'\\').count();
+        let backslashes_before =
+            |end: usize| buf[start..end].iter().rev().take_while(|&&b| b == b'\\').count();
         let mut from = start;
         let (i, last) = loop {
-            let found = words::find(&buf[from..], |word| words::equal(word, b'"'), |rest| memchr(b'"', rest));
+            let found = words::find(
+                &buf[from..],
+                |word| words::equal(word, b'"'),
+                |rest| memchr(b'"', rest),
+            );
             let Some(offset) = found else {
                 // An escape the next bytes complete is kept for then.
                 break (buf.len() - backslashes_before(buf.len()) % 2, false);
