@@ -69,27 +69,42 @@ head -c "$bytes" /dev/urandom >"$random_file"
 chmod 644 "$random_file"
 cat "$file" "$random_file" >/dev/null # warm the page cache
 
+# CPU time a process has had, all its threads, in nanoseconds (0 when
+# there is none: the anchors' rows have no server of ours to count).
+cpu_ns() {
+    cat /proc/"${1:-0}"/task/*/schedstat 2>/dev/null | awk '{ s += $1 } END { print s + 0 }'
+}
+
 # Seconds a command takes (to the millisecond: /usr/bin/time's hundredths
 # are too coarse for a transfer of a few tens of milliseconds), the median
 # of $runs runs (one run of a transfer this short varies by a third from
-# one to the next), and the largest peak RSS (KiB) of those runs.
+# one to the next), the largest peak RSS (KiB) of those runs, and the CPU
+# time of a transfer in milliseconds, the mean of the runs: the client's
+# (user and system, from /usr/bin/time) and the server's ($server_pid,
+# from the scheduler's count, "-" without one).
 runs=${TRANSFER_RUNS:-5}
 measure() {
-    local began ended times=() kib=0
+    local began ended times=() kib=0 client_s=0 server_before
+    server_before=$(cpu_ns "${server_pid:-}")
     for _ in $(seq "$runs"); do
         began=$(date +%s%N)
-        if ! /usr/bin/time -f '%M' -o "$work/time" timeout 600 "${client_cpu[@]}" "$@" >/dev/null 2>"$work/stderr"; then
+        if ! /usr/bin/time -f '%M %U %S' -o "$work/time" timeout 600 "${client_cpu[@]}" "$@" >/dev/null 2>"$work/stderr"; then
             note "failed: $* ($(head -c 300 "$work/stderr"))"
-            echo "0 -"
+            echo "0 - - -"
             return
         fi
         ended=$(date +%s%N)
         times+=("$((ended - began))")
-        kib=$(awk -v a="$kib" -v b="$(tail -1 "$work/time")" 'BEGIN { print (b > a ? b : a) }')
+        read -r run_kib user system <<<"$(tail -1 "$work/time")"
+        kib=$(awk -v a="$kib" -v b="$run_kib" 'BEGIN { print (b > a ? b : a) }')
+        client_s=$(awk -v a="$client_s" -v u="$user" -v s="$system" 'BEGIN { print a + u + s }')
     done
-    local median
+    local median server_ms="-"
     median=$(printf '%s\n' "${times[@]}" | sort -n | awk '{ t[NR] = $1 } END { print t[int((NR + 1) / 2)] }')
-    echo "$(awk -v n="$median" 'BEGIN { printf "%.3f", n / 1e9 }') $kib"
+    if [ -n "${server_pid:-}" ]; then
+        server_ms=$(awk -v a="$server_before" -v b="$(cpu_ns "$server_pid")" -v n="$runs" 'BEGIN { printf "%.0f", (b - a) / n / 1e6 }')
+    fi
+    echo "$(awk -v n="$median" 'BEGIN { printf "%.3f", n / 1e9 }') $kib $(awk -v s="$client_s" -v n="$runs" 'BEGIN { printf "%.0f", s / n * 1000 }') $server_ms"
 }
 mbps() { awk -v b="$bytes" -v s="$1" 'BEGIN { if (s > 0) printf "%.0f", b / s / 1e6; else print "-" }'; }
 hwm() { awk '/VmHWM/ { print $2 }' "/proc/$1/status" 2>/dev/null || echo -; }
@@ -97,10 +112,11 @@ hwm() { awk '/VmHWM/ { print $2 }' "/proc/$1/status" 2>/dev/null || echo -; }
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 # The physical anchor.
+server_pid=
 read -r cat_s _ <<<"$(measure cat "$file")"
 
 # nginx + curl.
-nginx_row="| curl ← nginx (HTTP) | - | - | - | - |"
+nginx_row="| curl ← nginx (HTTP) | - | - | - | - | - | - | - |"
 if [ -n "$nginx" ] && command -v curl >/dev/null 2>&1; then
     port=$(free_port)
     cat >"$work/nginx/nginx.conf" <<EOF
@@ -124,12 +140,13 @@ EOF
     "${server_cpu[@]}" "$nginx" -c "$work/nginx/nginx.conf" &
     pids+=($!)
     sleep 1
-    read -r curl_s curl_kib <<<"$(measure curl -sf -o /dev/null "http://127.0.0.1:$port/big.txt")"
-    read -r curl_random_s curl_random_kib <<<"$(measure curl -sf -o /dev/null "http://127.0.0.1:$port/big.bin")"
     nginx_pid=$(cat "$work/nginx/nginx.pid" 2>/dev/null || true)
     worker=$(pgrep -P "${nginx_pid:-0}" | head -1 || true)
-    nginx_row="| curl ← nginx (HTTP), GET text | $(mbps "$curl_s") | $curl_s | 1.00 | $(hwm "${worker:-0}") | $curl_kib |
-| curl ← nginx (HTTP), GET random bytes | $(mbps "$curl_random_s") | $curl_random_s | 1.00 | $(hwm "${worker:-0}") | $curl_random_kib |"
+    server_pid=$worker
+    read -r curl_s curl_kib curl_ms worker_ms <<<"$(measure curl -sf -o /dev/null "http://127.0.0.1:$port/big.txt")"
+    read -r curl_random_s curl_random_kib curl_random_ms worker_random_ms <<<"$(measure curl -sf -o /dev/null "http://127.0.0.1:$port/big.bin")"
+    nginx_row="| curl ← nginx (HTTP), GET text | $(mbps "$curl_s") | $curl_s | 1.00 | $worker_ms | $curl_ms | $(hwm "${worker:-0}") | $curl_kib |
+| curl ← nginx (HTTP), GET random bytes | $(mbps "$curl_random_s") | $curl_random_s | 1.00 | $worker_random_ms | $curl_random_ms | $(hwm "${worker:-0}") | $curl_random_kib |"
     kill "${pids[-1]}" 2>/dev/null || true
 fi
 
@@ -151,12 +168,13 @@ rows=()
 # A row: its time to the last byte against curl's for the same file
 # (`anchor`, in seconds): how many times as long it took.
 row() {
-    local label=$1 seconds=$2 client_kib=$3 anchor=${4:-${curl_s:-}}
+    local label=$1 anchor=${2:-${curl_s:-}} seconds client_kib client_ms server_ms
+    read -r seconds client_kib client_ms server_ms <<<"$measured"
     local ratio="-"
     if [ -n "$anchor" ]; then
         ratio=$(awk -v a="$anchor" -v b="$seconds" 'BEGIN { if (a > 0 && b > 0) printf "%.2f", b / a; else print "-" }')
     fi
-    rows+=("| $label | $(mbps "$seconds") | $seconds | $ratio | $(hwm "$server_pid") | $client_kib |")
+    rows+=("| $label | $(mbps "$seconds") | $seconds | $ratio | $server_ms | $client_ms | $(hwm "$server_pid") | $client_kib |")
     kill "$server_pid" 2>/dev/null || true
     wait "$server_pid" 2>/dev/null || true
 }
@@ -165,23 +183,23 @@ row() {
 # /dev/null as curl's `-o /dev/null` does: the rows time the transfer, not
 # a file system.
 serve
-read -r s kib <<<"$(measure "$jsontp" get "$url/big.txt" -H accept-encoding=identity -s)"
-row "jsontp get ← jsontp serve, identity" "$s" "$kib"
+measured=$(measure "$jsontp" get "$url/big.txt" -H accept-encoding=identity -s)
+row "jsontp get ← jsontp serve, identity"
 serve
-read -r s kib <<<"$(measure "$jsontp" get "$url/big.txt" -H accept-encoding=gzip -s)"
-row "jsontp get ← jsontp serve, gzip" "$s" "$kib"
+measured=$(measure "$jsontp" get "$url/big.txt" -H accept-encoding=gzip -s)
+row "jsontp get ← jsontp serve, gzip"
 serve
-read -r s kib <<<"$(measure "$jsontp" get "$url/big.bin" -H accept-encoding=gzip -s)"
-row "jsontp get ← jsontp serve, random bytes, gzip" "$s" "$kib" "${curl_random_s:-}"
+measured=$(measure "$jsontp" get "$url/big.bin" -H accept-encoding=gzip -s)
+row "jsontp get ← jsontp serve, random bytes, gzip" "${curl_random_s:-}"
 serve
-read -r s kib <<<"$(measure "$jsontp" get "$url/big.bin" -H accept-encoding=br -s)"
-row "jsontp get ← jsontp serve, random bytes, br" "$s" "$kib" "${curl_random_s:-}"
+measured=$(measure "$jsontp" get "$url/big.bin" -H accept-encoding=br -s)
+row "jsontp get ← jsontp serve, random bytes, br" "${curl_random_s:-}"
 serve
-read -r s kib <<<"$(measure "$jsontp" put "$url/up.txt" --file "$file" -s)"
-row "jsontp put → jsontp serve, identity" "$s" "$kib"
+measured=$(measure "$jsontp" put "$url/up.txt" --file "$file" -s)
+row "jsontp put → jsontp serve, identity"
 serve
-read -r s kib <<<"$(measure "$jsontp" put "$url/up.txt" --file "$file" --encoding gzip -s)"
-row "jsontp put → jsontp serve, gzip" "$s" "$kib"
+measured=$(measure "$jsontp" put "$url/up.txt" --file "$file" --encoding gzip -s)
+row "jsontp put → jsontp serve, gzip"
 
 cpu=$(awk -F: '/model name/ { print $2; exit }' /proc/cpuinfo | sed 's/^ //')
 table=$(
@@ -189,8 +207,8 @@ table=$(
     echo
     echo "\`cat FILE > /dev/null\`: $(mbps "$cat_s") MB/s (the page cache's speed, the physical anchor)."
     echo
-    echo "| transfer | content MB/s | seconds to the last byte | × curl ← nginx's time | server peak RSS (KiB) | client peak RSS (KiB) |"
-    echo "|---|---|---|---|---|---|"
+    echo "| transfer | content MB/s | seconds to the last byte | × curl ← nginx's time | server CPU (ms) | client CPU (ms) | server peak RSS (KiB) | client peak RSS (KiB) |"
+    echo "|---|---|---|---|---|---|---|---|"
     echo "$nginx_row"
     printf '%s\n' "${rows[@]}"
 )
