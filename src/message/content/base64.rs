@@ -27,19 +27,11 @@ pub(crate) struct Decoder {
 impl Decoder {
     /// Decodes `chars`, the next piece of the text, appending the bytes of
     /// every group it completes to `out`.
-    pub(crate) fn decode(&mut self, mut chars: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
-        // A group begun in an earlier piece is finished a character at a
-        // time; then whole groups go in bulk, and what is left one by one.
-        while self.filled != 0
-            && let Some((&c, rest)) = chars.split_first()
-        {
-            self.push(c, out)?;
-            chars = rest;
-        }
-        if self.padding == 0 && !self.closed {
-            chars = self.decode_whole_groups(chars, out);
-        }
-        for &c in chars {
+    pub(crate) fn decode(&mut self, chars: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
+        // What cannot fault goes the plain way; from the first character
+        // that may (padding, anything outside the alphabet), one at a time.
+        let plain = self.decode_plain(chars, out);
+        for &c in &chars[plain..] {
             self.push(c, out)?;
         }
         Ok(())
@@ -130,8 +122,8 @@ impl Decoder {
 
     /// Decodes the whole groups of four at the front of `chars`, up to
     /// any padding, in bulk, and returns the rest. A fault leaves them to
-    /// the loop in [`decode`](Self::decode), which finds it again one
-    /// character at a time to say where it is.
+    /// [`decode`](Self::decode), which finds it again one character at a
+    /// time to say where it is.
     fn decode_whole_groups<'a>(&mut self, chars: &'a [u8], out: &mut Vec<u8>) -> &'a [u8] {
         let whole = chars.len() / 4 * 4;
         let whole = memchr::memchr(b'=', &chars[..whole]).map_or(whole, |at| at / 4 * 4);
