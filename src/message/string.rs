@@ -92,15 +92,6 @@ impl Unescape {
                             "holds a line end that is not escaped (write it as \\n or \\r)".to_owned()
                         );
                     }
-                    // A one-byte escape whole in the text, with room for
-                    // its byte, is taken here: text escapes every line end
-                    // and quote, and this is most of its escapes.
-                    let one = text.get(i + 1).and_then(|&next| one_byte_escape(next));
-                    if let (Some(made), None, true) = (one, self.high, out.len() < limit) {
-                        out.push(made);
-                        i += 2;
-                        continue;
-                    }
                     self.state = State::Backslash;
                     i += 1;
                 }
