@@ -89,7 +89,7 @@ pub fn decode(content: &str, encoding: Encoding, limit: usize) -> Result<Vec<u8>
 /// binary at a fast level, text at a balance of speed and size.
 pub fn encode(bytes: &[u8], encoding: Encoding) -> String {
     let effort = Effort::judge(bytes);
-    if let Some(mut stored) = Stored::new(encoding).filter(|_| effort == Effort::Store) {
+    if let Some(mut stored) = effort.stored(encoding) {
         let mut out = Vec::with_capacity(bytes.len() + bytes.len() / 8192 + 32);
         stored.write(bytes, &mut out);
         stored.finish(&mut out);
@@ -173,6 +173,13 @@ impl Effort {
             Err(e) if e.error_len().is_none() => Effort::Balanced,
             Err(_) => Effort::Fast,
         }
+    }
+
+    /// The stream that carries the content as it is, in `encoding`'s
+    /// framing, for bytes judged not to compress; `None` for others (and
+    /// for `identity`, which has no framing).
+    pub(super) fn stored(self, encoding: Encoding) -> Option<Stored> {
+        Stored::new(encoding).filter(|_| self == Effort::Store)
     }
 
     /// The gzip and deflate level: none (stored blocks, which `Stored`

@@ -894,7 +894,7 @@ impl ContentEncoder {
 
 impl Compress {
     fn new(encoding: Encoding, effort: Effort) -> Compress {
-        if let Some(stored) = Stored::new(encoding).filter(|_| effort == Effort::Store) {
+        if let Some(stored) = effort.stored(encoding) {
             return Compress::Stored(stored);
         }
         match encoding {
