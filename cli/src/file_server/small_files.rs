@@ -338,7 +338,12 @@ mod tests {
     /// The form a lookup of `slot`'s version finds kept in `encoding`.
     fn encoded(cache: &SmallFiles, slot: &Slot, encoding: Encoding) -> Option<Body> {
         let (_, forms) = cache.get(&slot.rel, slot.stamp)?;
-        forms.iter().find(|form| form.encoding() == encoding).cloned()
+        Slot {
+            forms,
+            ..slot.clone()
+        }
+        .form(encoding)
+        .cloned()
     }
 
     fn prepared(content: &[u8], encoding: Encoding) -> Body {
