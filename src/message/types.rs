@@ -10,7 +10,8 @@ use super::{Encoding, Headers, Method, Resource, Status, ValueError, Version};
 /// Limits on one message (D3). Every one is configurable.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MessageLimits {
-    /// Size of one message on the wire, in bytes (`413`).
+    /// Size of one message on the wire, in bytes (`413`). At most 4 GiB
+    /// less a byte: a larger limit is taken as that.
     pub max_message_bytes: usize,
     /// Size of the decoded body content, in bytes (`413`).
     pub max_decoded_body: usize,

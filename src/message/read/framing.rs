@@ -284,27 +284,51 @@ pub struct Scanner {
     /// Where the current message's `{` is, once seen.
     start: Option<usize>,
     state: State,
-    depth: usize,
-    max_depth: usize,
+    depth: u32,
+    max_depth: u32,
     /// One bit per open level, 1 for `[`: closers must match (bounded by
     /// the message size, one bit per byte at most).
     brackets: SmallVec<[u64; 2]>,
     /// The backslash of the `\u` escape being read.
-    escape_at: usize,
+    escape_at: Mark,
     /// The backslash of a high surrogate escape whose low half is awaited.
-    high_at: Option<usize>,
+    high_at: Option<Mark>,
     /// The first lone surrogate escape of this message (D4).
-    lone_surrogate: Option<usize>,
+    lone_surrogate: Option<Mark>,
     /// A BOM may still be skipped (nothing scanned on this stream yet).
     at_stream_start: bool,
-    max_message_bytes: usize,
+    max_message_bytes: u32,
     /// `body.content` is reported in runs (D19); `None`: it is not.
     content: Option<ContentTrack>,
     /// Levels past which [`Scan::TooDeep`] is reported (D3), and whether it
     /// was for this message.
-    depth_limit: usize,
+    depth_limit: u32,
     deep_reported: bool,
 }
+
+/// An offset into the message being scanned, counted from its `{`. The
+/// size limit bounds it (content runs, which do not count, leave the
+/// caller's buffer), so 32 bits hold it: an idle connection stays small.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Mark(u32);
+
+impl Mark {
+    /// The mark of buffer offset `at` in a message starting at `base`.
+    fn of(at: usize, base: usize) -> Mark {
+        Mark(clamp_u32(at.saturating_sub(base)))
+    }
+
+    /// The buffer offset of the mark in a message starting at `base`.
+    fn at(self, base: usize) -> usize {
+        base + self.0 as usize
+    }
+}
+
+/// `n`, or `u32::MAX` if it is larger.
+fn clamp_u32(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
 
 /// What the scanner follows of a message to find its `body.content`
 /// (D19): the last plain string at levels 1 and 2, whether the level-2
@@ -312,9 +336,9 @@ pub struct Scanner {
 #[derive(Debug, Clone, Default)]
 struct ContentTrack {
     /// The last double-quoted string without escapes that ended at level 1,
-    /// or at level 2 inside `body`: its level and the offsets of its text
-    /// (the closing quote is at `end`).
-    last: Option<(usize, usize, usize)>,
+    /// or at level 2 inside `body`: its level and where its text starts and
+    /// ends (the closing quote is at the end).
+    last: Option<(u32, Mark, Mark)>,
     /// The level-2 object being scanned is the value of the message's
     /// `body`.
     in_body: bool,
@@ -330,7 +354,7 @@ struct ContentTrack {
     done: bool,
     /// Where the string being scanned started, and whether it has had no
     /// escape so far.
-    string_start: usize,
+    string_start: Mark,
     string_plain: bool,
 }
 
@@ -342,13 +366,15 @@ impl Default for Scanner {
 
 impl Scanner {
     /// A scanner at the start of a connection (a BOM may follow, D1), with
-    /// no size limit.
+    /// the largest size limit it keeps: 4 GiB less a byte.
     pub fn new() -> Scanner {
         Scanner::with_limit(usize::MAX)
     }
 
     /// A scanner at the start of a connection that answers
     /// [`Scan::TooLarge`] once a message passes `max_message_bytes` (D3).
+    /// A limit past 4 GiB less a byte is taken as that: the scanner's
+    /// offsets within a message are 32 bits wide.
     pub fn with_limit(max_message_bytes: usize) -> Scanner {
         Scanner {
             pos: 0,
@@ -357,13 +383,13 @@ impl Scanner {
             depth: 0,
             max_depth: 0,
             brackets: SmallVec::new(),
-            escape_at: 0,
+            escape_at: Mark::default(),
             high_at: None,
             lone_surrogate: None,
             at_stream_start: true,
-            max_message_bytes,
+            max_message_bytes: clamp_u32(max_message_bytes),
             content: None,
-            depth_limit: usize::MAX,
+            depth_limit: u32::MAX,
             deep_reported: false,
         }
     }
@@ -372,7 +398,7 @@ impl Scanner {
     /// `levels` (the message object itself is level 1), before it ends
     /// (D3).
     pub fn with_depth_limit(mut self, levels: usize) -> Scanner {
-        self.depth_limit = levels;
+        self.depth_limit = clamp_u32(levels);
         self
     }
 
@@ -418,22 +444,21 @@ impl Scanner {
             return;
         }
         self.pos -= n;
-        // Every offset below lies at or after the message's start, which is
-        // at or after the idle prefix.
-        for offset in [&mut self.start, &mut self.high_at, &mut self.lone_surrogate]
-            .into_iter()
-            .flatten()
-        {
-            *offset -= n;
+        // The message starts at or after the idle prefix; every other
+        // offset is a mark counted from that start.
+        if let Some(start) = &mut self.start {
+            *start -= n;
         }
-        self.escape_at = self.escape_at.saturating_sub(n);
-        if let Some(track) = &mut self.content {
-            if let Some((_, start, end)) = &mut track.last {
-                *start -= n;
-                *end -= n;
-            }
-            track.string_start = track.string_start.saturating_sub(n);
-        }
+    }
+
+    /// Where the message being scanned starts: what marks count from.
+    fn base(&self) -> usize {
+        self.start.unwrap_or(0)
+    }
+
+    /// The mark of `at`, a byte of the message being scanned.
+    fn mark(&self, at: usize) -> Mark {
+        Mark::of(at, self.base())
     }
 
     /// Scans `buf` (every byte received since the last complete message,
@@ -497,7 +522,9 @@ impl Scanner {
     /// limit, clamped to the buffer.
     fn scan_end(&self, buf: &[u8]) -> usize {
         match self.start {
-            Some(start) => start.saturating_add(self.max_message_bytes).min(buf.len()),
+            Some(start) => start
+                .saturating_add(self.max_message_bytes as usize)
+                .min(buf.len()),
             None => buf.len(),
         }
     }
@@ -602,7 +629,7 @@ impl Scanner {
                 State::LowBackslash(within) => {
                     if byte == b'\\' {
                         self.pos += 1;
-                        self.escape_at = at;
+                        self.escape_at = self.mark(at);
                         self.state = State::LowU(within);
                     } else {
                         self.lone_high();
@@ -721,8 +748,8 @@ impl Scanner {
                         return Some(Scan::Complete(Frame {
                             start: self.start.unwrap_or(0),
                             end: i,
-                            max_depth: self.max_depth,
-                            lone_surrogate: self.lone_surrogate,
+                            max_depth: self.max_depth as usize,
+                            lone_surrogate: self.lone_surrogate.map(|mark| mark.at(self.base())),
                         }));
                     }
                 }
@@ -738,7 +765,7 @@ impl Scanner {
                             i += offset + 1;
                         }
                         Some(offset) => {
-                            self.escape_at = i + offset;
+                            self.escape_at = self.mark(i + offset);
                             self.pos = i + offset + 1;
                             self.state = State::Escape(Within::Str(quote));
                             self.string_begins(i, false);
@@ -759,7 +786,7 @@ impl Scanner {
                         b'*' => State::Star,
                         // `\` outside a string: a JSON5 key's `\uXXXX`.
                         _ => {
-                            self.escape_at = at;
+                            self.escape_at = self.mark(at);
                             State::Escape(Within::Key)
                         }
                     };
@@ -781,6 +808,7 @@ impl Scanner {
     /// A string was cut by the buffer (or has an escape, `plain` false):
     /// where it began, so that its end can be judged.
     fn string_begins(&mut self, start: usize, plain: bool) {
+        let start = self.mark(start);
         if let Some(track) = &mut self.content {
             track.string_start = start;
             track.string_plain = plain;
@@ -794,13 +822,13 @@ impl Scanner {
         if self.tracks().is_none() {
             return;
         }
-        let depth = self.depth;
+        let (depth, base) = (self.depth, self.base());
         let Some(track) = &mut self.content else {
             return;
         };
         let start = match start {
             Some(start) => Some(start),
-            None => track.string_plain.then_some(track.string_start),
+            None => track.string_plain.then_some(track.string_start.at(base)),
         };
         let Some(start) = start.filter(|_| quote == b'"') else {
             track.last = None;
@@ -808,14 +836,14 @@ impl Scanner {
         };
         if depth == 2
             && let Some((2, key_start, key_end)) = track.last
-            && &buf[key_start..key_end] == b"encoding"
-            && is_key_gap(&buf[key_end + 1..start - 1])
+            && &buf[key_start.at(base)..key_end.at(base)] == b"encoding"
+            && is_key_gap(&buf[key_end.at(base) + 1..start - 1])
         {
             track.encoding = std::str::from_utf8(&buf[start..end])
                 .ok()
                 .and_then(|name| name.parse().ok());
         }
-        track.last = Some((depth, start, end));
+        track.last = Some((depth, Mark::of(start, base), Mark::of(end, base)));
     }
 
     /// A `{` at level 1: is it the value of the message's `body`?
@@ -823,13 +851,14 @@ impl Scanner {
         if self.tracks().is_none() {
             return;
         }
+        let base = self.base();
         let Some(track) = &mut self.content else {
             return;
         };
         if !track.body_seen
             && let Some((1, start, end)) = track.last
-            && &buf[start..end] == b"body"
-            && is_key_gap(&buf[end + 1..at])
+            && &buf[start.at(base)..end.at(base)] == b"body"
+            && is_key_gap(&buf[end.at(base) + 1..at])
         {
             track.in_body = true;
             track.body_seen = true;
@@ -843,11 +872,13 @@ impl Scanner {
         if self.depth != 2 || self.tracks().is_none() {
             return false;
         }
+        let base = self.base();
         let Some(track) = &mut self.content else {
             return false;
         };
         let starts = matches!(track.last, Some((2, start, end))
-                if &buf[start..end] == b"content" && is_key_gap(&buf[end + 1..at]));
+                if &buf[start.at(base)..end.at(base)] == b"content"
+                    && is_key_gap(&buf[end.at(base) + 1..at]));
         if starts {
             track.first = true;
             track.last = None;
@@ -931,7 +962,7 @@ impl Scanner {
             if let Some(track) = &mut self.content {
                 track.string_plain = false;
             }
-            self.escape_at = hit;
+            self.escape_at = self.mark(hit);
             match buf[..end].get(hit + 1) {
                 Some(&next) if !starts_hex_escape(next) => from = hit + 2,
                 _ => {
@@ -983,13 +1014,13 @@ impl Scanner {
         }
     }
 
-    fn lone(&mut self, at: usize) {
+    fn lone(&mut self, at: Mark) {
         self.lone_surrogate.get_or_insert(at);
     }
 
     /// Enters one level; `array` for `[`.
     fn open(&mut self, array: bool) {
-        let level = self.depth;
+        let level = self.depth as usize;
         let (word, bit) = (level / 64, level % 64);
         if word >= self.brackets.len() {
             self.brackets.push(0);
@@ -1008,7 +1039,7 @@ impl Scanner {
         let Some(level) = self.depth.checked_sub(1) else {
             return false;
         };
-        let (word, bit) = (level / 64, level % 64);
+        let (word, bit) = (level as usize / 64, level % 64);
         let opened_array = self.brackets.get(word).is_some_and(|w| w & (1 << bit) != 0);
         if opened_array != array {
             return false;
@@ -1326,5 +1357,23 @@ mod tests {
         assert_eq!((frame.range(), frame.lone_surrogate()), (0..14, Some(6)));
         // The next message is scanned from the buffer's start again.
         assert_eq!(scanner.scan(b"{}"), complete(0, 2, 1));
+    }
+
+    #[test]
+    fn the_body_s_keys_are_found_after_whitespace_before_them_is_dropped() {
+        let mut scanner = Scanner::new().with_content_runs();
+        let message = b"{\"body\":{\"encoding\":\"br\",\"content\":\"abc\"}}";
+        let mut buffer = b"  \n".to_vec();
+        buffer.extend_from_slice(&message[..12]);
+        assert_eq!(scanner.scan(&buffer), Scan::Partial);
+        assert_eq!(scanner.idle_prefix(), 3);
+        scanner.drop_prefix(3);
+        let Scan::Content(run) = scanner.scan(message) else {
+            panic!("a content run");
+        };
+        assert_eq!(
+            (&message[run.range()], run.encoding()),
+            (&b"abc"[..], Some(crate::message::Encoding::Br))
+        );
     }
 }
