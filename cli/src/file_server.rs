@@ -181,9 +181,9 @@ enum Source {
     /// with its metadata, and the path it may be cached under.
     File(fs::File, fs::Metadata, Option<PathBuf>),
     /// A small file as the cache kept it, still the file the path names:
-    /// its content and last modification.
+    /// its content, whether it is UTF-8 text, its last modification.
     #[cfg(target_os = "linux")]
-    Cached(Arc<[u8]>, Option<Date>, Slot),
+    Cached(Arc<[u8]>, ContentKind, Option<Date>, Slot),
     /// A folder inside the root without `index.html`, listed.
     Listing(PathBuf),
     /// Something there that is not a file or a folder (a pipe, a socket,
@@ -226,13 +226,6 @@ enum Content {
 }
 
 impl Content {
-    fn as_slice(&self) -> &[u8] {
-        match self {
-            Content::Owned(bytes) => bytes,
-            Content::Shared(bytes) => bytes,
-        }
-    }
-
     fn into_shared(self) -> Arc<[u8]> {
         match self {
             Content::Owned(bytes) => Arc::from(bytes),
@@ -243,9 +236,10 @@ impl Content {
 
 /// A file that `GET`/`POST` return, as read in the checks.
 enum Loaded {
-    /// The file's content (shared with the cache when it keeps it) and
-    /// last modification, and where the cache keeps it.
-    Content(Content, Option<Date>, Option<Slot>),
+    /// The file's content (shared with the cache when it keeps it),
+    /// whether it is UTF-8 text, its last modification, and where the
+    /// cache keeps it.
+    Content(Content, ContentKind, Option<Date>, Option<Slot>),
     /// A file to stream (D19), open, with whether it is UTF-8 text.
     Large {
         file: Steady,
@@ -262,7 +256,7 @@ enum Loaded {
 impl Loaded {
     fn last_modified(&self) -> Option<Date> {
         match self {
-            Loaded::Content(_, date, _) | Loaded::Listing(_, date, _) | Loaded::TooLarge(date) => *date,
+            Loaded::Content(_, _, date, _) | Loaded::Listing(_, date, _) | Loaded::TooLarge(date) => *date,
             Loaded::Large { modified, .. } => *modified,
         }
     }
@@ -435,7 +429,7 @@ impl FileServer {
             None => None,
         };
         let kind = match &loaded {
-            Some(Loaded::Content(content, ..)) => Some(ContentKind::of(content.as_slice())),
+            Some(Loaded::Content(_, kind, ..)) => Some(*kind),
             Some(Loaded::Listing(..)) => Some(ContentKind::Text),
             Some(Loaded::Large { text: true, .. }) => Some(ContentKind::Text),
             Some(Loaded::Large { text: false, .. }) => Some(ContentKind::Binary),
@@ -490,7 +484,7 @@ impl FileServer {
                             language,
                         ));
                     }
-                    Some(Loaded::Content(content, _, slot)) => Action::Serve {
+                    Some(Loaded::Content(content, _, _, slot)) => Action::Serve {
                         content,
                         encoding,
                         media,
@@ -674,8 +668,9 @@ impl FileServer {
                     content,
                     modified,
                     media,
+                    kind,
                 } = kept;
-                return (media, Some(Source::Cached(content, modified, slot)));
+                return (media, Some(Source::Cached(content, kind, modified, slot)));
             }
         }
         let (file, metadata) = match self.open_beneath(&rel) {
@@ -825,8 +820,13 @@ impl FileServer {
         let (mut opened, metadata, key) = match source {
             Source::File(file, metadata, key) => (file, metadata, key),
             #[cfg(target_os = "linux")]
-            Source::Cached(content, modified, slot) => {
-                return Ok(Loaded::Content(Content::Shared(content), modified, Some(slot)));
+            Source::Cached(content, kind, modified, slot) => {
+                return Ok(Loaded::Content(
+                    Content::Shared(content),
+                    kind,
+                    modified,
+                    Some(slot),
+                ));
             }
             Source::NotAFile => {
                 return Err(Box::new(Response::from_code(
@@ -882,20 +882,28 @@ impl FileServer {
                 "the file changed while it was read; try again",
             )));
         }
+        let kind = ContentKind::of(&content);
         #[cfg(target_os = "linux")]
         if let (Some(cache), Some(rel), Some(stamp)) = (&self.small_files, key, stamp) {
             // Shared with the cache and with every answer that sends it.
             let content: Arc<[u8]> = Arc::from(content);
-            cache.put(&rel, stamp, Arc::clone(&content), modified, media);
+            let kept = Cached {
+                content: Arc::clone(&content),
+                modified,
+                media: media.clone(),
+                kind,
+            };
+            cache.put(&rel, stamp, kept);
             return Ok(Loaded::Content(
                 Content::Shared(content),
+                kind,
                 modified,
                 Some(Slot::new(rel, stamp)),
             ));
         }
         #[cfg(not(target_os = "linux"))]
         let _ = key;
-        Ok(Loaded::Content(Content::Owned(content), modified, None))
+        Ok(Loaded::Content(Content::Owned(content), kind, modified, None))
     }
 
     /// Whether a file of `len` bytes is read whole into the cache (it has a

@@ -34,6 +34,7 @@ use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use jsontp_protocol::message::negotiate::ContentKind;
 use jsontp_protocol::message::{Body, Date, Encoding, MediaType};
 
 /// One version of one regular file, as `stat` describes it.
@@ -72,13 +73,15 @@ impl Stamp {
     }
 }
 
-/// A cached file: its content, last modification (D17) and media type
-/// (known from its name, which the entry's key is).
+/// A cached file: its content, last modification (D17), media type
+/// (known from its name, which the entry's key is) and whether it is
+/// UTF-8 text (known once per version, not found again per request).
 #[derive(Debug, Clone)]
 pub(super) struct Cached {
     pub(super) content: Arc<[u8]>,
     pub(super) modified: Option<Date>,
     pub(super) media: MediaType,
+    pub(super) kind: ContentKind,
 }
 
 /// Where an entry is kept: the path beneath the root, and the version of
@@ -245,33 +248,22 @@ impl SmallFiles {
         entries.bytes += more;
     }
 
-    /// Keeps `content`, read from the version `stamp` of `rel`, dropping
+    /// Keeps `cached`, read from the version `stamp` of `rel`, dropping
     /// other entries as needed to stay within the bound.
-    pub(super) fn put(
-        &self,
-        rel: &Path,
-        stamp: Stamp,
-        content: impl Into<Arc<[u8]>>,
-        modified: Option<Date>,
-        media: &MediaType,
-    ) {
-        let content = content.into();
-        if content.len() > Self::MAX_FILE || content.len() > self.max_bytes {
+    pub(super) fn put(&self, rel: &Path, stamp: Stamp, cached: Cached) {
+        let len = cached.content.len();
+        if len > Self::MAX_FILE || len > self.max_bytes {
             return;
         }
         let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(old) = entries.map.remove(rel.as_os_str()) {
             entries.bytes -= old.bytes();
         }
-        entries.make_room(content.len(), self.max_bytes, rel);
-        entries.bytes += content.len();
+        entries.make_room(len, self.max_bytes, rel);
+        entries.bytes += len;
         let entry = Entry {
             stamp,
-            cached: Cached {
-                content,
-                modified,
-                media: media.clone(),
-            },
+            cached,
             encoded: Arc::new([]),
         };
         entries.map.insert(rel.as_os_str().to_owned(), entry);
@@ -298,21 +290,27 @@ mod tests {
         }
     }
 
-    fn plain() -> MediaType {
-        "text/plain".parse().expect("a media type")
+    /// `content` as the server keeps it: plain text, no date.
+    fn cached(content: &[u8]) -> Cached {
+        Cached {
+            content: Arc::from(content),
+            modified: None,
+            media: "text/plain".parse().expect("a media type"),
+            kind: ContentKind::of(content),
+        }
     }
 
     #[test]
     fn an_entry_serves_only_its_own_version() {
         let cache = SmallFiles::new(1024);
-        cache.put(Path::new("a"), stamp(1), &b"one"[..], None, &plain());
+        cache.put(Path::new("a"), stamp(1), cached(b"one"));
         assert_eq!(
             &*cache.get(Path::new("a"), stamp(1)).expect("kept").0.content,
             b"one"
         );
         assert!(cache.get(Path::new("a"), stamp(2)).is_none(), "another inode");
         assert!(cache.get(Path::new("b"), stamp(1)).is_none(), "another path");
-        cache.put(Path::new("a"), stamp(2), &b"two!"[..], None, &plain());
+        cache.put(Path::new("a"), stamp(2), cached(b"two!"));
         assert_eq!(cache.bytes(), 4, "the old version's bytes are given back");
     }
 
@@ -320,10 +318,10 @@ mod tests {
     fn the_bound_holds() {
         let cache = SmallFiles::new(10);
         for (n, name) in ["a", "b", "c", "d", "e"].into_iter().enumerate() {
-            cache.put(Path::new(name), stamp(n as u64), &b"1234"[..], None, &plain());
+            cache.put(Path::new(name), stamp(n as u64), cached(b"1234"));
             assert!(cache.bytes() <= 10);
         }
-        cache.put(Path::new("big"), stamp(9), &[0u8; 11][..], None, &plain());
+        cache.put(Path::new("big"), stamp(9), cached(&[0u8; 11]));
         assert!(
             cache.get(Path::new("big"), stamp(9)).is_none(),
             "larger than the cache"
@@ -353,7 +351,7 @@ mod tests {
     #[test]
     fn encoded_forms_belong_to_their_version_and_count_against_the_bound() {
         let cache = SmallFiles::new(100);
-        cache.put(Path::new("a"), stamp(1), &b"0123456789"[..], None, &plain());
+        cache.put(Path::new("a"), stamp(1), cached(b"0123456789"));
         // "0123456789" as identity is written as it is: ten bytes.
         let identity = prepared(b"0123456789", Encoding::Identity);
         cache.put_encoded(&slot("a", 1), &identity);
@@ -374,11 +372,11 @@ mod tests {
         cache.put_encoded(&slot("a", 2), &prepared(b"01234", Encoding::Br));
         assert_eq!(cache.bytes(), 20);
         // A new version drops the old one's forms.
-        cache.put(Path::new("a"), stamp(2), &b"01234"[..], None, &plain());
+        cache.put(Path::new("a"), stamp(2), cached(b"01234"));
         assert!(encoded(&cache, &slot("a", 2), Encoding::Identity).is_none());
         assert_eq!(cache.bytes(), 5);
         // Other entries make room for a form, within the bound.
-        cache.put(Path::new("b"), stamp(3), &[7u8; 60][..], None, &plain());
+        cache.put(Path::new("b"), stamp(3), cached(&[7u8; 60]));
         let long = prepared("x".repeat(50).as_bytes(), Encoding::Identity);
         cache.put_encoded(&slot("a", 2), &long);
         assert!(cache.bytes() <= 100, "{}", cache.bytes());
