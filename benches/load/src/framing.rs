@@ -1,9 +1,18 @@
 //! Where each response ends on a connection, and whether it is a success.
 //!
 //! jsontp responses are framed by the crate's own scanner (D1: the object
-//! is the frame), the one the servers' connection machine uses; HTTP/1.1
-//! responses by `Content-Length`, or by their chunks when nginx compresses
-//! on the fly and so cannot know the length in advance.
+//! is the frame), the one the servers' connection machine uses, and in the
+//! mode the crate's own client reads with (D19): the text of `body.content`
+//! comes out in runs, found by a search for quotes alone, and is taken out
+//! of the buffer instead of being classified byte by byte. A response that
+//! carries a 300 KiB file then costs the generator a quote search, not a
+//! full scan, so that on large files the server and not the generator is
+//! what limits the rate; and the buffer holds a response's head and tail,
+//! whatever its content's size. HTTP/1.1 responses are framed by
+//! `Content-Length`, or by their chunks when nginx compresses on the fly
+//! and so cannot know the length in advance.
+
+use std::ops::Range;
 
 use memchr::memmem;
 
@@ -20,12 +29,13 @@ pub enum Protocol {
     Http,
 }
 
-/// What [`Framer::next`] found at the front of the unread bytes.
+/// What [`Inbound::next`] found at the front of the unframed bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Framed {
-    /// A whole response, `len` bytes long; `ok` when it is a 200.
+    /// A whole response, now taken from the buffer; `ok` when it is a 200.
     Response {
-        /// Bytes the response takes, from the front of the buffer given.
+        /// Bytes the response took on the wire, from the end of the one
+        /// before (whitespace between them included), content included.
         len: usize,
         /// The status is 200.
         ok: bool,
@@ -43,11 +53,108 @@ const JSONTP_STATUS_WITHIN: usize = 96;
 /// An HTTP head longer than this is taken for garbage.
 const MAX_HTTP_HEAD: usize = 16 * 1024;
 
+/// One connection's received bytes, and where its responses end in them.
+#[derive(Debug)]
+pub struct Inbound {
+    framer: Framer,
+    unread: Unread,
+}
+
+impl Inbound {
+    /// Nothing received yet on a connection that speaks `protocol`; the
+    /// buffer starts at `capacity` bytes.
+    pub fn new(protocol: Protocol, capacity: usize) -> Inbound {
+        Inbound {
+            framer: Framer::new(protocol),
+            unread: Unread {
+                buf: vec![0; capacity.max(1)],
+                start: 0,
+                filled: 0,
+            },
+        }
+    }
+
+    /// The free space after the received bytes, to read into. When there is
+    /// none, the unframed bytes move to the buffer's front, or the buffer
+    /// doubles when they fill it: for an HTTP response larger than it, or a
+    /// jsontp one whose bytes besides its content (taken out) are.
+    pub fn room(&mut self) -> &mut [u8] {
+        let unread = &mut self.unread;
+        if unread.filled == unread.buf.len() {
+            if unread.start > 0 {
+                unread.buf.copy_within(unread.start..unread.filled, 0);
+                unread.filled -= unread.start;
+                unread.start = 0;
+            } else {
+                let bigger = unread.buf.len() * 2;
+                unread.buf.resize(bigger, 0);
+            }
+        }
+        &mut unread.buf[unread.filled..]
+    }
+
+    /// `n` bytes were read into [`room`](Self::room).
+    pub fn received(&mut self, n: usize) {
+        self.unread.filled += n;
+    }
+
+    /// Bytes received and not yet part of a whole response, less any
+    /// content already taken out.
+    pub fn unframed(&self) -> usize {
+        self.unread.filled - self.unread.start
+    }
+
+    /// The next whole response in the unframed bytes, taken from them.
+    /// After [`Framed::Response`] call again: more may be buffered.
+    pub fn next(&mut self) -> Framed {
+        self.framer.next(&mut self.unread)
+    }
+}
+
+/// A buffer whose bytes `start..filled` are received and not yet framed.
+#[derive(Debug)]
+struct Unread {
+    buf: Vec<u8>,
+    start: usize,
+    filled: usize,
+}
+
+impl Unread {
+    fn bytes(&self) -> &[u8] {
+        &self.buf[self.start..self.filled]
+    }
+
+    /// The first `n` unframed bytes make a response.
+    fn take(&mut self, n: usize) {
+        self.start += n;
+        if self.start == self.filled {
+            self.start = 0;
+            self.filled = 0;
+        }
+    }
+
+    /// Takes `range` (offsets into [`bytes`](Self::bytes)) out, so that the
+    /// bytes before and after it meet. The shorter side moves: usually the
+    /// range reaches the end and nothing does; with small responses
+    /// pipelined the bytes before it (the message's head) are the fewer.
+    fn cut(&mut self, range: Range<usize>) {
+        let (from, to) = (self.start + range.start, self.start + range.end);
+        if self.filled - to <= range.start {
+            self.buf.copy_within(to..self.filled, from);
+            self.filled -= range.len();
+        } else {
+            self.buf.copy_within(self.start..from, self.start + range.len());
+            self.start += range.len();
+        }
+    }
+}
+
 /// Finds response boundaries for one connection.
 #[derive(Debug)]
-pub enum Framer {
-    /// jsontp: the crate's incremental scanner.
-    Jsontp(Scanner),
+enum Framer {
+    /// jsontp: the crate's incremental scanner, with the content bytes it
+    /// had taken out of the current response.
+    Jsontp { scanner: Scanner, content: usize },
     /// HTTP/1.1: no state kept between responses but how many bytes the
     /// current one needs before it is worth looking again.
     Http {
@@ -58,44 +165,61 @@ pub enum Framer {
 
 impl Framer {
     /// A framer at the start of a connection.
-    pub fn new(protocol: Protocol) -> Framer {
+    fn new(protocol: Protocol) -> Framer {
         match protocol {
-            Protocol::Jsontp => Framer::Jsontp(Scanner::new()),
+            Protocol::Jsontp => Framer::Jsontp {
+                scanner: Scanner::new().with_content_runs(),
+                content: 0,
+            },
             Protocol::Http => Framer::Http { need: 0 },
         }
     }
 
-    /// Looks at `buf`: every byte received and not yet taken by an earlier
-    /// [`Framed::Response`]. After a response, call again with the bytes
-    /// after it; after [`Framed::Partial`], with the same bytes and more.
-    pub fn next(&mut self, buf: &[u8]) -> Framed {
+    /// Takes the next whole response from `unread`, if there is one.
+    fn next(&mut self, unread: &mut Unread) -> Framed {
         match self {
-            Framer::Jsontp(scanner) => match scanner.scan(buf) {
-                Scan::Partial => Framed::Partial,
-                Scan::Complete(frame) => {
-                    let end = frame.end();
-                    let message = &buf[frame.range()];
-                    let head = &message[..message.len().min(JSONTP_STATUS_WITHIN)];
-                    Framed::Response {
-                        len: end,
-                        ok: memmem::find(head, br#""code":200,"#).is_some(),
+            Framer::Jsontp { scanner, content } => loop {
+                let buf = unread.bytes();
+                match scanner.scan(buf) {
+                    Scan::Partial => return Framed::Partial,
+                    Scan::Content(run) => {
+                        // The scan goes on at the run's start once it is out.
+                        *content += run.range().len();
+                        unread.cut(run.range());
                     }
+                    Scan::Complete(frame) => {
+                        let message = &buf[frame.range()];
+                        let head = &message[..message.len().min(JSONTP_STATUS_WITHIN)];
+                        let ok = memmem::find(head, br#""code":200,"#).is_some();
+                        let end = frame.end();
+                        unread.take(end);
+                        return Framed::Response {
+                            len: end + std::mem::take(content),
+                            ok,
+                        };
+                    }
+                    Scan::Error { at, .. } => {
+                        return Framed::Error(format!(
+                            "not a jsontp message at byte {at}: {:?}",
+                            String::from_utf8_lossy(&buf[at..buf.len().min(at + 40)])
+                        ));
+                    }
+                    Scan::TooLarge { .. } => return Framed::Error("a jsontp message past the limit".into()),
+                    // Only with a depth limit, which is not set; the scan goes on.
+                    Scan::TooDeep { .. } => {}
                 }
-                Scan::Error { at, .. } => Framed::Error(format!(
-                    "not a jsontp message at byte {at}: {:?}",
-                    String::from_utf8_lossy(&buf[at..buf.len().min(at + 40)])
-                )),
-                Scan::TooLarge { .. } => Framed::Error("a jsontp message past the limit".into()),
-                // Content runs are only reported when asked for.
-                Scan::Content(_) | Scan::TooDeep { .. } => Framed::Partial,
             },
             Framer::Http { need } => {
+                let buf = unread.bytes();
                 if buf.len() < *need {
                     return Framed::Partial;
                 }
                 match http_response(buf) {
                     Ok(Some(framed)) => {
                         *need = 0;
+                        if let Framed::Response { len, .. } = framed {
+                            unread.take(len);
+                        }
                         framed
                     }
                     Ok(None) => {
@@ -194,39 +318,101 @@ fn chunked_end(buf: &[u8], mut at: usize) -> Result<Option<usize>, String> {
 mod tests {
     use super::*;
 
-    fn frame_all(protocol: Protocol, wire: &[u8], step: usize) -> Vec<(usize, bool)> {
-        let mut framer = Framer::new(protocol);
+    /// Feeds `pieces` in turn, each read into [`Inbound::room`] in as many
+    /// reads as it takes, framing after each read; returns every response
+    /// found, and the inbound for a look at its buffer.
+    fn frame_pieces<'a>(
+        protocol: Protocol,
+        capacity: usize,
+        pieces: impl IntoIterator<Item = &'a [u8]>,
+    ) -> (Vec<(usize, bool)>, Inbound) {
+        let mut inbound = Inbound::new(protocol, capacity);
         let mut found = Vec::new();
-        let mut taken = 0;
-        let mut have = 0;
-        while have < wire.len() {
-            have = (have + step).min(wire.len());
-            loop {
-                match framer.next(&wire[taken..have]) {
-                    Framed::Response { len, ok } => {
-                        found.push((len, ok));
-                        taken += len;
+        for mut piece in pieces {
+            while !piece.is_empty() {
+                let room = inbound.room();
+                let n = room.len().min(piece.len());
+                room[..n].copy_from_slice(&piece[..n]);
+                inbound.received(n);
+                piece = &piece[n..];
+                loop {
+                    match inbound.next() {
+                        Framed::Response { len, ok } => found.push((len, ok)),
+                        Framed::Partial => break,
+                        Framed::Error(e) => panic!("{e}"),
                     }
-                    Framed::Partial => break,
-                    Framed::Error(e) => panic!("{e}"),
                 }
             }
         }
-        found
+        (found, inbound)
+    }
+
+    fn frame_all(protocol: Protocol, wire: &[u8], step: usize) -> Vec<(usize, bool)> {
+        frame_pieces(protocol, 16 * 1024, wire.chunks(step)).0
+    }
+
+    /// A response as `jsontp serve` writes it, with `content` as its
+    /// `body.content` text.
+    fn response(code: u16, content: &str) -> Vec<u8> {
+        format!(
+            r#"{{"jsontp":"1.0","type":"response","status":{{"code":{code},"formal-message":"OK","human-message":"x"}},"resource":"/","headers":{{}},"body":{{"content":"{content}","encoding":"identity"}}}}"#
+        )
+        .into_bytes()
+    }
+
+    /// Escaped quotes and backslashes at the run's both ends and between,
+    /// a brace and a status of its own: none of it may end the response.
+    const TRICKY: &str = r#"\"}{\"code\":404, \\\" a \\\\\"\\ \\"#;
+
+    #[test]
+    fn a_jsontp_response_cut_anywhere_is_one_ok_response() {
+        // Longer than the head before it, so that a head moved to the wrong
+        // place loses the status.
+        let one = response(200, &TRICKY.repeat(4));
+        let len = one.len();
+        for i in 0..=len {
+            let (found, _) = frame_pieces(Protocol::Jsontp, 16, [&one[..i], &one[i..]]);
+            assert_eq!(found, [(len, true)], "cut at {i}");
+            for j in i..=len {
+                let pieces = [&one[..i], &one[i..j], &one[j..]];
+                let (found, _) = frame_pieces(Protocol::Jsontp, 64, pieces);
+                assert_eq!(found, [(len, true)], "cut at {i} and {j}");
+            }
+        }
+        // A second response behind the first, each piece read whole: the
+        // first's content is taken out by moving its head, not what follows.
+        let two = [&one[..], b"\n", &one].concat();
+        for i in 0..=two.len() {
+            let (found, _) = frame_pieces(Protocol::Jsontp, 4096, [&two[..i], &two[i..]]);
+            assert_eq!(found, [(len, true), (len + 1, true)], "two, cut at {i}");
+        }
     }
 
     #[test]
     fn jsontp_responses_split_anywhere() {
-        let ok = br#"{"jsontp":"1.0","type":"response","status":{"code":200,"formal-message":"OK","human-message":"x"},"resource":"/","headers":{},"body":{"content":"}{\"code\":404,","encoding":"identity"}}"#;
+        let ok = response(200, r#"}{\"code\":404,"#);
         let missing = br#"{"jsontp":"1.0","type":"response","status":{"code":404,"formal-message":"Not Found","human-message":"\"code\":200,"},"resource":"/","headers":{},"body":{"content":"","encoding":"identity"}}"#;
         let mut wire = Vec::new();
-        for part in [&ok[..], b"\n", missing, b"\n", ok, b"\n"] {
+        for part in [&ok[..], b"\n", missing, b"\n", &ok, b"\n"] {
             wire.extend_from_slice(part);
         }
+        // Each response's length counts the newline before it.
+        let expected = [(ok.len(), true), (missing.len() + 1, false), (ok.len() + 1, true)];
         for step in [1, 7, wire.len()] {
-            let found = frame_all(Protocol::Jsontp, &wire, step);
-            let oks: Vec<bool> = found.iter().map(|f| f.1).collect();
-            assert_eq!(oks, [true, false, true], "step {step}");
+            assert_eq!(frame_all(Protocol::Jsontp, &wire, step), expected, "step {step}");
+        }
+    }
+
+    #[test]
+    fn a_large_content_never_grows_the_buffer() {
+        // 300 KiB of lines, each ending in an escape, as a text file's are.
+        let content = "a line of text, as a file has them\\n".repeat(300 * 1024 / 36);
+        let wire = [response(200, &content), b"\n".to_vec(), response(200, &content)].concat();
+        for step in [1000, 16 * 1024, 100_000] {
+            let (found, inbound) = frame_pieces(Protocol::Jsontp, 16 * 1024, wire.chunks(step));
+            let len = response(200, &content).len();
+            assert_eq!(found, [(len, true), (len + 1, true)], "step {step}");
+            assert_eq!(inbound.unread.buf.len(), 16 * 1024, "step {step}");
         }
     }
 
@@ -246,8 +432,11 @@ mod tests {
 
     #[test]
     fn http_without_length_is_an_error() {
-        let mut framer = Framer::new(Protocol::Http);
-        let found = framer.next(b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nHello");
+        let mut inbound = Inbound::new(Protocol::Http, 64);
+        let wire = b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nHello";
+        inbound.room()[..wire.len()].copy_from_slice(wire);
+        inbound.received(wire.len());
+        let found = inbound.next();
         assert!(matches!(found, Framed::Error(_)), "{found:?}");
     }
 }

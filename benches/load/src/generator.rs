@@ -15,7 +15,7 @@ use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
 use serde::{Deserialize, Serialize};
 
-use crate::framing::{Framed, Framer, Protocol};
+use crate::framing::{Framed, Inbound, Protocol};
 use crate::procfs;
 use crate::tls::Stream;
 
@@ -86,16 +86,13 @@ pub struct Outcome {
 const MAX_REQUESTS: u64 = 1 << 32;
 /// The most connections one run opens.
 pub const MAX_CONNECTIONS: usize = 20_000;
-/// Read buffer per connection to start with; it grows for big responses.
+/// Read buffer per connection to start with; it grows for a response that
+/// does not fit (a jsontp one's content aside, which is taken out).
 const READ_CHUNK: usize = 16 * 1024;
 
 struct Conn {
     stream: Stream,
-    framer: Framer,
-    buf: Vec<u8>,
-    /// Bytes `start..filled` of `buf` are received and not yet framed.
-    start: usize,
-    filled: usize,
+    inbound: Inbound,
     out: Vec<u8>,
     written: usize,
     in_flight: usize,
@@ -267,10 +264,7 @@ fn connect(load: &Load, poll: &Poll, token: usize) -> io::Result<Conn> {
     )?;
     Ok(Conn {
         stream,
-        framer: Framer::new(load.protocol),
-        buf: vec![0; READ_CHUNK],
-        start: 0,
-        filled: 0,
+        inbound: Inbound::new(load.protocol, READ_CHUNK),
         out: Vec::with_capacity(load.request.len() * load.pipeline),
         written: 0,
         in_flight: 0,
@@ -367,17 +361,7 @@ fn flush(conn: &mut Conn, tally: &mut Tally) {
 fn receive(conn: &mut Conn, tally: &mut Tally) -> usize {
     let mut answered = 0;
     loop {
-        if conn.filled == conn.buf.len() {
-            if conn.start > 0 {
-                conn.buf.copy_within(conn.start..conn.filled, 0);
-                conn.filled -= conn.start;
-                conn.start = 0;
-            } else {
-                let bigger = conn.buf.len() * 2;
-                conn.buf.resize(bigger, 0);
-            }
-        }
-        match conn.stream.read(&mut conn.buf[conn.filled..]) {
+        match conn.stream.read(conn.inbound.room()) {
             Ok(0) => {
                 answered += frame(conn, tally);
                 let what = if conn.in_flight > 0 {
@@ -389,7 +373,7 @@ fn receive(conn: &mut Conn, tally: &mut Tally) -> usize {
                 return answered;
             }
             Ok(n) => {
-                conn.filled += n;
+                conn.inbound.received(n);
                 if tally.counting {
                     tally.bytes += n as u64;
                 }
@@ -412,9 +396,8 @@ fn receive(conn: &mut Conn, tally: &mut Tally) -> usize {
 fn frame(conn: &mut Conn, tally: &mut Tally) -> usize {
     let mut answered = 0;
     loop {
-        match conn.framer.next(&conn.buf[conn.start..conn.filled]) {
-            Framed::Response { len, ok } => {
-                conn.start += len;
+        match conn.inbound.next() {
+            Framed::Response { ok, .. } => {
                 answered += 1;
                 tally.answered += 1;
                 if conn.in_flight == 0 {
@@ -435,10 +418,6 @@ fn frame(conn: &mut Conn, tally: &mut Tally) -> usize {
                 return answered;
             }
         }
-    }
-    if conn.start == conn.filled {
-        conn.start = 0;
-        conn.filled = 0;
     }
     answered
 }

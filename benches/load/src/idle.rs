@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::framing::{Framed, Framer};
+use crate::framing::{Framed, Inbound};
 use crate::procfs;
 use crate::servers::{Running, ServerKind};
 
@@ -26,16 +26,18 @@ pub struct IdleMemory {
 /// read.
 const SETTLE: Duration = Duration::from_millis(300);
 
+/// Unframed bytes past which a server's answer is taken for no response.
+const MAX_UNFRAMED: usize = 64 * 1024;
+
 /// Opens connections to `server` up to each count of `steps` (ascending),
 /// each carrying one `request` and its response before it goes idle, and
 /// reads the server's resident memory at every step.
 pub fn measure(server: &Running, request: &[u8], steps: &[usize]) -> io::Result<IdleMemory> {
     let mut open: Vec<TcpStream> = Vec::with_capacity(steps.last().copied().unwrap_or(0));
     let mut points = Vec::with_capacity(steps.len());
-    let mut buf = vec![0u8; 64 * 1024];
     for &step in steps {
         while open.len() < step {
-            let stream = one_exchange(server, request, &mut buf).map_err(|e| {
+            let stream = one_exchange(server, request).map_err(|e| {
                 io::Error::new(
                     e.kind(),
                     format!(
@@ -78,24 +80,23 @@ pub fn measure(server: &Running, request: &[u8], steps: &[usize]) -> io::Result<
 }
 
 /// Connects, sends `request`, reads its one response.
-fn one_exchange(server: &Running, request: &[u8], buf: &mut [u8]) -> io::Result<TcpStream> {
+fn one_exchange(server: &Running, request: &[u8]) -> io::Result<TcpStream> {
     let mut stream = TcpStream::connect_timeout(&server.addr, Duration::from_secs(5))?;
     stream.set_nodelay(true)?;
     stream.set_read_timeout(Some(Duration::from_secs(5)))?;
     stream.write_all(request)?;
-    let mut framer = Framer::new(server.kind.protocol());
-    let mut filled = 0;
+    let mut inbound = Inbound::new(server.kind.protocol(), 16 * 1024);
     let until = Instant::now() + Duration::from_secs(10);
     loop {
-        if filled == buf.len() || Instant::now() > until {
+        if inbound.unframed() >= MAX_UNFRAMED || Instant::now() > until {
             return Err(io::Error::other("no whole response"));
         }
-        let n = stream.read(&mut buf[filled..])?;
+        let n = stream.read(inbound.room())?;
         if n == 0 {
             return Err(io::Error::other("closed before the response"));
         }
-        filled += n;
-        match framer.next(&buf[..filled]) {
+        inbound.received(n);
+        match inbound.next() {
             Framed::Response { ok: true, .. } => return Ok(stream),
             Framed::Response { ok: false, .. } => return Err(io::Error::other("not a 200")),
             Framed::Partial => {}

@@ -20,7 +20,7 @@ use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
 use serde::{Deserialize, Serialize};
 
-use crate::framing::{Framed, Framer, Protocol};
+use crate::framing::{Framed, Inbound, Protocol};
 use crate::generator;
 
 /// One paced load.
@@ -75,10 +75,7 @@ const MAX_REQUESTS: f64 = 100_000_000.0;
 
 struct Conn {
     stream: TcpStream,
-    framer: Framer,
-    buf: Vec<u8>,
-    start: usize,
-    filled: usize,
+    inbound: Inbound,
     out: Vec<u8>,
     written: usize,
     /// When each request in flight was meant to leave, oldest first.
@@ -102,10 +99,7 @@ pub fn run(load: &Paced) -> io::Result<Latencies> {
             .register(&mut stream, Token(i), Interest::READABLE | Interest::WRITABLE)?;
         conns.push(Conn {
             stream,
-            framer: Framer::new(load.protocol),
-            buf: vec![0; 16 * 1024],
-            start: 0,
-            filled: 0,
+            inbound: Inbound::new(load.protocol, 16 * 1024),
             out: Vec::new(),
             written: 0,
             meant: VecDeque::new(),
@@ -260,24 +254,14 @@ fn flush(conn: &mut Conn, errors: &mut Errors) {
 fn receive(conn: &mut Conn, errors: &mut Errors) -> Vec<Instant> {
     let mut answered = Vec::new();
     loop {
-        if conn.filled == conn.buf.len() {
-            if conn.start > 0 {
-                conn.buf.copy_within(conn.start..conn.filled, 0);
-                conn.filled -= conn.start;
-                conn.start = 0;
-            } else {
-                let bigger = conn.buf.len() * 2;
-                conn.buf.resize(bigger, 0);
-            }
-        }
-        match conn.stream.read(&mut conn.buf[conn.filled..]) {
+        match conn.stream.read(conn.inbound.room()) {
             Ok(0) => {
                 frame(conn, errors, &mut answered);
                 close(conn, errors, "the server closed the connection".into());
                 return answered;
             }
             Ok(n) => {
-                conn.filled += n;
+                conn.inbound.received(n);
                 frame(conn, errors, &mut answered);
                 if !conn.open {
                     return answered;
@@ -296,9 +280,8 @@ fn receive(conn: &mut Conn, errors: &mut Errors) -> Vec<Instant> {
 /// Takes every whole response from the buffer.
 fn frame(conn: &mut Conn, errors: &mut Errors, answered: &mut Vec<Instant>) {
     loop {
-        match conn.framer.next(&conn.buf[conn.start..conn.filled]) {
-            Framed::Response { len, ok } => {
-                conn.start += len;
+        match conn.inbound.next() {
+            Framed::Response { ok, .. } => {
                 let Some(meant) = conn.meant.pop_front() else {
                     return close(conn, errors, "a response to no request".into());
                 };
@@ -310,10 +293,6 @@ fn frame(conn: &mut Conn, errors: &mut Errors, answered: &mut Vec<Instant>) {
             Framed::Partial => break,
             Framed::Error(e) => return close(conn, errors, e),
         }
-    }
-    if conn.start == conn.filled {
-        conn.start = 0;
-        conn.filled = 0;
     }
 }
 

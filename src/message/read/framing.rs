@@ -329,7 +329,6 @@ fn clamp_u32(n: usize) -> u32 {
     u32::try_from(n).unwrap_or(u32::MAX)
 }
 
-
 /// What the scanner follows of a message to find its `body.content`
 /// (D19): the last plain string at levels 1 and 2, whether the level-2
 /// object is the message's `body`, and what its `encoding` said.
