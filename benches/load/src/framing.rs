@@ -50,6 +50,14 @@ pub enum Framed {
 /// the status object comes right after `jsontp` and `type`.
 const JSONTP_STATUS_WITHIN: usize = 96;
 
+/// The buffer every connection reads into, whatever its protocol: HTTP's
+/// must hold a whole 300 KiB response, and a jsontp connection, whose
+/// buffer holds little more than a response's head once the content is
+/// taken out, must not read in smaller pieces (more system calls and
+/// wake-ups for the same bytes) than an HTTP one. Its pages are touched
+/// only as far as reads fill them.
+pub const READ_ROOM: usize = 512 * 1024;
+
 /// An HTTP head longer than this is taken for garbage.
 const MAX_HTTP_HEAD: usize = 16 * 1024;
 

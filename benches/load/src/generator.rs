@@ -15,7 +15,7 @@ use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
 use serde::{Deserialize, Serialize};
 
-use crate::framing::{Framed, Inbound, Protocol};
+use crate::framing::{Framed, Inbound, Protocol, READ_ROOM};
 use crate::procfs;
 use crate::tls::Stream;
 
@@ -86,9 +86,6 @@ pub struct Outcome {
 const MAX_REQUESTS: u64 = 1 << 32;
 /// The most connections one run opens.
 pub const MAX_CONNECTIONS: usize = 20_000;
-/// Read buffer per connection to start with; it grows for a response that
-/// does not fit (a jsontp one's content aside, which is taken out).
-const READ_CHUNK: usize = 16 * 1024;
 
 struct Conn {
     stream: Stream,
@@ -264,7 +261,7 @@ fn connect(load: &Load, poll: &Poll, token: usize) -> io::Result<Conn> {
     )?;
     Ok(Conn {
         stream,
-        inbound: Inbound::new(load.protocol, READ_CHUNK),
+        inbound: Inbound::new(load.protocol, READ_ROOM),
         out: Vec::with_capacity(load.request.len() * load.pipeline),
         written: 0,
         in_flight: 0,

@@ -20,7 +20,7 @@ use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
 use serde::{Deserialize, Serialize};
 
-use crate::framing::{Framed, Inbound, Protocol};
+use crate::framing::{Framed, Inbound, Protocol, READ_ROOM};
 use crate::generator;
 
 /// One paced load.
@@ -99,7 +99,7 @@ pub fn run(load: &Paced) -> io::Result<Latencies> {
             .register(&mut stream, Token(i), Interest::READABLE | Interest::WRITABLE)?;
         conns.push(Conn {
             stream,
-            inbound: Inbound::new(load.protocol, 16 * 1024),
+            inbound: Inbound::new(load.protocol, READ_ROOM),
             out: Vec::new(),
             written: 0,
             meant: VecDeque::new(),
