@@ -29,6 +29,8 @@ pub mod client;
 mod clock;
 mod linger;
 pub mod proxy_protocol;
+#[cfg(target_os = "linux")]
+mod sendfile;
 pub mod server;
 #[cfg(feature = "tls")]
 pub mod tls;

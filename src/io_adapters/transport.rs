@@ -12,6 +12,8 @@ use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::time::Duration;
 
+use crate::machine::OutputFile;
+
 /// A byte stream a drive step can serve: `Read + Write`, plus the two
 /// things a connection needs beyond them.
 ///
@@ -38,6 +40,17 @@ pub trait Transport: Read + Write {
     /// progress by it: a kernel's send buffer growing to accept one more
     /// write is not the peer reading.
     fn unsent(&self) -> Option<usize> {
+        None
+    }
+
+    /// Sends pending output that a file holds
+    /// ([`ServerConnection::pending_output_file`](crate::machine::ServerConnection::pending_output_file))
+    /// from the file, where the system can (`sendfile` from a plain TCP
+    /// socket on Linux): `None` where it cannot, and the caller writes the
+    /// same bytes from memory. A stream that transforms what it sends
+    /// (TLS) cannot.
+    fn send_file(&mut self, pending: OutputFile<'_>) -> Option<io::Result<usize>> {
+        let _ = pending;
         None
     }
 }
@@ -163,6 +176,11 @@ impl Transport for TcpStream {
     fn unsent(&self) -> Option<usize> {
         send_queue(std::os::fd::AsFd::as_fd(self))
     }
+
+    #[cfg(target_os = "linux")]
+    fn send_file(&mut self, pending: OutputFile<'_>) -> Option<io::Result<usize>> {
+        Some(super::sendfile::send(std::os::fd::AsFd::as_fd(self), pending))
+    }
 }
 
 #[cfg(unix)]
@@ -191,6 +209,11 @@ impl Transport for mio::net::TcpStream {
     fn unsent(&self) -> Option<usize> {
         send_queue(std::os::fd::AsFd::as_fd(self))
     }
+
+    #[cfg(target_os = "linux")]
+    fn send_file(&mut self, pending: OutputFile<'_>) -> Option<io::Result<usize>> {
+        Some(super::sendfile::send(std::os::fd::AsFd::as_fd(self), pending))
+    }
 }
 
 impl<T: Transport + ?Sized> Transport for &mut T {
@@ -205,6 +228,10 @@ impl<T: Transport + ?Sized> Transport for &mut T {
     fn unsent(&self) -> Option<usize> {
         (**self).unsent()
     }
+
+    fn send_file(&mut self, pending: OutputFile<'_>) -> Option<io::Result<usize>> {
+        (**self).send_file(pending)
+    }
 }
 
 impl<T: Transport + ?Sized> Transport for Box<T> {
@@ -218,6 +245,9 @@ impl<T: Transport + ?Sized> Transport for Box<T> {
 
     fn unsent(&self) -> Option<usize> {
         (**self).unsent()
+    }
+    fn send_file(&mut self, pending: OutputFile<'_>) -> Option<io::Result<usize>> {
+        (**self).send_file(pending)
     }
 }
 

@@ -391,10 +391,10 @@ impl<E: RoleEvent> Core<E> {
     /// goes in as it is, without a copy when it is large
     /// ([`Output::splice`]).
     pub(super) fn queue_message(&mut self, now: Now, message: &impl WholeMessage) -> u64 {
-        let Some(text) = message
+        let Some(written) = message
             .body()
             .written()
-            .filter(|text| output::splices(text.len()))
+            .filter(|written| output::splices(written.text.len()))
         else {
             // Written whole, a prepared text copied as it is.
             return self.queue_output(now, |out| message.write_whole(out));
@@ -403,7 +403,7 @@ impl<E: RoleEvent> Core<E> {
             return self.output.queued();
         }
         let mut added = self.output.append(|out| message.write_head(out));
-        added += self.output.splice(text);
+        added += self.output.splice(written);
         added += self.output.append(|out| out.extend_from_slice(STREAMED_TAIL));
         self.output_added(added, now)
     }
@@ -476,6 +476,12 @@ impl<E: RoleEvent> Core<E> {
     /// Bytes waiting to be written to the peer.
     pub(super) fn pending_output(&self) -> &[u8] {
         self.output.pending()
+    }
+
+    /// When the first pending piece is text a file holds as well: the
+    /// file, where in it the pending bytes start, and how many there are.
+    pub(super) fn pending_output_file(&self) -> Option<output::OutputFile<'_>> {
+        self.output.pending_file()
     }
 
     /// The pending pieces, as many as fit in `slices`; returns how many.

@@ -9,11 +9,18 @@
 //! transport sees the pieces in order, one at a time
 //! ([`Output::pending`]) or together for a vectored write
 //! ([`Output::pending_vectored`]).
+//!
+//! Text that a sealed file holds as well (`Body::add_sendfile_copy`) is a
+//! piece of its own: a vectored write stops before it, so that a
+//! transport that sends from files ([`Output::pending_file`]) takes it
+//! from there, with no copy from memory into the socket.
 
 use std::collections::VecDeque;
+use std::fs::File;
 use std::io::IoSlice;
 use std::sync::Arc;
 
+use crate::message::Written;
 use crate::message::buffer::Buffer;
 
 /// What a buffer starts with after idle: a small response's head and
@@ -25,7 +32,7 @@ const FRESH_OUTPUT: usize = 1024;
 const SPLICE_AT_LEAST: usize = 16 * 1024;
 
 /// Whether shared text of `len` bytes is spliced rather than copied.
-pub(super) fn splices(len: usize) -> bool {
+pub(crate) fn splices(len: usize) -> bool {
     len >= SPLICE_AT_LEAST
 }
 
@@ -49,12 +56,29 @@ pub(super) struct Output {
     written: u64,
 }
 
+/// Pending output that a sealed file holds as well
+/// (`Body::add_sendfile_copy`): a transport that can send from a file
+/// (`sendfile` on Linux) sends these bytes from there, with no copy from
+/// memory into the socket, and reports what it sent as any write
+/// ([`ServerConnection::consume_output`](super::ServerConnection::consume_output)).
+#[derive(Debug, Clone, Copy)]
+pub struct OutputFile<'a> {
+    /// The file.
+    pub file: &'a File,
+    /// Where in the file the pending bytes start.
+    pub offset: u64,
+    /// How many bytes are pending from there.
+    pub len: usize,
+}
+
 /// Shared text placed in the output.
 #[derive(Debug)]
 struct Splice {
     /// The offset of its first byte in the whole output.
     at: u64,
     text: Arc<str>,
+    /// A sealed file holding the same bytes, if there is one.
+    file: Option<Arc<File>>,
 }
 
 impl Output {
@@ -95,18 +119,33 @@ impl Output {
         added
     }
 
-    /// Appends `text` as it is: referenced when it is large, copied when
-    /// it is small. Returns its length.
-    pub(super) fn splice(&mut self, text: &Arc<str>) -> usize {
+    /// Appends `written` as it is: referenced when it is large, copied
+    /// when it is small. Returns its length.
+    pub(super) fn splice(&mut self, written: &Written) -> usize {
+        let text = &written.text;
         if !splices(text.len()) {
             return self.append(|out| out.extend_from_slice(text.as_bytes()));
         }
         self.splices.get_or_insert_default().push_back(Splice {
             at: self.queued,
             text: Arc::clone(text),
+            file: written.file.clone(),
         });
         self.queued += text.len() as u64;
         text.len()
+    }
+
+    /// When the first pending piece is text a file holds as well: the
+    /// file, where in it the pending bytes start, and how many there are.
+    pub(super) fn pending_file(&self) -> Option<OutputFile<'_>> {
+        let splice = self.front_splice().filter(|splice| splice.at <= self.written)?;
+        let file = splice.file.as_deref()?;
+        let offset = self.written - splice.at;
+        Some(OutputFile {
+            file,
+            offset,
+            len: splice.text.len() - offset as usize,
+        })
     }
 
     /// The first piece of what is pending: a run of the buffer or of a
@@ -139,6 +178,8 @@ impl Output {
         let mut splices = self.splices.iter().flat_map(|splices| splices.iter()).peekable();
         while filled < slices.len() && at < self.queued {
             let piece: &[u8] = match splices.peek() {
+                // Text a file holds goes alone, from the file if it can.
+                Some(splice) if splice.file.is_some() && filled > 0 && splice.at <= at => break,
                 Some(splice) if splice.at <= at => {
                     let text = &splice.text.as_bytes()[(at - splice.at) as usize..];
                     splices.next();
@@ -232,16 +273,24 @@ mod tests {
         got
     }
 
+    /// Text to splice, which `file` holds as well if given.
+    fn written(text: &str, file: Option<File>) -> Written {
+        Written {
+            text: Arc::from(text),
+            file: file.map(Arc::new),
+        }
+    }
+
     fn build() -> (Output, Vec<u8>) {
-        let big: Arc<str> = Arc::from("x".repeat(SPLICE_AT_LEAST + 3));
-        let other: Arc<str> = Arc::from("y".repeat(SPLICE_AT_LEAST));
+        let big = "x".repeat(SPLICE_AT_LEAST + 3);
+        let other = "y".repeat(SPLICE_AT_LEAST);
         let mut output = Output::default();
         let mut expected = Vec::new();
         output.append(|out| out.extend_from_slice(b"head"));
-        output.splice(&big);
-        output.splice(&other);
+        output.splice(&written(&big, None));
+        output.splice(&written(&other, None));
         output.append(|out| out.extend_from_slice(b"tail"));
-        output.splice(&Arc::from("small"));
+        output.splice(&written("small", None));
         for part in ["head", &big, &other, "tail", "small"] {
             expected.extend_from_slice(part.as_bytes());
         }
@@ -277,7 +326,7 @@ mod tests {
     #[test]
     fn small_text_is_copied_and_discard_empties() {
         let mut output = Output::default();
-        output.splice(&Arc::from("small"));
+        output.splice(&written("small", None));
         assert!(output.splices.is_none());
         let (mut output, _) = build();
         output.consume(10);
@@ -285,5 +334,36 @@ mod tests {
         assert!(output.is_empty());
         assert_eq!(output.pending(), b"");
         assert_eq!(output.capacity(), 0);
+    }
+
+    #[test]
+    fn text_a_file_holds_is_a_piece_of_its_own_and_says_where_it_lies() {
+        let text = "z".repeat(SPLICE_AT_LEAST + 5);
+        let file = tempfile::tempfile().expect("a file");
+        let mut output = Output::default();
+        output.append(|out| out.extend_from_slice(b"head"));
+        output.splice(&written(&text, Some(file)));
+        output.append(|out| out.extend_from_slice(b"tail"));
+        // The head goes alone: a vectored write stops before the file's text.
+        assert!(output.pending_file().is_none());
+        let mut slices = [IoSlice::new(&[]); 4];
+        assert_eq!(output.pending_vectored(&mut slices), 1);
+        assert_eq!(&*slices[0], b"head");
+        output.consume(4);
+        let mut slices = [IoSlice::new(&[]); 4];
+        let at_start = output.pending_file().expect("the text lies in the file");
+        assert_eq!((at_start.offset, at_start.len), (0, text.len()));
+        // Part of it went: the rest starts further in.
+        output.consume(1000);
+        let further = output.pending_file().expect("still in the file");
+        assert_eq!((further.offset, further.len), (1000, text.len() - 1000));
+        // A transport that cannot send from files writes it from memory,
+        // with what follows.
+        let n = output.pending_vectored(&mut slices);
+        let joined: Vec<u8> = slices[..n].iter().flat_map(|s| s.iter().copied()).collect();
+        assert_eq!(joined, [&text.as_bytes()[1000..], b"tail"].concat());
+        output.consume(text.len() - 1000);
+        assert!(output.pending_file().is_none());
+        assert_eq!(output.pending(), b"tail");
     }
 }

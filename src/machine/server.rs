@@ -324,6 +324,18 @@ impl ServerConnection {
         self.core.pending_output_vectored(slices)
     }
 
+    /// When the pending output starts with a large prepared body that a
+    /// sealed file holds as well
+    /// ([`Body::add_sendfile_copy`](crate::message::Body::add_sendfile_copy)):
+    /// where those bytes lie in the file. A transport that can send from a
+    /// file sends them from there; any other writes
+    /// [`pending_output_vectored`](Self::pending_output_vectored), which
+    /// gives the same bytes from memory. Either way, mark what went with
+    /// [`consume_output`](Self::consume_output).
+    pub fn pending_output_file(&self) -> Option<crate::machine::OutputFile<'_>> {
+        self.core.pending_output_file()
+    }
+
     /// Marks `n` bytes of [`pending_output`](Self::pending_output) as written
     /// (more than are pending is clamped). Unless the caller reports what
     /// its transport holds ([`transport_holds`](Self::transport_holds)),

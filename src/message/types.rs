@@ -54,7 +54,16 @@ pub struct Body {
     /// `content`, when it was written before ([`Body::prepared`]): how
     /// fast the body is written, not what it is, so equality and `Debug`
     /// leave it out.
-    written: Option<Arc<str>>,
+    written: Option<Written>,
+}
+
+/// A prepared body's text as it goes on the wire, and maybe a sealed file
+/// holding the very same bytes, which a transport that can send from a
+/// file sends it from (`Body::add_sendfile_copy`, Linux).
+#[derive(Clone)]
+pub(crate) struct Written {
+    pub(crate) text: Arc<str>,
+    pub(crate) file: Option<Arc<std::fs::File>>,
 }
 
 /// Where a body's decoded bytes live: its own, or shared with the program
@@ -190,20 +199,32 @@ impl Body {
             }
             other => super::codec::encode(body.content(), other),
         };
-        body.written = Some(Arc::from(written));
+        body.written = Some(Written {
+            text: Arc::from(written),
+            file: None,
+        });
         Ok(body)
     }
 
     /// The content's text as it goes between the quotes of `content`, if
     /// the body was [`prepared`](Self::prepared).
-    pub(crate) fn written(&self) -> Option<&Arc<str>> {
+    pub(crate) fn written(&self) -> Option<&Written> {
         self.written.as_ref()
+    }
+
+    /// Gives the prepared text a sealed file holding the same bytes; the
+    /// caller vouches for the file (`Body::add_sendfile_copy` makes it).
+    #[cfg(all(feature = "adapters", target_os = "linux"))]
+    pub(crate) fn set_written_file(&mut self, file: Arc<std::fs::File>) {
+        if let Some(written) = &mut self.written {
+            written.file = Some(file);
+        }
     }
 
     /// The length of the content as written on the wire, if the body was
     /// [`prepared`](Self::prepared): what keeping it costs a cache.
     pub fn written_len(&self) -> Option<usize> {
-        self.written.as_ref().map(|text| text.len())
+        self.written.as_ref().map(|written| written.text.len())
     }
 
     /// The same content in another encoding (fails for non-UTF-8 content

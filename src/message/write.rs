@@ -370,6 +370,7 @@ fn write_body(out: &mut Vec<u8>, body: &Body) {
     match (body.written(), body.encoding()) {
         // Already in its final form: copied between the quotes as it is.
         (Some(written), _) => {
+            let written = &written.text;
             out.reserve(written.len() + 2);
             out.push(b'"');
             out.extend_from_slice(written.as_bytes());

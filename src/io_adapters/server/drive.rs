@@ -1253,11 +1253,18 @@ impl Driver {
 
 /// Offers the pending output to the transport, in one vectored write
 /// when it is in several pieces (a large prepared body between a head and
-/// a tail); returns the write's result and how many bytes were offered.
-fn write_pending<W: std::io::Write + ?Sized>(
+/// a tail), or from a file when a file holds it and the transport can
+/// send from one; returns the write's result and how many bytes were
+/// offered.
+fn write_pending<W: Transport + ?Sized>(
     conn: &ServerConnection,
     io: &mut W,
 ) -> (std::io::Result<usize>, usize) {
+    if let Some(pending) = conn.pending_output_file()
+        && let Some(sent) = io.send_file(pending)
+    {
+        return (sent, pending.len);
+    }
     let mut slices = [std::io::IoSlice::new(&[]); 4];
     match conn.pending_output_vectored(&mut slices) {
         0 | 1 => (io.write(&slices[0]), slices[0].len()),
@@ -1324,5 +1331,96 @@ mod tests {
     fn a_driver_fits_the_idle_connection_budget() {
         let size = std::mem::size_of::<Driver>();
         assert!(size <= 808, "a Driver is {size} bytes");
+    }
+
+    /// A transport that records what it was given, and whether it came
+    /// from a file.
+    #[cfg(target_os = "linux")]
+    #[derive(Default)]
+    struct Recorder {
+        bytes: Vec<u8>,
+        from_files: usize,
+    }
+
+    #[cfg(target_os = "linux")]
+    impl std::io::Read for Recorder {
+        fn read(&mut self, _buf: &mut [u8]) -> std::io::Result<usize> {
+            Ok(0)
+        }
+    }
+
+    #[cfg(target_os = "linux")]
+    impl std::io::Write for Recorder {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.bytes.extend_from_slice(buf);
+            Ok(buf.len())
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[cfg(target_os = "linux")]
+    impl Transport for Recorder {
+        fn shutdown_write(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+
+        fn set_timeout(&mut self, _limit: Option<Duration>) -> std::io::Result<()> {
+            Ok(())
+        }
+
+        /// Takes a few KiB at a time, as a socket with a small send buffer.
+        fn send_file(&mut self, pending: crate::machine::OutputFile<'_>) -> Option<std::io::Result<usize>> {
+            use std::os::unix::fs::FileExt;
+            let mut piece = vec![0; pending.len.min(5000)];
+            let read = pending.file.read_at(&mut piece, pending.offset);
+            Some(read.inspect(|&n| {
+                self.bytes.extend_from_slice(&piece[..n]);
+                self.from_files += n;
+            }))
+        }
+    }
+
+    /// What a connection sends for one `GET` answered with `body`: the
+    /// bytes, and how many of them came from a file.
+    #[cfg(target_os = "linux")]
+    fn sent_for(body: crate::message::Body) -> (Vec<u8>, usize) {
+        let now = Now {
+            instant: Instant::now(),
+            wall: crate::message::Date::from_unix_seconds(1_795_000_000),
+        };
+        let mut conn = ServerConnection::new(ServerConfig::default(), now);
+        let get = br#"{"jsontp":"1.0","type":"request","resource":"/a","method":"GET","headers":{},"body":{"encoding":"identity","content":""}}"#;
+        conn.receive_data(get, now);
+        let event = conn.next_event(now);
+        let Some(ServerEvent::Request { id, .. }) = event else {
+            panic!("a request: {event:?}");
+        };
+        let response = Response::from_code(StatusCode::OK, "here").with_body(body);
+        conn.send_response(id, response, now).expect("answered");
+        let mut io = Recorder::default();
+        while !conn.pending_output().is_empty() {
+            let (written, _) = write_pending(&conn, &mut io);
+            conn.consume_output(written.expect("taken"), now);
+        }
+        (io.bytes, io.from_files)
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn a_body_a_file_holds_goes_from_the_file_and_the_rest_from_memory() {
+        use crate::message::{Body, Encoding};
+        let text = "line \"one\"\n".repeat(3000);
+        let body = Body::prepared(Arc::from(text.as_bytes()), Encoding::Identity).expect("text");
+        let written_len = body.written_len().expect("prepared");
+        let (from_memory, none) = sent_for(body.clone());
+        assert_eq!(none, 0);
+        let mut body = body;
+        body.add_sendfile_copy().expect("a memfd");
+        let (with_file, from_file) = sent_for(body);
+        assert!(with_file == from_memory, "the same bytes either way");
+        assert_eq!(from_file, written_len);
     }
 }

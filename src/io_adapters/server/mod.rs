@@ -266,6 +266,14 @@ impl<S: Transport> Transport for Accepted<S> {
             Accepted::Tls(s) => s.unsent(),
         }
     }
+
+    fn send_file(&mut self, pending: crate::machine::OutputFile<'_>) -> Option<io::Result<usize>> {
+        match self {
+            Accepted::Plain(s) => s.send_file(pending),
+            #[cfg(feature = "tls")]
+            Accepted::Tls(_) => None,
+        }
+    }
 }
 
 /// What an adapter knows about a request besides the message itself.
