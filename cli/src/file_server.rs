@@ -945,7 +945,11 @@ impl FileServer {
             if let Some(body) = slot.form(encoding) {
                 return Ok(body.clone());
             }
-            let body = Body::prepared(content.into_shared(), encoding)?;
+            let mut body = Body::prepared(content.into_shared(), encoding)?;
+            // Large text goes out with sendfile from a sealed copy, as
+            // nginx sends files; without one (an error here) it goes out
+            // from memory, which costs the kernel a copy per answer.
+            let _ = body.add_sendfile_copy();
             cache.put_encoded(slot, &body);
             return Ok(body);
         }

@@ -19,13 +19,16 @@
 //! (escaped text for identity, base64 of gzip, deflate or br), prepared
 //! once per version of the file, not once per request
 //! ([`Body::prepared`]): an answer sends that form from where it lies,
-//! without a copy. Of larger files, which stream, only whether they are
-//! UTF-8 text is kept: reading a file through to find out costs as much
-//! as sending it.
+//! without a copy. A large form is also kept in a sealed in-memory file
+//! ([`Body::add_sendfile_copy`]), which a plain TCP connection sends with
+//! `sendfile`, so that the kernel copies nothing into the socket either.
+//! Of larger files, which stream, only whether they are UTF-8 text is
+//! kept: reading a file through to find out costs as much as sending it.
 //!
 //! Memory is bounded: files of at most [`SmallFiles::MAX_FILE`] (larger
-//! ones stream, D19), and a total the server sets, written forms
-//! included; past it, entries are dropped in no particular order.
+//! ones stream, D19), and a total the server sets, written forms and
+//! their sealed copies included; past it, entries are dropped in no
+//! particular order.
 
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -138,9 +141,11 @@ struct Entry {
     encoded: Arc<[Body]>,
 }
 
-/// The bytes a prepared body keeps besides its content.
+/// The bytes a prepared body keeps besides its content: its written form,
+/// and the sealed copy it is sent from, if it has one.
 fn written_bytes(body: &Body) -> usize {
-    body.written_len().unwrap_or(0)
+    let copies = if body.has_sendfile_copy() { 2 } else { 1 };
+    body.written_len().unwrap_or(0) * copies
 }
 
 impl Entry {
