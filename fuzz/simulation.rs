@@ -75,6 +75,8 @@ use jsontp_protocol::io_adapters::server::{
     Driver, Handler, Reply, RequestInfo, ServerOptions, SpoolOptions, Step, Upload,
 };
 use jsontp_protocol::io_adapters::{Clock, IoMode, Transport};
+#[cfg(target_os = "linux")]
+use jsontp_protocol::machine::OutputFile;
 use jsontp_protocol::machine::{ContinuePolicy, Limits, Now, ServerConfig};
 use jsontp_protocol::message::{
     Body, ContentDecoder, Date, Encoding, MessageLimits, Method, Request, Response, Status, StatusCode,
@@ -131,6 +133,10 @@ pub enum Item {
     /// `GET` of a large resource, answered with [`Reply::streamed`]
     /// (`200`, content in `encoding`).
     StreamedGet { len: usize, encoding: Encoding },
+    /// `GET` of a large resource answered whole with a prepared body, as
+    /// a cache answers: on Linux its text is also in a sealed file, which
+    /// the transport sends from (`Body::add_sendfile_copy`).
+    PreparedGet { len: usize },
     /// `PUT` of `len` bytes in `encoding`, body last and content last
     /// (D19); `201` once the handler saw exactly those bytes. With
     /// `expect_continue`, the handshake first, the full request once the
@@ -338,6 +344,11 @@ fn streamed_len(arg: u8) -> usize {
     // fast (compression dominates its time).
     1 + usize::from(arg) * 512
 }
+fn prepared_len(arg: u8) -> usize {
+    // Large enough to be a piece of the output of its own (16 KiB), which
+    // goes from its file.
+    16 * 1024 + usize::from(arg) * 1024
+}
 fn put_len(arg: u8) -> usize {
     // Past MEMORY_LIMIT it is spooled; all of them stay under MAX_CONTENT.
     1 + usize::from(arg) * 64
@@ -382,6 +393,9 @@ impl Item {
             13 => Item::TooDeepThenMismatch,
             14 => Item::TooDeepThenEof,
             15 => Item::Garbage,
+            1..=3 => Item::PreparedGet {
+                len: prepared_len(arg),
+            },
             _ => Item::SmallGet { len: small_len(arg) },
         }
     }
@@ -390,6 +404,7 @@ impl Item {
         let cont = |on: bool| if on { 0x40 } else { 0 };
         match *self {
             Item::SmallGet { len } => [0, arg_for(len, small_len)],
+            Item::PreparedGet { len } => [1, arg_for(len, prepared_len)],
             Item::StreamedGet { len, encoding } => [4 | encoding_bits(encoding), arg_for(len, streamed_len)],
             Item::Put {
                 len,
@@ -420,7 +435,7 @@ impl Item {
     /// whole.
     fn expected(&self) -> StatusCode {
         match self {
-            Item::SmallGet { .. } | Item::StreamedGet { .. } => StatusCode::OK,
+            Item::SmallGet { .. } | Item::StreamedGet { .. } | Item::PreparedGet { .. } => StatusCode::OK,
             Item::Put { .. } => StatusCode::CREATED,
             Item::DeniedPut { .. } => StatusCode::FORBIDDEN,
             Item::TooLargePut { .. } => StatusCode::PAYLOAD_TOO_LARGE,
@@ -443,6 +458,7 @@ impl Item {
     fn resource(&self, index: usize) -> String {
         match *self {
             Item::SmallGet { len } => format!("/small/{index}/{len}"),
+            Item::PreparedGet { len } => format!("/prepared/{index}/{len}"),
             Item::StreamedGet { len, encoding } => format!("/big/{index}/{len}/{encoding}"),
             Item::Put { len, encoding, .. } => format!("/put/{index}/{len}/{encoding}"),
             Item::DeniedPut { len, encoding, .. } => format!("/deny/{index}/{len}/{encoding}"),
@@ -478,7 +494,7 @@ impl Item {
         };
         let whole = |text: String| vec![text.into_bytes()];
         match *self {
-            Item::SmallGet { .. } | Item::StreamedGet { .. } => {
+            Item::SmallGet { .. } | Item::StreamedGet { .. } | Item::PreparedGet { .. } => {
                 whole(envelope("GET", "{}") + r#"{"encoding":"identity","content":""}}"# + "\n")
             }
             Item::Put {
@@ -625,7 +641,9 @@ struct Shared {
     uploads: Mutex<Vec<(String, bool, Option<String>)>>,
 }
 
-/// `GET /small/SEED/LEN` answers whole; `GET /big/SEED/LEN/ENC` streams;
+/// `GET /small/SEED/LEN` answers whole; `GET /prepared/SEED/LEN` whole
+/// with a prepared body (and its sendfile copy, on Linux);
+/// `GET /big/SEED/LEN/ENC` streams;
 /// `PUT /put/SEED/LEN/ENC` compares what came with what was sent (`201`);
 /// `/deny/…` is refused (`403`) at the handshake or after the upload.
 struct Application(Arc<Shared>);
@@ -667,6 +685,16 @@ impl Handler for Application {
                 let text = String::from_utf8(generated(seed, len, Encoding::Identity)).expect("text");
                 Response::new(Status::new(StatusCode::OK, "small"))
                     .with_body(Body::text(text))
+                    .into()
+            }
+            (Method::Get, "prepared") => {
+                let content = generated(seed, len, Encoding::Identity);
+                #[allow(unused_mut, reason = "the copy is made on Linux only")]
+                let mut body = Body::prepared(Arc::from(content), Encoding::Identity).expect("text");
+                #[cfg(target_os = "linux")]
+                body.add_sendfile_copy().expect("a memfd");
+                Response::new(Status::new(StatusCode::OK, "prepared"))
+                    .with_body(body)
                     .into()
             }
             (Method::Get, "big") => {
@@ -750,6 +778,8 @@ pub struct SimTransport {
     write_shut: bool,
     /// A write after `shutdown_write`.
     misuse: Option<String>,
+    /// Bytes sent from files ([`Transport::send_file`]).
+    from_files: usize,
 }
 
 impl SimTransport {
@@ -830,6 +860,26 @@ impl Transport for SimTransport {
 
     fn unsent(&self) -> Option<usize> {
         Some(self.unread())
+    }
+
+    /// As a write, but from the file: at most what the window has room
+    /// for.
+    #[cfg(target_os = "linux")]
+    fn send_file(&mut self, pending: OutputFile<'_>) -> Option<io::Result<usize>> {
+        use std::os::unix::fs::FileExt;
+        if self.reset || self.write_shut {
+            return Some(self.write(&[0]));
+        }
+        let n = pending.len.min(self.room());
+        if n == 0 {
+            return Some(Err(io::ErrorKind::WouldBlock.into()));
+        }
+        let mut piece = vec![0; n];
+        let sent = pending.file.read_at(&mut piece, pending.offset).inspect(|&read| {
+            self.out.extend_from_slice(&piece[..read]);
+            self.from_files += read;
+        });
+        Some(sent)
     }
 }
 
@@ -1213,7 +1263,11 @@ impl Responses {
 fn check_answer(ex: &Exchange, response: &Response) -> Result<(), String> {
     if !matches!(
         ex.item,
-        Item::SmallGet { .. } | Item::StreamedGet { .. } | Item::Put { .. } | Item::DeniedPut { .. }
+        Item::SmallGet { .. }
+            | Item::StreamedGet { .. }
+            | Item::PreparedGet { .. }
+            | Item::Put { .. }
+            | Item::DeniedPut { .. }
     ) {
         // The connection's own refusals: the resource may be unknown (D12).
         return Ok(());
@@ -1228,7 +1282,7 @@ fn check_answer(ex: &Exchange, response: &Response) -> Result<(), String> {
         .and_then(|s| s.parse::<u64>().ok())
         .unwrap_or(0);
     let want = match ex.item {
-        Item::SmallGet { len } => generated(index, len, Encoding::Identity),
+        Item::SmallGet { len } | Item::PreparedGet { len } => generated(index, len, Encoding::Identity),
         Item::StreamedGet { len, encoding } => {
             if response.body.encoding() != encoding {
                 return Err(format!(
@@ -1288,6 +1342,8 @@ pub struct Outcome {
     pub shut_write: bool,
     /// The most streamed content the server held (invariant 5).
     pub max_held: u64,
+    /// Bytes the server sent from files rather than from memory.
+    pub from_files: usize,
     /// Steps taken.
     pub steps: usize,
 }
@@ -1821,6 +1877,7 @@ impl Sim {
             peer_read: self.io.peer_read,
             shut_write: self.io.write_shut,
             max_held: self.max_held,
+            from_files: self.io.from_files,
             steps: self.steps,
         })
     }
@@ -1920,6 +1977,22 @@ pub fn regressions() -> Vec<(&'static str, Schedule)> {
         slow_reads.extend([Move::Read(1024), Move::Advance(second)]);
     }
     vec![
+        (
+            "prepared_get_read_slowly_then_a_small_get",
+            Schedule::new(
+                vec![
+                    Item::PreparedGet {
+                        len: prepared_len(40),
+                    },
+                    Item::SmallGet { len: small_len(6) },
+                ],
+                [Move::SendAll]
+                    .into_iter()
+                    .chain([Move::Read(1024), Move::Advance(second)].repeat(12))
+                    .collect(),
+                Cooperative,
+            ),
+        ),
         (
             "single_small_get",
             Schedule::new(

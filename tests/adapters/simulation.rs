@@ -119,6 +119,19 @@ fn two_pipelined_streamed_downloads_br() {
 }
 
 #[test]
+fn prepared_get_read_slowly_then_a_small_get() {
+    let outcome = named("prepared_get_read_slowly_then_a_small_get");
+    assert_eq!(outcome.finals, [200, 200]);
+    // The prepared text went from its sealed copy, in the window's pieces.
+    #[cfg(target_os = "linux")]
+    assert!(
+        outcome.from_files > 40 * 1024,
+        "{} bytes from files",
+        outcome.from_files
+    );
+}
+
+#[test]
 fn big_small_big() {
     assert_eq!(named("big_small_big").finals, [200, 200, 200]);
 }
