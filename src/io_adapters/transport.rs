@@ -246,6 +246,7 @@ impl<T: Transport + ?Sized> Transport for Box<T> {
     fn unsent(&self) -> Option<usize> {
         (**self).unsent()
     }
+
     fn send_file(&mut self, pending: OutputFile<'_>) -> Option<io::Result<usize>> {
         (**self).send_file(pending)
     }

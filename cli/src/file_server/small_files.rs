@@ -130,6 +130,8 @@ struct Entries {
     map: HashMap<OsString, Entry>,
     /// Content and encoded forms kept, in all.
     bytes: usize,
+    /// Encoded forms kept with a sendfile copy: each holds a descriptor.
+    copies: usize,
 }
 
 #[derive(Debug)]
@@ -152,9 +154,22 @@ impl Entry {
     fn bytes(&self) -> usize {
         self.cached.content.len() + self.encoded.iter().map(written_bytes).sum::<usize>()
     }
+
+    fn copies(&self) -> usize {
+        self.encoded
+            .iter()
+            .filter(|form| form.has_sendfile_copy())
+            .count()
+    }
 }
 
 impl Entries {
+    /// Takes a removed entry out of the totals.
+    fn forget(&mut self, old: &Entry) {
+        self.bytes -= old.bytes();
+        self.copies -= old.copies();
+    }
+
     /// Drops entries other than `keep` until `more` bytes fit in `max`.
     fn make_room(&mut self, more: usize, max: usize, keep: &Path) {
         while self.bytes + more > max {
@@ -162,7 +177,7 @@ impl Entries {
                 break;
             };
             if let Some(old) = self.map.remove(&victim) {
-                self.bytes -= old.bytes();
+                self.forget(&old);
             }
         }
     }
@@ -177,6 +192,11 @@ impl SmallFiles {
     /// How many large files' verdicts are kept (a path and a few words
     /// each).
     pub(super) const MAX_TEXTS: usize = 4096;
+
+    /// How many kept forms may hold a sendfile copy, and so a descriptor:
+    /// few enough beside the connections' under the usual limit of 1024
+    /// open files.
+    pub(super) const MAX_COPIES: usize = 64;
 
     /// A cache holding at most `max_bytes` of content.
     pub(super) fn new(max_bytes: usize) -> SmallFiles {
@@ -221,6 +241,14 @@ impl SmallFiles {
         texts.insert(slot.rel.as_os_str().to_owned(), (slot.stamp, text));
     }
 
+    /// Whether a form prepared now may have a sendfile copy
+    /// ([`Body::add_sendfile_copy`]): each holds a descriptor for as long
+    /// as the form is kept, so at most [`MAX_COPIES`](Self::MAX_COPIES)
+    /// do (a few more while forms being kept race).
+    pub(super) fn may_copy(&self) -> bool {
+        self.entries.lock().unwrap_or_else(|p| p.into_inner()).copies < Self::MAX_COPIES
+    }
+
     /// Whether a file of `len` bytes would be kept.
     pub(super) fn would_keep(&self, len: u64) -> bool {
         len <= Self::MAX_FILE as u64 && len <= self.max_bytes as u64
@@ -251,6 +279,7 @@ impl SmallFiles {
         }
         entry.encoded = entry.encoded.iter().chain([body]).cloned().collect();
         entries.bytes += more;
+        entries.copies += usize::from(body.has_sendfile_copy());
     }
 
     /// Keeps `cached`, read from the version `stamp` of `rel`, dropping
@@ -262,7 +291,7 @@ impl SmallFiles {
         }
         let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(old) = entries.map.remove(rel.as_os_str()) {
-            entries.bytes -= old.bytes();
+            entries.forget(&old);
         }
         entries.make_room(len, self.max_bytes, rel);
         entries.bytes += len;
@@ -387,6 +416,38 @@ mod tests {
         assert!(cache.bytes() <= 100, "{}", cache.bytes());
         assert_eq!(encoded(&cache, &slot("a", 2), Encoding::Identity), Some(long));
         assert!(cache.get(Path::new("b"), stamp(3)).is_none(), "dropped for room");
+    }
+
+    #[test]
+    fn sendfile_copies_are_counted_and_bounded() {
+        let cache = SmallFiles::new(1 << 30);
+        let text = "a line of text\n".repeat(2000);
+        let copied = |cache: &SmallFiles, n: u64| {
+            let name = n.to_string();
+            cache.put(Path::new(&name), stamp(n), cached(text.as_bytes()));
+            let mut body = prepared(text.as_bytes(), Encoding::Identity);
+            body.add_sendfile_copy().expect("a memfd");
+            cache.put_encoded(&slot(&name, n), &body);
+        };
+        for n in 0..SmallFiles::MAX_COPIES as u64 {
+            assert!(cache.may_copy(), "{n} copies kept");
+            copied(&cache, n);
+        }
+        assert!(!cache.may_copy(), "as many copies as may be kept");
+        // A new version of a file drops its old forms, copies included.
+        cache.put(Path::new("0"), stamp(1000), cached(b"new"));
+        assert!(cache.may_copy());
+        // So does an entry dropped for room.
+        copied(&cache, 2000);
+        assert!(!cache.may_copy());
+        let small = SmallFiles::new(text.len() * 4);
+        copied(&small, 1);
+        copied(&small, 2);
+        assert_eq!(
+            small.entries.lock().expect("entries").copies,
+            1,
+            "one entry made room"
+        );
     }
 
     #[test]
