@@ -11,6 +11,7 @@ use flate2::bufread::GzDecoder;
 use flate2::write::{GzEncoder, ZlibEncoder};
 use flate2::{Compression, Decompress, FlushDecompress, Status};
 
+use super::encoding::Compressed;
 use super::stored::Stored;
 use crate::message::{Encoding, ValueError};
 
@@ -88,27 +89,29 @@ pub fn decode(content: &str, encoding: Encoding, limit: usize) -> Result<Vec<u8>
 /// evenly spread as random ones (already compressed) go out stored, other
 /// binary at a fast level, text at a balance of speed and size.
 pub fn encode(bytes: &[u8], encoding: Encoding) -> String {
+    let Some(compressed) = Compressed::of(encoding) else {
+        return String::from_utf8_lossy(bytes).into_owned();
+    };
     let effort = Effort::judge(bytes);
-    if let Some(mut stored) = effort.stored(encoding) {
+    if let Some(mut stored) = effort.stored(compressed) {
         let mut out = Vec::with_capacity(bytes.len() + bytes.len() / 8192 + 32);
         stored.write(bytes, &mut out);
         stored.finish(&mut out);
         return super::base64::encode(&out);
     }
-    let compressed = match encoding {
-        Encoding::Identity => return String::from_utf8_lossy(bytes).into_owned(),
-        Encoding::Gzip => {
+    let compressed = match compressed {
+        Compressed::Gzip => {
             let mut encoder = GzEncoder::new(Vec::with_capacity(bytes.len() / 2 + 64), effort.flate_level());
             write_to_vec(&mut encoder, bytes);
             encoder.finish().expect(VEC_WRITE)
         }
-        Encoding::Deflate => {
+        Compressed::Deflate => {
             let mut encoder =
                 ZlibEncoder::new(Vec::with_capacity(bytes.len() / 2 + 64), effort.flate_level());
             write_to_vec(&mut encoder, bytes);
             encoder.finish().expect(VEC_WRITE)
         }
-        Encoding::Br => {
+        Compressed::Br => {
             let mut encoder = brotli_writer(
                 Vec::with_capacity(bytes.len() / 2 + 64),
                 Some(bytes.len()),
@@ -175,11 +178,10 @@ impl Effort {
         }
     }
 
-    /// The stream that carries the content as it is, in `encoding`'s
-    /// framing, for bytes judged not to compress; `None` for others (and
-    /// for `identity`, which has no framing).
-    pub(super) fn stored(self, encoding: Encoding) -> Option<Stored> {
-        Stored::new(encoding).filter(|_| self == Effort::Store)
+    /// The stream that carries the content as it is, in the framing of
+    /// `compressed`, for bytes judged not to compress; `None` for others.
+    pub(super) fn stored(self, compressed: Compressed) -> Option<Stored> {
+        (self == Effort::Store).then(|| Stored::new(compressed))
     }
 
     /// The gzip and deflate level: none (stored blocks, which `Stored`

@@ -26,6 +26,7 @@ use flate2::write::{GzEncoder, ZlibEncoder};
 use flate2::{Crc, Decompress, FlushDecompress, Status};
 
 use super::base64;
+use super::encoding::Compressed;
 use super::stored::Stored;
 use crate::message::Encoding;
 use crate::message::ValueError;
@@ -748,7 +749,7 @@ enum Stage {
     /// A compressed encoding before enough of its first bytes to choose
     /// how hard the compressor works: those that came, held (fewer than
     /// [`Effort::MIN_SAMPLE`]).
-    Unstarted(Vec<u8>),
+    Unstarted(Compressed, Vec<u8>),
     /// Compressing, into a `Vec` drained after every piece.
     Compressing(Compress),
     /// The content ended and its text is out.
@@ -770,9 +771,9 @@ impl ContentEncoder {
     pub fn new(encoding: Encoding) -> ContentEncoder {
         ContentEncoder {
             encoding,
-            stage: match encoding {
-                Encoding::Identity => Stage::Text,
-                _ => Stage::Unstarted(Vec::new()),
+            stage: match Compressed::of(encoding) {
+                None => Stage::Text,
+                Some(compressed) => Stage::Unstarted(compressed, Vec::new()),
             },
             carry: Vec::new(),
             base64: base64::Encoder::default(),
@@ -799,15 +800,16 @@ impl ContentEncoder {
                 self.base64.encode(&compressed, out);
                 Ok(())
             }
-            Stage::Unstarted(held) if held.is_empty() && bytes.len() >= Effort::MIN_SAMPLE => {
-                self.start(bytes, out);
+            Stage::Unstarted(compressed, held) if held.is_empty() && bytes.len() >= Effort::MIN_SAMPLE => {
+                let compressed = *compressed;
+                self.start(compressed, bytes, out);
                 Ok(())
             }
-            Stage::Unstarted(held) => {
+            Stage::Unstarted(compressed, held) => {
                 held.extend_from_slice(bytes);
                 if held.len() >= Effort::MIN_SAMPLE {
-                    let held = std::mem::take(held);
-                    self.start(&held, out);
+                    let (compressed, held) = (*compressed, std::mem::take(held));
+                    self.start(compressed, &held, out);
                 }
                 Ok(())
             }
@@ -818,8 +820,8 @@ impl ContentEncoder {
 
     /// Chooses the compressor by the content's first bytes, `first`, and
     /// compresses them.
-    fn start(&mut self, first: &[u8], out: &mut Vec<u8>) {
-        let mut compress = Compress::new(self.encoding, Effort::judge(first));
+    fn start(&mut self, compressed: Compressed, first: &[u8], out: &mut Vec<u8>) {
+        let mut compress = Compress::new(compressed, Effort::judge(first));
         let compressed = compress.write(first);
         self.base64.encode(&compressed, out);
         self.stage = Stage::Compressing(compress);
@@ -827,10 +829,10 @@ impl ContentEncoder {
 
     /// The content ended: appends the rest of the text to `out`.
     pub fn finish(&mut self, out: &mut Vec<u8>) -> Result<(), EncodeError> {
-        if let Stage::Unstarted(held) = &mut self.stage {
+        if let Stage::Unstarted(compressed, held) = &mut self.stage {
             // Less than a sample came: chosen by what there is.
-            let held = std::mem::take(held);
-            self.start(&held, out);
+            let (compressed, held) = (*compressed, std::mem::take(held));
+            self.start(compressed, &held, out);
         }
         let compress = match std::mem::replace(&mut self.stage, Stage::Finished) {
             Stage::Text if !self.carry.is_empty() => {
@@ -839,7 +841,7 @@ impl ContentEncoder {
                     valid_up_to: self.taken - self.carry.len() as u64,
                 });
             }
-            Stage::Text | Stage::Unstarted(_) | Stage::Finished => return Ok(()),
+            Stage::Text | Stage::Unstarted(..) | Stage::Finished => return Ok(()),
             Stage::Compressing(compress) => compress,
         };
         let rest = compress.finish();
@@ -893,17 +895,15 @@ impl ContentEncoder {
 }
 
 impl Compress {
-    fn new(encoding: Encoding, effort: Effort) -> Compress {
-        if let Some(stored) = effort.stored(encoding) {
+    fn new(compressed: Compressed, effort: Effort) -> Compress {
+        if let Some(stored) = effort.stored(compressed) {
             return Compress::Stored(stored);
         }
-        match encoding {
-            Encoding::Gzip => Compress::Gzip(GzEncoder::new(Vec::new(), effort.flate_level())),
-            Encoding::Deflate => Compress::Zlib(ZlibEncoder::new(Vec::new(), effort.flate_level())),
+        match compressed {
+            Compressed::Gzip => Compress::Gzip(GzEncoder::new(Vec::new(), effort.flate_level())),
+            Compressed::Deflate => Compress::Zlib(ZlibEncoder::new(Vec::new(), effort.flate_level())),
             // Streamed content's length is not known ahead.
-            Encoding::Br | Encoding::Identity => {
-                Compress::Brotli(Box::new(brotli_writer(Vec::new(), None, effort)))
-            }
+            Compressed::Br => Compress::Brotli(Box::new(brotli_writer(Vec::new(), None, effort))),
         }
     }
 

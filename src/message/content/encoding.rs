@@ -18,6 +18,28 @@ pub enum Encoding {
     Br,
 }
 
+/// The three encodings that carry compressed bytes (D9): a compressor
+/// is only ever made for one of these, never for identity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Compressed {
+    Gzip,
+    Deflate,
+    Br,
+}
+
+impl Compressed {
+    /// The compression `encoding` names; `None` for identity, whose
+    /// content is the text itself.
+    pub(crate) fn of(encoding: Encoding) -> Option<Compressed> {
+        match encoding {
+            Encoding::Identity => None,
+            Encoding::Gzip => Some(Compressed::Gzip),
+            Encoding::Deflate => Some(Compressed::Deflate),
+            Encoding::Br => Some(Compressed::Br),
+        }
+    }
+}
+
 impl Encoding {
     /// All four, identity first.
     pub const ALL: [Encoding; 4] = [

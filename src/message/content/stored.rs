@@ -10,7 +10,7 @@
 
 use flate2::Crc;
 
-use super::encoding::Encoding;
+use super::encoding::Compressed;
 
 /// The longest stored block.
 const BLOCK: usize = u16::MAX as usize;
@@ -59,20 +59,19 @@ enum Check {
 }
 
 impl Stored {
-    /// A stream in `encoding`'s framing: `Gzip`, `Deflate` (zlib) or `Br`
-    /// (`None` for `Identity`, which has none).
-    pub(super) fn new(encoding: Encoding) -> Option<Stored> {
-        let check = match encoding {
-            Encoding::Gzip => Check::Gzip(Crc::new()),
-            Encoding::Deflate => Check::Zlib(adler2::Adler32::new()),
-            Encoding::Br => Check::Brotli,
-            Encoding::Identity => return None,
+    /// A stream in the framing of `compressed`: gzip, zlib (`deflate`) or
+    /// Brotli.
+    pub(super) fn new(compressed: Compressed) -> Stored {
+        let check = match compressed {
+            Compressed::Gzip => Check::Gzip(Crc::new()),
+            Compressed::Deflate => Check::Zlib(adler2::Adler32::new()),
+            Compressed::Br => Check::Brotli,
         };
-        Some(Stored {
+        Stored {
             check,
             pending: Vec::new(),
             started: false,
-        })
+        }
     }
 
     /// Appends `bytes` to `out` as stored blocks, or holds them until
@@ -165,8 +164,8 @@ mod tests {
 
     use super::*;
 
-    fn stored(encoding: Encoding, pieces: &[&[u8]]) -> Vec<u8> {
-        let mut stream = Stored::new(encoding).expect("a compressed encoding");
+    fn stored(compressed: Compressed, pieces: &[&[u8]]) -> Vec<u8> {
+        let mut stream = Stored::new(compressed);
         let mut out = Vec::new();
         for piece in pieces {
             stream.write(piece, &mut out);
@@ -189,18 +188,22 @@ mod tests {
         for pieces in cases {
             let whole: Vec<u8> = pieces.concat();
             let mut back = Vec::new();
-            flate2::read::GzDecoder::new(&stored(Encoding::Gzip, pieces)[..])
+            flate2::read::GzDecoder::new(&stored(Compressed::Gzip, pieces)[..])
                 .read_to_end(&mut back)
                 .expect("gzip");
             assert_eq!(back, whole);
             let mut back = Vec::new();
-            flate2::read::ZlibDecoder::new(&stored(Encoding::Deflate, pieces)[..])
+            flate2::read::ZlibDecoder::new(&stored(Compressed::Deflate, pieces)[..])
                 .read_to_end(&mut back)
                 .expect("zlib");
             assert_eq!(back, whole);
-            let br = stored(Encoding::Br, pieces);
+            let br = stored(Compressed::Br, pieces);
             assert_eq!(
-                crate::message::codec::decode(&super::super::base64::encode(&br), Encoding::Br, 1 << 20),
+                crate::message::codec::decode(
+                    &super::super::base64::encode(&br),
+                    crate::message::Encoding::Br,
+                    1 << 20
+                ),
                 Ok(whole.clone()),
                 "br, {} pieces",
                 pieces.len()
@@ -217,17 +220,20 @@ mod tests {
     fn stored_costs_five_bytes_a_block_and_the_framing() {
         let bytes = vec![0xa5; 3 * BLOCK + 1];
         assert_eq!(
-            stored(Encoding::Gzip, &[&bytes]).len(),
+            stored(Compressed::Gzip, &[&bytes]).len(),
             bytes.len() + 4 * 5 + 5 + 10 + 8
         );
         assert_eq!(
-            stored(Encoding::Deflate, &[&bytes]).len(),
+            stored(Compressed::Deflate, &[&bytes]).len(),
             bytes.len() + 4 * 5 + 5 + 2 + 4
         );
-        assert_eq!(stored(Encoding::Br, &[&bytes]).len(), bytes.len() + 4 * 3 + 1 + 1);
+        assert_eq!(
+            stored(Compressed::Br, &[&bytes]).len(),
+            bytes.len() + 4 * 3 + 1 + 1
+        );
         // Given a hundred bytes at a time, gathered into blocks all the same.
         let pieces: Vec<&[u8]> = bytes.chunks(100).collect();
-        let gathered = stored(Encoding::Gzip, &pieces).len() - bytes.len();
+        let gathered = stored(Compressed::Gzip, &pieces).len() - bytes.len();
         assert!(
             gathered <= bytes.len().div_ceil(GATHER) * 5 + 5 + 18,
             "{gathered} bytes of framing"
