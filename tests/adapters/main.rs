@@ -10,6 +10,9 @@ mod clients;
 mod hostile;
 mod interop;
 mod matrix;
+#[cfg(feature = "tokio")]
+#[path = "../common/on_tokio.rs"]
+mod on_tokio;
 mod pipelines;
 #[cfg(feature = "tls")]
 mod pki;

@@ -195,33 +195,13 @@ pub fn start<H: Handler>(runtime: Runtime, handler: H, options: ServerOptions) -
         }
         #[cfg(feature = "tokio")]
         Runtime::Tokio => {
-            let listener = jsontp_protocol::io_adapters::server::listen("127.0.0.1:0").expect("bind");
-            listener.set_nonblocking(true).expect("non-blocking");
-            let addr = listener.local_addr().expect("addr");
-            let stop = Arc::new(tokio::sync::Notify::new());
-            let stopped = Arc::clone(&stop);
-            let thread = std::thread::spawn(move || {
-                let runtime = tokio::runtime::Builder::new_multi_thread()
-                    .worker_threads(2)
-                    .enable_all()
-                    .build()?;
-                runtime.block_on(async move {
-                    let listener = tokio::net::TcpListener::from_std(listener)?;
-                    jsontp_protocol::io_adapters::server::tokio::serve(
-                        listener,
-                        handler,
-                        options,
-                        async move {
-                            stopped.notified().await;
-                        },
-                    )
-                    .await
-                })
+            let server = crate::on_tokio::on_tokio(move |listener, shutdown| {
+                jsontp_protocol::io_adapters::server::tokio::serve(listener, handler, options, shutdown)
             });
             Running {
-                addr,
-                stop: Box::new(move || stop.notify_one()),
-                thread,
+                addr: server.addr,
+                stop: server.stop,
+                thread: server.thread,
             }
         }
     }

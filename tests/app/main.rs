@@ -7,6 +7,9 @@
 mod client_service;
 mod extract;
 mod nnntp;
+#[cfg(feature = "tower")]
+#[path = "../common/on_tokio.rs"]
+mod on_tokio;
 mod routing;
 #[cfg(feature = "tower")]
 mod service;

@@ -128,33 +128,13 @@ where
     S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
     S::Future: Send,
 {
-    let listener = jsontp_protocol::io_adapters::server::listen("127.0.0.1:0").expect("bind");
-    listener.set_nonblocking(true).expect("non-blocking");
-    let addr = listener.local_addr().expect("addr");
-    let stop = std::sync::Arc::new(tokio::sync::Notify::new());
-    let stopped = std::sync::Arc::clone(&stop);
-    let thread = std::thread::spawn(move || {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()?;
-        runtime.block_on(async move {
-            let listener = tokio::net::TcpListener::from_std(listener)?;
-            jsontp_protocol::io_adapters::server::tokio::serve_service(
-                listener,
-                service,
-                options,
-                async move {
-                    stopped.notified().await;
-                },
-            )
-            .await
-        })
+    let server = crate::on_tokio::on_tokio(move |listener, shutdown| {
+        jsontp_protocol::io_adapters::server::tokio::serve_service(listener, service, options, shutdown)
     });
     Running {
-        addr,
-        stop: Some(Box::new(move || stop.notify_one())),
-        thread: Some(thread),
+        addr: server.addr,
+        stop: Some(server.stop),
+        thread: Some(server.thread),
     }
 }
 
