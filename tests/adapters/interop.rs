@@ -16,6 +16,7 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
+use crate::reference_get::reference_get;
 use jsontp_protocol::io_adapters::client::blocking::Client;
 use jsontp_protocol::io_adapters::client::{ClientError, ClientOptions};
 use jsontp_protocol::message::{Forgiven, Method, Request, StatusCode};
@@ -178,21 +179,6 @@ async fn our_async_client_in_lenient_mode_too() {
 // ---------------------------------------------------------------------------
 // The reference client against our servers.
 // ---------------------------------------------------------------------------
-
-/// Runs the reference client's blocking `send` on a thread, bounded in time.
-fn reference_get(port: u16, resource: &'static str) -> jsontp_ref::client::JsontpResponse {
-    let (tx, rx) = mpsc::channel();
-    thread::spawn(move || {
-        let answer = jsontp_ref::client::Request::new()
-            .method("GET")
-            .resource(resource)
-            .send("127.0.0.1", port);
-        let _ = tx.send(answer);
-    });
-    rx.recv_timeout(LIMIT)
-        .expect("the reference client got its answer in time (it stops at a read under 1024 bytes)")
-        .expect("the reference client parsed our response")
-}
 
 #[cfg(feature = "tokio")]
 #[test]

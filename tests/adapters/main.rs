@@ -17,6 +17,8 @@ mod pipelines;
 #[cfg(feature = "tls")]
 mod pki;
 mod proxy;
+#[path = "../common/reference_get.rs"]
+mod reference_get;
 mod refused_uploads;
 mod robustness;
 mod seam;

@@ -21,6 +21,8 @@ mod logs;
 // The test PKI the library's TLS tests use.
 #[path = "../../../tests/adapters/pki.rs"]
 mod pki;
+#[path = "../../../tests/common/reference_get.rs"]
+mod reference_get;
 mod refusals;
 mod serve;
 mod serve_options;
