@@ -352,3 +352,52 @@ fn the_access_log_sees_answers_and_refusals() {
         server.shutdown_and_join();
     });
 }
+
+/// Answers every request with the same large prepared body, which (on
+/// Linux) a sealed copy also holds: the socket takes it with `sendfile`.
+struct Prepared(jsontp_protocol::message::Body);
+
+impl jsontp_protocol::io_adapters::server::Handler for Prepared {
+    fn handle(
+        &self,
+        _request: &jsontp_protocol::message::Request,
+        _info: &jsontp_protocol::io_adapters::server::RequestInfo,
+    ) -> jsontp_protocol::message::Response {
+        use jsontp_protocol::message::{Response, Status, StatusCode};
+        Response::new(Status::new(StatusCode::OK, "prepared")).with_body(self.0.clone())
+    }
+}
+
+#[test]
+fn a_prepared_body_and_its_sendfile_copy_reach_a_slow_reader_whole_and_in_order() {
+    use jsontp_protocol::message::{Body, Encoding};
+    let text: String = (0..60_000)
+        .map(|n| format!("line {n} \"quoted\" \\ end\n"))
+        .collect();
+    #[allow(unused_mut, reason = "the copy is made on Linux only")]
+    let mut body = Body::prepared(Arc::from(text.as_bytes()), Encoding::Identity).expect("text");
+    #[cfg(target_os = "linux")]
+    body.add_sendfile_copy().expect("a memfd");
+    let body = Arc::new(body);
+    each_runtime(|adapter| {
+        let handler = Prepared(Body::clone(&body));
+        let server = start(
+            adapter,
+            handler,
+            options(with_policy(ContinuePolicy::AutoAccept), 2),
+        );
+        let mut client = Reader::new(connect(server.addr));
+        // Three answers owed at once, more than the sockets hold, read
+        // only after the server has had to stop at a full socket: each
+        // goes in several sends, each from where the last stopped.
+        let burst: String = (0..3).map(|n| request("GET", &format!("/f{n}"), "")).collect();
+        client.send(&burst);
+        std::thread::sleep(Duration::from_millis(200));
+        for n in 0..3 {
+            let response = client.expect();
+            assert_eq!(response["resource"], format!("/f{n}"), "{adapter:?}");
+            assert!(content(&response) == text, "{adapter:?}: answer {n} is the text");
+        }
+        server.shutdown_and_join();
+    });
+}
