@@ -76,7 +76,7 @@ use jsontp_protocol::io_adapters::server::{
 };
 use jsontp_protocol::io_adapters::{Clock, IoMode, Transport};
 #[cfg(target_os = "linux")]
-use jsontp_protocol::machine::OutputFile;
+use jsontp_protocol::machine::OutputCopy;
 use jsontp_protocol::machine::{ContinuePolicy, Limits, Now, ServerConfig};
 use jsontp_protocol::message::{
     Body, ContentDecoder, Date, Encoding, MessageLimits, Method, Request, Response, Status, StatusCode,
@@ -778,7 +778,7 @@ pub struct SimTransport {
     write_shut: bool,
     /// A write after `shutdown_write`.
     misuse: Option<String>,
-    /// Bytes sent from files ([`Transport::send_file`]).
+    /// Bytes sent from copies ([`Transport::send_copy`]).
     from_files: usize,
 }
 
@@ -865,7 +865,7 @@ impl Transport for SimTransport {
     /// As a write, but from the file: at most what the window has room
     /// for.
     #[cfg(target_os = "linux")]
-    fn send_file(&mut self, pending: OutputFile<'_>) -> Option<io::Result<usize>> {
+    fn send_copy(&mut self, pending: OutputCopy<'_>) -> Option<io::Result<usize>> {
         use std::os::unix::fs::FileExt;
         if self.reset || self.write_shut {
             return Some(self.write(&[0]));
@@ -875,10 +875,13 @@ impl Transport for SimTransport {
             return Some(Err(io::ErrorKind::WouldBlock.into()));
         }
         let mut piece = vec![0; n];
-        let sent = pending.file.read_at(&mut piece, pending.offset).inspect(|&read| {
-            self.out.extend_from_slice(&piece[..read]);
-            self.from_files += read;
-        });
+        let sent = pending
+            .file()?
+            .read_at(&mut piece, pending.offset)
+            .inspect(|&read| {
+                self.out.extend_from_slice(&piece[..read]);
+                self.from_files += read;
+            });
         Some(sent)
     }
 }

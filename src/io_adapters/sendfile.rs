@@ -7,15 +7,16 @@
 //! with `sendfile`, which hands the socket the page cache's own pages. A
 //! body given a sealed in-memory copy of its text
 //! ([`Body::add_sendfile_copy`]) is sent the same way by a transport that
-//! can send from a file (plain TCP, [`Transport::send_file`]); one that
-//! cannot (TLS, which must encrypt the bytes) writes the text from memory
-//! as before.
+//! can send from it (plain TCP, [`Transport::send_copy`]); one that cannot
+//! (TLS, which must encrypt the bytes) writes the text from memory as
+//! before.
 //!
 //! The copy is a `memfd` sealed against every change, so the bytes in the
 //! file are the bytes the machine counts, for as long as any answer holds
-//! it.
+//! it. The machine carries it without knowing what it is
+//! ([`OutputCopy`]); [`OutputCopy::file`] finds the file again.
 //!
-//! [`Transport::send_file`]: super::Transport::send_file
+//! [`Transport::send_copy`]: super::Transport::send_copy
 
 use std::io::{self, Write};
 use std::os::fd::BorrowedFd;
@@ -23,8 +24,12 @@ use std::sync::Arc;
 
 use rustix::fs::{MemfdFlags, SealFlags};
 
-use crate::machine::OutputFile;
-use crate::message::Body;
+use crate::machine::OutputCopy;
+use crate::message::{Body, TransportCopy};
+
+/// A body's text in a sealed `memfd`: what [`Body::add_sendfile_copy`]
+/// gives the machine to carry.
+struct SealedCopy(std::fs::File);
 
 impl Body {
     /// Keeps the text of a [`prepared`](Body::prepared) body also in a
@@ -50,8 +55,8 @@ impl Body {
         if !crate::machine::splices(written.text.len()) {
             return Ok(());
         }
-        let file = sealed_copy(written.text.as_bytes())?;
-        self.set_written_file(Arc::new(file));
+        let copy: TransportCopy = Arc::new(SealedCopy(sealed_copy(written.text.as_bytes())?));
+        self.set_written_copy(copy);
         Ok(())
     }
 
@@ -59,7 +64,16 @@ impl Body {
     /// ([`add_sendfile_copy`](Body::add_sendfile_copy)): what keeping it
     /// costs a cache besides the text.
     pub fn has_sendfile_copy(&self) -> bool {
-        self.written().is_some_and(|written| written.file.is_some())
+        self.written().is_some_and(|written| written.copy.is_some())
+    }
+}
+
+impl<'a> OutputCopy<'a> {
+    /// The sealed file that holds these bytes, when the copy is one
+    /// [`Body::add_sendfile_copy`] made: send `len` bytes from `offset`
+    /// with `sendfile`, say.
+    pub fn file(&self) -> Option<&'a std::fs::File> {
+        self.copy().downcast_ref::<SealedCopy>().map(|copy| &copy.0)
     }
 }
 
@@ -76,16 +90,13 @@ fn sealed_copy(bytes: &[u8]) -> io::Result<std::fs::File> {
     Ok(file)
 }
 
-/// Sends `pending` from its file into `socket`; how many bytes went. A
-/// full non-blocking socket answers `WouldBlock`, as a write does.
-pub(crate) fn send(socket: BorrowedFd<'_>, pending: OutputFile<'_>) -> io::Result<usize> {
+/// Sends `pending` from its file into `socket`: how many bytes went, or
+/// `None` when the copy is not a file. A full non-blocking socket answers
+/// `WouldBlock`, as a write does.
+pub(crate) fn send(socket: BorrowedFd<'_>, pending: OutputCopy<'_>) -> Option<io::Result<usize>> {
+    let file = pending.file()?;
     let mut offset = pending.offset;
-    Ok(rustix::fs::sendfile(
-        socket,
-        pending.file,
-        Some(&mut offset),
-        pending.len,
-    )?)
+    Some(rustix::fs::sendfile(socket, file, Some(&mut offset), pending.len).map_err(io::Error::from))
 }
 
 #[cfg(test)]
@@ -111,7 +122,8 @@ mod tests {
         let body = with_copy(prepared(40_000));
         assert!(body.has_sendfile_copy());
         let written = body.written().expect("prepared");
-        let mut file = written.file.as_deref().expect("a copy");
+        let copy = written.copy.as_deref().expect("a copy");
+        let mut file = &copy.downcast_ref::<SealedCopy>().expect("a sealed file").0;
         let mut copied = vec![0; written.text.len() + 1];
         let n = file.read_at(&mut copied, 0).expect("readable");
         assert!(copied[..n] == *written.text.as_bytes(), "the same bytes, no more");

@@ -12,7 +12,7 @@ use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::time::Duration;
 
-use crate::machine::OutputFile;
+use crate::machine::OutputCopy;
 
 /// A byte stream a drive step can serve: `Read + Write`, plus the two
 /// things a connection needs beyond them.
@@ -43,13 +43,14 @@ pub trait Transport: Read + Write {
         None
     }
 
-    /// Sends pending output that a file holds
-    /// ([`ServerConnection::pending_output_file`](crate::machine::ServerConnection::pending_output_file))
-    /// from the file, where the system can (`sendfile` from a plain TCP
-    /// socket on Linux): `None` where it cannot, and the caller writes the
-    /// same bytes from memory. A stream that transforms what it sends
-    /// (TLS) cannot.
-    fn send_file(&mut self, pending: OutputFile<'_>) -> Option<io::Result<usize>> {
+    /// Sends pending output that an adapter keeps a copy of
+    /// ([`ServerConnection::pending_output_copy`](crate::machine::ServerConnection::pending_output_copy))
+    /// from the copy, where the system can (`sendfile` from the sealed
+    /// file of `Body::add_sendfile_copy` into a plain TCP socket, on
+    /// Linux): `None` where it cannot, and the caller writes the same
+    /// bytes from memory. A stream that transforms what it sends (TLS)
+    /// cannot.
+    fn send_copy(&mut self, pending: OutputCopy<'_>) -> Option<io::Result<usize>> {
         let _ = pending;
         None
     }
@@ -178,8 +179,8 @@ impl Transport for TcpStream {
     }
 
     #[cfg(target_os = "linux")]
-    fn send_file(&mut self, pending: OutputFile<'_>) -> Option<io::Result<usize>> {
-        Some(super::sendfile::send(std::os::fd::AsFd::as_fd(self), pending))
+    fn send_copy(&mut self, pending: OutputCopy<'_>) -> Option<io::Result<usize>> {
+        super::sendfile::send(std::os::fd::AsFd::as_fd(self), pending)
     }
 }
 
@@ -211,8 +212,8 @@ impl Transport for mio::net::TcpStream {
     }
 
     #[cfg(target_os = "linux")]
-    fn send_file(&mut self, pending: OutputFile<'_>) -> Option<io::Result<usize>> {
-        Some(super::sendfile::send(std::os::fd::AsFd::as_fd(self), pending))
+    fn send_copy(&mut self, pending: OutputCopy<'_>) -> Option<io::Result<usize>> {
+        super::sendfile::send(std::os::fd::AsFd::as_fd(self), pending)
     }
 }
 
@@ -229,8 +230,8 @@ impl<T: Transport + ?Sized> Transport for &mut T {
         (**self).unsent()
     }
 
-    fn send_file(&mut self, pending: OutputFile<'_>) -> Option<io::Result<usize>> {
-        (**self).send_file(pending)
+    fn send_copy(&mut self, pending: OutputCopy<'_>) -> Option<io::Result<usize>> {
+        (**self).send_copy(pending)
     }
 }
 
@@ -247,8 +248,8 @@ impl<T: Transport + ?Sized> Transport for Box<T> {
         (**self).unsent()
     }
 
-    fn send_file(&mut self, pending: OutputFile<'_>) -> Option<io::Result<usize>> {
-        (**self).send_file(pending)
+    fn send_copy(&mut self, pending: OutputCopy<'_>) -> Option<io::Result<usize>> {
+        (**self).send_copy(pending)
     }
 }
 

@@ -478,10 +478,11 @@ impl<E: RoleEvent> Core<E> {
         self.output.pending()
     }
 
-    /// When the first pending piece is text a file holds as well: the
-    /// file, where in it the pending bytes start, and how many there are.
-    pub(super) fn pending_output_file(&self) -> Option<output::OutputFile<'_>> {
-        self.output.pending_file()
+    /// When the first pending piece is text an adapter keeps a copy of as
+    /// well: the copy, where in it the pending bytes start, and how many
+    /// there are.
+    pub(super) fn pending_output_copy(&self) -> Option<output::OutputCopy<'_>> {
+        self.output.pending_copy()
     }
 
     /// The pending pieces, as many as fit in `slices`; returns how many.

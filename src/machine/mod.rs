@@ -212,7 +212,7 @@ pub mod table;
 pub use client::ClientConnection;
 pub use config::{ClientConfig, ContinuePolicy, Limits, Now, ServerConfig};
 pub use event::{ClientEvent, PeerError, RequestId, ServerEvent, UsageError};
-pub use output::OutputFile;
+pub use output::OutputCopy;
 #[cfg(all(feature = "adapters", target_os = "linux"))]
 pub(crate) use output::splices;
 pub use server::ServerConnection;

@@ -10,18 +10,19 @@
 //! ([`Output::pending`]) or together for a vectored write
 //! ([`Output::pending_vectored`]).
 //!
-//! Text that a sealed file holds as well (`Body::add_sendfile_copy`) is a
-//! piece of its own: a vectored write stops before it, so that a
-//! transport that sends from files ([`Output::pending_file`]) takes it
-//! from there, with no copy from memory into the socket.
+//! Text that an adapter keeps a copy of as well (`Body::add_sendfile_copy`:
+//! a sealed file) is a piece of its own: a vectored write stops before it,
+//! so that a transport that sends from such copies
+//! ([`Output::pending_copy`]) takes it from there, with no copy from
+//! memory into the socket.
 
+use std::any::Any;
 use std::collections::VecDeque;
-use std::fs::File;
 use std::io::IoSlice;
 use std::sync::Arc;
 
-use crate::message::Written;
 use crate::message::buffer::Buffer;
+use crate::message::{TransportCopy, Written};
 
 /// What a buffer starts with after idle: a small response's head and
 /// content, and within the allocator's per-thread cache.
@@ -56,19 +57,37 @@ pub(super) struct Output {
     written: u64,
 }
 
-/// Pending output that a sealed file holds as well
-/// (`Body::add_sendfile_copy`): a transport that can send from a file
-/// (`sendfile` on Linux) sends these bytes from there, with no copy from
-/// memory into the socket, and reports what it sent as any write
+/// Pending output that an adapter keeps a copy of as well
+/// (`Body::add_sendfile_copy`, Linux: a sealed file): a transport that can
+/// send from that copy (`sendfile`) sends these bytes from there, with no
+/// copy from memory into the socket, and reports what it sent as any
+/// write
 /// ([`ServerConnection::consume_output`](super::ServerConnection::consume_output)).
-#[derive(Debug, Clone, Copy)]
-pub struct OutputFile<'a> {
-    /// The file.
-    pub file: &'a File,
-    /// Where in the file the pending bytes start.
+/// The machine does not know what the copy is; the adapter that made it
+/// recognises it (`OutputCopy::file`).
+#[derive(Clone, Copy)]
+pub struct OutputCopy<'a> {
+    copy: &'a (dyn Any + Send + Sync),
+    /// Where in the copy the pending bytes start.
     pub offset: u64,
     /// How many bytes are pending from there.
     pub len: usize,
+}
+
+impl<'a> OutputCopy<'a> {
+    /// The copy, as the adapter that made it gave it.
+    pub fn copy(&self) -> &'a (dyn Any + Send + Sync) {
+        self.copy
+    }
+}
+
+impl std::fmt::Debug for OutputCopy<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OutputCopy")
+            .field("offset", &self.offset)
+            .field("len", &self.len)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Shared text placed in the output.
@@ -77,8 +96,8 @@ struct Splice {
     /// The offset of its first byte in the whole output.
     at: u64,
     text: Arc<str>,
-    /// A sealed file holding the same bytes, if there is one.
-    file: Option<Arc<File>>,
+    /// An adapter's copy of the same bytes, if there is one.
+    copy: Option<TransportCopy>,
 }
 
 impl Output {
@@ -129,20 +148,21 @@ impl Output {
         self.splices.get_or_insert_default().push_back(Splice {
             at: self.queued,
             text: Arc::clone(text),
-            file: written.file.clone(),
+            copy: written.copy.clone(),
         });
         self.queued += text.len() as u64;
         text.len()
     }
 
-    /// When the first pending piece is text a file holds as well: the
-    /// file, where in it the pending bytes start, and how many there are.
-    pub(super) fn pending_file(&self) -> Option<OutputFile<'_>> {
+    /// When the first pending piece is text an adapter keeps a copy of as
+    /// well: the copy, where in it the pending bytes start, and how many
+    /// there are.
+    pub(super) fn pending_copy(&self) -> Option<OutputCopy<'_>> {
         let splice = self.front_splice().filter(|splice| splice.at <= self.written)?;
-        let file = splice.file.as_deref()?;
+        let copy = splice.copy.as_deref()?;
         let offset = self.written - splice.at;
-        Some(OutputFile {
-            file,
+        Some(OutputCopy {
+            copy,
             offset,
             len: splice.text.len() - offset as usize,
         })
@@ -178,8 +198,9 @@ impl Output {
         let mut splices = self.splices.iter().flat_map(|splices| splices.iter()).peekable();
         while filled < slices.len() && at < self.queued {
             let piece: &[u8] = match splices.peek() {
-                // Text a file holds goes alone, from the file if it can.
-                Some(splice) if splice.file.is_some() && filled > 0 && splice.at <= at => break,
+                // Text an adapter keeps a copy of goes alone, from the
+                // copy if the transport can.
+                Some(splice) if splice.copy.is_some() && filled > 0 && splice.at <= at => break,
                 Some(splice) if splice.at <= at => {
                     let text = &splice.text.as_bytes()[(at - splice.at) as usize..];
                     splices.next();
@@ -273,11 +294,12 @@ mod tests {
         got
     }
 
-    /// Text to splice, which `file` holds as well if given.
-    fn written(text: &str, file: Option<File>) -> Written {
+    /// Text to splice, with a copy if `copied`: the machine does not look
+    /// inside it.
+    fn written(text: &str, copied: bool) -> Written {
         Written {
             text: Arc::from(text),
-            file: file.map(Arc::new),
+            copy: copied.then(|| Arc::new(()) as TransportCopy),
         }
     }
 
@@ -287,10 +309,10 @@ mod tests {
         let mut output = Output::default();
         let mut expected = Vec::new();
         output.append(|out| out.extend_from_slice(b"head"));
-        output.splice(&written(&big, None));
-        output.splice(&written(&other, None));
+        output.splice(&written(&big, false));
+        output.splice(&written(&other, false));
         output.append(|out| out.extend_from_slice(b"tail"));
-        output.splice(&written("small", None));
+        output.splice(&written("small", false));
         for part in ["head", &big, &other, "tail", "small"] {
             expected.extend_from_slice(part.as_bytes());
         }
@@ -326,7 +348,7 @@ mod tests {
     #[test]
     fn small_text_is_copied_and_discard_empties() {
         let mut output = Output::default();
-        output.splice(&written("small", None));
+        output.splice(&written("small", false));
         assert!(output.splices.is_none());
         let (mut output, _) = build();
         output.consume(10);
@@ -337,33 +359,32 @@ mod tests {
     }
 
     #[test]
-    fn text_a_file_holds_is_a_piece_of_its_own_and_says_where_it_lies() {
+    fn copied_text_is_a_piece_of_its_own_and_says_where_it_lies() {
         let text = "z".repeat(SPLICE_AT_LEAST + 5);
-        let file = tempfile::tempfile().expect("a file");
         let mut output = Output::default();
         output.append(|out| out.extend_from_slice(b"head"));
-        output.splice(&written(&text, Some(file)));
+        output.splice(&written(&text, true));
         output.append(|out| out.extend_from_slice(b"tail"));
-        // The head goes alone: a vectored write stops before the file's text.
-        assert!(output.pending_file().is_none());
+        // The head goes alone: a vectored write stops before the copied text.
+        assert!(output.pending_copy().is_none());
         let mut slices = [IoSlice::new(&[]); 4];
         assert_eq!(output.pending_vectored(&mut slices), 1);
         assert_eq!(&*slices[0], b"head");
         output.consume(4);
         let mut slices = [IoSlice::new(&[]); 4];
-        let at_start = output.pending_file().expect("the text lies in the file");
+        let at_start = output.pending_copy().expect("the text has a copy");
         assert_eq!((at_start.offset, at_start.len), (0, text.len()));
         // Part of it went: the rest starts further in.
         output.consume(1000);
-        let further = output.pending_file().expect("still in the file");
+        let further = output.pending_copy().expect("still in the copy");
         assert_eq!((further.offset, further.len), (1000, text.len() - 1000));
-        // A transport that cannot send from files writes it from memory,
+        // A transport that cannot send from the copy writes it from memory,
         // with what follows.
         let n = output.pending_vectored(&mut slices);
         let joined: Vec<u8> = slices[..n].iter().flat_map(|s| s.iter().copied()).collect();
         assert_eq!(joined, [&text.as_bytes()[1000..], b"tail"].concat());
         output.consume(text.len() - 1000);
-        assert!(output.pending_file().is_none());
+        assert!(output.pending_copy().is_none());
         assert_eq!(output.pending(), b"tail");
     }
 }

@@ -324,16 +324,15 @@ impl ServerConnection {
         self.core.pending_output_vectored(slices)
     }
 
-    /// When the pending output starts with a large prepared body that a
-    /// sealed file holds as well
-    /// ([`Body::add_sendfile_copy`](crate::message::Body::add_sendfile_copy)):
-    /// where those bytes lie in the file. A transport that can send from a
-    /// file sends them from there; any other writes
-    /// [`pending_output_vectored`](Self::pending_output_vectored), which
-    /// gives the same bytes from memory. Either way, mark what went with
-    /// [`consume_output`](Self::consume_output).
-    pub fn pending_output_file(&self) -> Option<crate::machine::OutputFile<'_>> {
-        self.core.pending_output_file()
+    /// When the pending output starts with a large prepared body that an
+    /// adapter keeps a copy of as well (`Body::add_sendfile_copy`, Linux:
+    /// a sealed file): the copy, and where those bytes lie in it. A
+    /// transport that can send from the copy sends them from there; any
+    /// other writes [`pending_output_vectored`](Self::pending_output_vectored),
+    /// which gives the same bytes from memory. Either way, mark what went
+    /// with [`consume_output`](Self::consume_output).
+    pub fn pending_output_copy(&self) -> Option<crate::machine::OutputCopy<'_>> {
+        self.core.pending_output_copy()
     }
 
     /// Marks `n` bytes of [`pending_output`](Self::pending_output) as written

@@ -67,6 +67,6 @@ pub use read::{Parsed, RequestContext, parse_request, parse_response};
 pub use rejection::{Rejection, RejectionKind, ValueError};
 pub use resource::Resource;
 pub use status::{Status, StatusCode};
-pub(crate) use types::Written;
 pub use types::{Body, MessageLimits, Request, Response};
+pub(crate) use types::{TransportCopy, Written};
 pub use version::Version;

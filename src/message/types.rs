@@ -57,14 +57,19 @@ pub struct Body {
     written: Option<Written>,
 }
 
-/// A prepared body's text as it goes on the wire, and maybe a sealed file
-/// holding the very same bytes, which a transport that can send from a
-/// file sends it from (`Body::add_sendfile_copy`, Linux).
+/// A prepared body's text as it goes on the wire, and maybe an adapter's
+/// copy of the very same bytes, which its transport sends without copying
+/// them again (`Body::add_sendfile_copy`, Linux: a sealed file).
 #[derive(Clone)]
 pub(crate) struct Written {
     pub(crate) text: Arc<str>,
-    pub(crate) file: Option<Arc<std::fs::File>>,
+    pub(crate) copy: Option<TransportCopy>,
 }
+
+/// What an adapter keeps beside a prepared body's text: the same bytes in
+/// a form its transport sends from. The core never looks inside; it only
+/// carries it to the output, where the adapter finds it again.
+pub(crate) type TransportCopy = Arc<dyn std::any::Any + Send + Sync>;
 
 /// Where a body's decoded bytes live: its own, or shared with the program
 /// or a cache, so that answering with them copies nothing.
@@ -201,7 +206,7 @@ impl Body {
         };
         body.written = Some(Written {
             text: Arc::from(written),
-            file: None,
+            copy: None,
         });
         Ok(body)
     }
@@ -212,12 +217,12 @@ impl Body {
         self.written.as_ref()
     }
 
-    /// Gives the prepared text a sealed file holding the same bytes; the
-    /// caller vouches for the file (`Body::add_sendfile_copy` makes it).
+    /// Gives the prepared text an adapter's copy of the same bytes; the
+    /// adapter vouches for it (`Body::add_sendfile_copy` makes one).
     #[cfg(all(feature = "adapters", target_os = "linux"))]
-    pub(crate) fn set_written_file(&mut self, file: Arc<std::fs::File>) {
+    pub(crate) fn set_written_copy(&mut self, copy: TransportCopy) {
         if let Some(written) = &mut self.written {
-            written.file = Some(file);
+            written.copy = Some(copy);
         }
     }
 

@@ -1253,15 +1253,15 @@ impl Driver {
 
 /// Offers the pending output to the transport, in one vectored write
 /// when it is in several pieces (a large prepared body between a head and
-/// a tail), or from a file when a file holds it and the transport can
-/// send from one; returns the write's result and how many bytes were
-/// offered.
+/// a tail), or from an adapter's copy of a prepared body when the
+/// transport can send from it; returns the write's result and how many
+/// bytes were offered.
 fn write_pending<W: Transport + ?Sized>(
     conn: &ServerConnection,
     io: &mut W,
 ) -> (std::io::Result<usize>, usize) {
-    if let Some(pending) = conn.pending_output_file()
-        && let Some(sent) = io.send_file(pending)
+    if let Some(pending) = conn.pending_output_copy()
+        && let Some(sent) = io.send_copy(pending)
     {
         return (sent, pending.len);
     }
@@ -1372,10 +1372,10 @@ mod tests {
         }
 
         /// Takes a few KiB at a time, as a socket with a small send buffer.
-        fn send_file(&mut self, pending: crate::machine::OutputFile<'_>) -> Option<std::io::Result<usize>> {
+        fn send_copy(&mut self, pending: crate::machine::OutputCopy<'_>) -> Option<std::io::Result<usize>> {
             use std::os::unix::fs::FileExt;
             let mut piece = vec![0; pending.len.min(5000)];
-            let read = pending.file.read_at(&mut piece, pending.offset);
+            let read = pending.file()?.read_at(&mut piece, pending.offset);
             Some(read.inspect(|&n| {
                 self.bytes.extend_from_slice(&piece[..n]);
                 self.from_files += n;

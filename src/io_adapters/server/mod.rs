@@ -267,9 +267,9 @@ impl<S: Transport> Transport for Accepted<S> {
         }
     }
 
-    fn send_file(&mut self, pending: crate::machine::OutputFile<'_>) -> Option<io::Result<usize>> {
+    fn send_copy(&mut self, pending: crate::machine::OutputCopy<'_>) -> Option<io::Result<usize>> {
         match self {
-            Accepted::Plain(s) => s.send_file(pending),
+            Accepted::Plain(s) => s.send_copy(pending),
             #[cfg(feature = "tls")]
             Accepted::Tls(_) => None,
         }
