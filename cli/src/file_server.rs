@@ -236,10 +236,16 @@ impl Content {
 
 /// A file that `GET`/`POST` return, as read in the checks.
 enum Loaded {
-    /// The file's content (shared with the cache when it keeps it),
-    /// whether it is UTF-8 text, its last modification, and where the
-    /// cache keeps it.
-    Content(Content, ContentKind, Option<Date>, Option<Slot>),
+    /// The file's content, read or from the cache.
+    Content {
+        /// Shared with the cache when it keeps it.
+        content: Content,
+        /// Whether it is UTF-8 text.
+        kind: ContentKind,
+        modified: Option<Date>,
+        /// Where the cache keeps it.
+        slot: Option<Slot>,
+    },
     /// A file to stream (D19), open, with whether it is UTF-8 text.
     Large {
         file: Steady,
@@ -256,8 +262,8 @@ enum Loaded {
 impl Loaded {
     fn last_modified(&self) -> Option<Date> {
         match self {
-            Loaded::Content(_, _, date, _) | Loaded::Listing(_, date, _) | Loaded::TooLarge(date) => *date,
-            Loaded::Large { modified, .. } => *modified,
+            Loaded::Listing(_, date, _) | Loaded::TooLarge(date) => *date,
+            Loaded::Content { modified, .. } | Loaded::Large { modified, .. } => *modified,
         }
     }
 }
@@ -429,7 +435,7 @@ impl FileServer {
             None => None,
         };
         let kind = match &loaded {
-            Some(Loaded::Content(_, kind, ..)) => Some(*kind),
+            Some(Loaded::Content { kind, .. }) => Some(*kind),
             Some(Loaded::Listing(..)) => Some(ContentKind::Text),
             Some(Loaded::Large { text: true, .. }) => Some(ContentKind::Text),
             Some(Loaded::Large { text: false, .. }) => Some(ContentKind::Binary),
@@ -484,7 +490,7 @@ impl FileServer {
                             language,
                         ));
                     }
-                    Some(Loaded::Content(content, _, _, slot)) => Action::Serve {
+                    Some(Loaded::Content { content, slot, .. }) => Action::Serve {
                         content,
                         encoding,
                         media,
@@ -821,12 +827,12 @@ impl FileServer {
             Source::File(file, metadata, key) => (file, metadata, key),
             #[cfg(target_os = "linux")]
             Source::Cached(content, kind, modified, slot) => {
-                return Ok(Loaded::Content(
-                    Content::Shared(content),
+                return Ok(Loaded::Content {
+                    content: Content::Shared(content),
                     kind,
                     modified,
-                    Some(slot),
-                ));
+                    slot: Some(slot),
+                });
             }
             Source::NotAFile => {
                 return Err(Box::new(Response::from_code(
@@ -894,16 +900,21 @@ impl FileServer {
                 kind,
             };
             cache.put(&rel, stamp, kept);
-            return Ok(Loaded::Content(
-                Content::Shared(content),
+            return Ok(Loaded::Content {
+                content: Content::Shared(content),
                 kind,
                 modified,
-                Some(Slot::new(rel, stamp)),
-            ));
+                slot: Some(Slot::new(rel, stamp)),
+            });
         }
         #[cfg(not(target_os = "linux"))]
         let _ = key;
-        Ok(Loaded::Content(Content::Owned(content), kind, modified, None))
+        Ok(Loaded::Content {
+            content: Content::Owned(content),
+            kind,
+            modified,
+            slot: None,
+        })
     }
 
     /// Whether a file of `len` bytes is read whole into the cache (it has a
