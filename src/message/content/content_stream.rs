@@ -725,10 +725,6 @@ impl std::error::Error for EncodeError {}
 pub struct ContentEncoder {
     encoding: Encoding,
     stage: Stage,
-    /// Identity: the start of a UTF-8 sequence the next piece completes.
-    carry: Vec<u8>,
-    /// The compressed encodings: the compressed bytes as base64.
-    base64: base64::Encoder,
     /// Content bytes taken.
     taken: u64,
 }
@@ -744,14 +740,19 @@ impl fmt::Debug for ContentEncoder {
 
 /// Where an encoder is.
 enum Stage {
-    /// Identity: escaping text.
-    Text,
+    /// Identity: escaping text; the start of a UTF-8 sequence the next
+    /// piece completes.
+    Text { carry: Vec<u8> },
     /// A compressed encoding before enough of its first bytes to choose
     /// how hard the compressor works: those that came, held (fewer than
     /// [`Effort::MIN_SAMPLE`]).
     Unstarted(Compressed, Vec<u8>),
-    /// Compressing, into a `Vec` drained after every piece.
-    Compressing(Compress),
+    /// Compressing, into a `Vec` drained after every piece, and writing
+    /// the compressed bytes as base64.
+    Compressing {
+        compress: Compress,
+        base64: base64::Encoder,
+    },
     /// The content ended and its text is out.
     Finished,
 }
@@ -772,11 +773,9 @@ impl ContentEncoder {
         ContentEncoder {
             encoding,
             stage: match Compressed::of(encoding) {
-                None => Stage::Text,
+                None => Stage::Text { carry: Vec::new() },
                 Some(compressed) => Stage::Unstarted(compressed, Vec::new()),
             },
-            carry: Vec::new(),
-            base64: base64::Encoder::default(),
             taken: 0,
         }
     }
@@ -793,11 +792,10 @@ impl ContentEncoder {
     /// says how).
     pub fn encode(&mut self, bytes: &[u8], out: &mut Vec<u8>) -> Result<(), EncodeError> {
         let result = match &mut self.stage {
-            Stage::Text => self.text(bytes, out),
+            Stage::Text { carry } => text(carry, self.taken, bytes, out),
             Stage::Finished => Ok(()),
-            Stage::Compressing(compress) => {
-                let compressed = compress.write(bytes);
-                self.base64.encode(&compressed, out);
+            Stage::Compressing { compress, base64 } => {
+                base64.encode(&compress.write(bytes), out);
                 Ok(())
             }
             Stage::Unstarted(compressed, held) if held.is_empty() && bytes.len() >= Effort::MIN_SAMPLE => {
@@ -822,9 +820,9 @@ impl ContentEncoder {
     /// compresses them.
     fn start(&mut self, compressed: Compressed, first: &[u8], out: &mut Vec<u8>) {
         let mut compress = Compress::new(compressed, Effort::judge(first));
-        let compressed = compress.write(first);
-        self.base64.encode(&compressed, out);
-        self.stage = Stage::Compressing(compress);
+        let mut base64 = base64::Encoder::default();
+        base64.encode(&compress.write(first), out);
+        self.stage = Stage::Compressing { compress, base64 };
     }
 
     /// The content ended: appends the rest of the text to `out`.
@@ -834,64 +832,60 @@ impl ContentEncoder {
             let (compressed, held) = (*compressed, std::mem::take(held));
             self.start(compressed, &held, out);
         }
-        let compress = match std::mem::replace(&mut self.stage, Stage::Finished) {
-            Stage::Text if !self.carry.is_empty() => {
-                self.stage = Stage::Text;
+        match std::mem::replace(&mut self.stage, Stage::Finished) {
+            Stage::Text { carry } if !carry.is_empty() => {
+                let valid_up_to = self.taken - carry.len() as u64;
+                self.stage = Stage::Text { carry };
+                Err(EncodeError { valid_up_to })
+            }
+            Stage::Text { .. } | Stage::Unstarted(..) | Stage::Finished => Ok(()),
+            Stage::Compressing { compress, mut base64 } => {
+                base64.encode(&compress.finish(), out);
+                base64.finish(out);
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Identity: escapes the UTF-8 text of `piece`, which follows `taken`
+/// content bytes, holding an unfinished sequence at the end in `carry`
+/// for the next piece.
+fn text(carry: &mut Vec<u8>, taken: u64, piece: &[u8], out: &mut Vec<u8>) -> Result<(), EncodeError> {
+    let mut bytes = piece;
+    if !carry.is_empty() {
+        // Complete the held sequence from the front of this piece.
+        let need = utf8_length(carry[0]).saturating_sub(carry.len());
+        let n = need.min(bytes.len());
+        carry.extend_from_slice(&bytes[..n]);
+        bytes = &bytes[n..];
+        if carry.len() < utf8_length(carry[0]) {
+            return Ok(());
+        }
+        match std::str::from_utf8(carry) {
+            Ok(s) => escape(s, out),
+            Err(_) => return Err(EncodeError { valid_up_to: taken }),
+        }
+        carry.clear();
+    }
+    // Content bytes of this piece before `bytes`.
+    let offset = taken + (piece.len() - bytes.len()) as u64;
+    match std::str::from_utf8(bytes) {
+        Ok(s) => escape(s, out),
+        Err(e) => {
+            let (valid, rest) = bytes.split_at(e.valid_up_to());
+            // Only a cut-off sequence at the very end may wait for the
+            // next piece.
+            escape(std::str::from_utf8(valid).unwrap_or_default(), out);
+            if e.error_len().is_some() {
                 return Err(EncodeError {
-                    valid_up_to: self.taken - self.carry.len() as u64,
+                    valid_up_to: offset + valid.len() as u64,
                 });
             }
-            Stage::Text | Stage::Unstarted(..) | Stage::Finished => return Ok(()),
-            Stage::Compressing(compress) => compress,
-        };
-        let rest = compress.finish();
-        self.base64.encode(&rest, out);
-        self.base64.finish(out);
-        Ok(())
-    }
-
-    /// Identity: escapes the UTF-8 text, holding an unfinished sequence
-    /// at the end for the next piece.
-    fn text(&mut self, piece: &[u8], out: &mut Vec<u8>) -> Result<(), EncodeError> {
-        let mut bytes = piece;
-        if !self.carry.is_empty() {
-            // Complete the held sequence from the front of this piece.
-            let need = utf8_length(self.carry[0]).saturating_sub(self.carry.len());
-            let n = need.min(bytes.len());
-            self.carry.extend_from_slice(&bytes[..n]);
-            bytes = &bytes[n..];
-            if self.carry.len() < utf8_length(self.carry[0]) {
-                return Ok(());
-            }
-            match std::str::from_utf8(&self.carry) {
-                Ok(s) => escape(s, out),
-                Err(_) => {
-                    return Err(EncodeError {
-                        valid_up_to: self.taken,
-                    });
-                }
-            }
-            self.carry.clear();
+            carry.extend_from_slice(rest);
         }
-        // Content bytes of this piece before `bytes`.
-        let offset = self.taken + (piece.len() - bytes.len()) as u64;
-        match std::str::from_utf8(bytes) {
-            Ok(s) => escape(s, out),
-            Err(e) => {
-                let (valid, rest) = bytes.split_at(e.valid_up_to());
-                // Only a cut-off sequence at the very end may wait for
-                // the next piece.
-                escape(std::str::from_utf8(valid).unwrap_or_default(), out);
-                if e.error_len().is_some() {
-                    return Err(EncodeError {
-                        valid_up_to: offset + valid.len() as u64,
-                    });
-                }
-                self.carry.extend_from_slice(rest);
-            }
-        }
-        Ok(())
     }
+    Ok(())
 }
 
 impl Compress {
