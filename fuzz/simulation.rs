@@ -823,22 +823,30 @@ impl Read for SimTransport {
     }
 }
 
-impl Write for SimTransport {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+impl SimTransport {
+    /// How many of `len` bytes a write or a send from a copy puts out
+    /// now, or why none.
+    fn accepts(&mut self, len: usize) -> io::Result<usize> {
         if self.reset {
             return Err(io::ErrorKind::ConnectionReset.into());
         }
         if self.write_shut {
-            self.misuse = Some(format!("wrote {} bytes after shutdown_write", buf.len()));
+            self.misuse = Some(format!("wrote {len} bytes after shutdown_write"));
             return Err(io::ErrorKind::BrokenPipe.into());
         }
-        if buf.is_empty() {
+        if len == 0 {
             return Ok(0);
         }
-        let n = buf.len().min(self.room());
-        if n == 0 {
-            return Err(io::ErrorKind::WouldBlock.into());
+        match len.min(self.room()) {
+            0 => Err(io::ErrorKind::WouldBlock.into()),
+            n => Ok(n),
         }
+    }
+}
+
+impl Write for SimTransport {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.accepts(buf.len())?;
         self.out.extend_from_slice(&buf[..n]);
         Ok(n)
     }
@@ -867,21 +875,16 @@ impl Transport for SimTransport {
     #[cfg(target_os = "linux")]
     fn send_copy(&mut self, pending: OutputCopy<'_>) -> Option<io::Result<usize>> {
         use std::os::unix::fs::FileExt;
-        if self.reset || self.write_shut {
-            return Some(self.write(&[0]));
-        }
-        let n = pending.len.min(self.room());
-        if n == 0 {
-            return Some(Err(io::ErrorKind::WouldBlock.into()));
-        }
+        let file = pending.file()?;
+        let n = match self.accepts(pending.len) {
+            Ok(n) => n,
+            Err(e) => return Some(Err(e)),
+        };
         let mut piece = vec![0; n];
-        let sent = pending
-            .file()?
-            .read_at(&mut piece, pending.offset)
-            .inspect(|&read| {
-                self.out.extend_from_slice(&piece[..read]);
-                self.from_files += read;
-            });
+        let sent = file.read_at(&mut piece, pending.offset).inspect(|&read| {
+            self.out.extend_from_slice(&piece[..read]);
+            self.from_files += read;
+        });
         Some(sent)
     }
 }
