@@ -333,39 +333,42 @@ fn plain_into(text: &[u8], room: &mut [u8]) -> (usize, usize) {
     const LONG: usize = 4;
     let (mut i, mut o) = (0, 0);
     loop {
+        // The run to the next stop: a word at a time while it is short,
+        // `None` once it is long or fewer than eight bytes are left.
         let mut clean = 0;
-        while clean < LONG {
+        let stop = loop {
             let (Some(chunk), Some(slot)) = (text.get(i..i + 8), room.get_mut(o..o + 8)) else {
-                break;
+                break None;
             };
+            if clean == LONG {
+                break None;
+            }
             slot.copy_from_slice(chunk);
             let mut word = [0u8; 8];
             word.copy_from_slice(chunk);
             let found = stops(u64::from_le_bytes(word));
-            if found == 0 {
-                i += 8;
-                o += 8;
-                clean += 1;
-                continue;
+            if found != 0 {
+                break Some(words::lowest(found));
             }
-            let at = words::lowest(found);
-            i += at;
-            o += at;
-            clean = 0;
-            // `o` is inside the word just written: room for the byte.
-            let Some(made) = escaped_byte(text, i) else {
-                return (i, o);
-            };
-            room[o] = made;
-            i += 2;
-            o += 1;
-        }
-        let run = plain_run(&text[i..]).min(room.len() - o);
-        room[o..o + run].copy_from_slice(&text[i..i + run]);
-        i += run;
-        o += run;
-        if o == room.len() {
-            return (i, o);
+            i += 8;
+            o += 8;
+            clean += 1;
+        };
+        match stop {
+            // Inside the word just written: there is room for the byte.
+            Some(at) => {
+                i += at;
+                o += at;
+            }
+            None => {
+                let run = plain_run(&text[i..]).min(room.len() - o);
+                room[o..o + run].copy_from_slice(&text[i..i + run]);
+                i += run;
+                o += run;
+                if o == room.len() {
+                    return (i, o);
+                }
+            }
         }
         let Some(made) = escaped_byte(text, i) else {
             return (i, o);
