@@ -67,6 +67,7 @@ enum Piece {
     /// The source has ended.
     Ended,
     /// A staged source ran dry: [`Step::Fill`].
+    #[cfg(feature = "tokio")]
     Dry,
     Failed(io::Error),
 }
@@ -636,6 +637,7 @@ impl Driver {
                                 return self.fail(call, ClientError::Usage(e));
                             }
                         }
+                        #[cfg(feature = "tokio")]
                         Piece::Dry => return Step::Fill,
                         Piece::Failed(e) => {
                             // The server sees the request cut short (D1).
