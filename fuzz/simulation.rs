@@ -61,7 +61,12 @@
 //! And: once the schedule's moves are spent, the connection closes within
 //! [`HORIZON`] of simulated time, whether the peer cooperates or does
 //! nothing at all (the idle, message, continue and stall timers end it).
-#![allow(dead_code, clippy::disallowed_methods)] // the simulation owns a base instant
+#![allow(dead_code)]
+
+#[path = "client_simulation.rs"]
+pub mod client;
+#[path = "pair.rs"]
+pub mod pair;
 
 use std::collections::VecDeque;
 use std::fmt::Write as _;
@@ -71,16 +76,18 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use pair::SimClock;
+
 use jsontp_protocol::io_adapters::server::{
     Driver, Handler, Reply, RequestInfo, ServerOptions, SpoolOptions, Step, Upload,
 };
 use jsontp_protocol::io_adapters::{Clock, IoMode, Transport};
 #[cfg(target_os = "linux")]
 use jsontp_protocol::machine::OutputCopy;
-use jsontp_protocol::machine::{ContinuePolicy, Limits, Now, ServerConfig};
+use jsontp_protocol::machine::{ContinuePolicy, Limits, ServerConfig};
 use jsontp_protocol::message::{
-    Body, ContentDecoder, Date, Encoding, MessageLimits, Method, Request, Response, Status, StatusCode,
-    Validation, codec, parse_response,
+    Body, ContentDecoder, Encoding, MessageLimits, Method, Request, Response, Status, StatusCode, Validation,
+    codec, parse_response,
 };
 
 /// Nesting depth limit (D3): small, so that a too-deep message is short.
@@ -639,9 +646,19 @@ struct Shared {
     readers: AtomicUsize,
     /// Uploads handled: (resource, spooled, what was wrong).
     uploads: Mutex<Vec<(String, bool, Option<String>)>>,
+    /// Every request handed to the application (or asked about at a
+    /// handshake): its method and resource.
+    seen: Mutex<Vec<(Method, String)>>,
 }
 
-/// `GET /small/SEED/LEN` answers whole; `GET /prepared/SEED/LEN` whole
+impl Shared {
+    fn saw(&self, request: &Request) {
+        let seen = (request.method, request.resource.as_str().to_owned());
+        self.seen.lock().expect("seen").push(seen);
+    }
+}
+
+/// `GET /small/SEED/LEN` (or `POST`) answers whole; `GET /prepared/SEED/LEN` whole
 /// with a prepared body (and its sendfile copy, on Linux);
 /// `GET /big/SEED/LEN/ENC` streams;
 /// `PUT /put/SEED/LEN/ENC` compares what came with what was sent (`201`);
@@ -666,6 +683,7 @@ impl Handler for Application {
     }
 
     fn check_continue(&self, request: &Request, _info: &RequestInfo) -> Result<(), Response> {
+        self.0.saw(request);
         if request.resource.path().starts_with("/deny/") {
             return Err(Response::new(Status::new(
                 StatusCode::FORBIDDEN,
@@ -676,12 +694,13 @@ impl Handler for Application {
     }
 
     fn respond(&self, request: &Request, upload: Option<Upload>, _info: &RequestInfo) -> Reply {
+        self.0.saw(request);
         let not_found = || Response::new(Status::new(StatusCode::NOT_FOUND, "no such thing")).into();
         let Some((kind, seed, len, encoding)) = parts(request.resource.path()) else {
             return not_found();
         };
         match (request.method, kind) {
-            (Method::Get, "small") => {
+            (Method::Get | Method::Post, "small") => {
                 let text = String::from_utf8(generated(seed, len, Encoding::Identity)).expect("text");
                 Response::new(Status::new(StatusCode::OK, "small"))
                     .with_body(Body::text(text))
@@ -1428,9 +1447,9 @@ struct Wait {
 }
 
 struct Sim {
-    base: Instant,
-    /// Simulated time since `base`, in nanoseconds, as the clock reads it.
-    offset: Arc<AtomicU64>,
+    /// The simulated clock the driver reads.
+    time: SimClock,
+    /// Simulated time since the start, as the clock reads it.
     now: Duration,
     io: SimTransport,
     driver: Driver,
@@ -1466,23 +1485,15 @@ struct Sim {
 
 impl Sim {
     fn new(schedule: &Schedule) -> Sim {
-        let base = Instant::now();
-        let offset = Arc::new(AtomicU64::new(0));
-        let held = Arc::clone(&offset);
-        let clock = Clock::from_fn(move || {
-            let since = Duration::from_nanos(held.load(Ordering::SeqCst));
-            Now {
-                instant: base + since,
-                wall: Date::from_unix_seconds(1_700_000_000 + since.as_secs() as i64),
-            }
-        });
+        let time = SimClock::new();
+        let held = time.clone();
+        let clock = Clock::from_fn(move || held.now());
         let folder = Folder::new();
         let options = server_options(clock, &folder.0);
         let peer = "192.0.2.1:40000".parse().expect("an address");
         let shared = Arc::new(Shared::default());
         Sim {
-            base,
-            offset,
+            time,
             now: Duration::ZERO,
             io: SimTransport {
                 window: schedule.window.max(1),
@@ -1541,7 +1552,7 @@ impl Sim {
     }
 
     fn deadline_offset(&self, deadline: Instant) -> Duration {
-        deadline.saturating_duration_since(self.base)
+        self.time.since_start(deadline)
     }
 
     /// Moves the clock to `to` (never back), checking invariant 3.
@@ -1550,7 +1561,7 @@ impl Sim {
             return Ok(());
         }
         self.now = to;
-        self.offset.store(to.as_nanos() as u64, Ordering::SeqCst);
+        self.time.set(to);
         self.idle_steps = 0;
         if let Some(since) = self.untaken_since
             && self.now.saturating_sub(since) >= STALL_TIMEOUT

@@ -71,3 +71,8 @@ fn pair_corpus() {
 fn serving_corpus() {
     replay("serving", simulation::serving);
 }
+
+#[test]
+fn calling_corpus() {
+    replay("calling", simulation::client::calling);
+}

@@ -256,3 +256,162 @@ fn a_silent_peer_is_closed_by_a_timer() {
     assert_eq!(outcome.finals, [408]);
     assert!(outcome.closed_at < Duration::from_secs(10));
 }
+
+// Client schedules: a real client driver against a real server driver on
+// the same simulated network and clock (`fuzz/client_simulation.rs`).
+
+mod clients {
+    use super::harness::client::{ClientSchedule, READ_TIMEOUT, check, regression, regressions, run};
+    use super::*;
+
+    fn named(name: &str) -> harness::client::ClientOutcome {
+        check(&regression(name))
+    }
+
+    #[test]
+    fn client_schedules_survive_their_byte_form() {
+        for (name, schedule) in regressions() {
+            assert_eq!(ClientSchedule::decode(&schedule.encode()), schedule, "{name}");
+        }
+    }
+
+    /// Every named client schedule is in the fuzz corpus, byte for byte.
+    /// With `JSONTP_WRITE_CORPUS=1` the test writes them instead.
+    #[test]
+    fn named_client_schedules_are_in_the_fuzz_corpus() {
+        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus/calling");
+        let write = std::env::var_os("JSONTP_WRITE_CORPUS").is_some();
+        for (name, schedule) in regressions() {
+            let path = dir.join(format!("regression-{name}"));
+            if write {
+                std::fs::create_dir_all(&dir).expect("the corpus folder");
+                std::fs::write(&path, schedule.encode()).expect("a corpus file");
+            }
+            let stored = std::fs::read(&path).unwrap_or_default();
+            assert_eq!(
+                stored,
+                schedule.encode(),
+                "{} differs from the client schedule {name} (JSONTP_WRITE_CORPUS=1 rewrites it)",
+                path.display()
+            );
+        }
+    }
+
+    #[test]
+    fn one_get() {
+        let outcome = named("one_get");
+        assert_eq!(outcome.statuses, [200]);
+        assert!(outcome.errors.is_empty());
+    }
+
+    #[test]
+    fn pipeline_download_upload_put() {
+        let outcome = named("pipeline_download_upload_put");
+        assert_eq!(outcome.statuses, [200, 200, 200, 200, 201, 201, 403, 200, 404]);
+        assert_eq!(outcome.connections, 1, "one keep-alive connection");
+    }
+
+    #[test]
+    fn short_reads_and_writes_both_ways() {
+        assert_eq!(named("short_reads_and_writes_both_ways").statuses, [200, 201]);
+    }
+
+    #[test]
+    fn idle_timeout_between_calls_then_a_get_goes_again() {
+        // The server closed the idle connection (D3); the reused one fails
+        // before any byte of the answer, and the GET goes again once (D13).
+        let outcome = named("idle_timeout_between_calls_then_a_get_goes_again");
+        assert_eq!(outcome.statuses, [200, 200]);
+        assert_eq!(outcome.errors.len(), 1, "{:?}", outcome.errors);
+        assert!(outcome.errors[0].contains("was not sent"), "{:?}", outcome.errors);
+        assert_eq!(outcome.sent_again, 1);
+        assert_eq!(outcome.connections, 2);
+    }
+
+    #[test]
+    fn restart_between_calls_then_a_post_is_not_sent_again() {
+        let outcome = named("restart_between_calls_then_a_post_is_not_sent_again");
+        // The POST meets the dead connection and fails, saying why; the
+        // GET after it has a new connection.
+        assert_eq!(outcome.statuses, [200, 200]);
+        assert_eq!(outcome.sent_again, 0);
+        assert_eq!(outcome.errors.len(), 1, "{:?}", outcome.errors);
+        assert!(
+            outcome.errors[0].contains("closed the connection"),
+            "{:?}",
+            outcome.errors
+        );
+        assert_eq!(outcome.connections, 2);
+    }
+
+    #[test]
+    fn restart_in_the_middle_of_a_download() {
+        // Part of the answer had come: the download is not sent again
+        // (D13), and the GET after it has a new connection.
+        let outcome = named("restart_in_the_middle_of_a_download");
+        assert_eq!(outcome.connections, 2);
+        assert_eq!(outcome.statuses, [200]);
+        assert_eq!(outcome.sent_again, 0);
+        assert_eq!(
+            outcome.errors,
+            ["the server closed the connection in the middle of its answer"]
+        );
+    }
+
+    #[test]
+    fn reset_in_the_middle_of_an_upload() {
+        // Cut while being sent, no byte of an answer: a PUT goes again,
+        // once, on a new connection (D13).
+        let outcome = named("reset_in_the_middle_of_an_upload");
+        assert_eq!(
+            outcome.errors,
+            ["the server closed the connection before answering, while the request was being sent"]
+        );
+        assert_eq!((outcome.sent_again, outcome.connections), (1, 2));
+        assert_eq!(outcome.statuses, [201, 200]);
+    }
+
+    #[test]
+    fn shutdown_during_a_pipeline() {
+        // A graceful shutdown lets the exchanges under way finish.
+        let outcome = named("shutdown_during_a_pipeline");
+        assert_eq!(outcome.statuses, [200; 4]);
+    }
+
+    #[test]
+    fn a_silent_server_meets_the_read_timeout() {
+        let outcome = named("a_silent_server_meets_the_read_timeout");
+        assert_eq!(outcome.statuses.len() + outcome.errors.len(), outcome.calls);
+        assert!(outcome.ended_at >= READ_TIMEOUT, "{outcome:?}");
+    }
+
+    #[test]
+    fn blocking_client_without_clocks_against_a_stalled_server() {
+        let outcome = named("blocking_client_without_clocks_against_a_stalled_server");
+        assert_eq!(outcome.statuses.len() + outcome.errors.len(), outcome.calls);
+    }
+
+    fn client_schedule() -> impl Strategy<Value = ClientSchedule> {
+        let op = (any::<u8>(), any::<u8>()).prop_map(|(kind, arg)| [kind, arg]);
+        (any::<u8>(), prop::collection::vec(op, 1..40)).prop_map(|(setup, ops)| {
+            let mut bytes = vec![setup];
+            bytes.extend(ops.iter().flatten());
+            ClientSchedule::decode(&bytes)
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig {
+            cases: 128,
+            failure_persistence: None,
+            ..ProptestConfig::default()
+        })]
+
+        #[test]
+        fn random_client_schedules_keep_every_invariant(schedule in client_schedule()) {
+            if let Err(why) = run(&schedule) {
+                return Err(TestCaseError::fail(why));
+            }
+        }
+    }
+}
