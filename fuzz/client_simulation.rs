@@ -1622,6 +1622,23 @@ pub fn regressions() -> Vec<(&'static str, ClientSchedule)> {
             .paced(Pace::Every(1)),
         ),
         (
+            // Each read takes a window of 128 bytes: the second ends the
+            // first answer and begins the second, and the server goes
+            // away right after it.
+            "restart_when_a_read_ends_one_answer_and_begins_the_next",
+            ClientSchedule::new(vec![
+                net(DownWindow(chunk(127))),
+                call(Pipeline {
+                    count: 3,
+                    len: small_len(0),
+                }),
+                net(UpReads(chunk(191))),
+                net(UpReads(chunk(191))),
+                net(Restart),
+            ])
+            .paced(Pace::Every(1)),
+        ),
+        (
             "reset_in_the_middle_of_an_upload",
             ClientSchedule::new(vec![
                 net(UpWindow(chunk(3))),

@@ -372,6 +372,19 @@ mod clients {
     }
 
     #[test]
+    fn restart_when_a_read_ends_one_answer_and_begins_the_next() {
+        // The read that ended the first answer held the start of the
+        // second: the second counts as begun, and is not sent again (D13).
+        let outcome = named("restart_when_a_read_ends_one_answer_and_begins_the_next");
+        assert_eq!(outcome.statuses, [200]);
+        assert_eq!(outcome.sent_again, 0);
+        assert_eq!(
+            outcome.errors[0],
+            "the server closed the connection in the middle of its answer"
+        );
+    }
+
+    #[test]
     fn shutdown_during_a_pipeline() {
         // A graceful shutdown lets the exchanges under way finish.
         let outcome = named("shutdown_during_a_pipeline");
