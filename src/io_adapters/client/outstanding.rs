@@ -29,8 +29,9 @@ pub(crate) struct Outstanding {
 enum Heard {
     /// To the exchanges already marked.
     Placed,
-    /// Perhaps also to the exchange that is oldest once the machine has
-    /// taken them: the read may have ended one answer and begun the next.
+    /// Perhaps also to each exchange that becomes the oldest while the
+    /// machine gives their events: the read may have ended one answer and
+    /// begun the next.
     Unplaced,
 }
 
@@ -154,19 +155,17 @@ impl Outstanding {
 
     /// Bytes of the server's arrived (not only whitespace between
     /// messages): they are the oldest unanswered exchange's answer, and
-    /// perhaps the next one's too ([`events_taken`](Self::events_taken)).
+    /// perhaps, once an event ends it, the next one's too, until
+    /// [`events_taken`](Self::events_taken).
     pub(crate) fn on_heard(&mut self) {
         self.mark_oldest();
         self.heard = Heard::Unplaced;
     }
 
-    /// The machine has given every event of what was read: the oldest
-    /// exchange still unanswered may have had bytes in that read.
+    /// The machine has given every event of what was read: the bytes are
+    /// placed.
     pub(crate) fn events_taken(&mut self) {
-        if self.heard == Heard::Unplaced {
-            self.mark_oldest();
-            self.heard = Heard::Placed;
-        }
+        self.heard = Heard::Placed;
     }
 
     fn mark_oldest(&mut self) {
@@ -201,6 +200,21 @@ impl Outstanding {
     /// Takes one event from the machine. Events of exchanges this call does
     /// not wait for are dropped.
     pub(crate) fn on_event(&mut self, event: ClientEvent) {
+        // An answer read whole (or refused as read): the read may have
+        // ended it and begun the next, which may fail in the very next
+        // event (the end of stream right after).
+        let answered = matches!(
+            event,
+            ClientEvent::Response { .. }
+                | ClientEvent::PeerError(PeerError::ResourceMismatch { .. } | PeerError::Rejected { .. })
+        );
+        self.take(event);
+        if answered && self.heard == Heard::Unplaced {
+            self.mark_oldest();
+        }
+    }
+
+    fn take(&mut self, event: ClientEvent) {
         match event {
             ClientEvent::Content { id, data } => {
                 let limit = self.content_limit;
@@ -483,6 +497,8 @@ mod tests {
             response: response("/a"),
             forgiven: vec![],
         });
+        // The end of stream in the same read: the second fails at once.
+        o.on_event(ClientEvent::PeerError(PeerError::UnexpectedEof));
         o.events_taken();
         o.close_rest();
         let began: Vec<_> = o
