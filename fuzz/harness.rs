@@ -3,9 +3,14 @@
 //!
 //! Each function takes arbitrary bytes and checks that nothing panics and
 //! that the invariants named in its doc hold.
-#![allow(dead_code, clippy::disallowed_methods)]
+#![allow(dead_code)]
 
-use std::time::{Duration, Instant};
+#[path = "pair.rs"]
+mod pair;
+
+use std::time::Duration;
+
+use pair::{App, Pair, SimClock};
 
 use jsontp_protocol::machine::{
     ClientConfig, ClientConnection, ClientEvent, ContinuePolicy, Now, ServerConfig, ServerConnection,
@@ -13,17 +18,9 @@ use jsontp_protocol::machine::{
 };
 use jsontp_protocol::message::framing::{Scan, Scanner};
 use jsontp_protocol::message::{
-    Body, Date, Encoding, MessageLimits, Method, RequestContext, Response, Status, StatusCode, Validation,
-    codec, parse_request, parse_response,
+    Body, Encoding, MessageLimits, Method, RequestContext, Response, Status, StatusCode, Validation, codec,
+    parse_request, parse_response,
 };
-
-fn now(offset: Duration) -> Now {
-    thread_local! { static START: Instant = Instant::now(); }
-    Now {
-        instant: START.with(|s| *s) + offset,
-        wall: Date::from_unix_seconds(1_700_000_000 + offset.as_secs() as i64),
-    }
-}
 
 /// Parsing never panics, every request that parses survives a round
 /// trip through serialization unchanged, the reader of message text
@@ -100,6 +97,8 @@ pub fn server_connection(data: &[u8]) {
         stream_content: knob & 0x10 != 0,
         ..ServerConfig::default()
     };
+    let clock = SimClock::new();
+    let now = |t| clock.at(t);
     let mut conn = ServerConnection::new(config, now(Duration::ZERO));
     // A slow peer takes a few bytes per piece; a fast one everything.
     let most = if knob & 0x20 != 0 { 7 } else { usize::MAX };
@@ -226,6 +225,8 @@ pub fn client_connection(data: &[u8]) {
         stream_content: knob & 4 != 0,
         ..ClientConfig::default()
     };
+    let clock = SimClock::new();
+    let now = |t| clock.at(t);
     let mut conn = ClientConnection::new(config, now(Duration::ZERO));
     for path in ["/a", "/b"] {
         let mut request =
@@ -423,9 +424,9 @@ pub fn pair(data: &[u8]) {
         ..ServerConfig::default()
     };
     server_config.limits.max_content_bytes = 1 << 16;
-    let mut t = Duration::ZERO;
-    let mut client = ClientConnection::new(client_config, now(t));
-    let mut server = ServerConnection::new(server_config, now(t));
+    // The operations move bytes and time themselves: the application
+    // answers below, by hand.
+    let mut pair = Pair::new(client_config, server_config, App::Hold);
     let mut sent: Vec<RequestId> = Vec::new();
     let mut outcomes: Vec<RequestId> = Vec::new();
     let mut uploading: Option<RequestId> = None;
@@ -442,14 +443,15 @@ pub fn pair(data: &[u8]) {
                 }
                 let body = Body::empty().with_encoding(encoding).expect("empty content");
                 let result = if arg & 16 != 0 && uploading.is_none() {
-                    client
-                        .send_request_head(request.with_body(body), now(t))
+                    let now = pair.now();
+                    pair.client
+                        .send_request_head(request.with_body(body), now)
                         .inspect(|&id| {
                             uploading = Some(id);
                         })
                 } else {
                     let content = Body::new(vec![b'a'; arg * 37], encoding).expect("text");
-                    client.send_request(request.with_body(content), now(t))
+                    pair.client.send_request(request.with_body(content), pair.now())
                 };
                 if let Ok(id) = result {
                     sent.push(id);
@@ -458,68 +460,52 @@ pub fn pair(data: &[u8]) {
             1 => {
                 if let Some(id) = uploading {
                     let piece = vec![b'x'; arg * 113];
-                    let _ = client.send_content(id, &piece, now(t));
+                    let _ = pair.client.send_content(id, &piece, pair.now());
                 }
             }
             2 => {
                 if let Some(id) = uploading.take() {
-                    let _ = client.end_content(id, now(t));
+                    let _ = pair.client.end_content(id, pair.now());
                 }
             }
             3 => {
-                let out = client.pending_output();
-                let n = out.len().min(arg * 97 + 1);
-                if n > 0 && server.wants_read() {
-                    let bytes = out[..n].to_vec();
-                    server.receive_data(&bytes, now(t));
-                    client.consume_output(n, now(t));
-                }
+                pair.to_server(arg * 97 + 1);
             }
             4 => {
-                let out = server.pending_output();
-                let n = out.len().min(arg * 97 + 1);
-                if n > 0 && client.wants_read() {
-                    let bytes = out[..n].to_vec();
-                    client.receive_data(&bytes, now(t));
-                    server.consume_output(n, now(t));
-                }
+                pair.to_client(arg * 97 + 1);
             }
-            5 => {
-                t += Duration::from_millis(1 << (arg % 24));
-                client.handle_timeout(now(t));
-                server.handle_timeout(now(t));
-            }
+            5 => pair.advance(Duration::from_millis(1 << (arg % 24))),
             6 => {
-                while let Some(event) = server.next_event(now(t)) {
+                while let Some(event) = pair.server.next_event(pair.now()) {
                     match event {
                         ServerEvent::Request { id, .. } => unanswered.push(id),
                         ServerEvent::ContinueRequested { id, .. } => {
-                            let _ = server.accept_continue(id, now(t));
+                            let _ = pair.server.accept_continue(id, pair.now());
                         }
                         _ => {}
                     }
                 }
                 if let Some(id) = streaming_reply {
                     if arg % 2 == 0 {
-                        let _ = server.send_content(id, &vec![b'r'; arg * 50], now(t));
-                    } else if server.end_content(id, now(t)).is_ok() {
+                        let _ = pair.server.send_content(id, &vec![b'r'; arg * 50], pair.now());
+                    } else if pair.server.end_content(id, pair.now()).is_ok() {
                         streaming_reply = None;
                     }
                 } else if !unanswered.is_empty() {
                     let id = unanswered.remove(0);
                     let response = Response::new(Status::new(StatusCode::OK, "fine"));
                     if arg % 3 == 0 {
-                        if server.send_response_head(id, response, now(t)).is_ok() {
+                        if pair.server.send_response_head(id, response, pair.now()).is_ok() {
                             streaming_reply = Some(id);
                         }
                     } else {
-                        let _ = server.send_response(id, response, now(t));
+                        let _ = pair.server.send_response(id, response, pair.now());
                     }
                 }
             }
             _ => {}
         }
-        while let Some(event) = client.next_event(now(t)) {
+        while let Some(event) = pair.client.next_event(pair.now()) {
             let id = match event {
                 ClientEvent::Response { id, .. } => Some(id),
                 ClientEvent::PeerError(PeerError::Rejected { id: Some(id), .. }) => Some(id),
@@ -537,7 +523,7 @@ pub fn pair(data: &[u8]) {
             }
         }
         assert!(
-            server.pending_output().len() < 4 << 20,
+            pair.server.pending_output().len() < 4 << 20,
             "the server's output grew unbounded"
         );
     }

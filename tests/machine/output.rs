@@ -13,7 +13,7 @@ use jsontp_protocol::machine::{
 };
 use jsontp_protocol::message::{Body, Encoding, Method, Request, Response, Status, StatusCode};
 
-use crate::support::{App, Clock, Pair, render_client, render_server};
+use crate::support::{App, Clock, Logs, Pair, render_client, render_server};
 
 const GET: &str = "{\"jsontp\":\"1.0\",\"type\":\"request\",\"resource\":\"/f\",\"method\":\"GET\",\"headers\":{},\"body\":{\"content\":\"\",\"encoding\":\"identity\"}}\n";
 

@@ -5,7 +5,7 @@
 use jsontp_protocol::machine::{ContinuePolicy, PeerError, ServerConfig, ServerEvent};
 use jsontp_protocol::message::{Body, Headers, Method, Request};
 
-use crate::support::{App, Pair};
+use crate::support::{App, Logs, Pair};
 
 fn get(path: &str) -> Request {
     Request::new(Method::Get, path.parse().unwrap())

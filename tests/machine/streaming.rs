@@ -6,8 +6,8 @@
 use std::time::Duration;
 
 use jsontp_protocol::machine::{
-    ClientConfig, ClientConnection, ClientEvent, ContinuePolicy, Limits, Now, PeerError, RequestId,
-    ServerConfig, ServerConnection, ServerEvent, UsageError,
+    ClientConfig, ClientConnection, ClientEvent, ContinuePolicy, Limits, PeerError, RequestId, ServerConfig,
+    ServerConnection, ServerEvent, UsageError,
 };
 use jsontp_protocol::message::Encoding;
 use jsontp_protocol::message::codec;
@@ -15,7 +15,7 @@ use jsontp_protocol::message::{Body, Method, Request, Response, Status, StatusCo
 
 use proptest::prelude::*;
 
-use crate::support::Clock;
+use crate::support::{App, Clock, Pair};
 
 fn streaming_server(limits: Limits) -> ServerConfig {
     ServerConfig {
@@ -544,44 +544,6 @@ fn a_streamed_message_slower_than_the_average_rate_is_408_after_its_first_30_s()
     assert_eq!(got, Some((31, 408)));
 }
 
-/// Drives a client and a server machine together until nothing moves,
-/// streaming `content` from `source` when given.
-struct Wire {
-    clock: Clock,
-    client: ClientConnection,
-    server: ServerConnection,
-}
-
-impl Wire {
-    fn new(client: ClientConfig, server: ServerConfig) -> Wire {
-        let clock = Clock::new();
-        Wire {
-            client: ClientConnection::new(client, clock.now()),
-            server: ServerConnection::new(server, clock.now()),
-            clock,
-        }
-    }
-
-    fn now(&self) -> Now {
-        self.clock.now()
-    }
-
-    /// Moves every byte both ways once.
-    fn shuttle(&mut self) {
-        let now = self.now();
-        let out = self.client.pending_output().to_vec();
-        if !out.is_empty() && self.server.wants_read() {
-            self.server.receive_data(&out, now);
-            self.client.consume_output(out.len(), now);
-        }
-        let out = self.server.pending_output().to_vec();
-        if !out.is_empty() && self.client.wants_read() {
-            self.client.receive_data(&out, now);
-            self.server.consume_output(out.len(), now);
-        }
-    }
-}
-
 fn content_head(encoding: Encoding) -> Body {
     Body::empty().with_encoding(encoding).unwrap()
 }
@@ -590,7 +552,7 @@ fn content_head(encoding: Encoding) -> Body {
 fn a_streamed_response_reaches_a_streaming_client_in_every_encoding() {
     let original: Vec<u8> = sample_text(700_000).into_bytes();
     for encoding in Encoding::ALL {
-        let mut wire = Wire::new(streaming_client(), ServerConfig::default());
+        let mut wire = Pair::new(streaming_client(), ServerConfig::default(), App::Hold);
         let first = wire
             .client
             .send_request(Request::new(Method::Get, "/file".parse().unwrap()), wire.now())
@@ -677,7 +639,7 @@ fn upload(original: &[u8], encoding: Encoding, expect_continue: bool) -> (Vec<u8
         continue_policy: ContinuePolicy::AutoAccept,
         ..streaming_server(Limits::default())
     };
-    let mut wire = Wire::new(ClientConfig::default(), server);
+    let mut wire = Pair::new(ClientConfig::default(), server, App::Hold);
     let mut head = Request::new(Method::Put, "/up".parse().unwrap()).with_body(content_head(encoding));
     if expect_continue {
         head.headers = head.headers.with_expect_continue(true);
@@ -754,7 +716,7 @@ fn a_streamed_upload_reaches_a_streaming_server() {
 
 #[test]
 fn content_waits_for_its_turn_and_identity_must_be_text() {
-    let mut wire = Wire::new(ClientConfig::default(), ServerConfig::default());
+    let mut wire = Pair::new(ClientConfig::default(), ServerConfig::default(), App::Hold);
     let head = Request::new(Method::Put, "/a".parse().unwrap()).with_body(content_head(Encoding::Identity));
     let id = wire.client.send_request_head(head, wire.now()).unwrap();
     assert!(wire.client.content_room(id) > 0);
