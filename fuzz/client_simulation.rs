@@ -1412,7 +1412,7 @@ impl ClientSim {
                 self.idle = 0;
             }
             let quiet = !self.woken() && (self.running.is_some() || self.queue.is_empty());
-            let paced = matches!(self.pace, Pace::Every(n) if self.steps % n == 0);
+            let paced = matches!(self.pace, Pace::Every(n) if self.steps.is_multiple_of(n));
             if quiet && let Some(target) = self.advancing {
                 match self.next_deadline().filter(|&d| d > self.now) {
                     Some(deadline) if deadline < target => self.set_time(deadline)?,
@@ -1440,11 +1440,7 @@ impl ClientSim {
                     self.idle = 0;
                     self.apply(*net);
                 }
-                None if quiet => {
-                    if self.finish_move()? {
-                        return self.end();
-                    }
-                }
+                None if quiet && self.finish_move()? => return self.end(),
                 None => {}
             }
         }

@@ -469,10 +469,10 @@ pub fn pair(data: &[u8]) {
                 }
             }
             3 => {
-                pair.to_server(arg * 97 + 1);
+                pair.move_to_server(arg * 97 + 1);
             }
             4 => {
-                pair.to_client(arg * 97 + 1);
+                pair.move_to_client(arg * 97 + 1);
             }
             5 => pair.advance(Duration::from_millis(1 << (arg % 24))),
             6 => {

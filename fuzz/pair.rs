@@ -117,7 +117,7 @@ pub enum App {
     RejectHandshakes,
     /// Answers nothing and decides nothing: the test does, by hand, from
     /// [`Pair::held`] (or from the server's events, when it moves bytes
-    /// with [`Pair::to_server`] and [`Pair::to_client`] alone).
+    /// with [`Pair::move_to_server`] and [`Pair::move_to_client`] alone).
     Hold,
 }
 
@@ -172,7 +172,7 @@ impl Pair {
 
     /// Moves at most `most` bytes of the client's output to the server, if
     /// it reads; how many moved.
-    pub fn to_server(&mut self, most: usize) -> usize {
+    pub fn move_to_server(&mut self, most: usize) -> usize {
         let now = self.clock.now();
         let out = self.client.pending_output();
         let n = out.len().min(most);
@@ -187,7 +187,7 @@ impl Pair {
 
     /// Moves at most `most` bytes of the server's output to the client, if
     /// it reads; how many moved.
-    pub fn to_client(&mut self, most: usize) -> usize {
+    pub fn move_to_client(&mut self, most: usize) -> usize {
         let now = self.clock.now();
         let out = self.server.pending_output();
         let n = out.len().min(most);
@@ -203,21 +203,21 @@ impl Pair {
     /// Moves every byte both ways once, and nothing else: no events are
     /// taken, no time passes.
     pub fn shuttle(&mut self) {
-        self.to_server(usize::MAX);
-        self.to_client(usize::MAX);
+        self.move_to_server(usize::MAX);
+        self.move_to_client(usize::MAX);
     }
 
     /// Delivers bytes both ways and lets the server's application answer,
     /// once; returns whether anything moved. No time passes.
     pub fn deliver(&mut self) -> bool {
         let now = self.clock.now();
-        let mut moved = self.to_server(usize::MAX) > 0;
+        let mut moved = self.move_to_server(usize::MAX) > 0;
         while let Some(event) = self.server.next_event(now) {
             moved = true;
             self.server_events.push(event.clone());
             self.serve(event, now);
         }
-        moved |= self.to_client(self.client_reads.unwrap_or(usize::MAX)) > 0;
+        moved |= self.move_to_client(self.client_reads.unwrap_or(usize::MAX)) > 0;
         if self.server.is_closed() && self.server.pending_output().is_empty() && !self.client_saw_eof {
             // The server closed its socket.
             self.client_saw_eof = true;

@@ -4,6 +4,8 @@
 
 #[path = "../fuzz/harness.rs"]
 mod harness;
+// Each includes `fuzz/pair.rs`, as each fuzz target builds alone.
+#[allow(clippy::duplicate_mod)]
 #[path = "../fuzz/simulation.rs"]
 mod simulation;
 

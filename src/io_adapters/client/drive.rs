@@ -161,14 +161,14 @@ enum StagedSource {
 #[cfg(feature = "tokio")]
 impl Staged {
     /// The buffer to fill, emptied, `len` bytes long.
-    pub(crate) fn to_fill(&mut self, len: usize) -> &mut [u8] {
+    pub(crate) fn fill_buffer(&mut self, len: usize) -> &mut [u8] {
         self.bytes.clear();
         self.bytes.resize(len, 0);
         self.taken = 0;
         &mut self.bytes
     }
 
-    /// What the real source gave into [`to_fill`](Self::to_fill)'s buffer:
+    /// What the real source gave into [`fill_buffer`](Self::fill_buffer)'s buffer:
     /// `n` bytes, `Ok(0)` its end, or an error.
     pub(crate) fn filled(&mut self, read: io::Result<usize>) {
         match read {

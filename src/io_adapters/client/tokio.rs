@@ -236,7 +236,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Client<S> {
                     if let Some(source) = source.as_mut() {
                         // An error is met by the step, which ends the
                         // upload as the blocking client's would.
-                        let read = source.read(staged.to_fill(READ_PIECE)).await;
+                        let read = source.read(staged.fill_buffer(READ_PIECE)).await;
                         staged.filled(read);
                     }
                 }
