@@ -465,4 +465,52 @@ mod tests {
         ));
         assert_eq!(rejected.to_string(), "invalid response: headers.date is missing");
     }
+
+    #[test]
+    fn a_connection_closed_under_an_exchange_says_how_far_it_got() {
+        let closed = |request, answer_began| ClientError::ClosedEarly {
+            progress: Progress {
+                request,
+                answer_began,
+            },
+        };
+        // D13: the error for a request sent says it may or may not have
+        // been applied.
+        assert_eq!(
+            closed(Sent::Whole, false).to_string(),
+            "the server closed the connection before answering; the request was sent and may or may not have \
+             been applied"
+        );
+        assert!(closed(Sent::Nothing, false).to_string().contains("was not applied"));
+        assert!(closed(Sent::Part, false).to_string().contains("while the request was being sent"));
+        assert_eq!(
+            closed(Sent::Whole, true).to_string(),
+            "the server closed the connection in the middle of its answer"
+        );
+        assert_eq!(ClientError::ConnectionClosed.progress(), Some(Progress::UNSENT));
+        assert_eq!(ClientError::TimedOut(Timeout::Read).progress(), None);
+    }
+
+    #[test]
+    fn only_idempotent_methods_go_again_and_never_after_part_of_the_answer() {
+        let heard_nothing = Progress {
+            request: Sent::Whole,
+            answer_began: false,
+        };
+        let sent_again: Vec<Method> = Method::ALL
+            .into_iter()
+            .filter(|&m| heard_nothing.may_send_again(m))
+            .collect();
+        assert_eq!(
+            sent_again,
+            [Method::Get, Method::Put, Method::Delete, Method::Options],
+            "D13: never a POST"
+        );
+        assert!(!Progress::UNSENT.may_send_again(Method::Post));
+        let heard = Progress {
+            answer_began: true,
+            ..heard_nothing
+        };
+        assert!(Method::ALL.into_iter().all(|m| !heard.may_send_again(m)));
+    }
 }
