@@ -481,8 +481,16 @@ mod tests {
             "the server closed the connection before answering; the request was sent and may or may not have \
              been applied"
         );
-        assert!(closed(Sent::Nothing, false).to_string().contains("was not applied"));
-        assert!(closed(Sent::Part, false).to_string().contains("while the request was being sent"));
+        assert!(
+            closed(Sent::Nothing, false)
+                .to_string()
+                .contains("was not applied")
+        );
+        assert!(
+            closed(Sent::Part, false)
+                .to_string()
+                .contains("while the request was being sent")
+        );
         assert_eq!(
             closed(Sent::Whole, true).to_string(),
             "the server closed the connection in the middle of its answer"

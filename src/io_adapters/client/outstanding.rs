@@ -118,8 +118,9 @@ impl Outstanding {
     /// Notes how far each request has been written: `written` bytes of
     /// output taken, `queued_from` the least position of a request not yet
     /// queued, `drained` whether nothing is left to write, and `queued`
-    /// what the machine has of each request. Requests go out in order, so
-    /// the walk stops at the first not known whole and not idle.
+    /// what the machine has of each request. Requests go out in order: the
+    /// ones written whole are at the front, the ones not queued at all at
+    /// the back, so each walk stops at the first that is neither.
     pub(crate) fn track(
         &mut self,
         written: u64,
@@ -128,28 +129,25 @@ impl Outstanding {
         mut queued: impl FnMut(RequestId) -> Queued,
     ) {
         self.written = written;
-        let mut moving = true;
-        for index in self.tracked..self.slots.len() {
-            let slot = &mut self.slots[index];
-            let Some(id) = slot.id.filter(|_| slot.result.is_none()) else {
-                if moving {
-                    self.tracked = index + 1;
+        let open = |slot: &Slot| slot.id.filter(|_| slot.result.is_none());
+        while drained && let Some(slot) = self.slots.get_mut(self.tracked) {
+            if let Some(id) = open(slot) {
+                if queued(id) != Queued::All {
+                    break;
                 }
+                slot.progress.request = Sent::Whole;
+            }
+            self.tracked += 1;
+        }
+        for slot in self.slots.range_mut(self.tracked..).rev() {
+            let Some(id) = open(slot) else {
                 continue;
             };
-            match queued(id) {
-                // Nothing of it is queued: it starts after all that is.
-                Queued::Nothing => slot.from = queued_from,
-                Queued::All if drained => {
-                    slot.progress.request = Sent::Whole;
-                    if moving {
-                        self.tracked = index + 1;
-                    }
-                    continue;
-                }
-                Queued::All | Queued::Part => {}
+            if queued(id) != Queued::Nothing {
+                break;
             }
-            moving = false;
+            // Nothing of it is queued: it starts after all that is.
+            slot.from = queued_from;
         }
     }
 
