@@ -3,9 +3,12 @@
 //! them, OPTIONS lists what can be done (D11).
 //!
 //! Checks run in the order D5 gives, in one function, `plan`, which both
-//! [`Handler::handle`] and [`Handler::check_continue`] call, so that a
-//! 100-continue handshake is refused for exactly what the full request
-//! would be refused for, before the client sends its body (D10).
+//! [`Handler::handle`] and [`Handler::check_head`] call, so that a
+//! 100-continue handshake, or a request whose content streams in, is
+//! refused for exactly what the whole request would be refused for,
+//! before the client sends its body (D10) or any of it is stored (D19).
+//! Only `PUT` uses content: on every other method it is checked as the
+//! protocol requires and dropped, never stored.
 //!
 //! Level 5, what the server can offer: the request's `content-type`
 //! (`415`); `accept` against the file's media type (`415`, for `GET` and
@@ -94,7 +97,7 @@ use steady::{Measure, Steady};
 #[derive(Debug, Clone)]
 enum Slot {}
 
-use jsontp_protocol::io_adapters::server::{Handler, Reply, RequestInfo, Upload};
+use jsontp_protocol::io_adapters::server::{Handler, HeadCheck, Reply, RequestInfo, Upload};
 #[cfg(target_os = "linux")]
 use jsontp_protocol::message::negotiate::{self, ContentKind};
 use jsontp_protocol::message::{
@@ -1118,8 +1121,20 @@ impl Handler for FileServer {
         answer.unwrap_or_else(|refusal| (*refusal).into())
     }
 
-    /// Refuses a handshake for anything the full request would be refused
-    /// for without its body (D10): every check the full request would meet, D5 levels 5 and 6.
+    /// Refuses, from its head, a request that would be refused without
+    /// its content: every check the whole request would meet, D5 levels 5
+    /// and 6 (D10, D19). Of the rest, only a `PUT` wants its content: the
+    /// other methods answer the same whatever it holds (`POST` form data is
+    /// ignored here, D11), so theirs is dropped as it is checked.
+    fn check_head(&self, head: &Request, _info: &RequestInfo) -> HeadCheck {
+        match self.plan(head) {
+            Err(refusal) => HeadCheck::Refused(refusal),
+            Ok(_) if head.method == Method::Put => HeadCheck::Wanted,
+            Ok(_) => HeadCheck::Unwanted,
+        }
+    }
+
+    /// The refusals of [`check_head`](Self::check_head).
     #[allow(clippy::result_large_err)] // the trait's signature
     fn check_continue(&self, request: &Request, _info: &RequestInfo) -> Result<(), Response> {
         self.plan(request).map(|_| ()).map_err(|refusal| *refusal)

@@ -82,16 +82,19 @@ fn run(args: Args) -> Result<(), String> {
     let runtime = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
     runtime.block_on(async move {
         let listener = tokio::net::TcpListener::from_std(listener).map_err(|e| e.to_string())?;
+        let router = news::router(store);
         let service = tower::ServiceBuilder::new()
             // A request that takes longer is answered 503 and its work
             // dropped; the connection goes on.
             .timeout(Duration::from_secs(10))
             // SQLite takes one writer at a time: more at once only queue.
             .concurrency_limit(64)
-            .service(news::router(store));
+            .service(router.clone());
         // The address actually bound (the port, when 0 was asked for).
         println!("nnntp: listening on {addr}");
-        serve_service(listener, service, ServerOptions::default(), async {
+        // The router also refuses, before any content is stored, what it
+        // would refuse whatever the content (D10, D19).
+        serve_service(listener, service, router, ServerOptions::default(), async {
             let _ = tokio::signal::ctrl_c().await;
         })
         .await

@@ -8,7 +8,7 @@ use super::RouteHandler;
 use super::extract::{Call, States};
 use super::handler::{Answer, Shared, block_on};
 use super::respond::Refusal;
-use crate::io_adapters::server::{Handler, Incoming, Reply, RequestInfo, Upload};
+use crate::io_adapters::server::{AccessRecord, Handler, HeadCheck, Incoming, Reply, RequestInfo, Upload};
 use crate::message::{Body, Method, Request, Response};
 
 /// The handlers of one resource pattern, by method. Made with [`get`],
@@ -507,12 +507,26 @@ impl Handler for Router {
         whole(self.answer(Incoming::new(request.clone(), *info)))
     }
 
-    /// Refuses at once what the router would refuse whatever the
-    /// content (`404`, `405`): the client of a 100-continue handshake
-    /// does not send it (D10), and large content is not spooled (D19).
-    fn check_continue(&self, request: &Request, _info: &RequestInfo) -> Result<(), Response> {
-        match self.target(request.method, request.resource.path()) {
-            Target::Answer(response) if response.status.code.is_error() => Err(response),
+    /// Decides from the head what the router answers whatever the
+    /// content: `404` and `405` refuse it (the client of a 100-continue
+    /// handshake does not send it, D10; streamed content is checked and
+    /// dropped, never stored, D19), and `OPTIONS` answered from the routes
+    /// does not want it. Content for a handler is wanted: the handler may
+    /// read it.
+    fn check_head(&self, head: &Request, _info: &RequestInfo) -> HeadCheck {
+        match self.target(head.method, head.resource.path()) {
+            Target::Answer(response) if response.status.code.is_error() => {
+                HeadCheck::Refused(Box::new(response))
+            }
+            Target::Answer(_) => HeadCheck::Unwanted,
+            Target::Handler(..) => HeadCheck::Wanted,
+        }
+    }
+
+    /// The refusals of [`check_head`](Self::check_head).
+    fn check_continue(&self, request: &Request, info: &RequestInfo) -> Result<(), Response> {
+        match self.check_head(request, info) {
+            HeadCheck::Refused(response) => Err(*response),
             _ => Ok(()),
         }
     }
@@ -521,6 +535,26 @@ impl Handler for Router {
     /// stream ([`Content`](super::Content)), and a streamed reply streams.
     fn respond(&self, request: &Request, upload: Option<Upload>, info: &RequestInfo) -> Reply {
         self.answer(Incoming::new(request.clone(), *info).with_upload(upload))
+    }
+
+    /// The access record, as a `debug` event of `tracing` (target
+    /// `jsontp::access`), the same on every server and behind tower's
+    /// layers. For a log of your own, serve a handler (or, on tokio,
+    /// hooks) that forwards [`check_head`](Handler::check_head) to the
+    /// router and keeps its own `log_exchange`.
+    fn log_exchange(&self, record: &AccessRecord<'_>) {
+        tracing::debug!(
+            target: "jsontp::access",
+            peer = %record.peer,
+            method = record.method.map_or("-", Method::as_str),
+            resource = record.resource,
+            status = record.status.as_u16(),
+            content_bytes = record.content_bytes,
+            bytes_written = record.bytes_written,
+            elapsed_us = u64::try_from(record.elapsed.as_micros()).unwrap_or(u64::MAX),
+            complete = record.complete,
+            "exchange"
+        );
     }
 }
 

@@ -17,7 +17,7 @@ use jsontp_protocol::machine::{ContinuePolicy, ServerConfig};
 use jsontp_protocol::message::{LanguageTag, Request, Response};
 
 pub use self::adapter::Exchange;
-use self::adapter::{Handler, Reply, RequestInfo, ServerTls, ShutdownHandle, Upload};
+use self::adapter::{Handler, HeadCheck, Reply, RequestInfo, ServerTls, ShutdownHandle, Upload};
 use super::log::{self, LogFormat};
 use super::target::DEFAULT_PORT;
 
@@ -568,7 +568,7 @@ fn clear_old_spool(root: &Path) -> u64 {
 mod adapter {
     pub use jsontp_protocol::io_adapters::server::mio::{MioServer as Server, ShutdownHandle};
     pub use jsontp_protocol::io_adapters::server::{
-        AccessRecord as Exchange, Handler, Reply, RequestInfo, Upload,
+        AccessRecord as Exchange, Handler, HeadCheck, Reply, RequestInfo, Upload,
     };
     use jsontp_protocol::io_adapters::server::{ServerOptions, SpoolOptions};
     pub use jsontp_protocol::io_adapters::tls::ServerTls;
@@ -641,9 +641,8 @@ impl Handler for AccessLog {
         self.inner.respond(request, upload, info)
     }
 
-    #[allow(clippy::result_large_err)] // the trait's signature
-    fn check_continue(&self, request: &Request, info: &RequestInfo) -> Result<(), Response> {
-        self.inner.check_continue(request, info)
+    fn check_head(&self, head: &Request, info: &RequestInfo) -> HeadCheck {
+        self.inner.check_head(head, info)
     }
 
     fn log_exchange(&self, exchange: &Exchange<'_>) {

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use super::http_line::{FirstLine, Look};
 use super::spool::{Spool, SpoolError, Spooled};
-use super::{AccessRecord, Handler, Reply, RequestInfo, ServerOptions, SpoolOptions, Upload};
+use super::{AccessRecord, Handler, HeadCheck, Reply, RequestInfo, ServerOptions, SpoolOptions, Upload};
 use crate::io_adapters::Clock;
 use crate::io_adapters::linger::{Linger, Lingering};
 use crate::io_adapters::transport::{IoMode, Transport, retime, socket_timeout, would_block};
@@ -339,7 +339,17 @@ impl std::fmt::Debug for Streamed {
     }
 }
 
-/// The content of the request being received (D19).
+/// The content of the request being received (D19), as the handler's
+/// check of its head decided ([`Handler::check_head`]). Whatever the
+/// state, the machine still reads and checks every piece (D5's order
+/// holds: a corrupt stream is still `400`, content past the limit `413`).
+///
+/// ```text
+///   Nothing ── head: Wanted, or a piece with no head ──► Spooling
+///      │    ── head: Unwanted ──► Dropping ── the request ──► respond, content empty
+///      │    ── head: Refused ───► Refused  ── the request ──► the answer
+///      └─◄── the request, a rejection, or the connection's end
+/// ```
 #[derive(Debug)]
 enum Receiving {
     /// None arrives.
@@ -347,10 +357,13 @@ enum Receiving {
     /// Exchange `id`'s content, spooled as it arrives; boxed, so that a
     /// connection receiving none does not carry it.
     Spooling { id: RequestId, spool: Box<Spool> },
-    /// Exchange `id` is refused whatever its content, as its envelope
-    /// showed: the content is still read and checked by the machine (D5's
-    /// order holds: a corrupt stream is still `400`), but nothing of it is
-    /// stored, and `answer` goes out once the message has ended.
+    /// Exchange `id`'s answer does not depend on its content: each piece
+    /// is dropped once the machine checked it, and the handler gets the
+    /// request with empty content.
+    Dropping { id: RequestId },
+    /// Exchange `id` is refused whatever its content: each piece is
+    /// dropped once checked, and `answer` goes out once the message has
+    /// ended.
     Refused { id: RequestId, answer: Box<Response> },
 }
 
@@ -359,7 +372,19 @@ impl Receiving {
     fn exchange(&self) -> Option<RequestId> {
         match self {
             Receiving::Nothing => None,
-            Receiving::Spooling { id, .. } | Receiving::Refused { id, .. } => Some(*id),
+            Receiving::Spooling { id, .. } | Receiving::Dropping { id } | Receiving::Refused { id, .. } => {
+                Some(*id)
+            }
+        }
+    }
+
+    /// What exchange `id`'s content becomes, as the check of its head
+    /// decided; `None` when it is wanted (spooled as it comes).
+    fn decided(id: RequestId, check: HeadCheck) -> Option<Receiving> {
+        match check {
+            HeadCheck::Wanted => None,
+            HeadCheck::Unwanted => Some(Receiving::Dropping { id }),
+            HeadCheck::Refused(answer) => Some(Receiving::Refused { id, answer }),
         }
     }
 }
@@ -804,13 +829,11 @@ impl Driver {
             busy = true;
             match event {
                 ServerEvent::ContentHead { id, head } => {
-                    // Decided before anything is stored (D19): a request
-                    // refused whatever its content stores none of it.
-                    if let Err(answer) = handler.check_continue(&head, &self.info) {
-                        self.receiving = Receiving::Refused {
-                            id,
-                            answer: Box::new(answer),
-                        };
+                    // Decided before anything is stored (D19): content that
+                    // is refused or unwanted whatever it holds is checked
+                    // and dropped, never stored.
+                    if let Some(decided) = Receiving::decided(id, handler.check_head(&head, &self.info)) {
+                        self.receiving = decided;
                     }
                     at = self.now();
                 }
@@ -847,15 +870,20 @@ impl Driver {
                 }
                 ServerEvent::ContinueRequested { id, request } => {
                     let started = at.instant;
-                    let decision = handler.check_continue(&request, &self.info);
+                    let decision = handler.check_head(&request, &self.info);
                     at = self.now();
                     match decision {
-                        Ok(()) => {
-                            // The full request is now awaited (D10).
-                            let _ = self.conn.accept_continue(id, at);
+                        HeadCheck::Refused(response) => {
+                            self.respond(id, request, (*response).into(), started, at);
                         }
-                        Err(response) => {
-                            self.respond(id, request, response.into(), started, at);
+                        wanted_or_not => {
+                            // The full request is now awaited (D10); its
+                            // envelope is not asked about again, so its
+                            // content goes as decided here.
+                            if let Some(decided) = Receiving::decided(id, wanted_or_not) {
+                                self.receiving = decided;
+                            }
+                            let _ = self.conn.accept_continue(id, at);
                         }
                     }
                 }
@@ -1027,8 +1055,9 @@ impl Driver {
         }
     }
 
-    /// Spools a piece of exchange `id`'s content (D19), unless the
-    /// exchange is refused already.
+    /// Spools a piece of exchange `id`'s content (D19), unless its head
+    /// decided otherwise: then the piece, checked by the machine, is
+    /// dropped here.
     fn spool(&mut self, id: RequestId, data: &[u8]) {
         if self.receiving.exchange() != Some(id) {
             self.receiving = Receiving::Spooling {
@@ -1057,6 +1086,8 @@ impl Driver {
         let spool = match std::mem::replace(&mut self.receiving, Receiving::Nothing) {
             Receiving::Spooling { id: held, spool } if held == id => spool,
             Receiving::Refused { id: held, answer } if held == id => return Ok(Taken::Refused(answer)),
+            // Unwanted: the request goes on with empty content.
+            Receiving::Dropping { id: held } if held == id => return Ok(Taken::Content(None)),
             other => {
                 self.receiving = other;
                 return Ok(Taken::Content(None));

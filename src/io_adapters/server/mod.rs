@@ -356,21 +356,87 @@ pub struct AccessRecord<'a> {
     pub complete: bool,
 }
 
+/// What becomes of a request's content, decided from its head before the
+/// content arrives ([`Handler::check_head`], D10, D19).
+///
+/// Whatever the decision, the content is still read to the message's end
+/// and checked as the protocol requires, within the same content limit
+/// (D5: a corrupt stream is still `400`, content past the limit still
+/// `413`); the decision only says where it goes.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum HeadCheck {
+    /// The answer may depend on the content: it is kept (in the request,
+    /// or spooled as an [`Upload`] when large) and handed to
+    /// [`Handler::respond`] with the request.
+    Wanted,
+    /// The answer does not depend on the content (a file server's `GET`):
+    /// each piece is dropped once checked, nothing is stored, and
+    /// [`Handler::respond`] gets the request with empty content.
+    Unwanted,
+    /// The request is refused whatever its content (`401`, `404`, `405`,
+    /// …): the first request of a handshake gets this answer at once; any
+    /// other gets it once its message has ended, its content dropped piece
+    /// by piece as it is checked. [`Handler::respond`] is not asked.
+    Refused(Box<Response>),
+}
+
+impl HeadCheck {
+    /// The decision of a yes-or-no check: `Err` refuses with its answer,
+    /// `Ok` wants the content.
+    pub fn from_result(checked: Result<(), Response>) -> HeadCheck {
+        match checked {
+            Ok(()) => HeadCheck::Wanted,
+            Err(answer) => HeadCheck::Refused(Box::new(answer)),
+        }
+    }
+}
+
 /// The application: answers requests.
 ///
 /// Any `Fn(&Request) -> Response + Send + Sync` is a handler. Implement the
-/// trait to see the peer, or to look at the first request of a 100-continue
-/// handshake before the client sends its body (D10).
+/// trait to see the peer, to decide from a request's head what becomes of
+/// its content ([`check_head`](Self::check_head), D10, D19), or to keep an
+/// access log.
 pub trait Handler: Send + Sync + 'static {
     /// Answers a complete, valid request. Protocol errors never get here:
     /// the connection answers them itself (D5 levels 1–4).
     fn handle(&self, request: &Request, info: &RequestInfo) -> Response;
 
-    /// Looks at the first request of a 100-continue handshake (its body is
-    /// empty): `Ok(())` accepts (the client then sends the full request),
-    /// `Err(response)` answers with a final 4xx/5xx instead (D10). Accepts
-    /// by default. Called only with
-    /// [`ContinuePolicy::Ask`](crate::machine::ContinuePolicy::Ask).
+    /// Decides, from a request's head (every field but its content), what
+    /// becomes of the content: [`HeadCheck::Wanted`],
+    /// [`HeadCheck::Unwanted`], or [`HeadCheck::Refused`] with the answer.
+    ///
+    /// The one rule: every server (std, mio, tokio, a tower service's
+    /// hooks) asks it at most once per exchange, whenever a request's head
+    /// is known before its content:
+    /// - the first request of a 100-continue handshake, with
+    ///   [`ContinuePolicy::Ask`](crate::machine::ContinuePolicy::Ask)
+    ///   (D10): refused, it gets the answer at once and the client never
+    ///   sends its content; otherwise it is acknowledged with `100`, and
+    ///   the full request's content is kept or dropped as decided here;
+    /// - a request whose content streams in (D19: `body` written last,
+    ///   `content` last in it, as streaming senders write it): asked when
+    ///   the content starts, before any of it is stored.
+    ///
+    /// A request read whole, its content within the message limit, is not
+    /// asked about: its content is in the request. Only what does not need
+    /// the content may decide here (D5 levels 5 and 6), since the content
+    /// is still read and checked (a corrupt one is `400`, one past the
+    /// limit `413`, whatever was decided) and a refusal answers once the
+    /// message has ended. A refused request reaches neither
+    /// [`respond`](Self::respond) nor [`handle`](Self::handle).
+    ///
+    /// By default, the answer of [`check_continue`](Self::check_continue).
+    fn check_head(&self, head: &Request, info: &RequestInfo) -> HeadCheck {
+        HeadCheck::from_result(self.check_continue(head, info))
+    }
+
+    /// The yes-or-no form of [`check_head`](Self::check_head), which asks
+    /// it by default: `Err(response)` refuses with a final 4xx/5xx
+    /// ([`HeadCheck::Refused`]), `Ok(())` accepts, content wanted. Accepts
+    /// by default. Implement it alone when every request accepted wants its
+    /// content; the servers ask it only through `check_head`.
     // A fixed part of the interface; the refusal is rare, so its size costs nothing.
     #[allow(clippy::result_large_err)]
     fn check_continue(&self, request: &Request, info: &RequestInfo) -> Result<(), Response> {

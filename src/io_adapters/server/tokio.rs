@@ -12,9 +12,11 @@
 //! `tower`, [`serve_service`] serves any `tower::Service` of
 //! [`Incoming`] requests instead (a
 //! [`Router`](crate::app::Router) with `async` handlers, wrapped in tower's
-//! layers), whose futures are awaited on the runtime. The requests of one
-//! connection are answered one after the other, which keeps the responses
-//! in request order (D2) without buffering them.
+//! layers), whose futures are awaited on the runtime, beside the hooks a
+//! handler would have (the check of a request's head before its content,
+//! the access log). The requests of one connection are answered one after
+//! the other, which keeps the responses in request order (D2) without
+//! buffering them.
 
 use std::future::{Future, poll_fn};
 use std::io;
@@ -41,8 +43,9 @@ const READ_CHUNK: usize = 16 * 1024;
 /// completes.
 ///
 /// `options.config` configures every connection (limits and timeouts, D3;
-/// the 100-continue policy, D10: [`Handler::check_continue`] is asked only
-/// with [`ContinuePolicy::Ask`](crate::machine::ContinuePolicy::Ask)); at
+/// the 100-continue policy, D10: [`Handler::check_head`] is asked about a
+/// handshake only with
+/// [`ContinuePolicy::Ask`](crate::machine::ContinuePolicy::Ask)); at
 /// most `options.max_connections` are open at once, the rest waiting in
 /// the backlog. `options.workers` is not used: the runtime's threads serve.
 /// Bind the listener with [`listen`](super::listen) for a larger backlog.
@@ -89,6 +92,19 @@ where
 /// `shutdown` completes (feature `tower`): as [`serve`] does a handler,
 /// with the same options, limits and shutdown.
 ///
+/// `hooks` is asked what a server asks a handler besides its answers:
+/// [`Handler::check_head`], whenever a request's head is known before its
+/// content (a 100-continue handshake under
+/// [`ContinuePolicy::Ask`](crate::machine::ContinuePolicy::Ask), D10; a
+/// request whose content streams in, D19), and [`Handler::log_exchange`],
+/// once each response has left. Its `handle` and `respond` are never
+/// called: the service answers. Serving a
+/// [`Router`](crate::app::Router) behind layers, give the router itself
+/// (a clone shares its routes): it then refuses what it would refuse
+/// whatever the content (`404`, `405`) before the content is sent or
+/// stored, as on the std and mio servers. A service with nothing to check
+/// before its content gives [`AcceptAll`].
+///
 /// Each connection gets a clone of `service`, and calls it once per
 /// request, in order (D2): it waits for [`poll_ready`], then awaits the
 /// answer on the runtime's own threads, so the service's futures must not
@@ -114,11 +130,12 @@ where
 /// let router = Router::new().route("/hello", get(hello));
 /// let service = tower::ServiceBuilder::new()
 ///     .timeout(Duration::from_secs(5))
-///     .service(router);
+///     .service(router.clone());
 /// let listener = listen("127.0.0.1:8080")?;
 /// listener.set_nonblocking(true)?;
 /// let listener = tokio::net::TcpListener::from_std(listener)?;
-/// serve_service(listener, service, ServerOptions::default(), async {
+/// // The router's own checks and log, around the layers' calls.
+/// serve_service(listener, service, router, ServerOptions::default(), async {
 ///     let _ = tokio::signal::ctrl_c().await;
 /// })
 /// .await
@@ -127,9 +144,10 @@ where
 ///
 /// [`poll_ready`]: tower::Service::poll_ready
 #[cfg(feature = "tower")]
-pub async fn serve_service<T, S>(
+pub async fn serve_service<T, H, S>(
     listener: TcpListener,
     service: T,
+    hooks: H,
     options: ServerOptions,
     shutdown: S,
 ) -> io::Result<()>
@@ -138,9 +156,14 @@ where
     T::Response: Into<Reply>,
     T::Error: Into<BoxError>,
     T::Future: Send,
+    H: Handler,
     S: Future<Output = ()>,
 {
-    accept_loop(listener, Serviced(service), options, shutdown).await
+    let app = Serviced {
+        service,
+        hooks: Arc::new(hooks),
+    };
+    accept_loop(listener, app, options, shutdown).await
 }
 
 /// The error of a service, as tower boxes it.
@@ -211,13 +234,15 @@ where
     run(stream, peer, InPool(handler), options.clone(), None, |_| None)
 }
 
-/// Serves one connection over `stream` with `service` until it closes
-/// (feature `tower`); see [`serve_service`].
+/// Serves one connection over `stream` with `service`, and `hooks` for
+/// what is decided around its calls, until it closes (feature `tower`);
+/// see [`serve_service`].
 #[cfg(feature = "tower")]
-pub fn serve_service_connection<S, T>(
+pub fn serve_service_connection<S, T, H>(
     stream: S,
     peer: SocketAddr,
     service: T,
+    hooks: Arc<H>,
     options: &ServerOptions,
 ) -> impl Future<Output = ()> + Send + 'static
 where
@@ -226,8 +251,10 @@ where
     T::Response: Into<Reply>,
     T::Error: Into<BoxError>,
     T::Future: Send,
+    H: Handler,
 {
-    run(stream, peer, Serviced(service), options.clone(), None, |_| None)
+    let app = Serviced { service, hooks };
+    run(stream, peer, app, options.clone(), None, |_| None)
 }
 
 /// What answers a connection's requests: runs [`Driver::dispatch`] or its
@@ -260,23 +287,38 @@ impl<H: Handler> Application for InPool<H> {
     }
 }
 
-/// A tower service: parsing on the blocking pool, the service's future
-/// awaited here.
+/// A tower service: parsing and the hooks on the blocking pool, the
+/// service's future awaited here.
 #[cfg(feature = "tower")]
-#[derive(Clone)]
-struct Serviced<T>(T);
+struct Serviced<T, H> {
+    service: T,
+    /// Asked about each request's head, and told each access record.
+    hooks: Arc<H>,
+}
 
 #[cfg(feature = "tower")]
-impl<T> Application for Serviced<T>
+impl<T: Clone, H> Clone for Serviced<T, H> {
+    fn clone(&self) -> Self {
+        Serviced {
+            service: self.service.clone(),
+            hooks: Arc::clone(&self.hooks),
+        }
+    }
+}
+
+#[cfg(feature = "tower")]
+impl<T, H> Application for Serviced<T, H>
 where
     T: tower::Service<Incoming> + Send + 'static,
     T::Response: Into<Reply>,
     T::Error: Into<BoxError>,
     T::Future: Send,
+    H: Handler,
 {
     async fn dispatch(&mut self, mut driver: Driver) -> Option<Driver> {
+        let hooks = Arc::clone(&self.hooks);
         let (mut driver, pending) = tokio::task::spawn_blocking(move || {
-            let pending = driver.dispatch_until_request(&ServiceHooks);
+            let pending = driver.dispatch_until_request(&*hooks);
             (driver, pending)
         })
         .await
@@ -285,7 +327,7 @@ where
             return Some(driver);
         };
         let incoming = pending.incoming(super::RequestInfo::new(driver.peer()));
-        let reply = call_service(&mut self.0, incoming).await;
+        let reply = call_service(&mut self.service, incoming).await;
         driver.answer_later(pending, reply);
         Some(driver)
     }
@@ -323,15 +365,18 @@ where
     }
 }
 
-/// The hooks of a connection served by a service: every 100-continue
-/// handshake accepted (D10), no access log.
+/// The hooks of a service that decides everything when it is called
+/// ([`serve_service`]): every request's content wanted, every 100-continue
+/// handshake accepted (D10), no access log. Only its hooks are asked;
+/// served as a handler itself, it would answer every request `500`.
 #[cfg(feature = "tower")]
-struct ServiceHooks;
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AcceptAll;
 
 #[cfg(feature = "tower")]
-impl Handler for ServiceHooks {
-    /// Never asked: a connection served by a service hands its requests
-    /// to the service ([`Driver::dispatch_until_request`]).
+impl Handler for AcceptAll {
+    /// Not asked by [`serve_service`], which hands requests to its
+    /// service; a server serving this as a handler has no application.
     fn handle(&self, _request: &Request, _info: &super::RequestInfo) -> Response {
         Response::from_code(StatusCode::INTERNAL_SERVER_ERROR, "the server has no handler")
     }
