@@ -129,7 +129,11 @@ where
     S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
     S::Future: Send,
 {
-    start_hooked(service, jsontp_protocol::io_adapters::server::tokio::AcceptAll, options)
+    start_hooked(
+        service,
+        jsontp_protocol::io_adapters::server::tokio::AcceptAll,
+        options,
+    )
 }
 
 /// Serves any tower service of requests on the tokio server, with `hooks`
@@ -144,7 +148,9 @@ where
     H: jsontp_protocol::io_adapters::server::Handler,
 {
     let server = crate::on_tokio::on_tokio(move |listener, shutdown| {
-        jsontp_protocol::io_adapters::server::tokio::serve_service(listener, service, hooks, options, shutdown)
+        jsontp_protocol::io_adapters::server::tokio::serve_service(
+            listener, service, hooks, options, shutdown,
+        )
     });
     Running {
         addr: server.addr,
