@@ -13,7 +13,7 @@ use serde::Serialize;
 use serde_json::json;
 use tower::ServiceBuilder;
 
-use crate::support::{client, request, start_service};
+use crate::support::{client, request, start_hooked, start_service};
 
 #[derive(Serialize)]
 struct Waited {
@@ -201,4 +201,145 @@ fn a_shutdown_does_not_wait_past_its_deadline_for_a_slow_async_handler() {
     // The slow exchange was cut short: the connection closed unanswered.
     assert!(asking.join().expect("asking").is_err());
     assert_eq!(finished.0.load(Ordering::SeqCst), 1);
+}
+
+/// A router behind a layer, with a method for each answer a handshake can
+/// get: `POST /upload` takes content; `PUT` there is `405`, any other
+/// path `404`.
+fn uploads() -> (
+    Router,
+    impl tower::Service<Incoming, Response = Reply, Error = tower::BoxError, Future: Send>
+    + Clone
+    + Send
+    + 'static,
+) {
+    use jsontp_protocol::app::{Content, post};
+    let router = Router::new().route(
+        "/upload",
+        post(|content: Content| format!("{} bytes", content.len())),
+    );
+    let service = ServiceBuilder::new()
+        .timeout(Duration::from_secs(10))
+        .service(router.clone());
+    (router, service)
+}
+
+#[test]
+fn a_router_behind_layers_refuses_a_handshake_before_the_content() {
+    // D10: served as a tower service with itself as the hooks, the router
+    // refuses a path it does not serve (404) and a method its route does
+    // not serve (405) before the client sends the content, as it does on
+    // the std and mio servers.
+    use jsontp_protocol::io_adapters::client::ClientOptions;
+    use jsontp_protocol::io_adapters::client::blocking::Client;
+    use jsontp_protocol::machine::{ContinuePolicy, ServerConfig};
+    use jsontp_protocol::message::{Body, Headers, Request};
+    let config = ServerConfig {
+        continue_policy: ContinuePolicy::Ask,
+        ..ServerConfig::default()
+    };
+    let (router, service) = uploads();
+    let server = start_hooked(service, router, ServerOptions::default().with_config(config));
+    let asking = |method, path: &str| {
+        Request::new(method, path.parse().unwrap())
+            .with_headers(Headers::new().with_expect_continue(true))
+            .with_body(Body::text("x".repeat(100_000)))
+    };
+    for (method, path, status) in [
+        (Method::Put, "/nowhere", StatusCode::NOT_FOUND),
+        (Method::Put, "/upload", StatusCode::METHOD_NOT_ALLOWED),
+    ] {
+        let mut client = Client::connect(server.addr, ClientOptions::default()).expect("connect");
+        let refused = client.send(asking(method, path)).expect("answer");
+        assert_eq!(refused.response.status.code, status, "{method} {path}");
+        assert!(!refused.continued, "{method} {path}: refused before the content");
+    }
+    let mut client = Client::connect(server.addr, ClientOptions::default()).expect("connect");
+    let accepted = client.send(asking(Method::Post, "/upload")).expect("answer");
+    assert!(accepted.continued);
+    assert_eq!(accepted.response.body.as_text(), Some("100000 bytes"));
+}
+
+/// Hooks that ask the router about each head, and keep an access log of
+/// their own.
+#[derive(Clone)]
+struct Logged {
+    router: Router,
+    log: Arc<std::sync::Mutex<Vec<(u16, String, bool)>>>,
+}
+
+impl jsontp_protocol::io_adapters::server::Handler for Logged {
+    fn handle(
+        &self,
+        request: &jsontp_protocol::message::Request,
+        info: &jsontp_protocol::io_adapters::server::RequestInfo,
+    ) -> Response {
+        self.router.handle(request, info)
+    }
+
+    fn check_head(
+        &self,
+        head: &jsontp_protocol::message::Request,
+        info: &jsontp_protocol::io_adapters::server::RequestInfo,
+    ) -> jsontp_protocol::io_adapters::server::HeadCheck {
+        self.router.check_head(head, info)
+    }
+
+    fn log_exchange(&self, record: &jsontp_protocol::io_adapters::server::AccessRecord<'_>) {
+        let line = (
+            record.status.as_u16(),
+            record.resource.to_owned(),
+            record.complete,
+        );
+        self.log.lock().expect("log").push(line);
+    }
+}
+
+#[test]
+fn the_hooks_of_a_service_are_told_every_response_once_it_has_left() {
+    // The access record of a service's answers, its refusals and the
+    // connection's own error responses, as a handler's on std and mio.
+    let (router, service) = uploads();
+    let hooks = Logged {
+        router,
+        log: Arc::default(),
+    };
+    let server = start_hooked(service, hooks.clone(), ServerOptions::default());
+    let mut client = client(server.addr);
+    let posted = client
+        .send(request(Method::Post, "/upload", json!({})))
+        .expect("answer");
+    assert_eq!(posted.response.status.code, StatusCode::OK);
+    let missing = client
+        .send(request(Method::Get, "/nowhere", json!({})))
+        .expect("answer");
+    assert_eq!(missing.response.status.code, StatusCode::NOT_FOUND);
+    // Not a request (D5 level 3): the connection answers it itself.
+    let mut raw = std::net::TcpStream::connect(server.addr).expect("connect");
+    std::io::Write::write_all(&mut raw, b"{\"jsontp\":\"1.0\"}\n").expect("write");
+    let mut answer = Vec::new();
+    raw.set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("timeout");
+    while !answer.ends_with(b"\n") {
+        let mut byte = [0u8; 1024];
+        match std::io::Read::read(&mut raw, &mut byte) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => answer.extend_from_slice(&byte[..n]),
+        }
+    }
+    assert!(String::from_utf8_lossy(&answer).contains("\"code\":400"));
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while hooks.log.lock().expect("log").len() < 3 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let mut log = hooks.log.lock().expect("log").clone();
+    log.sort();
+    assert_eq!(
+        log,
+        [
+            (200, "/upload".to_owned(), true),
+            (400, String::new(), true),
+            (404, "/nowhere".to_owned(), true)
+        ]
+    );
 }
