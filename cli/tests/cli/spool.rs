@@ -3,8 +3,9 @@
 //! arrives (not even through a symlink to the root), nothing of it
 //! survives the server killed mid-upload, it is kept with the mode a small
 //! upload gets, and `--max-spool` bounds all of it together (`503` past
-//! it). Linux: the tests find the server's spooled file through
-//! `/proc/PID/fd`.
+//! it); content of a request refused from its head, or of a method that
+//! ignores it, is never stored. Linux: the tests find the server's
+//! spooled file through `/proc/PID/fd`.
 #![allow(clippy::disallowed_methods)] // the tests own their threads
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -45,13 +46,19 @@ struct Upload(TcpStream);
 
 impl Upload {
     fn start(addr: SocketAddr, resource: &str) -> Upload {
+        Upload::start_with(addr, "PUT", resource)
+    }
+
+    /// A request of `method` carrying content, as [`Upload::start`].
+    fn start_with(addr: SocketAddr, method: &str, resource: &str) -> Upload {
         let stream = TcpStream::connect(addr).expect("connect");
         stream.set_read_timeout(Some(LIMIT)).expect("timeout");
         stream.set_write_timeout(Some(LIMIT)).expect("timeout");
         let mut upload = Upload(stream);
         let head = format!(
-            r#"{{"jsontp":"1.0","type":"request","resource":{},"method":"PUT","headers":{{}},"body":{{"encoding":"identity","content":""#,
-            json!(resource)
+            r#"{{"jsontp":"1.0","type":"request","resource":{},"method":{},"headers":{{}},"body":{{"encoding":"identity","content":""#,
+            json!(resource),
+            json!(method)
         );
         upload.0.write_all(head.as_bytes()).expect("head");
         upload
@@ -385,5 +392,32 @@ fn spool_an_upload_refused_from_its_envelope_is_never_stored() {
         assert_eq!(walk(&root), ["hello.txt"]);
         drop(server);
     }
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+#[test]
+fn spool_content_on_a_method_that_ignores_it_is_never_stored() {
+    // D19: a read-only server answers GET, POST and OPTIONS the same
+    // whatever content they carry, and refuses DELETE (405): the content is
+    // read and checked, and nothing of it written anywhere.
+    let root = temp_root("spool-ignored");
+    let (server, addr, log) = spawn_serve(&root, &["--quiet"]);
+    drain(log);
+    for (method, status) in [("GET", 200), ("POST", 200), ("OPTIONS", 200), ("DELETE", 405)] {
+        let mut upload = Upload::start_with(addr, method, "/hello.txt");
+        upload.send(6 << 20);
+        // Long enough for a server that spooled to have a file open.
+        thread::sleep(Duration::from_millis(300));
+        assert_eq!(open_files(&server, &root), Vec::<String>::new(), "{method}");
+        upload.send(2 << 20);
+        assert_eq!(open_files(&server, &root), Vec::<String>::new(), "{method}");
+        let answer = upload.finish();
+        assert_eq!(code(&answer), status, "{method}: {answer}");
+        if method != "OPTIONS" && status == 200 {
+            assert_eq!(answer["body"]["content"], "Hello, world!", "{method}");
+        }
+    }
+    assert_eq!(walk(&root), ["hello.txt"]);
+    drop(server);
     let _ = std::fs::remove_dir_all(&root);
 }
