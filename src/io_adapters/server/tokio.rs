@@ -25,11 +25,12 @@ use std::task::Poll;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
+use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
 use super::{ACCEPT_BACKOFF, AcceptFaults, Driver, Handler, ServerOptions, Step, client_gave_up};
 #[cfg(feature = "tower")]
-use super::{Incoming, Reply};
+use super::{Handing, Incoming, Reached, Reply};
 use crate::io_adapters::proxy_protocol::{ProxiedPeer, ProxyHeaderReader};
 use crate::io_adapters::transport::{IoMode, PolledIo, park};
 #[cfg(feature = "tower")]
@@ -82,7 +83,11 @@ where
     H: Handler,
     S: Future<Output = ()>,
 {
-    accept_loop(listener, InPool(Arc::new(handler)), options, shutdown).await
+    let app = InPool {
+        handler: Arc::new(handler),
+        places: places(&options),
+    };
+    accept_loop(listener, app, options, shutdown).await
 }
 
 /// Serves `service` on every connection `listener` accepts, until
@@ -140,7 +145,16 @@ where
     T::Future: Send,
     S: Future<Output = ()>,
 {
-    accept_loop(listener, Serviced(service), options, shutdown).await
+    let app = Serviced {
+        service,
+        places: places(&options),
+    };
+    accept_loop(listener, app, options, shutdown).await
+}
+
+/// The handler places of a server (or of one connection served alone).
+fn places(options: &ServerOptions) -> Arc<Semaphore> {
+    Arc::new(Semaphore::new(options.max_handlers.clamp(1, Semaphore::MAX_PERMITS)))
 }
 
 /// The error of a service, as tower boxes it.
@@ -208,7 +222,11 @@ where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     H: Handler,
 {
-    run(stream, peer, InPool(handler), options.clone(), None, |_| None)
+    let app = InPool {
+        handler,
+        places: places(options),
+    };
+    run(stream, peer, app, options.clone(), None, |_| None)
 }
 
 /// Serves one connection over `stream` with `service` until it closes
@@ -227,44 +245,85 @@ where
     T::Error: Into<BoxError>,
     T::Future: Send,
 {
-    run(stream, peer, Serviced(service), options.clone(), None, |_| None)
+    let app = Serviced {
+        service,
+        places: places(options),
+    };
+    run(stream, peer, app, options.clone(), None, |_| None)
 }
 
 /// What answers a connection's requests: runs [`Driver::dispatch`] or its
-/// async counterpart, and gives the driver back, or `None` when a hook
-/// panicked and the connection's state is gone with it.
+/// async counterpart, and says how it went.
 trait Application: Send + 'static {
-    fn dispatch(&mut self, driver: Driver) -> impl Future<Output = Option<Driver>> + Send;
+    /// `io` is the connection's stream, which an application that awaits
+    /// its answer watches meanwhile.
+    fn dispatch<S: AsyncRead + Unpin + Send>(
+        &mut self,
+        driver: Driver,
+        io: &mut Watched<S>,
+    ) -> impl Future<Output = Dispatched> + Send;
+}
+
+/// How a dispatch ended.
+enum Dispatched {
+    /// The driver, back to be stepped.
+    Back(Driver),
+    /// A hook panicked outside the handler's own guard: the connection's
+    /// state is gone with it.
+    Lost,
+    /// The peer reset the connection while the application worked: its
+    /// answer was dropped unfinished.
+    PeerGone,
 }
 
 /// A [`Handler`]: synchronous, possibly blocking, so the whole dispatch
-/// runs on the blocking pool.
-struct InPool<H>(Arc<H>);
+/// runs on the blocking pool, in one of the server's handler places.
+struct InPool<H> {
+    handler: Arc<H>,
+    places: Arc<Semaphore>,
+}
 
 impl<H> Clone for InPool<H> {
     fn clone(&self) -> Self {
-        InPool(Arc::clone(&self.0))
+        InPool {
+            handler: Arc::clone(&self.handler),
+            places: Arc::clone(&self.places),
+        }
     }
 }
 
 impl<H: Handler> Application for InPool<H> {
-    async fn dispatch(&mut self, mut driver: Driver) -> Option<Driver> {
-        // The connection's state travels to the blocking pool and back.
-        let handler = Arc::clone(&self.0);
-        tokio::task::spawn_blocking(move || {
+    async fn dispatch<S: AsyncRead + Unpin + Send>(
+        &mut self,
+        mut driver: Driver,
+        _io: &mut Watched<S>,
+    ) -> Dispatched {
+        // Dropped while it waits (a shutdown's deadline), no handler runs.
+        let Ok(place) = Arc::clone(&self.places).acquire_owned().await else {
+            return Dispatched::Lost;
+        };
+        // The connection's state travels to the blocking pool and back;
+        // the place stays taken until the handler has really returned,
+        // even if nobody awaits it any more.
+        let handler = Arc::clone(&self.handler);
+        let back = tokio::task::spawn_blocking(move || {
+            let _place = place;
             driver.dispatch(&*handler);
             driver
         })
-        .await
-        .ok()
+        .await;
+        back.map_or(Dispatched::Lost, Dispatched::Back)
     }
 }
 
 /// A tower service: parsing on the blocking pool, the service's future
-/// awaited here.
+/// awaited here with the peer watched.
 #[cfg(feature = "tower")]
 #[derive(Clone)]
-struct Serviced<T>(T);
+struct Serviced<T> {
+    service: T,
+    places: Arc<Semaphore>,
+}
 
 #[cfg(feature = "tower")]
 impl<T> Application for Serviced<T>
@@ -274,25 +333,36 @@ where
     T::Error: Into<BoxError>,
     T::Future: Send,
 {
-    async fn dispatch(&mut self, mut driver: Driver) -> Option<Driver> {
-        let (mut driver, pending) = tokio::task::spawn_blocking(move || {
+    async fn dispatch<S: AsyncRead + Unpin + Send>(
+        &mut self,
+        mut driver: Driver,
+        io: &mut Watched<S>,
+    ) -> Dispatched {
+        let parsed = tokio::task::spawn_blocking(move || {
             let pending = driver.dispatch_until_request(&ServiceHooks);
             (driver, pending)
         })
-        .await
-        .ok()?;
-        let Some(mut pending) = pending else {
-            return Some(driver);
+        .await;
+        let Ok((mut driver, pending)) = parsed else {
+            return Dispatched::Lost;
         };
-        let incoming = pending.incoming(super::RequestInfo::new(driver.peer()));
-        let reply = call_service(&mut self.0, incoming).await;
-        driver.answer_later(pending, reply);
-        Some(driver)
+        let Some(mut pending) = pending else {
+            return Dispatched::Back(driver);
+        };
+        let mut incoming = pending.incoming(super::RequestInfo::new(driver.peer()));
+        incoming.handing = Handing::new(Arc::clone(&self.places));
+        match io.watching(call_service(&mut self.service, incoming)).await {
+            Some(reply) => {
+                driver.answer_later(pending, reply);
+                Dispatched::Back(driver)
+            }
+            None => Dispatched::PeerGone,
+        }
     }
 }
 
 /// Asks `service` for the answer to `incoming`; an error or a panic
-/// becomes the reply [`error_reply`](crate::app::error_reply) gives.
+/// becomes the reply [`error_reply`] gives.
 #[cfg(feature = "tower")]
 async fn call_service<T>(service: &mut T, incoming: Incoming) -> Reply
 where
@@ -301,10 +371,11 @@ where
     T::Error: Into<BoxError>,
 {
     use std::panic::{AssertUnwindSafe, catch_unwind};
-    let failed = |error: T::Error| crate::app::error_reply(&*error.into());
     if let Err(error) = poll_fn(|cx| service.poll_ready(cx)).await {
-        return failed(error);
+        // The service never took the request.
+        return error_reply(&*error.into(), Reached::Queue);
     }
+    let handing = incoming.handing.clone();
     let mut answer = std::pin::pin!(service.call(incoming));
     let caught = poll_fn(
         |cx| match catch_unwind(AssertUnwindSafe(|| answer.as_mut().poll(cx))) {
@@ -315,12 +386,67 @@ where
     .await;
     match caught {
         Ok(Ok(reply)) => reply.into(),
-        Ok(Err(error)) => failed(error),
+        Ok(Err(error)) => error_reply(&*error.into(), handing.reached()),
         Err(_) => {
             tracing::error!("the service panicked; answering 500");
-            crate::app::Refusal::internal("the server failed while answering this request").into()
+            failed()
         }
     }
+}
+
+/// The reply to an error a service gave instead of an answer, given how
+/// far the request got (D13):
+///
+/// - tower's load shedding (`Overloaded`): `503`, try again later; the
+///   service never took the request;
+/// - tower's timeout (`Elapsed`) while the request waited for a handler
+///   place: `503`, try again later; no handler ever had it;
+/// - tower's timeout once a handler (or a service of the application's
+///   own) had it: `504`, the outcome unknown: the server stopped waiting,
+///   and the work may still finish or may have been applied already;
+/// - anything else: `500` (the error itself goes to the log, not to the
+///   client).
+#[cfg(feature = "tower")]
+fn error_reply(error: &(dyn std::error::Error + 'static), reached: Reached) -> Reply {
+    let answer = |code, message: &str| Response::from_code(code, message).into();
+    if error.is::<tower::load_shed::error::Overloaded>() {
+        tracing::warn!("the application is overloaded; answering 503");
+        return answer(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the server is overloaded; try again later",
+        );
+    }
+    if error.is::<tower::timeout::error::Elapsed>() {
+        return match reached {
+            Reached::Queue => {
+                tracing::warn!("no handler was free in time; answering 503");
+                answer(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "the server was too busy to begin this request in time, and never did; try again later",
+                )
+            }
+            Reached::Service | Reached::Handler => {
+                tracing::warn!("the application did not answer in time; answering 504");
+                answer(
+                    StatusCode::GATEWAY_TIMEOUT,
+                    "the server stopped waiting for its application, which may still finish: \
+                     the request may or may not have been applied",
+                )
+            }
+        };
+    }
+    tracing::error!(%error, "the application failed; answering 500");
+    failed()
+}
+
+/// The answer when the application failed (an error, a panic).
+#[cfg(feature = "tower")]
+fn failed() -> Reply {
+    Response::from_code(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "the server failed while answering this request",
+    )
+    .into()
 }
 
 /// The hooks of a connection served by a service: every 100-continue
@@ -509,6 +635,118 @@ async fn run_tls<A: Application>(
     }
 }
 
+/// The most a connection reads ahead while its application works: what
+/// the peer sends meanwhile (its next requests, pipelined) waits here for
+/// the drive step, and past this the peer is no longer watched.
+const WATCH_AHEAD: usize = 4 * READ_CHUNK;
+
+/// A connection's stream, with what was read from it while the
+/// application worked: the drive step reads those bytes first, so that
+/// watching the peer loses nothing it sent.
+struct Watched<S> {
+    stream: S,
+    ahead: Vec<u8>,
+    /// How much of `ahead` the drive step has read.
+    taken: usize,
+    unsent: fn(&S) -> Option<usize>,
+}
+
+impl<S: AsyncRead + Unpin> Watched<S> {
+    /// What the stream holds unsent, for [`PolledIo`].
+    fn unsent(&self) -> Option<usize> {
+        (self.unsent)(&self.stream)
+    }
+
+    /// Awaits `answer` while reading what the peer sends meanwhile: a
+    /// peer that resets the connection (or whose stream fails) is gone,
+    /// and `answer` is dropped unfinished, which cancels an `async`
+    /// handler (`None`). An end of stream is a half-close, whose peer
+    /// still gets every answer it is owed (D1): from then on only the
+    /// answer is awaited.
+    async fn watching<F: Future>(&mut self, answer: F) -> Option<F::Output> {
+        let mut answer = std::pin::pin!(answer);
+        let mut open = true;
+        poll_fn(|cx| {
+            if let Poll::Ready(out) = answer.as_mut().poll(cx) {
+                return Poll::Ready(Some(out));
+            }
+            while open && self.ahead.len() < WATCH_AHEAD {
+                let had = self.ahead.len();
+                self.ahead.resize(had + READ_CHUNK.min(WATCH_AHEAD - had), 0);
+                let mut buf = tokio::io::ReadBuf::new(&mut self.ahead[had..]);
+                let read = std::pin::Pin::new(&mut self.stream).poll_read(cx, &mut buf);
+                let n = buf.filled().len();
+                self.ahead.truncate(had + n);
+                match read {
+                    Poll::Ready(Ok(())) if n == 0 => open = false,
+                    Poll::Ready(Ok(())) => {}
+                    Poll::Ready(Err(_)) => return Poll::Ready(None),
+                    Poll::Pending => break,
+                }
+            }
+            Poll::Pending
+        })
+        .await
+    }
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for Watched<S> {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = &mut *self;
+        if this.taken < this.ahead.len() {
+            let n = buf.remaining().min(this.ahead.len() - this.taken);
+            buf.put_slice(&this.ahead[this.taken..this.taken + n]);
+            this.taken += n;
+            if this.taken == this.ahead.len() {
+                this.ahead.clear();
+                this.taken = 0;
+            }
+            return Poll::Ready(Ok(()));
+        }
+        std::pin::Pin::new(&mut this.stream).poll_read(cx, buf)
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for Watched<S> {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        std::pin::Pin::new(&mut self.stream).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        std::pin::Pin::new(&mut self.stream).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.stream.is_write_vectored()
+    }
+
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> Poll<io::Result<()>> {
+        std::pin::Pin::new(&mut self.stream).poll_flush(cx)
+    }
+
+    fn poll_shutdown(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> Poll<io::Result<()>> {
+        std::pin::Pin::new(&mut self.stream).poll_shutdown(cx)
+    }
+}
+
 enum Turn {
     Step(Step),
     Stop,
@@ -516,16 +754,22 @@ enum Turn {
 
 /// Performs what the drive step asks, from accept to close.
 async fn run<S, A>(
-    mut stream: S,
+    stream: S,
     peer: SocketAddr,
     mut app: A,
     options: ServerOptions,
     mut stop: Option<watch::Receiver<bool>>,
     unsent: fn(&S) -> Option<usize>,
 ) where
-    S: AsyncRead + AsyncWrite + Unpin,
+    S: AsyncRead + AsyncWrite + Unpin + Send,
     A: Application,
 {
+    let mut stream = Watched {
+        stream,
+        ahead: Vec::new(),
+        taken: 0,
+        unsent,
+    };
     // Parsing runs with the handler on the blocking pool: the runtime's
     // threads only move bytes, and stay quick to notice new clients.
     let mut driver = Driver::new(peer, &options, IoMode::NonBlocking).parse_in_dispatch();
@@ -543,7 +787,7 @@ async fn run<S, A>(
                 let mut io = PolledIo {
                     io: &mut stream,
                     cx,
-                    unsent,
+                    unsent: Watched::<S>::unsent,
                 };
                 match driver.step(&mut io, &mut scratch) {
                     Step::Wait { deadline, .. } => {
@@ -569,11 +813,12 @@ async fn run<S, A>(
             }
             Turn::Step(Step::Dispatch) => {
                 // The drain deadline holds for the application too: an
-                // answer still awaited when it passes is dropped, and the
-                // connection with it (a blocking handler runs on to its
-                // end on the pool, its answer discarded). A shutdown that
-                // begins meanwhile is noticed here.
-                let mut answered = std::pin::pin!(app.dispatch(driver));
+                // answer still awaited when it passes is dropped (an
+                // `async` handler cancelled; a blocking one runs on to its
+                // end on the pool, in its place, its answer discarded),
+                // and the connection closed. A shutdown that begins
+                // meanwhile is noticed here.
+                let mut answered = std::pin::pin!(app.dispatch(driver, &mut stream));
                 let back = loop {
                     match (drain_until, stop.as_mut()) {
                         (None, Some(stop)) => tokio::select! {
@@ -600,16 +845,22 @@ async fn run<S, A>(
                     }
                 };
                 match back {
-                    Some(back) => {
+                    Dispatched::Back(back) => {
                         driver = back;
                         if drain_until.is_some() {
                             driver.shut_down();
                         }
                     }
-                    // A hook panicked outside the handler's own guard:
-                    // the connection state is gone with it.
-                    None => {
+                    Dispatched::Lost => {
                         tracing::error!(peer = %peer, "a server hook panicked; the connection is dropped");
+                        return;
+                    }
+                    Dispatched::PeerGone => {
+                        tracing::debug!(
+                            peer = %peer,
+                            reason = "the peer reset the connection while the application was answering",
+                            "connection closed"
+                        );
                         return;
                     }
                 }
