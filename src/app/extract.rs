@@ -41,7 +41,10 @@ impl fmt::Debug for Call {
 impl Call {
     pub(crate) fn new(incoming: Incoming, params: Vec<(String, String)>, states: Arc<States>) -> Call {
         let Incoming {
-            request, upload, info, ..
+            request,
+            upload,
+            info,
+            ..
         } = incoming;
         Call {
             request,

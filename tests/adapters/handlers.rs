@@ -130,11 +130,7 @@ fn stuck() -> (Stuck, mpsc::Receiver<()>, mpsc::Sender<()>) {
 impl Stuck {
     fn work(&self) {
         let _ = self.began.lock().unwrap().send(());
-        let _ = self
-            .release
-            .lock()
-            .unwrap()
-            .recv_timeout(Duration::from_secs(20));
+        let _ = self.release.lock().unwrap().recv_timeout(Duration::from_secs(20));
     }
 }
 
@@ -155,7 +151,8 @@ fn returns_at_the_deadline(served: Served, began: &mpsc::Receiver<()>, runtime: 
         .recv_timeout(LIMIT)
         .unwrap_or_else(|_| panic!("{runtime}: the handler never began"));
     let took = served.stop_within(DRAIN + Duration::from_secs(4));
-    let took = took.unwrap_or_else(|| panic!("{runtime}: the server waited for the handler past its deadline"));
+    let took =
+        took.unwrap_or_else(|| panic!("{runtime}: the server waited for the handler past its deadline"));
     assert!(
         took >= DRAIN - Duration::from_millis(100),
         "{runtime}: it returned before the deadline: {took:?}"
@@ -165,7 +162,10 @@ fn returns_at_the_deadline(served: Served, began: &mpsc::Receiver<()>, runtime: 
     // handler will have done.
     let waited = Instant::now();
     assert!(peer.closed(), "{runtime}: the connection stays open");
-    assert!(waited.elapsed() < Duration::from_secs(1), "{runtime}: closed late");
+    assert!(
+        waited.elapsed() < Duration::from_secs(1),
+        "{runtime}: closed late"
+    );
 }
 
 #[test]

@@ -235,9 +235,7 @@ fn work(State(work): State<Work>, Keys(Numbered { n }): Keys<Numbered>) -> Statu
 #[test]
 fn under_a_timeout_no_more_blocking_handlers_run_than_places_and_each_answer_says_whether_one_ran() {
     let state = Work::default();
-    let router = Router::new()
-        .route("/work", post(work))
-        .with_state(state.clone());
+    let router = Router::new().route("/work", post(work)).with_state(state.clone());
     // The limit lets four through; the server has places for two. A
     // timed-out request gives its permit back, but a handler that runs on
     // keeps its place.
@@ -261,7 +259,10 @@ fn under_a_timeout_no_more_blocking_handlers_run_than_places_and_each_answer_say
     // Every handler that began has ended; none begins later.
     let waited = Instant::now();
     while state.running.load(Ordering::SeqCst) > 0 {
-        assert!(waited.elapsed() < Duration::from_secs(10), "handlers still running");
+        assert!(
+            waited.elapsed() < Duration::from_secs(10),
+            "handlers still running"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     std::thread::sleep(Duration::from_millis(300));
@@ -274,7 +275,10 @@ fn under_a_timeout_no_more_blocking_handlers_run_than_places_and_each_answer_say
         match status.code {
             // A handler had it: the outcome is unknown (D13).
             StatusCode::GATEWAY_TIMEOUT => {
-                assert!(ran.contains(n), "request {n} answered 504 never reached a handler");
+                assert!(
+                    ran.contains(n),
+                    "request {n} answered 504 never reached a handler"
+                );
                 assert_eq!(status.human_message, STOPPED_WAITING);
                 unknown += 1;
             }
@@ -291,7 +295,11 @@ fn under_a_timeout_no_more_blocking_handlers_run_than_places_and_each_answer_say
         }
     }
     assert!(unknown >= 1 && refused >= 1, "{answers:?}");
-    assert_eq!(ran.len(), unknown, "every request that reached a handler was answered 504");
+    assert_eq!(
+        ran.len(),
+        unknown,
+        "every request that reached a handler was answered 504"
+    );
 }
 
 /// Tells when it is dropped: when the future that holds it is cancelled.
@@ -337,7 +345,9 @@ fn read_answers(stream: &mut TcpStream, count: usize) -> Vec<serde_json::Value> 
         if values.len() >= count {
             return values;
         }
-        let n = stream.read(&mut chunk).expect("an answer within the read timeout");
+        let n = stream
+            .read(&mut chunk)
+            .expect("an answer within the read timeout");
         assert!(n > 0, "closed after {} answers", values.len());
         bytes.extend_from_slice(&chunk[..n]);
     }

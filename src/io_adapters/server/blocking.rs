@@ -8,7 +8,10 @@
 //! keep-alive connection, or a slow one, never keeps a new client waiting
 //! for a thread; [`ServerOptions::max_connections`] bounds the connections
 //! (and so the threads) at once, the rest waiting in the kernel's backlog.
-//! For many thousands of connections the mio server costs less.
+//! A connection's thread runs its handler once one of the server's
+//! [`ServerOptions::max_handlers`] places is free; a shutdown's deadline
+//! does not wait for handlers ([`ShutdownHandle`]). For many thousands of
+//! connections the mio server costs less.
 //!
 //! ```no_run
 //! use jsontp_protocol::io_adapters::server::ServerOptions;
@@ -35,8 +38,8 @@ use std::time::{Duration, Instant};
 use super::drive::BLOCKING_SLICE;
 use super::proxied_peer;
 use super::{
-    ACCEPT_BACKOFF, AcceptFaults, Accepted, Bounded, Driver, Handler, OpenSockets, Places, ServerOptions, Step,
-    client_gave_up, listen, stop_listening,
+    ACCEPT_BACKOFF, AcceptFaults, Accepted, Bounded, Driver, Handler, OpenSockets, Places, ServerOptions,
+    Step, client_gave_up, listen, stop_listening,
 };
 use crate::io_adapters::proxy_protocol::read_blocking;
 use crate::io_adapters::transport::{IoMode, Transport};
@@ -453,7 +456,9 @@ fn close_pool(shared: &Shared) {
         let left = until.saturating_duration_since(Instant::now());
         if left.is_zero() {
             drop(pool);
-            tracing::warn!("shutdown deadline passed with handlers still running: their connections are closed");
+            tracing::warn!(
+                "shutdown deadline passed with handlers still running: their connections are closed"
+            );
             shared.sockets.shut_all();
             return;
         }

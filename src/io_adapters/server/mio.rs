@@ -13,7 +13,9 @@
 //! [`Driver::step`] asks and nothing else. Reads go through one scratch
 //! buffer per worker, so an idle connection holds only its socket and its
 //! machine. A connection that used its turn's budget waits behind the
-//! others. Handlers run on the worker thread.
+//! others. Handlers run on the worker thread, one at a time, so at most
+//! `workers` at once, or [`ServerOptions::max_handlers`] if that is fewer;
+//! a shutdown's deadline does not wait for them ([`ShutdownHandle`]).
 //!
 //! ```no_run
 //! use jsontp_protocol::io_adapters::server::ServerOptions;
@@ -41,8 +43,8 @@ use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token, Waker};
 
 use super::{
-    ACCEPT_BACKOFF, AcceptFaults, Accepted, Bounded, ConnectionSettings, Driver, Handler, OpenSockets, Places,
-    ServerOptions, Step, client_gave_up, listen, proxied_peer, stop_listening,
+    ACCEPT_BACKOFF, AcceptFaults, Accepted, Bounded, ConnectionSettings, Driver, Handler, OpenSockets,
+    Places, ServerOptions, Step, client_gave_up, listen, proxied_peer, stop_listening,
 };
 use crate::io_adapters::proxy_protocol::ProxyHeaderReader;
 use crate::io_adapters::transport::IoMode;
@@ -253,7 +255,9 @@ impl<H: Handler> MioServer<H> {
         // shutdown, the socket is closed.
         drop(self.listener);
         if !self.shared.wait_for_workers(threads.len()) {
-            tracing::warn!("shutdown deadline passed with handlers still running: their connections are closed");
+            tracing::warn!(
+                "shutdown deadline passed with handlers still running: their connections are closed"
+            );
             for open in &sockets {
                 open.shut_all();
             }

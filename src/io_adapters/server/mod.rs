@@ -18,7 +18,10 @@
 //! open (the rest wait in the kernel's backlog, D3), backs off and retries
 //! when it runs out of descriptors, and on shutdown closes its listening
 //! socket at once, so that new clients are refused rather than left
-//! waiting.
+//! waiting. Every server runs at most [`ServerOptions::max_handlers`]
+//! handler calls at once, and returns once
+//! [`ServerOptions::shutdown_timeout`] has passed, whatever its handlers
+//! still do.
 
 use std::io;
 use std::net::{SocketAddr, TcpListener, ToSocketAddrs};

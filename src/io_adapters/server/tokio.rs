@@ -8,13 +8,35 @@
 //!
 //! A [`Handler`] is synchronous (`fn handle(&self, …) -> Response`) and
 //! may block (the file server reads files), so it runs on tokio's blocking
-//! pool with `spawn_blocking`, never on a runtime worker. With the feature
+//! pool with `spawn_blocking`, never on a runtime worker, in one of the
+//! server's handler places ([`ServerOptions::max_handlers`]). With the feature
 //! `tower`, [`serve_service`] serves any `tower::Service` of
 //! [`Incoming`] requests instead (a
 //! [`Router`](crate::app::Router) with `async` handlers, wrapped in tower's
 //! layers), whose futures are awaited on the runtime. The requests of one
 //! connection are answered one after the other, which keeps the responses
 //! in request order (D2) without buffering them.
+//!
+//! # Shutdown and blocking work
+//!
+//! [`serve`] and [`serve_service`] return once
+//! [`ServerOptions::shutdown_timeout`] has passed, whatever the handlers
+//! still do: an answer still awaited then is dropped with its connection.
+//! A blocking handler cannot be stopped, so it runs on to its end on the
+//! blocking pool (its answer discarded), and a tokio `Runtime` dropped
+//! after `serve` returns waits for it, as `#[tokio::main]` does. A program
+//! that must exit at the deadline ends its runtime without that wait:
+//!
+//! ```no_run
+//! # fn demo(serve: impl std::future::Future<Output = std::io::Result<()>>) -> std::io::Result<()> {
+//! let runtime = tokio::runtime::Runtime::new()?;
+//! let served = runtime.block_on(serve);
+//! // Handlers still running are the application's business (their work
+//! // may or may not be kept); the process does not wait for them.
+//! runtime.shutdown_background();
+//! served
+//! # }
+//! ```
 
 use std::future::{Future, poll_fn};
 use std::io;
@@ -24,8 +46,8 @@ use std::task::Poll;
 
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
-use tokio::sync::watch;
 use tokio::sync::Semaphore;
+use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use super::{ACCEPT_BACKOFF, AcceptFaults, Driver, Handler, ServerOptions, Step, client_gave_up};
@@ -48,11 +70,16 @@ const READ_CHUNK: usize = 16 * 1024;
 /// the backlog. `options.workers` is not used: the runtime's threads serve.
 /// Bind the listener with [`listen`](super::listen) for a larger backlog.
 ///
+/// Each trip of a connection to the blocking pool (parsing and its
+/// handler) takes one of `options.max_handlers` places, shared by the
+/// server's connections, and keeps it until the handler has returned.
+///
 /// At shutdown the listener is closed at once (new clients are refused);
 /// idle connections and those awaiting the full request of a handshake
 /// close; a connection with an exchange under way finishes it, writes the
-/// response and closes, bounded by the machine's timers (D3). Returns once
-/// all are gone.
+/// response and closes, bounded by the machine's timers (D3) and by
+/// `options.shutdown_timeout`, handlers included (see the
+/// [module](self#shutdown-and-blocking-work)). Returns once all are gone.
 ///
 /// ```no_run
 /// # async fn demo() -> std::io::Result<()> {
@@ -98,10 +125,25 @@ where
 /// request, in order (D2): it waits for [`poll_ready`], then awaits the
 /// answer on the runtime's own threads, so the service's futures must not
 /// block (a [`Router`](crate::app::Router) runs its synchronous handlers on
-/// the blocking pool itself). Parsing stays on the blocking pool. An
-/// error from the service, or a future that panics, is answered as
-/// [`error_reply`](crate::app::error_reply) says (`503` for a tower
-/// timeout or load shedding, `500` otherwise); the connection goes on.
+/// the blocking pool itself, each in one of `options.max_handlers`
+/// places). Parsing stays on the blocking pool.
+///
+/// While it awaits the answer, the connection is read: what the peer
+/// sends meanwhile (its next requests) is kept for later, and a peer that
+/// resets the connection is gone: the answer's future is dropped, which
+/// cancels an `async` handler (a blocking one runs on to its end, in its
+/// place). An end of stream is a half-close, and its peer still gets its
+/// answers (D1).
+///
+/// An error from the service, or a future that panics, is answered
+/// without the application (D13); the connection goes on:
+///
+/// | what happened | answer |
+/// |---|---|
+/// | tower's load shedding (`Overloaded`) | `503`, try again later |
+/// | tower's timeout while a router's request waited for a handler place | `503`, try again later: no handler had it |
+/// | tower's timeout once a handler, or a service of your own, had it | `504`: the server stopped waiting; the request may or may not have been applied |
+/// | any other error, a panic | `500` (the error goes to the log) |
 ///
 /// So tower's layers apply unchanged:
 ///
@@ -154,7 +196,9 @@ where
 
 /// The handler places of a server (or of one connection served alone).
 fn places(options: &ServerOptions) -> Arc<Semaphore> {
-    Arc::new(Semaphore::new(options.max_handlers.clamp(1, Semaphore::MAX_PERMITS)))
+    Arc::new(Semaphore::new(
+        options.max_handlers.clamp(1, Semaphore::MAX_PERMITS),
+    ))
 }
 
 /// The error of a service, as tower boxes it.
@@ -211,7 +255,9 @@ where
 }
 
 /// Serves one connection over `stream` until it closes. `options.config`
-/// configures it; handlers run on the blocking pool.
+/// configures it; handlers run on the blocking pool, within
+/// `options.max_handlers` places of this connection's own (a server's
+/// connections share theirs: [`serve`]).
 pub fn serve_connection<S, H>(
     stream: S,
     peer: SocketAddr,
@@ -230,7 +276,8 @@ where
 }
 
 /// Serves one connection over `stream` with `service` until it closes
-/// (feature `tower`); see [`serve_service`].
+/// (feature `tower`); see [`serve_service`]. The connection has
+/// `options.max_handlers` places of its own.
 #[cfg(feature = "tower")]
 pub fn serve_service_connection<S, T>(
     stream: S,
@@ -265,6 +312,9 @@ trait Application: Send + 'static {
 }
 
 /// How a dispatch ended.
+// The driver moves through it once per dispatch, as it moves to the
+// blocking pool and back: boxing would only add an allocation.
+#[allow(clippy::large_enum_variant)]
 enum Dispatched {
     /// The driver, back to be stepped.
     Back(Driver),
@@ -273,6 +323,7 @@ enum Dispatched {
     Lost,
     /// The peer reset the connection while the application worked: its
     /// answer was dropped unfinished.
+    #[cfg_attr(not(feature = "tower"), allow(dead_code))]
     PeerGone,
 }
 
@@ -638,6 +689,7 @@ async fn run_tls<A: Application>(
 /// The most a connection reads ahead while its application works: what
 /// the peer sends meanwhile (its next requests, pipelined) waits here for
 /// the drive step, and past this the peer is no longer watched.
+#[cfg_attr(not(feature = "tower"), allow(dead_code))]
 const WATCH_AHEAD: usize = 4 * READ_CHUNK;
 
 /// A connection's stream, with what was read from it while the
@@ -663,6 +715,7 @@ impl<S: AsyncRead + Unpin> Watched<S> {
     /// handler (`None`). An end of stream is a half-close, whose peer
     /// still gets every answer it is owed (D1): from then on only the
     /// answer is awaited.
+    #[cfg_attr(not(feature = "tower"), allow(dead_code))]
     async fn watching<F: Future>(&mut self, answer: F) -> Option<F::Output> {
         let mut answer = std::pin::pin!(answer);
         let mut open = true;
