@@ -723,16 +723,15 @@ impl<S: AsyncRead + Unpin> Watched<S> {
             if let Poll::Ready(out) = answer.as_mut().poll(cx) {
                 return Poll::Ready(Some(out));
             }
+            // Read through the stack: a connection holds memory for what
+            // its peer sent ahead only while there is some.
+            let mut chunk = [0u8; 4096];
             while open && self.ahead.len() < WATCH_AHEAD {
-                let had = self.ahead.len();
-                self.ahead.resize(had + READ_CHUNK.min(WATCH_AHEAD - had), 0);
-                let mut buf = tokio::io::ReadBuf::new(&mut self.ahead[had..]);
-                let read = std::pin::Pin::new(&mut self.stream).poll_read(cx, &mut buf);
-                let n = buf.filled().len();
-                self.ahead.truncate(had + n);
-                match read {
-                    Poll::Ready(Ok(())) if n == 0 => open = false,
-                    Poll::Ready(Ok(())) => {}
+                let room = chunk.len().min(WATCH_AHEAD - self.ahead.len());
+                let mut buf = tokio::io::ReadBuf::new(&mut chunk[..room]);
+                match std::pin::Pin::new(&mut self.stream).poll_read(cx, &mut buf) {
+                    Poll::Ready(Ok(())) if buf.filled().is_empty() => open = false,
+                    Poll::Ready(Ok(())) => self.ahead.extend_from_slice(buf.filled()),
                     Poll::Ready(Err(_)) => return Poll::Ready(None),
                     Poll::Pending => break,
                 }
@@ -755,7 +754,8 @@ impl<S: AsyncRead + Unpin> AsyncRead for Watched<S> {
             buf.put_slice(&this.ahead[this.taken..this.taken + n]);
             this.taken += n;
             if this.taken == this.ahead.len() {
-                this.ahead.clear();
+                // Given back: an idle connection keeps no buffer.
+                this.ahead = Vec::new();
                 this.taken = 0;
             }
             return Poll::Ready(Ok(()));
