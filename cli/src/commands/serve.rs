@@ -140,7 +140,8 @@ pub struct ServeArgs {
     max_spool: Option<u64>,
     /// How many seconds a graceful stop (SIGTERM, ctrl-c) lets the
     /// exchanges under way finish; connections still busy then are closed,
-    /// whatever their peers do.
+    /// whatever their peers do or a handler still does, and the server
+    /// exits.
     #[arg(
         long,
         env = "JSONTP_SHUTDOWN_TIMEOUT",

@@ -13,7 +13,9 @@
 //! [`Driver::step`] asks and nothing else. Reads go through one scratch
 //! buffer per worker, so an idle connection holds only its socket and its
 //! machine. A connection that used its turn's budget waits behind the
-//! others. Handlers run on the worker thread.
+//! others. Handlers run on the worker thread, one at a time, so at most
+//! `workers` at once, or [`ServerOptions::max_handlers`] if that is fewer;
+//! a shutdown's deadline does not wait for them ([`ShutdownHandle`]).
 //!
 //! ```no_run
 //! use jsontp_protocol::io_adapters::server::ServerOptions;
@@ -34,15 +36,15 @@ use std::collections::BTreeSet;
 use std::io;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token, Waker};
 
 use super::{
-    ACCEPT_BACKOFF, AcceptFaults, Accepted, ConnectionSettings, Driver, Handler, ServerOptions, Step,
-    client_gave_up, listen, proxied_peer, stop_listening,
+    ACCEPT_BACKOFF, AcceptFaults, Accepted, Bounded, ConnectionSettings, Driver, Handler, OpenSockets,
+    Places, ServerOptions, Step, client_gave_up, listen, proxied_peer, stop_listening,
 };
 use crate::io_adapters::proxy_protocol::ProxyHeaderReader;
 use crate::io_adapters::transport::IoMode;
@@ -73,6 +75,14 @@ pub struct MioServer<H> {
 /// are refused), every worker closes its idle connections and those
 /// awaiting the full request of a handshake, finishes the exchanges under
 /// way (bounded by the D3 timers), and `run` returns.
+///
+/// [`ServerOptions::shutdown_timeout`] bounds it all, handlers included: a
+/// handler runs on its worker's thread, so once the deadline has passed
+/// the connections of a worker still held by one are shut down from
+/// outside, and `run` returns without waiting for that thread. The
+/// handler runs on to its end; what it answers is not sent, and whether
+/// its work stands is the application's business (a process that exits
+/// then ends it).
 #[derive(Debug, Clone)]
 pub struct ShutdownHandle {
     shared: Arc<Shared>,
@@ -88,9 +98,36 @@ struct Shared {
     /// A handle on the listening socket, to stop it listening from the
     /// shutdown handle.
     listener: Mutex<Option<std::net::TcpListener>>,
+    /// The places handlers take, when there are fewer than workers.
+    places: Option<Arc<Places>>,
+    shutdown_timeout: Duration,
+    /// When the graceful shutdown must be over, once one has begun.
+    drain_until: Mutex<Option<Instant>>,
+    /// Workers whose thread has ended.
+    ended: Mutex<usize>,
+    /// A worker ended, or shutdown began.
+    changed: Condvar,
+}
+
+/// Counts its worker as ended when its thread does, panicking or not.
+struct Ending(Arc<Shared>);
+
+impl Drop for Ending {
+    fn drop(&mut self) {
+        *self.0.ended.lock().unwrap_or_else(|p| p.into_inner()) += 1;
+        self.0.changed.notify_all();
+    }
 }
 
 impl Shared {
+    /// When `run` stops waiting for the workers: the drain deadline, and a
+    /// little more, in which every worker not held by a handler has closed
+    /// its connections itself.
+    fn given_up_at(&self) -> Option<Instant> {
+        let until = *self.drain_until.lock().unwrap_or_else(|p| p.into_inner());
+        until.map(|until| until + Duration::from_millis(200))
+    }
+
     fn wake_all(&self) {
         for waker in self.wakers.lock().unwrap_or_else(|p| p.into_inner()).iter() {
             let _ = waker.wake();
@@ -134,12 +171,21 @@ impl<H: Handler> MioServer<H> {
         options: ServerOptions,
     ) -> io::Result<Self> {
         listener.set_nonblocking(true)?;
+        // A worker runs one handler at a time: places are needed only
+        // when there are fewer than workers.
+        let places = (options.max_handlers < options.worker_count())
+            .then(|| Arc::new(Places::new(options.max_handlers)));
         let shared = Arc::new(Shared {
             stopping: AtomicBool::new(false),
             wakers: Mutex::new(Vec::new()),
             open: AtomicUsize::new(0),
             max: options.max_connections.max(1),
             listener: Mutex::new(Some(listener.try_clone()?)),
+            places,
+            shutdown_timeout: options.shutdown_timeout,
+            drain_until: Mutex::new(None),
+            ended: Mutex::new(0),
+            changed: Condvar::new(),
         });
         Ok(MioServer {
             listener,
@@ -161,24 +207,40 @@ impl<H: Handler> MioServer<H> {
         }
     }
 
-    /// Serves until [`ShutdownHandle::shutdown`] and every worker is done.
+    /// Serves until [`ShutdownHandle::shutdown`] and every worker is done,
+    /// or the shutdown's deadline has passed (see [`ShutdownHandle`]).
     pub fn run(self) -> io::Result<()> {
         let mut threads = Vec::new();
+        let mut sockets = Vec::new();
         let mut result = Ok(());
         let settings = ConnectionSettings::new(&self.options);
+        let places = self.shared.places.clone();
+        let handler = Arc::new(Bounded::new(Arc::clone(&self.handler), places));
         for n in 0..self.options.worker_count() {
+            let open = Arc::new(OpenSockets::default());
             let worker = self.listener.try_clone().and_then(|listener| {
                 Worker::new(
                     TcpListener::from_std(listener),
-                    Arc::clone(&self.handler),
+                    Arc::clone(&handler),
                     self.options.clone(),
                     settings.clone(),
                     Arc::clone(&self.shared),
+                    Arc::clone(&open),
                 )
             });
             let thread = std::thread::Builder::new().name(format!("jsontp-mio-{n}"));
-            match worker.and_then(|mut worker| thread.spawn(move || worker.run())) {
-                Ok(thread) => threads.push(thread),
+            let shared = Arc::clone(&self.shared);
+            let started = worker.and_then(|mut worker| {
+                thread.spawn(move || {
+                    let _ending = Ending(shared);
+                    worker.run()
+                })
+            });
+            match started {
+                Ok(thread) => {
+                    threads.push(thread);
+                    sockets.push(open);
+                }
                 Err(e) => {
                     result = Err(e);
                     ShutdownHandle {
@@ -192,7 +254,19 @@ impl<H: Handler> MioServer<H> {
         // The workers hold their own handles; once they drop them at
         // shutdown, the socket is closed.
         drop(self.listener);
+        if !self.shared.wait_for_workers(threads.len()) {
+            tracing::warn!(
+                "shutdown deadline passed with handlers still running: their connections are closed"
+            );
+            for open in &sockets {
+                open.shut_all();
+            }
+        }
         for thread in threads {
+            // A worker still held by a handler is left to end on its own.
+            if !thread.is_finished() {
+                continue;
+            }
             match thread.join() {
                 Ok(Ok(())) => {}
                 Ok(Err(e)) => result = Err(e),
@@ -203,10 +277,48 @@ impl<H: Handler> MioServer<H> {
     }
 }
 
+impl Shared {
+    /// Waits until `workers` threads have ended; once a shutdown began, no
+    /// later than its deadline (`false` then).
+    fn wait_for_workers(&self, workers: usize) -> bool {
+        let mut ended = self.ended.lock().unwrap_or_else(|p| p.into_inner());
+        while *ended < workers {
+            ended = match self.given_up_at() {
+                None => self.changed.wait(ended).unwrap_or_else(|p| p.into_inner()),
+                Some(until) => {
+                    let left = until.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        return false;
+                    }
+                    self.changed
+                        .wait_timeout(ended, left)
+                        .unwrap_or_else(|p| p.into_inner())
+                        .0
+                }
+            };
+        }
+        true
+    }
+}
+
 impl ShutdownHandle {
     /// Starts the graceful shutdown; returns at once.
     pub fn shutdown(&self) {
+        let until = Instant::now() + self.shared.shutdown_timeout;
+        {
+            let mut drain_until = self.shared.drain_until.lock().unwrap_or_else(|p| p.into_inner());
+            drain_until.get_or_insert(until);
+        }
+        if let Some(places) = &self.shared.places {
+            // A request still waiting for a handler then never gets one.
+            places.close_at(until);
+        }
         self.shared.stopping.store(true, Ordering::SeqCst);
+        {
+            // `run` waits for the deadline from here on.
+            let _ended = self.shared.ended.lock().unwrap_or_else(|p| p.into_inner());
+            self.shared.changed.notify_all();
+        }
         let handle = self
             .shared
             .listener
@@ -249,6 +361,9 @@ struct Worker<H> {
     /// What every connection shares.
     settings: ConnectionSettings,
     shared: Arc<Shared>,
+    /// This worker's connections' sockets, shut down from `run` if a
+    /// handler holds the worker past the drain deadline.
+    sockets: Arc<OpenSockets>,
     clients: Vec<Option<Client>>,
     free: Vec<usize>,
     timers: BTreeSet<(Instant, usize)>,
@@ -273,6 +388,7 @@ impl<H: Handler> Worker<H> {
         options: ServerOptions,
         settings: ConnectionSettings,
         shared: Arc<Shared>,
+        sockets: Arc<OpenSockets>,
     ) -> io::Result<Self> {
         let poll = Poll::new()?;
         poll.registry()
@@ -290,6 +406,7 @@ impl<H: Handler> Worker<H> {
             options,
             settings,
             shared,
+            sockets,
             clients: Vec::new(),
             free: Vec::new(),
             timers: BTreeSet::new(),
@@ -426,6 +543,7 @@ impl<H: Handler> Worker<H> {
             self.shared.release();
             return;
         }
+        self.sockets.add(stream.get_ref());
         let mode = stream.mode(MODE);
         let header = self.options.proxy_protocol.then(|| {
             let limit = self.options.config.limits.message_timeout;
@@ -576,6 +694,8 @@ impl<H: Handler> Worker<H> {
         }
         self.again.retain(|s| *s != slot);
         let _ = self.poll.registry().deregister(client.stream.get_mut());
+        // Out of the set before it closes (dropped below).
+        self.sockets.remove(client.stream.get_ref());
         self.free.push(slot);
         self.shared.release();
     }

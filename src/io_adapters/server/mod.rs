@@ -18,7 +18,10 @@
 //! open (the rest wait in the kernel's backlog, D3), backs off and retries
 //! when it runs out of descriptors, and on shutdown closes its listening
 //! socket at once, so that new clients are refused rather than left
-//! waiting.
+//! waiting. Every server runs at most [`ServerOptions::max_handlers`]
+//! handler calls at once, and returns once
+//! [`ServerOptions::shutdown_timeout`] has passed, whatever its handlers
+//! still do.
 
 use std::io;
 use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
@@ -37,6 +40,7 @@ mod drive;
 mod http_line;
 #[cfg(feature = "mio")]
 pub mod mio;
+mod places;
 mod reply;
 mod spool;
 #[cfg(feature = "tokio")]
@@ -48,6 +52,10 @@ pub use drive::{ConnectionSettings, Driver, Step};
 /// way before it closes what is still open
 /// ([`ServerOptions::shutdown_timeout`]).
 pub const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
+pub use places::DEFAULT_MAX_HANDLERS;
+pub(crate) use places::{Bounded, OpenSockets, Places};
+#[cfg(feature = "tower")]
+pub(crate) use places::{Handing, Reached};
 pub use reply::Reply;
 pub use spool::{SpoolOptions, Upload};
 
@@ -306,6 +314,12 @@ pub struct Incoming {
     pub upload: Option<Upload>,
     /// Who asked.
     pub info: RequestInfo,
+    /// How far the request got into the application, and the server's
+    /// places for blocking handlers: a router takes a place before it runs
+    /// one, and the server's answer to a service's error says whether a
+    /// handler may have begun (D13).
+    #[cfg(feature = "tower")]
+    pub(crate) handing: Handing,
 }
 
 impl Incoming {
@@ -315,6 +329,8 @@ impl Incoming {
             request,
             upload: None,
             info,
+            #[cfg(feature = "tower")]
+            handing: Handing::default(),
         }
     }
 
@@ -529,8 +545,36 @@ pub struct ServerOptions {
     pub spool: SpoolOptions,
     /// How long a graceful shutdown lets the exchanges under way finish:
     /// past it, the connections still open are closed, whatever their
-    /// peers do. 30 s by default.
+    /// peers do or their handlers still do, and the server returns. 30 s
+    /// by default.
+    ///
+    /// A handler still running then runs on to its end on its thread (a
+    /// blocking call cannot be stopped from outside), but nothing it
+    /// answers is sent: its connection is closed. Whether its work is
+    /// kept is the application's business, as after a crash; a process
+    /// that exits once the server returns ends it there.
     pub shutdown_timeout: Duration,
+    /// Handler calls running at once, at most, per server
+    /// ([`DEFAULT_MAX_HANDLERS`] by default); a request waits for a place
+    /// before its handler is called. A handler that cannot be stopped (any
+    /// synchronous one) keeps its place until its work has really ended,
+    /// whatever timeout gave up on it meanwhile, so the bound holds.
+    ///
+    /// - std: the connection's thread waits for a place.
+    /// - mio: each worker runs one handler at a time, so the bound is the
+    ///   smaller of this and [`workers`](Self::workers).
+    /// - tokio, `serve`: each trip of a connection to the
+    ///   blocking pool (parsing and its handler) takes a place.
+    /// - tokio, `serve_service`: a [`Router`](crate::app::Router) takes a
+    ///   place for each synchronous handler it runs on the blocking pool;
+    ///   `async` handlers take none (they are cancelled when dropped: bound
+    ///   them with tower's `concurrency_limit`).
+    ///
+    /// A request still waiting for a place when a shutdown's drain
+    /// deadline passes is never handed to its handler; under tower, a
+    /// timeout or a peer gone while it waits drops it unhandled too, and
+    /// its answer is `503` (D13).
+    pub max_handlers: usize,
     /// Where the connections read the time: the system's clocks by
     /// default; a simulation gives its own ([`Clock::from_fn`]).
     pub clock: Clock,
@@ -547,6 +591,7 @@ impl Default for ServerOptions {
             proxy_protocol: false,
             spool: SpoolOptions::default(),
             shutdown_timeout: DEFAULT_SHUTDOWN_TIMEOUT,
+            max_handlers: DEFAULT_MAX_HANDLERS,
             clock: Clock::system(),
         }
     }
@@ -588,6 +633,13 @@ impl ServerOptions {
     /// Sets the drain deadline of a graceful shutdown (builder style).
     pub fn with_shutdown_timeout(mut self, timeout: Duration) -> Self {
         self.shutdown_timeout = timeout;
+        self
+    }
+
+    /// Sets the most handler calls running at once (builder style); at
+    /// least 1. See [`max_handlers`](Self::max_handlers).
+    pub fn with_max_handlers(mut self, max: usize) -> Self {
+        self.max_handlers = max.max(1);
         self
     }
 

@@ -1,0 +1,311 @@
+//! The bound on application work: handler places, taken before a handler
+//! runs and given back only when its work has really ended; how far a
+//! request got into the application, which decides what an answer given
+//! without the application's may say (D13); and the sockets a shutdown
+//! closes from outside the threads that serve them, when a handler holds
+//! one of those threads past the drain deadline.
+
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::Instant;
+
+use super::{Handler, Reply, RequestInfo, Upload};
+use crate::message::{Request, Response, Status, StatusCode};
+
+/// How many handler calls may run at once on a server, by default
+/// ([`ServerOptions::max_handlers`](super::ServerOptions::max_handlers)).
+pub const DEFAULT_MAX_HANDLERS: usize = 64;
+
+/// The handler places of a synchronous server (std, mio): a counting
+/// semaphore whose waiters give up once a shutdown's drain deadline has
+/// passed.
+#[derive(Debug)]
+pub(crate) struct Places {
+    room: Mutex<Room>,
+    freed: Condvar,
+}
+
+#[derive(Debug)]
+struct Room {
+    free: usize,
+    /// The drain deadline, once a shutdown began: a request still waiting
+    /// then is never handed to its handler.
+    closes: Option<Instant>,
+}
+
+/// A place taken; given back when dropped (after the handler returned or
+/// unwound).
+pub(crate) struct Place<'a>(&'a Places);
+
+impl Places {
+    pub(crate) fn new(places: usize) -> Places {
+        Places {
+            room: Mutex::new(Room {
+                free: places.max(1),
+                closes: None,
+            }),
+            freed: Condvar::new(),
+        }
+    }
+
+    fn room(&self) -> MutexGuard<'_, Room> {
+        self.room.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Waits for a place; `None` when the drain deadline passes first.
+    pub(crate) fn take(&self) -> Option<Place<'_>> {
+        let mut room = self.room();
+        loop {
+            if room.free > 0 {
+                room.free -= 1;
+                return Some(Place(self));
+            }
+            room = match room.closes {
+                None => self.freed.wait(room).unwrap_or_else(|p| p.into_inner()),
+                Some(at) => {
+                    let left = at.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        return None;
+                    }
+                    self.freed
+                        .wait_timeout(room, left)
+                        .unwrap_or_else(|p| p.into_inner())
+                        .0
+                }
+            };
+        }
+    }
+
+    /// A shutdown began: waiters give up at `until`.
+    pub(crate) fn close_at(&self, until: Instant) {
+        self.room().closes = Some(until);
+        self.freed.notify_all();
+    }
+}
+
+impl Drop for Place<'_> {
+    fn drop(&mut self) {
+        self.0.room().free += 1;
+        self.0.freed.notify_one();
+    }
+}
+
+/// A handler whose calls each take a place first (std, mio): at most as
+/// many run at once as there are places. Its hooks (`check_continue`,
+/// `log_exchange`) take none.
+#[derive(Debug)]
+pub(crate) struct Bounded<H> {
+    handler: Arc<H>,
+    /// `None`: the server's threads bound the calls already (a mio worker
+    /// runs one at a time, and there are no more workers than places).
+    places: Option<Arc<Places>>,
+}
+
+impl<H> Bounded<H> {
+    pub(crate) fn new(handler: Arc<H>, places: Option<Arc<Places>>) -> Bounded<H> {
+        Bounded { handler, places }
+    }
+}
+
+impl<H: Handler> Bounded<H> {
+    /// Runs `call` in a place; a request still waiting for one when the
+    /// drain deadline passes was never handed to the handler: `503` (D13).
+    fn in_place<T: From<Response>>(&self, call: impl FnOnce(&H) -> T) -> T {
+        let Some(places) = &self.places else {
+            return call(&self.handler);
+        };
+        match places.take() {
+            Some(_place) => call(&self.handler),
+            None => Response::new(Status::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the server is shutting down and never began this request; try again later",
+            ))
+            .into(),
+        }
+    }
+}
+
+impl<H: Handler> Handler for Bounded<H> {
+    fn handle(&self, request: &Request, info: &RequestInfo) -> Response {
+        self.in_place(|handler| handler.handle(request, info))
+    }
+
+    fn check_head(&self, head: &Request, info: &RequestInfo) -> super::HeadCheck {
+        self.handler.check_head(head, info)
+    }
+
+    fn respond(&self, request: &Request, upload: Option<Upload>, info: &RequestInfo) -> Reply {
+        // A request refused for want of a place drops its upload with it.
+        self.in_place(|handler| handler.respond(request, upload, info))
+    }
+
+    fn log_exchange(&self, record: &super::AccessRecord<'_>) {
+        self.handler.log_exchange(record);
+    }
+}
+
+/// The open connections' sockets of a synchronous server (std, mio), so
+/// that a shutdown can close them from outside the thread that serves
+/// them once its drain deadline has passed: a handler may hold that thread
+/// for as long as it likes, but not the connection.
+///
+/// A socket is added once its connection is served and removed before it
+/// is closed, both under the lock, so a descriptor shut down here is
+/// always still the connection's own.
+#[derive(Debug, Default)]
+pub(crate) struct OpenSockets {
+    #[cfg(unix)]
+    fds: Mutex<std::collections::HashSet<std::os::fd::RawFd>>,
+}
+
+impl OpenSockets {
+    #[cfg(unix)]
+    fn fds(&self) -> MutexGuard<'_, std::collections::HashSet<std::os::fd::RawFd>> {
+        self.fds.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Adds a connection's socket: remove it before closing it.
+    #[cfg(unix)]
+    pub(crate) fn add(&self, socket: &impl std::os::fd::AsRawFd) {
+        self.fds().insert(socket.as_raw_fd());
+    }
+
+    /// Removes a socket, before it is closed.
+    #[cfg(unix)]
+    pub(crate) fn remove(&self, socket: &impl std::os::fd::AsRawFd) {
+        self.fds().remove(&socket.as_raw_fd());
+    }
+
+    /// Elsewhere the sockets close when their threads let go of them.
+    #[cfg(not(unix))]
+    pub(crate) fn add<S>(&self, _socket: &S) {}
+
+    #[cfg(not(unix))]
+    pub(crate) fn remove<S>(&self, _socket: &S) {}
+
+    /// Shuts every socket still open down both ways: its peer sees the
+    /// connection end, and the thread that serves it (once its handler
+    /// returns) finds it closed.
+    pub(crate) fn shut_all(&self) {
+        #[cfg(unix)]
+        for &fd in self.fds().iter() {
+            // SAFETY: the descriptor is open: it is removed from the set,
+            // under this same lock, before its owner closes it.
+            #[allow(unsafe_code)]
+            let socket = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
+            let _ = rustix::net::shutdown(socket, rustix::net::Shutdown::Both);
+        }
+    }
+}
+
+/// How far a request got into the application, as an answer the server
+/// gives without the application's tells it (D13): `503` ("try again
+/// later") only when no handler ever had it, `504` (the outcome unknown)
+/// once one may have begun.
+#[cfg(feature = "tower")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub(crate) enum Reached {
+    /// A service has it and has said no more: it may have begun.
+    Service = 0,
+    /// A router holds it until a handler place is free: no handler has
+    /// seen it.
+    Queue = 1,
+    /// A handler has it.
+    Handler = 2,
+}
+
+/// The hand-off mark an [`Incoming`](super::Incoming) carries, shared
+/// between the server (which reads it when the service gives an error
+/// instead of an answer) and the router (which sets it), and the server's
+/// places for blocking handlers.
+#[cfg(feature = "tower")]
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Handing {
+    reached: Arc<std::sync::atomic::AtomicU8>,
+    /// `None`: no bound (an `Incoming` made outside a server).
+    places: Option<Arc<tokio::sync::Semaphore>>,
+}
+
+#[cfg(feature = "tower")]
+impl Handing {
+    pub(crate) fn new(places: Arc<tokio::sync::Semaphore>) -> Handing {
+        Handing {
+            reached: Arc::default(),
+            places: Some(places),
+        }
+    }
+
+    fn mark(&self, reached: Reached) {
+        self.reached
+            .store(reached as u8, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// How far the request got.
+    pub(crate) fn reached(&self) -> Reached {
+        match self.reached.load(std::sync::atomic::Ordering::SeqCst) {
+            0 => Reached::Service,
+            1 => Reached::Queue,
+            _ => Reached::Handler,
+        }
+    }
+
+    /// An `async` handler takes the request now; dropping its future
+    /// cancels it.
+    pub(crate) fn to_handler(&self) {
+        self.mark(Reached::Handler);
+    }
+
+    /// The request waits for a place to run a blocking handler.
+    pub(crate) fn queued(&self) {
+        self.mark(Reached::Queue);
+    }
+
+    /// Runs blocking `work` on tokio's blocking pool once a place is free.
+    /// The wait is part of this future: dropped meanwhile (a timeout, a
+    /// peer gone, a shutdown's deadline), the work never begins. Once it
+    /// has, it cannot be stopped: the place stays taken until it ends,
+    /// whatever becomes of this future, so no timeout lets more blocking
+    /// handlers run than there are places.
+    pub(crate) async fn run_blocking<T: Send + 'static>(
+        &self,
+        work: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<T, tokio::task::JoinError> {
+        self.queued();
+        let place = match &self.places {
+            // Never closed, so never an error.
+            Some(places) => Arc::clone(places).acquire_owned().await.ok(),
+            None => None,
+        };
+        self.to_handler();
+        tokio::task::spawn_blocking(move || {
+            let _place = place;
+            work()
+        })
+        .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn a_waiter_gets_the_place_given_back_or_gives_up_at_the_deadline() {
+        let places = Arc::new(Places::new(1));
+        let held = places.take().expect("a free place");
+        let waiting = {
+            let places = Arc::clone(&places);
+            std::thread::spawn(move || places.take().is_some())
+        };
+        std::thread::sleep(Duration::from_millis(20));
+        drop(held);
+        assert!(waiting.join().unwrap(), "the place given back is taken");
+
+        let _held = places.take().expect("free again");
+        places.close_at(Instant::now() + Duration::from_millis(30));
+        let started = Instant::now();
+        assert!(places.take().is_none(), "none free before the deadline");
+        assert!(started.elapsed() >= Duration::from_millis(25));
+    }
+}
