@@ -63,7 +63,9 @@
 //!   entries, `{"name", "size", "modified", "is-folder"}`, sorted by name,
 //!   at most 2,000 at a time: a longer listing's answer names its next
 //!   page in body key `next-page` (`?after=NAME`), so that one answer
-//!   never holds more than D3's 1 MiB whatever the folder's size.
+//!   never holds more than D3's 1 MiB whatever the folder's size. A page
+//!   costs about a page: a longer folder's sorted names are kept, in
+//!   bounded memory, while it is unchanged.
 //!   The listing shows what a `GET` could reach and nothing else: a symlink
 //!   whose target lies outside the root, or that leads nowhere, is left
 //!   out, as are names that are not UTF-8 (no resource can name them) and
@@ -82,9 +84,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde::Serialize;
 use subtle::ConstantTimeEq;
 
+mod listings;
 #[cfg(target_os = "linux")]
 mod small_files;
 mod steady;
+use listings::Listings;
 #[cfg(target_os = "linux")]
 use small_files::{Cached, Slot, SmallFiles, Stamp};
 use steady::{Measure, Steady};
@@ -155,6 +159,8 @@ pub struct FileServer {
     content_types: Vec<MediaType>,
     writable: bool,
     listing: bool,
+    /// The sorted names of folders longer than a page, between pages.
+    listings: Listings,
 }
 
 /// Why a request cannot be answered as asked: the response to send.
@@ -329,6 +335,7 @@ impl FileServer {
             content_types: ACCEPTED_CONTENT_TYPES.iter().map(|t| constant_media(t)).collect(),
             writable: true,
             listing: false,
+            listings: Listings::new(LISTING_CACHE_BYTES),
         })
     }
 
@@ -392,6 +399,15 @@ impl FileServer {
     pub fn with_listing(mut self, listing: bool) -> Self {
         self.listing = listing;
         self
+    }
+
+    /// How many times a listing has read a folder through. A folder longer
+    /// than one page is read once and its sorted names kept (32 MiB of
+    /// names in all, the least recently used folder dropped first) while
+    /// the folder is unchanged, so that its other pages read only their
+    /// own entries; this counts the reads that could not be spared.
+    pub fn folder_reads(&self) -> u64 {
+        self.listings.reads()
     }
 
     /// The served folder, canonical.
@@ -978,42 +994,23 @@ impl FileServer {
     /// by name after `after` (all names when `None`), as JSON text, and
     /// their last modification for the conditional headers (D17): the
     /// latest of the folder's and the page's entries', since changing a
-    /// file's content leaves its folder's time alone. The folder is read
-    /// through keeping only the page's names, so a page costs the same to
-    /// hold whatever the folder's size. Only what a `GET` could reach is
-    /// listed: symlinks are followed only when they stay inside the root.
+    /// file's content leaves its folder's time alone. A folder longer
+    /// than a page is read through once and its sorted names kept while
+    /// it is unchanged ([`Listings`]), so that a page costs about a page;
+    /// memory stays bounded whatever the folder's size. Only what a `GET`
+    /// could reach is listed: symlinks are followed only when they stay
+    /// inside the root.
     fn list(&self, folder: &Path, after: Option<&str>) -> io::Result<Page> {
-        use std::collections::BinaryHeap;
-        let mut latest = fs::metadata(folder)?.modified().ok().map(Date::from_system_time);
-        // The smallest names after `after`, the largest on top.
-        let mut smallest: BinaryHeap<(String, bool)> = BinaryHeap::new();
-        let mut more = false;
-        for entry in fs::read_dir(folder)? {
-            let entry = entry?;
-            let Ok(name) = entry.file_name().into_string() else {
-                continue;
-            };
-            if after.is_some_and(|after| name.as_str() <= after) {
-                continue;
-            }
-            // What a GET could not fetch is not offered.
-            if (folder == self.root && name == SPOOL_FOLDER) || refused_name(&name).is_some() {
-                continue;
-            }
-            let kind = entry.file_type()?;
-            if !(kind.is_symlink() || kind.is_file() || kind.is_dir()) {
-                continue;
-            }
-            if smallest.len() == LISTING_PAGE {
-                more = true;
-                if smallest.peek().is_some_and(|(top, _)| *top < name) {
-                    continue;
-                }
-                smallest.pop();
-            }
-            smallest.push((name, kind.is_symlink()));
-        }
-        let chosen = smallest.into_sorted_vec();
+        let metadata = fs::metadata(folder)?;
+        let mut latest = metadata.modified().ok().map(Date::from_system_time);
+        let at_root = folder == self.root;
+        // What a GET could not fetch is not offered.
+        let keep = |name: &str, kind: &fs::FileType| {
+            !(at_root && name == SPOOL_FOLDER)
+                && refused_name(name).is_none()
+                && (kind.is_symlink() || kind.is_file() || kind.is_dir())
+        };
+        let (chosen, more) = self.listings.page(folder, &metadata, after, LISTING_PAGE, keep)?;
         // The next page starts after the last name chosen, even when that
         // one is left out below.
         let last = if more {
@@ -1076,6 +1073,10 @@ struct Page {
 /// held output whatever the folder's size; `?after=NAME` asks for the
 /// next page, which the answer names in its body key `next-page`.
 const LISTING_PAGE: usize = 2000;
+
+/// How many bytes of folder names the listings keep between pages: about
+/// a million names of 20 bytes.
+const LISTING_CACHE_BYTES: usize = 32 << 20;
 
 /// `text` percent-encoded for a query value: all but RFC 3986's
 /// unreserved characters.

@@ -1183,3 +1183,54 @@ fn refusals_say_the_next_step() {
     let missing = ask(&fixture.server(), req(Method::Get, "/nope.txt"));
     assert_eq!(missing.status.human_message, "no file by this name");
 }
+
+#[test]
+fn a_long_listing_reads_its_folder_once_for_all_its_pages() {
+    // Each page of a long listing costs about a page: the folder is read
+    // through once and its sorted names kept while it is unchanged.
+    let fixture = Fixture::new();
+    let folder = fixture.path("many");
+    fs::create_dir(&folder).expect("folder");
+    let mut expected: Vec<String> = (0..4500).map(|i| format!("file {i:05}.txt")).collect();
+    for name in &expected {
+        fs::write(folder.join(name), "x").expect("file");
+    }
+    // Changed long ago: a folder changed just before it is read is kept
+    // for a second only, as its times may not move on a change within the
+    // same tick.
+    let set_back = || {
+        fs::File::open(&folder)
+            .and_then(|f| f.set_modified(SystemTime::now() - Duration::from_secs(3600)))
+            .expect("folder mtime");
+    };
+    set_back();
+    let server = fixture.server().with_listing(true);
+    let walk = || {
+        let mut resource = "/many/".to_owned();
+        let mut seen = Vec::new();
+        for _ in 0..10 {
+            let response = ask(&server, req(Method::Get, &resource));
+            seen.extend(
+                listing(&response)
+                    .iter()
+                    .filter_map(|e| e["name"].as_str().map(str::to_owned)),
+            );
+            match response.body.extra().get("next-page") {
+                Some(next) => resource = next.as_str().expect("a resource").to_owned(),
+                None => return seen,
+            }
+        }
+        panic!("4500 entries in pages of 2000 end");
+    };
+    assert_eq!(walk(), expected, "every name once, in order");
+    assert_eq!(server.folder_reads(), 1, "three pages, one read of the folder");
+    assert_eq!(walk(), expected);
+    assert_eq!(server.folder_reads(), 1, "and none for the same pages again");
+    // A change is seen at once: the folder's times moved.
+    fs::write(folder.join("file 02000a.txt"), "x").expect("file");
+    set_back();
+    expected.push("file 02000a.txt".to_owned());
+    expected.sort();
+    assert_eq!(walk(), expected);
+    assert_eq!(server.folder_reads(), 2);
+}
