@@ -1234,3 +1234,48 @@ fn a_long_listing_reads_its_folder_once_for_all_its_pages() {
     assert_eq!(walk(), expected);
     assert_eq!(server.folder_reads(), 2);
 }
+
+/// One JSON message read from `stream`.
+fn read_message(stream: &mut std::net::TcpStream) -> serde_json::Value {
+    serde_json::Deserializer::from_reader(stream)
+        .into_iter()
+        .next()
+        .expect("an answer")
+        .expect("JSON")
+}
+
+#[test]
+fn d10_a_first_request_without_a_body_is_acknowledged_or_refused_with_501() {
+    use std::io::{Read, Write};
+    // D10: the first request's body may be absent.
+    let first = r#"{"jsontp":"1.0","type":"request","resource":"/up.txt","method":"PUT","headers":{"expect":"100-continue"}}"#;
+    let full = r#"{"jsontp":"1.0","type":"request","resource":"/up.txt","method":"PUT","headers":{},"body":{"content":"hi","encoding":"identity"}}"#;
+    let connect = |server: &crate::support::Served| {
+        let stream = std::net::TcpStream::connect(server.addr).expect("connect");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .expect("timeout");
+        stream
+    };
+    let server = crate::support::Served::start("continue-without-body");
+    let mut stream = connect(&server);
+    stream.write_all(first.as_bytes()).expect("send");
+    let answer = read_message(&mut stream);
+    assert_eq!(answer["status"]["code"], 100, "{answer}");
+    stream.write_all(full.as_bytes()).expect("send");
+    let answer = read_message(&mut stream);
+    assert_eq!(answer["status"]["code"], 201, "{answer}");
+    assert_eq!(
+        fs::read_to_string(server.root.join("up.txt")).expect("stored"),
+        "hi"
+    );
+    // Without 100-continue: 501, then the close.
+    let server = crate::support::Served::start_with("continue-without-body-refused", &["--no-continue"]);
+    let mut stream = connect(&server);
+    stream.write_all(first.as_bytes()).expect("send");
+    let answer = read_message(&mut stream);
+    assert_eq!(answer["status"]["code"], 501, "{answer}");
+    let mut rest = Vec::new();
+    stream.read_to_end(&mut rest).expect("the server closes");
+    assert!(rest.iter().all(u8::is_ascii_whitespace), "{rest:?}");
+}
