@@ -53,7 +53,9 @@
 //! - Only regular files and folders are served, opened without blocking:
 //!   a pipe, socket or device is `403`. A file that is there but cannot be
 //!   opened is never `404`: `503` when the server is out of descriptors,
-//!   `500` otherwise, each saying which.
+//!   `500` otherwise, each saying which. A `PUT` that cannot write for
+//!   want of descriptors is `503` too: nothing was stored, so a retry is
+//!   safe.
 //! - Media types come from the file's extension (the `mime_guess` table);
 //!   a folder sends its `index.html`, so `text/html`; an unknown extension
 //!   is `application/octet-stream`. No `charset` parameter: a `.txt` file
@@ -629,7 +631,7 @@ impl FileServer {
                     Some(upload) => upload.persist(&target),
                     None => write_atomically(&folder, &target, request.body.content()),
                 }
-                .map_err(|e| io_failure(&e, language))?;
+                .map_err(|e| write_failure(&e, language))?;
                 Ok(Response::created("the file was written").with_headers(headers))
             }
             Action::Remove(file) => {
@@ -1306,15 +1308,8 @@ fn open_failure(e: io::Error) -> Opened {
 /// the server is out of descriptors (it may pass), `500` otherwise, each
 /// saying which; never `404`, which would tell the client the file is gone.
 fn cannot_open(e: &io::Error) -> Response {
-    #[cfg(unix)]
-    let out_of_descriptors = e
-        .raw_os_error()
-        .map(rustix::io::Errno::from_raw_os_error)
-        .is_some_and(|errno| matches!(errno, rustix::io::Errno::MFILE | rustix::io::Errno::NFILE));
-    #[cfg(not(unix))]
-    let out_of_descriptors = false;
     match e.kind() {
-        _ if out_of_descriptors => Response::from_code(
+        _ if out_of_descriptors(e) => Response::from_code(
             StatusCode::SERVICE_UNAVAILABLE,
             "the server has too many files open to open this one; try again shortly",
         ),
@@ -1327,6 +1322,37 @@ fn cannot_open(e: &io::Error) -> Response {
             format!("the server could not open this file: {e}"),
         ),
     }
+}
+
+/// Whether `e` says the process or the system has no file descriptor
+/// left (EMFILE, ENFILE): a condition that passes.
+fn out_of_descriptors(e: &io::Error) -> bool {
+    #[cfg(unix)]
+    return e
+        .raw_os_error()
+        .map(rustix::io::Errno::from_raw_os_error)
+        .is_some_and(|errno| matches!(errno, rustix::io::Errno::MFILE | rustix::io::Errno::NFILE));
+    #[cfg(not(unix))]
+    {
+        let _ = e;
+        false
+    }
+}
+
+/// The answer when a `PUT` could not write its file, which leaves the
+/// old file (or none) in place: `503` when the server is out of
+/// descriptors, as for a `GET` (it may pass, and a retry is safe since
+/// nothing was stored), `500` otherwise.
+fn write_failure(error: &io::Error, language: LanguageTag) -> Refusal {
+    if out_of_descriptors(error) {
+        return refuse(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the server is out of file descriptors (too many files open), so nothing was \
+             written; try again shortly",
+            language,
+        );
+    }
+    io_failure(error, language)
 }
 
 /// `language` as the response's only header.
@@ -1399,6 +1425,27 @@ mod tests {
                 "{errno:?}: {}",
                 answer.status.human_message
             );
+        }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_write_out_of_descriptors_is_503_as_a_read_is() {
+        use rustix::io::Errno;
+        let os = |errno: Errno| io::Error::from_raw_os_error(errno.raw_os_error());
+        for (errno, code) in [
+            (Errno::MFILE, 503),
+            (Errno::NFILE, 503),
+            (Errno::ACCESS, 500),
+            (Errno::NOSPC, 500),
+        ] {
+            let answer = write_failure(&os(errno), LanguageTag::EN_US);
+            assert_eq!(answer.status.code.as_u16(), code, "{errno:?}");
+            if code == 503 {
+                let said = &answer.status.human_message;
+                assert!(said.contains("out of file descriptors"), "{said}");
+                assert!(said.contains("nothing was written"), "{said}");
+            }
         }
     }
 

@@ -1279,3 +1279,101 @@ fn d10_a_first_request_without_a_body_is_acknowledged_or_refused_with_501() {
     stream.read_to_end(&mut rest).expect("the server closes");
     assert!(rest.iter().all(u8::is_ascii_whitespace), "{rest:?}");
 }
+
+#[cfg(unix)]
+#[test]
+fn a_put_out_of_descriptors_is_503_and_stores_nothing() {
+    // As a GET out of descriptors: the condition passes, and nothing was
+    // written, so the client may simply try again.
+    use std::io::{BufRead, BufReader, Write};
+    use std::net::{SocketAddr, TcpStream};
+    use std::process::{Command, Stdio};
+
+    use crate::support::{BIN, SERVE_ENV, Serve, temp_root};
+
+    let root = temp_root("put-out-of-descriptors");
+    // A handful of descriptors: the listener, the poller, the root, and
+    // few more. `ulimit` is the shell's; without a shell, nothing to test.
+    let mut command = Command::new("sh");
+    command
+        .arg("-c")
+        .arg(format!(
+            "ulimit -n 24 && exec {BIN} serve --writable --workers 1 --quiet --addr 127.0.0.1:0 --root '{}'",
+            root.display()
+        ))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    for name in SERVE_ENV {
+        command.env_remove(name);
+    }
+    let Ok(mut child) = command.spawn() else {
+        eprintln!("no sh here");
+        return;
+    };
+    let mut log = BufReader::new(child.stderr.take().expect("stderr"));
+    let server = Serve(child);
+    let mut line = String::new();
+    let _ = log.read_line(&mut line);
+    let Some(addr) = line
+        .trim()
+        .rsplit("://")
+        .next()
+        .and_then(|a| a.parse::<SocketAddr>().ok())
+    else {
+        panic!("jsontp serve did not start: {line:?}");
+    };
+    std::thread::spawn(move || std::io::copy(&mut log, &mut std::io::sink()));
+    let send = |stream: &mut TcpStream, method: &str, content: &str| {
+        let request = serde_json::json!({
+            "jsontp": "1.0", "type": "request", "resource": "/new.txt", "method": method,
+            "headers": {}, "body": {"content": content, "encoding": "identity"}
+        });
+        let _ = stream.write_all(format!("{request}\n").as_bytes());
+        let mut answer = String::new();
+        let read = BufReader::new(stream.try_clone().expect("clone")).read_line(&mut answer);
+        read.ok().filter(|&n| n > 0).map(|_| answer)
+    };
+    let connect = |wait: Duration| {
+        let stream = TcpStream::connect(addr).expect("connect");
+        stream.set_read_timeout(Some(wait)).expect("timeout");
+        stream
+    };
+    // Idle connections take the descriptors, until one more is not
+    // accepted (it waits in the backlog) …
+    let mut idle = Vec::new();
+    loop {
+        let mut stream = connect(Duration::from_millis(500));
+        if send(&mut stream, "OPTIONS", "").is_none() {
+            break;
+        }
+        idle.push(stream);
+        assert!(idle.len() < 64, "the descriptor limit did not bite");
+    }
+    // … then one leaves, and the next connection takes its descriptor:
+    // none is left to write the file with.
+    idle.pop();
+    std::thread::sleep(Duration::from_millis(200));
+    let mut stream = connect(Duration::from_secs(20));
+    let answer = send(&mut stream, "PUT", "hello").expect("an answer");
+    let answer: serde_json::Value = serde_json::from_str(&answer).expect("JSON");
+    assert_eq!(answer["status"]["code"], 503, "{answer}");
+    let said = answer["status"]["human-message"].as_str().unwrap_or_default();
+    assert!(said.contains("out of file descriptors"), "{answer}");
+    assert!(said.contains("nothing was written"), "{answer}");
+    assert!(!root.join("new.txt").exists());
+    let names: Vec<_> = fs::read_dir(&root)
+        .expect("root")
+        .flatten()
+        .map(|entry| entry.file_name())
+        .collect();
+    assert_eq!(names, ["hello.txt"], "no temporary file left either");
+    // Descriptors back, the same request succeeds.
+    drop(stream);
+    drop(idle);
+    std::thread::sleep(Duration::from_millis(200));
+    let answer = send(&mut connect(Duration::from_secs(20)), "PUT", "hello").expect("an answer");
+    let answer: serde_json::Value = serde_json::from_str(&answer).expect("JSON");
+    assert_eq!(answer["status"]["code"], 201, "{answer}");
+    drop(server);
+    let _ = fs::remove_dir_all(&root);
+}
