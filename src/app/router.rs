@@ -9,7 +9,7 @@ use super::extract::{Call, States};
 use super::handler::{Answer, Shared, block_on};
 use super::respond::Refusal;
 use crate::io_adapters::server::{AccessRecord, Handler, HeadCheck, Incoming, Reply, RequestInfo, Upload};
-use crate::message::{Body, Method, Request, Response};
+use crate::message::{Body, Method, Request, Response, StatusCode};
 
 /// The handlers of one resource pattern, by method. Made with [`get`],
 /// [`post`], [`put`], [`delete`] or [`on`], and added to with the methods
@@ -262,7 +262,10 @@ struct Route {
 /// its [`fallback`](Self::fallback)); for a method a route does not serve,
 /// `405` with `allowed-methods` (D11); `OPTIONS` is answered from the
 /// routes (`200` and `allowed-methods`, never `404`: a path no route
-/// matches allows `OPTIONS` alone).
+/// matches allows `OPTIONS` alone, a fallback's included). A capture
+/// (`{name}`, `{*name}`) never holds a backslash, which some systems read
+/// as a folder separator (D7: a path may not leave the root): such a path
+/// is `400`, naming the capture, whatever the method.
 ///
 /// A router is a [`Handler`] for the std and mio servers (an `async`
 /// handler is then run to its end on the server's thread, which suits
@@ -432,8 +435,9 @@ impl Router {
         self
     }
 
-    /// Answers the requests no route matches, whatever their method
-    /// (builder style), instead of `404`.
+    /// Answers the requests no route matches, whatever their method but
+    /// `OPTIONS` (builder style), instead of `404`. `OPTIONS` of such a
+    /// path is `200` listing `OPTIONS` alone, as D11 asks.
     pub fn fallback<M, H: RouteHandler<M>>(mut self, handler: H) -> Router {
         Arc::make_mut(&mut self.inner).fallback = Some(handler.into_shared().0);
         self
@@ -454,6 +458,22 @@ impl Router {
             .routes
             .iter()
             .find_map(|route| route.pattern.matches(path).map(|params| (route, params)));
+        // D7: the path may not leave the root; a capture is what a handler
+        // may join to a folder, where a backslash can be a separator
+        // (`..\..\x` climbs on Windows). Refused for every method, as the
+        // resource itself is.
+        if let Some((_, params)) = &found
+            && let Some((name, _)) = params.iter().find(|(_, value)| value.contains('\\'))
+        {
+            return Target::Answer(Response::from_code(
+                StatusCode::BAD_REQUEST,
+                format!(
+                    "the resource's path holds a backslash (\\) in its part `{name}`; some systems \
+                     read a backslash as a folder separator, so this server refuses it: write the \
+                     path with / only"
+                ),
+            ));
+        }
         match found {
             Some((route, params)) => match (route.methods.find(method), method) {
                 (Some(handler), _) => Target::Handler(Arc::clone(handler), params),
@@ -472,8 +492,11 @@ impl Router {
                     .map(|(_, f)| f)
                     .or(inner.fallback.as_ref());
                 match (fallback, method) {
+                    // D11: OPTIONS is 200 with `allowed-methods`, never a
+                    // fallback's 404; what no route serves allows OPTIONS
+                    // alone.
+                    (_, Method::Options) => Target::Answer(Response::allowed_methods(&[Method::Options])),
                     (Some(fallback), _) => Target::Handler(Arc::clone(fallback), Vec::new()),
-                    (None, Method::Options) => Target::Answer(Response::allowed_methods(&[Method::Options])),
                     (None, _) => Target::Answer(Response::not_found(format!("nothing is served at {path}"))),
                 }
             }

@@ -624,7 +624,11 @@ impl Driver {
                 && !write_blocked
                 && self.turn.moved() < TURN_BYTES
                 && !(self.mode.is_blocking() && self.offer == Offer::Offered);
-            let deadline = self.conn.poll_timeout();
+            // Bytes held as a possible HTTP line are a message begun (D3).
+            let deadline = match (self.conn.poll_timeout(), self.first_line.deadline()) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
             if !output_untried && deadline.is_some_and(|t| t <= at.instant) {
                 // The stall timer is the peer's progress (D3): what the
                 // transport still holds decides whether it took any. The
@@ -693,11 +697,7 @@ impl Driver {
                         self.input = PeerInput::EndRead;
                         // What was held as a possible HTTP line goes first (D1).
                         let held = self.first_line.release();
-                        match &mut self.intake {
-                            _ if held.is_empty() => {}
-                            Intake::Direct => self.conn.receive_data(&held, self.after_io(at)),
-                            Intake::Deferred(inbox) => inbox.extend_from_slice(&held),
-                        }
+                        self.take_in(&held, self.after_io(at));
                         if let Intake::Direct = self.intake {
                             self.input = PeerInput::Ended;
                             self.conn.receive_eof(self.after_io(at));
@@ -706,7 +706,8 @@ impl Driver {
                     }
                     Ok(n) => {
                         let at = self.after_io(at);
-                        let received = match self.first_line.look(&scratch[..n]) {
+                        let message_time = self.settings.0.config.limits.message_timeout;
+                        let received = match self.first_line.look(&scratch[..n], at.instant, message_time) {
                             Look::Pass(bytes) => bytes,
                             Look::Hold => Cow::Borrowed(&[][..]),
                             Look::Http(answer) => {
@@ -719,11 +720,7 @@ impl Driver {
                                 continue;
                             }
                         };
-                        match &mut self.intake {
-                            _ if received.is_empty() => {}
-                            Intake::Direct => self.conn.receive_data(&received, at),
-                            Intake::Deferred(inbox) => inbox.extend_from_slice(&received),
-                        }
+                        self.take_in(&received, at);
                         self.turn.add_moved(n);
                         moved = true;
                         if self.mode == IoMode::EdgeTriggered && n < room && self.input == PeerInput::Open {
@@ -941,6 +938,10 @@ impl Driver {
 
     /// Acts on the machine's timers that are due at `at` (D3).
     fn act_on_timers(&mut self, at: Now) {
+        // A possible HTTP line held past the message time goes to the
+        // machine, which answers it as any other first bytes (D3).
+        let held = self.first_line.expire(at.instant);
+        self.take_in(&held, at);
         let idle = self.conn.is_idle();
         self.conn.handle_timeout(at);
         if self.answers.is_empty() {
@@ -954,6 +955,15 @@ impl Driver {
             // D3: an idle connection closes without a response.
             tracing::debug!("idle timeout");
             self.why_closing.get_or_insert(CloseReason::IdleTimeout);
+        }
+    }
+
+    /// Bytes received, for the machine: now, or at the next dispatch.
+    fn take_in(&mut self, bytes: &[u8], at: Now) {
+        match &mut self.intake {
+            _ if bytes.is_empty() => {}
+            Intake::Direct => self.conn.receive_data(bytes, at),
+            Intake::Deferred(inbox) => inbox.extend_from_slice(bytes),
         }
     }
 
