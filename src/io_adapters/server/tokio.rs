@@ -371,7 +371,7 @@ async fn serve_accepted<A: Application>(
         app,
         options,
         Some(stop),
-        KernelWrites::unsent,
+        KernelWrites::acknowledged,
     )
     .await;
 }
@@ -389,10 +389,10 @@ async fn serve_accepted<A: Application>(
 struct KernelWrites(tokio::net::TcpStream);
 
 impl KernelWrites {
-    /// What the socket holds unsent: the stall limit counts the peer's
-    /// progress by it (D3).
-    fn unsent(&self) -> Option<usize> {
-        crate::io_adapters::transport::send_queue(std::os::fd::AsFd::as_fd(&self.0))
+    /// What the peer acknowledged of the socket's output: the stall limit
+    /// counts the peer's progress by it (D3).
+    fn acknowledged(&self) -> Option<crate::machine::Acknowledged> {
+        crate::io_adapters::transport::tcp_acknowledged(std::os::fd::AsFd::as_fd(&self.0))
     }
 }
 
@@ -504,8 +504,17 @@ async fn run_tls<A: Application>(
     if let Ok(Ok(stream)) = shaken {
         use crate::io_adapters::tls::TokioTlsStream;
         let stream = TokioTlsStream::new(stream.into());
-        let unsent = |tls: &TokioTlsStream<KernelWrites>| tls.get_ref().get_ref().0.unsent();
-        run(stream, peer, app, options, Some(stop), unsent).await;
+        // The socket's count, in ciphertext; records the session still
+        // keeps are held too.
+        let acknowledged = |tls: &TokioTlsStream<KernelWrites>| {
+            let (socket, session) = tls.get_ref().get_ref();
+            let told = socket.acknowledged()?;
+            Some(crate::machine::Acknowledged {
+                holds_more: told.holds_more || session.wants_write(),
+                ..told
+            })
+        };
+        run(stream, peer, app, options, Some(stop), acknowledged).await;
     }
 }
 
@@ -521,7 +530,7 @@ async fn run<S, A>(
     mut app: A,
     options: ServerOptions,
     mut stop: Option<watch::Receiver<bool>>,
-    unsent: fn(&S) -> Option<usize>,
+    acknowledged: fn(&S) -> Option<crate::machine::Acknowledged>,
 ) where
     S: AsyncRead + AsyncWrite + Unpin,
     A: Application,
@@ -543,7 +552,7 @@ async fn run<S, A>(
                 let mut io = PolledIo {
                     io: &mut stream,
                     cx,
-                    unsent,
+                    acknowledged,
                 };
                 match driver.step(&mut io, &mut scratch) {
                     Step::Wait { deadline, .. } => {
