@@ -166,3 +166,162 @@ fn memory_returns_after_a_stalled_peer_is_closed() {
         );
     });
 }
+
+/// Downloads a peer stops reading, with the peer's own buffers, plain and
+/// over TLS (the test PKI needs the `tls` feature).
+#[cfg(feature = "tls")]
+mod stopped_downloads {
+    use std::io::{Read, Write};
+    use std::net::{SocketAddr, TcpStream};
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    use jsontp_protocol::machine::ServerConfig;
+
+    use crate::hostile::Streamer;
+    use crate::pki::Pki;
+    use crate::support::{RUNTIMES, Runtime, options, request, start};
+
+    /// The size of the download a never-reading peer asks for: far more than
+    /// a server could send in the test's time, so that a server still sending
+    /// when the peer starts reading is seen at once.
+    const ENDLESS: u64 = 1 << 40;
+
+    /// More than the kernels on both sides hold for a peer that never read
+    /// (send buffer and receive buffer, a few MiB each on Linux): received
+    /// after the stall, only a server still sending gives this much.
+    const HELD_AT_MOST: usize = 64 << 20;
+
+    /// A peer, plain or TLS, that asks `server` for an endless streamed
+    /// download and never reads; returns its socket (its TLS session set
+    /// aside: the test reads the records raw) and when the request went.
+    fn never_reading_peer(server: SocketAddr, tls: Option<&Pki>) -> (TcpStream, Instant) {
+        let socket = TcpStream::connect(server).expect("connect");
+        let text = request("GET", &format!("/stream/{ENDLESS}"), "");
+        let Some(pki) = tls else {
+            let mut socket = socket;
+            socket.write_all(text.as_bytes()).expect("write");
+            return (socket, Instant::now());
+        };
+        let config = Arc::new(
+            rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+                .with_safe_default_protocol_versions()
+                .expect("versions")
+                .with_root_certificates(pki.roots())
+                .with_no_client_auth(),
+        );
+        let session =
+            rustls::ClientConnection::new(config, "localhost".try_into().expect("a name")).expect("session");
+        let mut stream = rustls::StreamOwned::new(session, socket);
+        stream.write_all(text.as_bytes()).expect("write");
+        stream.flush().expect("flush");
+        (stream.sock, Instant::now())
+    }
+
+    /// What the peer of a stalled download does before it stops reading.
+    #[derive(Clone, Copy, Debug)]
+    enum Peer {
+        /// Never reads a byte.
+        NeverReads,
+        /// Reads [`READ_ONCE`] bytes a second after its request, then stops:
+        /// its kernel acknowledges them and more, and nothing tells the server
+        /// (too little of its send buffer is freed for the socket to be
+        /// reported writable), until it looks.
+        ReadsOnce,
+    }
+
+    /// What [`Peer::ReadsOnce`] reads: well under a third of a Linux send
+    /// buffer.
+    const READ_ONCE: usize = 512 << 10;
+
+    /// D3 with the peer's own buffers (no small window): a peer that stops
+    /// reading an endless streamed download (or never starts), on `runtime`,
+    /// plain or over TLS, with `stall` as the limit, is closed within a second
+    /// of the limit. Checked by reading from then on: only what the kernels
+    /// held arrives, then the end of the stream; a server still sending would
+    /// send on.
+    fn closes_a_stalled_download_in_time(runtime: Runtime, tls: bool, peer: Peer, stall: Duration) {
+        let mut config = ServerConfig::default();
+        config.limits.stall_timeout = stall;
+        let pki = tls.then(Pki::new);
+        let mut options = options(config, 2);
+        if let Some(pki) = &pki {
+            options = options.with_tls(pki.server(false));
+        }
+        let server = start(runtime, Streamer, options);
+        let what = format!("{runtime:?}{}, {peer:?}", if tls { " over TLS" } else { "" });
+        let (mut socket, asked) = never_reading_peer(server.addr, pki.as_ref());
+        socket
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .expect("timeout");
+        let sleep_until = |t: Instant| std::thread::sleep(t.saturating_duration_since(Instant::now()));
+        let last_taken = match peer {
+            Peer::NeverReads => asked,
+            Peer::ReadsOnce => {
+                sleep_until(asked + Duration::from_secs(1));
+                // Raw bytes, records too: the kernels see the same reading.
+                let mut once = vec![0u8; READ_ONCE];
+                socket.read_exact(&mut once).expect("the start of the download");
+                Instant::now()
+            }
+        };
+        sleep_until(last_taken + stall + Duration::from_secs(1));
+        let mut received = 0usize;
+        let mut chunk = vec![0u8; 256 << 10];
+        loop {
+            match socket.read(&mut chunk) {
+                Ok(0) => break,
+                Ok(n) => received += n,
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => break,
+                Err(e) => panic!("{what}: the server neither closed nor sent: {e}"),
+            }
+            assert!(
+                received < HELD_AT_MOST,
+                "{what}: still sending {stall:?} + 1 s after the peer's last read, {received} bytes read since"
+            );
+        }
+        server.shutdown_and_join();
+    }
+
+    /// Runs `peer` against every runtime, plain and TLS, at once, with a limit
+    /// of 5 s.
+    fn on_every_runtime_at_once(peer: Peer) {
+        let cases: Vec<_> = RUNTIMES
+            .iter()
+            .flat_map(|&runtime| [(runtime, false), (runtime, true)])
+            .map(|(runtime, tls)| {
+                std::thread::spawn(move || {
+                    closes_a_stalled_download_in_time(runtime, tls, peer, Duration::from_secs(5));
+                })
+            })
+            .collect();
+        for case in cases {
+            if let Err(panic) = case.join() {
+                std::panic::resume_unwind(panic);
+            }
+        }
+    }
+
+    #[test]
+    fn a_peer_that_never_reads_a_download_is_closed_within_a_second_of_the_stall_limit() {
+        // The peer's kernel acknowledges what its receive buffer holds, and
+        // may do so a little after the server last looked: seen only when the
+        // limit came, that used to restart the timer.
+        on_every_runtime_at_once(Peer::NeverReads);
+    }
+
+    #[test]
+    fn a_peer_that_reads_once_and_stops_is_closed_within_a_second_of_the_stall_limit_after() {
+        // What the peer took counts from when it took it, not from when the
+        // server next looked: the same as above, made certain.
+        on_every_runtime_at_once(Peer::ReadsOnce);
+    }
+
+    #[test]
+    #[cfg(feature = "mio")]
+    fn a_peer_that_never_reads_a_download_is_closed_within_31_s_by_default() {
+        // The default limit (D3: 30 s), on the runtime of `jsontp serve`.
+        let stall = ServerConfig::default().limits.stall_timeout;
+        closes_a_stalled_download_in_time(Runtime::Mio, false, Peer::NeverReads, stall);
+    }
+}
