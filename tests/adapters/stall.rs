@@ -187,15 +187,17 @@ mod stopped_downloads {
     /// when the peer starts reading is seen at once.
     const ENDLESS: u64 = 1 << 40;
 
-    /// More than the kernels on both sides hold for a peer that never read
-    /// (send buffer and receive buffer, a few MiB each on Linux): received
-    /// after the stall, only a server still sending gives this much.
-    const HELD_AT_MOST: usize = 64 << 20;
+    /// More than the kernels on both sides hold for a peer that stopped
+    /// reading: the server's send buffer (Linux allows 4 MiB by default)
+    /// and the peer's receive buffer, which grows only as its application
+    /// reads. Only a server still sending gives this much.
+    const HELD_AT_MOST: usize = 16 << 20;
 
     /// A peer, plain or TLS, that asks `server` for an endless streamed
-    /// download and never reads; returns its socket (its TLS session set
-    /// aside: the test reads the records raw) and when the request went.
-    fn never_reading_peer(server: SocketAddr, tls: Option<&Pki>) -> (TcpStream, Instant) {
+    /// download; returns its socket (its TLS session set aside: the test
+    /// reads the records raw, and the kernels see the same reading) and
+    /// when the request went.
+    fn asking_peer(server: SocketAddr, tls: Option<&Pki>) -> (TcpStream, Instant) {
         let socket = TcpStream::connect(server).expect("connect");
         let text = request("GET", &format!("/stream/{ENDLESS}"), "");
         let Some(pki) = tls else {
@@ -250,7 +252,7 @@ mod stopped_downloads {
         }
         let server = start(runtime, Streamer, options);
         let what = format!("{runtime:?}{}, {peer:?}", if tls { " over TLS" } else { "" });
-        let (mut socket, asked) = never_reading_peer(server.addr, pki.as_ref());
+        let (mut socket, asked) = asking_peer(server.addr, pki.as_ref());
         socket
             .set_read_timeout(Some(Duration::from_secs(5)))
             .expect("timeout");
@@ -259,7 +261,6 @@ mod stopped_downloads {
             Peer::NeverReads => asked,
             Peer::ReadsOnce => {
                 sleep_until(asked + Duration::from_secs(1));
-                // Raw bytes, records too: the kernels see the same reading.
                 let mut once = vec![0u8; READ_ONCE];
                 socket.read_exact(&mut once).expect("the start of the download");
                 Instant::now()
@@ -283,17 +284,12 @@ mod stopped_downloads {
         server.shutdown_and_join();
     }
 
-    /// Runs `peer` against every runtime, plain and TLS, at once, with a limit
-    /// of 5 s.
-    fn on_every_runtime_at_once(peer: Peer) {
+    /// Runs `case` against every runtime, plain and TLS, at once.
+    fn on_every_runtime_at_once(case: fn(Runtime, bool)) {
         let cases: Vec<_> = RUNTIMES
             .iter()
             .flat_map(|&runtime| [(runtime, false), (runtime, true)])
-            .map(|(runtime, tls)| {
-                std::thread::spawn(move || {
-                    closes_a_stalled_download_in_time(runtime, tls, peer, Duration::from_secs(5));
-                })
-            })
+            .map(|(runtime, tls)| std::thread::spawn(move || case(runtime, tls)))
             .collect();
         for case in cases {
             if let Err(panic) = case.join() {
@@ -302,26 +298,68 @@ mod stopped_downloads {
         }
     }
 
+    /// The limit of the cases run on every runtime at once.
+    const SHORT_STALL: Duration = Duration::from_secs(5);
+
     #[test]
     fn a_peer_that_never_reads_a_download_is_closed_within_a_second_of_the_stall_limit() {
         // The peer's kernel acknowledges what its receive buffer holds, and
         // may do so a little after the server last looked: seen only when the
         // limit came, that used to restart the timer.
-        on_every_runtime_at_once(Peer::NeverReads);
+        on_every_runtime_at_once(|runtime, tls| {
+            closes_a_stalled_download_in_time(runtime, tls, Peer::NeverReads, SHORT_STALL);
+        });
     }
 
     #[test]
     fn a_peer_that_reads_once_and_stops_is_closed_within_a_second_of_the_stall_limit_after() {
         // What the peer took counts from when it took it, not from when the
         // server next looked: the same as above, made certain.
-        on_every_runtime_at_once(Peer::ReadsOnce);
+        on_every_runtime_at_once(|runtime, tls| {
+            closes_a_stalled_download_in_time(runtime, tls, Peer::ReadsOnce, SHORT_STALL);
+        });
+    }
+
+    /// A reader of 8 KiB a second, with its own buffers, for more than the
+    /// default limit on `runtime`; then, read fast, the download goes on.
+    fn a_reader_of_a_few_kib_a_second_is_never_closed(runtime: Runtime) {
+        let stall = ServerConfig::default().limits.stall_timeout;
+        let server = start(runtime, Streamer, options(ServerConfig::default(), 2));
+        let (mut socket, asked) = asking_peer(server.addr, None);
+        socket
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .expect("timeout");
+        let mut piece = vec![0u8; 8 << 10];
+        while asked.elapsed() < stall * 4 / 3 {
+            std::thread::sleep(Duration::from_secs(1));
+            socket.read_exact(&mut piece).expect("the download goes on");
+        }
+        let mut received = 0usize;
+        let mut chunk = vec![0u8; 256 << 10];
+        while received < HELD_AT_MOST {
+            match socket.read(&mut chunk) {
+                Ok(0) => panic!("{runtime:?}: closed as stalled, {received} bytes after the slow reading"),
+                Ok(n) => received += n,
+                Err(e) => panic!("{runtime:?}: {e} after {received} bytes"),
+            }
+        }
+        // Gone: the endless download ends with it.
+        drop(socket);
+        server.shutdown_and_join();
     }
 
     #[test]
     #[cfg(feature = "mio")]
-    fn a_peer_that_never_reads_a_download_is_closed_within_31_s_by_default() {
-        // The default limit (D3: 30 s), on the runtime of `jsontp serve`.
+    fn the_default_limit_closes_a_peer_that_never_reads_within_31_s_and_never_a_slow_reader() {
+        // The default limit (D3: 30 s), on the runtime of `jsontp serve`,
+        // both at once. The slow reader's kernel acknowledges in steps, as
+        // its application empties the receive buffer and the window
+        // reopens; the server, looking often, sees each.
+        let slow = std::thread::spawn(|| a_reader_of_a_few_kib_a_second_is_never_closed(Runtime::Mio));
         let stall = ServerConfig::default().limits.stall_timeout;
         closes_a_stalled_download_in_time(Runtime::Mio, false, Peer::NeverReads, stall);
+        if let Err(panic) = slow.join() {
+            std::panic::resume_unwind(panic);
+        }
     }
 }
