@@ -126,7 +126,8 @@ enum Delivery {
 /// The deadlines of one moment; `None` for a timer that does not run.
 #[derive(Debug, Default, Clone, Copy)]
 pub(super) struct Timers {
-    /// The peer takes none of our output (D3).
+    /// The peer takes none of our output (D3), or, sooner, the transport
+    /// is to be asked again what the peer took.
     pub(super) stall: Option<Instant>,
     /// A message began and has not ended (D3).
     pub(super) message: Option<Instant>,

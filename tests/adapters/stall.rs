@@ -349,17 +349,27 @@ mod stopped_downloads {
     }
 
     #[test]
-    #[cfg(feature = "mio")]
     fn the_default_limit_closes_a_peer_that_never_reads_within_31_s_and_never_a_slow_reader() {
-        // The default limit (D3: 30 s), on the runtime of `jsontp serve`,
-        // both at once. The slow reader's kernel acknowledges in steps, as
-        // its application empties the receive buffer and the window
-        // reopens; the server, looking often, sees each.
-        let slow = std::thread::spawn(|| a_reader_of_a_few_kib_a_second_is_never_closed(Runtime::Mio));
+        // The default limit (D3: 30 s), every runtime, all at once. The
+        // slow reader's kernel acknowledges in steps, as its application
+        // empties the receive buffer and the window reopens; the server,
+        // asking often, sees each.
         let stall = ServerConfig::default().limits.stall_timeout;
-        closes_a_stalled_download_in_time(Runtime::Mio, false, Peer::NeverReads, stall);
-        if let Err(panic) = slow.join() {
-            std::panic::resume_unwind(panic);
+        let cases: Vec<_> = RUNTIMES
+            .iter()
+            .flat_map(|&runtime| {
+                [
+                    std::thread::spawn(move || a_reader_of_a_few_kib_a_second_is_never_closed(runtime)),
+                    std::thread::spawn(move || {
+                        closes_a_stalled_download_in_time(runtime, false, Peer::NeverReads, stall);
+                    }),
+                ]
+            })
+            .collect();
+        for case in cases {
+            if let Err(panic) = case.join() {
+                std::panic::resume_unwind(panic);
+            }
         }
     }
 }
