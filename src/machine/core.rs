@@ -114,9 +114,11 @@ enum Delivery {
         /// The transport holds bytes the peer has not acknowledged, by
         /// its last report or by a write since.
         holds: bool,
-        /// When the transport was last asked, or a check passed without
-        /// an answer.
-        asked: Instant,
+        /// How many checks (each a [`STALL_CHECKS`]th of the stall
+        /// timeout) have passed since the stall timer last started: the
+        /// next is due at the one after. A count rather than an instant
+        /// keeps the connection's fixed state small.
+        checks: u32,
     },
     /// The peer stalled (D3): the output was dropped, and nothing more is
     /// timed.
@@ -552,15 +554,17 @@ impl<E: RoleEvent> Core<E> {
     /// session that takes one more write into its buffer is not the peer
     /// reading.
     pub(super) fn transport_acknowledged(&mut self, told: Acknowledged, now: Now) {
-        let delivered = match self.delivery {
-            Delivery::OnConsume => false,
-            Delivery::Reported { acknowledged, .. } => told.bytes > acknowledged,
+        let (delivered, checks) = match self.delivery {
+            Delivery::OnConsume => (false, 0),
+            Delivery::Reported {
+                acknowledged, checks, ..
+            } => (told.bytes > acknowledged, checks),
             Delivery::GivenUp => return,
         };
         self.delivery = Delivery::Reported {
             acknowledged: told.bytes,
             holds: told.holds_more,
-            asked: now.instant,
+            checks,
         };
         self.track_stall(delivered, now);
     }
@@ -572,13 +576,21 @@ impl<E: RoleEvent> Core<E> {
     /// last asked).
     fn track_stall(&mut self, delivered: bool, now: Now) {
         let held = matches!(self.delivery, Delivery::Reported { holds: true, .. });
-        self.stalled_since = if self.output.is_empty() && !held {
+        let since = if self.output.is_empty() && !held {
             None
         } else if delivered {
             Some(now.instant)
         } else {
             self.stalled_since.or(Some(now.instant))
         };
+        if since != self.stalled_since
+            && let Delivery::Reported { checks, .. } = &mut self.delivery
+        {
+            // A timer that starts is first checked a check's time after
+            // its start: a fast peer's answers cost no asking each.
+            *checks = 0;
+        }
+        self.stalled_since = since;
     }
 
     /// Total bytes ever queued.
@@ -597,12 +609,12 @@ impl<E: RoleEvent> Core<E> {
     pub(super) fn stall_deadline(&self, timeout: Duration) -> Option<Instant> {
         let since = self.stalled_since?;
         let end = since.checked_add(timeout);
-        let Delivery::Reported { asked, .. } = self.delivery else {
+        let Delivery::Reported { checks, .. } = self.delivery else {
             return end;
         };
-        // A timer that starts is first checked a check's time after its
-        // start: a fast peer's answers cost no asking each.
-        let check = asked.max(since).checked_add(timeout / STALL_CHECKS);
+        let check = (timeout / STALL_CHECKS)
+            .checked_mul(checks.saturating_add(1))
+            .and_then(|after| since.checked_add(after));
         end.map(|end| check.map_or(end, |check| end.min(check)))
     }
 
@@ -611,11 +623,17 @@ impl<E: RoleEvent> Core<E> {
     /// untaken for `timeout`. A check the caller did not answer passes,
     /// with nothing taken.
     pub(super) fn stall_timed_out(&mut self, timeout: Duration, now: Now) -> bool {
-        if due(deadline(self.stalled_since, timeout), now) {
+        let Some(since) = self.stalled_since else {
+            return false;
+        };
+        if due(since.checked_add(timeout), now) {
             return true;
         }
-        if let Delivery::Reported { asked, .. } = &mut self.delivery {
-            *asked = now.instant;
+        if let Delivery::Reported { checks, .. } = &mut self.delivery {
+            // Every check up to now has passed.
+            let interval = (timeout / STALL_CHECKS).as_nanos().max(1);
+            let passed = now.instant.saturating_duration_since(since).as_nanos() / interval;
+            *checks = u32::try_from(passed).unwrap_or(u32::MAX);
         }
         false
     }
