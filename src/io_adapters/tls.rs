@@ -767,10 +767,15 @@ impl<T: Transport> Transport for TlsStream<T> {
         self.io.set_timeout(limit)
     }
 
-    /// What the socket holds untaken. Records TLS still holds are there
-    /// only while the socket is full, so its queue already shows the wait.
-    fn unsent(&self) -> Option<usize> {
-        self.io.unsent()
+    /// What the socket says the peer acknowledged: ciphertext, counted
+    /// against the socket's own earlier count, never against the
+    /// plaintext written. Records the session still keeps are held too.
+    fn acknowledged(&self) -> Option<crate::machine::Acknowledged> {
+        let told = self.io.acknowledged()?;
+        Some(crate::machine::Acknowledged {
+            holds_more: told.holds_more || self.conn.wants_write(),
+            ..told
+        })
     }
 }
 

@@ -75,18 +75,50 @@ impl Outbound {
     }
 }
 
+/// How often, at least, the transport is asked what the peer has
+/// acknowledged while the stall timer runs (D3): this many times in one
+/// stall timeout. A count that grew says only that the peer took bytes
+/// since the last asking, not when: asked this often, the timer restarts
+/// within a sixty-fourth of the timeout of the peer's last byte taken,
+/// and a peer that stopped taking is closed at most that much after the
+/// timeout.
+const STALL_CHECKS: u32 = 64;
+
+/// What a transport tells of the bytes written to it, for the stall
+/// timer (D3). It is counted where the bytes leave for the network (a TCP
+/// socket's acknowledged bytes), in that layer's units: under TLS,
+/// ciphertext, which the machine never compares with the plaintext it
+/// wrote, only with the transport's own earlier count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Acknowledged {
+    /// Bytes the peer has acknowledged since the transport opened; the
+    /// count only grows.
+    pub bytes: u64,
+    /// Whether the transport still holds bytes the peer has not
+    /// acknowledged (unsent, in flight, or in a layer above the socket).
+    pub holds_more: bool,
+}
+
 /// What the machine knows of how much of its output reached the peer, for
 /// the stall timer (D3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Delivery {
-    /// The caller never said what its transport holds: bytes it consumes
+    /// The caller never said what its transport tells: bytes it consumes
     /// count as taken by the peer.
     OnConsume,
-    /// The caller says what its transport holds: `unsent` of the bytes it
-    /// consumed have not been acknowledged by the peer.
+    /// The caller says what its transport tells ([`Acknowledged`]): only a
+    /// growing count of acknowledged bytes is the peer taking output.
     Reported {
-        /// Bytes consumed and not yet acknowledged.
-        unsent: u64,
+        /// The transport's count of acknowledged bytes at its last report.
+        acknowledged: u64,
+        /// The transport holds bytes the peer has not acknowledged, by
+        /// its last report or by a write since.
+        holds: bool,
+        /// How many checks (each a [`STALL_CHECKS`]th of the stall
+        /// timeout) have passed since the stall timer last started: the
+        /// next is due at the one after. A count rather than an instant
+        /// keeps the connection's fixed state small.
+        checks: u32,
     },
     /// The peer stalled (D3): the output was dropped, and nothing more is
     /// timed.
@@ -96,7 +128,8 @@ enum Delivery {
 /// The deadlines of one moment; `None` for a timer that does not run.
 #[derive(Debug, Default, Clone, Copy)]
 pub(super) struct Timers {
-    /// The peer takes none of our output (D3).
+    /// The peer takes none of our output (D3), or, sooner, the transport
+    /// is to be asked again what the peer took.
     pub(super) stall: Option<Instant>,
     /// A message began and has not ended (D3).
     pub(super) message: Option<Instant>,
@@ -492,9 +525,10 @@ impl<E: RoleEvent> Core<E> {
 
     /// The caller wrote `n` bytes to its transport (more than are pending
     /// is clamped); returns how many. The written prefix is given back as
-    /// it grows. Unless the caller reports what its transport holds
-    /// ([`transport_holds`](Self::transport_holds)), the bytes count as
-    /// taken by the peer, which restarts the stall timer (D3).
+    /// it grows. Unless the caller reports what its transport tells
+    /// ([`transport_acknowledged`](Self::transport_acknowledged)), the
+    /// bytes count as taken by the peer, which restarts the stall timer
+    /// (D3).
     pub(super) fn consume_output(&mut self, n: usize, now: Now) -> usize {
         let n = self.output.consume(n);
         if n == 0 {
@@ -503,8 +537,8 @@ impl<E: RoleEvent> Core<E> {
         let delivered = match &mut self.delivery {
             Delivery::OnConsume => true,
             // In the transport now, not yet at the peer.
-            Delivery::Reported { unsent } => {
-                *unsent += n as u64;
+            Delivery::Reported { holds, .. } => {
+                *holds = true;
                 false
             }
             Delivery::GivenUp => false,
@@ -513,42 +547,50 @@ impl<E: RoleEvent> Core<E> {
         n
     }
 
-    /// The caller's transport holds `unsent` of the bytes consumed so far,
-    /// not yet acknowledged by the peer (more than were consumed is
-    /// clamped). From the first call on, only bytes acknowledged count as
-    /// taken: the stall timer restarts when `unsent` falls, and runs while
-    /// output is pending or `unsent` is above zero (D3). A kernel that
-    /// takes one more write into a growing send buffer is not the peer
+    /// What the caller's transport tells of the bytes written to it. From
+    /// the first report on, only the peer's acknowledged count growing is
+    /// output taken: it restarts the stall timer, which runs while output
+    /// is pending or the transport holds any (D3). A kernel or a TLS
+    /// session that takes one more write into its buffer is not the peer
     /// reading.
-    pub(super) fn transport_holds(&mut self, unsent: usize, now: Now) {
-        let unsent = (unsent as u64).min(self.output.written());
-        let (unsent, delivered) = match self.delivery {
-            Delivery::OnConsume => (unsent, false),
-            // What reached the peer stays reached: the count only falls,
-            // except by what is consumed.
-            Delivery::Reported { unsent: before } => (unsent.min(before), unsent < before),
+    pub(super) fn transport_acknowledged(&mut self, told: Acknowledged, now: Now) {
+        let (delivered, checks) = match self.delivery {
+            Delivery::OnConsume => (false, 0),
+            Delivery::Reported {
+                acknowledged, checks, ..
+            } => (told.bytes > acknowledged, checks),
             Delivery::GivenUp => return,
         };
-        self.delivery = Delivery::Reported { unsent };
+        self.delivery = Delivery::Reported {
+            acknowledged: told.bytes,
+            holds: told.holds_more,
+            checks,
+        };
         self.track_stall(delivered, now);
     }
 
     /// The one rule of the stall timer (D3): it runs while any of our
     /// output has not reached the peer (pending, or held by the
     /// transport), from when that began or the peer last took a byte
-    /// (`delivered`: it just did).
+    /// (`delivered`: it just did, or was seen to since the transport was
+    /// last asked).
     fn track_stall(&mut self, delivered: bool, now: Now) {
-        let unsent = match self.delivery {
-            Delivery::Reported { unsent } => unsent,
-            Delivery::OnConsume | Delivery::GivenUp => 0,
-        };
-        self.stalled_since = if self.output.is_empty() && unsent == 0 {
+        let held = matches!(self.delivery, Delivery::Reported { holds: true, .. });
+        let since = if self.output.is_empty() && !held {
             None
         } else if delivered {
             Some(now.instant)
         } else {
             self.stalled_since.or(Some(now.instant))
         };
+        if since != self.stalled_since
+            && let Delivery::Reported { checks, .. } = &mut self.delivery
+        {
+            // A timer that starts is first checked a check's time after
+            // its start: a fast peer's answers cost no asking each.
+            *checks = 0;
+        }
+        self.stalled_since = since;
     }
 
     /// Total bytes ever queued.
@@ -561,9 +603,39 @@ impl<E: RoleEvent> Core<E> {
         self.output.written()
     }
 
-    /// When the stall timer runs out, if it runs (D3).
+    /// The stall timer's next moment, if it runs (D3): when it runs out,
+    /// or sooner, when the transport is to be asked again what the peer
+    /// took (see [`STALL_CHECKS`]).
     pub(super) fn stall_deadline(&self, timeout: Duration) -> Option<Instant> {
-        deadline(self.stalled_since, timeout)
+        let since = self.stalled_since?;
+        let end = since.checked_add(timeout);
+        let Delivery::Reported { checks, .. } = self.delivery else {
+            return end;
+        };
+        let check = (timeout / STALL_CHECKS)
+            .checked_mul(checks.saturating_add(1))
+            .and_then(|after| since.checked_add(after));
+        end.map(|end| check.map_or(end, |check| end.min(check)))
+    }
+
+    /// The stall timer's moment has come (the caller asked its transport
+    /// first, if it can): whether the peer has now left our output
+    /// untaken for `timeout`. A check the caller did not answer passes,
+    /// with nothing taken.
+    pub(super) fn stall_timed_out(&mut self, timeout: Duration, now: Now) -> bool {
+        let Some(since) = self.stalled_since else {
+            return false;
+        };
+        if due(since.checked_add(timeout), now) {
+            return true;
+        }
+        if let Delivery::Reported { checks, .. } = &mut self.delivery {
+            // Every check up to now has passed.
+            let interval = (timeout / STALL_CHECKS).as_nanos().max(1);
+            let passed = now.instant.saturating_duration_since(since).as_nanos() / interval;
+            *checks = u32::try_from(passed).unwrap_or(u32::MAX);
+        }
+        false
     }
 
     // -- events and ids ----------------------------------------------------

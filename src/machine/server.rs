@@ -18,7 +18,7 @@ use std::time::Instant;
 use super::core::{ContentOutcome, Core, Decoded, KEEP_BUFFERS, Lifecycle, Outbound, Timers, deadline, due};
 use super::responses::{self, refusal};
 use super::table::{Exchange, ExchangeState, Input, Role, TransitionError};
-use super::{ContinuePolicy, Now, PeerError, RequestId, ServerConfig, ServerEvent, UsageError};
+use super::{Acknowledged, ContinuePolicy, Now, PeerError, RequestId, ServerConfig, ServerEvent, UsageError};
 use crate::message::decoder::Requests;
 use crate::message::{Method, Rejection, Request, RequestContext, Response, WholeMessage, parse_request};
 
@@ -337,7 +337,7 @@ impl ServerConnection {
 
     /// Marks `n` bytes of [`pending_output`](Self::pending_output) as written
     /// (more than are pending is clamped). Unless the caller reports what
-    /// its transport holds ([`transport_holds`](Self::transport_holds)),
+    /// its transport tells ([`transport_acknowledged`](Self::transport_acknowledged)),
     /// any byte written counts as taken by the peer and restarts the stall
     /// timer (D3). Responses written no longer count against the limits on
     /// what is owed (D3), so reading may resume.
@@ -357,21 +357,24 @@ impl ServerConnection {
         self.settle(now);
     }
 
-    /// Tells the machine that `unsent` of the bytes already marked written
-    /// ([`consume_output`](Self::consume_output)) still sit in the
-    /// transport (a kernel's send buffer, a TLS layer), not acknowledged by
-    /// the peer; more than were written is clamped. A send buffer that
-    /// takes a write is not the peer reading (D3: "no byte of it read"),
-    /// so from the first call on the stall timer counts only bytes
-    /// delivered (written less `unsent`): it restarts when that count
-    /// grows, and runs while output is pending or `unsent` is above zero.
-    /// When it runs out with only the transport's bytes left, the
-    /// connection closes as stalled all the same
-    /// ([`PeerError::OutputStalled`]). Call it after writes and whenever
-    /// the transport's count is read again; a caller that never calls it
-    /// keeps the rule of `consume_output`.
-    pub fn transport_holds(&mut self, unsent: usize, now: Now) {
-        self.core.transport_holds(unsent, now);
+    /// Tells the machine what the transport says of the bytes written to
+    /// it ([`consume_output`](Self::consume_output)): how many the peer has
+    /// acknowledged, in the transport's own units (a TLS session's
+    /// ciphertext), and whether it holds more. A buffer that takes a write
+    /// is not the peer reading (D3: "no byte of it read"), so from the
+    /// first call on the stall timer restarts only when the acknowledged
+    /// count grows, and runs while output is pending or the transport
+    /// holds some. While it runs, [`poll_timeout`](Self::poll_timeout)
+    /// also gives the moments to ask the transport again (a sixty-fourth
+    /// of the stall timeout apart): call this before
+    /// [`handle_timeout`](Self::handle_timeout), so that what the peer took
+    /// meanwhile counts from then, not from the timeout. When the timer
+    /// runs out with only the transport's bytes left, the connection
+    /// closes as stalled all the same ([`PeerError::OutputStalled`]). Call
+    /// it after writes that fall short or block and at every due timer; a
+    /// caller that never calls it keeps the rule of `consume_output`.
+    pub fn transport_acknowledged(&mut self, told: Acknowledged, now: Now) {
+        self.core.transport_acknowledged(told, now);
     }
 
     /// Bytes of output the peer has taken since the connection opened (the
@@ -412,7 +415,7 @@ impl ServerConnection {
         if due(timers.give_back, now) {
             self.give_back_memory();
         }
-        if due(timers.stall, now) {
+        if due(timers.stall, now) && self.core.stall_timed_out(self.config.limits.stall_timeout, now) {
             // Nothing more can be written: nothing is owed any more.
             self.slots.clear();
             self.untaken.clear();

@@ -209,7 +209,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Client<S> {
                     let mut io = PolledIo {
                         io: &mut *stream,
                         cx,
-                        unsent: |_| None,
+                        acknowledged: |_| None,
                     };
                     match driver.step(&mut io, scratch, &mut call, &mut streams) {
                         ClientStep::Wait { deadline, .. } => {

@@ -631,10 +631,9 @@ impl Driver {
             };
             if !output_untried && deadline.is_some_and(|t| t <= at.instant) {
                 // The stall timer is the peer's progress (D3): what the
-                // transport still holds decides whether it took any. The
-                // machine counts every write since the last report as
-                // held, so it is asked at every due timer.
-                self.report_unsent(io, at);
+                // transport says the peer acknowledged decides whether it
+                // took any, so it is asked at every due timer.
+                self.report_acknowledged(io, at);
                 self.act_on_timers(at);
                 continue;
             }
@@ -668,13 +667,13 @@ impl Driver {
                         let after = self.after_io(at);
                         self.conn.consume_output(n, after);
                         if short {
-                            self.report_unsent(io, after);
+                            self.report_acknowledged(io, after);
                         }
                         self.turn.add_moved(n);
                         moved = true;
                     }
                     Err(e) if would_block(&e) => {
-                        self.report_unsent(io, self.after_io(at));
+                        self.report_acknowledged(io, self.after_io(at));
                         write_blocked = true;
                     }
                     Err(e) if e.kind() == std::io::ErrorKind::Interrupted => moved = true,
@@ -967,14 +966,15 @@ impl Driver {
         }
     }
 
-    /// Tells the machine how much of what was written the transport still
-    /// holds, where the transport can tell. Only when it matters: a write
-    /// the transport took whole says the peer keeps up, so the count is
-    /// read when a write falls short or blocks (the peer may be slow or
-    /// gone) and when a timer is due (the stall timer then decides by it).
-    fn report_unsent<T: Transport + ?Sized>(&mut self, io: &T, at: Now) {
-        if let Some(unsent) = io.unsent() {
-            self.conn.transport_holds(unsent, at);
+    /// Tells the machine what the transport says the peer acknowledged,
+    /// where the transport can tell. Only when it matters: a write the
+    /// transport took whole says the peer keeps up, so the count is read
+    /// when a write falls short or blocks (the peer may be slow or gone)
+    /// and when a timer is due (the stall timer decides by it, and has the
+    /// machine ask again often enough to see when the peer took bytes).
+    fn report_acknowledged<T: Transport + ?Sized>(&mut self, io: &T, at: Now) {
+        if let Some(told) = io.acknowledged() {
+            self.conn.transport_acknowledged(told, at);
         }
     }
 

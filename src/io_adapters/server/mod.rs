@@ -267,11 +267,11 @@ impl<S: Transport> Transport for Accepted<S> {
         }
     }
 
-    fn unsent(&self) -> Option<usize> {
+    fn acknowledged(&self) -> Option<crate::machine::Acknowledged> {
         match self {
-            Accepted::Plain(s) => s.unsent(),
+            Accepted::Plain(s) => s.acknowledged(),
             #[cfg(feature = "tls")]
-            Accepted::Tls(s) => s.unsent(),
+            Accepted::Tls(s) => s.acknowledged(),
         }
     }
 

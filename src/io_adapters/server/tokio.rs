@@ -589,7 +589,7 @@ async fn serve_accepted<A: Application>(
         app,
         options,
         Some(stop),
-        KernelWrites::unsent,
+        KernelWrites::acknowledged,
     )
     .await;
 }
@@ -607,10 +607,10 @@ async fn serve_accepted<A: Application>(
 struct KernelWrites(tokio::net::TcpStream);
 
 impl KernelWrites {
-    /// What the socket holds unsent: the stall limit counts the peer's
-    /// progress by it (D3).
-    fn unsent(&self) -> Option<usize> {
-        crate::io_adapters::transport::send_queue(std::os::fd::AsFd::as_fd(&self.0))
+    /// What the peer acknowledged of the socket's output: the stall limit
+    /// counts the peer's progress by it (D3).
+    fn acknowledged(&self) -> Option<crate::machine::Acknowledged> {
+        crate::io_adapters::transport::tcp_acknowledged(std::os::fd::AsFd::as_fd(&self.0))
     }
 }
 
@@ -722,8 +722,17 @@ async fn run_tls<A: Application>(
     if let Ok(Ok(stream)) = shaken {
         use crate::io_adapters::tls::TokioTlsStream;
         let stream = TokioTlsStream::new(stream.into());
-        let unsent = |tls: &TokioTlsStream<KernelWrites>| tls.get_ref().get_ref().0.unsent();
-        run(stream, peer, app, options, Some(stop), unsent).await;
+        // The socket's count, in ciphertext; records the session still
+        // keeps are held too.
+        let acknowledged = |tls: &TokioTlsStream<KernelWrites>| {
+            let (socket, session) = tls.get_ref().get_ref();
+            let told = socket.acknowledged()?;
+            Some(crate::machine::Acknowledged {
+                holds_more: told.holds_more || session.wants_write(),
+                ..told
+            })
+        };
+        run(stream, peer, app, options, Some(stop), acknowledged).await;
     }
 }
 
@@ -741,13 +750,13 @@ struct Watched<S> {
     ahead: Vec<u8>,
     /// How much of `ahead` the drive step has read.
     taken: usize,
-    unsent: fn(&S) -> Option<usize>,
+    acknowledged: fn(&S) -> Option<crate::machine::Acknowledged>,
 }
 
 impl<S: AsyncRead + Unpin> Watched<S> {
-    /// What the stream holds unsent, for [`PolledIo`].
-    fn unsent(&self) -> Option<usize> {
-        (self.unsent)(&self.stream)
+    /// What the stream says the peer acknowledged, for [`PolledIo`].
+    fn acknowledged(&self) -> Option<crate::machine::Acknowledged> {
+        (self.acknowledged)(&self.stream)
     }
 
     /// Awaits `answer` while reading what the peer sends meanwhile: a
@@ -853,7 +862,7 @@ async fn run<S, A>(
     mut app: A,
     options: ServerOptions,
     mut stop: Option<watch::Receiver<bool>>,
-    unsent: fn(&S) -> Option<usize>,
+    acknowledged: fn(&S) -> Option<crate::machine::Acknowledged>,
 ) where
     S: AsyncRead + AsyncWrite + Unpin + Send,
     A: Application,
@@ -862,7 +871,7 @@ async fn run<S, A>(
         stream,
         ahead: Vec::new(),
         taken: 0,
-        unsent,
+        acknowledged,
     };
     // Parsing runs with the handler on the blocking pool: the runtime's
     // threads only move bytes, and stay quick to notice new clients.
@@ -881,7 +890,7 @@ async fn run<S, A>(
                 let mut io = PolledIo {
                     io: &mut stream,
                     cx,
-                    unsent: Watched::<S>::unsent,
+                    acknowledged: Watched::<S>::acknowledged,
                 };
                 match driver.step(&mut io, &mut scratch) {
                     Step::Wait { deadline, .. } => {
