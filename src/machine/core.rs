@@ -400,7 +400,12 @@ impl<E: RoleEvent> Core<E> {
     /// stopped.
     /// Decoded content counts towards the message's pace (D19, `limits`).
     #[inline]
-    pub(super) fn next_message<G: Grammar>(&mut self, grammar: &G, limits: &Limits, now: Now) -> Decoded<G::Read> {
+    pub(super) fn next_message<G: Grammar>(
+        &mut self,
+        grammar: &G,
+        limits: &Limits,
+        now: Now,
+    ) -> Decoded<G::Read> {
         if !self.reads_input() {
             return Decoded::Partial;
         }

@@ -658,7 +658,10 @@ fn d19_a_burst_then_empty_compressed_blocks_is_408_once_the_burst_has_paid_its_3
     first.extend(deflate.content(&vec![b'x'; 4 << 20]));
     let mut steps = vec![(Duration::ZERO, first)];
     for second in 1..=120 {
-        steps.push((Duration::from_secs(second), deflate.empty_blocks(32 * 1024 / 20 * 3)));
+        steps.push((
+            Duration::from_secs(second),
+            deflate.empty_blocks(32 * 1024 / 20 * 3),
+        ));
     }
     let Paced::Refused(at, status, message) = paced(steps) else {
         panic!("kept alive by bytes that decode to nothing")

@@ -3,7 +3,8 @@
 //! arrives (not even through a symlink to the root), nothing of it
 //! survives the server killed mid-upload, it is kept with the mode a small
 //! upload gets, and `--max-spool` bounds all of it together (`503` past
-//! it). Linux: the tests find the server's spooled file through
+//! it), shared fairly: uploads that hold it and then send bytes decoding
+//! to nothing do not keep a new one out. Linux: the tests find the server's spooled file through
 //! `/proc/PID/fd`.
 #![allow(clippy::disallowed_methods)] // the tests own their threads
 
@@ -545,14 +546,20 @@ fn spool_uploads_kept_alive_with_empty_blocks_do_not_keep_a_put_out() {
             stream.set_read_timeout(Some(LIMIT)).expect("timeout");
             stream.set_write_timeout(Some(LIMIT)).expect("timeout");
             let mut blocks = EmptyBlocks::new(16 << 20);
-            stream.write_all(head(&format!("/held{i}.txt")).as_bytes()).expect("head");
+            stream
+                .write_all(head(&format!("/held{i}.txt")).as_bytes())
+                .expect("head");
             stream.write_all(&blocks.text()).expect("content");
             (stream, blocks)
         })
         .collect();
     let deadline = Instant::now() + LIMIT;
     while spooled_sizes(&server, &root) != [16 << 20; 4] {
-        assert!(Instant::now() < deadline, "spooled: {:?}", spooled_sizes(&server, &root));
+        assert!(
+            Instant::now() < deadline,
+            "spooled: {:?}",
+            spooled_sizes(&server, &root)
+        );
         thread::sleep(Duration::from_millis(10));
     }
     // Kept alive: a few empty blocks to each, ten times a second.
@@ -597,10 +604,17 @@ fn spool_uploads_kept_alive_with_empty_blocks_do_not_keep_a_put_out() {
             .unwrap_or_else(|| panic!("no answer: {text:?}"));
         match code(&answer) {
             201 => assert_eq!(
-                std::fs::metadata(root.join(format!("held{i}.txt"))).expect("kept").len(),
+                std::fs::metadata(root.join(format!("held{i}.txt")))
+                    .expect("kept")
+                    .len(),
                 16 << 20
             ),
-            503 => refused.push(answer["status"]["human-message"].as_str().unwrap_or_default().to_owned()),
+            503 => refused.push(
+                answer["status"]["human-message"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned(),
+            ),
             _ => panic!("held{i}: {answer}"),
         }
     }

@@ -209,7 +209,10 @@ impl Budget {
             let mut own_bytes = if own.is_some() { None } else { Some(0) };
             let mut others = Vec::with_capacity(spooling.len());
             for entry in spooling.iter() {
-                if let Filling::Open { bytes, last_piece, .. } = *lock(&entry.state) {
+                if let Filling::Open {
+                    bytes, last_piece, ..
+                } = *lock(&entry.state)
+                {
                     if own.is_some_and(|own| Arc::ptr_eq(own, entry)) {
                         own_bytes = Some(bytes);
                     } else {
@@ -703,7 +706,9 @@ impl Spool {
                     _reserved: reserved,
                 })),
                 Err(Some(short)) => Err(SpoolError::Evicted(short)),
-                Err(None) => Err(SpoolError::Io(io::Error::other("the spooled file was closed twice"))),
+                Err(None) => Err(SpoolError::Io(io::Error::other(
+                    "the spooled file was closed twice",
+                ))),
             },
         }
     }
@@ -727,7 +732,10 @@ fn close(budget: &Arc<Budget>, entry: &Arc<Entry>) -> Result<(File, bool, Reserv
     budget.leave(entry);
     match state {
         Filling::Open {
-            file, linkable, bytes, ..
+            file,
+            linkable,
+            bytes,
+            ..
         } => Ok((
             file,
             linkable,
@@ -1139,7 +1147,10 @@ mod tests {
         let mut newcomer = Spool::start(&options);
         newcomer.push(&[1; 20]);
         assert!(matches!(newcomer.finish(), Ok(Spooled::File(_))));
-        assert!(matches!(held.into_iter().next().expect("held").finish(), Err(SpoolError::Evicted(_))));
+        assert!(matches!(
+            held.into_iter().next().expect("held").finish(),
+            Err(SpoolError::Evicted(_))
+        ));
     }
 
     #[test]
