@@ -215,7 +215,7 @@ impl ClientConnection {
     /// split. Bytes after the end of stream or after an error that closes
     /// the connection are ignored.
     pub fn receive_data(&mut self, data: &[u8], now: Now) {
-        if self.core.receive(data, now) {
+        if self.core.receive(data) {
             self.process_input(now);
             self.after_call();
         }
@@ -506,7 +506,7 @@ impl ClientConnection {
                 validation: self.config.validation,
                 limits: &self.config.limits.message,
             };
-            match self.core.next_message(&responses, now) {
+            match self.core.next_message(&responses, &self.config.limits, now) {
                 Decoded::Partial => return,
                 Decoded::Message { read, content } => self.on_message(read, content.as_ref(), now),
                 Decoded::Content(data) => {

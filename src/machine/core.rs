@@ -169,6 +169,95 @@ pub(super) fn deadline(since: Option<Instant>, timeout: Duration) -> Option<Inst
     since.and_then(|t| t.checked_add(timeout))
 }
 
+/// How the streamed content of a message keeps pace (D19), counted in
+/// decoded bytes, the bytes the content decoder gives (for `identity`, the
+/// text): wire bytes that decode to nothing (an empty compressed block)
+/// buy no time.
+///
+/// The rate is a budget of time: each `min_content_rate` decoded bytes
+/// buy one second, and the content may be paid for at most
+/// `content_gap_timeout` ahead of the moment it came. The message fails
+/// when the time paid for runs out, after its first `content_gap_timeout`
+/// (the grace of D19). So at every moment after the first 30 s (the
+/// defaults), the content decoded since the message began averages at
+/// least 16 KiB/s, and over any later stretch it falls short of 16 KiB/s
+/// by at most 30 s's worth: a burst buys 30 s, never hours, and a trickle
+/// after it cannot hold the message open. No gap of more than 30 s without
+/// a decoded byte follows, since no byte pays for more.
+#[derive(Debug, Clone, Copy)]
+struct Pace {
+    /// When content last decoded (or the message began).
+    last_content: Instant,
+    /// Up to when the content decoded so far pays.
+    paid_until: Instant,
+}
+
+/// Which of D19's rules a streamed message failed (its `408`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Shortfall {
+    /// No content decoded for this long.
+    NoContent {
+        /// The longest gap allowed.
+        gap: Duration,
+    },
+    /// The content decoded came slower than `rate` bytes per second on
+    /// average, by more than `behind`'s worth.
+    BelowRate {
+        /// The least average rate, in decoded bytes per second.
+        rate: u64,
+        /// How far behind it the content may fall.
+        behind: Duration,
+    },
+}
+
+impl Pace {
+    /// A message that began `now`, nothing decoded yet.
+    fn new(now: Now) -> Pace {
+        Pace {
+            last_content: now.instant,
+            paid_until: now.instant,
+        }
+    }
+
+    /// `bytes` of content decoded `now`: they pay for `bytes / rate`
+    /// seconds more, up to `content_gap_timeout` from now.
+    fn credit(&mut self, bytes: usize, limits: &Limits, now: Now) {
+        let rate = u128::from(limits.min_content_rate.max(1));
+        let nanos = (bytes as u128).saturating_mul(1_000_000_000) / rate;
+        let bought = Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX));
+        let paid = self.paid_until.checked_add(bought);
+        let cap = now.instant.checked_add(limits.content_gap_timeout);
+        self.paid_until = match (paid, cap) {
+            (Some(paid), Some(cap)) => paid.min(cap),
+            (paid, cap) => paid.or(cap).unwrap_or(self.paid_until),
+        };
+        self.last_content = now.instant;
+    }
+
+    /// When the message fails, if it began at `started`: once the time
+    /// paid for has run out, never within the first `content_gap_timeout`.
+    fn deadline(&self, started: Instant, limits: &Limits) -> Option<Instant> {
+        let grace = started.checked_add(limits.content_gap_timeout)?;
+        Some(self.paid_until.max(grace))
+    }
+
+    /// Which rule a message that began at `started` fails at `now`: no
+    /// content for the gap's length, or too little of it.
+    fn shortfall(&self, started: Instant, limits: &Limits, now: Now) -> Shortfall {
+        let since = self.last_content.max(started);
+        if now.instant.saturating_duration_since(since) >= limits.content_gap_timeout {
+            Shortfall::NoContent {
+                gap: limits.content_gap_timeout,
+            }
+        } else {
+            Shortfall::BelowRate {
+                rate: limits.min_content_rate,
+                behind: limits.content_gap_timeout,
+            }
+        }
+    }
+}
+
 /// The state both roles share; see the module documentation.
 #[derive(Debug)]
 pub(super) struct Core<E> {
@@ -180,12 +269,9 @@ pub(super) struct Core<E> {
     message_started: Option<Instant>,
     /// The decoder's count of messages ended, when last asked.
     messages_ended: u64,
-    /// When the last byte arrived (D19: the longest gap).
-    last_input: Instant,
-    /// Bytes ever received, and the count when the message being received
-    /// began (D19: its average rate).
-    received: u64,
-    message_base: u64,
+    /// How the streamed content of the message being received keeps pace
+    /// (D19).
+    pace: Pace,
     /// When the connection last became idle: the end of the last message,
     /// or the moment the peer took the last response (D3).
     idle_since: Instant,
@@ -213,9 +299,7 @@ impl<E: RoleEvent> Core<E> {
             decoder: Decoder::new(&limits.message, limits.max_content_bytes, stream_content),
             message_started: None,
             messages_ended: 0,
-            last_input: now.instant,
-            received: 0,
-            message_base: 0,
+            pace: Pace::new(now),
             idle_since: now.instant,
             output: Output::default(),
             delivery: Delivery::OnConsume,
@@ -301,13 +385,11 @@ impl<E: RoleEvent> Core<E> {
 
     /// Bytes from the peer; ignored after its end of stream or once input
     /// is no longer handled. Returns whether they were taken.
-    pub(super) fn receive(&mut self, data: &[u8], now: Now) -> bool {
+    pub(super) fn receive(&mut self, data: &[u8]) -> bool {
         if data.is_empty() || self.lifecycle != Lifecycle::Open {
             return false;
         }
         self.decoder.receive(data);
-        self.received += data.len() as u64;
-        self.last_input = now.instant;
         true
     }
 
@@ -318,26 +400,21 @@ impl<E: RoleEvent> Core<E> {
         self.has_events() && self.decoder.buffered() >= READ_AHEAD
     }
 
-    /// The deadline of a streamed message (D19): no gap longer than
-    /// `content_gap_timeout`, and after that long from its start, an
-    /// average of at least `min_content_rate`. `None` unless the message
-    /// being received streams its content.
+    /// The deadline of a streamed message (D19), from the content it
+    /// decoded so far ([`Pace`]). `None` unless the message being received
+    /// streams its content.
     pub(super) fn streamed_deadline(&self, limits: &Limits) -> Option<Instant> {
         if !self.decoder.is_streaming() {
             return None;
         }
-        let started = self.message_started?;
-        let gap = self.last_input.checked_add(limits.content_gap_timeout);
-        let bytes = self.received.saturating_sub(self.message_base);
-        // The moment the average falls below the rate: bytes / rate after
-        // the start, and never before the first gap's length.
-        let rate = limits.min_content_rate.max(1);
-        let earned = Duration::from_secs_f64(bytes as f64 / rate as f64);
-        let slow = started.checked_add(earned.max(limits.content_gap_timeout));
-        match (gap, slow) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        self.pace.deadline(self.message_started?, limits)
+    }
+
+    /// Which of D19's two rules the streamed message being received fails
+    /// at `now`: what its `408` says.
+    pub(super) fn streamed_shortfall(&self, limits: &Limits, now: Now) -> Shortfall {
+        let started = self.message_started.unwrap_or(now.instant);
+        self.pace.shortfall(started, limits, now)
     }
 
     /// Whether the message being received streams its content (D19).
@@ -354,8 +431,14 @@ impl<E: RoleEvent> Core<E> {
     /// `grammar` says; bookkeeping for the message timer and the idle
     /// timer on the way (D3). After an item that ends input, input is
     /// stopped.
+    /// Decoded content counts towards the message's pace (D19, `limits`).
     #[inline]
-    pub(super) fn next_message<G: Grammar>(&mut self, grammar: &G, now: Now) -> Decoded<G::Read> {
+    pub(super) fn next_message<G: Grammar>(
+        &mut self,
+        grammar: &G,
+        limits: &Limits,
+        now: Now,
+    ) -> Decoded<G::Read> {
         if !self.reads_input() {
             return Decoded::Partial;
         }
@@ -373,10 +456,13 @@ impl<E: RoleEvent> Core<E> {
         if !self.decoder.in_message() {
             self.message_started = None;
         } else if self.message_started.is_none() {
-            // The message timer starts, and its average rate is counted
-            // from here (D3, D19).
+            // The message timer starts, and its pace is counted from here
+            // (D3, D19).
             self.message_started = Some(now.instant);
-            self.message_base = self.received - self.decoder.buffered() as u64;
+            self.pace = Pace::new(now);
+        }
+        if let Decoded::Content(piece) = &decoded {
+            self.pace.credit(piece.len(), limits, now);
         }
         decoded
     }

@@ -139,7 +139,7 @@ impl ServerConnection {
     /// Bytes after the peer's end of stream or after an error that closes
     /// the connection are ignored.
     pub fn receive_data(&mut self, data: &[u8], now: Now) {
-        if self.core.receive(data, now) {
+        if self.core.receive(data) {
             self.settle(now);
         }
     }
@@ -429,7 +429,7 @@ impl ServerConnection {
         } else if due(timers.message, now) {
             let limits = &self.config.limits;
             let rejection = if self.core.is_streaming() {
-                refusal::content_too_slow(limits.content_gap_timeout.as_secs(), limits.min_content_rate)
+                refusal::content_too_slow(self.core.streamed_shortfall(limits, now))
             } else {
                 refusal::timed_out("the message", limits.message_timeout.as_secs(), "")
             };
@@ -535,7 +535,7 @@ impl ServerConnection {
                 context: self.context(),
                 limits: &self.config.limits.message,
             };
-            match self.core.next_message(&requests, now) {
+            match self.core.next_message(&requests, &self.config.limits, now) {
                 Decoded::Partial => return,
                 Decoded::Message { read, content } => self.on_message(read, content.as_ref(), now),
                 Decoded::ContentHead { envelope } => {

@@ -483,28 +483,41 @@ fn d19_content_before_its_encoding_is_held_to_the_content_limit_of_what_it_decod
     only_request(&got);
 }
 
-/// Feeds a streamed request at `rate` bytes per `every`, with simulated
-/// time; returns the moment (seconds) and status of any rejection.
-fn trickle(bytes_per_step: usize, every: Duration, total: usize) -> Option<(u64, u16)> {
+/// How a streamed request fed with simulated time ([`paced`]) ended.
+#[derive(Debug, PartialEq, Eq)]
+enum Paced {
+    /// Refused at this many seconds, with this status and message.
+    Refused(u64, u16, String),
+    /// Handed to the application whole, this many content bytes.
+    Handed(usize),
+    /// Neither, when the bytes ran out.
+    Open,
+}
+
+/// Feeds a streaming server `steps`, each some bytes at a moment (from
+/// the start), acting on every deadline on the way as a runtime would.
+fn paced(steps: impl IntoIterator<Item = (Duration, Vec<u8>)>) -> Paced {
     let mut clock = Clock::new();
     let start = clock.now().instant;
-    let wire = put_message("/slow", Encoding::Identity, &"z".repeat(total));
     let mut server = ServerConnection::new(streaming_server(Limits::default()), clock.now());
-    let outcome = |server: &mut ServerConnection, clock: &Clock| {
+    let mut content = 0;
+    let mut outcome = |server: &mut ServerConnection, clock: &Clock| {
         while let Some(event) = server.next_event(clock.now()) {
             match event {
                 ServerEvent::PeerError(PeerError::Rejected { rejection, .. }) => {
                     let at = clock.now().instant.duration_since(start).as_secs();
-                    return Some(Some((at, rejection.status().as_u16())));
+                    let status = rejection.status().as_u16();
+                    return Some(Paced::Refused(at, status, rejection.message));
                 }
-                ServerEvent::Request { .. } => return Some(None),
+                ServerEvent::Content { data, .. } => content += data.len(),
+                ServerEvent::Request { .. } => return Some(Paced::Handed(content)),
                 _ => {}
             }
         }
         None
     };
-    for piece in wire.chunks(bytes_per_step) {
-        let next = clock.now().instant + every;
+    for (at, bytes) in steps {
+        let next = start + at;
         while let Some(deadline) = server.poll_timeout().filter(|&d| d <= next) {
             clock.advance_to(deadline);
             server.handle_timeout(clock.now());
@@ -513,12 +526,103 @@ fn trickle(bytes_per_step: usize, every: Duration, total: usize) -> Option<(u64,
             }
         }
         clock.advance_to(next);
-        server.receive_data(piece, clock.now());
+        server.receive_data(&bytes, clock.now());
         if let Some(done) = outcome(&mut server, &clock) {
             return done;
         }
     }
-    None
+    Paced::Open
+}
+
+/// Feeds a streamed request at `rate` bytes per `every`, with simulated
+/// time; returns the moment (seconds) and status of any rejection.
+fn trickle(bytes_per_step: usize, every: Duration, total: usize) -> Option<(u64, u16)> {
+    let wire = put_message("/slow", Encoding::Identity, &"z".repeat(total));
+    let steps = wire
+        .chunks(bytes_per_step)
+        .enumerate()
+        .map(|(i, piece)| (every * (i as u32 + 1), piece.to_vec()));
+    match paced(steps) {
+        Paced::Refused(at, status, _) => Some((at, status)),
+        Paced::Handed(_) | Paced::Open => None,
+    }
+}
+
+/// The head of a `deflate` `PUT` as a streaming sender writes it, up to
+/// the content's opening quote.
+fn deflate_head(path: &str) -> Vec<u8> {
+    let whole = put_with_body(path, "{\"encoding\":\"deflate\",\"content\":\"\"}");
+    let cut = whole.len() - "\"}}\n".len();
+    whole[..cut].to_vec()
+}
+
+/// A `deflate` content written a part at a time, as a sender that flushes
+/// does: each part's compressed bytes end on a byte boundary (a sync
+/// flush), and its base64 text on a whole group, so that the next part
+/// continues the same stream and the same text.
+struct DeflateText {
+    compress: flate2::Compress,
+    carry: Vec<u8>,
+}
+
+impl DeflateText {
+    fn new() -> DeflateText {
+        DeflateText {
+            compress: flate2::Compress::new(flate2::Compression::fast(), true),
+            carry: Vec::new(),
+        }
+    }
+
+    /// The text of `content`, compressed and flushed.
+    fn content(&mut self, content: &[u8]) -> Vec<u8> {
+        let mut out = Vec::with_capacity(content.len() + 64);
+        let mut taken = 0;
+        loop {
+            out.reserve(64 * 1024);
+            let before = self.compress.total_in();
+            self.compress
+                .compress_vec(&content[taken..], &mut out, flate2::FlushCompress::Sync)
+                .expect("compress");
+            taken += (self.compress.total_in() - before) as usize;
+            if taken == content.len() && out.len() < out.capacity() {
+                break;
+            }
+        }
+        self.text(&out)
+    }
+
+    /// The text of `count` empty stored blocks: compressed bytes that
+    /// decode to nothing, five bytes each, valid after a flush.
+    fn empty_blocks(&mut self, count: usize) -> Vec<u8> {
+        self.text(&[0, 0, 0, 0xff, 0xff].repeat(count))
+    }
+
+    /// The rest of the text: the stream's end, the last group padded.
+    fn finish(&mut self) -> Vec<u8> {
+        use base64::Engine;
+        let mut end = Vec::with_capacity(64);
+        while self
+            .compress
+            .compress_vec(&[], &mut end, flate2::FlushCompress::Finish)
+            .expect("compress")
+            != flate2::Status::StreamEnd
+        {
+            end.reserve(64);
+        }
+        self.carry.extend_from_slice(&end);
+        let text = base64::engine::general_purpose::STANDARD.encode(&self.carry);
+        self.carry.clear();
+        text.into_bytes()
+    }
+
+    fn text(&mut self, compressed: &[u8]) -> Vec<u8> {
+        use base64::Engine;
+        self.carry.extend_from_slice(compressed);
+        let whole = self.carry.len() / 3 * 3;
+        let text = base64::engine::general_purpose::STANDARD.encode(&self.carry[..whole]);
+        self.carry.drain(..whole);
+        text.into_bytes()
+    }
 }
 
 #[test]
@@ -542,6 +646,72 @@ fn a_streamed_message_slower_than_the_average_rate_is_408_after_its_first_30_s()
     // began at 1 s).
     let got = trickle(8 * 1024, Duration::from_secs(1), 2_000_000);
     assert_eq!(got, Some((31, 408)));
+}
+
+#[test]
+fn d19_a_burst_then_empty_compressed_blocks_is_408_once_the_burst_has_paid_its_30_s() {
+    // 4 MiB of content at once, then 32 KiB/s of empty deflate blocks:
+    // twice D19's rate on the wire, nothing decoded. The burst pays for
+    // 30 s at most; the blocks for nothing.
+    let mut deflate = DeflateText::new();
+    let mut first = deflate_head("/held");
+    first.extend(deflate.content(&vec![b'x'; 4 << 20]));
+    let mut steps = vec![(Duration::ZERO, first)];
+    for second in 1..=120 {
+        steps.push((
+            Duration::from_secs(second),
+            deflate.empty_blocks(32 * 1024 / 20 * 3),
+        ));
+    }
+    let Paced::Refused(at, status, message) = paced(steps) else {
+        panic!("kept alive by bytes that decode to nothing")
+    };
+    assert_eq!((at, status), (30, 408));
+    assert!(message.contains("decoded to nothing for 30 s"), "{message}");
+}
+
+#[test]
+fn d19_a_burst_then_a_trickle_of_content_is_408_once_the_burst_has_paid_its_30_s() {
+    // 8 MiB at once would pay for 512 s of D19's rate if it counted whole;
+    // then a byte every 10 s, never a gap of 30 s.
+    let wire = put_message("/trickled", Encoding::Identity, &"z".repeat((8 << 20) + 100));
+    let head = wire.len() - 100 - "\"}}\n".len();
+    let mut steps = vec![(Duration::ZERO, wire[..head].to_vec())];
+    for (i, byte) in wire[head..].iter().enumerate() {
+        steps.push((Duration::from_secs(10 * (i as u64 + 1)), vec![*byte]));
+    }
+    let Paced::Refused(at, status, message) = paced(steps) else {
+        panic!("a burst held the message open")
+    };
+    assert_eq!((at, status), (30, 408));
+    assert!(
+        message.contains("came too slowly") && message.contains("16384 bytes/s"),
+        "{message}"
+    );
+}
+
+#[test]
+fn d19_a_slow_upload_above_the_rate_is_never_cut_whatever_its_wire_bytes() {
+    // 21 KiB of content a second for 100 s, compressed to a few bytes on
+    // the wire: the pace is what decodes.
+    let mut deflate = DeflateText::new();
+    let mut steps = vec![(Duration::ZERO, deflate_head("/compressible"))];
+    for second in 1..=100u64 {
+        let content = format!("{second:>20}\n").repeat(1024);
+        steps.push((Duration::from_secs(second), deflate.content(content.as_bytes())));
+    }
+    let mut last = deflate.finish();
+    last.extend_from_slice(b"\"}}\n");
+    steps.push((Duration::from_secs(101), last));
+    assert_eq!(paced(steps), Paced::Handed(100 * 21 * 1024));
+    // Above the rate with pauses of up to 25 s: 600 KiB every 25 s, each
+    // burst paying for the pause after it.
+    let wire = put_message("/jittery", Encoding::Identity, &"j".repeat(12 * 600 * 1024));
+    let steps = wire
+        .chunks(600 * 1024)
+        .enumerate()
+        .map(|(i, piece)| (Duration::from_secs(25 * i as u64), piece.to_vec()));
+    assert_eq!(paced(steps), Paced::Handed(12 * 600 * 1024));
 }
 
 /// Drives a client and a server machine together until nothing moves,

@@ -133,9 +133,11 @@ pub struct ServeArgs {
     )]
     max_upload: u64,
     /// The most bytes the uploads under way may hold on disk at once, all
-    /// clients together, as --max-upload writes sizes; an upload that
-    /// would pass it is answered 503 (try again later). Default: 4 times
-    /// --max-upload.
+    /// clients together, as --max-upload writes sizes. One upload alone
+    /// may take all of it; when it is short, each upload is entitled to an
+    /// even share, one within its share takes room back from one past its
+    /// share, and an upload refused or stopped is answered 503 (try again
+    /// later). Default: 4 times --max-upload.
     #[arg(long, env = "JSONTP_MAX_SPOOL", value_name = "SIZE", value_parser = parse_size)]
     max_spool: Option<u64>,
     /// How many seconds a graceful stop (SIGTERM, ctrl-c) lets the

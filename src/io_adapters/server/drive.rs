@@ -851,7 +851,8 @@ impl Driver {
                         Ok(Taken::Content(upload)) => answer(handler, &request, upload, &self.info),
                         Err(error) => {
                             match &error {
-                                SpoolError::Full => tracing::warn!(
+                                SpoolError::Full(_) | SpoolError::Evicted(_) => tracing::warn!(
+                                    reason = %error,
                                     "the uploads spooled fill the server's budget; answering 503"
                                 ),
                                 SpoolError::Io(e) => {
