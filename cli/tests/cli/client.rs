@@ -603,3 +603,41 @@ fn serving_a_file_larger_than_any_buffer_keeps_the_server_small() {
     drop(serve);
     let _ = std::fs::remove_dir_all(&root);
 }
+
+// ---------------------------------------------------------------------------
+// The habits of curl users: -v's order, the missing verb, TLS failures in
+// words, -o into a folder that is not there.
+// ---------------------------------------------------------------------------
+
+#[test]
+fn output_into_a_missing_folder_names_the_path_given() {
+    let server = Served::start("output-missing-folder");
+    let missing = server.root.join("no-such-folder");
+    let target = missing.join("copy.txt");
+    let target_arg = target.to_string_lossy().into_owned();
+    let out = jsontp(&["get", &server.url("/hello.txt"), "-o", &target_arg]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert_eq!(
+        err.trim_end(),
+        format!(
+            "jsontp: cannot write {target_arg}: the folder {} does not exist",
+            missing.display()
+        ),
+        "the path given, never the hidden temporary file"
+    );
+    assert!(!err.contains(".part"), "{err}");
+    assert!(!missing.exists(), "no folder was made");
+
+    // A file where the folder should be is said so too.
+    let under_a_file = server.root.join("hello.txt").join("copy.txt");
+    let under_a_file = under_a_file.to_string_lossy().into_owned();
+    let out = jsontp(&["get", &server.url("/hello.txt"), "-o", &under_a_file]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains(&format!("cannot write {under_a_file}:")) && err.contains("is not a folder"),
+        "{err}"
+    );
+    assert!(!err.contains(".part"), "{err}");
+}
