@@ -641,3 +641,52 @@ fn output_into_a_missing_folder_names_the_path_given() {
     );
     assert!(!err.contains(".part"), "{err}");
 }
+
+#[test]
+fn a_url_without_its_method_gets_the_line_with_get_as_a_hint() {
+    use crate::support::BIN;
+    let server = Served::start("verb-hint");
+    let url = server.url("/hello.txt");
+    let run = |args: &[&str]| {
+        std::process::Command::new(BIN)
+            .args(args)
+            .output()
+            .expect("run jsontp")
+    };
+    let out = run(&[&url, "-o", "a copy.txt"]);
+    // clap's usage errors exit 2; nothing was sent.
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(out.stdout.is_empty());
+    let err = stderr(&out);
+    assert!(err.starts_with("error: unrecognized subcommand"), "{err}");
+    let hint = format!("did you mean `jsontp get {url} -o 'a copy.txt'`?");
+    assert!(err.contains(&hint), "{err}");
+    assert!(!server.root.join("a copy.txt").exists());
+
+    // The hint is a command that works.
+    let out = run(&["get", &url]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "Hello, world!");
+
+    // curl's schemes are said as ours; host:port alone is a URL too.
+    let err = stderr(&run(&["http://localhost:8080/a?b=1&c=2"]));
+    assert!(
+        err.contains("did you mean `jsontp get 'jsontp://localhost:8080/a?b=1&c=2'`?"),
+        "{err}"
+    );
+    let err = stderr(&run(&[&server.addr.to_string()]));
+    assert!(
+        err.contains(&format!("did you mean `jsontp get {}`?", server.addr)),
+        "{err}"
+    );
+
+    // A mistyped command keeps clap's own error and tip.
+    let out = run(&["serv"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains("unrecognized subcommand 'serv'") && err.contains("'serve'"),
+        "{err}"
+    );
+    assert!(!err.contains("did you mean"), "{err}");
+}
