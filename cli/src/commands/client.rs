@@ -537,11 +537,11 @@ fn exchange(
         });
         let client = tls
             .and_then(|tls| Client::connect_tls(target.address.as_str(), &target.host, &tls, options))
-            .map_err(|e| Failure(with_tls_advice(&e, common)))?;
-        return talk(client, request, transfer, common);
+            .map_err(|e| Failure(tls_failure(&e, common, target).unwrap_or_else(|| e.to_string())))?;
+        return talk(client, request, transfer, common, target);
     }
     let client = Client::connect(target.address.as_str(), options).map_err(|e| Failure(e.to_string()))?;
-    talk(client, request, transfer, common)
+    talk(client, request, transfer, common, target)
 }
 
 /// Which server certificates a `jsontps://` client trusts (D20): the
@@ -580,43 +580,87 @@ fn parse_pins(text: &str) -> Result<Vec<[u8; 32]>, String> {
         .collect()
 }
 
-/// A connection error, and for a server certificate this client does not
-/// trust, the flag that helps.
-fn with_tls_advice(error: &ClientError, common: &CommonArgs) -> String {
-    let handshake = match error {
-        ClientError::Tls { source, .. } => source
-            .get_ref()
-            .and_then(|inner| inner.downcast_ref::<HandshakeError>()),
-        _ => None,
+/// A TLS failure (D20) in words and the next step to take with this
+/// command, when the error is one: never rustls' names for it.
+fn tls_failure(error: &ClientError, common: &CommonArgs, target: &Target) -> Option<String> {
+    let source = match error {
+        ClientError::Tls { source, .. } | ClientError::Io(source) => source,
+        _ => return None,
     };
-    let Some(handshake) = handshake.filter(|h| h.certificate_refused()) else {
-        return error.to_string();
-    };
-    if let rustls::Error::InvalidCertificate(rustls::CertificateError::Other(other)) = &handshake.error
-        && other.0.downcast_ref::<NotPinned>().is_some()
+    let address = &target.address;
+    match source
+        .get_ref()
+        .and_then(|inner| inner.downcast_ref::<HandshakeError>())
     {
-        return format!("{error}; check --pinnedpubkey against the server's key");
-    }
-    let wrong_name = matches!(
-        handshake.error,
-        rustls::Error::InvalidCertificate(
-            rustls::CertificateError::NotValidForName
-                | rustls::CertificateError::NotValidForNameContext { .. }
-        )
-    );
-    match &common.cacert {
-        _ if wrong_name => {
-            format!("{error}; connect by a name the certificate holds (or -k to skip the check)")
+        Some(handshake) => Some(format!(
+            "no TLS session with {address}: {handshake}; {}",
+            next_step(handshake, common, target)
+        )),
+        // A read's error reaches us as a copy, its type lost: the server's
+        // refusal of our certificate after the handshake keeps its kind.
+        None if target.tls
+            && matches!(error, ClientError::Io(_))
+            && source.kind() == io::ErrorKind::PermissionDenied =>
+        {
+            Some(format!("no TLS session with {address}: {source}; {NO_CLIENT_CERTIFICATE}"))
         }
-        None => format!(
-            "{error}; to trust a self-signed server, give its certificate with --cacert FILE \
-             (or -k to skip the check)"
-        ),
-        Some(file) => format!(
-            "{error}; the server's certificate is neither in {} nor signed by one of its \
-             certificates (-k skips the check)",
-            file.display()
-        ),
+        None => None,
+    }
+}
+
+/// What to do when a server wants a client certificate (mutual TLS).
+const NO_CLIENT_CERTIFICATE: &str = "this command cannot show a client certificate: ask the \
+                                     server's operator for access, or call the server from a \
+                                     program that has one";
+
+/// What to do about a failed handshake.
+fn next_step(handshake: &HandshakeError, common: &CommonArgs, target: &Target) -> String {
+    use rustls::AlertDescription as A;
+    use rustls::CertificateError as C;
+    use rustls::Error as E;
+    match &handshake.error {
+        E::InvalidMessage(_) | E::InappropriateHandshakeMessage { .. } | E::InappropriateMessage { .. } => {
+            format!(
+                "if it serves plain jsontp, use jsontp://{}{}",
+                target.address, target.resource
+            )
+        }
+        E::InvalidCertificate(C::Other(other)) if other.0.downcast_ref::<NotPinned>().is_some() => {
+            "check --pinnedpubkey against the server's key".into()
+        }
+        E::InvalidCertificate(C::NotValidForName | C::NotValidForNameContext { .. }) => {
+            "connect by a name the certificate is for (or -k to skip the check)".into()
+        }
+        E::InvalidCertificate(C::Expired | C::ExpiredContext { .. }) => {
+            "its operator must renew it (-k skips the check, for a test server)".into()
+        }
+        E::InvalidCertificate(C::NotValidYet | C::NotValidYetContext { .. }) => {
+            "check this machine's clock (-k skips the check)".into()
+        }
+        E::InvalidCertificate(_) => match &common.cacert {
+            None => "to trust a self-signed server, give its certificate with --cacert FILE, or for \
+                     a private CA the CA's certificate (or -k to skip the check)"
+                .into(),
+            Some(file) => format!(
+                "the server's certificate is neither in {} nor signed by one of its certificates; \
+                 give the server's own certificate or its CA's with --cacert (-k skips the check)",
+                file.display()
+            ),
+        },
+        E::AlertReceived(A::NoApplicationProtocol) => {
+            "check the host and port: this is a TLS server of another protocol (HTTPS?)".into()
+        }
+        E::AlertReceived(
+            A::CertificateRequired
+            | A::BadCertificate
+            | A::UnsupportedCertificate
+            | A::CertificateRevoked
+            | A::CertificateExpired
+            | A::CertificateUnknown
+            | A::UnknownCA
+            | A::AccessDenied,
+        ) => NO_CLIENT_CERTIFICATE.into(),
+        _ => "check that the host and port are a jsontps:// server's".into(),
     }
 }
 
@@ -626,6 +670,7 @@ fn talk<S: Transport>(
     request: Request,
     transfer: Transfer,
     common: &CommonArgs,
+    target: &Target,
 ) -> Result<Answer, Failure> {
     let wire = Arc::new(Mutex::new(Wire::new(common.verbose >= 2)));
     let traced = Arc::clone(&wire);
@@ -677,7 +722,7 @@ fn talk<S: Transport>(
             forgiven: exchange.forgiven,
             continued: exchange.continued,
         }),
-        Err(error) => answer_in_error(error, &wire).map(|response| Answer {
+        Err(error) => answer_in_error(error, &wire, common, target).map(|response| Answer {
             content_bytes: response.body.content().len() as u64,
             response,
             forgiven: Vec::new(),
@@ -705,7 +750,12 @@ fn talk<S: Transport>(
 
 /// A failed exchange: either still an answer (a response that echoes
 /// `""`), or one line that says what happened.
-fn answer_in_error(error: ClientError, wire: &Wire) -> Result<Response, Failure> {
+fn answer_in_error(
+    error: ClientError,
+    wire: &Wire,
+    common: &CommonArgs,
+    target: &Target,
+) -> Result<Response, Failure> {
     // Whatever the machine made of it, a peer that speaks another protocol
     // is the thing to say.
     if let Some(protocol) = wire.foreign_protocol() {
@@ -725,7 +775,11 @@ fn answer_in_error(error: ClientError, wire: &Wire) -> Result<Response, Failure>
         ClientError::ResourceMismatch { sent, received, .. } => Err(Failure(format!(
             "the server answered for resource {received:?}, not {sent:?} as requested"
         ))),
-        other => Err(Failure(other.to_string())),
+        // A server refusing our certificate after our side of the
+        // handshake was done (mutual TLS, TLS 1.3).
+        other => Err(Failure(
+            tls_failure(&other, common, target).unwrap_or_else(|| other.to_string()),
+        )),
     }
 }
 

@@ -690,3 +690,242 @@ fn a_url_without_its_method_gets_the_line_with_get_as_a_hint() {
     );
     assert!(!err.contains("did you mean"), "{err}");
 }
+
+/// A certificate and its key as PEM files in `dir`: `(cert, key)` paths.
+fn write_pem(dir: &std::path::Path, stem: &str, cert: &rcgen::Certificate, key: &rcgen::KeyPair) -> (String, String) {
+    let (cert_path, key_path) = (dir.join(format!("{stem}.pem")), dir.join(format!("{stem}.key")));
+    std::fs::write(&cert_path, cert.pem()).expect("cert.pem");
+    std::fs::write(&key_path, key.serialize_pem()).expect("key.pem");
+    (
+        cert_path.to_string_lossy().into_owned(),
+        key_path.to_string_lossy().into_owned(),
+    )
+}
+
+fn named(common: &str) -> rcgen::DistinguishedName {
+    let mut name = rcgen::DistinguishedName::new();
+    name.push(rcgen::DnType::CommonName, common);
+    name
+}
+
+/// `jsontp serve` over TLS with this certificate, its log drained.
+fn serve_tls(root: &std::path::Path, cert: &str, key: &str, extra: &[&str]) -> (crate::support::Serve, std::net::SocketAddr) {
+    let mut args = vec!["--quiet", "--tls-cert", cert, "--tls-key", key];
+    args.extend_from_slice(extra);
+    let (serve, addr, mut log) = crate::support::spawn_serve(root, &args);
+    thread::spawn(move || std::io::copy(&mut log, &mut std::io::sink()));
+    (serve, addr)
+}
+
+/// `jsontp get ARGS…` trusting `roots` where it would trust the system's
+/// (rustls-native-certs reads `SSL_CERT_FILE`), and no `JSONTP_CACERT`
+/// from the developer's environment.
+fn get_tls(args: &[&str], roots: &str) -> std::process::Output {
+    std::process::Command::new(crate::support::BIN)
+        .arg("get")
+        .args(args)
+        .args(["--timeout", "10"])
+        .env("SSL_CERT_FILE", roots)
+        .env_remove("SSL_CERT_DIR")
+        .env_remove("JSONTP_CACERT")
+        .output()
+        .expect("run jsontp")
+}
+
+/// A TLS failure as the command says it: exit 2, one line holding every
+/// one of `words`, and none of rustls' names for it (`UnknownIssuer`,
+/// `Other(OtherError(CaUsedAsEndEntity))`, `received fatal alert`).
+fn said_in_words(out: &std::process::Output, words: &[&str]) -> String {
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(out));
+    let err = stderr(out);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    for word in words {
+        assert!(err.contains(word), "{word:?} is not in: {err}");
+    }
+    let camel_case = err
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .find(|w| w.as_bytes().windows(2).any(|p| p[0].is_ascii_lowercase() && p[1].is_ascii_uppercase()));
+    assert_eq!(camel_case, None, "a rustls name in: {err}");
+    for internal in ["Other(", "fatal alert", "invalid peer certificate", "corrupt message"] {
+        assert!(!err.contains(internal), "{internal:?} in: {err}");
+    }
+    err
+}
+
+#[test]
+fn certificate_failures_are_said_in_words_with_the_next_step() {
+    let keys = temp_root("tls-words-keys");
+    let root = temp_root("tls-words");
+    // A private CA, a leaf it signed for localhost, the same expired, a
+    // self-signed CA:TRUE certificate as `openssl req -x509` makes, and an
+    // unrelated CA standing for the system's roots.
+    let ca_key = rcgen::KeyPair::generate().expect("key");
+    let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("params");
+    params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    params.distinguished_name = named("words test CA");
+    let ca = params.self_signed(&ca_key).expect("CA");
+    let (ca_pem, _) = write_pem(&keys, "ca", &ca, &ca_key);
+    let leaf = |stem: &str, expired: bool| {
+        let key = rcgen::KeyPair::generate().expect("key");
+        let mut params = rcgen::CertificateParams::new(vec!["localhost".to_owned()]).expect("params");
+        params.distinguished_name = named(stem);
+        if expired {
+            params.not_before = rcgen::date_time_ymd(2020, 1, 1);
+            params.not_after = rcgen::date_time_ymd(2020, 1, 2);
+        }
+        let cert = params.signed_by(&key, &ca, &ca_key).expect("signed");
+        write_pem(&keys, stem, &cert, &key)
+    };
+    let self_signed = |stem: &str| {
+        let key = rcgen::KeyPair::generate().expect("key");
+        let mut params = rcgen::CertificateParams::new(vec!["localhost".to_owned()]).expect("params");
+        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        params.distinguished_name = named(stem);
+        let cert = params.self_signed(&key).expect("self-signed");
+        write_pem(&keys, stem, &cert, &key)
+    };
+    let (leaf_pem, leaf_key) = leaf("server", false);
+    let (expired_pem, expired_key) = leaf("expired", true);
+    let (own_pem, own_key) = self_signed("self-signed");
+    let (roots, _) = self_signed("system-roots");
+
+    let (_leaf_server, leaf_addr) = serve_tls(&root, &leaf_pem, &leaf_key, &[]);
+    let (_expired_server, expired_addr) = serve_tls(&root, &expired_pem, &expired_key, &[]);
+    let (_own_server, own_addr) = serve_tls(&root, &own_pem, &own_key, &[]);
+    let url = |host: &str, addr: std::net::SocketAddr| format!("jsontps://{host}:{}/hello.txt", addr.port());
+
+    // A self-signed CA:TRUE certificate: rustls' "CA used as end entity".
+    said_in_words(
+        &get_tls(&[&url("localhost", own_addr)], &roots),
+        &["a CA certificate (CA:TRUE", "not signed by an authority this client trusts", "--cacert FILE", "-k"],
+    );
+    // A private CA's certificate, without that CA.
+    said_in_words(
+        &get_tls(&[&url("localhost", leaf_addr)], &roots),
+        &["not signed by an authority this client trusts", "--cacert FILE", "-k"],
+    );
+    said_in_words(
+        &get_tls(&["--cacert", &own_pem, &url("localhost", leaf_addr)], &roots),
+        &["not signed by an authority", &format!("is neither in {own_pem}"), "-k"],
+    );
+    // A name the certificate is not for.
+    said_in_words(
+        &get_tls(&["--cacert", &ca_pem, &url("127.0.0.1", leaf_addr)], &roots),
+        &["not made out for the name 127.0.0.1 (it is for localhost)", "connect by a name"],
+    );
+    // Expired.
+    said_in_words(
+        &get_tls(&["--cacert", &ca_pem, &url("localhost", expired_addr)], &roots),
+        &["the server's certificate expired on 2020-01-02", "renew", "-k"],
+    );
+    // What each one says to do works.
+    for args in [
+        vec!["--cacert", own_pem.as_str()],
+        vec!["--cacert", ca_pem.as_str()],
+        vec!["-k"],
+    ] {
+        let server = if args[0] == "-k" { expired_addr } else if args[1] == own_pem { own_addr } else { leaf_addr };
+        let mut args = args.clone();
+        let target = url("localhost", server);
+        args.push(&target);
+        let out = get_tls(&args, &roots);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr(&out));
+        assert_eq!(stdout(&out), "Hello, world!");
+    }
+    let _ = std::fs::remove_dir_all(&keys);
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+#[test]
+fn a_server_refusing_the_handshake_is_said_in_words_with_the_next_step() {
+    use std::io::{Read, Write};
+    use std::sync::Arc;
+    let keys = temp_root("tls-refusals-keys");
+    let key = rcgen::KeyPair::generate().expect("key");
+    let cert = rcgen::CertificateParams::new(vec!["localhost".to_owned()])
+        .expect("params")
+        .self_signed(&key)
+        .expect("certificate");
+    let (cert_pem, _) = write_pem(&keys, "server", &cert, &key);
+
+    // A TLS server of another protocol: ALPN `http/1.1` only, so rustls
+    // refuses the `jsontp` this client offers.
+    let mut config =
+        rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+            .with_safe_default_protocol_versions()
+            .expect("versions")
+            .with_no_client_auth()
+            .with_single_cert(
+                vec![cert.der().clone()],
+                rustls::pki_types::PrivatePkcs8KeyDer::from(key.serialize_der()).into(),
+            )
+            .expect("server config");
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    let config = Arc::new(config);
+    // Each peer answers one connection, then reads to the client's close
+    // so that its answer is not lost to a reset.
+    let peer = |answer: Box<dyn FnOnce(&mut std::net::TcpStream) + Send>| {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        thread::spawn(move || {
+            let Ok((mut stream, _)) = listener.accept() else {
+                return;
+            };
+            let _ = stream.set_read_timeout(Some(LIMIT));
+            answer(&mut stream);
+            let _ = stream.read_to_end(&mut Vec::new());
+        });
+        addr
+    };
+    let https = peer(Box::new(move |stream| {
+        let mut conn = rustls::ServerConnection::new(config).expect("connection");
+        let _ = conn.complete_io(stream);
+    }));
+    said_in_words(
+        &get_tls(&["--cacert", &cert_pem, &format!("jsontps://localhost:{}/", https.port())], &cert_pem),
+        &["does not speak jsontp over TLS", "ALPN", "check the host and port"],
+    );
+
+    // A server that ends the handshake with an alert: handshake_failure,
+    // as one with no TLS version or cipher suite in common answers.
+    let alert = peer(Box::new(|stream| {
+        let _ = stream.read(&mut [0u8; 4096]);
+        let _ = stream.write_all(&[0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x28]);
+    }));
+    said_in_words(
+        &get_tls(&[&format!("jsontps://localhost:{}/", alert.port())], &cert_pem),
+        &["found nothing in common with this client", "jsontps:// server"],
+    );
+
+    // A plain jsontp server at a jsontps:// URL.
+    let plain = Served::start("tls-plain");
+    let err = said_in_words(
+        &get_tls(&[&format!("jsontps://{}/hello.txt", plain.addr)], &cert_pem),
+        &["did not answer with TLS"],
+    );
+    assert!(
+        err.contains(&format!("use jsontp://{}/hello.txt", plain.addr)),
+        "{err}"
+    );
+
+    // Mutual TLS: the server wants a certificate this command cannot show;
+    // a TLS 1.3 server says so after the client's side of the handshake.
+    let pki = crate::pki::Pki::new();
+    let root = temp_root("tls-mutual-words");
+    let ca = pki.path("ca.pem").to_string_lossy().into_owned();
+    let (_mutual, mutual_addr) = serve_tls(
+        &root,
+        &pki.path("server.pem").to_string_lossy(),
+        &pki.path("server.key").to_string_lossy(),
+        &["--tls-client-ca", &ca],
+    );
+    said_in_words(
+        &get_tls(
+            &["--cacert", &ca, &format!("jsontps://localhost:{}/hello.txt", mutual_addr.port())],
+            &cert_pem,
+        ),
+        &["admits only clients that show a certificate", "cannot show a client certificate"],
+    );
+    let _ = std::fs::remove_dir_all(&keys);
+    let _ = std::fs::remove_dir_all(&root);
+}
