@@ -703,9 +703,7 @@ fn server_certificate(error: &rustls::CertificateError) -> String {
                 })
                 .collect();
             if names.is_empty() {
-                format!(
-                    "the server's certificate is not made out for the name {expected} (it names no host)"
-                )
+                format!("the server's certificate is not made out for the name {expected} (it names no host)")
             } else {
                 format!(
                     "the server's certificate is not made out for the name {expected} (it is for {})",
@@ -714,13 +712,10 @@ fn server_certificate(error: &rustls::CertificateError) -> String {
             }
         }
         C::Expired => "the server's certificate has expired".into(),
-        C::ExpiredContext { not_after, .. } => format!(
-            "the server's certificate expired on {}",
-            when(*not_after)
-        ),
-        C::NotValidYet => {
-            "the server's certificate is not valid yet (is this machine's clock right?)".into()
+        C::ExpiredContext { not_after, .. } => {
+            format!("the server's certificate expired on {}", when(*not_after))
         }
+        C::NotValidYet => "the server's certificate is not valid yet (is this machine's clock right?)".into(),
         C::NotValidYetContext { not_before, .. } => format!(
             "the server's certificate is valid only from {} (is this machine's clock right?)",
             when(*not_before)
@@ -788,8 +783,7 @@ fn alert_name(alert: rustls::AlertDescription) -> String {
     for (i, c) in chars.iter().enumerate() {
         let word_starts = c.is_ascii_uppercase()
             && i > 0
-            && (chars[i - 1].is_ascii_lowercase()
-                || chars.get(i + 1).is_some_and(char::is_ascii_lowercase));
+            && (chars[i - 1].is_ascii_lowercase() || chars.get(i + 1).is_some_and(char::is_ascii_lowercase));
         if word_starts {
             name.push('_');
         }
@@ -1041,16 +1035,18 @@ mod tests {
         assert!(!text.contains("CaUsedAsEndEntity"), "{text}");
         let text = said(rustls::Error::InvalidCertificate(C::NotValidForNameContext {
             expected: ServerName::try_from("example.com").expect("name"),
-            presented: vec![
-                "DnsName(\"localhost\")".into(),
-                "IpAddress(127.0.0.1)".into(),
-            ],
+            presented: vec!["DnsName(\"localhost\")".into(), "IpAddress(127.0.0.1)".into()],
         }));
         assert!(
             text.ends_with("not made out for the name example.com (it is for localhost, 127.0.0.1)"),
             "{text}"
         );
-        let text = said(rustls::Error::AlertReceived(rustls::AlertDescription::DecodeError));
-        assert!(text.ends_with("the server ended the handshake with TLS alert decode_error"), "{text}");
+        let text = said(rustls::Error::AlertReceived(
+            rustls::AlertDescription::DecodeError,
+        ));
+        assert!(
+            text.ends_with("the server ended the handshake with TLS alert decode_error"),
+            "{text}"
+        );
     }
 }

@@ -214,7 +214,16 @@ mod tests {
             assert_eq!(as_url(word).as_deref(), Some(url), "{word}");
         }
         // Mistyped commands, and what no URL is.
-        for word in ["serv", "gett", "help", "ftp://example.com/", "host:x/", "", "-v", "/path"] {
+        for word in [
+            "serv",
+            "gett",
+            "help",
+            "ftp://example.com/",
+            "host:x/",
+            "",
+            "-v",
+            "/path",
+        ] {
             assert_eq!(as_url(word), None, "{word}");
         }
     }
