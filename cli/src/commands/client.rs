@@ -4,12 +4,13 @@
 //! `-O`; body keys of the answer go to stdout as JSON when there is no
 //! content; `-i` puts the answer's envelope before the content, `-I` alone;
 //! `-v` shows the request's envelope (`>`) and the answer's (`<`) on
-//! stderr, `-vv` the raw messages. curl's `-X`, `-d`, `-T` name the method
+//! stderr before the content, `-vv` the raw messages. curl's `-X`, `-d`, `-T` name the method
 //! as curl reads them; curl's flags that mean nothing here say why.
 //! Exit status: 0 for 1xx–3xx, 1 for 4xx/5xx, 2 when no answer came (usage,
 //! connection or protocol error, or content that could not be written),
 //! each failure with one line on stderr.
 
+use std::fs::File;
 use std::io::{self, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -27,7 +28,7 @@ use super::output::{Destination, WriteOut, write_content};
 use super::request::{Source, build_body, build_request};
 use super::target::Target;
 use super::transfer::{Counted, CountedSink, Progress, Sink, Upload};
-use super::wire::Wire;
+use super::wire::{Head, Point, Wire};
 
 /// What every client command takes.
 #[derive(Debug, clap::Args)]
@@ -61,7 +62,8 @@ pub struct CommonArgs {
     #[arg(long)]
     pub lenient: bool,
     /// `-v`: the request's envelope (`>`) and the answer's (`<`) on
-    /// stderr, as curl shows them; `-vv`: also the raw messages.
+    /// stderr before the content, as curl shows them; `-vv`: also the raw
+    /// messages.
     #[arg(short, long, action = clap::ArgAction::Count)]
     pub verbose: u8,
     /// Nothing on stderr for an error status or a lenient note (the exit
@@ -602,7 +604,9 @@ fn tls_failure(error: &ClientError, common: &CommonArgs, target: &Target) -> Opt
             && matches!(error, ClientError::Io(_))
             && source.kind() == io::ErrorKind::PermissionDenied =>
         {
-            Some(format!("no TLS session with {address}: {source}; {NO_CLIENT_CERTIFICATE}"))
+            Some(format!(
+                "no TLS session with {address}: {source}; {NO_CLIENT_CERTIFICATE}"
+            ))
         }
         None => None,
     }
@@ -672,7 +676,13 @@ fn talk<S: Transport>(
     common: &CommonArgs,
     target: &Target,
 ) -> Result<Answer, Failure> {
-    let wire = Arc::new(Mutex::new(Wire::new(common.verbose >= 2)));
+    let config = &client.options().config;
+    let wire = Arc::new(Mutex::new(Wire::new(
+        common.verbose >= 2,
+        common.verbose >= 1,
+        config.validation,
+        config.limits.message,
+    )));
     let traced = Arc::clone(&wire);
     client.set_tracer(move |direction, bytes| {
         if let Ok(mut wire) = traced.lock() {
@@ -688,24 +698,34 @@ fn talk<S: Transport>(
         print_request(&request);
     }
     let mut received = Progress::new(None, common.silent);
-    let outcome = {
+    let (outcome, held) = {
         let mut counted = CountedSink {
             inner: &mut sink,
             progress: &mut received,
         };
-        match upload {
+        let mut gated = HeadFirst {
+            inner: &mut counted,
+            wire: &wire,
+            gate: if common.verbose >= 1 {
+                Gate::Waiting
+            } else {
+                Gate::Open
+            },
+        };
+        let outcome = match upload {
             Some(upload) => {
                 let mut sent = Progress::new(upload.len, common.silent);
                 let mut reader = Counted {
                     inner: upload.reader,
                     progress: &mut sent,
                 };
-                let outcome = client.upload(request, &mut reader, Some(&mut counted));
+                let outcome = client.upload(request, &mut reader, Some(&mut gated));
                 sent.finish();
                 outcome
             }
-            None => client.download(request, &mut counted),
-        }
+            None => client.download(request, &mut gated),
+        };
+        (outcome, gated.into_held())
     };
     received.finish();
     drop(client);
@@ -715,9 +735,13 @@ fn talk<S: Transport>(
         return Err(Failure("the connection's trace was lost".into()));
     };
     wire.finish();
+    let held_bytes = held
+        .as_ref()
+        .and_then(|file| file.metadata().ok())
+        .map_or(0, |meta| meta.len());
     let answer = match outcome {
         Ok(exchange) => Ok(Answer {
-            content_bytes: received.done() + exchange.response.body.content().len() as u64,
+            content_bytes: received.done() + held_bytes + exchange.response.body.content().len() as u64,
             response: exchange.response,
             forgiven: exchange.forgiven,
             continued: exchange.continued,
@@ -729,6 +753,24 @@ fn talk<S: Transport>(
             continued: false,
         }),
     };
+    // -v: the head before the content, here when it could not be read
+    // as the bytes came; then the content it held back.
+    if let Ok(answer) = &answer {
+        let shown_continue = match wire.head() {
+            Head::Off | Head::Shown => None,
+            Head::Reading { at, .. } => Some(*at != Point::First),
+            Head::Unknown { continued } => Some(*continued),
+        };
+        if let Some(shown_continue) = shown_continue {
+            print_head(&answer.response, answer.continued && !shown_continue);
+        }
+    }
+    if let Some(mut file) = held {
+        use std::io::Seek;
+        file.seek(io::SeekFrom::Start(0))
+            .and_then(|_| io::copy(&mut file, &mut sink))
+            .map_err(|e| Failure(format!("cannot write the content: {e}")))?;
+    }
     if envelope != Envelope::Hidden
         && let Ok(answer) = &answer
     {
@@ -816,9 +858,6 @@ fn report(
     answer: &Answer,
 ) -> ExitCode {
     let response = &answer.response;
-    if common.verbose >= 1 {
-        print_head(response, answer.continued);
-    }
     if !answer.forgiven.is_empty() && !common.silent {
         let forgiven: Vec<&str> = answer.forgiven.iter().map(|f| describe(*f)).collect();
         eprintln!("jsontp: note: lenient mode forgave {}", forgiven.join(", "));
@@ -911,18 +950,90 @@ fn print_request(request: &Request) {
     let _ = write_fields(&mut err, "> ", &written, request.body.encoding());
 }
 
-/// `-v`: the answer's envelope on stderr, each line after `< `.
-fn print_head(response: &Response, continued: bool) {
+/// `-v`: the answer's envelope on stderr, each line after `< `; first,
+/// when `continued`, the `100 Continue` that came before it.
+pub(super) fn print_head(response: &Response, continued: bool) {
     let mut err = io::stderr().lock();
     // Lines on stderr are best effort: nothing to do if it is closed.
     let _ = write_envelope(&mut err, "< ", response, continued);
+}
+
+/// `-v`: the server's `100 Continue`, as it comes.
+pub(super) fn print_continue() {
+    let mut err = io::stderr().lock();
+    let _ = write_continue(&mut err, "< ");
+}
+
+/// The line that says a `100 Continue` came.
+fn write_continue(out: &mut dyn Write, prefix: &str) -> io::Result<()> {
+    writeln!(out, "{prefix}(the server answered 100 Continue)")
+}
+
+/// `-v`: the content waits for the answer's head on stderr (curl's
+/// order). The head is read as the bytes arrive ([`Wire`]) and is shown
+/// before the first piece as a rule; when it could not be, the content is
+/// held in an anonymous temporary file until the answer is whole and its
+/// head shown.
+struct HeadFirst<'a, W> {
+    inner: W,
+    wire: &'a Mutex<Wire>,
+    gate: Gate,
+}
+
+/// Where [`HeadFirst`] sends the content.
+enum Gate {
+    /// No content yet.
+    Waiting,
+    /// The head is shown (or not asked for): the content goes on.
+    Open,
+    /// The head was not shown: the content is held.
+    Holding(File),
+}
+
+impl<W> HeadFirst<'_, W> {
+    /// The content held back, if any.
+    fn into_held(self) -> Option<File> {
+        match self.gate {
+            Gate::Holding(file) => Some(file),
+            Gate::Waiting | Gate::Open => None,
+        }
+    }
+}
+
+impl<W: Write> Write for HeadFirst<'_, W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        loop {
+            match &mut self.gate {
+                Gate::Open => return self.inner.write(buf),
+                Gate::Holding(file) => return file.write(buf),
+                Gate::Waiting => {
+                    let shown = self
+                        .wire
+                        .lock()
+                        .is_ok_and(|wire| matches!(wire.head(), Head::Shown | Head::Off));
+                    self.gate = if shown {
+                        Gate::Open
+                    } else {
+                        Gate::Holding(tempfile::tempfile()?)
+                    };
+                }
+            }
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match &mut self.gate {
+            Gate::Holding(file) => file.flush(),
+            Gate::Waiting | Gate::Open => self.inner.flush(),
+        }
+    }
 }
 
 /// The status line, the headers and the other body keys of an answer,
 /// one a line, each after `prefix`.
 fn write_envelope(out: &mut dyn Write, prefix: &str, response: &Response, continued: bool) -> io::Result<()> {
     if continued {
-        writeln!(out, "{prefix}(the server answered 100 Continue)")?;
+        write_continue(out, prefix)?;
     }
     let status = &response.status;
     writeln!(

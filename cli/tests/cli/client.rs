@@ -692,7 +692,12 @@ fn a_url_without_its_method_gets_the_line_with_get_as_a_hint() {
 }
 
 /// A certificate and its key as PEM files in `dir`: `(cert, key)` paths.
-fn write_pem(dir: &std::path::Path, stem: &str, cert: &rcgen::Certificate, key: &rcgen::KeyPair) -> (String, String) {
+fn write_pem(
+    dir: &std::path::Path,
+    stem: &str,
+    cert: &rcgen::Certificate,
+    key: &rcgen::KeyPair,
+) -> (String, String) {
     let (cert_path, key_path) = (dir.join(format!("{stem}.pem")), dir.join(format!("{stem}.key")));
     std::fs::write(&cert_path, cert.pem()).expect("cert.pem");
     std::fs::write(&key_path, key.serialize_pem()).expect("key.pem");
@@ -709,7 +714,12 @@ fn named(common: &str) -> rcgen::DistinguishedName {
 }
 
 /// `jsontp serve` over TLS with this certificate, its log drained.
-fn serve_tls(root: &std::path::Path, cert: &str, key: &str, extra: &[&str]) -> (crate::support::Serve, std::net::SocketAddr) {
+fn serve_tls(
+    root: &std::path::Path,
+    cert: &str,
+    key: &str,
+    extra: &[&str],
+) -> (crate::support::Serve, std::net::SocketAddr) {
     let mut args = vec!["--quiet", "--tls-cert", cert, "--tls-key", key];
     args.extend_from_slice(extra);
     let (serve, addr, mut log) = crate::support::spawn_serve(root, &args);
@@ -742,11 +752,18 @@ fn said_in_words(out: &std::process::Output, words: &[&str]) -> String {
     for word in words {
         assert!(err.contains(word), "{word:?} is not in: {err}");
     }
-    let camel_case = err
-        .split(|c: char| !c.is_ascii_alphanumeric())
-        .find(|w| w.as_bytes().windows(2).any(|p| p[0].is_ascii_lowercase() && p[1].is_ascii_uppercase()));
+    let camel_case = err.split(|c: char| !c.is_ascii_alphanumeric()).find(|w| {
+        w.as_bytes()
+            .windows(2)
+            .any(|p| p[0].is_ascii_lowercase() && p[1].is_ascii_uppercase())
+    });
     assert_eq!(camel_case, None, "a rustls name in: {err}");
-    for internal in ["Other(", "fatal alert", "invalid peer certificate", "corrupt message"] {
+    for internal in [
+        "Other(",
+        "fatal alert",
+        "invalid peer certificate",
+        "corrupt message",
+    ] {
         assert!(!err.contains(internal), "{internal:?} in: {err}");
     }
     err
@@ -797,21 +814,37 @@ fn certificate_failures_are_said_in_words_with_the_next_step() {
     // A self-signed CA:TRUE certificate: rustls' "CA used as end entity".
     said_in_words(
         &get_tls(&[&url("localhost", own_addr)], &roots),
-        &["a CA certificate (CA:TRUE", "not signed by an authority this client trusts", "--cacert FILE", "-k"],
+        &[
+            "a CA certificate (CA:TRUE",
+            "not signed by an authority this client trusts",
+            "--cacert FILE",
+            "-k",
+        ],
     );
     // A private CA's certificate, without that CA.
     said_in_words(
         &get_tls(&[&url("localhost", leaf_addr)], &roots),
-        &["not signed by an authority this client trusts", "--cacert FILE", "-k"],
+        &[
+            "not signed by an authority this client trusts",
+            "--cacert FILE",
+            "-k",
+        ],
     );
     said_in_words(
         &get_tls(&["--cacert", &own_pem, &url("localhost", leaf_addr)], &roots),
-        &["not signed by an authority", &format!("is neither in {own_pem}"), "-k"],
+        &[
+            "not signed by an authority",
+            &format!("is neither in {own_pem}"),
+            "-k",
+        ],
     );
     // A name the certificate is not for.
     said_in_words(
         &get_tls(&["--cacert", &ca_pem, &url("127.0.0.1", leaf_addr)], &roots),
-        &["not made out for the name 127.0.0.1 (it is for localhost)", "connect by a name"],
+        &[
+            "not made out for the name 127.0.0.1 (it is for localhost)",
+            "connect by a name",
+        ],
     );
     // Expired.
     said_in_words(
@@ -824,7 +857,13 @@ fn certificate_failures_are_said_in_words_with_the_next_step() {
         vec!["--cacert", ca_pem.as_str()],
         vec!["-k"],
     ] {
-        let server = if args[0] == "-k" { expired_addr } else if args[1] == own_pem { own_addr } else { leaf_addr };
+        let server = if args[0] == "-k" {
+            expired_addr
+        } else if args[1] == own_pem {
+            own_addr
+        } else {
+            leaf_addr
+        };
         let mut args = args.clone();
         let target = url("localhost", server);
         args.push(&target);
@@ -882,8 +921,19 @@ fn a_server_refusing_the_handshake_is_said_in_words_with_the_next_step() {
         let _ = conn.complete_io(stream);
     }));
     said_in_words(
-        &get_tls(&["--cacert", &cert_pem, &format!("jsontps://localhost:{}/", https.port())], &cert_pem),
-        &["does not speak jsontp over TLS", "ALPN", "check the host and port"],
+        &get_tls(
+            &[
+                "--cacert",
+                &cert_pem,
+                &format!("jsontps://localhost:{}/", https.port()),
+            ],
+            &cert_pem,
+        ),
+        &[
+            "does not speak jsontp over TLS",
+            "ALPN",
+            "check the host and port",
+        ],
     );
 
     // A server that ends the handshake with an alert: handshake_failure,
@@ -921,11 +971,122 @@ fn a_server_refusing_the_handshake_is_said_in_words_with_the_next_step() {
     );
     said_in_words(
         &get_tls(
-            &["--cacert", &ca, &format!("jsontps://localhost:{}/hello.txt", mutual_addr.port())],
+            &[
+                "--cacert",
+                &ca,
+                &format!("jsontps://localhost:{}/hello.txt", mutual_addr.port()),
+            ],
             &cert_pem,
         ),
-        &["admits only clients that show a certificate", "cannot show a client certificate"],
+        &[
+            "admits only clients that show a certificate",
+            "cannot show a client certificate",
+        ],
     );
     let _ = std::fs::remove_dir_all(&keys);
     let _ = std::fs::remove_dir_all(&root);
+}
+
+/// Runs `jsontp ARGS…` with stdout and stderr into one file, as a
+/// terminal shows them: what came first is first. Returns the exit status
+/// and the bytes.
+fn interleaved(name: &str, args: &[&str]) -> (Option<i32>, Vec<u8>) {
+    let path = std::env::temp_dir().join(format!("jsontp-cli-{name}-{}.out", std::process::id()));
+    let file = std::fs::File::create(&path).expect("output file");
+    // One open file for both: each write lands after the one before.
+    let status = std::process::Command::new(crate::support::BIN)
+        .args(args)
+        .args(["--timeout", "10"])
+        .stdout(file.try_clone().expect("dup"))
+        .stderr(file)
+        .status()
+        .expect("run jsontp");
+    let bytes = std::fs::read(&path).expect("output");
+    let _ = std::fs::remove_file(&path);
+    (status.code(), bytes)
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+#[test]
+fn verbose_shows_the_heads_before_the_content_as_curl_does() {
+    let server = Served::start("verbose-order");
+    let (code, out) = interleaved("verbose-small", &["get", &server.url("/hello.txt"), "-v"]);
+    let text = String::from_utf8_lossy(&out);
+    assert_eq!(code, Some(0), "{text}");
+    let request = find(&out, b"> jsontp 1.0 GET /hello.txt").expect("the request's head");
+    let answer = find(&out, b"< jsontp 1.0 200 OK").expect("the answer's head");
+    let keys = find(&out, b"< (body encoding").expect("the answer's body line");
+    let content = find(&out, b"Hello, world!").expect("the content");
+    assert!(request < answer && answer < keys && keys < content, "{text}");
+
+    // A download that streams (past the message limit, in many pieces):
+    // the head still comes first, and the content is whole after it.
+    let text = "0123456789abcdef\n".repeat(3_000_000 / 17);
+    std::fs::write(server.root.join("large.txt"), &text).expect("fixture");
+    for encoding in ["identity", "gzip"] {
+        let (code, out) = interleaved(
+            "verbose-large",
+            &[
+                "get",
+                &server.url("/large.txt"),
+                "-v",
+                "-H",
+                &format!("accept-encoding={encoding}"),
+            ],
+        );
+        assert_eq!(code, Some(0), "{encoding}");
+        let head = find(&out, b"< jsontp 1.0 200 OK").expect("the head");
+        let content = find(&out, b"0123456789abcdef\n").expect("the content");
+        assert!(
+            head < content,
+            "{encoding}: the head at {head}, content from {content}"
+        );
+        let last_head_line =
+            find(&out, format!("< (body encoding {encoding})\n").as_bytes()).expect("body line");
+        assert!(
+            out[last_head_line..].ends_with(text.as_bytes()),
+            "{encoding}: the content whole after the head"
+        );
+    }
+
+    // A 100 Continue is shown as it comes, before the final answer.
+    let (code, out) = interleaved(
+        "verbose-continue",
+        &[
+            "put",
+            &server.url("/note.txt"),
+            "-d",
+            "remember",
+            "--continue",
+            "-v",
+        ],
+    );
+    let text = String::from_utf8_lossy(&out);
+    assert_eq!(code, Some(0), "{text}");
+    let continued = find(&out, b"< (the server answered 100 Continue)").expect("the 100");
+    let answer = find(&out, b"< jsontp 1.0 20").expect("the final answer");
+    assert!(continued < answer, "{text}");
+    assert_eq!(text.matches("100 Continue").count(), 1, "{text}");
+}
+
+#[test]
+fn verbose_holds_content_sent_before_its_head_until_the_head_is_shown() {
+    // D19: a sender may write the content before the rest; the head is
+    // whole only at the message's end, and the content waits for it.
+    let answer = "{\"body\":{\"content\":\"early content\",\"encoding\":\"identity\"},\
+                  \"headers\":{\"date\":\"2026-11-22T01:58:36Z+0000\",\"language\":\"en-US\"},\
+                  \"jsontp\":\"1.0\",\"resource\":\"/x\",\
+                  \"status\":{\"code\":200,\"formal-message\":\"OK\",\"human-message\":\"late head\"},\
+                  \"type\":\"response\"}\n";
+    let peer = one_answer_peer(answer.as_bytes());
+    let (code, out) = interleaved("verbose-late-head", &["get", &format!("{peer}/x"), "-v"]);
+    let text = String::from_utf8_lossy(&out);
+    assert_eq!(code, Some(0), "{text}");
+    let head = find(&out, b"< jsontp 1.0 200 OK (late head)").expect("the head");
+    let content = find(&out, b"early content").expect("the content");
+    assert!(head < content, "{text}");
+    assert_eq!(text.matches("< jsontp 1.0 200").count(), 1, "shown once: {text}");
 }
