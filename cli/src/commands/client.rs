@@ -24,6 +24,7 @@ use jsontp_protocol::io_adapters::tls::{ClientTls, HandshakeError, NotPinned};
 use jsontp_protocol::message::{Body, Encoding, Forgiven, Method, Request, Response, Validation};
 use serde_json::Value;
 
+use super::envelope::{print_head, print_request, write_envelope};
 use super::output::{Destination, WriteOut, write_content};
 use super::request::{Source, build_body, build_request};
 use super::target::Target;
@@ -936,39 +937,6 @@ fn allowed_methods(method: Method, response: &Response) -> Option<String> {
     Some(format!("{}\n", names.join(", ")))
 }
 
-/// `-v`: the request's envelope on stderr, each line after `> `.
-fn print_request(request: &Request) {
-    let mut err = io::stderr().lock();
-    let _ = writeln!(
-        err,
-        "> jsontp {} {} {}",
-        request.version,
-        request.method,
-        request.resource.as_str()
-    );
-    let written: Value = serde_json::from_slice(&request.to_bytes()).unwrap_or(Value::Null);
-    let _ = write_fields(&mut err, "> ", &written, request.body.encoding());
-}
-
-/// `-v`: the answer's envelope on stderr, each line after `< `; first,
-/// when `continued`, the `100 Continue` that came before it.
-pub(super) fn print_head(response: &Response, continued: bool) {
-    let mut err = io::stderr().lock();
-    // Lines on stderr are best effort: nothing to do if it is closed.
-    let _ = write_envelope(&mut err, "< ", response, continued);
-}
-
-/// `-v`: the server's `100 Continue`, as it comes.
-pub(super) fn print_continue() {
-    let mut err = io::stderr().lock();
-    let _ = write_continue(&mut err, "< ");
-}
-
-/// The line that says a `100 Continue` came.
-fn write_continue(out: &mut dyn Write, prefix: &str) -> io::Result<()> {
-    writeln!(out, "{prefix}(the server answered 100 Continue)")
-}
-
 /// `-v`: the content waits for the answer's head on stderr (curl's
 /// order). The head is read as the bytes arrive ([`Wire`]) and is shown
 /// before the first piece as a rule; when it could not be, the content is
@@ -1026,51 +994,6 @@ impl<W: Write> Write for HeadFirst<'_, W> {
             Gate::Holding(file) => file.flush(),
             Gate::Waiting | Gate::Open => self.inner.flush(),
         }
-    }
-}
-
-/// The status line, the headers and the other body keys of an answer,
-/// one a line, each after `prefix`.
-fn write_envelope(out: &mut dyn Write, prefix: &str, response: &Response, continued: bool) -> io::Result<()> {
-    if continued {
-        write_continue(out, prefix)?;
-    }
-    let status = &response.status;
-    writeln!(
-        out,
-        "{prefix}jsontp {} {} {} ({})",
-        response.version,
-        status.code.as_u16(),
-        status.formal_message(),
-        status.human_message
-    )?;
-    // The typed headers, written as the wire writes them.
-    let written: Value = serde_json::from_slice(&response.to_bytes()).unwrap_or(Value::Null);
-    write_fields(out, prefix, &written, response.body.encoding())
-}
-
-/// A written message's headers and body keys (not its content), one a line.
-fn write_fields(out: &mut dyn Write, prefix: &str, written: &Value, encoding: Encoding) -> io::Result<()> {
-    if let Some(headers) = written.get("headers").and_then(Value::as_object) {
-        for (name, value) in headers {
-            writeln!(out, "{prefix}{name}: {}", header_text(value))?;
-        }
-    }
-    writeln!(out, "{prefix}(body encoding {encoding})")?;
-    if let Some(body) = written.get("body").and_then(Value::as_object) {
-        for (key, value) in body {
-            if key != "content" && key != "encoding" {
-                writeln!(out, "{prefix}(body {key}: {value})")?;
-            }
-        }
-    }
-    Ok(())
-}
-
-fn header_text(value: &Value) -> String {
-    match value {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
     }
 }
 

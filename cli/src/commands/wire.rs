@@ -8,7 +8,7 @@ use jsontp_protocol::io_adapters::client::Direction;
 use jsontp_protocol::message::framing::{Scan, Scanner};
 use jsontp_protocol::message::{MessageLimits, Response, Validation, parse_response};
 
-use super::client::{print_continue, print_head};
+use super::envelope::{print_continue, print_head};
 
 /// How much of the received bytes is kept: enough for the first bytes of
 /// another protocol's answer (a TLS record, an HTTP status line, an HTML
