@@ -19,7 +19,13 @@ pub struct Now {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum ContinuePolicy {
-    /// Acknowledge with `100` without asking the application.
+    /// Acknowledge with `100` without asking the application. With
+    /// [`ServerConfig::stream_content`], the full request's head then
+    /// comes before its content, as any streamed request's
+    /// ([`ServerEvent::ContentHead`]): the application's first look at the
+    /// exchange.
+    ///
+    /// [`ServerEvent::ContentHead`]: super::ServerEvent::ContentHead
     #[default]
     AutoAccept,
     /// Surface the preliminary request as

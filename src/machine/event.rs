@@ -58,10 +58,17 @@ pub enum ServerEvent {
     /// [`ServerEvent::Content`] piece (the content may turn out empty and
     /// have none), and only when those bytes make a request that passes
     /// D5 levels 1 to 4: not for content written before `encoding`, nor
-    /// with fields after the content that the envelope lacks, nor for
-    /// either request of a 100-continue handshake: the first one's body is
-    /// ignored, and the full one's envelope was decided at the handshake
-    /// (D10).
+    /// with fields after the content that the envelope lacks, nor for the
+    /// first request of a 100-continue handshake, whose body is ignored
+    /// (D10). The full request of a handshake has one, under the
+    /// handshake's id, when [`ContinuePolicy::AutoAccept`] acknowledged it
+    /// (the application has not met the exchange yet), and when it names
+    /// the handshake's method and resource; with
+    /// [`ContinuePolicy::Ask`] the application decided at
+    /// [`ServerEvent::ContinueRequested`], and is not asked twice.
+    ///
+    /// [`ContinuePolicy::AutoAccept`]: super::ContinuePolicy::AutoAccept
+    /// [`ContinuePolicy::Ask`]: super::ContinuePolicy::Ask
     ///
     /// It is advisory: an application may decide from it what does not
     /// depend on the content (`401`, `405`, `404`: D5 level 6) and drop the

@@ -56,6 +56,8 @@
 //!  with stream_content, a request written body last, content last (D19):
 //!   ServerEvent::ContentHead (advisory: the envelope) ─► Content pieces
 //!   ─► ServerEvent::Request (the one to answer) or a rejection
+//!   (the full request of a handshake: a head under AutoAccept only; under
+//!    Ask the application decided at ContinueRequested)
 //! ```
 //!
 //! Every error response the server machine writes on its own, timeouts and

@@ -603,17 +603,33 @@ impl ServerConnection {
     /// The request a streamed message's envelope makes (D19), when it is
     /// one that the whole message, with nothing after its content, would
     /// hand to the application: read and judged as the whole message will
-    /// be, in the same context. `None` for anything
-    /// else: a fault (D5 levels 1 to 4), a first request of a handshake,
-    /// whose body is ignored, or the full request of a handshake, whose
-    /// envelope was decided at the handshake, by the application or by
-    /// the policy that accepts every one (D10).
+    /// be, in the same context. `None` for anything else: a fault (D5
+    /// levels 1 to 4), a first request of a handshake, whose body is
+    /// ignored, or a full request naming another method or resource than
+    /// its handshake's (D10: `400`).
+    ///
+    /// The full request of a handshake has a head only when the policy
+    /// acknowledged the handshake without asking (`AutoAccept`): the
+    /// application then meets the exchange here first, as any streamed
+    /// request. Under `Ask` it decided from the first request
+    /// ([`ServerEvent::ContinueRequested`]), and is not asked twice: the
+    /// full request's own headers reach it with the request (D10).
     fn content_head(&self, envelope: &[u8]) -> Option<Box<Request>> {
-        if self.awaited().is_some() {
-            return None;
+        let limits = &self.config.limits.message;
+        let Some(awaited) = self.awaited() else {
+            let head = parse_request(envelope, RequestContext::Fresh, limits).ok()?;
+            return (!head.headers.expect_continue()).then(|| Box::new(head));
+        };
+        match self.config.continue_policy {
+            ContinuePolicy::AutoAccept => {
+                let head = parse_request(envelope, RequestContext::AfterContinue, limits).ok()?;
+                let repeats =
+                    awaited.method == Some(head.method) && awaited.resource == head.resource.as_str();
+                repeats.then(|| Box::new(head))
+            }
+            // Only `Ask` acknowledges after asking; `Refuse` never does.
+            ContinuePolicy::Ask | ContinuePolicy::Refuse => None,
         }
-        let head = parse_request(envelope, self.context(), &self.config.limits.message).ok()?;
-        (!head.headers.expect_continue()).then(|| Box::new(head))
     }
 
     /// The exchange the message being received belongs to, if it has one

@@ -236,12 +236,24 @@ struct Watched {
 /// end, and the answer.
 fn watch_upload(
     addr: std::net::SocketAddr,
+    message: (String, &str),
+    content: &[u8],
+    spool: &SpoolOptions,
+    folder: &Path,
+) -> Watched {
+    watch_upload_on(Reader::new(connect(addr)), message, content, spool, folder)
+}
+
+/// [`watch_upload`] on a connection already open (after a handshake).
+fn watch_upload_on(
+    reader: Reader,
     (envelope, end): (String, &str),
     content: &[u8],
     spool: &SpoolOptions,
     folder: &Path,
 ) -> Watched {
-    let mut stream = connect(addr);
+    let mut reader = reader;
+    let stream = &mut reader.stream;
     stream.write_all(envelope.as_bytes()).expect("envelope");
     let (mut most_spooled, mut files) = (0, Vec::new());
     let look = |most: &mut u64, files: &mut Vec<String>| {
@@ -264,7 +276,7 @@ fn watch_upload(
         }
     }
     stream.write_all(end.as_bytes()).expect("end");
-    let answer = Reader::new(stream).next().expect("an answer");
+    let answer = reader.next().expect("an answer");
     look(&mut most_spooled, &mut files);
     Watched {
         most_spooled,
@@ -495,6 +507,67 @@ fn a_compression_bomb_to_a_refused_route_stops_at_the_content_limit() {
             (spool.spooled_bytes(), files_in(folder.path()).len()),
             (0, 0),
             "{way:?}"
+        );
+        server.shutdown();
+    }
+}
+
+#[test]
+fn an_auto_accepted_handshake_to_a_route_the_router_refuses_stores_nothing() {
+    // D10 AutoAccept: the `100` goes out without asking the router, which
+    // then meets the exchange at the full request's head, before its
+    // content (D19). A path no route serves (404) and a method the route
+    // does not serve (405) stay refused after the `100`: a small gzip
+    // stream that decodes to megabytes, or one that does not compress, is
+    // checked and dropped, never spooled, and the answer is the router's.
+    // The same handshake to the route that takes content shows the same
+    // look sees one stored.
+    let bomb = gzip_base64(&vec![0u8; 64 << 20]);
+    assert!(bomb.len() < 1 << 20, "{} bytes on the wire", bomb.len());
+    let noisy = gzip_base64(&noise(4 << 20));
+    let config = ServerConfig {
+        continue_policy: ContinuePolicy::AutoAccept,
+        ..ServerConfig::default()
+    };
+    let handshake = |addr, method: &str, resource: &str, way: Served| {
+        let mut reader = Reader::new(connect(addr));
+        reader.send(&crate::support::continue_request(method, resource));
+        let ack = reader.expect();
+        assert_eq!(code(&ack), 100, "{way:?} {method} {resource}: {ack}");
+        reader
+    };
+    for way in every_way() {
+        let (spool, folder) = spool_in_folder();
+        let server = Server::start(
+            way,
+            kept_router(),
+            options(config.clone(), 1).with_spool(spool.clone()),
+        );
+        for (method, resource, status) in [("PUT", "/nowhere", 404), ("POST", "/kept", 405)] {
+            for content in [&bomb, &noisy] {
+                let reader = handshake(server.addr(), method, resource, way);
+                let message = parts(method, resource, "gzip", "{}");
+                let got = watch_upload_on(reader, message, content.as_bytes(), &spool, folder.path());
+                let what = format!("{way:?} {method} {resource}, {} bytes sent", content.len());
+                assert_eq!(code(&got.answer), status, "{what}: {}", got.answer);
+                assert_eq!(got.most_spooled, 0, "{what}: bytes were spooled");
+                assert_eq!(got.files, Vec::<String>::new(), "{what}");
+            }
+        }
+        let reader = handshake(server.addr(), "PUT", "/kept", way);
+        let message = parts("PUT", "/kept", "gzip", "{}");
+        let got = watch_upload_on(reader, message, noisy.as_bytes(), &spool, folder.path());
+        assert_eq!(code(&got.answer), 200, "{way:?}: {}", got.answer);
+        assert_eq!(got.answer["body"]["content"], format!("kept {} bytes", 4 << 20));
+        assert!(
+            got.most_spooled > 0,
+            "{way:?}: the upload taken was never seen spooled"
+        );
+        assert!(!got.files.is_empty(), "{way:?}: the upload taken had no file");
+        assert_eq!(
+            (spool.spooled_bytes(), files_in(folder.path()).len()),
+            (0, 0),
+            "{way:?}: given back once answered"
         );
         server.shutdown();
     }

@@ -717,11 +717,8 @@ fn upload(original: &[u8], encoding: Encoding, expect_continue: bool) -> (Vec<u8
         }
     }
     let (id, request) = request.expect("the request arrived");
-    if expect_continue {
-        // Its envelope was decided at the handshake (D10).
-        assert!(heads.is_empty(), "no head after a handshake: {heads:?}");
-        return (pieces, *request);
-    }
+    // With or without a handshake: AutoAccept asked no one at the
+    // handshake, so the full request's head comes as any other's (D10).
     assert_eq!(heads.len(), 1, "one head: {heads:?}");
     let (head_id, head, before) = heads.pop().unwrap();
     assert_eq!(
@@ -1118,26 +1115,78 @@ fn d19_no_head_for_a_request_refused_for_what_came_before_its_content() {
     }
 }
 
+/// Every event of `wire` given in `chunk`-byte pieces, under `policy`: the
+/// application accepts every handshake it is asked about and answers each
+/// request at once.
+fn events_accepting(policy: ContinuePolicy, wire: &[u8], chunk: usize, clock: &Clock) -> Vec<ServerEvent> {
+    let config = ServerConfig {
+        continue_policy: policy,
+        ..streaming_server(Limits::default())
+    };
+    let mut server = ServerConnection::new(config, clock.now());
+    let mut events = Vec::new();
+    for piece in wire.chunks(chunk) {
+        server.receive_data(piece, clock.now());
+        while let Some(event) = server.next_event(clock.now()) {
+            match &event {
+                ServerEvent::ContinueRequested { id, .. } => {
+                    server.accept_continue(*id, clock.now()).unwrap()
+                }
+                ServerEvent::Request { id, .. } => {
+                    let response = Response::new(Status::new(StatusCode::CREATED, "stored"));
+                    server.send_response(*id, response, clock.now()).unwrap();
+                }
+                _ => {}
+            }
+            events.push(event);
+        }
+    }
+    events
+}
+
 #[test]
-fn d19_the_full_request_of_a_handshake_has_no_head() {
-    // D10: its envelope was decided at the handshake (by the application,
-    // or by the policy that accepts every one); it is not asked again.
+fn d19_the_full_request_of_a_handshake_has_a_head_when_no_one_was_asked_at_the_handshake() {
+    // D10: under AutoAccept the application never saw the exchange, so the
+    // full request's head comes before its content, as for any streamed
+    // request, under the handshake's id. Under Ask the application decided
+    // from the first request: it is not asked again. A full request naming
+    // another resource is refused (400), so it has no head either.
     let clock = Clock::new();
     let first = "{\"jsontp\":\"1.0\",\"type\":\"request\",\"resource\":\"/h\",\"method\":\"PUT\",\"headers\":{\"expect\":\"100-continue\"},\"body\":{}}\n";
-    for path in ["/h", "/other"] {
-        let mut wire = first.as_bytes().to_vec();
-        wire.extend(put_message(path, Encoding::Identity, &sample_text(100_000)));
-        let events = events_in_chunks(streaming_server(Limits::default()), &wire, 4096, &clock);
-        assert!(
-            !events
+    for policy in [ContinuePolicy::AutoAccept, ContinuePolicy::Ask] {
+        for path in ["/h", "/other"] {
+            let mut wire = first.as_bytes().to_vec();
+            wire.extend(put_message(path, Encoding::Identity, &sample_text(100_000)));
+            let events = events_accepting(policy, &wire, 4096, &clock);
+            let heads: Vec<_> = events
                 .iter()
-                .any(|e| matches!(e, ServerEvent::ContentHead { .. })),
-            "{path}: {events:?}"
-        );
-        let answered = events
-            .iter()
-            .any(|e| matches!(e, ServerEvent::Request { id, .. } if id.index() == 0));
-        assert_eq!(answered, path == "/h", "{path}: {events:?}");
+                .enumerate()
+                .filter_map(|(at, e)| match e {
+                    ServerEvent::ContentHead { id, head } => Some((at, *id, head)),
+                    _ => None,
+                })
+                .collect();
+            let first_piece = events
+                .iter()
+                .position(|e| matches!(e, ServerEvent::Content { .. }))
+                .expect("the full request's content streams");
+            let request = events.iter().find_map(|e| match e {
+                ServerEvent::Request { id, request } if id.index() == 0 => Some(request),
+                _ => None,
+            });
+            assert_eq!(request.is_some(), path == "/h", "{policy:?} {path}: {events:?}");
+            match (policy, request) {
+                (ContinuePolicy::AutoAccept, Some(request)) => {
+                    assert_eq!(heads.len(), 1, "{policy:?} {path}: one head");
+                    let (at, id, head) = heads[0];
+                    assert_eq!(id.index(), 0, "the handshake's exchange");
+                    assert!(at < first_piece, "the head comes before any piece");
+                    assert_eq!(head, request, "the head is the full request but its content");
+                    assert!(!head.headers.expect_continue(), "{head:?}");
+                }
+                _ => assert!(heads.is_empty(), "{policy:?} {path}: {heads:?}"),
+            }
+        }
     }
 }
 

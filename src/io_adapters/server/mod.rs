@@ -414,10 +414,18 @@ pub trait Handler: Send + Sync + 'static {
     ///   [`ContinuePolicy::Ask`](crate::machine::ContinuePolicy::Ask)
     ///   (D10): refused, it gets the answer at once and the client never
     ///   sends its content; otherwise it is acknowledged with `100`, and
-    ///   the full request's content is kept or dropped as decided here;
+    ///   the full request's content is kept or dropped as decided here.
+    ///   The full request is not asked about again: it names the same
+    ///   method and resource (or is `400`, D10), and headers it adds or
+    ///   changes reach [`respond`](Self::respond) with it, without
+    ///   reopening the decision;
     /// - a request whose content streams in (D19: `body` written last,
     ///   `content` last in it, as streaming senders write it): asked when
-    ///   the content starts, before any of it is stored.
+    ///   the content starts, before any of it is stored. This includes the
+    ///   full request of a handshake that
+    ///   [`ContinuePolicy::AutoAccept`](crate::machine::ContinuePolicy::AutoAccept)
+    ///   acknowledged without asking: refused here, its content is
+    ///   dropped and the refusal answers it, though the `100` went out.
     ///
     /// A request read whole, its content within the message limit, is not
     /// asked about: its content is in the request. Only what does not need
