@@ -20,7 +20,7 @@ use super::responses::{self, refusal};
 use super::table::{Exchange, ExchangeState, Input, Role, TransitionError};
 use super::{ContinuePolicy, Now, PeerError, RequestId, ServerConfig, ServerEvent, UsageError};
 use crate::message::decoder::Requests;
-use crate::message::{Method, Rejection, Request, RequestContext, Response, WholeMessage, parse_request};
+use crate::message::{Method, Rejection, Request, RequestContext, Response, WholeMessage};
 
 /// One jsontp connection in the server role, without I/O.
 ///
@@ -535,8 +535,8 @@ impl ServerConnection {
             match self.core.next_message(&requests, now) {
                 Decoded::Partial => return,
                 Decoded::Message { read, content } => self.on_message(read, content.as_ref(), now),
-                Decoded::ContentHead { envelope } => {
-                    if let Some(head) = self.content_head(&envelope) {
+                Decoded::ContentHead { head } => {
+                    if let Some(head) = self.content_head(head) {
                         let id = self.receiving_id(awaited);
                         self.core.push_event(ServerEvent::ContentHead { id, head });
                     }
@@ -600,13 +600,12 @@ impl ServerConnection {
         }
     }
 
-    /// The request a streamed message's envelope makes (D19), when it is
-    /// one that the whole message, with nothing after its content, would
-    /// hand to the application: read and judged as the whole message will
-    /// be, in the same context. `None` for anything else: a fault (D5
-    /// levels 1 to 4), a first request of a handshake, whose body is
-    /// ignored, or a full request naming another method or resource than
-    /// its handshake's (D10: `400`).
+    /// The head of a streamed message (D19), read by the decoder in the
+    /// message's context as the whole message will be, when it is one that
+    /// the whole message would hand to the application. `None` for
+    /// anything else: a fault (D5 levels 1 to 4), a first request of a
+    /// handshake, whose body is ignored, or a full request naming another
+    /// method or resource than its handshake's (D10: `400`).
     ///
     /// The full request of a handshake has a head only when the policy
     /// acknowledged the handshake without asking (`AutoAccept`): the
@@ -614,18 +613,16 @@ impl ServerConnection {
     /// request. Under `Ask` it decided from the first request
     /// ([`ServerEvent::ContinueRequested`]), and is not asked twice: the
     /// full request's own headers reach it with the request (D10).
-    fn content_head(&self, envelope: &[u8]) -> Option<Box<Request>> {
-        let limits = &self.config.limits.message;
+    fn content_head(&self, head: Result<Box<Request>, Rejection>) -> Option<Box<Request>> {
+        let head = head.ok()?;
         let Some(awaited) = self.awaited() else {
-            let head = parse_request(envelope, RequestContext::Fresh, limits).ok()?;
-            return (!head.headers.expect_continue()).then(|| Box::new(head));
+            return (!head.headers.expect_continue()).then_some(head);
         };
         match self.config.continue_policy {
             ContinuePolicy::AutoAccept => {
-                let head = parse_request(envelope, RequestContext::AfterContinue, limits).ok()?;
                 let repeats =
                     awaited.method == Some(head.method) && awaited.resource == head.resource.as_str();
-                repeats.then(|| Box::new(head))
+                repeats.then_some(head)
             }
             // Only `Ask` acknowledges after asking; `Refuse` never does.
             ContinuePolicy::Ask | ContinuePolicy::Refuse => None,

@@ -190,13 +190,15 @@ fn every_split_point_of_a_small_message_gives_the_same_content_in_either_order()
             Encoding::Identity => text.to_owned(),
             other => codec::encode(text.as_bytes(), other),
         };
-        // Encoding first, as streaming senders write it, with its head,
-        // and content first (D19: any order), without.
-        for (wire, head) in [
-            (put_message("/s", encoding, &content), true),
-            (content_first_put("/s", encoding, &content), false),
+        // Encoding first, as streaming senders write it, with its head at
+        // the content's start; content first, or before the other fields
+        // (D19: any order), held to the message's end, with its head then.
+        for wire in [
+            put_message("/s", encoding, &content),
+            content_first_put("/s", encoding, &content),
+            body_first_put("/s", encoding, &content),
         ] {
-            each_split_gives(&wire, text.as_bytes(), head, &clock, encoding);
+            each_split_gives(&wire, text.as_bytes(), true, &clock, encoding);
         }
     }
 }
@@ -323,6 +325,17 @@ fn content_first_put(path: &str, encoding: Encoding, text: &str) -> Vec<u8> {
     )
 }
 
+/// A `PUT` written `body` first, `encoding` before `content` in it, and
+/// every other field after it: its content arrives before its head.
+fn body_first_put(path: &str, encoding: Encoding, text: &str) -> Vec<u8> {
+    let content = serde_json::to_string(text).unwrap();
+    format!(
+        "{{\"body\":{{\"encoding\":\"{encoding}\",\"content\":{content}}},\"jsontp\":\"1.0\",\
+         \"type\":\"request\",\"resource\":\"{path}\",\"method\":\"PUT\",\"headers\":{{}}}}\n"
+    )
+    .into_bytes()
+}
+
 fn small_message_limit(max_message_bytes: usize) -> Limits {
     Limits {
         message: jsontp_protocol::message::MessageLimits {
@@ -420,12 +433,22 @@ fn d19_content_before_its_encoding_past_the_message_limit_is_413_as_if_held() {
         (Encoding::Gzip, gzip.as_str()),
         (Encoding::Identity, identity.as_str()),
     ] {
-        let (streamed, held) = streamed_and_held(&content_first_put("/big", encoding, text));
-        let (_, status, message, closes) = rejection(&streamed);
-        assert_eq!((status, closes), (413, true), "{encoding}: {message}");
-        assert_eq!(message, rejection(&held).2, "{encoding}");
-        assert!(streamed.piece_ids.is_empty(), "{encoding}: no piece went out");
-        assert!(!answered(&streamed));
+        // Before its encoding, or before the fields that make its head:
+        // held the same way.
+        for wire in [
+            content_first_put("/big", encoding, text),
+            body_first_put("/big", encoding, text),
+        ] {
+            let (streamed, held) = streamed_and_held(&wire);
+            let (_, status, message, closes) = rejection(&streamed);
+            assert_eq!((status, closes), (413, true), "{encoding}: {message}");
+            assert_eq!(message, rejection(&held).2, "{encoding}");
+            assert!(streamed.piece_ids.is_empty(), "{encoding}: no piece went out");
+            assert!(!answered(&streamed));
+        }
+        // Written last, the same content streams past the message limit.
+        let (streamed, _) = streamed_and_held(&put_message("/big", encoding, text));
+        assert!(answered(&streamed), "{encoding}: {:?}", streamed.events);
     }
     // Just within the limit with its envelope, and just past it (the
     // newline after the message is not part of it).
@@ -1016,14 +1039,39 @@ fn d19_a_put_written_body_last_gives_its_head_then_its_pieces_then_the_request()
 }
 
 #[test]
-fn d19_content_written_before_its_encoding_gives_no_head() {
+fn d19_content_held_to_its_messages_end_gets_its_head_before_its_pieces() {
+    // Content written before its encoding, or before the fields that make
+    // the head (D19: any order), is held: no piece and no head while the
+    // message goes on; at its end the head, read from the whole message,
+    // then the pieces, then the request, so that the application decides
+    // what becomes of the content before any of it is handed on.
     let clock = Clock::new();
     let text = sample_text(200_000);
-    let wire = content_first_put("/late.txt", Encoding::Identity, &text);
-    let got = receive_in_chunks(streaming_server(Limits::default()), &wire, 4096, &clock);
-    assert!(got.content == text.as_bytes());
-    only_request(&got);
-    assert_eq!(heads(&got), 0, "{:?}", got.events);
+    for wire in [
+        content_first_put("/late.txt", Encoding::Identity, &text),
+        body_first_put("/late.txt", Encoding::Identity, &text),
+    ] {
+        let mut server = ServerConnection::new(streaming_server(Limits::default()), clock.now());
+        server.receive_data(&wire[..wire.len() - 2], clock.now());
+        let early = server.next_event(clock.now());
+        assert!(early.is_none(), "before the message's end: {early:?}");
+        for chunk in [1000, 4096, wire.len()] {
+            let got = receive_in_chunks(streaming_server(Limits::default()), &wire, chunk, &clock);
+            assert!(got.content == text.as_bytes(), "chunk {chunk}");
+            let (id, request) = only_request(&got);
+            assert_eq!(heads(&got), 1, "chunk {chunk}: {:?}", got.events);
+            let head = got.events.iter().find_map(|e| match e {
+                ServerEvent::ContentHead { id: of, head } if *of == id => Some(head),
+                _ => None,
+            });
+            assert_eq!(
+                head.map(|h| &**h),
+                Some(request),
+                "chunk {chunk}: the head is the request"
+            );
+            assert!(got.piece_ids.iter().all(|&p| p == id), "chunk {chunk}");
+        }
+    }
 }
 
 /// A `PUT` whose fields before its content are given: `top` (the
