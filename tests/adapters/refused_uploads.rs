@@ -252,6 +252,35 @@ fn watch_upload_on(
     spool: &SpoolOptions,
     folder: &Path,
 ) -> Watched {
+    // Besides the looks between pieces, one every millisecond from
+    // another thread, which sees what is spooled after the message's end
+    // and deleted before the answer.
+    let done = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        let sampler = scope.spawn(|| {
+            let mut most = 0;
+            while !done.load(std::sync::atomic::Ordering::Acquire) {
+                most = spool.spooled_bytes().max(most);
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            most
+        });
+        let mut watched = watch_between_pieces(reader, (envelope, end), content, spool, folder);
+        done.store(true, std::sync::atomic::Ordering::Release);
+        let sampled = sampler.join().expect("sampler");
+        watched.most_spooled = watched.most_spooled.max(sampled);
+        watched
+    })
+}
+
+/// What [`watch_upload_on`] sees from its own thread.
+fn watch_between_pieces(
+    reader: Reader,
+    (envelope, end): (String, &str),
+    content: &[u8],
+    spool: &SpoolOptions,
+    folder: &Path,
+) -> Watched {
     let mut reader = reader;
     let stream = &mut reader.stream;
     stream.write_all(envelope.as_bytes()).expect("envelope");
@@ -636,6 +665,41 @@ fn content_written_before_its_head_to_a_route_the_router_refuses_stores_nothing(
                 (0, 0),
                 "{what}: given back once answered"
             );
+        }
+        server.shutdown();
+    }
+}
+
+#[test]
+fn content_no_one_takes_is_checked_and_never_stored() {
+    // The content of a request refused for its envelope (an unsupported
+    // version, 505: D5 level 2), and the body of a handshake's first
+    // request, which is ignored (D10), reach no one whatever they hold:
+    // each is decoded and checked as D5 requires, and dropped, never
+    // spooled (D19). A small gzip stream that decodes to 64 MiB, written
+    // last as streaming senders write it.
+    let bomb = gzip_base64(&vec![0u8; 64 << 20]);
+    let fields = |version: &str, headers: &str| {
+        format!(
+            r#"{{"jsontp":"{version}","type":"request","resource":"/kept","method":"PUT","headers":{headers},"body":{{"encoding":"gzip","content":""#
+        )
+    };
+    for way in every_way() {
+        let (spool, folder) = spool_in_folder();
+        let server = Server::start(
+            way,
+            kept_router(),
+            options(ServerConfig::default(), 1).with_spool(spool.clone()),
+        );
+        for (envelope, status) in [
+            (fields("9.0", "{}"), 505),
+            (fields("1.0", r#"{"expect":"100-continue"}"#), 100),
+        ] {
+            let message = (envelope, "\"}}\n");
+            let got = watch_upload(server.addr(), message, bomb.as_bytes(), &spool, folder.path());
+            assert_eq!(code(&got.answer), status, "{way:?}: {}", got.answer);
+            assert_eq!(got.most_spooled, 0, "{way:?} {status}: bytes were spooled");
+            assert_eq!(got.files, Vec::<String>::new(), "{way:?} {status}");
         }
         server.shutdown();
     }

@@ -292,7 +292,11 @@ fn a_header_that_fails_after_the_content_refuses_the_request_as_a_whole_message_
     let (_, whole_status, whole_message, _) = rejection(&whole);
     assert_eq!((status, &message), (whole_status, &whole_message));
     assert_eq!(status, 400);
-    assert_eq!(Some(streamed.piece_ids[0]), id);
+    assert!(id.is_some());
+    // The content came before the headers, so it was held (D19); once the
+    // message ended its head did not read, and none of it was handed out.
+    assert!(streamed.piece_ids.is_empty(), "{:?}", streamed.piece_ids.len());
+    assert_eq!(heads(&streamed), 0);
 }
 
 #[test]
@@ -806,7 +810,10 @@ fn content_waits_for_its_turn_and_identity_must_be_text() {
 }
 
 #[test]
-fn the_first_request_of_a_handshake_streams_content_that_is_then_discarded() {
+fn the_first_request_of_a_handshake_hands_out_none_of_its_ignored_content() {
+    // D10: the first request's body is ignored, so its content is decoded
+    // and checked (D5's order) but never handed out: no head, no piece,
+    // nothing to discard; the application is asked about the handshake.
     let clock = Clock::new();
     let mut wire = put_message("/h", Encoding::Identity, &sample_text(200_000));
     let at = wire.windows(12).position(|w| w == b"\"headers\":{}").unwrap();
@@ -819,19 +826,14 @@ fn the_first_request_of_a_handshake_streams_content_that_is_then_discarded() {
         ..streaming_server(Limits::default())
     };
     let got = receive_in_chunks(config, &wire, 8192, &clock);
-    assert!(!got.piece_ids.is_empty());
-    let id = got.piece_ids[0];
-    let discarded = got
-        .events
-        .iter()
-        .position(|e| matches!(e, ServerEvent::ContentDiscarded { id: d } if *d == id));
+    assert!(got.piece_ids.is_empty(), "{} pieces", got.piece_ids.len());
+    assert_eq!(discards(&got), 0, "{:?}", got.events);
+    assert_eq!(heads(&got), 0, "{:?}", got.events);
     let asked = got
         .events
         .iter()
-        .position(|e| matches!(e, ServerEvent::ContinueRequested { id: d, .. } if *d == id));
-    assert!(discarded.is_some() && discarded < asked, "{:?}", got.events);
-    // D10: that body is ignored, so it has no head either.
-    assert_eq!(heads(&got), 0, "{:?}", got.events);
+        .any(|e| matches!(e, ServerEvent::ContinueRequested { .. }));
+    assert!(asked, "{:?}", got.events);
 }
 
 #[test]
@@ -1089,7 +1091,7 @@ const TOP: &str = "\"jsontp\":\"1.0\",\"type\":\"request\",\"resource\":\"/f\",\
 const ENCODING: &str = "\"encoding\":\"identity\"";
 
 #[test]
-fn d19_no_head_for_a_request_refused_for_what_came_before_its_content() {
+fn d19_no_head_nor_piece_for_a_request_refused_for_what_came_before_its_content() {
     let clock = Clock::new();
     let mut limits = Limits::default();
     limits.message.max_headers = 2;
@@ -1160,6 +1162,9 @@ fn d19_no_head_for_a_request_refused_for_what_came_before_its_content() {
         let got = receive_in_chunks(config.clone(), &wire, 4096, &clock);
         assert_eq!(rejection(&got).1, status, "{what}: {:?}", rejection(&got));
         assert_eq!(heads(&got), 0, "{what}: {:?}", got.events);
+        // Refused whatever its content: it was held, checked and dropped,
+        // never handed out to be stored (D19).
+        assert!(got.piece_ids.is_empty(), "{what}: {} pieces", got.piece_ids.len());
     }
 }
 
@@ -1216,8 +1221,7 @@ fn d19_the_full_request_of_a_handshake_has_a_head_when_no_one_was_asked_at_the_h
                 .collect();
             let first_piece = events
                 .iter()
-                .position(|e| matches!(e, ServerEvent::Content { .. }))
-                .expect("the full request's content streams");
+                .position(|e| matches!(e, ServerEvent::Content { .. }));
             let request = events.iter().find_map(|e| match e {
                 ServerEvent::Request { id, request } if id.index() == 0 => Some(request),
                 _ => None,
@@ -1228,11 +1232,17 @@ fn d19_the_full_request_of_a_handshake_has_a_head_when_no_one_was_asked_at_the_h
                     assert_eq!(heads.len(), 1, "{policy:?} {path}: one head");
                     let (at, id, head) = heads[0];
                     assert_eq!(id.index(), 0, "the handshake's exchange");
+                    let first_piece = first_piece.expect("the full request's content streams");
                     assert!(at < first_piece, "the head comes before any piece");
                     assert_eq!(head, request, "the head is the full request but its content");
                     assert!(!head.headers.expect_continue(), "{head:?}");
                 }
-                _ => assert!(heads.is_empty(), "{policy:?} {path}: {heads:?}"),
+                (_, Some(_)) => {
+                    assert!(heads.is_empty(), "{policy:?} {path}: {heads:?}");
+                    assert!(first_piece.is_some(), "{policy:?}: decided at the handshake");
+                }
+                // Refused (400) whatever its content: none of it handed out.
+                (_, None) => assert_eq!((heads.len(), first_piece), (0, None), "{policy:?} {path}"),
             }
         }
     }

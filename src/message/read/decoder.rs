@@ -178,8 +178,9 @@ pub(crate) enum Decoded<T> {
     /// The head of the message being received, before any piece of its
     /// content (D19), as [`Grammar::read_head`] read it: at the content's
     /// start when the fields before it make one, or, for content held
-    /// until the message's end, then. Its pieces follow as
-    /// [`Decoded::Content`].
+    /// until the message's end, then; at the end, a head that does not
+    /// read comes too, as the refusal the whole message reads as. Its
+    /// pieces follow as [`Decoded::Content`].
     ContentHead {
         /// The message but its content, read as the whole will be.
         head: T,
@@ -572,8 +573,19 @@ impl Decoder {
                         .inbound
                         .as_ref()
                         .is_some_and(|inbound| inbound.text_bytes > 0);
-                    if text && let Head::Read(head) = grammar.read_head(&held.bytes) {
-                        return Decoded::ContentHead { head };
+                    if text {
+                        match grammar.read_head(&held.bytes) {
+                            Head::Read(head) => return Decoded::ContentHead { head },
+                            // Every field is in, and they make no head: the
+                            // message is refused whatever its content, as
+                            // its read says, and the role knows it before
+                            // the pieces it checks.
+                            Head::Pending => {
+                                let head = grammar.read_framed(&held.bytes, &held.frame);
+                                return Decoded::ContentHead { head };
+                            }
+                            Head::Unread => {}
+                        }
                     }
                     return self.next(grammar, peer_ended);
                 }
