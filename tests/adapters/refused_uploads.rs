@@ -4,7 +4,11 @@
 //! when the content is not wanted, reads and checks the content without
 //! writing it anywhere. D5's order still holds: a corrupt stream is `400`
 //! and content past the limit `413`, not the refusal. The same for a
-//! `Router` on every server, as a handler and as a tower service.
+//! `Router` on every server, as a handler and as a tower service; for the
+//! full request of a handshake the server acknowledged without asking;
+//! for content written before its head, held until the message ends; and
+//! for content no one takes (a request refused for its envelope, the
+//! ignored body of a handshake's first request).
 
 use std::io::Write;
 use std::path::Path;
