@@ -64,7 +64,11 @@ pub enum ServerEvent {
     /// [`ServerEvent::Content`] piece (the content may turn out empty and
     /// have none), and only for a request that passes D5 levels 1 to 4
     /// and has content: not for the first request of a 100-continue
-    /// handshake, whose body is ignored (D10). The full request of a
+    /// handshake, whose body is ignored (D10). Content that no one takes
+    /// (the head does not read, or is such a first request, or a full
+    /// request naming another method or resource than its handshake's)
+    /// is decoded and checked as D5 requires, and dropped: no piece of it
+    /// is handed out. The full request of a
     /// handshake has one, under the handshake's id, when
     /// [`ContinuePolicy::AutoAccept`] acknowledged it (the application has
     /// not met the exchange yet), and when it names the handshake's method
@@ -118,7 +122,11 @@ pub enum ServerEvent {
     /// Drop every [`ServerEvent::Content`] piece received for `id` so far;
     /// the exchange goes on. They were the content of the first request of
     /// a 100-continue handshake, which is ignored (D10); the full request
-    /// streams its own content under the same id.
+    /// streams its own content under the same id. The machine drops such
+    /// content itself when the request's head, read before any piece,
+    /// shows the handshake, as it does for content written as streaming
+    /// senders write it and for content held to the message's end (D19):
+    /// this comes only for pieces handed out before that was known.
     ContentDiscarded {
         /// Which exchange.
         id: RequestId,
