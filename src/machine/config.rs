@@ -19,7 +19,13 @@ pub struct Now {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum ContinuePolicy {
-    /// Acknowledge with `100` without asking the application.
+    /// Acknowledge with `100` without asking the application. With
+    /// [`ServerConfig::stream_content`], the full request's head then
+    /// comes before its content, as any streamed request's
+    /// ([`ServerEvent::ContentHead`]): the application's first look at the
+    /// exchange.
+    ///
+    /// [`ServerEvent::ContentHead`]: super::ServerEvent::ContentHead
     #[default]
     AutoAccept,
     /// Surface the preliminary request as
@@ -101,8 +107,12 @@ pub struct ServerConfig {
     /// `100`), and of application responses that leave it out.
     pub language: LanguageTag,
     /// Hand out the `body.content` of requests in pieces as it arrives
-    /// ([`ServerEvent::Content`](super::ServerEvent::Content)) instead of
-    /// holding each request whole (D19). Off by default.
+    /// ([`ServerEvent::Content`](super::ServerEvent::Content)), after
+    /// the request's head
+    /// ([`ServerEvent::ContentHead`](super::ServerEvent::ContentHead)),
+    /// instead of holding each request whole (D19). Content written before
+    /// the rest of its head is held within the message limit, and handed
+    /// out once the message has ended. Off by default.
     pub stream_content: bool,
 }
 

@@ -56,6 +56,10 @@
 //!  with stream_content, a request written body last, content last (D19):
 //!   ServerEvent::ContentHead (advisory: the envelope) ─► Content pieces
 //!   ─► ServerEvent::Request (the one to answer) or a rejection
+//!   (the full request of a handshake: a head under AutoAccept only; under
+//!    Ask the application decided at ContinueRequested)
+//!  content written before the rest of the head: held within the message
+//!   limit; at the message's end ContentHead ─► Content pieces ─► Request
 //! ```
 //!
 //! Every error response the server machine writes on its own, timeouts and

@@ -4,7 +4,11 @@
 //! when the content is not wanted, reads and checks the content without
 //! writing it anywhere. D5's order still holds: a corrupt stream is `400`
 //! and content past the limit `413`, not the refusal. The same for a
-//! `Router` on every server, as a handler and as a tower service.
+//! `Router` on every server, as a handler and as a tower service; for the
+//! full request of a handshake the server acknowledged without asking;
+//! for content written before its head, held until the message ends; and
+//! for content no one takes (a request refused for its envelope, the
+//! ignored body of a handshake's first request).
 
 use std::io::Write;
 use std::path::Path;
@@ -236,12 +240,53 @@ struct Watched {
 /// end, and the answer.
 fn watch_upload(
     addr: std::net::SocketAddr,
+    message: (String, &str),
+    content: &[u8],
+    spool: &SpoolOptions,
+    folder: &Path,
+) -> Watched {
+    watch_upload_on(Reader::new(connect(addr)), message, content, spool, folder)
+}
+
+/// [`watch_upload`] on a connection already open (after a handshake).
+fn watch_upload_on(
+    reader: Reader,
     (envelope, end): (String, &str),
     content: &[u8],
     spool: &SpoolOptions,
     folder: &Path,
 ) -> Watched {
-    let mut stream = connect(addr);
+    // Besides the looks between pieces, one every millisecond from
+    // another thread, which sees what is spooled after the message's end
+    // and deleted before the answer.
+    let done = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        let sampler = scope.spawn(|| {
+            let mut most = 0;
+            while !done.load(std::sync::atomic::Ordering::Acquire) {
+                most = spool.spooled_bytes().max(most);
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            most
+        });
+        let mut watched = watch_between_pieces(reader, (envelope, end), content, spool, folder);
+        done.store(true, std::sync::atomic::Ordering::Release);
+        let sampled = sampler.join().expect("sampler");
+        watched.most_spooled = watched.most_spooled.max(sampled);
+        watched
+    })
+}
+
+/// What [`watch_upload_on`] sees from its own thread.
+fn watch_between_pieces(
+    reader: Reader,
+    (envelope, end): (String, &str),
+    content: &[u8],
+    spool: &SpoolOptions,
+    folder: &Path,
+) -> Watched {
+    let mut reader = reader;
+    let stream = &mut reader.stream;
     stream.write_all(envelope.as_bytes()).expect("envelope");
     let (mut most_spooled, mut files) = (0, Vec::new());
     let look = |most: &mut u64, files: &mut Vec<String>| {
@@ -264,7 +309,7 @@ fn watch_upload(
         }
     }
     stream.write_all(end.as_bytes()).expect("end");
-    let answer = Reader::new(stream).next().expect("an answer");
+    let answer = reader.next().expect("an answer");
     look(&mut most_spooled, &mut files);
     Watched {
         most_spooled,
@@ -496,6 +541,170 @@ fn a_compression_bomb_to_a_refused_route_stops_at_the_content_limit() {
             (0, 0),
             "{way:?}"
         );
+        server.shutdown();
+    }
+}
+
+#[test]
+fn an_auto_accepted_handshake_to_a_route_the_router_refuses_stores_nothing() {
+    // D10 AutoAccept: the `100` goes out without asking the router, which
+    // then meets the exchange at the full request's head, before its
+    // content (D19). A path no route serves (404) and a method the route
+    // does not serve (405) stay refused after the `100`: a small gzip
+    // stream that decodes to megabytes, or one that does not compress, is
+    // checked and dropped, never spooled, and the answer is the router's.
+    // The same handshake to the route that takes content shows the same
+    // look sees one stored.
+    let bomb = gzip_base64(&vec![0u8; 64 << 20]);
+    assert!(bomb.len() < 1 << 20, "{} bytes on the wire", bomb.len());
+    let noisy = gzip_base64(&noise(4 << 20));
+    let config = ServerConfig {
+        continue_policy: ContinuePolicy::AutoAccept,
+        ..ServerConfig::default()
+    };
+    let handshake = |addr, method: &str, resource: &str, way: Served| {
+        let mut reader = Reader::new(connect(addr));
+        reader.send(&crate::support::continue_request(method, resource));
+        let ack = reader.expect();
+        assert_eq!(code(&ack), 100, "{way:?} {method} {resource}: {ack}");
+        reader
+    };
+    for way in every_way() {
+        let (spool, folder) = spool_in_folder();
+        let server = Server::start(
+            way,
+            kept_router(),
+            options(config.clone(), 1).with_spool(spool.clone()),
+        );
+        for (method, resource, status) in [("PUT", "/nowhere", 404), ("POST", "/kept", 405)] {
+            for content in [&bomb, &noisy] {
+                let reader = handshake(server.addr(), method, resource, way);
+                let message = parts(method, resource, "gzip", "{}");
+                let got = watch_upload_on(reader, message, content.as_bytes(), &spool, folder.path());
+                let what = format!("{way:?} {method} {resource}, {} bytes sent", content.len());
+                assert_eq!(code(&got.answer), status, "{what}: {}", got.answer);
+                assert_eq!(got.most_spooled, 0, "{what}: bytes were spooled");
+                assert_eq!(got.files, Vec::<String>::new(), "{what}");
+            }
+        }
+        let reader = handshake(server.addr(), "PUT", "/kept", way);
+        let message = parts("PUT", "/kept", "gzip", "{}");
+        let got = watch_upload_on(reader, message, noisy.as_bytes(), &spool, folder.path());
+        assert_eq!(code(&got.answer), 200, "{way:?}: {}", got.answer);
+        assert_eq!(got.answer["body"]["content"], format!("kept {} bytes", 4 << 20));
+        assert!(
+            got.most_spooled > 0,
+            "{way:?}: the upload taken was never seen spooled"
+        );
+        assert!(!got.files.is_empty(), "{way:?}: the upload taken had no file");
+        assert_eq!(
+            (spool.spooled_bytes(), files_in(folder.path()).len()),
+            (0, 0),
+            "{way:?}: given back once answered"
+        );
+        server.shutdown();
+    }
+}
+
+/// A request of `method` written with its content before its head: `body`
+/// first, every other field after it (`body_first`), or `content` before
+/// `encoding`. The envelope up to the content's text, and the rest.
+fn content_before_head(method: &str, resource: &str, encoding: &str, body_first: bool) -> (String, String) {
+    let fields = format!(
+        r#""jsontp":"1.0","type":"request","resource":"{resource}","method":"{method}","headers":{{}}"#
+    );
+    if body_first {
+        (
+            format!(r#"{{"body":{{"encoding":"{encoding}","content":""#),
+            format!("\"}},{fields}}}\n"),
+        )
+    } else {
+        (
+            format!(r#"{{{fields},"body":{{"content":""#),
+            format!("\",\"encoding\":\"{encoding}\"}}}}\n"),
+        )
+    }
+}
+
+#[test]
+fn content_written_before_its_head_to_a_route_the_router_refuses_stores_nothing() {
+    // D19: content written before the fields that make the request's head
+    // (`body` first), or before its encoding, is held within the message
+    // limit until the message ends; the router is then asked about the
+    // head before any of it is decoded, so a small gzip stream that
+    // decodes to 64 MiB, sent to a path no route serves, is checked and
+    // dropped: nothing reaches the spool, whose budget (8 MiB) it would
+    // pass (503). The route that takes content shows both sides: a small
+    // upload is kept, and the large one goes to the spool, past its
+    // budget.
+    let bomb = gzip_base64(&vec![0u8; 64 << 20]);
+    assert!(bomb.len() < 1 << 20, "{} bytes on the wire", bomb.len());
+    let small = gzip_base64(&noise(256 << 10));
+    for way in every_way() {
+        let (spool, folder) = spool_in_folder();
+        let spool = spool.with_max_total(8 << 20);
+        let server = Server::start(
+            way,
+            kept_router(),
+            options(ServerConfig::default(), 1).with_spool(spool.clone()),
+        );
+        for body_first in [true, false] {
+            let send = |resource: &str, content: &str| {
+                let (envelope, end) = content_before_head("PUT", resource, "gzip", body_first);
+                let message = (envelope, end.as_str());
+                watch_upload(server.addr(), message, content.as_bytes(), &spool, folder.path())
+            };
+            let what = format!("{way:?} body first: {body_first}");
+            let got = send("/nowhere", &bomb);
+            assert_eq!(code(&got.answer), 404, "{what}: {}", got.answer);
+            assert_eq!(got.most_spooled, 0, "{what}: bytes were spooled");
+            assert_eq!(got.files, Vec::<String>::new(), "{what}");
+            let got = send("/kept", &small);
+            assert_eq!(code(&got.answer), 200, "{what}: {}", got.answer);
+            assert_eq!(got.answer["body"]["content"], format!("kept {} bytes", 256 << 10));
+            let got = send("/kept", &bomb);
+            assert_eq!(code(&got.answer), 503, "{what}: {}", got.answer);
+            assert_eq!(
+                (spool.spooled_bytes(), files_in(folder.path()).len()),
+                (0, 0),
+                "{what}: given back once answered"
+            );
+        }
+        server.shutdown();
+    }
+}
+
+#[test]
+fn content_no_one_takes_is_checked_and_never_stored() {
+    // The content of a request refused for its envelope (an unsupported
+    // version, 505: D5 level 2), and the body of a handshake's first
+    // request, which is ignored (D10), reach no one whatever they hold:
+    // each is decoded and checked as D5 requires, and dropped, never
+    // spooled (D19). A small gzip stream that decodes to 64 MiB, written
+    // last as streaming senders write it.
+    let bomb = gzip_base64(&vec![0u8; 64 << 20]);
+    let fields = |version: &str, headers: &str| {
+        format!(
+            r#"{{"jsontp":"{version}","type":"request","resource":"/kept","method":"PUT","headers":{headers},"body":{{"encoding":"gzip","content":""#
+        )
+    };
+    for way in every_way() {
+        let (spool, folder) = spool_in_folder();
+        let server = Server::start(
+            way,
+            kept_router(),
+            options(ServerConfig::default(), 1).with_spool(spool.clone()),
+        );
+        for (envelope, status) in [
+            (fields("9.0", "{}"), 505),
+            (fields("1.0", r#"{"expect":"100-continue"}"#), 100),
+        ] {
+            let message = (envelope, "\"}}\n");
+            let got = watch_upload(server.addr(), message, bomb.as_bytes(), &spool, folder.path());
+            assert_eq!(code(&got.answer), status, "{way:?}: {}", got.answer);
+            assert_eq!(got.most_spooled, 0, "{way:?} {status}: bytes were spooled");
+            assert_eq!(got.files, Vec::<String>::new(), "{way:?} {status}");
+        }
         server.shutdown();
     }
 }

@@ -343,6 +343,9 @@ impl std::fmt::Debug for Streamed {
 /// check of its head decided ([`Handler::check_head`]). Whatever the
 /// state, the machine still reads and checks every piece (D5's order
 /// holds: a corrupt stream is still `400`, content past the limit `413`).
+/// The head is checked once per exchange: a handshake's first request
+/// under `ContinuePolicy::Ask`, or else the head before streamed content
+/// (a full request after a `100` the policy gave included, D10).
 ///
 /// ```text
 ///   Nothing ── head: Wanted, or a piece with no head ──► Spooling
@@ -827,7 +830,9 @@ impl Driver {
                 ServerEvent::ContentHead { id, head } => {
                     // Decided before anything is stored (D19): content that
                     // is refused or unwanted whatever it holds is checked
-                    // and dropped, never stored.
+                    // and dropped, never stored. The full request of a
+                    // handshake the policy acknowledged comes here too
+                    // (D10): no one was asked at its handshake.
                     if let Some(decided) = Receiving::decided(id, handler.check_head(&head, &self.info)) {
                         self.receiving = decided;
                     }
@@ -874,9 +879,12 @@ impl Driver {
                             self.respond(id, request, (*response).into(), started, at);
                         }
                         wanted_or_not => {
-                            // The full request is now awaited (D10); its
-                            // envelope is not asked about again, so its
-                            // content goes as decided here.
+                            // The full request is now awaited (D10). It
+                            // names the same method and resource (or is
+                            // 400), and is not asked about again: its
+                            // content goes as decided here, whatever
+                            // headers it changes; they reach the handler
+                            // with the request.
                             if let Some(decided) = Receiving::decided(id, wanted_or_not) {
                                 self.receiving = decided;
                             }

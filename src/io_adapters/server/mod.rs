@@ -372,8 +372,8 @@ pub struct AccessRecord<'a> {
     pub complete: bool,
 }
 
-/// What becomes of a request's content, decided from its head before the
-/// content arrives ([`Handler::check_head`], D10, D19).
+/// What becomes of a request's content, decided from its head before any
+/// of the content is stored ([`Handler::check_head`], D10, D19).
 ///
 /// Whatever the decision, the content is still read to the message's end
 /// and checked as the protocol requires, within the same content limit
@@ -424,23 +424,33 @@ pub trait Handler: Send + Sync + 'static {
     /// [`HeadCheck::Unwanted`], or [`HeadCheck::Refused`] with the answer.
     ///
     /// The one rule: every server (std, mio, tokio, a tower service's
-    /// hooks) asks it at most once per exchange, whenever a request's head
-    /// is known before its content:
+    /// hooks) asks it at most once per exchange, about each request with
+    /// content, before any of the content is stored:
     /// - the first request of a 100-continue handshake, with
     ///   [`ContinuePolicy::Ask`](crate::machine::ContinuePolicy::Ask)
     ///   (D10): refused, it gets the answer at once and the client never
     ///   sends its content; otherwise it is acknowledged with `100`, and
-    ///   the full request's content is kept or dropped as decided here;
-    /// - a request whose content streams in (D19: `body` written last,
-    ///   `content` last in it, as streaming senders write it): asked when
-    ///   the content starts, before any of it is stored.
+    ///   the full request's content is kept or dropped as decided here.
+    ///   The full request is not asked about again: it names the same
+    ///   method and resource (or is `400`, D10), and headers it adds or
+    ///   changes reach [`respond`](Self::respond) with it, without
+    ///   reopening the decision;
+    /// - any other request with content (D19): asked when the content
+    ///   starts if `body` is written last and `content` last in it, as
+    ///   streaming senders write it; otherwise, the content held within
+    ///   the message limit, when the message has ended. Either way before
+    ///   any of the content is stored. This includes the full request of
+    ///   a handshake that
+    ///   [`ContinuePolicy::AutoAccept`](crate::machine::ContinuePolicy::AutoAccept)
+    ///   acknowledged without asking: refused here, its content is
+    ///   dropped and the refusal answers it, though the `100` went out.
     ///
-    /// A request read whole, its content within the message limit, is not
-    /// asked about: its content is in the request. Only what does not need
-    /// the content may decide here (D5 levels 5 and 6), since the content
-    /// is still read and checked (a corrupt one is `400`, one past the
-    /// limit `413`, whatever was decided) and a refusal answers once the
-    /// message has ended. A refused request reaches neither
+    /// A request without content, or whose head the server refuses itself
+    /// (D5 levels 1 to 4), is not asked about. Only what does not need the
+    /// content may decide here (D5 levels 5 and 6), since the content is
+    /// still read and checked (a corrupt one is `400`, one past the limit
+    /// `413`, whatever was decided) and a refusal answers once the message
+    /// has ended. A refused request reaches neither
     /// [`respond`](Self::respond) nor [`handle`](Self::handle).
     ///
     /// By default, the answer of [`check_continue`](Self::check_continue).
