@@ -81,7 +81,10 @@ impl PerPeer {
             };
         }
         if window.counted >= self.rate.at_most {
-            return Err(self.rate.per.saturating_sub(now.saturating_duration_since(window.began)));
+            return Err(self
+                .rate
+                .per
+                .saturating_sub(now.saturating_duration_since(window.began)));
         }
         window.counted += 1;
         Ok(())

@@ -78,10 +78,16 @@ fn parse_args() -> Result<Args, String> {
 }
 
 /// `value` as a whole number from `least` up.
-fn count<T: std::str::FromStr + PartialOrd + std::fmt::Display>(name: &str, value: &str, least: T) -> Result<T, String> {
+fn count<T: std::str::FromStr + PartialOrd + std::fmt::Display>(
+    name: &str,
+    value: &str,
+    least: T,
+) -> Result<T, String> {
     match value.parse::<T>() {
         Ok(n) if n >= least => Ok(n),
-        _ => Err(format!("{name} is {value:?}; it takes a whole number from {least} up")),
+        _ => Err(format!(
+            "{name} is {value:?}; it takes a whole number from {least} up"
+        )),
     }
 }
 

@@ -437,7 +437,8 @@ impl Store {
                 parent: row.get(6).map_err(db_error)?,
             };
             let size = json_len(&listed);
-            if page.len() == limit as usize || (!page.is_empty() && bytes + size > self.settings.paging.bytes) {
+            if page.len() == limit as usize || (!page.is_empty() && bytes + size > self.settings.paging.bytes)
+            {
                 more = true;
                 break;
             }
@@ -635,7 +636,7 @@ fn not_empty(key: &str, value: &str) -> Result<(), Refusal> {
 /// `400` for a token that is empty or too long.
 fn token(token: Option<&str>) -> Result<(), Refusal> {
     match token {
-        Some(token) if token.is_empty() => Err(Refusal::bad_request("body key `nnntp.token` is empty")),
+        Some("") => Err(Refusal::bad_request("body key `nnntp.token` is empty")),
         Some(token) if token.len() > TOKEN_BYTES => Err(Refusal::bad_request(format!(
             "body key `nnntp.token` is {} bytes long; at most {TOKEN_BYTES}",
             token.len()

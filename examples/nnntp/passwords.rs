@@ -250,11 +250,19 @@ impl Passwords {
     /// Queues `work` for at most `wait` (a full queue refuses it at once);
     /// with no `wait`, waits for room and lets it wait for a worker as long
     /// as it takes (the dummy hash, made before the server listens).
-    fn submit(&self, work: Work, wait: Option<Duration>) -> Result<Receiver<Result<Outcome, String>>, Failed> {
+    fn submit(
+        &self,
+        work: Work,
+        wait: Option<Duration>,
+    ) -> Result<Receiver<Result<Outcome, String>>, Failed> {
         let (reply, answer) = mpsc::sync_channel(1);
         let stopped = || Failed::Broken("the hashing workers have stopped".into());
         let Some(wait) = wait else {
-            let job = Job { work, start_by: None, reply };
+            let job = Job {
+                work,
+                start_by: None,
+                reply,
+            };
             return self.queue.send(job).map(|()| answer).map_err(|_| stopped());
         };
         let job = Job {
