@@ -157,7 +157,7 @@ impl Db {
             if let Slot::Free(connection) = std::mem::replace(&mut *slot, Slot::Lent) {
                 drop(slot);
                 let left = deadline.saturating_duration_since(Instant::now());
-                connection.busy_timeout(left)?;
+                connection.busy_timeout(left).map_err(db_error)?;
                 return Ok(Lent {
                     db: self,
                     connection: Some(connection),
@@ -257,9 +257,8 @@ pub struct Listed {
     parent: Option<i64>,
 }
 
-/// What a new post or comment is, as its token's earlier use is compared
-/// with it.
-struct Text<'a> {
+/// A new post or comment: what a token's earlier post is compared with.
+struct Draft<'a> {
     group: &'a str,
     subject: &'a str,
     body: &'a str,
@@ -359,19 +358,19 @@ impl Store {
 
     /// Stores a post once: with a token its author used before for the
     /// same text, the id stored then; for other text, `409`.
-    fn add_post(&self, text: &Text<'_>, author: &Author, token: Option<&str>) -> Result<i64, Refusal> {
+    fn add_post(&self, draft: &Draft<'_>, author: &Author, token: Option<&str>) -> Result<i64, Refusal> {
         let db = self.db()?;
         let inserted = db
             .execute(
                 "INSERT INTO posts (group_name, subject, body, author, author_email, parent, token)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT (author, token) DO NOTHING",
                 params![
-                    text.group,
-                    text.subject,
-                    text.body,
+                    draft.group,
+                    draft.subject,
+                    draft.body,
                     author.username,
                     author.email,
-                    text.parent,
+                    draft.parent,
                     token
                 ],
             )
@@ -388,7 +387,7 @@ impl Store {
             )
             .map_err(db_error)?;
         if (group.as_str(), subject.as_str(), body.as_str(), parent)
-            == (text.group, text.subject, text.body, text.parent)
+            == (draft.group, draft.subject, draft.body, draft.parent)
         {
             return Ok(id);
         }
@@ -665,13 +664,13 @@ fn post(
     not_empty("nnntp.post.subject", &new.post.subject)?;
     token(new.token.as_deref())?;
     store.check_user(peer.ip(), &new.author.username, &new.author.password)?;
-    let text = Text {
+    let draft = Draft {
         group: &new.group,
         subject: &new.post.subject,
         body: &new.post.body,
         parent: None,
     };
-    let id = store.add_post(&text, &new.author, new.token.as_deref())?;
+    let id = store.add_post(&draft, &new.author, new.token.as_deref())?;
     Ok(Keys(Created { id }))
 }
 
@@ -694,13 +693,13 @@ fn comment(
     } else {
         format!("Re: {subject}")
     };
-    let text = Text {
+    let draft = Draft {
         group: &group,
         subject: &subject,
         body: &new.comment.body,
         parent: Some(parent),
     };
-    let id = store.add_post(&text, &new.author, new.token.as_deref())?;
+    let id = store.add_post(&draft, &new.author, new.token.as_deref())?;
     Ok(Keys(Created { id }))
 }
 

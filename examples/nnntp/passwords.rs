@@ -110,8 +110,16 @@ pub struct Passwords {
 /// A check handed to a worker; [`Pending::wait`] gives its result.
 pub struct Pending {
     reply: Receiver<Result<Outcome, String>>,
-    /// `false` for the dummy hash: never a match, whatever the password.
-    real: bool,
+    against: Against,
+}
+
+/// What a password is checked against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Against {
+    /// The user's own hash.
+    Stored,
+    /// The dummy hash, for a user who does not exist: never a match.
+    Dummy,
 }
 
 impl Pending {
@@ -119,7 +127,7 @@ impl Pending {
     /// or dropped it (its wait ran out).
     pub fn wait(self) -> Result<bool, Failed> {
         match self.reply.recv() {
-            Ok(Ok(Outcome::Matched)) => Ok(self.real),
+            Ok(Ok(Outcome::Matched)) => Ok(self.against == Against::Stored),
             Ok(Ok(Outcome::Mismatched)) => Ok(false),
             Ok(Ok(Outcome::Hashed(_))) => Err(Failed::Broken("a check came back as a hash".into())),
             Ok(Err(why)) => Err(Failed::Broken(why)),
@@ -202,7 +210,7 @@ impl Passwords {
             dummy: Arc::from(""),
             wait: settings.wait,
         };
-        // A password no one knows: 32 random bytes, as a salt string.
+        // A password no one knows: 16 random bytes, as a salt string is.
         let secret = SaltString::generate(&mut OsRng);
         let dummy = passwords
             .hash_waiting(secret.as_str(), None)
@@ -243,7 +251,11 @@ impl Passwords {
         };
         Ok(Pending {
             reply: self.submit(work, Some(self.wait))?,
-            real: stored.is_some(),
+            against: if stored.is_some() {
+                Against::Stored
+            } else {
+                Against::Dummy
+            },
         })
     }
 

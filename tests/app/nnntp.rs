@@ -197,6 +197,28 @@ fn the_published_client_creates_a_user_posts_and_lists_against_the_example() {
     assert_eq!(empty.body.other["nnntp"], json!([]));
 }
 
+#[cfg(feature = "tower")]
+#[test]
+fn the_example_refuses_a_bound_it_cannot_keep_on_its_command_line() {
+    let refused = Command::new(example_binary())
+        .args([
+            "--addr",
+            "127.0.0.1:0",
+            "--db",
+            "unused.db",
+            "--hash-workers",
+            "0",
+        ])
+        .output()
+        .expect("run the example");
+    assert_eq!(refused.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        stderr.starts_with("nnntp: --hash-workers is \"0\"; it takes a whole number from 1 up\n"),
+        "{stderr}"
+    );
+}
+
 /// New user, post, comment, list with our client; the password kept only
 /// as a slow hash.
 fn exercise(addr: SocketAddr, what: &str) {
