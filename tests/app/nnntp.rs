@@ -17,9 +17,7 @@ use jsontp_protocol::io_adapters::server::ServerOptions;
 use jsontp_protocol::message::{Method, Response, StatusCode};
 use serde_json::{Value, json};
 
-#[cfg(feature = "tower")]
-use crate::support::LIMIT;
-use crate::support::{RUNTIMES, ask, request, start};
+use crate::support::{LIMIT, RUNTIMES, ask, request, start};
 
 #[path = "../../examples/nnntp/limits.rs"]
 mod limits;
@@ -292,7 +290,7 @@ fn the_news_router_serves_on_every_runtime_and_stores_only_password_hashes() {
 #[test]
 fn concurrent_posts_through_a_timeout_layer_are_never_lost() {
     let dir = tempfile::tempdir().expect("temporary folder");
-    let store = news::Store::open(&dir.path().join("news.db"), news::Settings::default()).expect("open");
+    let store = news::Store::open(&dir.path().join("news.db"), quick()).expect("open");
     let service = tower::ServiceBuilder::new()
         .timeout(Duration::from_secs(15))
         .service(news::router(store));
@@ -434,8 +432,8 @@ fn password_checks_never_run_more_than_the_workers_at_once() {
     );
 }
 
-/// A cost that takes long enough (tenths of a second or more) for a
-/// request to find the one worker busy.
+/// A cost that takes tenths of a second or more: long against a request
+/// queued at the same time.
 fn slow() -> passwords::Cost {
     passwords::Cost {
         memory_kib: 8 * 1024,
@@ -450,21 +448,27 @@ fn a_full_password_queue_refuses_at_once_with_nothing_done() {
         workers: 1,
         queue: 1,
         wait: Duration::from_secs(60),
-        cost: slow(),
+        // Half a second or more a check: long against one request on loopback.
+        cost: passwords::Cost {
+            memory_kib: 8 * 1024,
+            passes: 100,
+        },
     };
     let (store, server, _dir) = serve(settings);
-    // The worker busy with one check and the queue holding another (or
-    // two queued, if the worker has not taken the first yet).
-    let mut held = Vec::new();
-    while let Ok(pending) = store.passwords().start_verify("pw", None) {
-        held.push(pending);
-        assert!(
-            held.len() <= 2,
-            "a pool of one worker and one place took {}",
-            held.len()
-        );
+    let pool = store.passwords();
+    // The one worker busy with a check (it is counted as it starts) and
+    // the one place in the queue taken.
+    let running = pool.start_verify("pw", None).expect("the first check");
+    let started = std::time::Instant::now();
+    while pool.stats().verified == 0 {
+        assert!(started.elapsed() < LIMIT, "the worker never took the check");
+        std::thread::sleep(Duration::from_millis(1));
     }
-    let before = store.passwords().stats().verified;
+    let queued = pool.start_verify("pw", None).expect("the queue's place");
+    assert!(
+        matches!(pool.start_verify("pw", None), Err(passwords::Failed::Busy)),
+        "a third check refused at once"
+    );
     let refused = status(server.addr, "/post", new_post("g", "s", "ada", "pw"));
     assert_eq!(
         refused.status.code,
@@ -475,11 +479,10 @@ fn a_full_password_queue_refuses_at_once_with_nothing_done() {
         refused.status.human_message,
         "the server is checking too many passwords at once: nothing was done; try again in a few seconds"
     );
-    // Not a failed login: the check never ran.
-    assert!(store.passwords().stats().verified <= before + 1);
-    for pending in held {
-        assert_eq!(pending.wait(), Ok(false), "the dummy hash never matches");
-    }
+    // Only the two held checks ever ran, and none counted as a failed login.
+    assert_eq!(running.wait(), Ok(false), "the dummy hash never matches");
+    assert_eq!(queued.wait(), Ok(false));
+    assert_eq!(pool.stats().verified, 2);
 }
 
 #[test]
@@ -754,9 +757,10 @@ fn a_post_that_cannot_get_the_database_in_time_is_refused_before_anything_is_sto
     let dir = tempfile::tempdir().expect("temporary folder");
     let path = dir.path().join("news.db");
     let store = news::Store::open(&path, settings).expect("open");
-    // The example's layers, with a shorter time limit.
+    // The example's layers, with a shorter time limit (still ten times the
+    // database's bound).
     let service = tower::ServiceBuilder::new()
-        .timeout(Duration::from_secs(2))
+        .timeout(Duration::from_secs(3))
         .concurrency_limit(64)
         .service(news::router(store));
     let server = crate::support::start_service(service, ServerOptions::default());
@@ -776,7 +780,7 @@ fn a_post_that_cannot_get_the_database_in_time_is_refused_before_anything_is_sto
             })
         })
         .collect();
-    std::thread::sleep(Duration::from_secs(3));
+    std::thread::sleep(Duration::from_secs(4));
     other.execute_batch("ROLLBACK;").expect("unlock");
     for post in posts {
         let answer = post.join().expect("post");
