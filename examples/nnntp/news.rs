@@ -156,12 +156,14 @@ impl Db {
         loop {
             if let Slot::Free(connection) = std::mem::replace(&mut *slot, Slot::Lent) {
                 drop(slot);
-                let left = deadline.saturating_duration_since(Instant::now());
-                connection.busy_timeout(left).map_err(db_error)?;
-                return Ok(Lent {
+                // Lent first: given back even if setting its wait fails.
+                let lent = Lent {
                     db: self,
                     connection: Some(connection),
-                });
+                };
+                let left = deadline.saturating_duration_since(Instant::now());
+                lent.busy_timeout(left).map_err(db_error)?;
+                return Ok(lent);
             }
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
