@@ -206,6 +206,9 @@ impl ConnectionSettings {
 ///      │ its output written ─► Lingering { why } ─► Closed ◄── (cut short)
 ///      └── the transport failed, or the peer vanished ──────► Closed
 /// ```
+///
+/// An idle `Serving` connection also moves to `Lingering` when the
+/// connection cap closes it to admit a new one (`close_idle`, D3).
 #[derive(Debug)]
 enum Phase {
     /// Exchanges are read, answered and written.
@@ -452,6 +455,8 @@ impl Echoed {
 enum CloseReason {
     PeerClosed,
     IdleTimeout,
+    /// Idle at the connection cap: closed to admit a new connection (D3).
+    MadeRoom,
     /// The peer took none of the output for the stall timeout (D3).
     Stalled,
     /// An error response that closes the connection (D1, D3, D5).
@@ -468,6 +473,7 @@ impl CloseReason {
         match self {
             CloseReason::PeerClosed => "peer closed",
             CloseReason::IdleTimeout => "idle timeout",
+            CloseReason::MadeRoom => "idle at the connection limit: closed to admit a new connection",
             CloseReason::Stalled => "output stalled",
             CloseReason::Rejected => "closing error response",
             CloseReason::Shutdown => "shutdown",
@@ -547,6 +553,39 @@ impl Driver {
             let until = self.now().instant + self.settings.0.shutdown_timeout;
             self.phase = Phase::Draining { until };
         }
+    }
+
+    /// Whether the connection is between messages with nothing under way:
+    /// no part of a message received (nor held as a possible HTTP line),
+    /// no exchange open, nothing owed to the peer or to the access log,
+    /// and not closing. At the connection cap, such a connection may be
+    /// closed to admit a new one ([`close_idle`](Self::close_idle), D3).
+    pub(crate) fn is_idle(&self) -> bool {
+        matches!(self.phase, Phase::Serving)
+            && self.conn.is_idle()
+            && self.first_line.deadline().is_none()
+            && !self.intake_due()
+            && self.answers.is_empty()
+            && self.streaming.is_none()
+            && matches!(self.receiving, Receiving::Nothing)
+    }
+
+    /// Closes the connection if it is idle ([`is_idle`](Self::is_idle)),
+    /// as its idle timeout would: no response (D2, D3), our side shut and
+    /// the peer's input drained for a moment. The connection cap's way to
+    /// admit a new client. Whether it closes; step again after calling it.
+    pub(crate) fn close_idle(&mut self) -> bool {
+        if !self.is_idle() {
+            return false;
+        }
+        let _entered = self.span().entered();
+        tracing::debug!("idle at the connection limit: closing to admit a new connection");
+        let why = *self.why_closing.get_or_insert(CloseReason::MadeRoom);
+        self.phase = Phase::Lingering {
+            linger: Box::new(Linger::new(self.now().instant)),
+            why,
+        };
+        true
     }
 
     /// Edge-triggered runtimes: the poll reported the peer's end of stream

@@ -53,7 +53,7 @@ pub use drive::{ConnectionSettings, Driver, Step};
 /// ([`ServerOptions::shutdown_timeout`]).
 pub const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
 pub use places::DEFAULT_MAX_HANDLERS;
-pub(crate) use places::{Bounded, OpenSockets, Places};
+pub(crate) use places::{Bounded, Enrolled, Member, OpenSockets, Places, Roster, Told, Wake};
 #[cfg(feature = "tower")]
 pub(crate) use places::{Handing, Reached};
 pub use reply::Reply;
@@ -67,6 +67,11 @@ pub const LISTEN_BACKLOG: i32 = 1024;
 /// for lack of descriptors or memory: the open connections go on being
 /// served meanwhile, and nothing spins.
 pub(crate) const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
+
+/// How often a server holding a client at the connection cap looks again
+/// for an idle connection to close for it (D3), when none was idle or the
+/// one asked declined: a connection closing ends the wait at once.
+pub(crate) const ADMISSION_RETRY: Duration = Duration::from_millis(100);
 
 /// Binds a TCP listener on the first address of `addr` that can be bound,
 /// with a backlog of [`LISTEN_BACKLOG`] (and `SO_REUSEADDR` on Unix, so that
