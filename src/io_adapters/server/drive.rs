@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::http_line::{FirstLine, Look};
-use super::spool::{Spool, SpoolError, Spooled};
+use super::spool::{MemoryHeld, Spool, SpoolError, Spooled};
 use super::{AccessRecord, Handler, HeadCheck, Reply, RequestInfo, ServerOptions, SpoolOptions, Upload};
 use crate::io_adapters::Clock;
 use crate::io_adapters::linger::{Linger, Lingering};
@@ -409,6 +409,8 @@ pub(crate) struct Pending {
     id: RequestId,
     request: Box<Request>,
     upload: Option<Upload>,
+    /// The content's count against the memory budget, until answered.
+    _held: Option<MemoryHeld>,
     started: Instant,
 }
 
@@ -427,8 +429,9 @@ impl Pending {
 
 /// What a complete request's content became.
 enum Taken {
-    /// Its content, in the request or as an upload.
-    Content(Option<Upload>),
+    /// Its content, in the request (with its count against the memory
+    /// budget, to drop once the handler has returned) or as an upload.
+    Content(Option<Upload>, Option<MemoryHeld>),
     /// Nothing: it was refused from its envelope, with this answer.
     Refused(Box<Response>),
 }
@@ -878,16 +881,21 @@ impl Driver {
                     let started = at.instant;
                     let reply = match self.take_upload(id, &mut request) {
                         Ok(Taken::Refused(answer)) => (*answer).into(),
-                        Ok(Taken::Content(upload)) if answering == Answering::Later => {
+                        Ok(Taken::Content(upload, held)) if answering == Answering::Later => {
                             handed_out = Some(Pending {
                                 id,
                                 request,
                                 upload,
+                                _held: held,
                                 started,
                             });
                             break;
                         }
-                        Ok(Taken::Content(upload)) => answer(handler, &request, upload, &self.info),
+                        Ok(Taken::Content(upload, held)) => {
+                            let reply = answer(handler, &request, upload, &self.info);
+                            drop(held);
+                            reply
+                        }
                         Err(error) => {
                             match &error {
                                 SpoolError::Full(_) | SpoolError::Evicted(_) => tracing::warn!(
@@ -1137,18 +1145,18 @@ impl Driver {
             Receiving::Spooling { id: held, spool } if held == id => spool,
             Receiving::Refused { id: held, answer } if held == id => return Ok(Taken::Refused(answer)),
             // Unwanted: the request goes on with empty content.
-            Receiving::Dropping { id: held } if held == id => return Ok(Taken::Content(None)),
+            Receiving::Dropping { id: held } if held == id => return Ok(Taken::Content(None, None)),
             other => {
                 self.receiving = other;
-                return Ok(Taken::Content(None));
+                return Ok(Taken::Content(None, None));
             }
         };
         match spool.finish()? {
-            Spooled::Memory(bytes) => {
+            Spooled::Memory(bytes, held) => {
                 request.body.replace_content(bytes);
-                Ok(Taken::Content(None))
+                Ok(Taken::Content(None, Some(held)))
             }
-            Spooled::File(upload) => Ok(Taken::Content(Some(upload))),
+            Spooled::File(upload) => Ok(Taken::Content(Some(upload), None)),
         }
     }
 

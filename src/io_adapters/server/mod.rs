@@ -472,12 +472,27 @@ pub trait Handler: Send + Sync + 'static {
     /// Otherwise the content is in `request.body` as usual.
     ///
     /// By default: [`handle`](Self::handle) when there is no upload, and
-    /// `413` when there is one, since `handle` could not see it. A
+    /// `413` when there is one, since `handle` could not see it. Content
+    /// within the memory limit is an upload only when the server's memory
+    /// for content was in use ([`SpoolOptions::max_memory`]): it is read
+    /// back into the request for `handle` then (the server's handler
+    /// places bound that memory, [`ServerOptions::max_handlers`]). A
     /// [`Router`](crate::app::Router) gives large content to its handlers
     /// as a stream ([`Content`](crate::app::Content)).
     fn respond(&self, request: &Request, upload: Option<Upload>, info: &RequestInfo) -> Reply {
         match upload {
             None => self.handle(request, info).into(),
+            Some(upload) if upload.is_small() => match read_back(request, &upload) {
+                Ok(request) => self.handle(&request, info).into(),
+                Err(error) => {
+                    tracing::error!(%error, "cannot read back the request's spooled content; answering 500");
+                    Response::new(crate::message::Status::new(
+                        StatusCode::INTERNAL_SERVER_ERROR,
+                        format!("the server could not read the request's content back: {error}"),
+                    ))
+                    .into()
+                }
+            },
             Some(upload) => {
                 // Said to the operator: the client only learns it was too much.
                 tracing::warn!(
@@ -505,6 +520,15 @@ pub trait Handler: Send + Sync + 'static {
     fn log_exchange(&self, record: &AccessRecord<'_>) {
         let _ = record;
     }
+}
+
+/// `request` with the content of `upload`, which it was spooled from.
+fn read_back(request: &Request, upload: &Upload) -> io::Result<Request> {
+    let mut content = Vec::with_capacity(usize::try_from(upload.len()).unwrap_or(0));
+    io::Read::read_to_end(&mut upload.reader()?, &mut content)?;
+    let mut request = request.clone();
+    request.body.replace_content(content);
+    Ok(request)
 }
 
 impl<F> Handler for F
