@@ -342,12 +342,23 @@ impl Wake for tokio::sync::Notify {
 }
 
 /// One connection of a [`Roster`].
-#[derive(Debug)]
 pub(crate) struct Member<W> {
+    /// The roster it leaves when it closes.
+    roster: Arc<Roster<W>>,
     key: u64,
     /// A [`Standing`], as one word that other threads read and move.
     standing: AtomicU64,
     pub(crate) wake: W,
+}
+
+impl<W> std::fmt::Debug for Member<W> {
+    // Not its roster, which lists it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Member")
+            .field("key", &self.key)
+            .field("standing", &self.standing())
+            .finish_non_exhaustive()
+    }
 }
 
 /// Where a member stands. The connection moves it between `Busy` and
@@ -437,7 +448,11 @@ impl<W> Member<W> {
     /// Answers the request to close: `closing` when the connection closes
     /// for it, else it declines (it is busy) and the acceptor asks another.
     pub(crate) fn answer(&self, closing: bool) {
-        let to = if closing { Standing::Closing } else { Standing::Busy };
+        let to = if closing {
+            Standing::Closing
+        } else {
+            Standing::Busy
+        };
         let _ = self.standing.compare_exchange(
             Standing::Asked.word(),
             to.word(),
@@ -458,19 +473,19 @@ impl<W: Wake> Roster<W> {
     pub(crate) fn enroll(self: &Arc<Self>, wake: W) -> Enrolled<W> {
         let key = self.next_key.fetch_add(1, Ordering::Relaxed);
         let member = Arc::new(Member {
+            roster: Arc::clone(self),
             key,
             standing: AtomicU64::new(Standing::Busy.word()),
             wake,
         });
         self.members().insert(key, Arc::clone(&member));
-        Enrolled {
-            member,
-            roster: Arc::clone(self),
-        }
+        Enrolled { member }
     }
 
     fn members(&self) -> MutexGuard<'_, HashMap<u64, Arc<Member<W>>>> {
-        self.members.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.members
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// For an acceptor holding a client at the cap: unless the member it
@@ -510,11 +525,11 @@ impl<W: Wake> Roster<W> {
 }
 
 /// A connection's place in its [`Roster`]: it leaves the roster, and its
-/// member stands gone, when this is dropped (the connection closed).
+/// member stands gone, when this is dropped (the connection closed). One
+/// pointer: every connection holds one.
 #[derive(Debug)]
 pub(crate) struct Enrolled<W> {
     member: Arc<Member<W>>,
-    roster: Arc<Roster<W>>,
 }
 
 impl<W> std::ops::Deref for Enrolled<W> {
@@ -530,7 +545,12 @@ impl<W> Drop for Enrolled<W> {
         self.member
             .standing
             .store(Standing::Gone.word(), Ordering::Release);
-        let mut members = self.roster.members.lock().unwrap_or_else(|p| p.into_inner());
+        let mut members = self
+            .member
+            .roster
+            .members
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
         members.remove(&self.member.key);
     }
 }
@@ -539,6 +559,58 @@ impl<W> Drop for Enrolled<W> {
 mod tests {
     use super::*;
     use std::time::Duration;
+
+    /// Counts its wake-ups.
+    #[derive(Debug, Default)]
+    struct Woken(std::sync::atomic::AtomicUsize);
+
+    impl Wake for Woken {
+        fn wake(&self) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    fn woken(member: &Member<Woken>) -> usize {
+        member.wake.0.load(Ordering::SeqCst)
+    }
+
+    #[test]
+    fn the_roster_asks_the_member_idle_longest_and_never_a_busy_one() {
+        let roster: Arc<Roster<Woken>> = Arc::default();
+        let [first, second, third] = [(); 3].map(|()| roster.enroll(Woken::default()));
+        let mut asked = None;
+        // None idle: nobody is asked.
+        roster.make_room(&mut asked);
+        assert!(asked.is_none());
+        // Idle in this order; the first then busy again.
+        for member in [&first, &second, &third] {
+            assert_eq!(member.tell(true), Told::Nothing);
+        }
+        assert_eq!(first.tell(false), Told::Nothing);
+        roster.make_room(&mut asked);
+        let asked_member = asked.clone().expect("one asked");
+        assert!(Arc::ptr_eq(&asked_member, &second.member), "idle longest");
+        assert_eq!((woken(&first), woken(&second), woken(&third)), (0, 1, 0));
+        // Still to bring room: asking again asks nobody more.
+        roster.make_room(&mut asked);
+        assert_eq!(woken(&third), 0);
+        // It became busy meanwhile: it declines, and the next is asked.
+        assert_eq!(second.tell(false), Told::Close);
+        second.answer(false);
+        roster.make_room(&mut asked);
+        assert!(Arc::ptr_eq(asked.as_ref().expect("asked"), &third.member));
+        // It closes: room comes once it is gone.
+        assert_eq!(third.tell(true), Told::Close);
+        third.answer(true);
+        assert_eq!(third.tell(false), Told::Nothing, "closing, not asked again");
+        roster.make_room(&mut asked);
+        assert_eq!(woken(&second), 1, "nobody more while it closes");
+        drop(third);
+        assert_eq!(roster.members().len(), 2);
+        // Gone: the next look asks anew, and none is idle.
+        roster.make_room(&mut asked);
+        assert!(asked.is_none());
+    }
 
     #[test]
     fn a_waiter_gets_the_place_given_back_or_gives_up_at_the_deadline() {

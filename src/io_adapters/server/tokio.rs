@@ -48,8 +48,8 @@ use std::task::Poll;
 
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
-use tokio::sync::{Notify, Semaphore};
 use tokio::sync::watch;
+use tokio::sync::{Notify, Semaphore};
 use tokio::task::JoinSet;
 
 use super::{
@@ -754,7 +754,16 @@ async fn run_tls<A: Application>(
                 ..told
             })
         };
-        run(stream, peer, app, options, Some(stop), Some(&member), acknowledged).await;
+        run(
+            stream,
+            peer,
+            app,
+            options,
+            Some(stop),
+            Some(&member),
+            acknowledged,
+        )
+        .await;
     }
 }
 
