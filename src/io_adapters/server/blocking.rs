@@ -7,7 +7,10 @@
 //! and the extra ones end after a while without work. So an idle
 //! keep-alive connection, or a slow one, never keeps a new client waiting
 //! for a thread; [`ServerOptions::max_connections`] bounds the connections
-//! (and so the threads) at once, the rest waiting in the kernel's backlog.
+//! (and so the threads) at once: at the cap the one idle longest makes
+//! room for a new client (each connection's thread sees that it was asked
+//! within a fifth of a second), and with none idle the rest wait in the
+//! kernel's backlog.
 //! A connection's thread runs its handler once one of the server's
 //! [`ServerOptions::max_handlers`] places is free; a shutdown's deadline
 //! does not wait for handlers ([`ShutdownHandle`]). For many thousands of

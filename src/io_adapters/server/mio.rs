@@ -17,6 +17,11 @@
 //! `workers` at once, or [`ServerOptions::max_handlers`] if that is fewer;
 //! a shutdown's deadline does not wait for them ([`ShutdownHandle`]).
 //!
+//! At the connection cap a worker holds the client it accepted and asks
+//! the connection idle longest, on whichever worker, to close for it
+//! ([`ServerOptions::max_connections`]): that worker is woken, and closes
+//! it unless it became busy meanwhile.
+//!
 //! ```no_run
 //! use jsontp_protocol::io_adapters::server::ServerOptions;
 //! use jsontp_protocol::io_adapters::server::mio::MioServer;

@@ -15,10 +15,11 @@
 //!
 //! Every TCP server binds with [`listen`] (a backlog of
 //! [`LISTEN_BACKLOG`]), keeps at most [`ServerOptions::max_connections`]
-//! open (the rest wait in the kernel's backlog, D3), backs off and retries
-//! when it runs out of descriptors, and on shutdown closes its listening
-//! socket at once, so that new clients are refused rather than left
-//! waiting. Every server runs at most [`ServerOptions::max_handlers`]
+//! open (at the cap, the connection idle longest is closed to admit a new
+//! client; with none idle, new clients wait in the kernel's backlog, D3),
+//! backs off and retries when it runs out of descriptors, and on shutdown
+//! closes its listening socket at once, so that new clients are refused
+//! rather than left waiting. Every server runs at most [`ServerOptions::max_handlers`]
 //! handler calls at once, and returns once
 //! [`ServerOptions::shutdown_timeout`] has passed, whatever its handlers
 //! still do.
@@ -315,7 +316,8 @@ pub struct Incoming {
     /// The request.
     pub request: Request,
     /// The request's content, spooled to a temporary file, when it was
-    /// larger than [`SpoolOptions::memory_limit`].
+    /// larger than [`SpoolOptions::memory_limit`], or arrived while the
+    /// server's memory for content was in use ([`SpoolOptions::max_memory`]).
     pub upload: Option<Upload>,
     /// Who asked.
     pub info: RequestInfo,
@@ -558,9 +560,24 @@ pub struct ServerOptions {
     /// many event loops; the std server keeps this many threads ready and
     /// starts more when every one is busy. Tokio uses its runtime's.
     pub workers: usize,
-    /// Connections open at once, at most (D3: 10,000 by default). Beyond
-    /// it the server stops accepting: new clients wait in the kernel's
-    /// backlog until a connection closes.
+    /// Connections open at once, at most (D3: 10,000 by default).
+    ///
+    /// At the cap, a new client is taken from the backlog and held,
+    /// unserved, while the connection idle longest (between messages,
+    /// nothing under way, nothing owed to its peer) is closed as its idle
+    /// timeout would close it: without a response, our side shut and its
+    /// input drained for a moment. The new client is served once it is
+    /// gone, as nginx reuses idle keep-alive connections when it runs out.
+    /// A connection with an exchange under way is never closed for
+    /// another: with none idle, the new client waits (and the others in
+    /// the kernel's backlog) until a connection closes or becomes idle. So
+    /// idle connections, however many a peer keeps, never keep a new
+    /// client out. Each acceptor (a mio worker; the std and tokio
+    /// servers' one) holds at most one client so.
+    ///
+    /// There is no share per address: behind a load balancer without the
+    /// PROXY protocol, and in a benchmark from one host, every peer is one
+    /// address, and such a share would cap the whole server.
     pub max_connections: usize,
     /// Expect the PROXY protocol header (version 1 or 2) at the start of
     /// every connection, as a TCP load balancer sends it, and take the

@@ -72,8 +72,11 @@ const READ_CHUNK: usize = 16 * 1024;
 /// the 100-continue policy, D10: [`Handler::check_head`] is asked about a
 /// handshake only with
 /// [`ContinuePolicy::Ask`](crate::machine::ContinuePolicy::Ask)); at
-/// most `options.max_connections` are open at once, the rest waiting in
-/// the backlog. `options.workers` is not used: the runtime's threads serve.
+/// most `options.max_connections` are open at once: at the cap the one
+/// idle longest is closed to admit a new client, and with none idle the
+/// rest wait in the backlog
+/// ([`ServerOptions::max_connections`](super::ServerOptions::max_connections)).
+/// `options.workers` is not used: the runtime's threads serve.
 /// Bind the listener with [`listen`](super::listen) for a larger backlog.
 ///
 /// Each trip of a connection to the blocking pool (parsing and its
