@@ -1422,6 +1422,102 @@ mod tests {
         assert!(size <= 808, "a Driver is {size} bytes");
     }
 
+    /// A non-blocking transport over bytes the test gives: reads say
+    /// `WouldBlock` when none wait, and the end of stream once the peer
+    /// closed.
+    #[derive(Default)]
+    struct Pipe {
+        input: Vec<u8>,
+        output: Vec<u8>,
+        peer_closed: bool,
+        shut: bool,
+    }
+
+    impl std::io::Read for Pipe {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            if self.input.is_empty() {
+                return match self.peer_closed {
+                    true => Ok(0),
+                    false => Err(std::io::ErrorKind::WouldBlock.into()),
+                };
+            }
+            let n = buf.len().min(self.input.len());
+            buf[..n].copy_from_slice(&self.input[..n]);
+            self.input.drain(..n);
+            Ok(n)
+        }
+    }
+
+    impl std::io::Write for Pipe {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.output.extend_from_slice(buf);
+            Ok(buf.len())
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl Transport for Pipe {
+        fn shutdown_write(&mut self) -> std::io::Result<()> {
+            self.shut = true;
+            Ok(())
+        }
+
+        fn set_timeout(&mut self, _limit: Option<Duration>) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// Steps `driver` until it waits or closes, answering every request.
+    fn settle(driver: &mut Driver, io: &mut Pipe) -> Step {
+        let mut scratch = vec![0; 4096];
+        loop {
+            match driver.step(io, &mut scratch) {
+                Step::Dispatch => {
+                    driver.dispatch(&|_: &Request| Response::from_code(StatusCode::OK, "fine"));
+                }
+                Step::Yield => {}
+                done => return done,
+            }
+        }
+    }
+
+    /// The connection cap closes only an idle connection (D3): never one
+    /// with a message begun or an answer owed, and an idle one as its idle
+    /// timeout would, without a response.
+    #[test]
+    fn only_an_idle_connection_closes_to_make_room() {
+        let peer = "127.0.0.1:9".parse().expect("address");
+        let mut driver = Driver::new(peer, &ServerOptions::default(), IoMode::NonBlocking);
+        let mut io = Pipe::default();
+        assert!(matches!(settle(&mut driver, &mut io), Step::Wait { .. }));
+        assert!(driver.is_idle(), "a fresh connection that sent nothing");
+
+        let get = br#"{"jsontp":"1.0","type":"request","resource":"/a","method":"GET","headers":{},"body":{"encoding":"identity","content":""}}"#;
+        io.input.extend_from_slice(&get[..40]);
+        assert!(matches!(settle(&mut driver, &mut io), Step::Wait { .. }));
+        assert!(!driver.is_idle(), "a message begun");
+        assert!(!driver.close_idle());
+
+        io.input.extend_from_slice(&get[40..]);
+        assert!(matches!(settle(&mut driver, &mut io), Step::Wait { .. }));
+        let answered = io.output.len();
+        assert!(answered > 0, "answered");
+        assert!(driver.is_idle(), "answered, nothing owed");
+
+        assert!(driver.close_idle());
+        assert!(!driver.is_idle(), "closing");
+        assert!(!driver.close_idle(), "once");
+        // It lingers: our side shut, the peer's input drained.
+        assert!(matches!(settle(&mut driver, &mut io), Step::Wait { .. }));
+        assert!(io.shut);
+        io.peer_closed = true;
+        assert_eq!(settle(&mut driver, &mut io), Step::Close);
+        assert_eq!(io.output.len(), answered, "no response for the close");
+    }
+
     /// A transport that records what it was given, and whether it came
     /// from a file.
     #[cfg(target_os = "linux")]
