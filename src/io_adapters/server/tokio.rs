@@ -248,8 +248,8 @@ where
     let mut shutdown = std::pin::pin!(shutdown);
     let mut accept_faults = AcceptFaults::default();
     let roster: Arc<Roster<Notify>> = Arc::default();
-    // A client accepted at the cap, held until there is room (D3), and
-    // the member asked to close for it.
+    // The client accepted last, until there is room for it: at the cap it
+    // is held while the connection idle longest, `asked`, closes (D3).
     let mut held: Option<(tokio::net::TcpStream, SocketAddr)> = None;
     let mut asked = None;
     loop {
