@@ -54,11 +54,11 @@ pub use drive::{ConnectionSettings, Driver, Step};
 /// ([`ServerOptions::shutdown_timeout`]).
 pub const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
 pub use places::DEFAULT_MAX_HANDLERS;
-pub(crate) use places::{Bounded, Member, OpenSockets, Places, Roster, Told};
 #[cfg(any(feature = "mio", feature = "tokio"))]
 pub(crate) use places::Enrolled;
 #[cfg(feature = "mio")]
 pub(crate) use places::Wake;
+pub(crate) use places::{Bounded, Member, OpenSockets, Places, Roster, Told};
 #[cfg(feature = "tower")]
 pub(crate) use places::{Handing, Reached};
 pub use reply::Reply;
