@@ -7,6 +7,7 @@
 #![allow(clippy::disallowed_methods)] // tests own threads and the clock
 
 mod clients;
+mod fair_connections;
 mod handlers;
 mod hostile;
 mod interop;

@@ -7,7 +7,10 @@
 //! and the extra ones end after a while without work. So an idle
 //! keep-alive connection, or a slow one, never keeps a new client waiting
 //! for a thread; [`ServerOptions::max_connections`] bounds the connections
-//! (and so the threads) at once, the rest waiting in the kernel's backlog.
+//! (and so the threads) at once: at the cap the one idle longest makes
+//! room for a new client (each connection's thread sees that it was asked
+//! within a fifth of a second), and with none idle the rest wait in the
+//! kernel's backlog.
 //! A connection's thread runs its handler once one of the server's
 //! [`ServerOptions::max_handlers`] places is free; a shutdown's deadline
 //! does not wait for handlers ([`ShutdownHandle`]). For many thousands of
@@ -38,8 +41,8 @@ use std::time::{Duration, Instant};
 use super::drive::BLOCKING_SLICE;
 use super::proxied_peer;
 use super::{
-    ACCEPT_BACKOFF, AcceptFaults, Accepted, Bounded, Driver, Handler, OpenSockets, Places, ServerOptions,
-    Step, client_gave_up, listen, stop_listening,
+    ACCEPT_BACKOFF, ADMISSION_RETRY, AcceptFaults, Accepted, Bounded, Driver, Handler, Member, OpenSockets,
+    Places, Roster, ServerOptions, Step, Told, client_gave_up, listen, stop_listening,
 };
 use crate::io_adapters::proxy_protocol::read_blocking;
 use crate::io_adapters::transport::{IoMode, Transport};
@@ -62,16 +65,20 @@ pub fn serve_connection<T: Transport, H: Handler + ?Sized>(
 ) {
     let mut scratch = vec![0; READ_BUFFER];
     let mut stream = stream;
-    serve(&mut stream, peer, handler, options, None, &mut scratch);
+    serve(&mut stream, peer, handler, options, None, None, &mut scratch);
 }
 
-/// Runs one connection: performs what the drive step asks.
+/// Runs one connection: performs what the drive step asks. `member`: its
+/// place in the server's roster, which the connection cap may ask to
+/// close while it is idle (D3); looked at after every step, so within a
+/// [`BLOCKING_SLICE`].
 fn serve<T: Transport, H: Handler + ?Sized>(
     stream: &mut T,
     peer: SocketAddr,
     handler: &H,
     options: &ServerOptions,
     stopping: Option<&AtomicBool>,
+    member: Option<&Member<()>>,
     scratch: &mut [u8],
 ) {
     let mut driver = Driver::new(peer, options, IoMode::Blocking);
@@ -80,6 +87,11 @@ fn serve<T: Transport, H: Handler + ?Sized>(
         if !stopped && stopping.is_some_and(|s| s.load(Ordering::SeqCst)) {
             stopped = true;
             driver.shut_down();
+        }
+        if let Some(member) = member
+            && member.tell(driver.is_idle()) == Told::Close
+        {
+            member.answer(driver.close_idle());
         }
         match driver.step(stream, scratch) {
             Step::Dispatch => driver.dispatch(handler),
@@ -139,6 +151,9 @@ struct Shared {
     /// The open connections' sockets, shut down from here when the drain
     /// deadline passes.
     sockets: OpenSockets,
+    /// The open connections, which of them are idle, to make room at the
+    /// cap (D3).
+    roster: Arc<Roster<()>>,
     shutdown_timeout: Duration,
     /// When the graceful shutdown must be over, once one has begun.
     drain_until: Mutex<Option<Instant>>,
@@ -203,6 +218,7 @@ impl<H: Handler> StdServer<H> {
             pool: Mutex::new(Pool::default()),
             places: Arc::new(Places::new(options.max_handlers)),
             sockets: OpenSockets::default(),
+            roster: Arc::default(),
             shutdown_timeout: options.shutdown_timeout,
             drain_until: Mutex::new(None),
             work: Condvar::new(),
@@ -272,17 +288,6 @@ fn accept_loop<H: Handler>(
     let max = options.max_connections.max(1);
     let mut faults = AcceptFaults::default();
     loop {
-        {
-            // At the cap: the clients wait in the backlog (D3).
-            let mut pool = shared.pool();
-            while pool.open >= max && !shared.stopping() {
-                pool = shared
-                    .changed
-                    .wait_timeout(pool, BLOCKING_SLICE)
-                    .unwrap_or_else(|p| p.into_inner())
-                    .0;
-            }
-        }
         if shared.stopping() {
             return Ok(());
         }
@@ -293,6 +298,10 @@ fn accept_loop<H: Handler>(
         match accepted {
             Ok((stream, peer)) => {
                 faults.accepted();
+                // At the cap, the client is held until there is room (D3).
+                if !make_room(shared, max) {
+                    return Ok(());
+                }
                 hand_over(stream, peer, handler, options, shared, ready)
             }
             Err(e) if client_gave_up(&e) => {}
@@ -304,6 +313,34 @@ fn accept_loop<H: Handler>(
             }
             Err(e) => return Err(e),
         }
+    }
+}
+
+/// Waits until fewer than `max` connections are open, asking the one idle
+/// longest, if any, to close meanwhile (D3); `false` if a shutdown began
+/// first. The client accepted waits unserved, as it would in the backlog.
+fn make_room(shared: &Shared, max: usize) -> bool {
+    let mut asked = None;
+    loop {
+        if shared.stopping() {
+            return false;
+        }
+        if shared.pool().open < max {
+            return true;
+        }
+        // Not under the pool's lock: a closing connection takes the
+        // roster's, then the pool's.
+        shared.roster.make_room(&mut asked);
+        let pool = shared.pool();
+        if pool.open < max {
+            return true;
+        }
+        // A connection closing wakes it; a member that declines, or one
+        // that becomes idle, is seen at the next look.
+        let _ = shared
+            .changed
+            .wait_timeout(pool, ADMISSION_RETRY)
+            .unwrap_or_else(|p| p.into_inner());
     }
 }
 
@@ -398,14 +435,17 @@ fn work<H: Handler>(
                 && let Ok(mut stream) = Accepted::new(stream, options)
             {
                 shared.sockets.add(stream.get_ref());
+                let member = shared.roster.enroll(());
                 serve(
                     &mut stream,
                     peer,
                     handler,
                     options,
                     Some(&shared.stopping),
+                    Some(&member),
                     &mut scratch,
                 );
+                drop(member);
                 // Out of the set before it closes (dropped below).
                 shared.sockets.remove(stream.get_ref());
             }

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::http_line::{FirstLine, Look};
-use super::spool::{Spool, SpoolError, Spooled};
+use super::spool::{MemoryHeld, Spool, SpoolError, Spooled};
 use super::{AccessRecord, Handler, HeadCheck, Reply, RequestInfo, ServerOptions, SpoolOptions, Upload};
 use crate::io_adapters::Clock;
 use crate::io_adapters::linger::{Linger, Lingering};
@@ -206,6 +206,9 @@ impl ConnectionSettings {
 ///      │ its output written ─► Lingering { why } ─► Closed ◄── (cut short)
 ///      └── the transport failed, or the peer vanished ──────► Closed
 /// ```
+///
+/// An idle `Serving` connection also moves to `Lingering` when the
+/// connection cap closes it to admit a new one (`close_idle`, D3).
 #[derive(Debug)]
 enum Phase {
     /// Exchanges are read, answered and written.
@@ -409,6 +412,8 @@ pub(crate) struct Pending {
     id: RequestId,
     request: Box<Request>,
     upload: Option<Upload>,
+    /// The content's count against the memory budget, until answered.
+    _held: Option<MemoryHeld>,
     started: Instant,
 }
 
@@ -427,8 +432,9 @@ impl Pending {
 
 /// What a complete request's content became.
 enum Taken {
-    /// Its content, in the request or as an upload.
-    Content(Option<Upload>),
+    /// Its content, in the request (with its count against the memory
+    /// budget, to drop once the handler has returned) or as an upload.
+    Content(Option<Upload>, Option<MemoryHeld>),
     /// Nothing: it was refused from its envelope, with this answer.
     Refused(Box<Response>),
 }
@@ -455,6 +461,8 @@ impl Echoed {
 enum CloseReason {
     PeerClosed,
     IdleTimeout,
+    /// Idle at the connection cap: closed to admit a new connection (D3).
+    MadeRoom,
     /// The peer took none of the output for the stall timeout (D3).
     Stalled,
     /// An error response that closes the connection (D1, D3, D5).
@@ -471,6 +479,7 @@ impl CloseReason {
         match self {
             CloseReason::PeerClosed => "peer closed",
             CloseReason::IdleTimeout => "idle timeout",
+            CloseReason::MadeRoom => "idle at the connection limit: closed to admit a new connection",
             CloseReason::Stalled => "output stalled",
             CloseReason::Rejected => "closing error response",
             CloseReason::Shutdown => "shutdown",
@@ -550,6 +559,39 @@ impl Driver {
             let until = self.now().instant + self.settings.0.shutdown_timeout;
             self.phase = Phase::Draining { until };
         }
+    }
+
+    /// Whether the connection is between messages with nothing under way:
+    /// no part of a message received (nor held as a possible HTTP line),
+    /// no exchange open, nothing owed to the peer or to the access log,
+    /// and not closing. At the connection cap, such a connection may be
+    /// closed to admit a new one ([`close_idle`](Self::close_idle), D3).
+    pub(crate) fn is_idle(&self) -> bool {
+        matches!(self.phase, Phase::Serving)
+            && self.conn.is_idle()
+            && self.first_line.deadline().is_none()
+            && !self.intake_due()
+            && self.answers.is_empty()
+            && self.streaming.is_none()
+            && matches!(self.receiving, Receiving::Nothing)
+    }
+
+    /// Closes the connection if it is idle ([`is_idle`](Self::is_idle)),
+    /// as its idle timeout would: no response (D2, D3), our side shut and
+    /// the peer's input drained for a moment. The connection cap's way to
+    /// admit a new client. Whether it closes; step again after calling it.
+    pub(crate) fn close_idle(&mut self) -> bool {
+        if !self.is_idle() {
+            return false;
+        }
+        let _entered = self.span().entered();
+        tracing::debug!("idle at the connection limit: closing to admit a new connection");
+        let why = *self.why_closing.get_or_insert(CloseReason::MadeRoom);
+        self.phase = Phase::Lingering {
+            linger: Box::new(Linger::new(self.now().instant)),
+            why,
+        };
+        true
     }
 
     /// Edge-triggered runtimes: the poll reported the peer's end of stream
@@ -844,16 +886,21 @@ impl Driver {
                     let started = at.instant;
                     let reply = match self.take_upload(id, &mut request) {
                         Ok(Taken::Refused(answer)) => (*answer).into(),
-                        Ok(Taken::Content(upload)) if answering == Answering::Later => {
+                        Ok(Taken::Content(upload, held)) if answering == Answering::Later => {
                             handed_out = Some(Pending {
                                 id,
                                 request,
                                 upload,
+                                _held: held,
                                 started,
                             });
                             break;
                         }
-                        Ok(Taken::Content(upload)) => answer(handler, &request, upload, &self.info),
+                        Ok(Taken::Content(upload, held)) => {
+                            let reply = answer(handler, &request, upload, &self.info);
+                            drop(held);
+                            reply
+                        }
                         Err(error) => {
                             match &error {
                                 SpoolError::Full(_) | SpoolError::Evicted(_) => tracing::warn!(
@@ -1106,18 +1153,18 @@ impl Driver {
             Receiving::Spooling { id: held, spool } if held == id => spool,
             Receiving::Refused { id: held, answer } if held == id => return Ok(Taken::Refused(answer)),
             // Unwanted: the request goes on with empty content.
-            Receiving::Dropping { id: held } if held == id => return Ok(Taken::Content(None)),
+            Receiving::Dropping { id: held } if held == id => return Ok(Taken::Content(None, None)),
             other => {
                 self.receiving = other;
-                return Ok(Taken::Content(None));
+                return Ok(Taken::Content(None, None));
             }
         };
         match spool.finish()? {
-            Spooled::Memory(bytes) => {
+            Spooled::Memory(bytes, held) => {
                 request.body.replace_content(bytes);
-                Ok(Taken::Content(None))
+                Ok(Taken::Content(None, Some(held)))
             }
-            Spooled::File(upload) => Ok(Taken::Content(Some(upload))),
+            Spooled::File(upload) => Ok(Taken::Content(Some(upload), None)),
         }
     }
 
@@ -1381,6 +1428,102 @@ mod tests {
     fn a_driver_fits_the_idle_connection_budget() {
         let size = std::mem::size_of::<Driver>();
         assert!(size <= 808, "a Driver is {size} bytes");
+    }
+
+    /// A non-blocking transport over bytes the test gives: reads say
+    /// `WouldBlock` when none wait, and the end of stream once the peer
+    /// closed.
+    #[derive(Default)]
+    struct Pipe {
+        input: Vec<u8>,
+        output: Vec<u8>,
+        peer_closed: bool,
+        shut: bool,
+    }
+
+    impl std::io::Read for Pipe {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            if self.input.is_empty() {
+                return match self.peer_closed {
+                    true => Ok(0),
+                    false => Err(std::io::ErrorKind::WouldBlock.into()),
+                };
+            }
+            let n = buf.len().min(self.input.len());
+            buf[..n].copy_from_slice(&self.input[..n]);
+            self.input.drain(..n);
+            Ok(n)
+        }
+    }
+
+    impl std::io::Write for Pipe {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.output.extend_from_slice(buf);
+            Ok(buf.len())
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl Transport for Pipe {
+        fn shutdown_write(&mut self) -> std::io::Result<()> {
+            self.shut = true;
+            Ok(())
+        }
+
+        fn set_timeout(&mut self, _limit: Option<Duration>) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// Steps `driver` until it waits or closes, answering every request.
+    fn settle(driver: &mut Driver, io: &mut Pipe) -> Step {
+        let mut scratch = vec![0; 4096];
+        loop {
+            match driver.step(io, &mut scratch) {
+                Step::Dispatch => {
+                    driver.dispatch(&|_: &Request| Response::from_code(StatusCode::OK, "fine"));
+                }
+                Step::Yield => {}
+                done => return done,
+            }
+        }
+    }
+
+    /// The connection cap closes only an idle connection (D3): never one
+    /// with a message begun or an answer owed, and an idle one as its idle
+    /// timeout would, without a response.
+    #[test]
+    fn only_an_idle_connection_closes_to_make_room() {
+        let peer = "127.0.0.1:9".parse().expect("address");
+        let mut driver = Driver::new(peer, &ServerOptions::default(), IoMode::NonBlocking);
+        let mut io = Pipe::default();
+        assert!(matches!(settle(&mut driver, &mut io), Step::Wait { .. }));
+        assert!(driver.is_idle(), "a fresh connection that sent nothing");
+
+        let get = br#"{"jsontp":"1.0","type":"request","resource":"/a","method":"GET","headers":{},"body":{"encoding":"identity","content":""}}"#;
+        io.input.extend_from_slice(&get[..40]);
+        assert!(matches!(settle(&mut driver, &mut io), Step::Wait { .. }));
+        assert!(!driver.is_idle(), "a message begun");
+        assert!(!driver.close_idle());
+
+        io.input.extend_from_slice(&get[40..]);
+        assert!(matches!(settle(&mut driver, &mut io), Step::Wait { .. }));
+        let answered = io.output.len();
+        assert!(answered > 0, "answered");
+        assert!(driver.is_idle(), "answered, nothing owed");
+
+        assert!(driver.close_idle());
+        assert!(!driver.is_idle(), "closing");
+        assert!(!driver.close_idle(), "once");
+        // It lingers: our side shut, the peer's input drained.
+        assert!(matches!(settle(&mut driver, &mut io), Step::Wait { .. }));
+        assert!(io.shut);
+        io.peer_closed = true;
+        assert_eq!(settle(&mut driver, &mut io), Step::Close);
+        assert_eq!(io.output.len(), answered, "no response for the close");
     }
 
     /// A transport that records what it was given, and whether it came

@@ -17,6 +17,11 @@
 //! `workers` at once, or [`ServerOptions::max_handlers`] if that is fewer;
 //! a shutdown's deadline does not wait for them ([`ShutdownHandle`]).
 //!
+//! At the connection cap a worker holds the client it accepted and asks
+//! the connection idle longest, on whichever worker, to close for it
+//! ([`ServerOptions::max_connections`]): that worker is woken, and closes
+//! it unless it became busy meanwhile.
+//!
 //! ```no_run
 //! use jsontp_protocol::io_adapters::server::ServerOptions;
 //! use jsontp_protocol::io_adapters::server::mio::MioServer;
@@ -43,8 +48,9 @@ use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token, Waker};
 
 use super::{
-    ACCEPT_BACKOFF, AcceptFaults, Accepted, Bounded, ConnectionSettings, Driver, Handler, OpenSockets,
-    Places, ServerOptions, Step, client_gave_up, listen, proxied_peer, stop_listening,
+    ACCEPT_BACKOFF, ADMISSION_RETRY, AcceptFaults, Accepted, Bounded, ConnectionSettings, Driver, Enrolled,
+    Handler, Member, OpenSockets, Places, Roster, ServerOptions, Step, Told, Wake, client_gave_up, listen,
+    proxied_peer, stop_listening,
 };
 use crate::io_adapters::proxy_protocol::ProxyHeaderReader;
 use crate::io_adapters::transport::IoMode;
@@ -95,6 +101,9 @@ struct Shared {
     /// Connections open, all workers together.
     open: AtomicUsize,
     max: usize,
+    /// The open connections, all workers together, which of them are
+    /// idle, to make room at the cap (D3).
+    roster: Arc<Roster<Mail>>,
     /// A handle on the listening socket, to stop it listening from the
     /// shutdown handle.
     listener: Mutex<Option<std::net::TcpListener>>,
@@ -180,6 +189,7 @@ impl<H: Handler> MioServer<H> {
             wakers: Mutex::new(Vec::new()),
             open: AtomicUsize::new(0),
             max: options.max_connections.max(1),
+            roster: Arc::default(),
             listener: Mutex::new(Some(listener.try_clone()?)),
             places,
             shutdown_timeout: options.shutdown_timeout,
@@ -332,10 +342,52 @@ impl ShutdownHandle {
     }
 }
 
+/// Where a worker is told which of its connections were asked to close
+/// to make room at the cap (D3), from any worker.
+#[derive(Debug)]
+struct Mailbox {
+    waker: Arc<Waker>,
+    asked: Mutex<Vec<usize>>,
+}
+
+/// Wakes the worker of the connection in `slot` to read that it was asked
+/// to close.
+#[derive(Debug)]
+struct Mail {
+    mailbox: Arc<Mailbox>,
+    slot: usize,
+}
+
+impl Wake for Mail {
+    fn wake(&self) {
+        self.mailbox
+            .asked
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(self.slot);
+        let _ = self.mailbox.waker.wake();
+    }
+}
+
+/// A client accepted at the connection cap (D3), held unserved until
+/// there is room, as it would wait in the backlog; meanwhile the
+/// connection idle longest, if any, is asked to close for it.
+struct Held {
+    stream: TcpStream,
+    peer: SocketAddr,
+    /// The member asked to close, while it is still to bring room.
+    asked: Option<Arc<Member<Mail>>>,
+    /// When to look again for an idle connection, when none was asked or
+    /// the one asked declined.
+    look_at: Instant,
+}
+
 /// One client connection on a worker.
 struct Client {
     stream: Accepted<TcpStream>,
     driver: Driver,
+    /// Its place in the server's roster (D3).
+    member: Enrolled<Mail>,
     /// Until the PROXY header is in (D21): its reader, and the time by
     /// which the header must have arrived. Boxed: it is needed for a
     /// connection's first bytes only.
@@ -376,6 +428,10 @@ struct Worker<H> {
     accept_ready: bool,
     /// After running out of descriptors: no accept before then.
     accept_after: Option<Instant>,
+    /// A client accepted at the cap, waiting for room.
+    held: Option<Held>,
+    /// Where other workers ask this one's connections to close (D3).
+    mailbox: Arc<Mailbox>,
     /// Warns once per burst of failed accepts.
     accept_faults: AcceptFaults,
     stopped: bool,
@@ -398,7 +454,11 @@ impl<H: Handler> Worker<H> {
             .wakers
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .push(waker);
+            .push(Arc::clone(&waker));
+        let mailbox = Arc::new(Mailbox {
+            waker,
+            asked: Mutex::new(Vec::new()),
+        });
         Ok(Worker {
             poll,
             listener: Some(listener),
@@ -415,6 +475,8 @@ impl<H: Handler> Worker<H> {
             scratch: vec![0; SCRATCH],
             accept_ready: true,
             accept_after: None,
+            held: None,
+            mailbox,
             accept_faults: AcceptFaults::default(),
             stopped: false,
         })
@@ -436,7 +498,8 @@ impl<H: Handler> Worker<H> {
                     .accept_after
                     .filter(|_| self.accept_ready && self.listener.is_some());
                 let first = self.timers.first().map(|(at, _)| *at);
-                [first, accept_at]
+                let look_at = self.held.as_ref().map(|held| held.look_at);
+                [first, accept_at, look_at]
                     .into_iter()
                     .flatten()
                     .min()
@@ -456,7 +519,7 @@ impl<H: Handler> Worker<H> {
             for event in events.iter() {
                 match event.token() {
                     LISTENER => self.accept_ready = true,
-                    WAKER => {}
+                    WAKER => self.read_mail(),
                     Token(slot) => {
                         if event.is_read_closed()
                             && let Some(Some(client)) = self.clients.get_mut(slot)
@@ -478,6 +541,8 @@ impl<H: Handler> Worker<H> {
     /// nothing is under way.
     fn stop(&mut self) {
         self.stopped = true;
+        // New clients are refused from here on: so is one held at the cap.
+        self.held = None;
         if let Some(mut listener) = self.listener.take() {
             let _ = self.poll.registry().deregister(&mut listener);
         }
@@ -494,24 +559,33 @@ impl<H: Handler> Worker<H> {
     /// waiting, so `accept_ready` stays set until `WouldBlock`, and the
     /// accept is retried when room is made or the back-off ends.
     fn accept(&mut self) {
-        while self.accept_ready {
+        while self.admit_held() && self.accept_ready {
             let Some(listener) = &self.listener else { return };
             if self.accept_after.is_some_and(|at| Instant::now() < at) {
                 return;
             }
             self.accept_after = None;
-            // At the cap, the clients wait in the backlog (D3); a closing
-            // connection wakes every worker.
-            if !self.shared.reserve() {
-                return;
-            }
+            // At the cap, a client is taken and held until there is room
+            // (D3): a closing connection wakes every worker.
+            let reserved = self.shared.reserve();
             match listener.accept() {
-                Ok((stream, peer)) => {
+                Ok((stream, peer)) if reserved => {
                     self.accept_faults.accepted();
                     self.add(stream, peer);
                 }
+                Ok((stream, peer)) => {
+                    self.accept_faults.accepted();
+                    self.held = Some(Held {
+                        stream,
+                        peer,
+                        asked: None,
+                        look_at: Instant::now(),
+                    });
+                }
                 Err(e) => {
-                    self.shared.unreserve();
+                    if reserved {
+                        self.shared.unreserve();
+                    }
                     if e.kind() == io::ErrorKind::WouldBlock {
                         self.accept_ready = false;
                     } else if !client_gave_up(&e) {
@@ -521,6 +595,52 @@ impl<H: Handler> Worker<H> {
                         self.accept_after = Some(Instant::now() + ACCEPT_BACKOFF);
                     }
                 }
+            }
+        }
+    }
+
+    /// Serves the client held at the cap once there is room; until then,
+    /// asks the connection idle longest to close for it. Whether no client
+    /// is held any more.
+    fn admit_held(&mut self) -> bool {
+        let Some(held) = &mut self.held else {
+            return true;
+        };
+        if self.shared.reserve() {
+            if let Some(Held { stream, peer, .. }) = self.held.take() {
+                self.add(stream, peer);
+            }
+            return true;
+        }
+        // Looked at again at `look_at`, or when a connection closes.
+        let now = Instant::now();
+        if now >= held.look_at {
+            self.shared.roster.make_room(&mut held.asked);
+            held.look_at = now + ADMISSION_RETRY;
+        }
+        false
+    }
+
+    /// Reads which of this worker's connections were asked to close to make
+    /// room at the cap, and lets each answer.
+    fn read_mail(&mut self) {
+        let asked = std::mem::take(&mut *self.mailbox.asked.lock().unwrap_or_else(|p| p.into_inner()));
+        for slot in asked {
+            self.settle(slot);
+        }
+    }
+
+    /// Tells the client's member how it stands; closes it if it was asked
+    /// to and is idle (D3).
+    fn settle(&mut self, slot: usize) {
+        let Some(Some(client)) = self.clients.get_mut(slot) else {
+            return;
+        };
+        if client.member.tell(client.driver.is_idle()) == Told::Close {
+            let closing = client.driver.close_idle();
+            client.member.answer(closing);
+            if closing {
+                self.drive(slot);
             }
         }
     }
@@ -549,9 +669,14 @@ impl<H: Handler> Worker<H> {
             let limit = self.options.config.limits.message_timeout;
             Box::new((ProxyHeaderReader::new(), Instant::now() + limit))
         });
+        let member = self.shared.roster.enroll(Mail {
+            mailbox: Arc::clone(&self.mailbox),
+            slot,
+        });
         let client = Client {
             stream,
             driver: Driver::with_settings(peer, &self.settings, mode),
+            member,
             header,
             timer: None,
             armed: None,
@@ -594,7 +719,10 @@ impl<H: Handler> Worker<H> {
             };
             match client.driver.step(&mut client.stream, &mut self.scratch) {
                 Step::Dispatch => client.driver.dispatch(&*self.handler),
-                Step::Wait { deadline, .. } => return self.set_timer(slot, deadline),
+                Step::Wait { deadline, .. } => {
+                    self.set_timer(slot, deadline);
+                    return self.settle(slot);
+                }
                 Step::Yield => {
                     if !self.again.contains(&slot) {
                         self.again.push(slot);

@@ -15,10 +15,11 @@
 //!
 //! Every TCP server binds with [`listen`] (a backlog of
 //! [`LISTEN_BACKLOG`]), keeps at most [`ServerOptions::max_connections`]
-//! open (the rest wait in the kernel's backlog, D3), backs off and retries
-//! when it runs out of descriptors, and on shutdown closes its listening
-//! socket at once, so that new clients are refused rather than left
-//! waiting. Every server runs at most [`ServerOptions::max_handlers`]
+//! open (at the cap, the connection idle longest is closed to admit a new
+//! client; with none idle, new clients wait in the kernel's backlog, D3),
+//! backs off and retries when it runs out of descriptors, and on shutdown
+//! closes its listening socket at once, so that new clients are refused
+//! rather than left waiting. Every server runs at most [`ServerOptions::max_handlers`]
 //! handler calls at once, and returns once
 //! [`ServerOptions::shutdown_timeout`] has passed, whatever its handlers
 //! still do.
@@ -53,7 +54,11 @@ pub use drive::{ConnectionSettings, Driver, Step};
 /// ([`ServerOptions::shutdown_timeout`]).
 pub const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
 pub use places::DEFAULT_MAX_HANDLERS;
-pub(crate) use places::{Bounded, OpenSockets, Places};
+#[cfg(any(feature = "mio", feature = "tokio"))]
+pub(crate) use places::Enrolled;
+#[cfg(feature = "mio")]
+pub(crate) use places::Wake;
+pub(crate) use places::{Bounded, Member, OpenSockets, Places, Roster, Told};
 #[cfg(feature = "tower")]
 pub(crate) use places::{Handing, Reached};
 pub use reply::Reply;
@@ -67,6 +72,11 @@ pub const LISTEN_BACKLOG: i32 = 1024;
 /// for lack of descriptors or memory: the open connections go on being
 /// served meanwhile, and nothing spins.
 pub(crate) const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
+
+/// How often a server holding a client at the connection cap looks again
+/// for an idle connection to close for it (D3), when none was idle or the
+/// one asked declined: a connection closing ends the wait at once.
+pub(crate) const ADMISSION_RETRY: Duration = Duration::from_millis(100);
 
 /// Binds a TCP listener on the first address of `addr` that can be bound,
 /// with a backlog of [`LISTEN_BACKLOG`] (and `SO_REUSEADDR` on Unix, so that
@@ -310,7 +320,8 @@ pub struct Incoming {
     /// The request.
     pub request: Request,
     /// The request's content, spooled to a temporary file, when it was
-    /// larger than [`SpoolOptions::memory_limit`].
+    /// larger than [`SpoolOptions::memory_limit`], or arrived while the
+    /// server's memory for content was in use ([`SpoolOptions::max_memory`]).
     pub upload: Option<Upload>,
     /// Who asked.
     pub info: RequestInfo,
@@ -477,12 +488,27 @@ pub trait Handler: Send + Sync + 'static {
     /// Otherwise the content is in `request.body` as usual.
     ///
     /// By default: [`handle`](Self::handle) when there is no upload, and
-    /// `413` when there is one, since `handle` could not see it. A
+    /// `413` when there is one, since `handle` could not see it. Content
+    /// within the memory limit is an upload only when the server's memory
+    /// for content was in use ([`SpoolOptions::max_memory`]): it is read
+    /// back into the request for `handle` then (the server's handler
+    /// places bound that memory, [`ServerOptions::max_handlers`]). A
     /// [`Router`](crate::app::Router) gives large content to its handlers
     /// as a stream ([`Content`](crate::app::Content)).
     fn respond(&self, request: &Request, upload: Option<Upload>, info: &RequestInfo) -> Reply {
         match upload {
             None => self.handle(request, info).into(),
+            Some(upload) if upload.is_small() => match read_back(request, &upload) {
+                Ok(request) => self.handle(&request, info).into(),
+                Err(error) => {
+                    tracing::error!(%error, "cannot read back the request's spooled content; answering 500");
+                    Response::new(crate::message::Status::new(
+                        StatusCode::INTERNAL_SERVER_ERROR,
+                        format!("the server could not read the request's content back: {error}"),
+                    ))
+                    .into()
+                }
+            },
             Some(upload) => {
                 // Said to the operator: the client only learns it was too much.
                 tracing::warn!(
@@ -512,6 +538,15 @@ pub trait Handler: Send + Sync + 'static {
     }
 }
 
+/// `request` with the content of `upload`, which it was spooled from.
+fn read_back(request: &Request, upload: &Upload) -> io::Result<Request> {
+    let mut content = Vec::with_capacity(usize::try_from(upload.len()).unwrap_or(0));
+    io::Read::read_to_end(&mut upload.reader()?, &mut content)?;
+    let mut request = request.clone();
+    request.body.replace_content(content);
+    Ok(request)
+}
+
 impl<F> Handler for F
 where
     F: Fn(&Request) -> Response + Send + Sync + 'static,
@@ -539,9 +574,24 @@ pub struct ServerOptions {
     /// many event loops; the std server keeps this many threads ready and
     /// starts more when every one is busy. Tokio uses its runtime's.
     pub workers: usize,
-    /// Connections open at once, at most (D3: 10,000 by default). Beyond
-    /// it the server stops accepting: new clients wait in the kernel's
-    /// backlog until a connection closes.
+    /// Connections open at once, at most (D3: 10,000 by default).
+    ///
+    /// At the cap, a new client is taken from the backlog and held,
+    /// unserved, while the connection idle longest (between messages,
+    /// nothing under way, nothing owed to its peer) is closed as its idle
+    /// timeout would close it: without a response, our side shut and its
+    /// input drained for a moment. The new client is served once it is
+    /// gone, as nginx reuses idle keep-alive connections when it runs out.
+    /// A connection with an exchange under way is never closed for
+    /// another: with none idle, the new client waits (and the others in
+    /// the kernel's backlog) until a connection closes or becomes idle. So
+    /// idle connections, however many a peer keeps, never keep a new
+    /// client out. Each acceptor (a mio worker; the std and tokio
+    /// servers' one) holds at most one client so.
+    ///
+    /// There is no share per address: behind a load balancer without the
+    /// PROXY protocol, and in a benchmark from one host, every peer is one
+    /// address, and such a share would cap the whole server.
     pub max_connections: usize,
     /// Expect the PROXY protocol header (version 1 or 2) at the start of
     /// every connection, as a TCP load balancer sends it, and take the

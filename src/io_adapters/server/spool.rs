@@ -1,7 +1,7 @@
 //! Where a streamed request's content goes while it arrives (D19): memory
-//! up to a threshold, then an anonymous temporary file, within a budget
-//! that every connection of a server shares; deleted unless the handler
-//! keeps it.
+//! up to a threshold, then an anonymous temporary file, each within a
+//! budget that every connection of a server shares; deleted unless the
+//! handler keeps it.
 //!
 //! The file has no name while the content arrives: on Linux it is made
 //! with `O_TMPFILE` in the spool folder, so no path reaches it (no listing
@@ -25,12 +25,13 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use crate::message::{Response, Status, StatusCode};
 
 /// Where the servers spool request content (D19), and how much of it they
-/// may hold at once.
+/// may hold at once, in memory and on disk.
 ///
-/// Clones share one budget ([`max_total`](Self::max_total)): the server
-/// clones its options into every connection, so the bound is server-wide.
-/// Two options made apart ([`SpoolOptions::default`] twice) count apart.
-/// Equality compares the settings, not the bytes spooled at the moment.
+/// Clones share both budgets ([`max_memory`](Self::max_memory),
+/// [`max_total`](Self::max_total)): the server clones its options into
+/// every connection, so the bounds are server-wide. Two options made apart
+/// ([`SpoolOptions::default`] twice) count apart. Equality compares the
+/// settings, not the bytes held at the moment.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct SpoolOptions {
@@ -39,9 +40,34 @@ pub struct SpoolOptions {
     /// content goes to a temporary file, and the handler gets it as an
     /// [`Upload`] ([`Handler::respond`]). 1 MiB by default.
     ///
+    /// Content within it may still go to a file when the server's memory
+    /// for content is in use ([`max_memory`](Self::max_memory)).
+    ///
     /// [`Handler::handle`]: super::Handler::handle
     /// [`Handler::respond`]: super::Handler::respond
     pub memory_limit: usize,
+    /// The most bytes of request content all the connections sharing
+    /// these options hold in memory at once: content within
+    /// [`memory_limit`](Self::memory_limit) counts from its first byte
+    /// until its handler has returned (for a service on tokio, until its
+    /// answer is given). 64 MiB by default: as many contents of the
+    /// default memory limit as handlers run at once by default
+    /// ([`DEFAULT_MAX_HANDLERS`](super::DEFAULT_MAX_HANDLERS)). Without it,
+    /// the bound would be the memory limit times the connection limit (10
+    /// GiB with the defaults, D3).
+    ///
+    /// Past it, content goes to a temporary file as large content does,
+    /// within [`max_total`](Self::max_total) (where its `503` says that
+    /// both were short), and the handler gets it as an [`Upload`]. A
+    /// handler that only implements [`Handler::handle`] still gets it in
+    /// the request: the default [`Handler::respond`] reads such content
+    /// back while the handler runs, in one of the server's handler places
+    /// ([`ServerOptions::max_handlers`](super::ServerOptions::max_handlers)),
+    /// which bound that memory instead.
+    ///
+    /// [`Handler::handle`]: super::Handler::handle
+    /// [`Handler::respond`]: super::Handler::respond
+    pub max_memory: u64,
     /// The folder temporary files are made in; `None`: the system's
     /// ([`std::env::temp_dir`]). To keep an upload without copying it
     /// ([`Upload::persist`]), make it on the same file system as where it
@@ -77,6 +103,7 @@ impl Default for SpoolOptions {
     fn default() -> Self {
         SpoolOptions {
             memory_limit: 1 << 20,
+            max_memory: DEFAULT_MAX_MEMORY,
             folder: None,
             max_total: DEFAULT_MAX_TOTAL,
             budget: Arc::default(),
@@ -88,9 +115,14 @@ impl Default for SpoolOptions {
 /// taken by default.
 const DEFAULT_MAX_TOTAL: u64 = 4 << 30;
 
+/// [`SpoolOptions::max_memory`] by default: as many contents of the
+/// default memory limit as handlers run at once by default.
+const DEFAULT_MAX_MEMORY: u64 = 64 << 20;
+
 impl PartialEq for SpoolOptions {
     fn eq(&self, other: &Self) -> bool {
         self.memory_limit == other.memory_limit
+            && self.max_memory == other.max_memory
             && self.folder == other.folder
             && self.max_total == other.max_total
     }
@@ -102,6 +134,13 @@ impl SpoolOptions {
     /// Sets the memory threshold (builder style).
     pub fn with_memory_limit(mut self, bytes: usize) -> Self {
         self.memory_limit = bytes;
+        self
+    }
+
+    /// Sets the most bytes of content held in memory at once, all
+    /// connections sharing these options together (builder style).
+    pub fn with_max_memory(mut self, bytes: u64) -> Self {
+        self.max_memory = bytes;
         self
     }
 
@@ -125,6 +164,12 @@ impl SpoolOptions {
         self.budget.used.load(Ordering::Acquire)
     }
 
+    /// The bytes of content the connections sharing these options hold in
+    /// memory now ([`max_memory`](Self::max_memory)).
+    pub fn held_bytes(&self) -> u64 {
+        self.budget.memory.load(Ordering::Acquire)
+    }
+
     fn folder(&self) -> PathBuf {
         self.folder.clone().unwrap_or_else(std::env::temp_dir)
     }
@@ -135,6 +180,8 @@ impl SpoolOptions {
 struct Budget {
     /// Bytes the temporary files hold, or are about to.
     used: AtomicU64,
+    /// Bytes of content held in memory ([`SpoolOptions::max_memory`]).
+    memory: AtomicU64,
     /// The uploads being spooled to a file: what a newcomer may take room
     /// back from.
     spooling: Mutex<Vec<Arc<Entry>>>,
@@ -187,6 +234,10 @@ pub(crate) struct Shortage {
     share: u64,
     /// What the one refused held, or would have.
     held: u64,
+    /// The memory budget ([`SpoolOptions::max_memory`]), when the content
+    /// was within the memory limit and went to a file only because that
+    /// budget was in use.
+    memory: Option<u64>,
 }
 
 impl Budget {
@@ -231,6 +282,7 @@ impl Budget {
                 uploads,
                 share,
                 held,
+                memory: None,
             };
             let Some(own_bytes) = own_bytes else {
                 return Err(shortage(0));
@@ -257,11 +309,7 @@ impl Budget {
 
     /// Takes `bytes` if the total stays within `max_total`.
     fn take_room(&self, bytes: u64, max_total: u64) -> bool {
-        self.used
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |used| {
-                used.checked_add(bytes).filter(|&total| total <= max_total)
-            })
-            .is_ok()
+        take_within(&self.used, bytes, max_total)
     }
 
     /// Gives `bytes` back.
@@ -275,6 +323,49 @@ impl Budget {
         if let Some(at) = spooling.iter().position(|e| Arc::ptr_eq(e, entry)) {
             spooling.swap_remove(at);
         }
+    }
+}
+
+/// Adds `bytes` to `count` if it stays within `max`.
+fn take_within(count: &AtomicU64, bytes: u64, max: u64) -> bool {
+    count
+        .fetch_update(Ordering::AcqRel, Ordering::Acquire, |now| {
+            now.checked_add(bytes).filter(|&total| total <= max)
+        })
+        .is_ok()
+}
+
+/// Bytes of content held in memory, counted against the shared memory
+/// budget ([`SpoolOptions::max_memory`]) until dropped: by a spool while
+/// the content arrives, then by the server until the request's handler has
+/// returned.
+#[derive(Debug)]
+pub(crate) struct MemoryHeld {
+    budget: Arc<Budget>,
+    bytes: u64,
+}
+
+impl MemoryHeld {
+    fn none(budget: &Arc<Budget>) -> MemoryHeld {
+        MemoryHeld {
+            budget: Arc::clone(budget),
+            bytes: 0,
+        }
+    }
+
+    /// Counts `bytes` more, if the budget has room for them within `max`.
+    fn grow(&mut self, bytes: u64, max: u64) -> bool {
+        let taken = take_within(&self.budget.memory, bytes, max);
+        if taken {
+            self.bytes += bytes;
+        }
+        taken
+    }
+}
+
+impl Drop for MemoryHeld {
+    fn drop(&mut self) {
+        self.budget.memory.fetch_sub(self.bytes, Ordering::AcqRel);
     }
 }
 
@@ -303,6 +394,9 @@ pub struct Upload {
     /// Whether the file may be linked into place: made with `O_TMPFILE`.
     #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     linkable: bool,
+    /// Whether the content is within the memory limit: spooled only because
+    /// the server's memory for content was in use.
+    small: bool,
     _reserved: Reservation,
 }
 
@@ -315,6 +409,13 @@ impl Upload {
     /// Whether the content is empty.
     pub fn is_empty(&self) -> bool {
         self.len == 0
+    }
+
+    /// Whether the content is within [`SpoolOptions::memory_limit`], and
+    /// was spooled only because the server's memory for content
+    /// ([`SpoolOptions::max_memory`]) was in use.
+    pub(crate) fn is_small(&self) -> bool {
+        self.small
     }
 
     /// Reads the content from the start. Each reader reads on its own
@@ -538,9 +639,14 @@ impl SpoolError {
     pub(crate) fn message(&self) -> String {
         match self {
             SpoolError::Full(short) => format!(
-                "the server's storage for uploads is full: its budget of {} for all uploads at \
+                "{}the server's storage for uploads is full: its budget of {} for all uploads at \
                  once is shared by the {} under way, {} each, and this content needs {}; try again \
                  later",
+                short.memory.map_or_else(String::new, |memory| format!(
+                    "the server's memory for request content is in use (its budget of {} for all \
+                     requests at once), and ",
+                    size(memory)
+                )),
                 size(short.max_total),
                 short.uploads,
                 size(short.share),
@@ -603,8 +709,9 @@ pub(crate) struct Spool {
 /// Where a spool's content is.
 #[derive(Debug)]
 enum Kept {
-    /// In memory, within the memory limit.
-    Memory(Vec<u8>),
+    /// In memory, within the memory limit, and counted against the memory
+    /// budget.
+    Memory(Vec<u8>, MemoryHeld),
     /// In a file, registered with the budget.
     File(Arc<Entry>),
     /// Nowhere: why it cannot be kept; the rest is counted only.
@@ -617,17 +724,18 @@ impl Spool {
     pub(crate) fn start(options: &SpoolOptions) -> Spool {
         Spool {
             options: options.clone(),
-            kept: Kept::Memory(Vec::new()),
+            kept: Kept::Memory(Vec::new(), MemoryHeld::none(&options.budget)),
             len: 0,
         }
     }
 
-    /// Takes the next piece: in memory up to the limit, then into an
-    /// anonymous file (the memory so far moved there first), each byte of
-    /// it taken from the shared budget, fairly (see
+    /// Takes the next piece: in memory up to the limit while the memory
+    /// budget has room ([`SpoolOptions::max_memory`]), then into an
+    /// anonymous file (the memory so far moved there first, and given
+    /// back), each byte of it taken from the shared budget, fairly (see
     /// [`SpoolOptions::max_total`]). Past its share of a short budget,
     /// once evicted, or after a failed write, the content is dropped (the
-    /// budget given back) and the rest only counted;
+    /// budgets given back) and the rest only counted;
     /// [`finish`](Self::finish) says why.
     pub(crate) fn push(&mut self, data: &[u8]) {
         self.len += data.len() as u64;
@@ -635,14 +743,20 @@ impl Spool {
         let budget = &options.budget;
         let failed = match &mut self.kept {
             Kept::Failed(_) => return,
-            Kept::Memory(memory) if memory.len() + data.len() <= options.memory_limit => {
-                memory.extend_from_slice(data);
-                return;
-            }
-            Kept::Memory(memory) => {
+            Kept::Memory(memory, held) => {
+                let within = memory.len() + data.len() <= options.memory_limit;
+                if within && held.grow(data.len() as u64, options.max_memory) {
+                    memory.extend_from_slice(data);
+                    return;
+                }
+                // Said in a 503: the memory budget was short too.
+                let memory_short = within.then_some(options.max_memory);
                 let bytes = (memory.len() + data.len()) as u64;
                 match budget.take(bytes, options.max_total, None) {
-                    Err(short) => SpoolError::Full(short),
+                    Err(short) => SpoolError::Full(Shortage {
+                        memory: memory_short,
+                        ..short
+                    }),
                     Ok(()) => match open_with(&options.folder(), memory, data) {
                         Ok((file, linkable)) => {
                             let entry = Arc::new(Entry {
@@ -654,6 +768,7 @@ impl Spool {
                                 }),
                             });
                             lock(&budget.spooling).push(Arc::clone(&entry));
+                            // The memory's count goes with it.
                             self.kept = Kept::File(entry);
                             return;
                         }
@@ -692,17 +807,20 @@ impl Spool {
         }
     }
 
-    /// The content, whole: in memory (empty when discarded), or as an
-    /// upload in its file; why it could not be kept otherwise.
+    /// The content, whole: in memory (empty when discarded) with its count
+    /// against the memory budget, or as an upload in its file; why it
+    /// could not be kept otherwise.
     pub(crate) fn finish(mut self) -> Result<Spooled, SpoolError> {
-        match std::mem::replace(&mut self.kept, Kept::Memory(Vec::new())) {
-            Kept::Memory(memory) => Ok(Spooled::Memory(memory)),
+        let none = Kept::Memory(Vec::new(), MemoryHeld::none(&self.options.budget));
+        match std::mem::replace(&mut self.kept, none) {
+            Kept::Memory(memory, held) => Ok(Spooled::Memory(memory, held)),
             Kept::Failed(why) => Err(why),
             Kept::File(entry) => match close(&self.options.budget, &entry) {
                 Ok((file, linkable, reserved)) => Ok(Spooled::File(Upload {
                     file,
                     len: self.len,
                     linkable,
+                    small: self.len <= self.options.memory_limit as u64,
                     _reserved: reserved,
                 })),
                 Err(Some(short)) => Err(SpoolError::Evicted(short)),
@@ -785,7 +903,8 @@ fn store(entry: &Entry, budget: &Budget, data: &[u8]) -> Result<(), SpoolError> 
 /// What a spool holds once the content is complete.
 #[derive(Debug)]
 pub(crate) enum Spooled {
-    Memory(Vec<u8>),
+    /// Counted against the memory budget until the count is dropped.
+    Memory(Vec<u8>, MemoryHeld),
     File(Upload),
 }
 
@@ -826,7 +945,7 @@ mod tests {
         spool.push(b"0123456789");
         spool.push(b"abcdef");
         match spool.finish() {
-            Ok(Spooled::Memory(bytes)) => assert_eq!(bytes, b"0123456789abcdef"),
+            Ok(Spooled::Memory(bytes, _)) => assert_eq!(bytes, b"0123456789abcdef"),
             other => panic!("{other:?}"),
         }
         assert_eq!(options.spooled_bytes(), 0);
@@ -1198,6 +1317,74 @@ mod tests {
     }
 
     #[test]
+    fn spool_content_in_memory_counts_against_the_shared_memory_budget_until_dropped() {
+        let folder = folder();
+        // 16 bytes each in memory, 20 for all at once.
+        let options = options(folder.path()).with_max_memory(20);
+        let mut first = Spool::start(&options);
+        first.push(&[1; 10]);
+        let mut second = Spool::start(&options.clone());
+        second.push(&[2; 6]);
+        second.push(&[2; 4]);
+        assert_eq!((options.held_bytes(), options.spooled_bytes()), (20, 0));
+        // The budget is in use: the third goes to a file, though small.
+        let mut third = Spool::start(&options);
+        third.push(&[3; 5]);
+        assert_eq!((options.held_bytes(), options.spooled_bytes()), (20, 5));
+        let Ok(Spooled::File(upload)) = third.finish() else {
+            panic!("spooled to a file")
+        };
+        assert!(upload.is_small(), "within the memory limit");
+        assert_eq!(content(&upload), vec![3; 5]);
+        // Finished, the content is still counted until its count is
+        // dropped (once its handler has returned).
+        let Ok(Spooled::Memory(bytes, held)) = first.finish() else {
+            panic!("in memory")
+        };
+        assert_eq!(bytes, vec![1; 10]);
+        assert_eq!(options.held_bytes(), 20);
+        drop(held);
+        assert_eq!(options.held_bytes(), 10);
+        // A spool that moves to a file gives its memory back at once.
+        second.push(&[2; 7]);
+        assert_eq!((options.held_bytes(), options.spooled_bytes()), (0, 5 + 17));
+        let Ok(Spooled::File(large)) = second.finish() else {
+            panic!("spooled to a file")
+        };
+        assert!(!large.is_small(), "past the memory limit");
+        drop((upload, large));
+        assert_eq!((options.held_bytes(), options.spooled_bytes()), (0, 0));
+        // One dropped unfinished gives its memory back too.
+        let mut fourth = Spool::start(&options);
+        fourth.push(&[4; 16]);
+        assert_eq!(options.held_bytes(), 16);
+        drop(fourth);
+        assert_eq!(options.held_bytes(), 0);
+    }
+
+    #[test]
+    fn spool_small_content_past_both_budgets_is_refused_naming_both() {
+        let folder = folder();
+        let options = options(folder.path()).with_max_memory(10).with_max_total(5);
+        let mut first = Spool::start(&options);
+        first.push(&[1; 8]);
+        let mut second = Spool::start(&options);
+        second.push(&[2; 8]);
+        let error = second.finish().expect_err("no room");
+        assert_eq!(error.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(
+            error.message(),
+            "the server's memory for request content is in use (its budget of 10 bytes for all \
+             requests at once), and the server's storage for uploads is full: its budget of 5 \
+             bytes for all uploads at once is shared by the 1 under way, 5 bytes each, and this \
+             content needs 8 bytes; try again later"
+        );
+        assert_eq!((options.held_bytes(), options.spooled_bytes()), (8, 0));
+        assert!(matches!(first.finish(), Ok(Spooled::Memory(..))));
+        assert_eq!(options.held_bytes(), 0);
+    }
+
+    #[test]
     fn spool_options_compare_settings_not_the_bytes_spooled() {
         let a = SpoolOptions::default();
         let b = SpoolOptions::default();
@@ -1205,6 +1392,7 @@ mod tests {
         spool.push(b"x");
         assert_eq!(a.spooled_bytes(), 1);
         assert_eq!(a, b);
-        assert_ne!(a, b.with_max_total(1));
+        assert_ne!(a, b.clone().with_max_total(1));
+        assert_ne!(a, b.with_max_memory(1));
     }
 }

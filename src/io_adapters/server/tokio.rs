@@ -48,11 +48,14 @@ use std::task::Poll;
 
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
-use tokio::sync::Semaphore;
 use tokio::sync::watch;
+use tokio::sync::{Notify, Semaphore};
 use tokio::task::JoinSet;
 
-use super::{ACCEPT_BACKOFF, AcceptFaults, Driver, Handler, ServerOptions, Step, client_gave_up};
+use super::{
+    ACCEPT_BACKOFF, ADMISSION_RETRY, AcceptFaults, Driver, Enrolled, Handler, Roster, ServerOptions, Step,
+    Told, client_gave_up,
+};
 #[cfg(feature = "tower")]
 use super::{Handing, Incoming, Reached, Reply};
 use crate::io_adapters::proxy_protocol::{ProxiedPeer, ProxyHeaderReader};
@@ -69,8 +72,11 @@ const READ_CHUNK: usize = 16 * 1024;
 /// the 100-continue policy, D10: [`Handler::check_head`] is asked about a
 /// handshake only with
 /// [`ContinuePolicy::Ask`](crate::machine::ContinuePolicy::Ask)); at
-/// most `options.max_connections` are open at once, the rest waiting in
-/// the backlog. `options.workers` is not used: the runtime's threads serve.
+/// most `options.max_connections` are open at once: at the cap the one
+/// idle longest is closed to admit a new client, and with none idle the
+/// rest wait in the backlog
+/// ([`ServerOptions::max_connections`](super::ServerOptions::max_connections)).
+/// `options.workers` is not used: the runtime's threads serve.
 /// Bind the listener with [`listen`](super::listen) for a larger backlog.
 ///
 /// Each trip of a connection to the blocking pool (parsing and its
@@ -241,18 +247,33 @@ where
     let mut connections = JoinSet::new();
     let mut shutdown = std::pin::pin!(shutdown);
     let mut accept_faults = AcceptFaults::default();
+    let roster: Arc<Roster<Notify>> = Arc::default();
+    // The client accepted last, until there is room for it: at the cap it
+    // is held while the connection idle longest, `asked`, closes (D3).
+    let mut held: Option<(tokio::net::TcpStream, SocketAddr)> = None;
+    let mut asked = None;
     loop {
+        if connections.len() < max
+            && let Some((stream, peer)) = held.take()
+        {
+            let (app, stop) = (app.clone(), stop_rx.clone());
+            let member = roster.enroll(Notify::new());
+            connections.spawn(serve_accepted(stream, peer, app, options.clone(), stop, member));
+        }
+        if held.is_some() {
+            // Looked at again when a connection ends, or after a while.
+            roster.make_room(&mut asked);
+        }
         tokio::select! {
             () = &mut shutdown => break,
-            // At the cap the clients wait in the backlog (D3).
-            accepted = listener.accept(), if connections.len() < max => match accepted {
+            // At the cap, a client is taken and held until there is room.
+            accepted = listener.accept(), if held.is_none() => match accepted {
                 Ok((stream, peer)) => {
                     accept_faults.accepted();
                     // Responses are written whole: Nagle would only delay
                     // them. A failure costs latency, not correctness.
                     let _ = stream.set_nodelay(true);
-                    let (app, stop) = (app.clone(), stop_rx.clone());
-                    connections.spawn(serve_accepted(stream, peer, app, options.clone(), stop));
+                    held = Some((stream, peer));
                 }
                 Err(e) if client_gave_up(&e) => {}
                 // Out of descriptors or similar: back off instead of
@@ -264,6 +285,7 @@ where
             },
             // Reap finished connections: the set counts the open ones.
             Some(_) = connections.join_next(), if !connections.is_empty() => {}
+            () = tokio::time::sleep(ADMISSION_RETRY), if held.is_some() => {}
         }
     }
     // New clients are refused from here on.
@@ -292,7 +314,7 @@ where
         handler,
         places: places(options),
     };
-    run(stream, peer, app, options.clone(), None, |_| None)
+    run(stream, peer, app, options.clone(), None, None, |_| None)
 }
 
 /// Serves one connection over `stream` with `service`, and `hooks` for
@@ -320,7 +342,7 @@ where
         hooks,
         places: places(options),
     };
-    run(stream, peer, app, options.clone(), None, |_| None)
+    run(stream, peer, app, options.clone(), None, None, |_| None)
 }
 
 /// What answers a connection's requests: runs [`Driver::dispatch`] or its
@@ -564,6 +586,7 @@ async fn serve_accepted<A: Application>(
     app: A,
     options: ServerOptions,
     mut stop: watch::Receiver<bool>,
+    member: Enrolled<Notify>,
 ) {
     if options.proxy_protocol {
         let limit = options.config.limits.message_timeout;
@@ -581,7 +604,7 @@ async fn serve_accepted<A: Application>(
     }
     #[cfg(feature = "tls")]
     if let Some(tls) = options.tls.clone() {
-        return run_tls(tls, stream, peer, app, options, stop).await;
+        return run_tls(tls, stream, peer, app, options, stop, member).await;
     }
     run(
         KernelWrites(stream),
@@ -589,6 +612,7 @@ async fn serve_accepted<A: Application>(
         app,
         options,
         Some(stop),
+        Some(&member),
         KernelWrites::acknowledged,
     )
     .await;
@@ -709,6 +733,7 @@ async fn run_tls<A: Application>(
     app: A,
     options: ServerOptions,
     mut stop: watch::Receiver<bool>,
+    member: Enrolled<Notify>,
 ) {
     let acceptor = tokio_rustls::TlsAcceptor::from(Arc::clone(tls.config()));
     let limit = options.config.idle_timeout;
@@ -732,7 +757,16 @@ async fn run_tls<A: Application>(
                 ..told
             })
         };
-        run(stream, peer, app, options, Some(stop), acknowledged).await;
+        run(
+            stream,
+            peer,
+            app,
+            options,
+            Some(stop),
+            Some(&member),
+            acknowledged,
+        )
+        .await;
     }
 }
 
@@ -853,6 +887,9 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Watched<S> {
 enum Turn {
     Step(Step),
     Stop,
+    /// The connection cap asked the connection to close (D3): the next
+    /// step answers.
+    Asked,
 }
 
 /// Performs what the drive step asks, from accept to close.
@@ -862,6 +899,7 @@ async fn run<S, A>(
     mut app: A,
     options: ServerOptions,
     mut stop: Option<watch::Receiver<bool>>,
+    member: Option<&Enrolled<Notify>>,
     acknowledged: fn(&S) -> Option<crate::machine::Acknowledged>,
 ) where
     S: AsyncRead + AsyncWrite + Unpin + Send,
@@ -894,6 +932,17 @@ async fn run<S, A>(
                 };
                 match driver.step(&mut io, &mut scratch) {
                     Step::Wait { deadline, .. } => {
+                        // Idle or not, for the connection cap (D3); closed
+                        // if it asked and the connection is idle.
+                        if let Some(member) = member
+                            && member.tell(driver.is_idle()) == Told::Close
+                        {
+                            let closing = driver.close_idle();
+                            member.answer(closing);
+                            if closing {
+                                continue;
+                            }
+                        }
                         if park(cx, &mut timer, deadline) {
                             return Poll::Pending;
                         }
@@ -902,12 +951,22 @@ async fn run<S, A>(
                 }
             }
         });
+        let asked = async {
+            match member {
+                Some(member) => member.wake.notified().await,
+                None => std::future::pending().await,
+            }
+        };
         let turn = match stop.as_mut() {
             Some(stop) if drain_until.is_none() => tokio::select! {
                 step = step => Turn::Step(step),
                 _ = stop.changed() => Turn::Stop,
+                () = asked => Turn::Asked,
             },
-            _ => Turn::Step(step.await),
+            _ => tokio::select! {
+                step = step => Turn::Step(step),
+                () = asked => Turn::Asked,
+            },
         };
         match turn {
             Turn::Stop => {
@@ -969,6 +1028,8 @@ async fn run<S, A>(
                 }
             }
             Turn::Step(Step::Yield) => tokio::task::yield_now().await,
+            // The next step answers.
+            Turn::Asked => {}
             Turn::Step(Step::Close) => return,
             Turn::Step(Step::Wait { .. }) => {}
         }
