@@ -23,10 +23,10 @@
 
 use std::fmt;
 use std::net::{TcpStream, ToSocketAddrs};
-use std::time::Instant;
 
-use super::drive::{Call, ClientDriver, ClientStep, READ_CHUNK, Streams};
+use super::drive::READ_CHUNK;
 use super::{Answer, ClientError, ClientOptions, Direction, connect, only};
+use super::{Call, Driver, Step, Streams};
 use crate::io_adapters::transport::{IoMode, Transport};
 use crate::message::Request;
 
@@ -34,7 +34,7 @@ use crate::message::Request;
 /// until one side closes), over TCP or any blocking [`Transport`].
 pub struct Client<S = TcpStream> {
     stream: S,
-    driver: ClientDriver,
+    driver: Driver,
     scratch: Box<[u8]>,
 }
 
@@ -97,7 +97,7 @@ impl<S: Transport> Client<S> {
     pub fn from_stream(stream: S, options: ClientOptions) -> Client<S> {
         Client {
             stream,
-            driver: ClientDriver::new(options, IoMode::Blocking),
+            driver: Driver::new(options, IoMode::Blocking),
             scratch: vec![0; READ_CHUNK].into_boxed_slice(),
         }
     }
@@ -183,22 +183,23 @@ impl<S: Transport> Client<S> {
                 .driver
                 .step(&mut self.stream, &mut self.scratch, &mut call, &mut streams)
             {
-                ClientStep::Done => break,
+                Step::Done => break,
                 // Waiting for neither direction: only a timer can move.
-                ClientStep::Wait {
+                Step::Wait {
                     read: false,
                     write: false,
                     deadline,
                 } => {
-                    if let Some(left) = deadline.map(|d| d.saturating_duration_since(Instant::now())) {
+                    let now = self.driver.now().instant;
+                    if let Some(left) = deadline.map(|d| d.saturating_duration_since(now)) {
                         std::thread::sleep(left);
                     }
                 }
-                // The timed-out read or write was the wait.
-                ClientStep::Wait { .. } => {}
-                // Only for staged streams, which this client does not use:
-                // its sink and source are written and read in the step.
-                ClientStep::Drain | ClientStep::Fill => {}
+                // The timed-out read or write was the wait. Drain and Fill
+                // are only for staged streams, which this client does not
+                // use: its sink and source are written and read in the
+                // step.
+                Step::Wait { .. } | Step::Drain | Step::Fill => {}
             }
         }
         self.driver.finish(call)

@@ -1,13 +1,15 @@
 //! The clients: one connection each, requests in, answers out.
 //!
 //! Both clients drive the same client machine through one drive step
-//! (`drive.rs`, the only caller of the machine here) and share the
+//! ([`Driver`], the only caller of the machine here) and share the
 //! bookkeeping of a call (`outstanding.rs`); each only performs the I/O the
 //! step asks for:
 //!
 //! - [`blocking::Client`]: std only, over any blocking
 //!   [`Transport`](super::Transport) (TCP by default).
 //! - `tokio::Client` (feature `tokio`): over any `AsyncRead + AsyncWrite`.
+//! - [`Driver`] itself, for an event loop of your own (and the
+//!   simulation, which runs it on simulated bytes and time).
 //!
 //! The machine writes the requests, runs the 100-continue handshake (D10),
 //! frames and validates the responses (D1, D13) and checks the echoed
@@ -19,14 +21,17 @@ use std::io;
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
+use super::Clock;
 use crate::machine::{ClientConfig, UsageError};
-use crate::message::{Forgiven, Rejection, Response, Validation};
+use crate::message::{Forgiven, Method, Rejection, Response, Validation};
 
 pub mod blocking;
 mod drive;
 mod outstanding;
 #[cfg(feature = "tokio")]
 pub mod tokio;
+
+pub use drive::{Call, Driver, Step, Streams};
 
 /// How a client connects, waits and validates.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,6 +46,9 @@ pub struct ClientOptions {
     /// Longest time from sending a request (or a pipelined batch) to its
     /// last response. `None`: no limit.
     pub exchange_timeout: Option<Duration>,
+    /// Where the client reads the time: the system's clocks by default; a
+    /// simulation gives its own ([`Clock::from_fn`]).
+    pub clock: Clock,
 }
 
 impl Default for ClientOptions {
@@ -54,6 +62,7 @@ impl Default for ClientOptions {
             connect_timeout: Some(Duration::from_secs(10)),
             read_timeout: Some(Duration::from_secs(30)),
             exchange_timeout: Some(Duration::from_secs(60)),
+            clock: Clock::system(),
         }
     }
 }
@@ -63,6 +72,12 @@ impl ClientOptions {
     /// reference crate leaves out, and reports it (D13).
     pub fn lenient(mut self) -> Self {
         self.config.validation = Validation::Lenient;
+        self
+    }
+
+    /// Sets where the client reads the time (builder style).
+    pub fn with_clock(mut self, clock: Clock) -> Self {
+        self.clock = clock;
         self
     }
 }
@@ -81,7 +96,7 @@ pub struct Answer {
 
 /// The outcome of a call that sent one request.
 pub(crate) fn only(mut outcomes: Vec<Result<Answer, ClientError>>) -> Result<Answer, ClientError> {
-    outcomes.pop().unwrap_or(Err(ClientError::ClosedEarly))
+    outcomes.pop().unwrap_or(Err(ClientError::ConnectionClosed))
 }
 
 impl Answer {
@@ -91,6 +106,54 @@ impl Answer {
     /// its sink as well: a download's answer always has an empty body.
     pub(crate) fn take_whole_content(&mut self) -> Vec<u8> {
         self.response.body.replace_content(Vec::new())
+    }
+}
+
+/// How far an exchange got before its connection ended under it: what
+/// decides whether it may be sent again on a new connection (D13).
+///
+/// The driver counts a byte as the answer's when it arrives while the
+/// exchange is the oldest unanswered one, or in the read that ended the
+/// answer before it: in a pipeline it may count an exchange as answered in
+/// part when its answer had not begun, never the other way round.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Progress {
+    /// How much of the request the transport took.
+    pub request: Sent,
+    /// Whether any byte of the answer arrived (a `100` included).
+    pub answer_began: bool,
+}
+
+/// How much of a request the transport took.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Sent {
+    /// None of it: the server cannot have it.
+    Nothing,
+    /// Part of it (the rest was still queued, or its content was still
+    /// being read from its source, D19).
+    Part,
+    /// All of it: the server may or may not have applied it.
+    Whole,
+}
+
+impl Progress {
+    /// Nothing written, nothing heard: a request the connection never
+    /// carried.
+    pub const UNSENT: Progress = Progress {
+        request: Sent::Nothing,
+        answer_began: false,
+    };
+
+    /// Whether a request with `method` that got this far may be sent again,
+    /// once, on a new connection (D13): only before any byte of its answer
+    /// arrived, and only for `GET`, `OPTIONS`, `PUT` and `DELETE`; never a
+    /// `POST`.
+    pub fn may_send_again(&self, method: Method) -> bool {
+        !self.answer_began
+            && matches!(
+                method,
+                Method::Get | Method::Options | Method::Put | Method::Delete
+            )
     }
 }
 
@@ -140,8 +203,13 @@ pub enum ClientError {
         /// Why, as rustls says it.
         source: io::Error,
     },
-    /// The server closed the connection before answering.
-    ClosedEarly,
+    /// The server closed (or reset) the connection before the answer was
+    /// whole; `progress` says how far the exchange had got, which decides
+    /// whether it may be sent again ([`Progress::may_send_again`], D13).
+    ClosedEarly {
+        /// How far the exchange got.
+        progress: Progress,
+    },
     /// The response echoed another `resource` than the request's (D13):
     /// it is not taken as the answer. (A response echoing `""`, the
     /// server's error about a resource it could not read, D12, is an
@@ -196,7 +264,7 @@ impl ClientError {
                 addr: addr.clone(),
                 source: io::Error::new(source.kind(), source.to_string()),
             },
-            ClientError::ClosedEarly => ClientError::ClosedEarly,
+            ClientError::ClosedEarly { progress } => ClientError::ClosedEarly { progress: *progress },
             ClientError::ResourceMismatch {
                 sent,
                 received,
@@ -217,6 +285,19 @@ impl ClientError {
         }
     }
 
+    /// How far the exchange got when its connection ended under it, for
+    /// the errors where it did: [`ClosedEarly`](Self::ClosedEarly), and
+    /// [`ConnectionClosed`](Self::ConnectionClosed) (nothing sent). `None`
+    /// for the others, where the connection did not close first (a timeout,
+    /// a refused response) or the call never had one.
+    pub fn progress(&self) -> Option<Progress> {
+        match self {
+            ClientError::ClosedEarly { progress } => Some(*progress),
+            ClientError::ConnectionClosed => Some(Progress::UNSENT),
+            _ => None,
+        }
+    }
+
     /// Whether the connection is unusable after this error.
     pub(crate) fn breaks_connection(&self) -> bool {
         !matches!(
@@ -231,7 +312,23 @@ impl fmt::Display for ClientError {
         match self {
             ClientError::Refused { addr, source } => write!(f, "could not connect to {addr}: {source}"),
             ClientError::Tls { addr, source } => write!(f, "no TLS session with {addr}: {source}"),
-            ClientError::ClosedEarly => f.write_str("the server closed the connection before answering"),
+            ClientError::ClosedEarly { progress } => f.write_str(match progress {
+                Progress {
+                    answer_began: true, ..
+                } => "the server closed the connection in the middle of its answer",
+                Progress {
+                    request: Sent::Nothing,
+                    ..
+                } => "the server closed the connection before answering; the request was not sent, so it was not applied",
+                Progress {
+                    request: Sent::Part,
+                    ..
+                } => "the server closed the connection before answering, while the request was being sent",
+                Progress {
+                    request: Sent::Whole,
+                    ..
+                } => "the server closed the connection before answering; the request was sent and may or may not have been applied",
+            }),
             ClientError::ResourceMismatch {
                 sent,
                 received,

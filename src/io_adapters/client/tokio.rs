@@ -24,8 +24,8 @@ use std::task::Poll;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use super::drive::{Call, ClientDriver, ClientStep, READ_CHUNK, READ_PIECE, Staged, Streams};
-use super::{Answer, ClientError, ClientOptions, Direction, connect, only};
+use super::drive::{READ_CHUNK, READ_PIECE, Staged};
+use super::{Answer, Call, ClientError, ClientOptions, Direction, Driver, Step, Streams, connect, only};
 use crate::io_adapters::transport::{IoMode, PolledIo, park};
 use crate::message::Request;
 
@@ -33,7 +33,7 @@ use crate::message::Request;
 /// `AsyncRead + AsyncWrite` stream.
 pub struct Client<S = TcpStream> {
     stream: S,
-    driver: ClientDriver,
+    driver: Driver,
     scratch: Box<[u8]>,
 }
 
@@ -107,7 +107,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Client<S> {
     pub fn from_stream(stream: S, options: ClientOptions) -> Client<S> {
         Client {
             stream,
-            driver: ClientDriver::new(options, IoMode::NonBlocking),
+            driver: Driver::new(options, IoMode::NonBlocking),
             scratch: vec![0; READ_CHUNK].into_boxed_slice(),
         }
     }
@@ -212,7 +212,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Client<S> {
                         acknowledged: |_| None,
                     };
                     match driver.step(&mut io, scratch, &mut call, &mut streams) {
-                        ClientStep::Wait { deadline, .. } => {
+                        Step::Wait { deadline, .. } => {
                             if park(cx, &mut timer, deadline) {
                                 return Poll::Pending;
                             }
@@ -223,7 +223,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Client<S> {
             })
             .await;
             match step {
-                ClientStep::Drain => {
+                Step::Drain => {
                     if let Some(sink) = sink.as_mut()
                         && let Err(e) = sink.write_all(&piece).await
                     {
@@ -232,26 +232,15 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Client<S> {
                     }
                     piece.clear();
                 }
-                ClientStep::Fill => {
+                Step::Fill => {
                     if let Some(source) = source.as_mut() {
-                        staged.clear();
-                        staged.bytes.resize(READ_PIECE, 0);
-                        match source.read(&mut staged.bytes).await {
-                            Ok(0) => {
-                                staged.bytes.clear();
-                                staged.ended = true;
-                            }
-                            Ok(n) => staged.bytes.truncate(n),
-                            // The step meets it and ends the upload as the
-                            // blocking client's would.
-                            Err(e) => {
-                                staged.bytes.clear();
-                                staged.error = Some(e);
-                            }
-                        }
+                        // An error is met by the step, which ends the
+                        // upload as the blocking client's would.
+                        let read = source.read(staged.to_fill(READ_PIECE)).await;
+                        staged.filled(read);
                     }
                 }
-                ClientStep::Done | ClientStep::Wait { .. } => break,
+                _ => break,
             }
         }
         self.driver.finish(call)
