@@ -602,9 +602,10 @@ impl Pool {
                 }
                 Checkout::Full(seen) => seen,
             };
-            let left = deadline.left(self.shared.now())?;
             let mut hosts = self.shared.hosts();
             while hosts.changes == seen {
+                // Again after every wake: a spurious one moves nothing.
+                let left = deadline.left(self.shared.now())?;
                 hosts = match left {
                     None => self
                         .shared
