@@ -172,11 +172,10 @@ fn join(state: &Arc<FrontState>, client: TcpStream, backend: TcpStream) {
         client.try_clone().expect("clone"),
         backend.try_clone().expect("clone"),
     );
-    state
-        .sockets
-        .lock()
-        .expect("sockets")
-        .extend([client.try_clone().expect("clone"), backend.try_clone().expect("clone")]);
+    state.sockets.lock().expect("sockets").extend([
+        client.try_clone().expect("clone"),
+        backend.try_clone().expect("clone"),
+    ]);
     let (up_state, up_gone) = (Arc::clone(state), Arc::clone(&gone));
     let (mut from_client, mut to_backend) = (client, backend);
     std::thread::spawn(move || {
@@ -280,7 +279,7 @@ impl AnyPool {
 
     /// `callers` threads (or tasks) at once, each sending `each` requests
     /// one after the other; every outcome.
-    fn from_many(
+    fn by_many(
         &self,
         origin: &Origin,
         callers: usize,
@@ -381,8 +380,16 @@ fn a_server_restarted_behind_a_front_costs_a_get_one_retry_and_a_post_its_answer
         front.set_backend(server.addr);
 
         let answer = pool.send(&origin, api_request(Method::Put, "/b", "content"));
-        assert_eq!(text(answer, "the PUT after the restart"), "echo /b content", "{kind:?}");
-        assert_eq!(front.dropped(), 1, "{kind:?}: the stale connection carried it first");
+        assert_eq!(
+            text(answer, "the PUT after the restart"),
+            "echo /b content",
+            "{kind:?}"
+        );
+        assert_eq!(
+            front.dropped(),
+            1,
+            "{kind:?}: the stale connection carried it first"
+        );
         assert_eq!(front.accepted(), 2, "{kind:?}: then one new connection, once");
         assert_eq!(
             (second.connections(), second.requests()),
@@ -421,7 +428,11 @@ fn a_server_restarted_behind_a_front_costs_a_get_one_retry_and_a_post_its_answer
         assert_eq!(third.requests(), 0, "{kind:?}");
 
         // The pool goes on: the next call has a new connection.
-        assert_eq!(text(pool.send(&origin, get("/d")), "after"), "echo /d ", "{kind:?}");
+        assert_eq!(
+            text(pool.send(&origin, get("/d")), "after"),
+            "echo /d ",
+            "{kind:?}"
+        );
         assert_eq!(third.connections(), 1, "{kind:?}");
         drop(front);
         server.shutdown_and_join();
@@ -436,7 +447,10 @@ fn a_connection_the_server_closed_while_idle_is_never_used() {
         let front = Front::start(server.addr);
         let origin = Origin::from(front.addr);
         let pool = AnyPool::new(kind, pool_options());
-        assert_eq!(text(pool.send(&origin, api_request(Method::Post, "/a", "1")), "first"), "echo /a 1");
+        assert_eq!(
+            text(pool.send(&origin, api_request(Method::Post, "/a", "1")), "first"),
+            "echo /a 1"
+        );
         // As a server ends an idle connection (its idle limit, D3).
         front.close_clients();
         wait_until("the front to see the close", || front.clients_closed() == 1);
@@ -445,7 +459,11 @@ fn a_connection_the_server_closed_while_idle_is_never_used() {
         let answer = pool.send(&origin, api_request(Method::Post, "/b", "2"));
         assert_eq!(text(answer, "the POST after the close"), "echo /b 2", "{kind:?}");
         assert_eq!(front.accepted(), 2, "{kind:?}");
-        assert_eq!(front.dropped(), 0, "{kind:?}: nothing was written to the closed one");
+        assert_eq!(
+            front.dropped(),
+            0,
+            "{kind:?}: nothing was written to the closed one"
+        );
         assert_eq!(pool.open(&origin), 1, "{kind:?}: the closed one is gone");
         drop(front);
         server.shutdown_and_join();
@@ -459,7 +477,7 @@ fn calls_from_many_threads_and_tasks_share_a_few_connections() {
         let server = start(Runtime::Std, counted.clone(), ServerOptions::default());
         let origin = Origin::from(server.addr);
         let pool = AnyPool::new(kind, pool_options().with_max_connections_per_host(3));
-        let outcomes = pool.from_many(&origin, 4, 8, || get("/shared"));
+        let outcomes = pool.by_many(&origin, 4, 8, || get("/shared"));
         assert_eq!(outcomes.len(), 32);
         for outcome in outcomes {
             assert_eq!(text(outcome, "a shared call"), "echo /shared ", "{kind:?}");
@@ -483,7 +501,7 @@ fn the_per_host_limit_holds_while_calls_wait_for_a_connection() {
         let origin = Origin::from(server.addr);
         let pool = AnyPool::new(kind, pool_options().with_max_connections_per_host(2));
         // Six slow calls at once (300 ms each): two at a time.
-        let outcomes = pool.from_many(&origin, 6, 1, || get("/slow"));
+        let outcomes = pool.by_many(&origin, 6, 1, || get("/slow"));
         for outcome in outcomes {
             assert_eq!(text(outcome, "a slow call"), "echo /slow ", "{kind:?}");
         }
@@ -509,7 +527,10 @@ fn idle_connections_are_closed_at_the_idle_timeout() {
             front.clients_closed() == 1
         });
         let waited = idle_since.elapsed();
-        assert!(waited >= IDLE - Duration::from_millis(50), "{kind:?}: closed after {waited:?}");
+        assert!(
+            waited >= IDLE - Duration::from_millis(50),
+            "{kind:?}: closed after {waited:?}"
+        );
         assert_eq!((pool.idle(&origin), pool.open(&origin)), (0, 0), "{kind:?}");
         // And the next call connects again.
         assert_eq!(text(pool.send(&origin, get("/b")), "a call after"), "echo /b ");
@@ -560,7 +581,10 @@ fn a_call_has_a_deadline_of_its_own_waiting_included() {
             matches!(error, ClientError::TimedOut(Timeout::Call)),
             "{kind:?}: {error:?}"
         );
-        assert_eq!(error.to_string(), "timed out: the call took longer than its deadline");
+        assert_eq!(
+            error.to_string(),
+            "timed out: the call took longer than its deadline"
+        );
         assert!(started.elapsed() < Duration::from_millis(290), "{kind:?}");
 
         // The one connection is busy with a slow call: waiting for it
@@ -580,7 +604,11 @@ fn a_call_has_a_deadline_of_its_own_waiting_included() {
             "{kind:?}: {:?}",
             outcomes.1
         );
-        assert!(outcomes.2 < Duration::from_millis(290), "{kind:?}: {:?}", outcomes.2);
+        assert!(
+            outcomes.2 < Duration::from_millis(290),
+            "{kind:?}: {:?}",
+            outcomes.2
+        );
         // With time enough, the same call is answered.
         assert_eq!(
             text(pool.get_within(&url("/a"), LIMIT), "in time"),
@@ -608,7 +636,11 @@ fn a_jsontps_origin_is_pooled_over_tls() {
             let answer = pool.get_within(&url(&format!("/{n}")), LIMIT);
             assert_eq!(text(answer, "over TLS"), format!("echo /{n} "), "{kind:?}");
         }
-        assert_eq!(counted.connections(), 1, "{kind:?}: one TLS session for three calls");
+        assert_eq!(
+            counted.connections(),
+            1,
+            "{kind:?}: one TLS session for three calls"
+        );
         // A plain pool asking for TLS gets the certificate refused.
         let untrusting = AnyPool::new(kind, pool_options());
         let error = untrusting

@@ -797,9 +797,7 @@ impl<P> RequestBuilder<P> {
     }
 
     fn map(mut self, f: impl FnOnce(Request) -> Result<Request, ClientError>) -> Self {
-        self.parts = self
-            .parts
-            .and_then(|(origin, request)| Ok((origin, f(request)?)));
+        self.parts = self.parts.and_then(|(origin, request)| Ok((origin, f(request)?)));
         self
     }
 
@@ -817,7 +815,7 @@ impl<P> RequestBuilder<P> {
     /// [`body_from_keys`](super::body_from_keys)): reqwest's `.json(&value)`.
     pub fn keys<T: Serialize + ?Sized>(self, value: &T) -> Self {
         self.map(|mut request| {
-            let body = std::mem::replace(&mut request.body, Body::empty());
+            let body = std::mem::take(&mut request.body);
             Ok(request.with_body(keys::keys_into(body, value)?))
         })
     }
@@ -902,7 +900,9 @@ mod tests {
             own.blame(ClientError::TimedOut(Timeout::Connect)),
             ClientError::TimedOut(Timeout::Connect)
         ));
-        let late = deadline.bound(t0 + second * 4, Some(second * 10)).expect("time left");
+        let late = deadline
+            .bound(t0 + second * 4, Some(second * 10))
+            .expect("time left");
         assert_eq!(late.limit, Some(second));
         assert!(matches!(
             late.blame(ClientError::TimedOut(Timeout::Exchange)),
@@ -916,7 +916,13 @@ mod tests {
             deadline.left(t0 + second * 5),
             Err(ClientError::TimedOut(Timeout::Call))
         ));
-        assert_eq!(Deadline::after(t0, None).bound(t0, None).expect("no deadline").limit, None);
+        assert_eq!(
+            Deadline::after(t0, None)
+                .bound(t0, None)
+                .expect("no deadline")
+                .limit,
+            None
+        );
     }
 
     struct Fake {
@@ -954,16 +960,26 @@ mod tests {
             "no reaper on a clock of the caller's"
         );
         assert!(shared.hosts().changes > seen, "a waiting call sees the change");
-        assert!(!shared.check_in(&origin, Fake { closed: true }), "a closed one is not kept");
+        assert!(
+            !shared.check_in(&origin, Fake { closed: true }),
+            "a closed one is not kept"
+        );
         assert_eq!((shared.idle_count(&origin), shared.open_count(&origin)), (1, 1));
         assert!(matches!(shared.checkout(&origin), Checkout::Reuse(_)));
         // A lease dropped mid-exchange frees its place.
-        drop(Lease::new(Arc::clone(&shared), origin.clone(), Some(Fake { closed: false })));
+        drop(Lease::new(
+            Arc::clone(&shared),
+            origin.clone(),
+            Some(Fake { closed: false }),
+        ));
         assert_eq!(shared.open_count(&origin), 0);
 
         assert!(matches!(shared.checkout(&origin), Checkout::Connect));
         shared.check_in(&origin, Fake { closed: false });
-        assert_eq!(shared.reap().map(|at| at - time.lock().unwrap().instant), Some(Duration::from_secs(10)));
+        assert_eq!(
+            shared.reap().map(|at| at - time.lock().unwrap().instant),
+            Some(Duration::from_secs(10))
+        );
         time.lock().unwrap().instant += Duration::from_secs(10);
         assert_eq!(shared.reap(), None, "closed at its idle limit; the reaper stops");
         assert_eq!(shared.open_count(&origin), 0);
