@@ -11,7 +11,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use base64::Engine;
-use jsontp_protocol::io_adapters::client::{ClientError, ClientOptions, Direction, Timeout};
+use jsontp_protocol::io_adapters::client::{ClientError, ClientOptions, Direction, Progress, Sent, Timeout};
 use jsontp_protocol::message::{Body, Encoding, Forgiven, Headers, Method, Request, StatusCode};
 use serde_json::{Value, json};
 
@@ -327,8 +327,52 @@ fn a_server_that_closes_without_answering_is_closed_early() {
         });
         let mut client = AnyClient::connect(kind, &addr, quick()).expect("connect");
         let result = client.send(get("/"));
-        assert!(matches!(result, Err(ClientError::ClosedEarly)), "{result:?}");
+        // The server read it whole: it may have been applied (D13), and a
+        // GET may be sent again, as no byte of its answer came.
+        let Err(ClientError::ClosedEarly { progress }) = result else {
+            panic!("{result:?}");
+        };
+        assert_eq!(
+            progress,
+            Progress {
+                request: Sent::Whole,
+                answer_began: false
+            }
+        );
+        assert!(progress.may_send_again(Method::Get));
+        assert!(!progress.may_send_again(Method::Post), "never a POST (D13)");
+        let said = ClientError::ClosedEarly { progress }.to_string();
+        assert!(said.contains("may or may not have been applied"), "{said}");
         assert!(client.is_closed());
+        server.join().expect("server script");
+    });
+}
+
+#[test]
+fn a_server_that_closes_in_the_middle_of_its_answer_is_not_asked_again() {
+    each_client(|kind| {
+        let (addr, server) = scripted(|mut peer| {
+            peer.request();
+            let answer = ok("/", "cut short");
+            peer.writer
+                .write_all(&answer.as_bytes()[..answer.len() / 2])
+                .expect("half an answer");
+            // Dropping the peer closes the connection.
+        });
+        let mut client = AnyClient::connect(kind, &addr, quick()).expect("connect");
+        let result = client.send(get("/"));
+        let Err(ClientError::ClosedEarly { progress }) = result else {
+            panic!("{result:?}");
+        };
+        assert!(progress.answer_began, "{progress:?}");
+        assert!(
+            !progress.may_send_again(Method::Get),
+            "never after part of the answer (D13)"
+        );
+        assert_eq!(
+            ClientError::ClosedEarly { progress }.to_string(),
+            "the server closed the connection in the middle of its answer"
+        );
         server.join().expect("server script");
     });
 }
@@ -348,8 +392,15 @@ fn a_server_that_closes_after_its_answer_leaves_a_closed_connection() {
         assert!(
             matches!(
                 second,
-                Err(ClientError::ConnectionClosed | ClientError::ClosedEarly)
+                Err(ClientError::ConnectionClosed | ClientError::ClosedEarly { .. })
             ),
+            "{second:?}"
+        );
+        // Whether or not the client wrote it before it saw the close, no
+        // byte of an answer came: a GET may go again on a new connection.
+        let progress = second.as_ref().err().and_then(ClientError::progress);
+        assert!(
+            progress.is_some_and(|p| p.may_send_again(Method::Get)),
             "{second:?}"
         );
     });

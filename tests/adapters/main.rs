@@ -18,6 +18,7 @@ mod on_tokio;
 mod pipelines;
 #[cfg(feature = "tls")]
 mod pki;
+mod pool;
 mod proxy;
 #[path = "../common/reference_get.rs"]
 mod reference_get;

@@ -150,7 +150,7 @@ fn shutdown_closes_an_idle_connection_and_the_client_sees_it() {
         assert!(
             matches!(
                 after,
-                Err(ClientError::ClosedEarly | ClientError::ConnectionClosed)
+                Err(ClientError::ClosedEarly { .. } | ClientError::ConnectionClosed)
             ),
             "{runtime:?} {kind:?}: {after:?}"
         );

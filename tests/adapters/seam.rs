@@ -96,7 +96,7 @@ fn a_client_over_a_closed_pair_reports_the_close() {
     let mut client = Client::from_stream(client_end, quick());
     let result = client.send(get("/"));
     assert!(
-        matches!(result, Err(ClientError::ClosedEarly | ClientError::Io(_))),
+        matches!(result, Err(ClientError::ClosedEarly { .. } | ClientError::Io(_))),
         "{result:?}"
     );
     assert!(client.is_closed());

@@ -1,32 +1,49 @@
-//! The clients: one connection each, requests in, answers out.
+//! The clients: pooled ones for an application, one connection each
+//! underneath, requests in, answers out.
+//!
+//! - [`blocking::Pool`] and `tokio::Pool` (feature `tokio`): what an
+//!   application calling a service uses, as it would reqwest's `Client`.
+//!   Connections reused across calls, threads and tasks, limited per
+//!   origin ([`PoolOptions`]), closed after an idle time; `jsontp://` and
+//!   `jsontps://` alike; a deadline per call; an idempotent request sent
+//!   again once when a reused connection closes before any byte of its
+//!   answer (D13); typed bodies both ways ([`RequestBuilder::keys`],
+//!   [`Answer::keys`]).
+//! - [`blocking::Client`]: std only, one connection over any blocking
+//!   [`Transport`](super::Transport) (TCP by default), pipelining (D2).
+//! - `tokio::Client` (feature `tokio`): the same over any
+//!   `AsyncRead + AsyncWrite`.
+//! - [`Driver`] itself, for an event loop of your own (and the
+//!   simulation, which runs it on simulated bytes and time).
 //!
 //! Both clients drive the same client machine through one drive step
-//! (`drive.rs`, the only caller of the machine here) and share the
+//! ([`Driver`], the only caller of the machine here) and share the
 //! bookkeeping of a call (`outstanding.rs`); each only performs the I/O the
-//! step asks for:
-//!
-//! - [`blocking::Client`]: std only, over any blocking
-//!   [`Transport`](super::Transport) (TCP by default).
-//! - `tokio::Client` (feature `tokio`): over any `AsyncRead + AsyncWrite`.
-//!
-//! The machine writes the requests, runs the 100-continue handshake (D10),
-//! frames and validates the responses (D1, D13) and checks the echoed
-//! `resource`. The options, outcomes ([`Answer`]) and errors
-//! ([`ClientError`]) below are the same for both clients.
+//! step asks for. The machine writes the requests, runs the 100-continue
+//! handshake (D10), frames and validates the responses (D1, D13) and checks
+//! the echoed `resource`. The options, outcomes ([`Answer`]) and errors
+//! ([`ClientError`]) below are the same for every client.
 
 use std::fmt;
 use std::io;
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
+use super::Clock;
 use crate::machine::{ClientConfig, UsageError};
-use crate::message::{Forgiven, Rejection, Response, Validation};
+use crate::message::{Forgiven, Method, Rejection, Response, Validation};
 
 pub mod blocking;
 mod drive;
+mod keys;
 mod outstanding;
+mod pool;
 #[cfg(feature = "tokio")]
 pub mod tokio;
+
+pub use drive::{Call, Driver, Step, Streams};
+pub use keys::{KeysError, Side, body_from_keys};
+pub use pool::{DEFAULT_PORT, DEFAULT_TLS_PORT, Origin, PoolOptions, RequestBuilder, Scheme, split_url};
 
 /// How a client connects, waits and validates.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,6 +58,9 @@ pub struct ClientOptions {
     /// Longest time from sending a request (or a pipelined batch) to its
     /// last response. `None`: no limit.
     pub exchange_timeout: Option<Duration>,
+    /// Where the client reads the time: the system's clocks by default; a
+    /// simulation gives its own ([`Clock::from_fn`]).
+    pub clock: Clock,
 }
 
 impl Default for ClientOptions {
@@ -54,6 +74,7 @@ impl Default for ClientOptions {
             connect_timeout: Some(Duration::from_secs(10)),
             read_timeout: Some(Duration::from_secs(30)),
             exchange_timeout: Some(Duration::from_secs(60)),
+            clock: Clock::system(),
         }
     }
 }
@@ -63,6 +84,12 @@ impl ClientOptions {
     /// reference crate leaves out, and reports it (D13).
     pub fn lenient(mut self) -> Self {
         self.config.validation = Validation::Lenient;
+        self
+    }
+
+    /// Sets where the client reads the time (builder style).
+    pub fn with_clock(mut self, clock: Clock) -> Self {
+        self.clock = clock;
         self
     }
 }
@@ -81,7 +108,7 @@ pub struct Answer {
 
 /// The outcome of a call that sent one request.
 pub(crate) fn only(mut outcomes: Vec<Result<Answer, ClientError>>) -> Result<Answer, ClientError> {
-    outcomes.pop().unwrap_or(Err(ClientError::ClosedEarly))
+    outcomes.pop().unwrap_or(Err(ClientError::ConnectionClosed))
 }
 
 impl Answer {
@@ -91,6 +118,54 @@ impl Answer {
     /// its sink as well: a download's answer always has an empty body.
     pub(crate) fn take_whole_content(&mut self) -> Vec<u8> {
         self.response.body.replace_content(Vec::new())
+    }
+}
+
+/// How far an exchange got before its connection ended under it: what
+/// decides whether it may be sent again on a new connection (D13).
+///
+/// The driver counts a byte as the answer's when it arrives while the
+/// exchange is the oldest unanswered one, or in the read that ended the
+/// answer before it: in a pipeline it may count an exchange as answered in
+/// part when its answer had not begun, never the other way round.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Progress {
+    /// How much of the request the transport took.
+    pub request: Sent,
+    /// Whether any byte of the answer arrived (a `100` included).
+    pub answer_began: bool,
+}
+
+/// How much of a request the transport took.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Sent {
+    /// None of it: the server cannot have it.
+    Nothing,
+    /// Part of it (the rest was still queued, or its content was still
+    /// being read from its source, D19).
+    Part,
+    /// All of it: the server may or may not have applied it.
+    Whole,
+}
+
+impl Progress {
+    /// Nothing written, nothing heard: a request the connection never
+    /// carried.
+    pub const UNSENT: Progress = Progress {
+        request: Sent::Nothing,
+        answer_began: false,
+    };
+
+    /// Whether a request with `method` that got this far may be sent again,
+    /// once, on a new connection (D13): only before any byte of its answer
+    /// arrived, and only for `GET`, `OPTIONS`, `PUT` and `DELETE`; never a
+    /// `POST`.
+    pub fn may_send_again(&self, method: Method) -> bool {
+        !self.answer_began
+            && matches!(
+                method,
+                Method::Get | Method::Options | Method::Put | Method::Delete
+            )
     }
 }
 
@@ -106,6 +181,10 @@ pub enum Timeout {
     /// The machine's own timer (D3): a response started and did not finish
     /// in time.
     Message,
+    /// A pooled call's own deadline ([`PoolOptions::call_timeout`],
+    /// [`RequestBuilder::timeout`]): waiting for a connection, connecting,
+    /// sending and the answer, all together.
+    Call,
 }
 
 impl fmt::Display for Timeout {
@@ -115,6 +194,7 @@ impl fmt::Display for Timeout {
             Timeout::Read => "the server sent nothing for too long",
             Timeout::Exchange => "the exchange took too long",
             Timeout::Message => "a response started but did not finish in time",
+            Timeout::Call => "the call took longer than its deadline",
         })
     }
 }
@@ -140,8 +220,13 @@ pub enum ClientError {
         /// Why, as rustls says it.
         source: io::Error,
     },
-    /// The server closed the connection before answering.
-    ClosedEarly,
+    /// The server closed (or reset) the connection before the answer was
+    /// whole; `progress` says how far the exchange had got, which decides
+    /// whether it may be sent again ([`Progress::may_send_again`], D13).
+    ClosedEarly {
+        /// How far the exchange got.
+        progress: Progress,
+    },
     /// The response echoed another `resource` than the request's (D13):
     /// it is not taken as the answer. (A response echoing `""`, the
     /// server's error about a resource it could not read, D12, is an
@@ -181,6 +266,17 @@ pub enum ClientError {
         /// The limit, in bytes.
         limit: usize,
     },
+    /// Body keys that do not fit ([`Answer::keys`],
+    /// [`RequestBuilder::keys`]): the key at fault, and why.
+    Keys(KeysError),
+    /// A URL or an origin a pool cannot use ([`split_url`]): nothing was
+    /// sent.
+    BadUrl {
+        /// The URL as given.
+        url: String,
+        /// What is wrong with it.
+        reason: String,
+    },
 }
 
 impl ClientError {
@@ -196,7 +292,7 @@ impl ClientError {
                 addr: addr.clone(),
                 source: io::Error::new(source.kind(), source.to_string()),
             },
-            ClientError::ClosedEarly => ClientError::ClosedEarly,
+            ClientError::ClosedEarly { progress } => ClientError::ClosedEarly { progress: *progress },
             ClientError::ResourceMismatch {
                 sent,
                 received,
@@ -214,6 +310,24 @@ impl ClientError {
             ClientError::Source(e) => ClientError::Source(io::Error::new(e.kind(), e.to_string())),
             ClientError::Sink(e) => ClientError::Sink(io::Error::new(e.kind(), e.to_string())),
             ClientError::ContentTooLarge { limit } => ClientError::ContentTooLarge { limit: *limit },
+            ClientError::Keys(k) => ClientError::Keys(k.clone()),
+            ClientError::BadUrl { url, reason } => ClientError::BadUrl {
+                url: url.clone(),
+                reason: reason.clone(),
+            },
+        }
+    }
+
+    /// How far the exchange got when its connection ended under it, for
+    /// the errors where it did: [`ClosedEarly`](Self::ClosedEarly), and
+    /// [`ConnectionClosed`](Self::ConnectionClosed) (nothing sent). `None`
+    /// for the others, where the connection did not close first (a timeout,
+    /// a refused response) or the call never had one.
+    pub fn progress(&self) -> Option<Progress> {
+        match self {
+            ClientError::ClosedEarly { progress } => Some(*progress),
+            ClientError::ConnectionClosed => Some(Progress::UNSENT),
+            _ => None,
         }
     }
 
@@ -221,7 +335,11 @@ impl ClientError {
     pub(crate) fn breaks_connection(&self) -> bool {
         !matches!(
             self,
-            ClientError::ResourceMismatch { .. } | ClientError::InvalidResponse(_) | ClientError::Usage(_)
+            ClientError::ResourceMismatch { .. }
+                | ClientError::InvalidResponse(_)
+                | ClientError::Usage(_)
+                | ClientError::Keys(_)
+                | ClientError::BadUrl { .. }
         )
     }
 }
@@ -231,7 +349,23 @@ impl fmt::Display for ClientError {
         match self {
             ClientError::Refused { addr, source } => write!(f, "could not connect to {addr}: {source}"),
             ClientError::Tls { addr, source } => write!(f, "no TLS session with {addr}: {source}"),
-            ClientError::ClosedEarly => f.write_str("the server closed the connection before answering"),
+            ClientError::ClosedEarly { progress } => f.write_str(match progress {
+                Progress {
+                    answer_began: true, ..
+                } => "the server closed the connection in the middle of its answer",
+                Progress {
+                    request: Sent::Nothing,
+                    ..
+                } => "the server closed the connection before answering; the request was not sent, so it was not applied",
+                Progress {
+                    request: Sent::Part,
+                    ..
+                } => "the server closed the connection before answering, while the request was being sent",
+                Progress {
+                    request: Sent::Whole,
+                    ..
+                } => "the server closed the connection before answering; the request was sent and may or may not have been applied",
+            }),
             ClientError::ResourceMismatch {
                 sent,
                 received,
@@ -261,6 +395,8 @@ impl fmt::Display for ClientError {
                 f,
                 "the response's content is larger than the {limit} bytes held in memory; download it to a file"
             ),
+            ClientError::Keys(k) => write!(f, "{k}"),
+            ClientError::BadUrl { url, reason } => write!(f, "the URL {url:?} {reason}"),
         }
     }
 }
@@ -275,6 +411,7 @@ impl std::error::Error for ClientError {
             | ClientError::Sink(source) => Some(source),
             ClientError::InvalidResponse(r) => Some(r),
             ClientError::Usage(u) => Some(u),
+            ClientError::Keys(k) => Some(k),
             _ => None,
         }
     }
@@ -335,6 +472,8 @@ mod tests {
         fn is_send<T: Send>() {}
         is_send::<blocking::Client>();
         is_send::<ClientError>();
+        fn is_shared<T: Send + Sync>() {}
+        is_shared::<blocking::Pool>();
     }
 
     #[test]

@@ -1,11 +1,11 @@
 //! The bookkeeping of one call of a client (`send`, `send_all`): which
-//! exchanges it waits for, their outcomes, and its clocks. Shared by both
-//! clients.
+//! exchanges it waits for, their outcomes, how far each got (D13), and its
+//! clocks. Shared by both clients.
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-use super::{Answer, ClientError, ClientOptions, Timeout};
+use super::{Answer, ClientError, ClientOptions, Progress, Sent, Timeout};
 use crate::machine::{ClientEvent, PeerError, RequestId};
 
 /// The exchanges a call waits for, and their outcomes as the machine's
@@ -14,6 +14,36 @@ pub(crate) struct Outstanding {
     slots: VecDeque<Slot>,
     /// The most streamed content gathered for one response in memory.
     content_limit: usize,
+    /// Bytes of output the transport has taken on this connection, as of
+    /// the last [`track`](Self::track).
+    written: u64,
+    /// Slots before this one need no more tracking of their requests:
+    /// written whole, answered, or never queued.
+    tracked: usize,
+    /// Where the bytes last read belong.
+    heard: Heard,
+}
+
+/// Where the bytes last read belong (D13: whether an answer began).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Heard {
+    /// To the exchanges already marked.
+    Placed,
+    /// Perhaps also to the exchange that is oldest once the machine has
+    /// taken them: the read may have ended one answer and begun the next.
+    Unplaced,
+}
+
+/// What the machine has of a request, as [`Outstanding::track`] asks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Queued {
+    /// None of it yet.
+    Nothing,
+    /// Part of it (a handshake waiting for its `100`, content still
+    /// streaming).
+    Part,
+    /// All of it (or the exchange is over).
+    All,
 }
 
 struct Slot {
@@ -23,25 +53,52 @@ struct Slot {
     result: Option<Result<Answer, ClientError>>,
     /// Streamed content gathered for the response (D19).
     content: Vec<u8>,
+    /// How far it got: `request` is [`Sent::Whole`] once known, else
+    /// [`Sent::Nothing`] and told from `from` when it fails.
+    progress: Progress,
+    /// Where the request's first byte is in the output, at the least.
+    from: u64,
+}
+
+impl Slot {
+    /// How far it got, with `written` bytes of output taken.
+    fn progress(&self, written: u64) -> Progress {
+        let request = match self.progress.request {
+            Sent::Whole => Sent::Whole,
+            _ if written <= self.from => Sent::Nothing,
+            _ => Sent::Part,
+        };
+        Progress {
+            request,
+            ..self.progress
+        }
+    }
 }
 
 impl Outstanding {
     /// Responses whose content streams are gathered up to `content_limit`
-    /// bytes each.
-    pub(crate) fn new(content_limit: usize) -> Self {
+    /// bytes each; the transport has taken `written` bytes of output so
+    /// far.
+    pub(crate) fn new(content_limit: usize, written: u64) -> Self {
         Outstanding {
             slots: VecDeque::new(),
             content_limit,
+            written,
+            tracked: 0,
+            heard: Heard::Placed,
         }
     }
 
-    /// Waits for exchange `id` too.
-    pub(crate) fn push(&mut self, id: RequestId) {
+    /// Waits for exchange `id` too, whose request starts at output byte
+    /// `from` or later.
+    pub(crate) fn push(&mut self, id: RequestId, from: u64) {
         self.slots.push_back(Slot {
             id: Some(id),
             continued: false,
             result: None,
             content: Vec::new(),
+            progress: Progress::UNSENT,
+            from,
         });
     }
 
@@ -52,7 +109,70 @@ impl Outstanding {
             continued: false,
             result: Some(Err(error)),
             content: Vec::new(),
+            progress: Progress::UNSENT,
+            from: 0,
         });
+    }
+
+    /// Notes how far each request has been written: `written` bytes of
+    /// output taken, `queued_from` the least position of a request not yet
+    /// queued, `drained` whether nothing is left to write, and `queued`
+    /// what the machine has of each request. Requests go out in order, so
+    /// the walk stops at the first not known whole and not idle.
+    pub(crate) fn track(
+        &mut self,
+        written: u64,
+        queued_from: u64,
+        drained: bool,
+        mut queued: impl FnMut(RequestId) -> Queued,
+    ) {
+        self.written = written;
+        let mut moving = true;
+        for index in self.tracked..self.slots.len() {
+            let slot = &mut self.slots[index];
+            let Some(id) = slot.id.filter(|_| slot.result.is_none()) else {
+                if moving {
+                    self.tracked = index + 1;
+                }
+                continue;
+            };
+            match queued(id) {
+                // Nothing of it is queued: it starts after all that is.
+                Queued::Nothing => slot.from = queued_from,
+                Queued::All if drained => {
+                    slot.progress.request = Sent::Whole;
+                    if moving {
+                        self.tracked = index + 1;
+                    }
+                    continue;
+                }
+                Queued::All | Queued::Part => {}
+            }
+            moving = false;
+        }
+    }
+
+    /// Bytes of the server's arrived (not only whitespace between
+    /// messages): they are the oldest unanswered exchange's answer, and
+    /// perhaps the next one's too ([`events_taken`](Self::events_taken)).
+    pub(crate) fn on_heard(&mut self) {
+        self.mark_oldest();
+        self.heard = Heard::Unplaced;
+    }
+
+    /// The machine has given every event of what was read: the oldest
+    /// exchange still unanswered may have had bytes in that read.
+    pub(crate) fn events_taken(&mut self) {
+        if self.heard == Heard::Unplaced {
+            self.mark_oldest();
+            self.heard = Heard::Placed;
+        }
+    }
+
+    fn mark_oldest(&mut self) {
+        if let Some(slot) = self.slot(None) {
+            slot.progress.answer_began = true;
+        }
     }
 
     /// Whether every exchange has an outcome.
@@ -132,13 +252,17 @@ impl Outstanding {
                 self.settle(id, Err(ClientError::TimedOut(Timeout::Message)));
             }
             ClientEvent::PeerError(PeerError::UnexpectedEof) => {
-                self.settle(None, Err(ClientError::ClosedEarly));
+                let written = self.written;
+                if let Some(slot) = self.slot(None) {
+                    let progress = slot.progress(written);
+                    slot.result = Some(Err(ClientError::ClosedEarly { progress }));
+                }
             }
             // The server took none of our requests for the stall limit (D3).
             ClientEvent::PeerError(PeerError::OutputStalled) => {
                 self.settle(None, Err(ClientError::TimedOut(Timeout::Exchange)));
             }
-            ClientEvent::Closed => self.fail_rest(&ClientError::ClosedEarly),
+            ClientEvent::Closed => self.close_rest(),
         }
     }
 
@@ -149,18 +273,32 @@ impl Outstanding {
         }
     }
 
-    /// Whether any outcome leaves the connection unusable.
-    pub(crate) fn broke_connection(&self) -> bool {
-        self.slots
-            .iter()
-            .any(|s| matches!(&s.result, Some(Err(e)) if e.breaks_connection()))
+    /// The connection ended: every exchange without an outcome is
+    /// [`ClientError::ClosedEarly`], with how far it got.
+    pub(crate) fn close_rest(&mut self) {
+        let written = self.written;
+        for slot in self.slots.iter_mut().filter(|s| s.result.is_none()) {
+            let progress = slot.progress(written);
+            slot.result = Some(Err(ClientError::ClosedEarly { progress }));
+        }
+    }
+
+    /// The first outcome that leaves the connection unusable.
+    pub(crate) fn breaking_error(&self) -> Option<&ClientError> {
+        self.slots.iter().find_map(|s| match &s.result {
+            Some(Err(e)) if e.breaks_connection() => Some(e),
+            _ => None,
+        })
     }
 
     /// The outcomes, in request order.
-    pub(crate) fn into_results(self) -> Vec<Result<Answer, ClientError>> {
+    pub(crate) fn into_results(mut self) -> Vec<Result<Answer, ClientError>> {
+        // Every call ends with an outcome for each exchange; this is only
+        // a floor.
+        self.close_rest();
         self.slots
             .into_iter()
-            .map(|s| s.result.unwrap_or(Err(ClientError::ClosedEarly)))
+            .map(|s| s.result.unwrap_or(Err(ClientError::ConnectionClosed)))
             .collect()
     }
 }
@@ -215,10 +353,10 @@ mod tests {
 
     #[test]
     fn outcomes_follow_request_order_and_errors_without_id_go_to_the_oldest() {
-        let mut o = Outstanding::new(1 << 20);
-        o.push(RequestId(0));
-        o.push(RequestId(1));
-        o.push(RequestId(2));
+        let mut o = Outstanding::new(1 << 20, 0);
+        o.push(RequestId(0), 0);
+        o.push(RequestId(1), 0);
+        o.push(RequestId(2), 0);
         o.on_event(ClientEvent::Continue { id: RequestId(0) });
         o.on_event(ClientEvent::Response {
             id: RequestId(0),
@@ -233,18 +371,21 @@ mod tests {
         }));
         o.on_event(ClientEvent::Closed);
         assert!(o.is_done());
-        assert!(o.broke_connection());
+        assert!(matches!(
+            o.breaking_error(),
+            Some(ClientError::ClosedEarly { .. })
+        ));
         let results = o.into_results();
         let first = results[0].as_ref().expect("first answered");
         assert!(first.continued);
         assert!(matches!(&results[1], Err(ClientError::InvalidResponse(r)) if r.message.contains("date")));
-        assert!(matches!(results[2], Err(ClientError::ClosedEarly)));
+        assert!(matches!(results[2], Err(ClientError::ClosedEarly { .. })));
     }
 
     #[test]
     fn events_of_other_exchanges_are_ignored() {
-        let mut o = Outstanding::new(1 << 20);
-        o.push(RequestId(5));
+        let mut o = Outstanding::new(1 << 20, 0);
+        o.push(RequestId(5), 0);
         o.on_event(ClientEvent::Response {
             id: RequestId(4),
             response: response("/old"),
@@ -258,9 +399,103 @@ mod tests {
         }));
         assert!(o.is_done());
         assert!(
-            !o.broke_connection(),
+            o.breaking_error().is_none(),
             "a mismatch ends the exchange, not the connection"
         );
+    }
+
+    #[test]
+    fn an_error_with_the_connection_says_how_far_each_exchange_got() {
+        // Three requests queued at output bytes 0, 100 and 200 (ends 100,
+        // 200, 300); the transport took 150 bytes, then all 300.
+        let mut o = Outstanding::new(1 << 20, 0);
+        for (id, from) in [(0, 0), (1, 100), (2, 200)] {
+            o.push(RequestId(id), from);
+        }
+        let all = |_| Queued::All;
+        o.track(150, 300, false, all);
+        o.on_heard();
+        o.events_taken();
+        o.close_rest();
+        let progress: Vec<_> = o
+            .into_results()
+            .iter()
+            .map(|r| r.as_ref().err().and_then(ClientError::progress))
+            .collect();
+        assert_eq!(
+            progress,
+            [
+                Some(Progress {
+                    request: Sent::Part,
+                    answer_began: true
+                }),
+                Some(Progress {
+                    request: Sent::Part,
+                    answer_began: false
+                }),
+                Some(Progress::UNSENT),
+            ],
+            "the first is not known whole while output is pending, the second was cut, the third unsent"
+        );
+
+        let mut o = Outstanding::new(1 << 20, 0);
+        o.push(RequestId(0), 0);
+        o.push(RequestId(1), 50);
+        // The first is written whole; the second is still idle (behind a
+        // handshake) and starts after everything queued so far.
+        o.track(300, 300, true, |id| {
+            if id == RequestId(0) {
+                Queued::All
+            } else {
+                Queued::Nothing
+            }
+        });
+        o.track(320, 300, false, |_| Queued::Part);
+        o.on_event(ClientEvent::Response {
+            id: RequestId(0),
+            response: response("/a"),
+            forgiven: vec![],
+        });
+        o.on_event(ClientEvent::PeerError(PeerError::UnexpectedEof));
+        let results = o.into_results();
+        assert!(results[0].is_ok());
+        assert_eq!(
+            results[1].as_ref().err().and_then(ClientError::progress),
+            Some(Progress {
+                request: Sent::Part,
+                answer_began: false
+            })
+        );
+    }
+
+    #[test]
+    fn bytes_that_end_one_answer_count_for_the_next_too() {
+        // D13 errs on the side of not sending again: a read that completed
+        // the first answer may have begun the second.
+        let mut o = Outstanding::new(1 << 20, 0);
+        o.push(RequestId(0), 0);
+        o.push(RequestId(1), 10);
+        o.push(RequestId(2), 20);
+        o.track(30, 30, true, |_| Queued::All);
+        o.on_heard();
+        o.on_event(ClientEvent::Response {
+            id: RequestId(0),
+            response: response("/a"),
+            forgiven: vec![],
+        });
+        o.events_taken();
+        o.close_rest();
+        let began: Vec<_> = o
+            .into_results()
+            .iter()
+            .map(|r| {
+                r.as_ref()
+                    .err()
+                    .and_then(ClientError::progress)
+                    .map(|p| p.answer_began)
+            })
+            .collect();
+        assert_eq!(began, [None, Some(true), Some(false)]);
     }
 
     #[test]
