@@ -58,7 +58,7 @@ use jsontp_protocol::io_adapters::client::{
 };
 use jsontp_protocol::io_adapters::server::{Driver as ServerDriver, ServerOptions, Step as ServerStep};
 use jsontp_protocol::io_adapters::{Clock, IoMode, Transport};
-use jsontp_protocol::machine::ClientConfig;
+use jsontp_protocol::machine::{Acknowledged, ClientConfig};
 use jsontp_protocol::message::{
     Body, Encoding, Headers, MessageLimits, Method, Request, StatusCode, Validation, parse_response,
 };
@@ -530,8 +530,13 @@ impl Transport for ServerEnd<'_> {
         Ok(())
     }
 
-    fn unsent(&self) -> Option<usize> {
-        Some(self.0.down.bytes.len())
+    /// What the client read is what it acknowledged.
+    fn acknowledged(&self) -> Option<Acknowledged> {
+        let down = &self.0.down;
+        Some(Acknowledged {
+            bytes: down.total - down.bytes.len() as u64,
+            holds_more: !down.bytes.is_empty(),
+        })
     }
 }
 

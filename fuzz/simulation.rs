@@ -84,7 +84,7 @@ use jsontp_protocol::io_adapters::server::{
 use jsontp_protocol::io_adapters::{Clock, IoMode, Transport};
 #[cfg(target_os = "linux")]
 use jsontp_protocol::machine::OutputCopy;
-use jsontp_protocol::machine::{ContinuePolicy, Limits, ServerConfig};
+use jsontp_protocol::machine::{Acknowledged, ContinuePolicy, Limits, ServerConfig};
 use jsontp_protocol::message::{
     Body, ContentDecoder, Encoding, MessageLimits, Method, Request, Response, Status, StatusCode, Validation,
     codec, parse_response,
@@ -885,8 +885,12 @@ impl Transport for SimTransport {
         Ok(())
     }
 
-    fn unsent(&self) -> Option<usize> {
-        Some(self.unread())
+    /// What the peer read is what it acknowledged.
+    fn acknowledged(&self) -> Option<Acknowledged> {
+        Some(Acknowledged {
+            bytes: self.peer_read as u64,
+            holds_more: self.unread() > 0,
+        })
     }
 
     /// As a write, but from the file: at most what the window has room

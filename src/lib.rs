@@ -104,7 +104,7 @@
 //! ```
 #![warn(missing_docs)]
 #![warn(unreachable_pub)]
-// One call needs it, the socket's send queue (`io_adapters/transport.rs`),
+// One call needs it, what a TCP peer acknowledged (`io_adapters/transport.rs`),
 // allowed there alone with its safety argument.
 #![deny(unsafe_code)]
 

@@ -3,9 +3,12 @@
 //! them, OPTIONS lists what can be done (D11).
 //!
 //! Checks run in the order D5 gives, in one function, `plan`, which both
-//! [`Handler::handle`] and [`Handler::check_continue`] call, so that a
-//! 100-continue handshake is refused for exactly what the full request
-//! would be refused for, before the client sends its body (D10).
+//! [`Handler::handle`] and [`Handler::check_head`] call, so that a
+//! 100-continue handshake, or a request whose content streams in, is
+//! refused for exactly what the whole request would be refused for,
+//! before the client sends its body (D10) or any of it is stored (D19).
+//! Only `PUT` uses content: on every other method it is checked as the
+//! protocol requires and dropped, never stored.
 //!
 //! Level 5, what the server can offer: the request's `content-type`
 //! (`415`); `accept` against the file's media type (`415`, for `GET` and
@@ -53,7 +56,9 @@
 //! - Only regular files and folders are served, opened without blocking:
 //!   a pipe, socket or device is `403`. A file that is there but cannot be
 //!   opened is never `404`: `503` when the server is out of descriptors,
-//!   `500` otherwise, each saying which.
+//!   `500` otherwise, each saying which. A `PUT` that cannot write for
+//!   want of descriptors is `503` too: nothing was stored, so a retry is
+//!   safe.
 //! - Media types come from the file's extension (the `mime_guess` table);
 //!   a folder sends its `index.html`, so `text/html`; an unknown extension
 //!   is `application/octet-stream`. No `charset` parameter: a `.txt` file
@@ -63,7 +68,9 @@
 //!   entries, `{"name", "size", "modified", "is-folder"}`, sorted by name,
 //!   at most 2,000 at a time: a longer listing's answer names its next
 //!   page in body key `next-page` (`?after=NAME`), so that one answer
-//!   never holds more than D3's 1 MiB whatever the folder's size.
+//!   never holds more than D3's 1 MiB whatever the folder's size. A page
+//!   costs about a page: a longer folder's sorted names are kept, in
+//!   bounded memory, while it is unchanged.
 //!   The listing shows what a `GET` could reach and nothing else: a symlink
 //!   whose target lies outside the root, or that leads nowhere, is left
 //!   out, as are names that are not UTF-8 (no resource can name them) and
@@ -82,9 +89,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde::Serialize;
 use subtle::ConstantTimeEq;
 
+mod listings;
 #[cfg(target_os = "linux")]
 mod small_files;
 mod steady;
+use listings::Listings;
 #[cfg(target_os = "linux")]
 use small_files::{Cached, Slot, SmallFiles, Stamp};
 use steady::{Measure, Steady};
@@ -94,7 +103,7 @@ use steady::{Measure, Steady};
 #[derive(Debug, Clone)]
 enum Slot {}
 
-use jsontp_protocol::io_adapters::server::{Handler, Reply, RequestInfo, Upload};
+use jsontp_protocol::io_adapters::server::{Handler, HeadCheck, Reply, RequestInfo, Upload};
 #[cfg(target_os = "linux")]
 use jsontp_protocol::message::negotiate::{self, ContentKind};
 use jsontp_protocol::message::{
@@ -155,6 +164,8 @@ pub struct FileServer {
     content_types: Vec<MediaType>,
     writable: bool,
     listing: bool,
+    /// The sorted names of folders longer than a page, between pages.
+    listings: Listings,
 }
 
 /// Why a request cannot be answered as asked: the response to send.
@@ -329,6 +340,7 @@ impl FileServer {
             content_types: ACCEPTED_CONTENT_TYPES.iter().map(|t| constant_media(t)).collect(),
             writable: true,
             listing: false,
+            listings: Listings::new(LISTING_CACHE_BYTES),
         })
     }
 
@@ -392,6 +404,15 @@ impl FileServer {
     pub fn with_listing(mut self, listing: bool) -> Self {
         self.listing = listing;
         self
+    }
+
+    /// How many times a listing has read a folder through. A folder longer
+    /// than one page is read once and its sorted names kept (32 MiB of
+    /// names in all, the least recently used folder dropped first) while
+    /// the folder is unchanged, so that its other pages read only their
+    /// own entries; this counts the reads that could not be spared.
+    pub fn folder_reads(&self) -> u64 {
+        self.listings.reads()
     }
 
     /// The served folder, canonical.
@@ -613,7 +634,7 @@ impl FileServer {
                     Some(upload) => upload.persist(&target),
                     None => write_atomically(&folder, &target, request.body.content()),
                 }
-                .map_err(|e| io_failure(&e, language))?;
+                .map_err(|e| write_failure(&e, language))?;
                 Ok(Response::created("the file was written").with_headers(headers))
             }
             Action::Remove(file) => {
@@ -978,42 +999,23 @@ impl FileServer {
     /// by name after `after` (all names when `None`), as JSON text, and
     /// their last modification for the conditional headers (D17): the
     /// latest of the folder's and the page's entries', since changing a
-    /// file's content leaves its folder's time alone. The folder is read
-    /// through keeping only the page's names, so a page costs the same to
-    /// hold whatever the folder's size. Only what a `GET` could reach is
-    /// listed: symlinks are followed only when they stay inside the root.
+    /// file's content leaves its folder's time alone. A folder longer
+    /// than a page is read through once and its sorted names kept while
+    /// it is unchanged ([`Listings`]), so that a page costs about a page;
+    /// memory stays bounded whatever the folder's size. Only what a `GET`
+    /// could reach is listed: symlinks are followed only when they stay
+    /// inside the root.
     fn list(&self, folder: &Path, after: Option<&str>) -> io::Result<Page> {
-        use std::collections::BinaryHeap;
-        let mut latest = fs::metadata(folder)?.modified().ok().map(Date::from_system_time);
-        // The smallest names after `after`, the largest on top.
-        let mut smallest: BinaryHeap<(String, bool)> = BinaryHeap::new();
-        let mut more = false;
-        for entry in fs::read_dir(folder)? {
-            let entry = entry?;
-            let Ok(name) = entry.file_name().into_string() else {
-                continue;
-            };
-            if after.is_some_and(|after| name.as_str() <= after) {
-                continue;
-            }
-            // What a GET could not fetch is not offered.
-            if (folder == self.root && name == SPOOL_FOLDER) || refused_name(&name).is_some() {
-                continue;
-            }
-            let kind = entry.file_type()?;
-            if !(kind.is_symlink() || kind.is_file() || kind.is_dir()) {
-                continue;
-            }
-            if smallest.len() == LISTING_PAGE {
-                more = true;
-                if smallest.peek().is_some_and(|(top, _)| *top < name) {
-                    continue;
-                }
-                smallest.pop();
-            }
-            smallest.push((name, kind.is_symlink()));
-        }
-        let chosen = smallest.into_sorted_vec();
+        let metadata = fs::metadata(folder)?;
+        let mut latest = metadata.modified().ok().map(Date::from_system_time);
+        let at_root = folder == self.root;
+        // What a GET could not fetch is not offered.
+        let keep = |name: &str, kind: &fs::FileType| {
+            !(at_root && name == SPOOL_FOLDER)
+                && refused_name(name).is_none()
+                && (kind.is_symlink() || kind.is_file() || kind.is_dir())
+        };
+        let (chosen, more) = self.listings.page(folder, &metadata, after, LISTING_PAGE, keep)?;
         // The next page starts after the last name chosen, even when that
         // one is left out below.
         let last = if more {
@@ -1077,6 +1079,10 @@ struct Page {
 /// next page, which the answer names in its body key `next-page`.
 const LISTING_PAGE: usize = 2000;
 
+/// How many bytes of folder names the listings keep between pages: about
+/// a million names of 20 bytes.
+const LISTING_CACHE_BYTES: usize = 32 << 20;
+
 /// `text` percent-encoded for a query value: all but RFC 3986's
 /// unreserved characters.
 fn percent_encode(text: &str) -> String {
@@ -1118,8 +1124,20 @@ impl Handler for FileServer {
         answer.unwrap_or_else(|refusal| (*refusal).into())
     }
 
-    /// Refuses a handshake for anything the full request would be refused
-    /// for without its body (D10): every check the full request would meet, D5 levels 5 and 6.
+    /// Refuses, from its head, a request that would be refused without
+    /// its content: every check the whole request would meet, D5 levels 5
+    /// and 6 (D10, D19). Of the rest, only a `PUT` wants its content: the
+    /// other methods answer the same whatever it holds (`POST` form data is
+    /// ignored here, D11), so theirs is dropped as it is checked.
+    fn check_head(&self, head: &Request, _info: &RequestInfo) -> HeadCheck {
+        match self.plan(head) {
+            Err(refusal) => HeadCheck::Refused(refusal),
+            Ok(_) if head.method == Method::Put => HeadCheck::Wanted,
+            Ok(_) => HeadCheck::Unwanted,
+        }
+    }
+
+    /// The refusals of [`check_head`](Self::check_head).
     #[allow(clippy::result_large_err)] // the trait's signature
     fn check_continue(&self, request: &Request, _info: &RequestInfo) -> Result<(), Response> {
         self.plan(request).map(|_| ()).map_err(|refusal| *refusal)
@@ -1305,15 +1323,8 @@ fn open_failure(e: io::Error) -> Opened {
 /// the server is out of descriptors (it may pass), `500` otherwise, each
 /// saying which; never `404`, which would tell the client the file is gone.
 fn cannot_open(e: &io::Error) -> Response {
-    #[cfg(unix)]
-    let out_of_descriptors = e
-        .raw_os_error()
-        .map(rustix::io::Errno::from_raw_os_error)
-        .is_some_and(|errno| matches!(errno, rustix::io::Errno::MFILE | rustix::io::Errno::NFILE));
-    #[cfg(not(unix))]
-    let out_of_descriptors = false;
     match e.kind() {
-        _ if out_of_descriptors => Response::from_code(
+        _ if out_of_descriptors(e) => Response::from_code(
             StatusCode::SERVICE_UNAVAILABLE,
             "the server has too many files open to open this one; try again shortly",
         ),
@@ -1326,6 +1337,37 @@ fn cannot_open(e: &io::Error) -> Response {
             format!("the server could not open this file: {e}"),
         ),
     }
+}
+
+/// Whether `e` says the process or the system has no file descriptor
+/// left (EMFILE, ENFILE): a condition that passes.
+fn out_of_descriptors(e: &io::Error) -> bool {
+    #[cfg(unix)]
+    return e
+        .raw_os_error()
+        .map(rustix::io::Errno::from_raw_os_error)
+        .is_some_and(|errno| matches!(errno, rustix::io::Errno::MFILE | rustix::io::Errno::NFILE));
+    #[cfg(not(unix))]
+    {
+        let _ = e;
+        false
+    }
+}
+
+/// The answer when a `PUT` could not write its file, which leaves the
+/// old file (or none) in place: `503` when the server is out of
+/// descriptors, as for a `GET` (it may pass, and a retry is safe since
+/// nothing was stored), `500` otherwise.
+fn write_failure(error: &io::Error, language: LanguageTag) -> Refusal {
+    if out_of_descriptors(error) {
+        return refuse(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the server is out of file descriptors (too many files open), so nothing was \
+             written; try again shortly",
+            language,
+        );
+    }
+    io_failure(error, language)
 }
 
 /// `language` as the response's only header.
@@ -1398,6 +1440,27 @@ mod tests {
                 "{errno:?}: {}",
                 answer.status.human_message
             );
+        }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_write_out_of_descriptors_is_503_as_a_read_is() {
+        use rustix::io::Errno;
+        let os = |errno: Errno| io::Error::from_raw_os_error(errno.raw_os_error());
+        for (errno, code) in [
+            (Errno::MFILE, 503),
+            (Errno::NFILE, 503),
+            (Errno::ACCESS, 500),
+            (Errno::NOSPC, 500),
+        ] {
+            let answer = write_failure(&os(errno), LanguageTag::EN_US);
+            assert_eq!(answer.status.code.as_u16(), code, "{errno:?}");
+            if code == 503 {
+                let said = &answer.status.human_message;
+                assert!(said.contains("out of file descriptors"), "{said}");
+                assert!(said.contains("nothing was written"), "{said}");
+            }
         }
     }
 

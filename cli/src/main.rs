@@ -50,7 +50,11 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    match Cli::parse().command {
+    let cli = Cli::try_parse().unwrap_or_else(|error| {
+        let args: Vec<_> = std::env::args_os().skip(1).collect();
+        help::with_verb_hint(error, &args).exit()
+    });
+    match cli.command {
         Command::Serve(serve) => serve.run(),
         Command::Get(args) => args.run(Method::Get),
         Command::Post(args) => args.run(Method::Post),

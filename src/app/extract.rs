@@ -44,6 +44,7 @@ impl Call {
             request,
             upload,
             info,
+            ..
         } = incoming;
         Call {
             request,

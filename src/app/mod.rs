@@ -61,4 +61,4 @@ pub use handler::{Awaited, Blocking, RouteHandler};
 pub use respond::{IntoReply, Keys, Refusal, SetCookies};
 pub use router::{MethodRoutes, Router, delete, get, on, post, put};
 #[cfg(feature = "tower")]
-pub use service::{RouterFuture, error_reply};
+pub use service::RouterFuture;

@@ -8,8 +8,8 @@ use super::RouteHandler;
 use super::extract::{Call, States};
 use super::handler::{Answer, Shared, block_on};
 use super::respond::Refusal;
-use crate::io_adapters::server::{Handler, Incoming, Reply, RequestInfo, Upload};
-use crate::message::{Body, Method, Request, Response};
+use crate::io_adapters::server::{AccessRecord, Handler, HeadCheck, Incoming, Reply, RequestInfo, Upload};
+use crate::message::{Body, Method, Request, Response, StatusCode};
 
 /// The handlers of one resource pattern, by method. Made with [`get`],
 /// [`post`], [`put`], [`delete`] or [`on`], and added to with the methods
@@ -262,7 +262,10 @@ struct Route {
 /// its [`fallback`](Self::fallback)); for a method a route does not serve,
 /// `405` with `allowed-methods` (D11); `OPTIONS` is answered from the
 /// routes (`200` and `allowed-methods`, never `404`: a path no route
-/// matches allows `OPTIONS` alone).
+/// matches allows `OPTIONS` alone, a fallback's included). A capture
+/// (`{name}`, `{*name}`) never holds a backslash, which some systems read
+/// as a folder separator (D7: a path may not leave the root): such a path
+/// is `400`, naming the capture, whatever the method.
 ///
 /// A router is a [`Handler`] for the std and mio servers (an `async`
 /// handler is then run to its end on the server's thread, which suits
@@ -432,8 +435,9 @@ impl Router {
         self
     }
 
-    /// Answers the requests no route matches, whatever their method
-    /// (builder style), instead of `404`.
+    /// Answers the requests no route matches, whatever their method but
+    /// `OPTIONS` (builder style), instead of `404`. `OPTIONS` of such a
+    /// path is `200` listing `OPTIONS` alone, as D11 asks.
     pub fn fallback<M, H: RouteHandler<M>>(mut self, handler: H) -> Router {
         Arc::make_mut(&mut self.inner).fallback = Some(handler.into_shared().0);
         self
@@ -454,6 +458,22 @@ impl Router {
             .routes
             .iter()
             .find_map(|route| route.pattern.matches(path).map(|params| (route, params)));
+        // D7: the path may not leave the root; a capture is what a handler
+        // may join to a folder, where a backslash can be a separator
+        // (`..\..\x` climbs on Windows). Refused for every method, as the
+        // resource itself is.
+        if let Some((_, params)) = &found
+            && let Some((name, _)) = params.iter().find(|(_, value)| value.contains('\\'))
+        {
+            return Target::Answer(Response::from_code(
+                StatusCode::BAD_REQUEST,
+                format!(
+                    "the resource's path holds a backslash (\\) in its part `{name}`; some systems \
+                     read a backslash as a folder separator, so this server refuses it: write the \
+                     path with / only"
+                ),
+            ));
+        }
         match found {
             Some((route, params)) => match (route.methods.find(method), method) {
                 (Some(handler), _) => Target::Handler(Arc::clone(handler), params),
@@ -472,8 +492,11 @@ impl Router {
                     .map(|(_, f)| f)
                     .or(inner.fallback.as_ref());
                 match (fallback, method) {
+                    // D11: OPTIONS is 200 with `allowed-methods`, never a
+                    // fallback's 404; what no route serves allows OPTIONS
+                    // alone.
+                    (_, Method::Options) => Target::Answer(Response::allowed_methods(&[Method::Options])),
                     (Some(fallback), _) => Target::Handler(Arc::clone(fallback), Vec::new()),
-                    (None, Method::Options) => Target::Answer(Response::allowed_methods(&[Method::Options])),
                     (None, _) => Target::Answer(Response::not_found(format!("nothing is served at {path}"))),
                 }
             }
@@ -507,12 +530,26 @@ impl Handler for Router {
         whole(self.answer(Incoming::new(request.clone(), *info)))
     }
 
-    /// Refuses at once what the router would refuse whatever the
-    /// content (`404`, `405`): the client of a 100-continue handshake
-    /// does not send it (D10), and large content is not spooled (D19).
-    fn check_continue(&self, request: &Request, _info: &RequestInfo) -> Result<(), Response> {
-        match self.target(request.method, request.resource.path()) {
-            Target::Answer(response) if response.status.code.is_error() => Err(response),
+    /// Decides from the head what the router answers whatever the
+    /// content: `404` and `405` refuse it (the client of a 100-continue
+    /// handshake does not send it, D10; streamed content is checked and
+    /// dropped, never stored, D19), and `OPTIONS` answered from the routes
+    /// does not want it. Content for a handler is wanted: the handler may
+    /// read it.
+    fn check_head(&self, head: &Request, _info: &RequestInfo) -> HeadCheck {
+        match self.target(head.method, head.resource.path()) {
+            Target::Answer(response) if response.status.code.is_error() => {
+                HeadCheck::Refused(Box::new(response))
+            }
+            Target::Answer(_) => HeadCheck::Unwanted,
+            Target::Handler(..) => HeadCheck::Wanted,
+        }
+    }
+
+    /// The refusals of [`check_head`](Self::check_head).
+    fn check_continue(&self, request: &Request, info: &RequestInfo) -> Result<(), Response> {
+        match self.check_head(request, info) {
+            HeadCheck::Refused(response) => Err(*response),
             _ => Ok(()),
         }
     }
@@ -521,6 +558,26 @@ impl Handler for Router {
     /// stream ([`Content`](super::Content)), and a streamed reply streams.
     fn respond(&self, request: &Request, upload: Option<Upload>, info: &RequestInfo) -> Reply {
         self.answer(Incoming::new(request.clone(), *info).with_upload(upload))
+    }
+
+    /// The access record, as a `debug` event of `tracing` (target
+    /// `jsontp::access`), the same on every server and behind tower's
+    /// layers. For a log of your own, serve a handler (or, on tokio,
+    /// hooks) that forwards [`check_head`](Handler::check_head) to the
+    /// router and keeps its own `log_exchange`.
+    fn log_exchange(&self, record: &AccessRecord<'_>) {
+        tracing::debug!(
+            target: "jsontp::access",
+            peer = %record.peer,
+            method = record.method.map_or("-", Method::as_str),
+            resource = record.resource,
+            status = record.status.as_u16(),
+            content_bytes = record.content_bytes,
+            bytes_written = record.bytes_written,
+            elapsed_us = u64::try_from(record.elapsed.as_micros()).unwrap_or(u64::MAX),
+            complete = record.complete,
+            "exchange"
+        );
     }
 }
 

@@ -7,7 +7,9 @@
 //!   (std threads), `server::mio` (an event loop per worker; feature `mio`,
 //!   on by default), `server::tokio` (feature `tokio`).
 //! - [`client`]: the options, outcomes and errors every client shares, and
-//!   the clients: [`client::blocking`] (std only) and `client::tokio`.
+//!   the clients: [`client::blocking`] (std only) and `client::tokio`, each
+//!   a pool of connections (`Pool`, what an application calls a service
+//!   with) and a client on one connection (`Client`).
 //! - `tls` (feature `tls`): TLS streams for both roles (D20), through the
 //!   transport seam.
 //!

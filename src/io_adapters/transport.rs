@@ -12,7 +12,7 @@ use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::time::Duration;
 
-use crate::machine::OutputCopy;
+use crate::machine::{Acknowledged, OutputCopy};
 
 /// A byte stream a drive step can serve: `Read + Write`, plus the two
 /// things a connection needs beyond them.
@@ -34,12 +34,14 @@ pub trait Transport: Read + Write {
     /// ignore it.
     fn set_timeout(&mut self, limit: Option<Duration>) -> io::Result<()>;
 
-    /// Bytes already written that the peer has not yet taken, where the
-    /// system can tell (a TCP socket's unacknowledged send queue on Linux);
-    /// `None` where it cannot. The stall limit (D3) counts the peer's
-    /// progress by it: a kernel's send buffer growing to accept one more
-    /// write is not the peer reading.
-    fn unsent(&self) -> Option<usize> {
+    /// What the peer has acknowledged of the bytes written, where the
+    /// system tells (a TCP socket's `TCP_INFO` on Linux), counted where
+    /// they leave for the network; `None` where it cannot tell. The stall
+    /// limit (D3) counts the peer's progress by it: a kernel's send buffer
+    /// growing to accept one more write is not the peer reading. A layer
+    /// that transforms what it sends (TLS) passes on its socket's count,
+    /// and holds more while it keeps records of its own.
+    fn acknowledged(&self) -> Option<Acknowledged> {
         None
     }
 
@@ -56,41 +58,46 @@ pub trait Transport: Read + Write {
     }
 }
 
-/// The bytes of a TCP socket's send queue not yet acknowledged by the peer
-/// (`SIOCOUTQ`), on the Linux targets whose ioctl number is known; `None`
-/// elsewhere.
+/// What the peer has acknowledged of a TCP socket's output (`TCP_INFO`'s
+/// `tcpi_bytes_acked`), and whether the socket holds more (bytes unsent
+/// or in flight), on Linux with glibc or musl; `None` elsewhere, or on a
+/// kernel older than 4.6, which does not give both.
 #[cfg(unix)]
 #[allow(unsafe_code)]
-pub(crate) fn send_queue(socket: std::os::fd::BorrowedFd<'_>) -> Option<usize> {
-    #[cfg(all(
-        target_os = "linux",
-        any(
-            target_arch = "x86_64",
-            target_arch = "x86",
-            target_arch = "aarch64",
-            target_arch = "arm",
-            target_arch = "riscv64"
-        )
-    ))]
+pub(crate) fn tcp_acknowledged(socket: std::os::fd::BorrowedFd<'_>) -> Option<Acknowledged> {
+    #[cfg(all(target_os = "linux", any(target_env = "gnu", target_env = "musl")))]
     {
-        use rustix::ioctl::{Getter, ioctl};
-        /// `SIOCOUTQ` (the same number as `TIOCOUTQ`) on these targets.
-        const SIOCOUTQ: rustix::ioctl::Opcode = 0x5411;
-        // SAFETY: SIOCOUTQ on a socket writes one C int, the type the getter
-        // reserves and reads back; the descriptor is borrowed for the call.
-        let queued = unsafe { ioctl(socket, Getter::<SIOCOUTQ, std::ffi::c_int>::new()) }.ok()?;
-        usize::try_from(queued).ok()
+        use std::os::fd::AsRawFd;
+        let mut info = std::mem::MaybeUninit::<libc::tcp_info>::zeroed();
+        let size = std::mem::size_of::<libc::tcp_info>();
+        let mut len = libc::socklen_t::try_from(size).ok()?;
+        // SAFETY: the kernel writes at most `len` bytes into `info`, which
+        // has room for them, and sets `len` to how many it wrote; the
+        // descriptor is borrowed for the call.
+        let status = unsafe {
+            libc::getsockopt(
+                socket.as_raw_fd(),
+                libc::IPPROTO_TCP,
+                libc::TCP_INFO,
+                info.as_mut_ptr().cast(),
+                &mut len,
+            )
+        };
+        // An older kernel fills less of the structure: without the unsent
+        // count (the last field read here), it cannot tell.
+        let needed = std::mem::offset_of!(libc::tcp_info, tcpi_notsent_bytes) + 4;
+        if status != 0 || usize::try_from(len).ok()? < needed {
+            return None;
+        }
+        // SAFETY: zeroed, then partly written by the kernel: every bit
+        // pattern is a valid `tcp_info`, a structure of integers.
+        let info = unsafe { info.assume_init() };
+        Some(Acknowledged {
+            bytes: info.tcpi_bytes_acked,
+            holds_more: info.tcpi_unacked > 0 || info.tcpi_notsent_bytes > 0,
+        })
     }
-    #[cfg(not(all(
-        target_os = "linux",
-        any(
-            target_arch = "x86_64",
-            target_arch = "x86",
-            target_arch = "aarch64",
-            target_arch = "arm",
-            target_arch = "riscv64"
-        )
-    )))]
+    #[cfg(not(all(target_os = "linux", any(target_env = "gnu", target_env = "musl"))))]
     {
         let _ = socket;
         None
@@ -174,8 +181,8 @@ impl Transport for TcpStream {
     }
 
     #[cfg(unix)]
-    fn unsent(&self) -> Option<usize> {
-        send_queue(std::os::fd::AsFd::as_fd(self))
+    fn acknowledged(&self) -> Option<Acknowledged> {
+        tcp_acknowledged(std::os::fd::AsFd::as_fd(self))
     }
 
     #[cfg(target_os = "linux")]
@@ -207,8 +214,8 @@ impl Transport for mio::net::TcpStream {
     }
 
     #[cfg(unix)]
-    fn unsent(&self) -> Option<usize> {
-        send_queue(std::os::fd::AsFd::as_fd(self))
+    fn acknowledged(&self) -> Option<Acknowledged> {
+        tcp_acknowledged(std::os::fd::AsFd::as_fd(self))
     }
 
     #[cfg(target_os = "linux")]
@@ -226,8 +233,8 @@ impl<T: Transport + ?Sized> Transport for &mut T {
         (**self).set_timeout(limit)
     }
 
-    fn unsent(&self) -> Option<usize> {
-        (**self).unsent()
+    fn acknowledged(&self) -> Option<Acknowledged> {
+        (**self).acknowledged()
     }
 
     fn send_copy(&mut self, pending: OutputCopy<'_>) -> Option<io::Result<usize>> {
@@ -244,8 +251,8 @@ impl<T: Transport + ?Sized> Transport for Box<T> {
         (**self).set_timeout(limit)
     }
 
-    fn unsent(&self) -> Option<usize> {
-        (**self).unsent()
+    fn acknowledged(&self) -> Option<Acknowledged> {
+        (**self).acknowledged()
     }
 
     fn send_copy(&mut self, pending: OutputCopy<'_>) -> Option<io::Result<usize>> {
@@ -261,9 +268,9 @@ impl<T: Transport + ?Sized> Transport for Box<T> {
 pub(crate) struct PolledIo<'a, 'b, S> {
     pub(crate) io: &'a mut S,
     pub(crate) cx: &'a mut std::task::Context<'b>,
-    /// What the stream holds unsent ([`Transport::unsent`]), where the
-    /// caller knows how to ask its concrete type.
-    pub(crate) unsent: fn(&S) -> Option<usize>,
+    /// What the stream tells of its output ([`Transport::acknowledged`]),
+    /// where the caller knows how to ask its concrete type.
+    pub(crate) acknowledged: fn(&S) -> Option<Acknowledged>,
 }
 
 /// A step polled through [`PolledIo`] waits: whether to return `Pending`
@@ -332,8 +339,8 @@ mod polled {
             Ok(())
         }
 
-        fn unsent(&self) -> Option<usize> {
-            (self.unsent)(self.io)
+        fn acknowledged(&self) -> Option<crate::machine::Acknowledged> {
+            (self.acknowledged)(self.io)
         }
     }
 }

@@ -14,7 +14,7 @@ use std::time::Instant;
 use super::core::{ContentOutcome, Core, Decoded, Lifecycle, Outbound, Timers, deadline, due};
 use super::responses::refusal;
 use super::table::{Exchange, ExchangeState, Input, Role, TransitionError};
-use super::{ClientConfig, ClientEvent, Now, PeerError, RequestId, UsageError};
+use super::{Acknowledged, ClientConfig, ClientEvent, Now, PeerError, RequestId, UsageError};
 use crate::message::decoder::Responses;
 use crate::message::{Body, Parsed, Rejection, Request, Response, StatusCode, WholeMessage};
 
@@ -215,7 +215,7 @@ impl ClientConnection {
     /// split. Bytes after the end of stream or after an error that closes
     /// the connection are ignored.
     pub fn receive_data(&mut self, data: &[u8], now: Now) {
-        if self.core.receive(data, now) {
+        if self.core.receive(data) {
             self.process_input(now);
             self.after_call();
         }
@@ -260,7 +260,7 @@ impl ClientConnection {
 
     /// Marks `n` bytes of [`pending_output`](Self::pending_output) as written
     /// (more than are pending is clamped). Unless the caller reports what
-    /// its transport holds ([`transport_holds`](Self::transport_holds)),
+    /// its transport tells ([`transport_acknowledged`](Self::transport_acknowledged)),
     /// any byte written counts as taken by the peer and restarts the stall
     /// timer (D3).
     pub fn consume_output(&mut self, n: usize, now: Now) {
@@ -269,13 +269,12 @@ impl ClientConnection {
         }
     }
 
-    /// Tells the machine that `unsent` of the bytes already marked written
-    /// still sit in the transport, not acknowledged by the peer: the stall
-    /// timer then counts only bytes delivered, as
-    /// [`ServerConnection::transport_holds`](super::ServerConnection::transport_holds)
+    /// Tells the machine what the transport says of the bytes written to
+    /// it: the stall timer then counts only bytes the peer acknowledged, as
+    /// [`ServerConnection::transport_acknowledged`](super::ServerConnection::transport_acknowledged)
     /// describes.
-    pub fn transport_holds(&mut self, unsent: usize, now: Now) {
-        self.core.transport_holds(unsent, now);
+    pub fn transport_acknowledged(&mut self, told: Acknowledged, now: Now) {
+        self.core.transport_acknowledged(told, now);
     }
 
     /// Bytes of memory the connection's input and output buffers hold
@@ -299,7 +298,7 @@ impl ClientConnection {
     /// `now` (D3, D10).
     pub fn handle_timeout(&mut self, now: Now) {
         let timers = self.timers();
-        if due(timers.stall, now) {
+        if due(timers.stall, now) && self.core.stall_timed_out(self.config.limits.stall_timeout, now) {
             // Nothing more can be written or answered.
             self.exchanges.clear();
             self.core.close_stalled();
@@ -507,7 +506,7 @@ impl ClientConnection {
                 validation: self.config.validation,
                 limits: &self.config.limits.message,
             };
-            match self.core.next_message(&responses, now) {
+            match self.core.next_message(&responses, &self.config.limits, now) {
                 Decoded::Partial => return,
                 Decoded::Message { read, content } => self.on_message(read, content.as_ref(), now),
                 Decoded::Content(data) => {

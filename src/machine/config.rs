@@ -19,7 +19,13 @@ pub struct Now {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum ContinuePolicy {
-    /// Acknowledge with `100` without asking the application.
+    /// Acknowledge with `100` without asking the application. With
+    /// [`ServerConfig::stream_content`], the full request's head then
+    /// comes before its content, as any streamed request's
+    /// ([`ServerEvent::ContentHead`]): the application's first look at the
+    /// exchange.
+    ///
+    /// [`ServerEvent::ContentHead`]: super::ServerEvent::ContentHead
     #[default]
     AutoAccept,
     /// Surface the preliminary request as
@@ -50,13 +56,18 @@ pub struct Limits {
     /// there). Its text on the wire may be at most six times as long (a
     /// `\u00XX` escape per byte), as long as nothing else bounds it.
     pub max_content_bytes: usize,
-    /// Streamed content (D19): the longest gap without a byte of the
-    /// message (`408` and close). It replaces `message_timeout` once a
-    /// message's content streams.
+    /// Streamed content (D19): the longest gap without a byte of decoded
+    /// content (`408` and close); also the grace at the start of a
+    /// streamed message, and the most time a burst of content pays for
+    /// ahead. It replaces `message_timeout` once a message's content
+    /// streams.
     pub content_gap_timeout: Duration,
-    /// Streamed content (D19): after the first `content_gap_timeout` of a
-    /// streamed message, the slowest average rate it may arrive at, in
-    /// bytes per second (`408` and close).
+    /// Streamed content (D19): the least average rate, in decoded bytes per
+    /// second, that a streamed message's content must keep after its first
+    /// `content_gap_timeout`, counted from its start and over every later
+    /// stretch, falling behind by at most `content_gap_timeout`'s worth
+    /// (`408` and close). Decoded bytes: what the content decoder gives,
+    /// so that wire bytes decoding to nothing do not count.
     pub min_content_rate: u64,
 }
 
@@ -96,8 +107,12 @@ pub struct ServerConfig {
     /// `100`), and of application responses that leave it out.
     pub language: LanguageTag,
     /// Hand out the `body.content` of requests in pieces as it arrives
-    /// ([`ServerEvent::Content`](super::ServerEvent::Content)) instead of
-    /// holding each request whole (D19). Off by default.
+    /// ([`ServerEvent::Content`](super::ServerEvent::Content)), after
+    /// the request's head
+    /// ([`ServerEvent::ContentHead`](super::ServerEvent::ContentHead)),
+    /// instead of holding each request whole (D19). Content written before
+    /// the rest of its head is held within the message limit, and handed
+    /// out once the message has ended. Off by default.
     pub stream_content: bool,
 }
 

@@ -75,18 +75,50 @@ impl Outbound {
     }
 }
 
+/// How often, at least, the transport is asked what the peer has
+/// acknowledged while the stall timer runs (D3): this many times in one
+/// stall timeout. A count that grew says only that the peer took bytes
+/// since the last asking, not when: asked this often, the timer restarts
+/// within a sixty-fourth of the timeout of the peer's last byte taken,
+/// and a peer that stopped taking is closed at most that much after the
+/// timeout.
+const STALL_CHECKS: u32 = 64;
+
+/// What a transport tells of the bytes written to it, for the stall
+/// timer (D3). It is counted where the bytes leave for the network (a TCP
+/// socket's acknowledged bytes), in that layer's units: under TLS,
+/// ciphertext, which the machine never compares with the plaintext it
+/// wrote, only with the transport's own earlier count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Acknowledged {
+    /// Bytes the peer has acknowledged since the transport opened; the
+    /// count only grows.
+    pub bytes: u64,
+    /// Whether the transport still holds bytes the peer has not
+    /// acknowledged (unsent, in flight, or in a layer above the socket).
+    pub holds_more: bool,
+}
+
 /// What the machine knows of how much of its output reached the peer, for
 /// the stall timer (D3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Delivery {
-    /// The caller never said what its transport holds: bytes it consumes
+    /// The caller never said what its transport tells: bytes it consumes
     /// count as taken by the peer.
     OnConsume,
-    /// The caller says what its transport holds: `unsent` of the bytes it
-    /// consumed have not been acknowledged by the peer.
+    /// The caller says what its transport tells ([`Acknowledged`]): only a
+    /// growing count of acknowledged bytes is the peer taking output.
     Reported {
-        /// Bytes consumed and not yet acknowledged.
-        unsent: u64,
+        /// The transport's count of acknowledged bytes at its last report.
+        acknowledged: u64,
+        /// The transport holds bytes the peer has not acknowledged, by
+        /// its last report or by a write since.
+        holds: bool,
+        /// How many checks (each a [`STALL_CHECKS`]th of the stall
+        /// timeout) have passed since the stall timer last started: the
+        /// next is due at the one after. A count rather than an instant
+        /// keeps the connection's fixed state small.
+        checks: u32,
     },
     /// The peer stalled (D3): the output was dropped, and nothing more is
     /// timed.
@@ -96,7 +128,8 @@ enum Delivery {
 /// The deadlines of one moment; `None` for a timer that does not run.
 #[derive(Debug, Default, Clone, Copy)]
 pub(super) struct Timers {
-    /// The peer takes none of our output (D3).
+    /// The peer takes none of our output (D3), or, sooner, the transport
+    /// is to be asked again what the peer took.
     pub(super) stall: Option<Instant>,
     /// A message began and has not ended (D3).
     pub(super) message: Option<Instant>,
@@ -136,6 +169,95 @@ pub(super) fn deadline(since: Option<Instant>, timeout: Duration) -> Option<Inst
     since.and_then(|t| t.checked_add(timeout))
 }
 
+/// How the streamed content of a message keeps pace (D19), counted in
+/// decoded bytes, the bytes the content decoder gives (for `identity`, the
+/// text): wire bytes that decode to nothing (an empty compressed block)
+/// buy no time.
+///
+/// The rate is a budget of time: each `min_content_rate` decoded bytes
+/// buy one second, and the content may be paid for at most
+/// `content_gap_timeout` ahead of the moment it came. The message fails
+/// when the time paid for runs out, after its first `content_gap_timeout`
+/// (the grace of D19). So at every moment after the first 30 s (the
+/// defaults), the content decoded since the message began averages at
+/// least 16 KiB/s, and over any later stretch it falls short of 16 KiB/s
+/// by at most 30 s's worth: a burst buys 30 s, never hours, and a trickle
+/// after it cannot hold the message open. No gap of more than 30 s without
+/// a decoded byte follows, since no byte pays for more.
+#[derive(Debug, Clone, Copy)]
+struct Pace {
+    /// When content last decoded (or the message began).
+    last_content: Instant,
+    /// Up to when the content decoded so far pays.
+    paid_until: Instant,
+}
+
+/// Which of D19's rules a streamed message failed (its `408`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Shortfall {
+    /// No content decoded for this long.
+    NoContent {
+        /// The longest gap allowed.
+        gap: Duration,
+    },
+    /// The content decoded came slower than `rate` bytes per second on
+    /// average, by more than `behind`'s worth.
+    BelowRate {
+        /// The least average rate, in decoded bytes per second.
+        rate: u64,
+        /// How far behind it the content may fall.
+        behind: Duration,
+    },
+}
+
+impl Pace {
+    /// A message that began `now`, nothing decoded yet.
+    fn new(now: Now) -> Pace {
+        Pace {
+            last_content: now.instant,
+            paid_until: now.instant,
+        }
+    }
+
+    /// `bytes` of content decoded `now`: they pay for `bytes / rate`
+    /// seconds more, up to `content_gap_timeout` from now.
+    fn credit(&mut self, bytes: usize, limits: &Limits, now: Now) {
+        let rate = u128::from(limits.min_content_rate.max(1));
+        let nanos = (bytes as u128).saturating_mul(1_000_000_000) / rate;
+        let bought = Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX));
+        let paid = self.paid_until.checked_add(bought);
+        let cap = now.instant.checked_add(limits.content_gap_timeout);
+        self.paid_until = match (paid, cap) {
+            (Some(paid), Some(cap)) => paid.min(cap),
+            (paid, cap) => paid.or(cap).unwrap_or(self.paid_until),
+        };
+        self.last_content = now.instant;
+    }
+
+    /// When the message fails, if it began at `started`: once the time
+    /// paid for has run out, never within the first `content_gap_timeout`.
+    fn deadline(&self, started: Instant, limits: &Limits) -> Option<Instant> {
+        let grace = started.checked_add(limits.content_gap_timeout)?;
+        Some(self.paid_until.max(grace))
+    }
+
+    /// Which rule a message that began at `started` fails at `now`: no
+    /// content for the gap's length, or too little of it.
+    fn shortfall(&self, started: Instant, limits: &Limits, now: Now) -> Shortfall {
+        let since = self.last_content.max(started);
+        if now.instant.saturating_duration_since(since) >= limits.content_gap_timeout {
+            Shortfall::NoContent {
+                gap: limits.content_gap_timeout,
+            }
+        } else {
+            Shortfall::BelowRate {
+                rate: limits.min_content_rate,
+                behind: limits.content_gap_timeout,
+            }
+        }
+    }
+}
+
 /// The state both roles share; see the module documentation.
 #[derive(Debug)]
 pub(super) struct Core<E> {
@@ -147,12 +269,9 @@ pub(super) struct Core<E> {
     message_started: Option<Instant>,
     /// The decoder's count of messages ended, when last asked.
     messages_ended: u64,
-    /// When the last byte arrived (D19: the longest gap).
-    last_input: Instant,
-    /// Bytes ever received, and the count when the message being received
-    /// began (D19: its average rate).
-    received: u64,
-    message_base: u64,
+    /// How the streamed content of the message being received keeps pace
+    /// (D19).
+    pace: Pace,
     /// When the connection last became idle: the end of the last message,
     /// or the moment the peer took the last response (D3).
     idle_since: Instant,
@@ -180,9 +299,7 @@ impl<E: RoleEvent> Core<E> {
             decoder: Decoder::new(&limits.message, limits.max_content_bytes, stream_content),
             message_started: None,
             messages_ended: 0,
-            last_input: now.instant,
-            received: 0,
-            message_base: 0,
+            pace: Pace::new(now),
             idle_since: now.instant,
             output: Output::default(),
             delivery: Delivery::OnConsume,
@@ -268,13 +385,11 @@ impl<E: RoleEvent> Core<E> {
 
     /// Bytes from the peer; ignored after its end of stream or once input
     /// is no longer handled. Returns whether they were taken.
-    pub(super) fn receive(&mut self, data: &[u8], now: Now) -> bool {
+    pub(super) fn receive(&mut self, data: &[u8]) -> bool {
         if data.is_empty() || self.lifecycle != Lifecycle::Open {
             return false;
         }
         self.decoder.receive(data);
-        self.received += data.len() as u64;
-        self.last_input = now.instant;
         true
     }
 
@@ -285,26 +400,21 @@ impl<E: RoleEvent> Core<E> {
         self.has_events() && self.decoder.buffered() >= READ_AHEAD
     }
 
-    /// The deadline of a streamed message (D19): no gap longer than
-    /// `content_gap_timeout`, and after that long from its start, an
-    /// average of at least `min_content_rate`. `None` unless the message
-    /// being received streams its content.
+    /// The deadline of a streamed message (D19), from the content it
+    /// decoded so far ([`Pace`]). `None` unless the message being received
+    /// streams its content.
     pub(super) fn streamed_deadline(&self, limits: &Limits) -> Option<Instant> {
         if !self.decoder.is_streaming() {
             return None;
         }
-        let started = self.message_started?;
-        let gap = self.last_input.checked_add(limits.content_gap_timeout);
-        let bytes = self.received.saturating_sub(self.message_base);
-        // The moment the average falls below the rate: bytes / rate after
-        // the start, and never before the first gap's length.
-        let rate = limits.min_content_rate.max(1);
-        let earned = Duration::from_secs_f64(bytes as f64 / rate as f64);
-        let slow = started.checked_add(earned.max(limits.content_gap_timeout));
-        match (gap, slow) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        self.pace.deadline(self.message_started?, limits)
+    }
+
+    /// Which of D19's two rules the streamed message being received fails
+    /// at `now`: what its `408` says.
+    pub(super) fn streamed_shortfall(&self, limits: &Limits, now: Now) -> Shortfall {
+        let started = self.message_started.unwrap_or(now.instant);
+        self.pace.shortfall(started, limits, now)
     }
 
     /// Whether the message being received streams its content (D19).
@@ -321,8 +431,14 @@ impl<E: RoleEvent> Core<E> {
     /// `grammar` says; bookkeeping for the message timer and the idle
     /// timer on the way (D3). After an item that ends input, input is
     /// stopped.
+    /// Decoded content counts towards the message's pace (D19, `limits`).
     #[inline]
-    pub(super) fn next_message<G: Grammar>(&mut self, grammar: &G, now: Now) -> Decoded<G::Read> {
+    pub(super) fn next_message<G: Grammar>(
+        &mut self,
+        grammar: &G,
+        limits: &Limits,
+        now: Now,
+    ) -> Decoded<G::Read> {
         if !self.reads_input() {
             return Decoded::Partial;
         }
@@ -340,10 +456,13 @@ impl<E: RoleEvent> Core<E> {
         if !self.decoder.in_message() {
             self.message_started = None;
         } else if self.message_started.is_none() {
-            // The message timer starts, and its average rate is counted
-            // from here (D3, D19).
+            // The message timer starts, and its pace is counted from here
+            // (D3, D19).
             self.message_started = Some(now.instant);
-            self.message_base = self.received - self.decoder.buffered() as u64;
+            self.pace = Pace::new(now);
+        }
+        if let Decoded::Content(piece) = &decoded {
+            self.pace.credit(piece.len(), limits, now);
         }
         decoded
     }
@@ -492,9 +611,10 @@ impl<E: RoleEvent> Core<E> {
 
     /// The caller wrote `n` bytes to its transport (more than are pending
     /// is clamped); returns how many. The written prefix is given back as
-    /// it grows. Unless the caller reports what its transport holds
-    /// ([`transport_holds`](Self::transport_holds)), the bytes count as
-    /// taken by the peer, which restarts the stall timer (D3).
+    /// it grows. Unless the caller reports what its transport tells
+    /// ([`transport_acknowledged`](Self::transport_acknowledged)), the
+    /// bytes count as taken by the peer, which restarts the stall timer
+    /// (D3).
     pub(super) fn consume_output(&mut self, n: usize, now: Now) -> usize {
         let n = self.output.consume(n);
         if n == 0 {
@@ -503,8 +623,8 @@ impl<E: RoleEvent> Core<E> {
         let delivered = match &mut self.delivery {
             Delivery::OnConsume => true,
             // In the transport now, not yet at the peer.
-            Delivery::Reported { unsent } => {
-                *unsent += n as u64;
+            Delivery::Reported { holds, .. } => {
+                *holds = true;
                 false
             }
             Delivery::GivenUp => false,
@@ -513,42 +633,50 @@ impl<E: RoleEvent> Core<E> {
         n
     }
 
-    /// The caller's transport holds `unsent` of the bytes consumed so far,
-    /// not yet acknowledged by the peer (more than were consumed is
-    /// clamped). From the first call on, only bytes acknowledged count as
-    /// taken: the stall timer restarts when `unsent` falls, and runs while
-    /// output is pending or `unsent` is above zero (D3). A kernel that
-    /// takes one more write into a growing send buffer is not the peer
+    /// What the caller's transport tells of the bytes written to it. From
+    /// the first report on, only the peer's acknowledged count growing is
+    /// output taken: it restarts the stall timer, which runs while output
+    /// is pending or the transport holds any (D3). A kernel or a TLS
+    /// session that takes one more write into its buffer is not the peer
     /// reading.
-    pub(super) fn transport_holds(&mut self, unsent: usize, now: Now) {
-        let unsent = (unsent as u64).min(self.output.written());
-        let (unsent, delivered) = match self.delivery {
-            Delivery::OnConsume => (unsent, false),
-            // What reached the peer stays reached: the count only falls,
-            // except by what is consumed.
-            Delivery::Reported { unsent: before } => (unsent.min(before), unsent < before),
+    pub(super) fn transport_acknowledged(&mut self, told: Acknowledged, now: Now) {
+        let (delivered, checks) = match self.delivery {
+            Delivery::OnConsume => (false, 0),
+            Delivery::Reported {
+                acknowledged, checks, ..
+            } => (told.bytes > acknowledged, checks),
             Delivery::GivenUp => return,
         };
-        self.delivery = Delivery::Reported { unsent };
+        self.delivery = Delivery::Reported {
+            acknowledged: told.bytes,
+            holds: told.holds_more,
+            checks,
+        };
         self.track_stall(delivered, now);
     }
 
     /// The one rule of the stall timer (D3): it runs while any of our
     /// output has not reached the peer (pending, or held by the
     /// transport), from when that began or the peer last took a byte
-    /// (`delivered`: it just did).
+    /// (`delivered`: it just did, or was seen to since the transport was
+    /// last asked).
     fn track_stall(&mut self, delivered: bool, now: Now) {
-        let unsent = match self.delivery {
-            Delivery::Reported { unsent } => unsent,
-            Delivery::OnConsume | Delivery::GivenUp => 0,
-        };
-        self.stalled_since = if self.output.is_empty() && unsent == 0 {
+        let held = matches!(self.delivery, Delivery::Reported { holds: true, .. });
+        let since = if self.output.is_empty() && !held {
             None
         } else if delivered {
             Some(now.instant)
         } else {
             self.stalled_since.or(Some(now.instant))
         };
+        if since != self.stalled_since
+            && let Delivery::Reported { checks, .. } = &mut self.delivery
+        {
+            // A timer that starts is first checked a check's time after
+            // its start: a fast peer's answers cost no asking each.
+            *checks = 0;
+        }
+        self.stalled_since = since;
     }
 
     /// Total bytes ever queued.
@@ -561,9 +689,39 @@ impl<E: RoleEvent> Core<E> {
         self.output.written()
     }
 
-    /// When the stall timer runs out, if it runs (D3).
+    /// The stall timer's next moment, if it runs (D3): when it runs out,
+    /// or sooner, when the transport is to be asked again what the peer
+    /// took (see [`STALL_CHECKS`]).
     pub(super) fn stall_deadline(&self, timeout: Duration) -> Option<Instant> {
-        deadline(self.stalled_since, timeout)
+        let since = self.stalled_since?;
+        let end = since.checked_add(timeout);
+        let Delivery::Reported { checks, .. } = self.delivery else {
+            return end;
+        };
+        let check = (timeout / STALL_CHECKS)
+            .checked_mul(checks.saturating_add(1))
+            .and_then(|after| since.checked_add(after));
+        end.map(|end| check.map_or(end, |check| end.min(check)))
+    }
+
+    /// The stall timer's moment has come (the caller asked its transport
+    /// first, if it can): whether the peer has now left our output
+    /// untaken for `timeout`. A check the caller did not answer passes,
+    /// with nothing taken.
+    pub(super) fn stall_timed_out(&mut self, timeout: Duration, now: Now) -> bool {
+        let Some(since) = self.stalled_since else {
+            return false;
+        };
+        if due(since.checked_add(timeout), now) {
+            return true;
+        }
+        if let Delivery::Reported { checks, .. } = &mut self.delivery {
+            // Every check up to now has passed.
+            let interval = (timeout / STALL_CHECKS).as_nanos().max(1);
+            let passed = now.instant.saturating_duration_since(since).as_nanos() / interval;
+            *checks = u32::try_from(passed).unwrap_or(u32::MAX);
+        }
+        false
     }
 
     // -- events and ids ----------------------------------------------------

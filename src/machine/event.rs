@@ -49,19 +49,34 @@ pub enum ServerEvent {
         request: Box<Request>,
     },
     /// With [`ServerConfig::stream_content`](super::ServerConfig::stream_content):
-    /// the request whose content is about to stream in, as its envelope
-    /// says (D19). Streaming senders write `body` last and `content` last
-    /// in it, so the bytes before the content string are the whole
-    /// envelope; closed as if the content were `""`, they are read by the
-    /// same parser, in the same context, as the whole message will be.
+    /// the request whose content is about to be handed out in pieces, as
+    /// the rest of the message says (D19), read by the same parser, in the
+    /// same context, as the whole message will be. Streaming senders write
+    /// `body` last and `content` last in it, so the bytes before the
+    /// content string, closed as if the content were `""`, are the head,
+    /// and it comes as the content starts. When they do not make a request
+    /// (a field written after the content, or `content` before
+    /// `encoding`), the content is held within the message limit (`413`
+    /// past it) and the head comes once the message has ended, read from
+    /// the whole message, before any piece is handed out.
+    ///
     /// The head comes at most once per exchange, before its first
     /// [`ServerEvent::Content`] piece (the content may turn out empty and
-    /// have none), and only when those bytes make a request that passes
-    /// D5 levels 1 to 4: not for content written before `encoding`, nor
-    /// with fields after the content that the envelope lacks, nor for
-    /// either request of a 100-continue handshake: the first one's body is
-    /// ignored, and the full one's envelope was decided at the handshake
-    /// (D10).
+    /// have none), and only for a request that passes D5 levels 1 to 4
+    /// and has content: not for the first request of a 100-continue
+    /// handshake, whose body is ignored (D10). Content that no one takes
+    /// (the head does not read, or is such a first request, or a full
+    /// request naming another method or resource than its handshake's)
+    /// is decoded and checked as D5 requires, and dropped: no piece of it
+    /// is handed out. The full request of a
+    /// handshake has one, under the handshake's id, when
+    /// [`ContinuePolicy::AutoAccept`] acknowledged it (the application has
+    /// not met the exchange yet), and when it names the handshake's method
+    /// and resource; with [`ContinuePolicy::Ask`] the application decided
+    /// at [`ServerEvent::ContinueRequested`], and is not asked twice.
+    ///
+    /// [`ContinuePolicy::AutoAccept`]: super::ContinuePolicy::AutoAccept
+    /// [`ContinuePolicy::Ask`]: super::ContinuePolicy::Ask
     ///
     /// It is advisory: an application may decide from it what does not
     /// depend on the content (`401`, `405`, `404`: D5 level 6) and drop the
@@ -107,7 +122,11 @@ pub enum ServerEvent {
     /// Drop every [`ServerEvent::Content`] piece received for `id` so far;
     /// the exchange goes on. They were the content of the first request of
     /// a 100-continue handshake, which is ignored (D10); the full request
-    /// streams its own content under the same id.
+    /// streams its own content under the same id. The machine drops such
+    /// content itself when the request's head, read before any piece,
+    /// shows the handshake, as it does for content written as streaming
+    /// senders write it and for content held to the message's end (D19):
+    /// this comes only for pieces handed out before that was known.
     ContentDiscarded {
         /// Which exchange.
         id: RequestId,

@@ -56,6 +56,10 @@
 //!  with stream_content, a request written body last, content last (D19):
 //!   ServerEvent::ContentHead (advisory: the envelope) ─► Content pieces
 //!   ─► ServerEvent::Request (the one to answer) or a rejection
+//!   (the full request of a handshake: a head under AutoAccept only; under
+//!    Ask the application decided at ContinueRequested)
+//!  content written before the rest of the head: held within the message
+//!   limit; at the message's end ContentHead ─► Content pieces ─► Request
 //! ```
 //!
 //! Every error response the server machine writes on its own, timeouts and
@@ -139,11 +143,15 @@
 //! and the pending output is dropped, its memory freed. What counts as
 //! taken is what the caller says: every byte written
 //! ([`consume_output`](ServerConnection::consume_output)), until the caller
-//! reports what its transport still holds unacknowledged
-//! ([`transport_holds`](ServerConnection::transport_holds)); from then on
-//! only bytes delivered (written less those held) restart the timer, which
-//! runs while output is pending or the transport holds any, so a send
-//! buffer that takes one more write is not mistaken for a reader. The part
+//! reports what its transport tells
+//! ([`transport_acknowledged`](ServerConnection::transport_acknowledged):
+//! the bytes the peer acknowledged, in the transport's own units, and
+//! whether it holds more); from then on only a growing acknowledged count
+//! restarts the timer, which runs while output is pending or the transport
+//! holds any, so a send buffer that takes one more write is not mistaken
+//! for a reader. A count says the peer took bytes since it was last read,
+//! not when: while the timer runs, the machine's deadlines include moments
+//! to read it again, a sixty-fourth of the stall timeout apart. The part
 //! already written is given back as it grows, so a peer that reads
 //! steadily keeps the buffer small.
 //!
@@ -211,6 +219,7 @@ pub mod table;
 
 pub use client::ClientConnection;
 pub use config::{ClientConfig, ContinuePolicy, Limits, Now, ServerConfig};
+pub use core::Acknowledged;
 pub use event::{ClientEvent, PeerError, RequestId, ServerEvent, UsageError};
 pub use output::OutputCopy;
 #[cfg(all(feature = "adapters", target_os = "linux"))]

@@ -90,16 +90,24 @@ pub(super) mod refusal {
         )
     }
 
-    /// D19: a streamed message paused too long or came too slowly.
-    pub(in super::super) fn content_too_slow(gap_secs: u64, min_rate: u64) -> Rejection {
-        Rejection::new(
-            StatusCode::REQUEST_TIMEOUT,
-            format!(
-                "the message's content stopped for more than {gap_secs} s, or came slower than \
-                 {min_rate} bytes/s on average after its first {gap_secs} s"
+    /// D19: a streamed message's content, counted as it decodes, stopped
+    /// too long or came too slowly (`408`, then close).
+    pub(in super::super) fn content_too_slow(shortfall: super::super::core::Shortfall) -> Rejection {
+        use super::super::core::Shortfall;
+        let message = match shortfall {
+            Shortfall::NoContent { gap } => format!(
+                "field \"body.content\" decoded to nothing for {} s, the longest pause allowed: \
+                 bytes that decode to no content (an empty compressed block) do not count",
+                gap.as_secs()
             ),
-            "",
-        )
+            Shortfall::BelowRate { rate, behind } => format!(
+                "field \"body.content\" came too slowly: its decoded content fell more than {} s \
+                 behind the least average rate of {rate} bytes/s (a burst pays for {} s at most)",
+                behind.as_secs(),
+                behind.as_secs()
+            ),
+        };
+        Rejection::new(StatusCode::REQUEST_TIMEOUT, message, "")
     }
 
     /// D3: a message still arriving already nests deeper than the limit.

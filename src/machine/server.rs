@@ -18,9 +18,9 @@ use std::time::Instant;
 use super::core::{ContentOutcome, Core, Decoded, KEEP_BUFFERS, Lifecycle, Outbound, Timers, deadline, due};
 use super::responses::{self, refusal};
 use super::table::{Exchange, ExchangeState, Input, Role, TransitionError};
-use super::{ContinuePolicy, Now, PeerError, RequestId, ServerConfig, ServerEvent, UsageError};
+use super::{Acknowledged, ContinuePolicy, Now, PeerError, RequestId, ServerConfig, ServerEvent, UsageError};
 use crate::message::decoder::Requests;
-use crate::message::{Method, Rejection, Request, RequestContext, Response, WholeMessage, parse_request};
+use crate::message::{Method, Rejection, Request, RequestContext, Response, WholeMessage};
 
 /// One jsontp connection in the server role, without I/O.
 ///
@@ -44,9 +44,9 @@ pub struct ServerConnection {
     /// apart from the input's events, so that reports waiting to be taken
     /// never hold up reading the next request.
     sent: VecDeque<(RequestId, u64)>,
-    /// The exchange whose request's content is streaming in (D19), once
-    /// its first piece went out.
-    receiving: Option<RequestId>,
+    /// The message whose content is being received (D19), once its head
+    /// or its first piece came.
+    receiving: Option<Receiving>,
     /// Nothing has changed since the input was last processed and the
     /// answers written ([`settle`](Self::settle)): asking for an event
     /// again need not run the input loop.
@@ -54,6 +54,40 @@ pub struct ServerConnection {
     /// The last written answer's copy of the resource string, emptied: the
     /// next exchange copies its own into it rather than allocating one.
     spare_echo: String,
+}
+
+/// The content of the message being received (D19): its exchange, and
+/// where its pieces go, as its head decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Receiving {
+    /// To the application, as [`ServerEvent::Content`].
+    HandedOut(RequestId),
+    /// Nowhere: the message is refused whatever its content holds (its
+    /// head does not read, D5 levels 1 to 4, or names another method or
+    /// resource than its handshake's, D10), or its body is ignored (the
+    /// first request of a handshake, D10). The pieces are still decoded
+    /// and checked, for D5's order (content past the limit is `413`), and
+    /// dropped here, so nothing of them is stored.
+    Dropped(RequestId),
+}
+
+impl Receiving {
+    fn id(self) -> RequestId {
+        match self {
+            Receiving::HandedOut(id) | Receiving::Dropped(id) => id,
+        }
+    }
+}
+
+/// What a streamed message's head (D19) tells the application.
+enum HeadFate {
+    /// The head, then the pieces.
+    Told(Box<Request>),
+    /// The pieces, without a head: the application decided about the
+    /// exchange at its handshake (D10).
+    Decided,
+    /// Nothing: see [`Receiving::Dropped`].
+    Dropped,
 }
 
 /// A spare echo string longer than this is not kept.
@@ -139,7 +173,7 @@ impl ServerConnection {
     /// Bytes after the peer's end of stream or after an error that closes
     /// the connection are ignored.
     pub fn receive_data(&mut self, data: &[u8], now: Now) {
-        if self.core.receive(data, now) {
+        if self.core.receive(data) {
             self.settle(now);
         }
     }
@@ -337,7 +371,7 @@ impl ServerConnection {
 
     /// Marks `n` bytes of [`pending_output`](Self::pending_output) as written
     /// (more than are pending is clamped). Unless the caller reports what
-    /// its transport holds ([`transport_holds`](Self::transport_holds)),
+    /// its transport tells ([`transport_acknowledged`](Self::transport_acknowledged)),
     /// any byte written counts as taken by the peer and restarts the stall
     /// timer (D3). Responses written no longer count against the limits on
     /// what is owed (D3), so reading may resume.
@@ -357,21 +391,24 @@ impl ServerConnection {
         self.settle(now);
     }
 
-    /// Tells the machine that `unsent` of the bytes already marked written
-    /// ([`consume_output`](Self::consume_output)) still sit in the
-    /// transport (a kernel's send buffer, a TLS layer), not acknowledged by
-    /// the peer; more than were written is clamped. A send buffer that
-    /// takes a write is not the peer reading (D3: "no byte of it read"),
-    /// so from the first call on the stall timer counts only bytes
-    /// delivered (written less `unsent`): it restarts when that count
-    /// grows, and runs while output is pending or `unsent` is above zero.
-    /// When it runs out with only the transport's bytes left, the
-    /// connection closes as stalled all the same
-    /// ([`PeerError::OutputStalled`]). Call it after writes and whenever
-    /// the transport's count is read again; a caller that never calls it
-    /// keeps the rule of `consume_output`.
-    pub fn transport_holds(&mut self, unsent: usize, now: Now) {
-        self.core.transport_holds(unsent, now);
+    /// Tells the machine what the transport says of the bytes written to
+    /// it ([`consume_output`](Self::consume_output)): how many the peer has
+    /// acknowledged, in the transport's own units (a TLS session's
+    /// ciphertext), and whether it holds more. A buffer that takes a write
+    /// is not the peer reading (D3: "no byte of it read"), so from the
+    /// first call on the stall timer restarts only when the acknowledged
+    /// count grows, and runs while output is pending or the transport
+    /// holds some. While it runs, [`poll_timeout`](Self::poll_timeout)
+    /// also gives the moments to ask the transport again (a sixty-fourth
+    /// of the stall timeout apart): call this before
+    /// [`handle_timeout`](Self::handle_timeout), so that what the peer took
+    /// meanwhile counts from then, not from the timeout. When the timer
+    /// runs out with only the transport's bytes left, the connection
+    /// closes as stalled all the same ([`PeerError::OutputStalled`]). Call
+    /// it after writes that fall short or block and at every due timer; a
+    /// caller that never calls it keeps the rule of `consume_output`.
+    pub fn transport_acknowledged(&mut self, told: Acknowledged, now: Now) {
+        self.core.transport_acknowledged(told, now);
     }
 
     /// Bytes of output the peer has taken since the connection opened (the
@@ -412,7 +449,7 @@ impl ServerConnection {
         if due(timers.give_back, now) {
             self.give_back_memory();
         }
-        if due(timers.stall, now) {
+        if due(timers.stall, now) && self.core.stall_timed_out(self.config.limits.stall_timeout, now) {
             // Nothing more can be written: nothing is owed any more.
             self.slots.clear();
             self.untaken.clear();
@@ -426,7 +463,7 @@ impl ServerConnection {
         } else if due(timers.message, now) {
             let limits = &self.config.limits;
             let rejection = if self.core.is_streaming() {
-                refusal::content_too_slow(limits.content_gap_timeout.as_secs(), limits.min_content_rate)
+                refusal::content_too_slow(self.core.streamed_shortfall(limits, now))
             } else {
                 refusal::timed_out("the message", limits.message_timeout.as_secs(), "")
             };
@@ -532,19 +569,26 @@ impl ServerConnection {
                 context: self.context(),
                 limits: &self.config.limits.message,
             };
-            match self.core.next_message(&requests, now) {
+            match self.core.next_message(&requests, &self.config.limits, now) {
                 Decoded::Partial => return,
                 Decoded::Message { read, content } => self.on_message(read, content.as_ref(), now),
-                Decoded::ContentHead { envelope } => {
-                    if let Some(head) = self.content_head(&envelope) {
-                        let id = self.receiving_id(awaited);
-                        self.core.push_event(ServerEvent::ContentHead { id, head });
-                    }
+                Decoded::ContentHead { head } => {
+                    let fate = self.content_head(head);
+                    let id = awaited.unwrap_or_else(|| self.core.fresh_id());
+                    self.receiving = Some(match fate {
+                        HeadFate::Dropped => Receiving::Dropped(id),
+                        HeadFate::Told(head) => {
+                            self.core.push_event(ServerEvent::ContentHead { id, head });
+                            Receiving::HandedOut(id)
+                        }
+                        HeadFate::Decided => Receiving::HandedOut(id),
+                    });
                 }
-                Decoded::Content(data) => {
-                    let id = self.receiving_id(awaited);
-                    self.core.push_event(ServerEvent::Content { id, data });
-                }
+                Decoded::Content(data) => match self.receiving_of_piece(awaited) {
+                    Receiving::HandedOut(id) => self.core.push_event(ServerEvent::Content { id, data }),
+                    // Checked by the decoder; no one takes it (D19).
+                    Receiving::Dropped(_) => {}
+                },
                 Decoded::ContentTooLarge { limit } => {
                     let target = self.message_target();
                     self.reject(target, refusal::content_too_large(limit), true, now);
@@ -586,34 +630,53 @@ impl ServerConnection {
         }
     }
 
-    /// The exchange of the message whose content is streaming in (D19),
-    /// numbered by its first event (the head, or the first piece): the
-    /// awaited handshake's, or a fresh one.
-    fn receiving_id(&mut self, awaited: Option<RequestId>) -> RequestId {
+    /// The content a piece belongs to (D19): as its head decided, or, for
+    /// a piece with no head before it, handed out under the awaited
+    /// handshake's exchange or a fresh one.
+    fn receiving_of_piece(&mut self, awaited: Option<RequestId>) -> Receiving {
         match self.receiving {
-            Some(id) => id,
+            Some(receiving) => receiving,
             None => {
                 let id = awaited.unwrap_or_else(|| self.core.fresh_id());
-                self.receiving = Some(id);
-                id
+                let receiving = Receiving::HandedOut(id);
+                self.receiving = Some(receiving);
+                receiving
             }
         }
     }
 
-    /// The request a streamed message's envelope makes (D19), when it is
-    /// one that the whole message, with nothing after its content, would
-    /// hand to the application: read and judged as the whole message will
-    /// be, in the same context. `None` for anything
-    /// else: a fault (D5 levels 1 to 4), a first request of a handshake,
-    /// whose body is ignored, or the full request of a handshake, whose
-    /// envelope was decided at the handshake, by the application or by
-    /// the policy that accepts every one (D10).
-    fn content_head(&self, envelope: &[u8]) -> Option<Box<Request>> {
-        if self.awaited().is_some() {
-            return None;
+    /// What the head of a streamed message (D19), read by the decoder in
+    /// the message's context as the whole message will be, tells the
+    /// application: the head, when the whole message would be handed to
+    /// it; nothing, and its content dropped, when the message is refused
+    /// whatever its content (a fault, D5 levels 1 to 4; a full request
+    /// naming another method or resource than its handshake's, D10) or
+    /// its body ignored (the first request of a handshake, D10).
+    ///
+    /// The full request of a handshake has a head only when the policy
+    /// acknowledged the handshake without asking (`AutoAccept`): the
+    /// application then meets the exchange here first, as any streamed
+    /// request. Under `Ask` it decided from the first request
+    /// ([`ServerEvent::ContinueRequested`]), and is not asked twice: the
+    /// full request's own headers reach it with the request (D10).
+    fn content_head(&self, head: Result<Box<Request>, Rejection>) -> HeadFate {
+        let Ok(head) = head else {
+            return HeadFate::Dropped;
+        };
+        let Some(awaited) = self.awaited() else {
+            return if head.headers.expect_continue() {
+                HeadFate::Dropped
+            } else {
+                HeadFate::Told(head)
+            };
+        };
+        let repeats = awaited.method == Some(head.method) && awaited.resource == head.resource.as_str();
+        match self.config.continue_policy {
+            _ if !repeats => HeadFate::Dropped,
+            ContinuePolicy::AutoAccept => HeadFate::Told(head),
+            // Only `Ask` acknowledges after asking; `Refuse` never does.
+            ContinuePolicy::Ask | ContinuePolicy::Refuse => HeadFate::Decided,
         }
-        let head = parse_request(envelope, self.context(), &self.config.limits.message).ok()?;
-        (!head.headers.expect_continue()).then(|| Box::new(head))
     }
 
     /// The exchange the message being received belongs to, if it has one
@@ -622,6 +685,7 @@ impl ServerConnection {
     fn message_target(&mut self) -> Option<RequestId> {
         self.receiving
             .take()
+            .map(Receiving::id)
             .or_else(|| self.awaited().map(|slot| slot.id))
     }
 
@@ -644,7 +708,8 @@ impl ServerConnection {
         now: Now,
     ) {
         let awaited = self.awaited().map(|slot| slot.id);
-        let streamed = self.receiving.take();
+        let receiving = self.receiving.take();
+        let streamed = receiving.map(Receiving::id);
         let request = match parsed {
             Ok(request) => request,
             Err(rejection) => {
@@ -693,7 +758,7 @@ impl ServerConnection {
         let mut slot = Slot::new(id, Some(request.method), echo);
         match self.core.advance(&mut slot.exchange, Role::Client, input) {
             Some(ExchangeState::AwaitingContinue) => {
-                if streamed.is_some() {
+                if let Some(Receiving::HandedOut(_)) = receiving {
                     // D10: the first request's body is ignored; the full
                     // request streams its own (D19).
                     self.core.push_event(ServerEvent::ContentDiscarded { id });

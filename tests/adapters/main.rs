@@ -7,6 +7,8 @@
 #![allow(clippy::disallowed_methods)] // tests own threads and the clock
 
 mod clients;
+mod fair_connections;
+mod handlers;
 mod hostile;
 mod interop;
 mod matrix;
@@ -16,6 +18,7 @@ mod on_tokio;
 mod pipelines;
 #[cfg(feature = "tls")]
 mod pki;
+mod pool;
 mod proxy;
 #[path = "../common/reference_get.rs"]
 mod reference_get;

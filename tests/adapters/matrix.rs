@@ -88,16 +88,33 @@ fn the_continue_handshake_accepted_and_refused() {
 }
 
 #[test]
-fn auto_accepted_handshakes_go_through_without_the_handler() {
-    // D10 AutoAccept: even `/refuse` is acknowledged, the handler is not asked.
+fn auto_accepted_handshakes_are_acknowledged_then_the_full_requests_head_is_checked() {
+    // D10 AutoAccept: every handshake is acknowledged without asking the
+    // handler, `/refuse` too. The handler meets the exchange at the full
+    // request's head, before its content (D19): `/open` is answered,
+    // `/refuse` gets the handler's refusal after its `100`, and the
+    // connection goes on.
     each_pair(|runtime, kind| {
         let server = start(runtime, Echo, options(with_policy(ContinuePolicy::AutoAccept), 2));
         let mut client = AnyClient::connect(kind, server.addr, quick()).expect("connect");
-        let upload = api_request(Method::Put, "/refuse", "payload")
-            .with_headers(Headers::new().with_expect_continue(true));
-        let answer = client.send(upload).expect("answered");
-        assert!(answer.continued, "{runtime:?} {kind:?}");
-        assert_eq!(answer.response.body.as_text(), Some("echo /refuse payload"));
+        let upload = |path: &str| {
+            api_request(Method::Put, path, "payload").with_headers(Headers::new().with_expect_continue(true))
+        };
+        let accepted = client.send(upload("/open")).expect("answered");
+        assert!(accepted.continued, "{runtime:?} {kind:?}");
+        assert_eq!(accepted.response.body.as_text(), Some("echo /open payload"));
+        let refused = client.send(upload("/refuse")).expect("answered");
+        assert!(
+            refused.continued,
+            "{runtime:?} {kind:?}: acknowledged without asking"
+        );
+        assert_eq!(
+            refused.response.status.code,
+            StatusCode::UNAUTHORIZED,
+            "{runtime:?} {kind:?}: refused at the full request's head"
+        );
+        let after = client.send(get("/after")).expect("the connection goes on");
+        assert_eq!(after.response.status.code, StatusCode::OK);
         drop(client);
         server.shutdown_and_join();
     });

@@ -73,11 +73,15 @@ fn beyond_the_connection_cap_clients_wait_in_the_backlog() {
             Echo,
             options(ServerConfig::default(), 2).with_max_connections(2),
         );
-        let mut open: Vec<Reader> = (0..2)
+        // Each busy with a message begun: an idle one would be closed to
+        // make room instead (fair_connections.rs).
+        let mut open: Vec<TcpStream> = (0..2)
             .map(|n| {
-                let mut client = Reader::new(connect(server.addr));
-                client.send(&request("GET", &format!("/open{n}"), ""));
-                client.expect();
+                let mut client = connect(server.addr);
+                let text = request("GET", &format!("/open{n}"), "");
+                client
+                    .write_all(&text.as_bytes()[..text.len() / 2])
+                    .expect("write");
                 client
             })
             .collect();

@@ -166,3 +166,210 @@ fn memory_returns_after_a_stalled_peer_is_closed() {
         );
     });
 }
+
+/// Downloads a peer stops reading, with the peer's own buffers, plain and
+/// over TLS (the test PKI needs the `tls` feature).
+#[cfg(feature = "tls")]
+mod stopped_downloads {
+    use std::io::{Read, Write};
+    use std::net::{SocketAddr, TcpStream};
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    use jsontp_protocol::machine::ServerConfig;
+
+    use crate::hostile::Streamer;
+    use crate::pki::Pki;
+    use crate::support::{RUNTIMES, Runtime, options, request, start};
+
+    /// The size of the download a never-reading peer asks for: far more than
+    /// a server could send in the test's time, so that a server still sending
+    /// when the peer starts reading is seen at once.
+    const ENDLESS: u64 = 1 << 40;
+
+    /// More than the kernels on both sides hold for a peer that stopped
+    /// reading: the server's send buffer (Linux allows 4 MiB by default)
+    /// and the peer's receive buffer, which grows only as its application
+    /// reads. Only a server still sending gives this much.
+    const HELD_AT_MOST: usize = 16 << 20;
+
+    /// A peer, plain or TLS, that asks `server` for an endless streamed
+    /// download; returns its socket (its TLS session set aside: the test
+    /// reads the records raw, and the kernels see the same reading) and
+    /// when the request went.
+    fn asking_peer(server: SocketAddr, tls: Option<&Pki>) -> (TcpStream, Instant) {
+        let socket = TcpStream::connect(server).expect("connect");
+        let text = request("GET", &format!("/stream/{ENDLESS}"), "");
+        let Some(pki) = tls else {
+            let mut socket = socket;
+            socket.write_all(text.as_bytes()).expect("write");
+            return (socket, Instant::now());
+        };
+        let config = Arc::new(
+            rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+                .with_safe_default_protocol_versions()
+                .expect("versions")
+                .with_root_certificates(pki.roots())
+                .with_no_client_auth(),
+        );
+        let session =
+            rustls::ClientConnection::new(config, "localhost".try_into().expect("a name")).expect("session");
+        let mut stream = rustls::StreamOwned::new(session, socket);
+        stream.write_all(text.as_bytes()).expect("write");
+        stream.flush().expect("flush");
+        (stream.sock, Instant::now())
+    }
+
+    /// What the peer of a stalled download does before it stops reading.
+    #[derive(Clone, Copy, Debug)]
+    enum Peer {
+        /// Never reads a byte.
+        NeverReads,
+        /// Reads [`READ_ONCE`] bytes a second after its request, then stops:
+        /// its kernel acknowledges them and more, and nothing tells the server
+        /// (too little of its send buffer is freed for the socket to be
+        /// reported writable), until it looks.
+        ReadsOnce,
+    }
+
+    /// What [`Peer::ReadsOnce`] reads: well under a third of a Linux send
+    /// buffer.
+    const READ_ONCE: usize = 512 << 10;
+
+    /// D3 with the peer's own buffers (no small window): a peer that stops
+    /// reading an endless streamed download (or never starts), on `runtime`,
+    /// plain or over TLS, with `stall` as the limit, is closed within a second
+    /// of the limit. Checked by reading from then on: only what the kernels
+    /// held arrives, then the end of the stream; a server still sending would
+    /// send on.
+    fn closes_a_stalled_download_in_time(runtime: Runtime, tls: bool, peer: Peer, stall: Duration) {
+        let mut config = ServerConfig::default();
+        config.limits.stall_timeout = stall;
+        let pki = tls.then(Pki::new);
+        let mut options = options(config, 2);
+        if let Some(pki) = &pki {
+            options = options.with_tls(pki.server(false));
+        }
+        let server = start(runtime, Streamer, options);
+        let what = format!("{runtime:?}{}, {peer:?}", if tls { " over TLS" } else { "" });
+        let (mut socket, asked) = asking_peer(server.addr, pki.as_ref());
+        socket
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .expect("timeout");
+        let sleep_until = |t: Instant| std::thread::sleep(t.saturating_duration_since(Instant::now()));
+        let last_taken = match peer {
+            Peer::NeverReads => asked,
+            Peer::ReadsOnce => {
+                sleep_until(asked + Duration::from_secs(1));
+                let mut once = vec![0u8; READ_ONCE];
+                socket.read_exact(&mut once).expect("the start of the download");
+                Instant::now()
+            }
+        };
+        sleep_until(last_taken + stall + Duration::from_secs(1));
+        let mut received = 0usize;
+        let mut chunk = vec![0u8; 256 << 10];
+        loop {
+            match socket.read(&mut chunk) {
+                Ok(0) => break,
+                Ok(n) => received += n,
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => break,
+                Err(e) => panic!("{what}: the server neither closed nor sent: {e}"),
+            }
+            assert!(
+                received < HELD_AT_MOST,
+                "{what}: still sending {stall:?} + 1 s after the peer's last read, {received} bytes read since"
+            );
+        }
+        server.shutdown_and_join();
+    }
+
+    /// Runs `case` against every runtime, plain and TLS, at once.
+    fn on_every_runtime_at_once(case: fn(Runtime, bool)) {
+        let cases: Vec<_> = RUNTIMES
+            .iter()
+            .flat_map(|&runtime| [(runtime, false), (runtime, true)])
+            .map(|(runtime, tls)| std::thread::spawn(move || case(runtime, tls)))
+            .collect();
+        for case in cases {
+            if let Err(panic) = case.join() {
+                std::panic::resume_unwind(panic);
+            }
+        }
+    }
+
+    /// The limit of the cases run on every runtime at once.
+    const SHORT_STALL: Duration = Duration::from_secs(5);
+
+    #[test]
+    fn a_peer_that_never_reads_a_download_is_closed_within_a_second_of_the_stall_limit() {
+        // The peer's kernel acknowledges what its receive buffer holds, and
+        // may do so a little after the server last looked: seen only when the
+        // limit came, that used to restart the timer.
+        on_every_runtime_at_once(|runtime, tls| {
+            closes_a_stalled_download_in_time(runtime, tls, Peer::NeverReads, SHORT_STALL);
+        });
+    }
+
+    #[test]
+    fn a_peer_that_reads_once_and_stops_is_closed_within_a_second_of_the_stall_limit_after() {
+        // What the peer took counts from when it took it, not from when the
+        // server next looked: the same as above, made certain.
+        on_every_runtime_at_once(|runtime, tls| {
+            closes_a_stalled_download_in_time(runtime, tls, Peer::ReadsOnce, SHORT_STALL);
+        });
+    }
+
+    /// A reader of 8 KiB a second, with its own buffers, for more than the
+    /// default limit on `runtime`; then, read fast, the download goes on.
+    fn a_reader_of_a_few_kib_a_second_is_never_closed(runtime: Runtime) {
+        let stall = ServerConfig::default().limits.stall_timeout;
+        let server = start(runtime, Streamer, options(ServerConfig::default(), 2));
+        let (mut socket, asked) = asking_peer(server.addr, None);
+        socket
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .expect("timeout");
+        let mut piece = vec![0u8; 8 << 10];
+        while asked.elapsed() < stall * 4 / 3 {
+            std::thread::sleep(Duration::from_secs(1));
+            socket.read_exact(&mut piece).expect("the download goes on");
+        }
+        let mut received = 0usize;
+        let mut chunk = vec![0u8; 256 << 10];
+        while received < HELD_AT_MOST {
+            match socket.read(&mut chunk) {
+                Ok(0) => panic!("{runtime:?}: closed as stalled, {received} bytes after the slow reading"),
+                Ok(n) => received += n,
+                Err(e) => panic!("{runtime:?}: {e} after {received} bytes"),
+            }
+        }
+        // Gone: the endless download ends with it.
+        drop(socket);
+        server.shutdown_and_join();
+    }
+
+    #[test]
+    fn the_default_limit_closes_a_peer_that_never_reads_within_31_s_and_never_a_slow_reader() {
+        // The default limit (D3: 30 s), every runtime, all at once. The
+        // slow reader's kernel acknowledges in steps, as its application
+        // empties the receive buffer and the window reopens; the server,
+        // asking often, sees each.
+        let stall = ServerConfig::default().limits.stall_timeout;
+        let cases: Vec<_> = RUNTIMES
+            .iter()
+            .flat_map(|&runtime| {
+                [
+                    std::thread::spawn(move || a_reader_of_a_few_kib_a_second_is_never_closed(runtime)),
+                    std::thread::spawn(move || {
+                        closes_a_stalled_download_in_time(runtime, false, Peer::NeverReads, stall);
+                    }),
+                ]
+            })
+            .collect();
+        for case in cases {
+            if let Err(panic) = case.join() {
+                std::panic::resume_unwind(panic);
+            }
+        }
+    }
+}

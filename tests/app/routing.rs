@@ -244,3 +244,60 @@ fn a_handshake_for_a_path_or_method_not_served_is_refused_before_the_content() {
         );
     }
 }
+
+#[test]
+fn d11_options_under_a_fallback_is_200_with_allowed_methods() {
+    // A fallback answers every method but OPTIONS, which is never its 404:
+    // what no route serves allows OPTIONS alone (D11).
+    let with_fallback = Router::new()
+        .route("/x", get(|| "x"))
+        .fallback(|| Refusal::not_found("no such page"));
+    for &runtime in RUNTIMES {
+        for (router, path) in [(board(), "/admin/nothing"), (with_fallback.clone(), "/nothing")] {
+            let server = start(runtime, router, ServerOptions::default());
+            let options = ask(server.addr, request(Method::Options, path, json!({})));
+            assert_eq!(
+                options.status.code,
+                StatusCode::OK,
+                "{runtime:?} {path}: {options:?}"
+            );
+            assert_eq!(allowed(&options), ["OPTIONS"], "{runtime:?} {path}");
+            // Every other method still reaches the fallback.
+            let fallback = ask(server.addr, request(Method::Delete, path, json!({})));
+            assert_eq!(fallback.status.code, StatusCode::NOT_FOUND, "{runtime:?} {path}");
+            assert!(
+                fallback.status.human_message.starts_with("no such"),
+                "{runtime:?} {path}: {fallback:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn d7_a_capture_holding_a_backslash_is_400_naming_it() {
+    // A capture is what a handler may join to a folder, where a backslash
+    // may be a separator: refused, for every method, before any handler.
+    for &runtime in RUNTIMES {
+        let server = start(runtime, board(), ServerOptions::default());
+        for (method, path, part) in [
+            (Method::Get, r"/files/..\..\secret.txt", "path"),
+            (Method::Get, "/files/a/..%5C..%5Csecret.txt", "path"),
+            (Method::Options, r"/files/a\b", "path"),
+            (Method::Delete, r"/files/a\b", "path"),
+            (Method::Get, r"/groups/..\x/posts/0", "group"),
+        ] {
+            let refused = ask(server.addr, request(method, path, json!({})));
+            assert_eq!(
+                refused.status.code,
+                StatusCode::BAD_REQUEST,
+                "{runtime:?} {method} {path}: {refused:?}"
+            );
+            let said = &refused.status.human_message;
+            assert!(said.contains("backslash"), "{said}");
+            assert!(said.contains(&format!("`{part}`")), "{said}");
+        }
+        // A path with / only is served as before.
+        let served = ask(server.addr, request(Method::Get, "/files/a/b.txt", json!({})));
+        assert_eq!(served.body.as_text(), Some("file a/b.txt"), "{runtime:?}");
+    }
+}

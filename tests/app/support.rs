@@ -24,8 +24,8 @@ pub enum Runtime {
 }
 
 impl Runtime {
-    /// Whether the router runs there as a `Handler` (its hooks asked too),
-    /// rather than as a tower service.
+    /// Whether the router runs there as a `Handler`, rather than as a
+    /// tower service (with the router as its hooks).
     pub fn takes_handlers(self) -> bool {
         match self {
             Runtime::Std => true,
@@ -115,11 +115,12 @@ pub fn start(runtime: Runtime, router: Router, options: ServerOptions) -> Runnin
             }
         }
         #[cfg(feature = "tower")]
-        Runtime::Tokio => start_service(router, options),
+        Runtime::Tokio => start_hooked(router.clone(), router, options),
     }
 }
 
-/// Serves any tower service of requests on the tokio server.
+/// Serves any tower service of requests on the tokio server, with no
+/// checks before its content ([`AcceptAll`](jsontp_protocol::io_adapters::server::tokio::AcceptAll)).
 #[cfg(feature = "tower")]
 pub fn start_service<S>(service: S, options: ServerOptions) -> Running
 where
@@ -128,8 +129,28 @@ where
     S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
     S::Future: Send,
 {
+    start_hooked(
+        service,
+        jsontp_protocol::io_adapters::server::tokio::AcceptAll,
+        options,
+    )
+}
+
+/// Serves any tower service of requests on the tokio server, with `hooks`
+/// asked about each request's head and told each access record.
+#[cfg(feature = "tower")]
+pub fn start_hooked<S, H>(service: S, hooks: H, options: ServerOptions) -> Running
+where
+    S: tower::Service<jsontp_protocol::io_adapters::server::Incoming> + Clone + Send + 'static,
+    S::Response: Into<jsontp_protocol::io_adapters::server::Reply>,
+    S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    S::Future: Send,
+    H: jsontp_protocol::io_adapters::server::Handler,
+{
     let server = crate::on_tokio::on_tokio(move |listener, shutdown| {
-        jsontp_protocol::io_adapters::server::tokio::serve_service(listener, service, options, shutdown)
+        jsontp_protocol::io_adapters::server::tokio::serve_service(
+            listener, service, hooks, options, shutdown,
+        )
     });
     Running {
         addr: server.addr,

@@ -6,10 +6,10 @@
 
 use std::io::IoSlice;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use jsontp_protocol::machine::{
-    ClientConfig, ClientConnection, PeerError, ServerConfig, ServerConnection, ServerEvent,
+    Acknowledged, ClientConfig, ClientConnection, PeerError, ServerConfig, ServerConnection, ServerEvent,
 };
 use jsontp_protocol::message::{Body, Encoding, Method, Request, Response, Status, StatusCode};
 
@@ -288,7 +288,17 @@ fn give_back(server: &mut ServerConnection, clock: &mut Clock) {
 
 // ---------------------------------------------------------------------------
 // The transport's share (D3: "no byte of it read"): a send buffer that takes
-// a write is not the peer reading.
+// a write is not the peer reading; only what the peer acknowledged is.
+
+/// The longest time between two askings of the transport while the stall
+/// timer runs: a sixty-fourth of the default stall time.
+const CHECK: Duration = Duration::from_micros(30_000_000 / 64);
+
+/// What the transport tells: `bytes` acknowledged since it opened, and
+/// whether it holds more.
+fn told(bytes: u64, holds_more: bool) -> Acknowledged {
+    Acknowledged { bytes, holds_more }
+}
 
 /// A server owing one large response, none of it written yet.
 fn owing_a_large_response(clock: &Clock) -> ServerConnection {
@@ -297,6 +307,31 @@ fn owing_a_large_response(clock: &Clock) -> ServerConnection {
     serve(&mut server, clock, || escaped(200_000));
     assert!(server.pending_output().len() > 1_000_000);
     server
+}
+
+/// Runs the server's deadlines up to `until`, the transport telling `ack`
+/// at each (as the adapters do, before `handle_timeout`); returns when the
+/// connection closed, if it did. Each deadline is a check at most
+/// [`CHECK`] after the one before, or the stall limit.
+fn run_checks(
+    server: &mut ServerConnection,
+    clock: &mut Clock,
+    ack: Acknowledged,
+    until: Instant,
+) -> Option<Instant> {
+    while !server.is_closed() {
+        let next = server.poll_timeout().expect("the stall timer runs");
+        assert!(next > clock.now().instant, "no deadline is due twice");
+        assert!(next <= clock.now().instant + CHECK, "asked often enough");
+        if next > until {
+            clock.advance_to(until);
+            return None;
+        }
+        clock.advance_to(next);
+        server.transport_acknowledged(ack, clock.now());
+        server.handle_timeout(clock.now());
+    }
+    Some(clock.now().instant)
 }
 
 #[test]
@@ -308,14 +343,25 @@ fn a_peer_whose_kernel_takes_writes_but_which_reads_nothing_is_closed_at_30_s() 
     let mut server = owing_a_large_response(&clock);
     let start = clock.now().instant;
     server.consume_output(200_000, clock.now());
-    server.transport_holds(200_000, clock.now());
-    clock.advance(Duration::from_secs(29));
+    server.transport_acknowledged(told(0, true), clock.now());
+    assert_eq!(
+        run_checks(
+            &mut server,
+            &mut clock,
+            told(0, true),
+            start + Duration::from_secs(29)
+        ),
+        None
+    );
     server.consume_output(100_000, clock.now());
-    server.transport_holds(300_000, clock.now());
-    assert_eq!(server.poll_timeout(), Some(start + Duration::from_secs(30)));
-    clock.advance(Duration::from_secs(1));
-    server.handle_timeout(clock.now());
-    assert!(server.is_closed());
+    server.transport_acknowledged(told(0, true), clock.now());
+    let closed = run_checks(
+        &mut server,
+        &mut clock,
+        told(0, true),
+        start + Duration::from_secs(60),
+    );
+    assert_eq!(closed, Some(start + Duration::from_secs(30)));
     assert!(server.pending_output().is_empty(), "nothing more is written");
     assert_eq!(server.poll_timeout(), None);
     assert_eq!(
@@ -323,32 +369,120 @@ fn a_peer_whose_kernel_takes_writes_but_which_reads_nothing_is_closed_at_30_s() 
         ["peer error OutputStalled", "closed"]
     );
     // The transport's count no longer matters.
-    server.transport_holds(10, clock.now());
+    server.transport_acknowledged(told(10, false), clock.now());
     assert_eq!(server.poll_timeout(), None);
+}
+
+#[test]
+fn what_the_peer_took_counts_from_the_check_that_sees_it_not_from_the_limit() {
+    // A never-reading peer's kernel acknowledges what its receive buffer
+    // holds, a little after the server's write filled its own: the server
+    // was not looking. The next check sees it and the limit runs from
+    // there; seen only when the limit came, it used to restart the timer
+    // and hold the connection to twice the limit.
+    let mut clock = Clock::new();
+    let mut server = owing_a_large_response(&clock);
+    let start = clock.now().instant;
+    server.consume_output(1_000_000, clock.now());
+    server.transport_acknowledged(told(32_768, true), clock.now());
+    let check = server.poll_timeout().expect("a check");
+    assert_eq!(check, start + CHECK, "the first check, not the limit");
+    clock.advance_to(check);
+    server.transport_acknowledged(told(128_000, true), clock.now());
+    server.handle_timeout(clock.now());
+    assert!(!server.is_closed());
+    // Never anything more: closed 30 s after the check that saw the last
+    // bytes taken.
+    let closed = run_checks(
+        &mut server,
+        &mut clock,
+        told(128_000, true),
+        start + Duration::from_secs(90),
+    );
+    assert_eq!(closed, Some(check + Duration::from_secs(30)));
 }
 
 #[test]
 fn bytes_acknowledged_restart_the_stall_timer_and_bytes_written_do_not() {
     let mut clock = Clock::new();
     let mut server = owing_a_large_response(&clock);
+    let start = clock.now().instant;
     server.consume_output(100_000, clock.now());
-    server.transport_holds(100_000, clock.now());
-    clock.advance(Duration::from_secs(10));
+    server.transport_acknowledged(told(0, true), clock.now());
+    run_checks(
+        &mut server,
+        &mut clock,
+        told(0, true),
+        start + Duration::from_secs(10),
+    );
     // Written, not acknowledged: still the first deadline.
     server.consume_output(50_000, clock.now());
-    let first = clock.now().instant + Duration::from_secs(20);
-    assert_eq!(server.poll_timeout(), Some(first));
-    // A count that rises without a write is the transport's noise: nothing
-    // acknowledged is taken back.
-    server.transport_holds(200_000, clock.now());
-    assert_eq!(server.poll_timeout(), Some(first));
-    clock.advance(Duration::from_secs(10));
-    // One byte acknowledged restarts it.
-    server.transport_holds(149_999, clock.now());
-    assert_eq!(
-        server.poll_timeout(),
-        Some(clock.now().instant + Duration::from_secs(30))
+    server.transport_acknowledged(told(0, true), clock.now());
+    run_checks(
+        &mut server,
+        &mut clock,
+        told(0, true),
+        start + Duration::from_secs(20),
     );
+    // One byte acknowledged restarts it.
+    let restarted = clock.now().instant;
+    server.transport_acknowledged(told(1, true), clock.now());
+    let closed = run_checks(
+        &mut server,
+        &mut clock,
+        told(1, true),
+        start + Duration::from_secs(90),
+    );
+    assert_eq!(closed, Some(restarted + Duration::from_secs(30)));
+}
+
+#[test]
+fn the_counts_compared_are_the_transports_own() {
+    // Under TLS the socket counts ciphertext, more bytes than the
+    // plaintext written: the machine compares a count only with the
+    // transport's earlier one. A session that takes a write into its own
+    // buffer, the socket being full, has taken nothing from the peer.
+    let mut clock = Clock::new();
+    let mut server = owing_a_large_response(&clock);
+    let start = clock.now().instant;
+    server.consume_output(100_000, clock.now());
+    server.transport_acknowledged(told(100_400, true), clock.now());
+    run_checks(
+        &mut server,
+        &mut clock,
+        told(100_400, true),
+        start + Duration::from_secs(20),
+    );
+    server.consume_output(16_384, clock.now());
+    server.transport_acknowledged(told(100_400, true), clock.now());
+    let closed = run_checks(
+        &mut server,
+        &mut clock,
+        told(100_400, true),
+        start + Duration::from_secs(90),
+    );
+    assert_eq!(closed, Some(start + Duration::from_secs(30)));
+}
+
+#[test]
+fn a_check_the_caller_does_not_answer_passes() {
+    // A caller that reported once and then never again: its checks pass
+    // one by one, each with nothing taken, and the limit comes in time.
+    let mut clock = Clock::new();
+    let mut server = owing_a_large_response(&clock);
+    let start = clock.now().instant;
+    server.consume_output(100_000, clock.now());
+    server.transport_acknowledged(told(0, true), clock.now());
+    let mut checks = 0;
+    while !server.is_closed() {
+        let next = server.poll_timeout().expect("a timer");
+        assert!(next > clock.now().instant, "a check that passed is not due again");
+        clock.advance_to(next);
+        server.handle_timeout(clock.now());
+        checks += 1;
+    }
+    assert_eq!(clock.now().instant, start + Duration::from_secs(30));
+    assert!((64..=65).contains(&checks), "{checks} checks");
 }
 
 #[test]
@@ -360,18 +494,18 @@ fn only_bytes_held_by_the_transport_still_stall_the_connection() {
     server.receive_data(GET.as_bytes(), clock.now());
     serve(&mut server, &clock, || escaped(1_000));
     let n = server.pending_output().len();
+    let start = clock.now().instant;
     server.consume_output(n, clock.now());
-    server.transport_holds(n, clock.now());
-    let deadline = clock.now().instant + Duration::from_secs(30);
-    // Before it, the quiet connection's buffers are given back; nothing
-    // closes.
-    clock.advance(Duration::from_secs(29));
-    server.handle_timeout(clock.now());
-    assert!(!server.is_closed());
-    assert_eq!(server.poll_timeout(), Some(deadline));
-    clock.advance_to(deadline);
-    server.handle_timeout(clock.now());
-    assert!(server.is_closed());
+    server.transport_acknowledged(told(0, true), clock.now());
+    // Before the limit, the quiet connection's buffers are given back;
+    // nothing closes.
+    let closed = run_checks(
+        &mut server,
+        &mut clock,
+        told(0, true),
+        start + Duration::from_secs(60),
+    );
+    assert_eq!(closed, Some(start + Duration::from_secs(30)));
     // Written whole (the transport took it), then stalled there.
     assert_eq!(
         serve(&mut server, &clock, || escaped(1)),
@@ -390,8 +524,8 @@ fn only_bytes_held_by_the_transport_still_stall_the_connection() {
     serve(&mut server, &clock, || escaped(1_000));
     let n = server.pending_output().len();
     server.consume_output(n, clock.now());
-    server.transport_holds(n, clock.now());
-    server.transport_holds(0, clock.now());
+    server.transport_acknowledged(told(0, true), clock.now());
+    server.transport_acknowledged(told(n as u64, false), clock.now());
     let idle = server.poll_timeout().expect("the give-back and idle timers");
     clock.advance(Duration::from_secs(40));
     server.handle_timeout(clock.now());
@@ -401,24 +535,23 @@ fn only_bytes_held_by_the_transport_still_stall_the_connection() {
 #[test]
 fn a_slow_but_steady_reader_behind_a_full_send_buffer_is_never_closed() {
     // A peer that acknowledges 2 KB every 20 s, behind a kernel buffer of
-    // 64 KB kept full: ten minutes, and the connection stands.
+    // 64 KB kept full, checked as often as the machine asks: ten minutes,
+    // and the connection stands.
     let mut clock = Clock::new();
     let mut server = owing_a_large_response(&clock);
     const BUFFER: usize = 64 * 1024;
-    let mut in_transport = 0;
+    let (mut in_transport, mut acknowledged) = (0, 0);
     for _ in 0..30 {
         let room = BUFFER - in_transport;
         let n = room.min(server.pending_output().len());
         server.consume_output(n, clock.now());
         in_transport += n;
-        server.transport_holds(in_transport, clock.now());
-        let deadline = server.poll_timeout().expect("the stall timer");
-        assert!(deadline >= clock.now().instant + Duration::from_secs(20));
-        clock.advance(Duration::from_secs(20));
+        let ack = told(acknowledged, true);
+        server.transport_acknowledged(ack, clock.now());
+        let until = clock.now().instant + Duration::from_secs(20);
+        assert_eq!(run_checks(&mut server, &mut clock, ack, until), None);
         in_transport -= 2_048;
-        server.transport_holds(in_transport, clock.now());
-        server.handle_timeout(clock.now());
-        assert!(!server.is_closed());
+        acknowledged += 2_048;
     }
     assert!(server.next_event(clock.now()).is_none());
 }
@@ -434,13 +567,15 @@ fn a_client_whose_requests_sit_in_its_send_buffer_closes_at_30_s() {
     let start = clock.now().instant;
     let n = client.pending_output().len();
     client.consume_output(n, clock.now());
-    client.transport_holds(n, clock.now());
-    clock.advance(Duration::from_secs(29));
-    client.transport_holds(n, clock.now());
-    assert_eq!(client.poll_timeout(), Some(start + Duration::from_secs(30)));
-    clock.advance(Duration::from_secs(1));
-    client.handle_timeout(clock.now());
-    assert!(client.is_closed());
+    client.transport_acknowledged(told(0, true), clock.now());
+    while !client.is_closed() {
+        let next = client.poll_timeout().expect("the stall timer");
+        assert!(next <= clock.now().instant + CHECK && next > clock.now().instant);
+        clock.advance_to(next);
+        client.transport_acknowledged(told(0, true), clock.now());
+        client.handle_timeout(clock.now());
+    }
+    assert_eq!(clock.now().instant, start + Duration::from_secs(30));
     let events: Vec<_> = std::iter::from_fn(|| client.next_event(clock.now()))
         .map(|e| render_client(&e))
         .collect();

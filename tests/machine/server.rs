@@ -302,6 +302,77 @@ fn handshake_refused_is_501_and_close() {
     insta::assert_snapshot!("machine_server_handshake_refused", s.transcript());
 }
 
+/// A first request of a handshake whose `body` is `body` (`None`: absent).
+fn handshake_with_body(resource: &str, body: Option<&str>) -> String {
+    let body = body.map(|body| format!(",\"body\":{body}")).unwrap_or_default();
+    format!(
+        "{{\"jsontp\":\"1.0\",\"type\":\"request\",\"resource\":\"{resource}\",\"method\":\"PUT\",\"headers\":{{\"expect\":\"100-continue\"}}{body}}}\n"
+    )
+}
+
+#[test]
+fn a_handshake_without_a_body_is_acknowledged() {
+    // D10: the first request's body may be absent; it is ignored anyway.
+    let mut s = Server::new(ServerConfig::default(), App::Echo);
+    s.send(handshake_with_body("/up.txt", None).as_bytes());
+    assert_eq!(s.output_codes(), [100]);
+    s.send(put("/up.txt", "the content").as_bytes());
+    assert_eq!(s.output_codes(), [100, 200]);
+    assert!(!s.conn.is_closed());
+    insta::assert_snapshot!("machine_server_handshake_without_body", s.transcript());
+}
+
+#[test]
+fn a_handshake_without_a_body_refused_is_501_and_close() {
+    // D10: a server without 100-continue answers 501 and closes, whether
+    // the first request carries a body or not.
+    let config = ServerConfig {
+        continue_policy: ContinuePolicy::Refuse,
+        ..ServerConfig::default()
+    };
+    let mut s = Server::new(config, App::Echo);
+    s.send(handshake_with_body("/nc.txt", None).as_bytes());
+    assert_eq!(s.output_codes(), [501]);
+    assert!(s.conn.is_closed() && !s.conn.wants_read());
+    insta::assert_snapshot!("machine_server_handshake_without_body_refused", s.transcript());
+}
+
+#[test]
+fn a_handshake_body_that_is_not_an_object_is_400_before_501() {
+    // D10: any object is ignored, another type is 400; an envelope error
+    // (level 3) wins over the refusal of 100-continue (level 4), and then
+    // the connection stays open (D5).
+    for policy in [ContinuePolicy::AutoAccept, ContinuePolicy::Refuse] {
+        let config = ServerConfig {
+            continue_policy: policy,
+            ..ServerConfig::default()
+        };
+        for body in ["5", "null", "\"\"", "[]"] {
+            let mut s = Server::new(config.clone(), App::Echo);
+            s.send(handshake_with_body("/up.txt", Some(body)).as_bytes());
+            s.send(get("/hello.txt").as_bytes());
+            assert_eq!(s.output_codes(), [400, 200], "{policy:?} {body}");
+            let said = rejections(&s.events);
+            assert!(!said[0].3, "{policy:?} {body}: stays open");
+            assert!(
+                s.transcript().contains(r#"field \"body\" must be an object"#),
+                "{}",
+                s.transcript()
+            );
+        }
+    }
+    // The full request still needs its body, whatever its `expect`.
+    let mut s = Server::new(ServerConfig::default(), App::Echo);
+    s.send(handshake_with_body("/up.txt", None).as_bytes());
+    s.send(handshake_with_body("/up.txt", None).as_bytes());
+    assert_eq!(s.output_codes(), [100, 400]);
+    assert!(
+        s.transcript().contains(r#"field \"body\" is missing"#),
+        "{}",
+        s.transcript()
+    );
+}
+
 #[test]
 fn garbage_where_a_message_starts_is_400_and_close() {
     let mut s = Server::new(ServerConfig::default(), App::Echo);

@@ -190,13 +190,15 @@ fn every_split_point_of_a_small_message_gives_the_same_content_in_either_order()
             Encoding::Identity => text.to_owned(),
             other => codec::encode(text.as_bytes(), other),
         };
-        // Encoding first, as streaming senders write it, with its head,
-        // and content first (D19: any order), without.
-        for (wire, head) in [
-            (put_message("/s", encoding, &content), true),
-            (content_first_put("/s", encoding, &content), false),
+        // Encoding first, as streaming senders write it, with its head at
+        // the content's start; content first, or before the other fields
+        // (D19: any order), held to the message's end, with its head then.
+        for wire in [
+            put_message("/s", encoding, &content),
+            content_first_put("/s", encoding, &content),
+            body_first_put("/s", encoding, &content),
         ] {
-            each_split_gives(&wire, text.as_bytes(), head, &clock, encoding);
+            each_split_gives(&wire, text.as_bytes(), true, &clock, encoding);
         }
     }
 }
@@ -290,7 +292,11 @@ fn a_header_that_fails_after_the_content_refuses_the_request_as_a_whole_message_
     let (_, whole_status, whole_message, _) = rejection(&whole);
     assert_eq!((status, &message), (whole_status, &whole_message));
     assert_eq!(status, 400);
-    assert_eq!(Some(streamed.piece_ids[0]), id);
+    assert!(id.is_some());
+    // The content came before the headers, so it was held (D19); once the
+    // message ended its head did not read, and none of it was handed out.
+    assert!(streamed.piece_ids.is_empty(), "{:?}", streamed.piece_ids.len());
+    assert_eq!(heads(&streamed), 0);
 }
 
 #[test]
@@ -321,6 +327,17 @@ fn content_first_put(path: &str, encoding: Encoding, text: &str) -> Vec<u8> {
         path,
         &format!("{{\"content\":{content},\"encoding\":\"{encoding}\"}}"),
     )
+}
+
+/// A `PUT` written `body` first, `encoding` before `content` in it, and
+/// every other field after it: its content arrives before its head.
+fn body_first_put(path: &str, encoding: Encoding, text: &str) -> Vec<u8> {
+    let content = serde_json::to_string(text).unwrap();
+    format!(
+        "{{\"body\":{{\"encoding\":\"{encoding}\",\"content\":{content}}},\"jsontp\":\"1.0\",\
+         \"type\":\"request\",\"resource\":\"{path}\",\"method\":\"PUT\",\"headers\":{{}}}}\n"
+    )
+    .into_bytes()
 }
 
 fn small_message_limit(max_message_bytes: usize) -> Limits {
@@ -420,12 +437,22 @@ fn d19_content_before_its_encoding_past_the_message_limit_is_413_as_if_held() {
         (Encoding::Gzip, gzip.as_str()),
         (Encoding::Identity, identity.as_str()),
     ] {
-        let (streamed, held) = streamed_and_held(&content_first_put("/big", encoding, text));
-        let (_, status, message, closes) = rejection(&streamed);
-        assert_eq!((status, closes), (413, true), "{encoding}: {message}");
-        assert_eq!(message, rejection(&held).2, "{encoding}");
-        assert!(streamed.piece_ids.is_empty(), "{encoding}: no piece went out");
-        assert!(!answered(&streamed));
+        // Before its encoding, or before the fields that make its head:
+        // held the same way.
+        for wire in [
+            content_first_put("/big", encoding, text),
+            body_first_put("/big", encoding, text),
+        ] {
+            let (streamed, held) = streamed_and_held(&wire);
+            let (_, status, message, closes) = rejection(&streamed);
+            assert_eq!((status, closes), (413, true), "{encoding}: {message}");
+            assert_eq!(message, rejection(&held).2, "{encoding}");
+            assert!(streamed.piece_ids.is_empty(), "{encoding}: no piece went out");
+            assert!(!answered(&streamed));
+        }
+        // Written last, the same content streams past the message limit.
+        let (streamed, _) = streamed_and_held(&put_message("/big", encoding, text));
+        assert!(answered(&streamed), "{encoding}: {:?}", streamed.events);
     }
     // Just within the limit with its envelope, and just past it (the
     // newline after the message is not part of it).
@@ -483,28 +510,41 @@ fn d19_content_before_its_encoding_is_held_to_the_content_limit_of_what_it_decod
     only_request(&got);
 }
 
-/// Feeds a streamed request at `rate` bytes per `every`, with simulated
-/// time; returns the moment (seconds) and status of any rejection.
-fn trickle(bytes_per_step: usize, every: Duration, total: usize) -> Option<(u64, u16)> {
+/// How a streamed request fed with simulated time ([`paced`]) ended.
+#[derive(Debug, PartialEq, Eq)]
+enum Paced {
+    /// Refused at this many seconds, with this status and message.
+    Refused(u64, u16, String),
+    /// Handed to the application whole, this many content bytes.
+    Handed(usize),
+    /// Neither, when the bytes ran out.
+    Open,
+}
+
+/// Feeds a streaming server `steps`, each some bytes at a moment (from
+/// the start), acting on every deadline on the way as a runtime would.
+fn paced(steps: impl IntoIterator<Item = (Duration, Vec<u8>)>) -> Paced {
     let mut clock = Clock::new();
     let start = clock.now().instant;
-    let wire = put_message("/slow", Encoding::Identity, &"z".repeat(total));
     let mut server = ServerConnection::new(streaming_server(Limits::default()), clock.now());
-    let outcome = |server: &mut ServerConnection, clock: &Clock| {
+    let mut content = 0;
+    let mut outcome = |server: &mut ServerConnection, clock: &Clock| {
         while let Some(event) = server.next_event(clock.now()) {
             match event {
                 ServerEvent::PeerError(PeerError::Rejected { rejection, .. }) => {
                     let at = clock.now().instant.duration_since(start).as_secs();
-                    return Some(Some((at, rejection.status().as_u16())));
+                    let status = rejection.status().as_u16();
+                    return Some(Paced::Refused(at, status, rejection.message));
                 }
-                ServerEvent::Request { .. } => return Some(None),
+                ServerEvent::Content { data, .. } => content += data.len(),
+                ServerEvent::Request { .. } => return Some(Paced::Handed(content)),
                 _ => {}
             }
         }
         None
     };
-    for piece in wire.chunks(bytes_per_step) {
-        let next = clock.now().instant + every;
+    for (at, bytes) in steps {
+        let next = start + at;
         while let Some(deadline) = server.poll_timeout().filter(|&d| d <= next) {
             clock.advance_to(deadline);
             server.handle_timeout(clock.now());
@@ -513,12 +553,103 @@ fn trickle(bytes_per_step: usize, every: Duration, total: usize) -> Option<(u64,
             }
         }
         clock.advance_to(next);
-        server.receive_data(piece, clock.now());
+        server.receive_data(&bytes, clock.now());
         if let Some(done) = outcome(&mut server, &clock) {
             return done;
         }
     }
-    None
+    Paced::Open
+}
+
+/// Feeds a streamed request at `rate` bytes per `every`, with simulated
+/// time; returns the moment (seconds) and status of any rejection.
+fn trickle(bytes_per_step: usize, every: Duration, total: usize) -> Option<(u64, u16)> {
+    let wire = put_message("/slow", Encoding::Identity, &"z".repeat(total));
+    let steps = wire
+        .chunks(bytes_per_step)
+        .enumerate()
+        .map(|(i, piece)| (every * (i as u32 + 1), piece.to_vec()));
+    match paced(steps) {
+        Paced::Refused(at, status, _) => Some((at, status)),
+        Paced::Handed(_) | Paced::Open => None,
+    }
+}
+
+/// The head of a `deflate` `PUT` as a streaming sender writes it, up to
+/// the content's opening quote.
+fn deflate_head(path: &str) -> Vec<u8> {
+    let whole = put_with_body(path, "{\"encoding\":\"deflate\",\"content\":\"\"}");
+    let cut = whole.len() - "\"}}\n".len();
+    whole[..cut].to_vec()
+}
+
+/// A `deflate` content written a part at a time, as a sender that flushes
+/// does: each part's compressed bytes end on a byte boundary (a sync
+/// flush), and its base64 text on a whole group, so that the next part
+/// continues the same stream and the same text.
+struct DeflateText {
+    compress: flate2::Compress,
+    carry: Vec<u8>,
+}
+
+impl DeflateText {
+    fn new() -> DeflateText {
+        DeflateText {
+            compress: flate2::Compress::new(flate2::Compression::fast(), true),
+            carry: Vec::new(),
+        }
+    }
+
+    /// The text of `content`, compressed and flushed.
+    fn content(&mut self, content: &[u8]) -> Vec<u8> {
+        let mut out = Vec::with_capacity(content.len() + 64);
+        let mut taken = 0;
+        loop {
+            out.reserve(64 * 1024);
+            let before = self.compress.total_in();
+            self.compress
+                .compress_vec(&content[taken..], &mut out, flate2::FlushCompress::Sync)
+                .expect("compress");
+            taken += (self.compress.total_in() - before) as usize;
+            if taken == content.len() && out.len() < out.capacity() {
+                break;
+            }
+        }
+        self.text(&out)
+    }
+
+    /// The text of `count` empty stored blocks: compressed bytes that
+    /// decode to nothing, five bytes each, valid after a flush.
+    fn empty_blocks(&mut self, count: usize) -> Vec<u8> {
+        self.text(&[0, 0, 0, 0xff, 0xff].repeat(count))
+    }
+
+    /// The rest of the text: the stream's end, the last group padded.
+    fn finish(&mut self) -> Vec<u8> {
+        use base64::Engine;
+        let mut end = Vec::with_capacity(64);
+        while self
+            .compress
+            .compress_vec(&[], &mut end, flate2::FlushCompress::Finish)
+            .expect("compress")
+            != flate2::Status::StreamEnd
+        {
+            end.reserve(64);
+        }
+        self.carry.extend_from_slice(&end);
+        let text = base64::engine::general_purpose::STANDARD.encode(&self.carry);
+        self.carry.clear();
+        text.into_bytes()
+    }
+
+    fn text(&mut self, compressed: &[u8]) -> Vec<u8> {
+        use base64::Engine;
+        self.carry.extend_from_slice(compressed);
+        let whole = self.carry.len() / 3 * 3;
+        let text = base64::engine::general_purpose::STANDARD.encode(&self.carry[..whole]);
+        self.carry.drain(..whole);
+        text.into_bytes()
+    }
 }
 
 #[test]
@@ -542,6 +673,72 @@ fn a_streamed_message_slower_than_the_average_rate_is_408_after_its_first_30_s()
     // began at 1 s).
     let got = trickle(8 * 1024, Duration::from_secs(1), 2_000_000);
     assert_eq!(got, Some((31, 408)));
+}
+
+#[test]
+fn d19_a_burst_then_empty_compressed_blocks_is_408_once_the_burst_has_paid_its_30_s() {
+    // 4 MiB of content at once, then 32 KiB/s of empty deflate blocks:
+    // twice D19's rate on the wire, nothing decoded. The burst pays for
+    // 30 s at most; the blocks for nothing.
+    let mut deflate = DeflateText::new();
+    let mut first = deflate_head("/held");
+    first.extend(deflate.content(&vec![b'x'; 4 << 20]));
+    let mut steps = vec![(Duration::ZERO, first)];
+    for second in 1..=120 {
+        steps.push((
+            Duration::from_secs(second),
+            deflate.empty_blocks(32 * 1024 / 20 * 3),
+        ));
+    }
+    let Paced::Refused(at, status, message) = paced(steps) else {
+        panic!("kept alive by bytes that decode to nothing")
+    };
+    assert_eq!((at, status), (30, 408));
+    assert!(message.contains("decoded to nothing for 30 s"), "{message}");
+}
+
+#[test]
+fn d19_a_burst_then_a_trickle_of_content_is_408_once_the_burst_has_paid_its_30_s() {
+    // 8 MiB at once would pay for 512 s of D19's rate if it counted whole;
+    // then a byte every 10 s, never a gap of 30 s.
+    let wire = put_message("/trickled", Encoding::Identity, &"z".repeat((8 << 20) + 100));
+    let head = wire.len() - 100 - "\"}}\n".len();
+    let mut steps = vec![(Duration::ZERO, wire[..head].to_vec())];
+    for (i, byte) in wire[head..].iter().enumerate() {
+        steps.push((Duration::from_secs(10 * (i as u64 + 1)), vec![*byte]));
+    }
+    let Paced::Refused(at, status, message) = paced(steps) else {
+        panic!("a burst held the message open")
+    };
+    assert_eq!((at, status), (30, 408));
+    assert!(
+        message.contains("came too slowly") && message.contains("16384 bytes/s"),
+        "{message}"
+    );
+}
+
+#[test]
+fn d19_a_slow_upload_above_the_rate_is_never_cut_whatever_its_wire_bytes() {
+    // 21 KiB of content a second for 100 s, compressed to a few bytes on
+    // the wire: the pace is what decodes.
+    let mut deflate = DeflateText::new();
+    let mut steps = vec![(Duration::ZERO, deflate_head("/compressible"))];
+    for second in 1..=100u64 {
+        let content = format!("{second:>20}\n").repeat(1024);
+        steps.push((Duration::from_secs(second), deflate.content(content.as_bytes())));
+    }
+    let mut last = deflate.finish();
+    last.extend_from_slice(b"\"}}\n");
+    steps.push((Duration::from_secs(101), last));
+    assert_eq!(paced(steps), Paced::Handed(100 * 21 * 1024));
+    // Above the rate with pauses of up to 25 s: 600 KiB every 25 s, each
+    // burst paying for the pause after it.
+    let wire = put_message("/jittery", Encoding::Identity, &"j".repeat(12 * 600 * 1024));
+    let steps = wire
+        .chunks(600 * 1024)
+        .enumerate()
+        .map(|(i, piece)| (Duration::from_secs(25 * i as u64), piece.to_vec()));
+    assert_eq!(paced(steps), Paced::Handed(12 * 600 * 1024));
 }
 
 fn content_head(encoding: Encoding) -> Body {
@@ -679,11 +876,8 @@ fn upload(original: &[u8], encoding: Encoding, expect_continue: bool) -> (Vec<u8
         }
     }
     let (id, request) = request.expect("the request arrived");
-    if expect_continue {
-        // Its envelope was decided at the handshake (D10).
-        assert!(heads.is_empty(), "no head after a handshake: {heads:?}");
-        return (pieces, *request);
-    }
+    // With or without a handshake: AutoAccept asked no one at the
+    // handshake, so the full request's head comes as any other's (D10).
     assert_eq!(heads.len(), 1, "one head: {heads:?}");
     let (head_id, head, before) = heads.pop().unwrap();
     assert_eq!(
@@ -748,7 +942,10 @@ fn content_waits_for_its_turn_and_identity_must_be_text() {
 }
 
 #[test]
-fn the_first_request_of_a_handshake_streams_content_that_is_then_discarded() {
+fn the_first_request_of_a_handshake_hands_out_none_of_its_ignored_content() {
+    // D10: the first request's body is ignored, so its content is decoded
+    // and checked (D5's order) but never handed out: no head, no piece,
+    // nothing to discard; the application is asked about the handshake.
     let clock = Clock::new();
     let mut wire = put_message("/h", Encoding::Identity, &sample_text(200_000));
     let at = wire.windows(12).position(|w| w == b"\"headers\":{}").unwrap();
@@ -761,19 +958,14 @@ fn the_first_request_of_a_handshake_streams_content_that_is_then_discarded() {
         ..streaming_server(Limits::default())
     };
     let got = receive_in_chunks(config, &wire, 8192, &clock);
-    assert!(!got.piece_ids.is_empty());
-    let id = got.piece_ids[0];
-    let discarded = got
-        .events
-        .iter()
-        .position(|e| matches!(e, ServerEvent::ContentDiscarded { id: d } if *d == id));
+    assert!(got.piece_ids.is_empty(), "{} pieces", got.piece_ids.len());
+    assert_eq!(discards(&got), 0, "{:?}", got.events);
+    assert_eq!(heads(&got), 0, "{:?}", got.events);
     let asked = got
         .events
         .iter()
-        .position(|e| matches!(e, ServerEvent::ContinueRequested { id: d, .. } if *d == id));
-    assert!(discarded.is_some() && discarded < asked, "{:?}", got.events);
-    // D10: that body is ignored, so it has no head either.
-    assert_eq!(heads(&got), 0, "{:?}", got.events);
+        .any(|e| matches!(e, ServerEvent::ContinueRequested { .. }));
+    assert!(asked, "{:?}", got.events);
 }
 
 #[test]
@@ -981,14 +1173,39 @@ fn d19_a_put_written_body_last_gives_its_head_then_its_pieces_then_the_request()
 }
 
 #[test]
-fn d19_content_written_before_its_encoding_gives_no_head() {
+fn d19_content_held_to_its_messages_end_gets_its_head_before_its_pieces() {
+    // Content written before its encoding, or before the fields that make
+    // the head (D19: any order), is held: no piece and no head while the
+    // message goes on; at its end the head, read from the whole message,
+    // then the pieces, then the request, so that the application decides
+    // what becomes of the content before any of it is handed on.
     let clock = Clock::new();
     let text = sample_text(200_000);
-    let wire = content_first_put("/late.txt", Encoding::Identity, &text);
-    let got = receive_in_chunks(streaming_server(Limits::default()), &wire, 4096, &clock);
-    assert!(got.content == text.as_bytes());
-    only_request(&got);
-    assert_eq!(heads(&got), 0, "{:?}", got.events);
+    for wire in [
+        content_first_put("/late.txt", Encoding::Identity, &text),
+        body_first_put("/late.txt", Encoding::Identity, &text),
+    ] {
+        let mut server = ServerConnection::new(streaming_server(Limits::default()), clock.now());
+        server.receive_data(&wire[..wire.len() - 2], clock.now());
+        let early = server.next_event(clock.now());
+        assert!(early.is_none(), "before the message's end: {early:?}");
+        for chunk in [1000, 4096, wire.len()] {
+            let got = receive_in_chunks(streaming_server(Limits::default()), &wire, chunk, &clock);
+            assert!(got.content == text.as_bytes(), "chunk {chunk}");
+            let (id, request) = only_request(&got);
+            assert_eq!(heads(&got), 1, "chunk {chunk}: {:?}", got.events);
+            let head = got.events.iter().find_map(|e| match e {
+                ServerEvent::ContentHead { id: of, head } if *of == id => Some(head),
+                _ => None,
+            });
+            assert_eq!(
+                head.map(|h| &**h),
+                Some(request),
+                "chunk {chunk}: the head is the request"
+            );
+            assert!(got.piece_ids.iter().all(|&p| p == id), "chunk {chunk}");
+        }
+    }
 }
 
 /// A `PUT` whose fields before its content are given: `top` (the
@@ -1006,7 +1223,7 @@ const TOP: &str = "\"jsontp\":\"1.0\",\"type\":\"request\",\"resource\":\"/f\",\
 const ENCODING: &str = "\"encoding\":\"identity\"";
 
 #[test]
-fn d19_no_head_for_a_request_refused_for_what_came_before_its_content() {
+fn d19_no_head_nor_piece_for_a_request_refused_for_what_came_before_its_content() {
     let clock = Clock::new();
     let mut limits = Limits::default();
     limits.message.max_headers = 2;
@@ -1077,29 +1294,89 @@ fn d19_no_head_for_a_request_refused_for_what_came_before_its_content() {
         let got = receive_in_chunks(config.clone(), &wire, 4096, &clock);
         assert_eq!(rejection(&got).1, status, "{what}: {:?}", rejection(&got));
         assert_eq!(heads(&got), 0, "{what}: {:?}", got.events);
+        // Refused whatever its content: it was held, checked and dropped,
+        // never handed out to be stored (D19).
+        assert!(got.piece_ids.is_empty(), "{what}: {} pieces", got.piece_ids.len());
     }
 }
 
+/// Every event of `wire` given in `chunk`-byte pieces, under `policy`: the
+/// application accepts every handshake it is asked about and answers each
+/// request at once.
+fn events_accepting(policy: ContinuePolicy, wire: &[u8], chunk: usize, clock: &Clock) -> Vec<ServerEvent> {
+    let config = ServerConfig {
+        continue_policy: policy,
+        ..streaming_server(Limits::default())
+    };
+    let mut server = ServerConnection::new(config, clock.now());
+    let mut events = Vec::new();
+    for piece in wire.chunks(chunk) {
+        server.receive_data(piece, clock.now());
+        while let Some(event) = server.next_event(clock.now()) {
+            match &event {
+                ServerEvent::ContinueRequested { id, .. } => {
+                    server.accept_continue(*id, clock.now()).unwrap()
+                }
+                ServerEvent::Request { id, .. } => {
+                    let response = Response::new(Status::new(StatusCode::CREATED, "stored"));
+                    server.send_response(*id, response, clock.now()).unwrap();
+                }
+                _ => {}
+            }
+            events.push(event);
+        }
+    }
+    events
+}
+
 #[test]
-fn d19_the_full_request_of_a_handshake_has_no_head() {
-    // D10: its envelope was decided at the handshake (by the application,
-    // or by the policy that accepts every one); it is not asked again.
+fn d19_the_full_request_of_a_handshake_has_a_head_when_no_one_was_asked_at_the_handshake() {
+    // D10: under AutoAccept the application never saw the exchange, so the
+    // full request's head comes before its content, as for any streamed
+    // request, under the handshake's id. Under Ask the application decided
+    // from the first request: it is not asked again. A full request naming
+    // another resource is refused (400), so it has no head either.
     let clock = Clock::new();
     let first = "{\"jsontp\":\"1.0\",\"type\":\"request\",\"resource\":\"/h\",\"method\":\"PUT\",\"headers\":{\"expect\":\"100-continue\"},\"body\":{}}\n";
-    for path in ["/h", "/other"] {
-        let mut wire = first.as_bytes().to_vec();
-        wire.extend(put_message(path, Encoding::Identity, &sample_text(100_000)));
-        let events = events_in_chunks(streaming_server(Limits::default()), &wire, 4096, &clock);
-        assert!(
-            !events
+    for policy in [ContinuePolicy::AutoAccept, ContinuePolicy::Ask] {
+        for path in ["/h", "/other"] {
+            let mut wire = first.as_bytes().to_vec();
+            wire.extend(put_message(path, Encoding::Identity, &sample_text(100_000)));
+            let events = events_accepting(policy, &wire, 4096, &clock);
+            let heads: Vec<_> = events
                 .iter()
-                .any(|e| matches!(e, ServerEvent::ContentHead { .. })),
-            "{path}: {events:?}"
-        );
-        let answered = events
-            .iter()
-            .any(|e| matches!(e, ServerEvent::Request { id, .. } if id.index() == 0));
-        assert_eq!(answered, path == "/h", "{path}: {events:?}");
+                .enumerate()
+                .filter_map(|(at, e)| match e {
+                    ServerEvent::ContentHead { id, head } => Some((at, *id, head)),
+                    _ => None,
+                })
+                .collect();
+            let first_piece = events
+                .iter()
+                .position(|e| matches!(e, ServerEvent::Content { .. }));
+            let request = events.iter().find_map(|e| match e {
+                ServerEvent::Request { id, request } if id.index() == 0 => Some(request),
+                _ => None,
+            });
+            assert_eq!(request.is_some(), path == "/h", "{policy:?} {path}: {events:?}");
+            match (policy, request) {
+                (ContinuePolicy::AutoAccept, Some(request)) => {
+                    assert_eq!(heads.len(), 1, "{policy:?} {path}: one head");
+                    let (at, id, head) = heads[0];
+                    assert_eq!(id.index(), 0, "the handshake's exchange");
+                    let first_piece = first_piece.expect("the full request's content streams");
+                    assert!(at < first_piece, "the head comes before any piece");
+                    assert_eq!(head, request, "the head is the full request but its content");
+                    assert!(!head.headers.expect_continue(), "{head:?}");
+                }
+                (_, Some(_)) => {
+                    assert!(heads.is_empty(), "{policy:?} {path}: {heads:?}");
+                    assert!(first_piece.is_some(), "{policy:?}: decided at the handshake");
+                }
+                // Refused (400) whatever its content: none of it handed out.
+                (_, None) => assert_eq!((heads.len(), first_piece), (0, None), "{policy:?} {path}"),
+            }
+        }
     }
 }
 

@@ -4,12 +4,13 @@
 //! `-O`; body keys of the answer go to stdout as JSON when there is no
 //! content; `-i` puts the answer's envelope before the content, `-I` alone;
 //! `-v` shows the request's envelope (`>`) and the answer's (`<`) on
-//! stderr, `-vv` the raw messages. curl's `-X`, `-d`, `-T` name the method
+//! stderr before the content, `-vv` the raw messages. curl's `-X`, `-d`, `-T` name the method
 //! as curl reads them; curl's flags that mean nothing here say why.
 //! Exit status: 0 for 1xx–3xx, 1 for 4xx/5xx, 2 when no answer came (usage,
 //! connection or protocol error, or content that could not be written),
 //! each failure with one line on stderr.
 
+use std::fs::File;
 use std::io::{self, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -23,11 +24,12 @@ use jsontp_protocol::io_adapters::tls::{ClientTls, HandshakeError, NotPinned};
 use jsontp_protocol::message::{Body, Encoding, Forgiven, Method, Request, Response, Validation};
 use serde_json::Value;
 
+use super::envelope::{print_head, print_request, write_envelope};
 use super::output::{Destination, WriteOut, write_content};
 use super::request::{Source, build_body, build_request};
 use super::target::Target;
 use super::transfer::{Counted, CountedSink, Progress, Sink, Upload};
-use super::wire::Wire;
+use super::wire::{Head, Point, Wire};
 
 /// What every client command takes.
 #[derive(Debug, clap::Args)]
@@ -61,7 +63,8 @@ pub struct CommonArgs {
     #[arg(long)]
     pub lenient: bool,
     /// `-v`: the request's envelope (`>`) and the answer's (`<`) on
-    /// stderr, as curl shows them; `-vv`: also the raw messages.
+    /// stderr before the content, as curl shows them; `-vv`: also the raw
+    /// messages.
     #[arg(short, long, action = clap::ArgAction::Count)]
     pub verbose: u8,
     /// Nothing on stderr for an error status or a lenient note (the exit
@@ -537,11 +540,11 @@ fn exchange(
         });
         let client = tls
             .and_then(|tls| Client::connect_tls(target.address.as_str(), &target.host, &tls, options))
-            .map_err(|e| Failure(with_tls_advice(&e, common)))?;
-        return talk(client, request, transfer, common);
+            .map_err(|e| Failure(tls_failure(&e, common, target).unwrap_or_else(|| e.to_string())))?;
+        return talk(client, request, transfer, common, target);
     }
     let client = Client::connect(target.address.as_str(), options).map_err(|e| Failure(e.to_string()))?;
-    talk(client, request, transfer, common)
+    talk(client, request, transfer, common, target)
 }
 
 /// Which server certificates a `jsontps://` client trusts (D20): the
@@ -580,43 +583,89 @@ fn parse_pins(text: &str) -> Result<Vec<[u8; 32]>, String> {
         .collect()
 }
 
-/// A connection error, and for a server certificate this client does not
-/// trust, the flag that helps.
-fn with_tls_advice(error: &ClientError, common: &CommonArgs) -> String {
-    let handshake = match error {
-        ClientError::Tls { source, .. } => source
-            .get_ref()
-            .and_then(|inner| inner.downcast_ref::<HandshakeError>()),
-        _ => None,
+/// A TLS failure (D20) in words and the next step to take with this
+/// command, when the error is one: never rustls' names for it.
+fn tls_failure(error: &ClientError, common: &CommonArgs, target: &Target) -> Option<String> {
+    let source = match error {
+        ClientError::Tls { source, .. } | ClientError::Io(source) => source,
+        _ => return None,
     };
-    let Some(handshake) = handshake.filter(|h| h.certificate_refused()) else {
-        return error.to_string();
-    };
-    if let rustls::Error::InvalidCertificate(rustls::CertificateError::Other(other)) = &handshake.error
-        && other.0.downcast_ref::<NotPinned>().is_some()
+    let address = &target.address;
+    match source
+        .get_ref()
+        .and_then(|inner| inner.downcast_ref::<HandshakeError>())
     {
-        return format!("{error}; check --pinnedpubkey against the server's key");
-    }
-    let wrong_name = matches!(
-        handshake.error,
-        rustls::Error::InvalidCertificate(
-            rustls::CertificateError::NotValidForName
-                | rustls::CertificateError::NotValidForNameContext { .. }
-        )
-    );
-    match &common.cacert {
-        _ if wrong_name => {
-            format!("{error}; connect by a name the certificate holds (or -k to skip the check)")
+        Some(handshake) => Some(format!(
+            "no TLS session with {address}: {handshake}; {}",
+            next_step(handshake, common, target)
+        )),
+        // A read's error reaches us as a copy, its type lost: the server's
+        // refusal of our certificate after the handshake keeps its kind.
+        None if target.tls
+            && matches!(error, ClientError::Io(_))
+            && source.kind() == io::ErrorKind::PermissionDenied =>
+        {
+            Some(format!(
+                "no TLS session with {address}: {source}; {NO_CLIENT_CERTIFICATE}"
+            ))
         }
-        None => format!(
-            "{error}; to trust a self-signed server, give its certificate with --cacert FILE \
-             (or -k to skip the check)"
-        ),
-        Some(file) => format!(
-            "{error}; the server's certificate is neither in {} nor signed by one of its \
-             certificates (-k skips the check)",
-            file.display()
-        ),
+        None => None,
+    }
+}
+
+/// What to do when a server wants a client certificate (mutual TLS).
+const NO_CLIENT_CERTIFICATE: &str = "this command cannot show a client certificate: ask the \
+                                     server's operator for access, or call the server from a \
+                                     program that has one";
+
+/// What to do about a failed handshake.
+fn next_step(handshake: &HandshakeError, common: &CommonArgs, target: &Target) -> String {
+    use rustls::AlertDescription as A;
+    use rustls::CertificateError as C;
+    use rustls::Error as E;
+    match &handshake.error {
+        E::InvalidMessage(_) | E::InappropriateHandshakeMessage { .. } | E::InappropriateMessage { .. } => {
+            format!(
+                "if it serves plain jsontp, use jsontp://{}{}",
+                target.address, target.resource
+            )
+        }
+        E::InvalidCertificate(C::Other(other)) if other.0.downcast_ref::<NotPinned>().is_some() => {
+            "check --pinnedpubkey against the server's key".into()
+        }
+        E::InvalidCertificate(C::NotValidForName | C::NotValidForNameContext { .. }) => {
+            "connect by a name the certificate is for (or -k to skip the check)".into()
+        }
+        E::InvalidCertificate(C::Expired | C::ExpiredContext { .. }) => {
+            "its operator must renew it (-k skips the check, for a test server)".into()
+        }
+        E::InvalidCertificate(C::NotValidYet | C::NotValidYetContext { .. }) => {
+            "check this machine's clock (-k skips the check)".into()
+        }
+        E::InvalidCertificate(_) => match &common.cacert {
+            None => "to trust a self-signed server, give its certificate with --cacert FILE, or for \
+                     a private CA the CA's certificate (or -k to skip the check)"
+                .into(),
+            Some(file) => format!(
+                "the server's certificate is neither in {} nor signed by one of its certificates; \
+                 give the server's own certificate or its CA's with --cacert (-k skips the check)",
+                file.display()
+            ),
+        },
+        E::AlertReceived(A::NoApplicationProtocol) => {
+            "check the host and port: this is a TLS server of another protocol (HTTPS?)".into()
+        }
+        E::AlertReceived(
+            A::CertificateRequired
+            | A::BadCertificate
+            | A::UnsupportedCertificate
+            | A::CertificateRevoked
+            | A::CertificateExpired
+            | A::CertificateUnknown
+            | A::UnknownCA
+            | A::AccessDenied,
+        ) => NO_CLIENT_CERTIFICATE.into(),
+        _ => "check that the host and port are a jsontps:// server's".into(),
     }
 }
 
@@ -626,8 +675,15 @@ fn talk<S: Transport>(
     request: Request,
     transfer: Transfer,
     common: &CommonArgs,
+    target: &Target,
 ) -> Result<Answer, Failure> {
-    let wire = Arc::new(Mutex::new(Wire::new(common.verbose >= 2)));
+    let config = &client.options().config;
+    let wire = Arc::new(Mutex::new(Wire::new(
+        common.verbose >= 2,
+        common.verbose >= 1,
+        config.validation,
+        config.limits.message,
+    )));
     let traced = Arc::clone(&wire);
     client.set_tracer(move |direction, bytes| {
         if let Ok(mut wire) = traced.lock() {
@@ -643,24 +699,34 @@ fn talk<S: Transport>(
         print_request(&request);
     }
     let mut received = Progress::new(None, common.silent);
-    let outcome = {
+    let (outcome, held) = {
         let mut counted = CountedSink {
             inner: &mut sink,
             progress: &mut received,
         };
-        match upload {
+        let mut gated = HeadFirst {
+            inner: &mut counted,
+            wire: &wire,
+            gate: if common.verbose >= 1 {
+                Gate::Waiting
+            } else {
+                Gate::Open
+            },
+        };
+        let outcome = match upload {
             Some(upload) => {
                 let mut sent = Progress::new(upload.len, common.silent);
                 let mut reader = Counted {
                     inner: upload.reader,
                     progress: &mut sent,
                 };
-                let outcome = client.upload(request, &mut reader, Some(&mut counted));
+                let outcome = client.upload(request, &mut reader, Some(&mut gated));
                 sent.finish();
                 outcome
             }
-            None => client.download(request, &mut counted),
-        }
+            None => client.download(request, &mut gated),
+        };
+        (outcome, gated.into_held())
     };
     received.finish();
     drop(client);
@@ -670,20 +736,42 @@ fn talk<S: Transport>(
         return Err(Failure("the connection's trace was lost".into()));
     };
     wire.finish();
+    let held_bytes = held
+        .as_ref()
+        .and_then(|file| file.metadata().ok())
+        .map_or(0, |meta| meta.len());
     let answer = match outcome {
         Ok(exchange) => Ok(Answer {
-            content_bytes: received.done() + exchange.response.body.content().len() as u64,
+            content_bytes: received.done() + held_bytes + exchange.response.body.content().len() as u64,
             response: exchange.response,
             forgiven: exchange.forgiven,
             continued: exchange.continued,
         }),
-        Err(error) => answer_in_error(error, &wire).map(|response| Answer {
+        Err(error) => answer_in_error(error, &wire, common, target).map(|response| Answer {
             content_bytes: response.body.content().len() as u64,
             response,
             forgiven: Vec::new(),
             continued: false,
         }),
     };
+    // -v: the head before the content, here when it could not be read
+    // as the bytes came; then the content it held back.
+    if let Ok(answer) = &answer {
+        let shown_continue = match wire.head() {
+            Head::Off | Head::Shown => None,
+            Head::Reading { at, .. } => Some(*at != Point::First),
+            Head::Unknown { continued } => Some(*continued),
+        };
+        if let Some(shown_continue) = shown_continue {
+            print_head(&answer.response, answer.continued && !shown_continue);
+        }
+    }
+    if let Some(mut file) = held {
+        use std::io::Seek;
+        file.seek(io::SeekFrom::Start(0))
+            .and_then(|_| io::copy(&mut file, &mut sink))
+            .map_err(|e| Failure(format!("cannot write the content: {e}")))?;
+    }
     if envelope != Envelope::Hidden
         && let Ok(answer) = &answer
     {
@@ -705,7 +793,12 @@ fn talk<S: Transport>(
 
 /// A failed exchange: either still an answer (a response that echoes
 /// `""`), or one line that says what happened.
-fn answer_in_error(error: ClientError, wire: &Wire) -> Result<Response, Failure> {
+fn answer_in_error(
+    error: ClientError,
+    wire: &Wire,
+    common: &CommonArgs,
+    target: &Target,
+) -> Result<Response, Failure> {
     // Whatever the machine made of it, a peer that speaks another protocol
     // is the thing to say.
     if let Some(protocol) = wire.foreign_protocol() {
@@ -725,7 +818,11 @@ fn answer_in_error(error: ClientError, wire: &Wire) -> Result<Response, Failure>
         ClientError::ResourceMismatch { sent, received, .. } => Err(Failure(format!(
             "the server answered for resource {received:?}, not {sent:?} as requested"
         ))),
-        other => Err(Failure(other.to_string())),
+        // A server refusing our certificate after our side of the
+        // handshake was done (mutual TLS, TLS 1.3).
+        other => Err(Failure(
+            tls_failure(&other, common, target).unwrap_or_else(|| other.to_string()),
+        )),
     }
 }
 
@@ -762,9 +859,6 @@ fn report(
     answer: &Answer,
 ) -> ExitCode {
     let response = &answer.response;
-    if common.verbose >= 1 {
-        print_head(response, answer.continued);
-    }
     if !answer.forgiven.is_empty() && !common.silent {
         let forgiven: Vec<&str> = answer.forgiven.iter().map(|f| describe(*f)).collect();
         eprintln!("jsontp: note: lenient mode forgave {}", forgiven.join(", "));
@@ -843,69 +937,63 @@ fn allowed_methods(method: Method, response: &Response) -> Option<String> {
     Some(format!("{}\n", names.join(", ")))
 }
 
-/// `-v`: the request's envelope on stderr, each line after `> `.
-fn print_request(request: &Request) {
-    let mut err = io::stderr().lock();
-    let _ = writeln!(
-        err,
-        "> jsontp {} {} {}",
-        request.version,
-        request.method,
-        request.resource.as_str()
-    );
-    let written: Value = serde_json::from_slice(&request.to_bytes()).unwrap_or(Value::Null);
-    let _ = write_fields(&mut err, "> ", &written, request.body.encoding());
+/// `-v`: the content waits for the answer's head on stderr (curl's
+/// order). The head is read as the bytes arrive ([`Wire`]) and is shown
+/// before the first piece as a rule; when it could not be, the content is
+/// held in an anonymous temporary file until the answer is whole and its
+/// head shown.
+struct HeadFirst<'a, W> {
+    inner: W,
+    wire: &'a Mutex<Wire>,
+    gate: Gate,
 }
 
-/// `-v`: the answer's envelope on stderr, each line after `< `.
-fn print_head(response: &Response, continued: bool) {
-    let mut err = io::stderr().lock();
-    // Lines on stderr are best effort: nothing to do if it is closed.
-    let _ = write_envelope(&mut err, "< ", response, continued);
+/// Where [`HeadFirst`] sends the content.
+enum Gate {
+    /// No content yet.
+    Waiting,
+    /// The head is shown (or not asked for): the content goes on.
+    Open,
+    /// The head was not shown: the content is held.
+    Holding(File),
 }
 
-/// The status line, the headers and the other body keys of an answer,
-/// one a line, each after `prefix`.
-fn write_envelope(out: &mut dyn Write, prefix: &str, response: &Response, continued: bool) -> io::Result<()> {
-    if continued {
-        writeln!(out, "{prefix}(the server answered 100 Continue)")?;
-    }
-    let status = &response.status;
-    writeln!(
-        out,
-        "{prefix}jsontp {} {} {} ({})",
-        response.version,
-        status.code.as_u16(),
-        status.formal_message(),
-        status.human_message
-    )?;
-    // The typed headers, written as the wire writes them.
-    let written: Value = serde_json::from_slice(&response.to_bytes()).unwrap_or(Value::Null);
-    write_fields(out, prefix, &written, response.body.encoding())
-}
-
-/// A written message's headers and body keys (not its content), one a line.
-fn write_fields(out: &mut dyn Write, prefix: &str, written: &Value, encoding: Encoding) -> io::Result<()> {
-    if let Some(headers) = written.get("headers").and_then(Value::as_object) {
-        for (name, value) in headers {
-            writeln!(out, "{prefix}{name}: {}", header_text(value))?;
+impl<W> HeadFirst<'_, W> {
+    /// The content held back, if any.
+    fn into_held(self) -> Option<File> {
+        match self.gate {
+            Gate::Holding(file) => Some(file),
+            Gate::Waiting | Gate::Open => None,
         }
     }
-    writeln!(out, "{prefix}(body encoding {encoding})")?;
-    if let Some(body) = written.get("body").and_then(Value::as_object) {
-        for (key, value) in body {
-            if key != "content" && key != "encoding" {
-                writeln!(out, "{prefix}(body {key}: {value})")?;
+}
+
+impl<W: Write> Write for HeadFirst<'_, W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        loop {
+            match &mut self.gate {
+                Gate::Open => return self.inner.write(buf),
+                Gate::Holding(file) => return file.write(buf),
+                Gate::Waiting => {
+                    let shown = self
+                        .wire
+                        .lock()
+                        .is_ok_and(|wire| matches!(wire.head(), Head::Shown | Head::Off));
+                    self.gate = if shown {
+                        Gate::Open
+                    } else {
+                        Gate::Holding(tempfile::tempfile()?)
+                    };
+                }
             }
         }
     }
-    Ok(())
-}
 
-fn header_text(value: &Value) -> String {
-    match value {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
+    fn flush(&mut self) -> io::Result<()> {
+        match &mut self.gate {
+            Gate::Holding(file) => file.flush(),
+            Gate::Waiting | Gate::Open => self.inner.flush(),
+        }
     }
 }
 

@@ -1,6 +1,63 @@
-//! The examples and exit statuses shown by `--help`. The exit statuses
-//! here are the ones `client::run` and `serve::run` return; the tests check
-//! each of them.
+//! The examples and exit statuses shown by `--help`, and the hint for a
+//! URL given without its method. The exit statuses here are the ones
+//! `client::run` and `serve::run` return; the tests check each of them.
+
+use std::ffi::OsString;
+
+use clap::error::{ContextKind, ContextValue, ErrorKind};
+
+use super::target::as_url;
+
+/// clap's error for a command line, with a hint when the word clap took
+/// for a command is a URL or `host:port` (`jsontp localhost/x`, as curl
+/// is called): the same line with `get` before it. `args` are the
+/// command line's words after the program's name.
+pub fn with_verb_hint(mut error: clap::Error, args: &[OsString]) -> clap::Error {
+    if error.kind() != ErrorKind::InvalidSubcommand {
+        return error;
+    }
+    let Some(ContextValue::String(word)) = error.get(ContextKind::InvalidSubcommand) else {
+        return error;
+    };
+    let Some(url) = as_url(word) else {
+        return error;
+    };
+    let word = word.clone();
+    let line: Vec<String> = args
+        .iter()
+        .map(|arg| {
+            let arg = arg.to_string_lossy();
+            if arg == word.as_str() {
+                shell_word(&url)
+            } else {
+                shell_word(&arg)
+            }
+        })
+        .collect();
+    let hint = format!(
+        "did you mean `jsontp get {}`? (the method comes first: get, post, put, delete or options)",
+        line.join(" ")
+    );
+    error.insert(
+        ContextKind::Suggested,
+        ContextValue::StyledStrs(vec![hint.into()]),
+    );
+    error
+}
+
+/// A word as a POSIX shell reads it back: as it is when it holds nothing
+/// the shell would act on, else in single quotes.
+fn shell_word(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_./:@%+,=".contains(&b));
+    if plain {
+        word.to_owned()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
+}
 
 /// A client command's examples, then the exit statuses all of them share.
 macro_rules! client_help {
@@ -116,3 +173,18 @@ pub const MAN: &str = "\
 Examples:
   jsontp man > jsontp.1 && man ./jsontp.1
   jsontp man serve > jsontp-serve.1";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn words_are_quoted_only_when_the_shell_would_act_on_them() {
+        assert_eq!(shell_word("localhost:8080/a.txt"), "localhost:8080/a.txt");
+        // zsh refuses an unmatched glob: brackets are quoted.
+        assert_eq!(shell_word("[::1]:9000/x"), "'[::1]:9000/x'");
+        assert_eq!(shell_word("host/x?a=1&b=2"), "'host/x?a=1&b=2'");
+        assert_eq!(shell_word("it's"), "'it'\\''s'");
+        assert_eq!(shell_word(""), "''");
+    }
+}

@@ -1,6 +1,7 @@
 //! The subcommands of `jsontp`.
 
 pub mod client;
+pub mod envelope;
 pub mod generate;
 pub mod help;
 pub mod listing;

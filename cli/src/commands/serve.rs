@@ -17,7 +17,7 @@ use jsontp_protocol::machine::{ContinuePolicy, ServerConfig};
 use jsontp_protocol::message::{LanguageTag, Request, Response};
 
 pub use self::adapter::Exchange;
-use self::adapter::{Handler, Reply, RequestInfo, ServerTls, ShutdownHandle, Upload};
+use self::adapter::{Handler, HeadCheck, Reply, RequestInfo, ServerTls, ShutdownHandle, Upload};
 use super::log::{self, LogFormat};
 use super::target::DEFAULT_PORT;
 
@@ -133,14 +133,30 @@ pub struct ServeArgs {
     )]
     max_upload: u64,
     /// The most bytes the uploads under way may hold on disk at once, all
-    /// clients together, as --max-upload writes sizes; an upload that
-    /// would pass it is answered 503 (try again later). Default: 4 times
-    /// --max-upload.
+    /// clients together, as --max-upload writes sizes. One upload alone
+    /// may take all of it; when it is short, each upload is entitled to an
+    /// even share, one within its share takes room back from one past its
+    /// share, and an upload refused or stopped is answered 503 (try again
+    /// later). Default: 4 times --max-upload.
     #[arg(long, env = "JSONTP_MAX_SPOOL", value_name = "SIZE", value_parser = parse_size)]
     max_spool: Option<u64>,
+    /// The most bytes of request content held in memory at once, all
+    /// clients together, as --max-upload writes sizes. Content of up to
+    /// 1 MiB is held in memory while it arrives and while its request is
+    /// answered; past this budget it goes to disk as a larger upload does,
+    /// within --max-spool (503, try again later, when that is short too).
+    #[arg(
+        long,
+        env = "JSONTP_MAX_CONTENT_MEMORY",
+        value_name = "SIZE",
+        default_value = "64M",
+        value_parser = parse_size
+    )]
+    max_content_memory: u64,
     /// How many seconds a graceful stop (SIGTERM, ctrl-c) lets the
     /// exchanges under way finish; connections still busy then are closed,
-    /// whatever their peers do.
+    /// whatever their peers do or a handler still does, and the server
+    /// exits.
     #[arg(
         long,
         env = "JSONTP_SHUTDOWN_TIMEOUT",
@@ -469,6 +485,7 @@ impl Serve {
             // ones: the disk a server may fill stays a known multiple of
             // what one client may send.
             max_spool: args.max_spool.unwrap_or(args.max_upload.saturating_mul(4)),
+            max_content_memory: args.max_content_memory,
             shutdown_timeout: args.shutdown_timeout,
         };
         let server = match adapter::bind(&args.addr, handler, config, limits) {
@@ -528,6 +545,8 @@ struct Limits {
     spool: Option<PathBuf>,
     /// The most bytes all spooled uploads hold at once (D19).
     max_spool: u64,
+    /// The most bytes of request content held in memory at once.
+    max_content_memory: u64,
     /// How long a graceful stop waits for the exchanges under way.
     shutdown_timeout: std::time::Duration,
 }
@@ -568,7 +587,7 @@ fn clear_old_spool(root: &Path) -> u64 {
 mod adapter {
     pub use jsontp_protocol::io_adapters::server::mio::{MioServer as Server, ShutdownHandle};
     pub use jsontp_protocol::io_adapters::server::{
-        AccessRecord as Exchange, Handler, Reply, RequestInfo, Upload,
+        AccessRecord as Exchange, Handler, HeadCheck, Reply, RequestInfo, Upload,
     };
     use jsontp_protocol::io_adapters::server::{ServerOptions, SpoolOptions};
     pub use jsontp_protocol::io_adapters::tls::ServerTls;
@@ -589,7 +608,9 @@ mod adapter {
             .with_max_connections(limits.max_connections.get())
             .with_proxy_protocol(limits.proxy_protocol)
             .with_shutdown_timeout(limits.shutdown_timeout);
-        let mut spool = SpoolOptions::default().with_max_total(limits.max_spool);
+        let mut spool = SpoolOptions::default()
+            .with_max_total(limits.max_spool)
+            .with_max_memory(limits.max_content_memory);
         if let Some(folder) = limits.spool {
             spool = spool.with_folder(folder);
         }
@@ -641,9 +662,8 @@ impl Handler for AccessLog {
         self.inner.respond(request, upload, info)
     }
 
-    #[allow(clippy::result_large_err)] // the trait's signature
-    fn check_continue(&self, request: &Request, info: &RequestInfo) -> Result<(), Response> {
-        self.inner.check_continue(request, info)
+    fn check_head(&self, head: &Request, info: &RequestInfo) -> HeadCheck {
+        self.inner.check_head(head, info)
     }
 
     fn log_exchange(&self, exchange: &Exchange<'_>) {

@@ -73,6 +73,39 @@ impl Target {
     }
 }
 
+/// What a word typed where the method belongs (`jsontp localhost:8080/x`)
+/// means as a URL, when it looks like one: the URL to suggest after
+/// `jsontp get`. A URL this client reads is itself; curl's `http://` and
+/// `https://` become `jsontp://` and `jsontps://`. A bare word (a mistyped
+/// command such as `serv`) is not a URL: it needs a scheme, a port, a
+/// path, a dotted host name, an IP address or `localhost`.
+pub fn as_url(word: &str) -> Option<String> {
+    let scheme = |name: &str| {
+        word.get(..name.len())
+            .is_some_and(|s| s.eq_ignore_ascii_case(name))
+    };
+    let url = if scheme("http://") {
+        format!("jsontp://{}", &word["http://".len()..])
+    } else if scheme("https://") {
+        format!("jsontps://{}", &word["https://".len()..])
+    } else {
+        word.to_owned()
+    };
+    let target = Target::parse(&url).ok()?;
+    let rest = url.split_once("://").map_or(url.as_str(), |(_, rest)| rest);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let has_port = authority
+        .rsplit_once(':')
+        .is_some_and(|(_, port)| !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()));
+    let url_like = url.contains("://")
+        || rest.len() > authority.len()
+        || has_port
+        || target.host.eq_ignore_ascii_case("localhost")
+        || target.host.parse::<std::net::IpAddr>().is_ok()
+        || target.host.contains('.');
+    url_like.then_some(url)
+}
+
 /// `host`, `host:port`, `[v6]` or `[v6]:port`.
 fn split_host_port(authority: &str, default: u16) -> Result<(&str, u16), &'static str> {
     let (host, port) = if let Some(bracketed) = authority.strip_prefix('[') {
@@ -160,6 +193,39 @@ mod tests {
         let plain = Target::parse("jsontp://example.com/a").expect("parses");
         assert!(!plain.tls);
         assert_eq!(plain.host, "example.com");
+    }
+
+    #[test]
+    fn a_url_or_host_port_is_told_from_a_mistyped_command() {
+        for (word, url) in [
+            ("localhost:8080/hello.txt", "localhost:8080/hello.txt"),
+            ("jsontp://example.com/a", "jsontp://example.com/a"),
+            ("JSONTPS://example.com", "JSONTPS://example.com"),
+            ("127.0.0.1:9000", "127.0.0.1:9000"),
+            ("[::1]:9000/x", "[::1]:9000/x"),
+            ("localhost", "localhost"),
+            ("example.com", "example.com"),
+            ("host/path", "host/path"),
+            ("host?q=1", "host?q=1"),
+            ("10.0.0.1", "10.0.0.1"),
+            ("http://example.com:8080/a", "jsontp://example.com:8080/a"),
+            ("HTTPS://example.com/a", "jsontps://example.com/a"),
+        ] {
+            assert_eq!(as_url(word).as_deref(), Some(url), "{word}");
+        }
+        // Mistyped commands, and what no URL is.
+        for word in [
+            "serv",
+            "gett",
+            "help",
+            "ftp://example.com/",
+            "host:x/",
+            "",
+            "-v",
+            "/path",
+        ] {
+            assert_eq!(as_url(word), None, "{word}");
+        }
     }
 
     #[test]

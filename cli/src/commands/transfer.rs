@@ -246,7 +246,7 @@ impl Sink {
                     .prefix(&format!(".{name}."))
                     .suffix(".part")
                     .tempfile_in(folder)
-                    .map_err(|e| format!("cannot write {}: {e}", target.display()))?;
+                    .map_err(|e| cannot_write(target, folder, &e))?;
                 Sink::File {
                     target: target.clone(),
                     temp,
@@ -335,7 +335,12 @@ impl Write for Sink {
                     Ok(()) => Ok(buf.len()),
                 }
             }
-            Sink::File { temp, .. } => temp.write(buf),
+            // The file's own handle: the temporary file's wrapper would name
+            // its hidden path in errors, which the user never gave.
+            Sink::File { target, temp } => temp
+                .as_file_mut()
+                .write(buf)
+                .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", target.display()))),
             Sink::Device { file } => file.write(buf),
             Sink::Held { file, .. } => file.write(buf),
             Sink::Discard => Ok(buf.len()),
@@ -345,10 +350,38 @@ impl Write for Sink {
     fn flush(&mut self) -> io::Result<()> {
         match self {
             Sink::Stdout { .. } | Sink::Listing { .. } => io::stdout().flush(),
-            Sink::File { temp, .. } => temp.flush(),
+            Sink::File { temp, .. } => temp.as_file_mut().flush(),
             Sink::Device { file } => file.flush(),
             Sink::Held { file, .. } => file.flush(),
             Sink::Discard => Ok(()),
+        }
+    }
+}
+
+/// Why `-o FILE` cannot be written, naming the path the user gave and
+/// never the hidden temporary file beside it: a folder that does not
+/// exist, or is not a folder, is said so.
+fn cannot_write(target: &Path, folder: &Path, error: &io::Error) -> String {
+    let shown = if folder == Path::new(".") {
+        "the current folder".to_owned()
+    } else {
+        format!("the folder {}", folder.display())
+    };
+    match std::fs::metadata(folder) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            format!("cannot write {}: {shown} does not exist", target.display())
+        }
+        Ok(meta) if !meta.is_dir() => {
+            format!("cannot write {}: {shown} is not a folder", target.display())
+        }
+        _ => {
+            // The temporary file's error adds its own path; the cause is
+            // the error it wraps.
+            let cause = error
+                .get_ref()
+                .and_then(|inner| inner.source())
+                .map_or_else(|| error.to_string(), ToString::to_string);
+            format!("cannot write {} (in {shown}): {cause}", target.display())
         }
     }
 }

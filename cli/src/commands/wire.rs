@@ -1,29 +1,88 @@
-//! What went over the connection: the `-vv` echo, and the first bytes
-//! received, read when the exchange fails to say why.
+//! What went over the connection: the `-vv` echo, the `-v` head of the
+//! answer read as its bytes arrive, and the first bytes received, read
+//! when the exchange fails to say why.
 
 use std::io::{self, Write};
 
 use jsontp_protocol::io_adapters::client::Direction;
+use jsontp_protocol::message::framing::{Scan, Scanner};
+use jsontp_protocol::message::{MessageLimits, Response, Validation, parse_response};
+
+use super::envelope::{print_continue, print_head};
 
 /// How much of the received bytes is kept: enough for the first bytes of
 /// another protocol's answer (a TLS record, an HTTP status line, an HTML
 /// page) after some whitespace. A download is not copied past it.
 const KEPT: usize = 512;
 
-/// The first bytes received, up to [`KEPT`], and the `-vv` echo.
-#[derive(Default)]
+/// The first bytes received, up to [`KEPT`], the `-vv` echo and the `-v`
+/// head.
 pub struct Wire {
     received: Vec<u8>,
     /// `-vv`: echo every byte on stderr.
     echo: Option<RawEcho>,
+    /// `-v`: the answer's head, shown on stderr as soon as it is read.
+    head: Head,
+    /// How the head is read: as the client reads the whole answer.
+    validation: Validation,
+    limits: MessageLimits,
+}
+
+/// `-v`, in curl's order: the answer's head (status line, headers, body
+/// keys) on stderr before any of its content, downloads that stream
+/// included. A sender writes `body` last and `content` last in it (D19),
+/// so the head is whole when the content starts: it is read from the bytes
+/// as they arrive, before the client hands over the first piece.
+pub enum Head {
+    /// Not asked for (no `-v`).
+    Off,
+    /// Reading the answer: the bytes of the message being read (content
+    /// left out), and where in the answer.
+    Reading {
+        scanner: Scanner,
+        bytes: Vec<u8>,
+        at: Point,
+    },
+    /// Shown on stderr.
+    Shown,
+    /// Not readable before the content (the content came before its
+    /// encoding, or the bytes are not a response this client reads): the
+    /// head is shown from the whole answer, the content held until then.
+    /// `continued`: a `100 Continue` was shown before.
+    Unknown { continued: bool },
+}
+
+/// Where the reading of an answer is (D10: a `100 Continue` may come
+/// before it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Point {
+    /// At the first message.
+    First,
+    /// A `100 Continue` was shown; at the next message.
+    AfterContinue,
+    /// A `100 Continue` was shown from what came before its content;
+    /// reading on to its end.
+    InContinue,
 }
 
 impl Wire {
-    /// A recorder; `echo` adds the `-vv` trace on stderr.
-    pub fn new(echo: bool) -> Wire {
+    /// A recorder; `echo` adds the `-vv` trace on stderr, `head` the `-v`
+    /// head, read with this validation and these limits.
+    pub fn new(echo: bool, head: bool, validation: Validation, limits: MessageLimits) -> Wire {
         Wire {
+            received: Vec::new(),
             echo: echo.then(RawEcho::default),
-            ..Wire::default()
+            head: if head {
+                Head::Reading {
+                    scanner: Scanner::with_limit(limits.max_message_bytes).with_content_runs(),
+                    bytes: Vec::new(),
+                    at: Point::First,
+                }
+            } else {
+                Head::Off
+            },
+            validation,
+            limits,
         }
     }
 
@@ -35,7 +94,85 @@ impl Wire {
         if direction == Direction::Received {
             let room = KEPT - self.received.len();
             self.received.extend_from_slice(&bytes[..bytes.len().min(room)]);
+            self.read_head(bytes);
         }
+    }
+
+    /// Where the `-v` head is.
+    pub fn head(&self) -> &Head {
+        &self.head
+    }
+
+    /// Reads received bytes towards the answer's head; shows a
+    /// `100 Continue` and the head on stderr as soon as each is read.
+    fn read_head(&mut self, data: &[u8]) {
+        let Head::Reading { scanner, bytes, at } = &mut self.head else {
+            return;
+        };
+        bytes.extend_from_slice(data);
+        let head = loop {
+            let found = scanner.scan(bytes);
+            let message = match found {
+                Scan::Partial => {
+                    // Whitespace between messages is not kept.
+                    let idle = scanner.idle_prefix();
+                    bytes.drain(..idle);
+                    scanner.drop_prefix(idle);
+                    return;
+                }
+                Scan::Complete(frame) => {
+                    let message = bytes[frame.range()].to_vec();
+                    bytes.drain(..frame.end());
+                    if *at == Point::InContinue {
+                        *at = Point::AfterContinue;
+                        continue;
+                    }
+                    read(&message, self.validation, &self.limits)
+                }
+                // The content starts: what came before it is the head, as
+                // a message whose content is `""`. The content's text
+                // leaves the buffer, as the scanner expects.
+                Scan::Content(run) => {
+                    let head =
+                        (*at != Point::InContinue && run.is_first() && run.encoding().is_some()).then(|| {
+                            let mut head = bytes[scanner.idle_prefix()..run.start()].to_vec();
+                            head.extend_from_slice(b"\"}}");
+                            head
+                        });
+                    bytes.drain(run.range());
+                    match head {
+                        Some(head) => read(&head, self.validation, &self.limits),
+                        None if *at == Point::InContinue => continue,
+                        None => None,
+                    }
+                }
+                Scan::Error { .. } | Scan::TooLarge { .. } | Scan::TooDeep { .. } => None,
+            };
+            match message {
+                Some(response) if response.status.code.as_u16() == 100 => {
+                    if let Some(echo) = &mut self.echo {
+                        echo.finish();
+                    }
+                    print_continue();
+                    *at = match found {
+                        Scan::Content(_) => Point::InContinue,
+                        _ => Point::AfterContinue,
+                    };
+                }
+                other => break other,
+            }
+        };
+        let continued = *at != Point::First;
+        self.head = match head {
+            Some(response) => {
+                if let Some(echo) = &mut self.echo {
+                    echo.finish();
+                }
+                print_head(&response, false);
+                Head::Shown
+            }
+            None => Head::Unknown { continued },
+        };
     }
 
     /// Ends the `-vv` echo.
@@ -73,6 +210,13 @@ impl Wire {
             None
         }
     }
+}
+
+/// A response as the client reads it, when it is one.
+fn read(bytes: &[u8], validation: Validation, limits: &MessageLimits) -> Option<Response> {
+    parse_response(bytes, validation, limits)
+        .ok()
+        .map(|parsed| parsed.message)
 }
 
 /// `-vv`: every byte sent (`> `) and received (`< `), line by line.
@@ -129,8 +273,12 @@ impl RawEcho {
 mod tests {
     use super::*;
 
+    fn quiet() -> Wire {
+        Wire::new(false, false, Validation::Strict, MessageLimits::default())
+    }
+
     fn received(chunks: &[&[u8]]) -> Wire {
-        let mut wire = Wire::new(false);
+        let mut wire = quiet();
         for chunk in chunks {
             wire.on_bytes(Direction::Received, chunk);
         }
@@ -157,7 +305,7 @@ mod tests {
         assert_eq!(foreign(&[b"<"]), None);
         assert_eq!(foreign(&[]), None);
         // What was sent is not what the peer said.
-        let mut wire = Wire::new(false);
+        let mut wire = quiet();
         wire.on_bytes(Direction::Sent, b"HTTP/1.1 200 OK\r\n");
         assert_eq!(wire.foreign_protocol(), None);
     }

@@ -603,3 +603,490 @@ fn serving_a_file_larger_than_any_buffer_keeps_the_server_small() {
     drop(serve);
     let _ = std::fs::remove_dir_all(&root);
 }
+
+// ---------------------------------------------------------------------------
+// The habits of curl users: -v's order, the missing verb, TLS failures in
+// words, -o into a folder that is not there.
+// ---------------------------------------------------------------------------
+
+#[test]
+fn output_into_a_missing_folder_names_the_path_given() {
+    let server = Served::start("output-missing-folder");
+    let missing = server.root.join("no-such-folder");
+    let target = missing.join("copy.txt");
+    let target_arg = target.to_string_lossy().into_owned();
+    let out = jsontp(&["get", &server.url("/hello.txt"), "-o", &target_arg]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert_eq!(
+        err.trim_end(),
+        format!(
+            "jsontp: cannot write {target_arg}: the folder {} does not exist",
+            missing.display()
+        ),
+        "the path given, never the hidden temporary file"
+    );
+    assert!(!err.contains(".part"), "{err}");
+    assert!(!missing.exists(), "no folder was made");
+
+    // A file where the folder should be is said so too.
+    let under_a_file = server.root.join("hello.txt").join("copy.txt");
+    let under_a_file = under_a_file.to_string_lossy().into_owned();
+    let out = jsontp(&["get", &server.url("/hello.txt"), "-o", &under_a_file]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains(&format!("cannot write {under_a_file}:")) && err.contains("is not a folder"),
+        "{err}"
+    );
+    assert!(!err.contains(".part"), "{err}");
+}
+
+#[test]
+fn a_url_without_its_method_gets_the_line_with_get_as_a_hint() {
+    use crate::support::BIN;
+    let server = Served::start("verb-hint");
+    let url = server.url("/hello.txt");
+    let run = |args: &[&str]| {
+        std::process::Command::new(BIN)
+            .args(args)
+            .output()
+            .expect("run jsontp")
+    };
+    let out = run(&[&url, "-o", "a copy.txt"]);
+    // clap's usage errors exit 2; nothing was sent.
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(out.stdout.is_empty());
+    let err = stderr(&out);
+    assert!(err.starts_with("error: unrecognized subcommand"), "{err}");
+    let hint = format!("did you mean `jsontp get {url} -o 'a copy.txt'`?");
+    assert!(err.contains(&hint), "{err}");
+    assert!(!server.root.join("a copy.txt").exists());
+
+    // The hint is a command that works.
+    let out = run(&["get", &url]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "Hello, world!");
+
+    // curl's schemes are said as ours; host:port alone is a URL too.
+    let err = stderr(&run(&["http://localhost:8080/a?b=1&c=2"]));
+    assert!(
+        err.contains("did you mean `jsontp get 'jsontp://localhost:8080/a?b=1&c=2'`?"),
+        "{err}"
+    );
+    let err = stderr(&run(&[&server.addr.to_string()]));
+    assert!(
+        err.contains(&format!("did you mean `jsontp get {}`?", server.addr)),
+        "{err}"
+    );
+
+    // A mistyped command keeps clap's own error and tip.
+    let out = run(&["serv"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains("unrecognized subcommand 'serv'") && err.contains("'serve'"),
+        "{err}"
+    );
+    assert!(!err.contains("did you mean"), "{err}");
+}
+
+/// A certificate and its key as PEM files in `dir`: `(cert, key)` paths.
+fn write_pem(
+    dir: &std::path::Path,
+    stem: &str,
+    cert: &rcgen::Certificate,
+    key: &rcgen::KeyPair,
+) -> (String, String) {
+    let (cert_path, key_path) = (dir.join(format!("{stem}.pem")), dir.join(format!("{stem}.key")));
+    std::fs::write(&cert_path, cert.pem()).expect("cert.pem");
+    std::fs::write(&key_path, key.serialize_pem()).expect("key.pem");
+    (
+        cert_path.to_string_lossy().into_owned(),
+        key_path.to_string_lossy().into_owned(),
+    )
+}
+
+fn named(common: &str) -> rcgen::DistinguishedName {
+    let mut name = rcgen::DistinguishedName::new();
+    name.push(rcgen::DnType::CommonName, common);
+    name
+}
+
+/// `jsontp serve` over TLS with this certificate, its log drained.
+fn serve_tls(
+    root: &std::path::Path,
+    cert: &str,
+    key: &str,
+    extra: &[&str],
+) -> (crate::support::Serve, std::net::SocketAddr) {
+    let mut args = vec!["--quiet", "--tls-cert", cert, "--tls-key", key];
+    args.extend_from_slice(extra);
+    let (serve, addr, mut log) = crate::support::spawn_serve(root, &args);
+    thread::spawn(move || std::io::copy(&mut log, &mut std::io::sink()));
+    (serve, addr)
+}
+
+/// `jsontp get ARGS…` trusting `roots` where it would trust the system's
+/// (rustls-native-certs reads `SSL_CERT_FILE`), and no `JSONTP_CACERT`
+/// from the developer's environment.
+fn get_tls(args: &[&str], roots: &str) -> std::process::Output {
+    std::process::Command::new(crate::support::BIN)
+        .arg("get")
+        .args(args)
+        .args(["--timeout", "10"])
+        .env("SSL_CERT_FILE", roots)
+        .env_remove("SSL_CERT_DIR")
+        .env_remove("JSONTP_CACERT")
+        .output()
+        .expect("run jsontp")
+}
+
+/// A TLS failure as the command says it: exit 2, one line holding every
+/// one of `words`, and none of rustls' names for it (`UnknownIssuer`,
+/// `Other(OtherError(CaUsedAsEndEntity))`, `received fatal alert`).
+fn said_in_words(out: &std::process::Output, words: &[&str]) -> String {
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(out));
+    let err = stderr(out);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    for word in words {
+        assert!(err.contains(word), "{word:?} is not in: {err}");
+    }
+    let camel_case = err.split(|c: char| !c.is_ascii_alphanumeric()).find(|w| {
+        w.as_bytes()
+            .windows(2)
+            .any(|p| p[0].is_ascii_lowercase() && p[1].is_ascii_uppercase())
+    });
+    assert_eq!(camel_case, None, "a rustls name in: {err}");
+    for internal in [
+        "Other(",
+        "fatal alert",
+        "invalid peer certificate",
+        "corrupt message",
+    ] {
+        assert!(!err.contains(internal), "{internal:?} in: {err}");
+    }
+    err
+}
+
+#[test]
+fn certificate_failures_are_said_in_words_with_the_next_step() {
+    let keys = temp_root("tls-words-keys");
+    let root = temp_root("tls-words");
+    // A private CA, a leaf it signed for localhost, the same expired, a
+    // self-signed CA:TRUE certificate as `openssl req -x509` makes, and an
+    // unrelated CA standing for the system's roots.
+    let ca_key = rcgen::KeyPair::generate().expect("key");
+    let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("params");
+    params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    params.distinguished_name = named("words test CA");
+    let ca = params.self_signed(&ca_key).expect("CA");
+    let (ca_pem, _) = write_pem(&keys, "ca", &ca, &ca_key);
+    let leaf = |stem: &str, expired: bool| {
+        let key = rcgen::KeyPair::generate().expect("key");
+        let mut params = rcgen::CertificateParams::new(vec!["localhost".to_owned()]).expect("params");
+        params.distinguished_name = named(stem);
+        if expired {
+            params.not_before = rcgen::date_time_ymd(2020, 1, 1);
+            params.not_after = rcgen::date_time_ymd(2020, 1, 2);
+        }
+        let cert = params.signed_by(&key, &ca, &ca_key).expect("signed");
+        write_pem(&keys, stem, &cert, &key)
+    };
+    let self_signed = |stem: &str| {
+        let key = rcgen::KeyPair::generate().expect("key");
+        let mut params = rcgen::CertificateParams::new(vec!["localhost".to_owned()]).expect("params");
+        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        params.distinguished_name = named(stem);
+        let cert = params.self_signed(&key).expect("self-signed");
+        write_pem(&keys, stem, &cert, &key)
+    };
+    let (leaf_pem, leaf_key) = leaf("server", false);
+    let (expired_pem, expired_key) = leaf("expired", true);
+    let (own_pem, own_key) = self_signed("self-signed");
+    let (roots, _) = self_signed("system-roots");
+
+    let (_leaf_server, leaf_addr) = serve_tls(&root, &leaf_pem, &leaf_key, &[]);
+    let (_expired_server, expired_addr) = serve_tls(&root, &expired_pem, &expired_key, &[]);
+    let (_own_server, own_addr) = serve_tls(&root, &own_pem, &own_key, &[]);
+    let url = |host: &str, addr: std::net::SocketAddr| format!("jsontps://{host}:{}/hello.txt", addr.port());
+
+    // A self-signed CA:TRUE certificate: rustls' "CA used as end entity".
+    said_in_words(
+        &get_tls(&[&url("localhost", own_addr)], &roots),
+        &[
+            "a CA certificate (CA:TRUE",
+            "not signed by an authority this client trusts",
+            "--cacert FILE",
+            "-k",
+        ],
+    );
+    // A private CA's certificate, without that CA.
+    said_in_words(
+        &get_tls(&[&url("localhost", leaf_addr)], &roots),
+        &[
+            "not signed by an authority this client trusts",
+            "--cacert FILE",
+            "-k",
+        ],
+    );
+    said_in_words(
+        &get_tls(&["--cacert", &own_pem, &url("localhost", leaf_addr)], &roots),
+        &[
+            "not signed by an authority",
+            &format!("is neither in {own_pem}"),
+            "-k",
+        ],
+    );
+    // A name the certificate is not for.
+    said_in_words(
+        &get_tls(&["--cacert", &ca_pem, &url("127.0.0.1", leaf_addr)], &roots),
+        &[
+            "not made out for the name 127.0.0.1 (it is for localhost)",
+            "connect by a name",
+        ],
+    );
+    // Expired.
+    said_in_words(
+        &get_tls(&["--cacert", &ca_pem, &url("localhost", expired_addr)], &roots),
+        &["the server's certificate expired on 2020-01-02", "renew", "-k"],
+    );
+    // What each one says to do works.
+    for args in [
+        vec!["--cacert", own_pem.as_str()],
+        vec!["--cacert", ca_pem.as_str()],
+        vec!["-k"],
+    ] {
+        let server = if args[0] == "-k" {
+            expired_addr
+        } else if args[1] == own_pem {
+            own_addr
+        } else {
+            leaf_addr
+        };
+        let mut args = args.clone();
+        let target = url("localhost", server);
+        args.push(&target);
+        let out = get_tls(&args, &roots);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr(&out));
+        assert_eq!(stdout(&out), "Hello, world!");
+    }
+    let _ = std::fs::remove_dir_all(&keys);
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+#[test]
+fn a_server_refusing_the_handshake_is_said_in_words_with_the_next_step() {
+    use std::io::{Read, Write};
+    use std::sync::Arc;
+    let keys = temp_root("tls-refusals-keys");
+    let key = rcgen::KeyPair::generate().expect("key");
+    let cert = rcgen::CertificateParams::new(vec!["localhost".to_owned()])
+        .expect("params")
+        .self_signed(&key)
+        .expect("certificate");
+    let (cert_pem, _) = write_pem(&keys, "server", &cert, &key);
+
+    // A TLS server of another protocol: ALPN `http/1.1` only, so rustls
+    // refuses the `jsontp` this client offers.
+    let mut config =
+        rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+            .with_safe_default_protocol_versions()
+            .expect("versions")
+            .with_no_client_auth()
+            .with_single_cert(
+                vec![cert.der().clone()],
+                rustls::pki_types::PrivatePkcs8KeyDer::from(key.serialize_der()).into(),
+            )
+            .expect("server config");
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    let config = Arc::new(config);
+    // Each peer answers one connection, then reads to the client's close
+    // so that its answer is not lost to a reset.
+    let peer = |answer: Box<dyn FnOnce(&mut std::net::TcpStream) + Send>| {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        thread::spawn(move || {
+            let Ok((mut stream, _)) = listener.accept() else {
+                return;
+            };
+            let _ = stream.set_read_timeout(Some(LIMIT));
+            answer(&mut stream);
+            let _ = stream.read_to_end(&mut Vec::new());
+        });
+        addr
+    };
+    let https = peer(Box::new(move |stream| {
+        let mut conn = rustls::ServerConnection::new(config).expect("connection");
+        let _ = conn.complete_io(stream);
+    }));
+    said_in_words(
+        &get_tls(
+            &[
+                "--cacert",
+                &cert_pem,
+                &format!("jsontps://localhost:{}/", https.port()),
+            ],
+            &cert_pem,
+        ),
+        &[
+            "does not speak jsontp over TLS",
+            "ALPN",
+            "check the host and port",
+        ],
+    );
+
+    // A server that ends the handshake with an alert: handshake_failure,
+    // as one with no TLS version or cipher suite in common answers.
+    let alert = peer(Box::new(|stream| {
+        let _ = stream.read(&mut [0u8; 4096]);
+        let _ = stream.write_all(&[0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x28]);
+    }));
+    said_in_words(
+        &get_tls(&[&format!("jsontps://localhost:{}/", alert.port())], &cert_pem),
+        &["found nothing in common with this client", "jsontps:// server"],
+    );
+
+    // A plain jsontp server at a jsontps:// URL.
+    let plain = Served::start("tls-plain");
+    let err = said_in_words(
+        &get_tls(&[&format!("jsontps://{}/hello.txt", plain.addr)], &cert_pem),
+        &["did not answer with TLS"],
+    );
+    assert!(
+        err.contains(&format!("use jsontp://{}/hello.txt", plain.addr)),
+        "{err}"
+    );
+
+    // Mutual TLS: the server wants a certificate this command cannot show;
+    // a TLS 1.3 server says so after the client's side of the handshake.
+    let pki = crate::pki::Pki::new();
+    let root = temp_root("tls-mutual-words");
+    let ca = pki.path("ca.pem").to_string_lossy().into_owned();
+    let (_mutual, mutual_addr) = serve_tls(
+        &root,
+        &pki.path("server.pem").to_string_lossy(),
+        &pki.path("server.key").to_string_lossy(),
+        &["--tls-client-ca", &ca],
+    );
+    said_in_words(
+        &get_tls(
+            &[
+                "--cacert",
+                &ca,
+                &format!("jsontps://localhost:{}/hello.txt", mutual_addr.port()),
+            ],
+            &cert_pem,
+        ),
+        &[
+            "admits only clients that show a certificate",
+            "cannot show a client certificate",
+        ],
+    );
+    let _ = std::fs::remove_dir_all(&keys);
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+/// Runs `jsontp ARGS…` with stdout and stderr into one file, as a
+/// terminal shows them: what came first is first. Returns the exit status
+/// and the bytes.
+fn interleaved(name: &str, args: &[&str]) -> (Option<i32>, Vec<u8>) {
+    let path = std::env::temp_dir().join(format!("jsontp-cli-{name}-{}.out", std::process::id()));
+    let file = std::fs::File::create(&path).expect("output file");
+    // One open file for both: each write lands after the one before.
+    let status = std::process::Command::new(crate::support::BIN)
+        .args(args)
+        .args(["--timeout", "10"])
+        .stdout(file.try_clone().expect("dup"))
+        .stderr(file)
+        .status()
+        .expect("run jsontp");
+    let bytes = std::fs::read(&path).expect("output");
+    let _ = std::fs::remove_file(&path);
+    (status.code(), bytes)
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+#[test]
+fn verbose_shows_the_heads_before_the_content_as_curl_does() {
+    let server = Served::start("verbose-order");
+    let (code, out) = interleaved("verbose-small", &["get", &server.url("/hello.txt"), "-v"]);
+    let text = String::from_utf8_lossy(&out);
+    assert_eq!(code, Some(0), "{text}");
+    let request = find(&out, b"> jsontp 1.0 GET /hello.txt").expect("the request's head");
+    let answer = find(&out, b"< jsontp 1.0 200 OK").expect("the answer's head");
+    let keys = find(&out, b"< (body encoding").expect("the answer's body line");
+    let content = find(&out, b"Hello, world!").expect("the content");
+    assert!(request < answer && answer < keys && keys < content, "{text}");
+
+    // A download that streams (past the message limit, in many pieces):
+    // the head still comes first, and the content is whole after it.
+    let text = "0123456789abcdef\n".repeat(3_000_000 / 17);
+    std::fs::write(server.root.join("large.txt"), &text).expect("fixture");
+    for encoding in ["identity", "gzip"] {
+        let (code, out) = interleaved(
+            "verbose-large",
+            &[
+                "get",
+                &server.url("/large.txt"),
+                "-v",
+                "-H",
+                &format!("accept-encoding={encoding}"),
+            ],
+        );
+        assert_eq!(code, Some(0), "{encoding}");
+        let head = find(&out, b"< jsontp 1.0 200 OK").expect("the head");
+        let content = find(&out, b"0123456789abcdef\n").expect("the content");
+        assert!(
+            head < content,
+            "{encoding}: the head at {head}, content from {content}"
+        );
+        let last_head_line =
+            find(&out, format!("< (body encoding {encoding})\n").as_bytes()).expect("body line");
+        assert!(
+            out[last_head_line..].ends_with(text.as_bytes()),
+            "{encoding}: the content whole after the head"
+        );
+    }
+
+    // A 100 Continue is shown as it comes, before the final answer.
+    let (code, out) = interleaved(
+        "verbose-continue",
+        &[
+            "put",
+            &server.url("/note.txt"),
+            "-d",
+            "remember",
+            "--continue",
+            "-v",
+        ],
+    );
+    let text = String::from_utf8_lossy(&out);
+    assert_eq!(code, Some(0), "{text}");
+    let continued = find(&out, b"< (the server answered 100 Continue)").expect("the 100");
+    let answer = find(&out, b"< jsontp 1.0 20").expect("the final answer");
+    assert!(continued < answer, "{text}");
+    assert_eq!(text.matches("100 Continue").count(), 1, "{text}");
+}
+
+#[test]
+fn verbose_holds_content_sent_before_its_head_until_the_head_is_shown() {
+    // D19: a sender may write the content before the rest; the head is
+    // whole only at the message's end, and the content waits for it.
+    let answer = "{\"body\":{\"content\":\"early content\",\"encoding\":\"identity\"},\
+                  \"headers\":{\"date\":\"2026-11-22T01:58:36Z+0000\",\"language\":\"en-US\"},\
+                  \"jsontp\":\"1.0\",\"resource\":\"/x\",\
+                  \"status\":{\"code\":200,\"formal-message\":\"OK\",\"human-message\":\"late head\"},\
+                  \"type\":\"response\"}\n";
+    let peer = one_answer_peer(answer.as_bytes());
+    let (code, out) = interleaved("verbose-late-head", &["get", &format!("{peer}/x"), "-v"]);
+    let text = String::from_utf8_lossy(&out);
+    assert_eq!(code, Some(0), "{text}");
+    let head = find(&out, b"< jsontp 1.0 200 OK (late head)").expect("the head");
+    let content = find(&out, b"early content").expect("the content");
+    assert!(head < content, "{text}");
+    assert_eq!(text.matches("< jsontp 1.0 200").count(), 1, "shown once: {text}");
+}

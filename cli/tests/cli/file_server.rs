@@ -1183,3 +1183,197 @@ fn refusals_say_the_next_step() {
     let missing = ask(&fixture.server(), req(Method::Get, "/nope.txt"));
     assert_eq!(missing.status.human_message, "no file by this name");
 }
+
+#[test]
+fn a_long_listing_reads_its_folder_once_for_all_its_pages() {
+    // Each page of a long listing costs about a page: the folder is read
+    // through once and its sorted names kept while it is unchanged.
+    let fixture = Fixture::new();
+    let folder = fixture.path("many");
+    fs::create_dir(&folder).expect("folder");
+    let mut expected: Vec<String> = (0..4500).map(|i| format!("file {i:05}.txt")).collect();
+    for name in &expected {
+        fs::write(folder.join(name), "x").expect("file");
+    }
+    // Changed long ago: a folder changed just before it is read is kept
+    // for a second only, as its times may not move on a change within the
+    // same tick.
+    let set_back = || {
+        fs::File::open(&folder)
+            .and_then(|f| f.set_modified(SystemTime::now() - Duration::from_secs(3600)))
+            .expect("folder mtime");
+    };
+    set_back();
+    let server = fixture.server().with_listing(true);
+    let walk = || {
+        let mut resource = "/many/".to_owned();
+        let mut seen = Vec::new();
+        for _ in 0..10 {
+            let response = ask(&server, req(Method::Get, &resource));
+            seen.extend(
+                listing(&response)
+                    .iter()
+                    .filter_map(|e| e["name"].as_str().map(str::to_owned)),
+            );
+            match response.body.extra().get("next-page") {
+                Some(next) => resource = next.as_str().expect("a resource").to_owned(),
+                None => return seen,
+            }
+        }
+        panic!("4500 entries in pages of 2000 end");
+    };
+    assert_eq!(walk(), expected, "every name once, in order");
+    assert_eq!(server.folder_reads(), 1, "three pages, one read of the folder");
+    assert_eq!(walk(), expected);
+    assert_eq!(server.folder_reads(), 1, "and none for the same pages again");
+    // A change is seen at once: the folder's times moved.
+    fs::write(folder.join("file 02000a.txt"), "x").expect("file");
+    set_back();
+    expected.push("file 02000a.txt".to_owned());
+    expected.sort();
+    assert_eq!(walk(), expected);
+    assert_eq!(server.folder_reads(), 2);
+}
+
+/// One JSON message read from `stream`.
+fn read_message(stream: &mut std::net::TcpStream) -> serde_json::Value {
+    serde_json::Deserializer::from_reader(stream)
+        .into_iter()
+        .next()
+        .expect("an answer")
+        .expect("JSON")
+}
+
+#[test]
+fn d10_a_first_request_without_a_body_is_acknowledged_or_refused_with_501() {
+    use std::io::{Read, Write};
+    // D10: the first request's body may be absent.
+    let first = r#"{"jsontp":"1.0","type":"request","resource":"/up.txt","method":"PUT","headers":{"expect":"100-continue"}}"#;
+    let full = r#"{"jsontp":"1.0","type":"request","resource":"/up.txt","method":"PUT","headers":{},"body":{"content":"hi","encoding":"identity"}}"#;
+    let connect = |server: &crate::support::Served| {
+        let stream = std::net::TcpStream::connect(server.addr).expect("connect");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .expect("timeout");
+        stream
+    };
+    let server = crate::support::Served::start("continue-without-body");
+    let mut stream = connect(&server);
+    stream.write_all(first.as_bytes()).expect("send");
+    let answer = read_message(&mut stream);
+    assert_eq!(answer["status"]["code"], 100, "{answer}");
+    stream.write_all(full.as_bytes()).expect("send");
+    let answer = read_message(&mut stream);
+    assert_eq!(answer["status"]["code"], 201, "{answer}");
+    assert_eq!(
+        fs::read_to_string(server.root.join("up.txt")).expect("stored"),
+        "hi"
+    );
+    // Without 100-continue: 501, then the close.
+    let server = crate::support::Served::start_with("continue-without-body-refused", &["--no-continue"]);
+    let mut stream = connect(&server);
+    stream.write_all(first.as_bytes()).expect("send");
+    let answer = read_message(&mut stream);
+    assert_eq!(answer["status"]["code"], 501, "{answer}");
+    let mut rest = Vec::new();
+    stream.read_to_end(&mut rest).expect("the server closes");
+    assert!(rest.iter().all(u8::is_ascii_whitespace), "{rest:?}");
+}
+
+#[cfg(unix)]
+#[test]
+fn a_put_out_of_descriptors_is_503_and_stores_nothing() {
+    // As a GET out of descriptors: the condition passes, and nothing was
+    // written, so the client may simply try again.
+    use std::io::{BufRead, BufReader, Write};
+    use std::net::{SocketAddr, TcpStream};
+    use std::process::{Command, Stdio};
+
+    use crate::support::{BIN, SERVE_ENV, Serve, temp_root};
+
+    let root = temp_root("put-out-of-descriptors");
+    // A handful of descriptors: the listener, the poller, the root, and
+    // few more. `ulimit` is the shell's; without a shell, nothing to test.
+    let mut command = Command::new("sh");
+    command
+        .arg("-c")
+        .arg(format!(
+            "ulimit -n 24 && exec {BIN} serve --writable --workers 1 --quiet --addr 127.0.0.1:0 --root '{}'",
+            root.display()
+        ))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    for name in SERVE_ENV {
+        command.env_remove(name);
+    }
+    let Ok(mut child) = command.spawn() else {
+        eprintln!("no sh here");
+        return;
+    };
+    let mut log = BufReader::new(child.stderr.take().expect("stderr"));
+    let server = Serve(child);
+    let mut line = String::new();
+    let _ = log.read_line(&mut line);
+    let Some(addr) = line
+        .trim()
+        .rsplit("://")
+        .next()
+        .and_then(|a| a.parse::<SocketAddr>().ok())
+    else {
+        panic!("jsontp serve did not start: {line:?}");
+    };
+    std::thread::spawn(move || std::io::copy(&mut log, &mut std::io::sink()));
+    let send = |stream: &mut TcpStream, method: &str, content: &str| {
+        let request = serde_json::json!({
+            "jsontp": "1.0", "type": "request", "resource": "/new.txt", "method": method,
+            "headers": {}, "body": {"content": content, "encoding": "identity"}
+        });
+        let _ = stream.write_all(format!("{request}\n").as_bytes());
+        let mut answer = String::new();
+        let read = BufReader::new(stream.try_clone().expect("clone")).read_line(&mut answer);
+        read.ok().filter(|&n| n > 0).map(|_| answer)
+    };
+    let connect = |wait: Duration| {
+        let stream = TcpStream::connect(addr).expect("connect");
+        stream.set_read_timeout(Some(wait)).expect("timeout");
+        stream
+    };
+    // Idle connections take the descriptors, until one more is not
+    // accepted (it waits in the backlog) …
+    let mut idle = Vec::new();
+    loop {
+        let mut stream = connect(Duration::from_millis(500));
+        if send(&mut stream, "OPTIONS", "").is_none() {
+            break;
+        }
+        idle.push(stream);
+        assert!(idle.len() < 64, "the descriptor limit did not bite");
+    }
+    // … then one leaves, and the next connection takes its descriptor:
+    // none is left to write the file with.
+    idle.pop();
+    std::thread::sleep(Duration::from_millis(200));
+    let mut stream = connect(Duration::from_secs(20));
+    let answer = send(&mut stream, "PUT", "hello").expect("an answer");
+    let answer: serde_json::Value = serde_json::from_str(&answer).expect("JSON");
+    assert_eq!(answer["status"]["code"], 503, "{answer}");
+    let said = answer["status"]["human-message"].as_str().unwrap_or_default();
+    assert!(said.contains("out of file descriptors"), "{answer}");
+    assert!(said.contains("nothing was written"), "{answer}");
+    assert!(!root.join("new.txt").exists());
+    let names: Vec<_> = fs::read_dir(&root)
+        .expect("root")
+        .flatten()
+        .map(|entry| entry.file_name())
+        .collect();
+    assert_eq!(names, ["hello.txt"], "no temporary file left either");
+    // Descriptors back, the same request succeeds.
+    drop(stream);
+    drop(idle);
+    std::thread::sleep(Duration::from_millis(200));
+    let answer = send(&mut connect(Duration::from_secs(20)), "PUT", "hello").expect("an answer");
+    let answer: serde_json::Value = serde_json::from_str(&answer).expect("JSON");
+    assert_eq!(answer["status"]["code"], 201, "{answer}");
+    drop(server);
+    let _ = fs::remove_dir_all(&root);
+}

@@ -3,8 +3,10 @@
 //! arrives (not even through a symlink to the root), nothing of it
 //! survives the server killed mid-upload, it is kept with the mode a small
 //! upload gets, and `--max-spool` bounds all of it together (`503` past
-//! it). Linux: the tests find the server's spooled file through
-//! `/proc/PID/fd`.
+//! it), shared fairly: uploads that hold it and then send bytes decoding
+//! to nothing do not keep a new one out; content of a request refused
+//! from its head, or of a method that ignores it, is never stored. Linux:
+//! the tests find the server's spooled file through `/proc/PID/fd`.
 #![allow(clippy::disallowed_methods)] // the tests own their threads
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -45,13 +47,19 @@ struct Upload(TcpStream);
 
 impl Upload {
     fn start(addr: SocketAddr, resource: &str) -> Upload {
+        Upload::start_with(addr, "PUT", resource)
+    }
+
+    /// A request of `method` carrying content, as [`Upload::start`].
+    fn start_with(addr: SocketAddr, method: &str, resource: &str) -> Upload {
         let stream = TcpStream::connect(addr).expect("connect");
         stream.set_read_timeout(Some(LIMIT)).expect("timeout");
         stream.set_write_timeout(Some(LIMIT)).expect("timeout");
         let mut upload = Upload(stream);
         let head = format!(
-            r#"{{"jsontp":"1.0","type":"request","resource":{},"method":"PUT","headers":{{}},"body":{{"encoding":"identity","content":""#,
-            json!(resource)
+            r#"{{"jsontp":"1.0","type":"request","resource":{},"method":{},"headers":{{}},"body":{{"encoding":"identity","content":""#,
+            json!(resource),
+            json!(method)
         );
         upload.0.write_all(head.as_bytes()).expect("head");
         upload
@@ -385,5 +393,271 @@ fn spool_an_upload_refused_from_its_envelope_is_never_stored() {
         assert_eq!(walk(&root), ["hello.txt"]);
         drop(server);
     }
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+#[test]
+fn spool_content_on_a_method_that_ignores_it_is_never_stored() {
+    // D19: a read-only server answers GET, POST and OPTIONS the same
+    // whatever content they carry, and refuses DELETE (405): the content is
+    // read and checked, and nothing of it written anywhere.
+    let root = temp_root("spool-ignored");
+    let (server, addr, log) = spawn_serve(&root, &["--quiet"]);
+    drain(log);
+    for (method, status) in [("GET", 200), ("POST", 200), ("OPTIONS", 200), ("DELETE", 405)] {
+        let mut upload = Upload::start_with(addr, method, "/hello.txt");
+        upload.send(6 << 20);
+        // Long enough for a server that spooled to have a file open.
+        thread::sleep(Duration::from_millis(300));
+        assert_eq!(open_files(&server, &root), Vec::<String>::new(), "{method}");
+        upload.send(2 << 20);
+        assert_eq!(open_files(&server, &root), Vec::<String>::new(), "{method}");
+        let answer = upload.finish();
+        assert_eq!(code(&answer), status, "{method}: {answer}");
+        if method != "OPTIONS" && status == 200 {
+            assert_eq!(answer["body"]["content"], "Hello, world!", "{method}");
+        }
+    }
+    assert_eq!(walk(&root), ["hello.txt"]);
+    drop(server);
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+/// A `deflate` content written by hand, as a sender that never ends it
+/// writes it: a zlib header, `len` `x`s in one block of fixed codes, then
+/// as many empty stored blocks as it likes (bytes that decode to nothing),
+/// and at last the stream's end. The base64 text follows the bytes a whole
+/// group at a time, so that each part continues the same text.
+struct EmptyBlocks {
+    bits: u64,
+    count: u32,
+    bytes: Vec<u8>,
+    /// Compressed bytes not yet written as text (fewer than three).
+    carry: Vec<u8>,
+    len: usize,
+}
+
+impl EmptyBlocks {
+    fn new(len: usize) -> EmptyBlocks {
+        let mut blocks = EmptyBlocks {
+            bits: 0,
+            count: 0,
+            bytes: vec![0x78, 0x01],
+            carry: Vec::new(),
+            len,
+        };
+        // Not the last block; fixed codes (RFC 1951 §3.2.6).
+        blocks.put(0b010, 3);
+        // One `x`, then copies of 258 from one back, then `x`s to `len`.
+        let literal_x = 0x30 + u32::from(b'x');
+        blocks.code(literal_x, 8);
+        let copies = (len - 1) / 258;
+        for _ in 0..copies {
+            blocks.code(0xc0 + (285 - 280), 8);
+            blocks.code(0, 5);
+        }
+        for _ in 0..(len - 1 - copies * 258) {
+            blocks.code(literal_x, 8);
+        }
+        // The end of the block, and an empty stored block to align on a
+        // byte, as a sync flush writes.
+        blocks.code(0, 7);
+        blocks.put(0b000, 3);
+        if blocks.count > 0 {
+            blocks.put(0, 8 - blocks.count);
+        }
+        blocks.bytes.extend_from_slice(&[0, 0, 0xff, 0xff]);
+        blocks
+    }
+
+    /// `value`'s low `n` bits, least significant first.
+    fn put(&mut self, value: u64, n: u32) {
+        self.bits |= value << self.count;
+        self.count += n;
+        while self.count >= 8 {
+            self.bytes.push(self.bits as u8);
+            self.bits >>= 8;
+            self.count -= 8;
+        }
+    }
+
+    /// A Huffman code of `n` bits, most significant first.
+    fn code(&mut self, code: u32, n: u32) {
+        let reversed = code.reverse_bits() >> (32 - n);
+        self.put(u64::from(reversed), n);
+    }
+
+    /// The text of what was written so far.
+    fn text(&mut self) -> Vec<u8> {
+        self.carry.append(&mut self.bytes);
+        let whole = self.carry.len() / 3 * 3;
+        let text = base64(&self.carry[..whole]);
+        self.carry.drain(..whole);
+        text
+    }
+
+    /// The text of `n` more empty stored blocks.
+    fn empty(&mut self, n: usize) -> Vec<u8> {
+        for _ in 0..n {
+            self.bytes.extend_from_slice(&[0, 0, 0, 0xff, 0xff]);
+        }
+        self.text()
+    }
+
+    /// The rest of the text: the last (empty) block, the Adler-32 of the
+    /// content (RFC 1950), the last group padded.
+    fn end(&mut self) -> Vec<u8> {
+        self.bytes.extend_from_slice(&[1, 0, 0, 0xff, 0xff]);
+        let (mut a, mut b) = (1u32, 0u32);
+        for _ in 0..self.len {
+            a = (a + u32::from(b'x')) % 65521;
+            b = (b + a) % 65521;
+        }
+        self.bytes.extend_from_slice(&((b << 16) | a).to_be_bytes());
+        self.carry.append(&mut self.bytes);
+        let text = base64(&self.carry);
+        self.carry.clear();
+        text
+    }
+}
+
+/// Standard padded base64 (RFC 4648 §4).
+fn base64(bytes: &[u8]) -> Vec<u8> {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut text = Vec::with_capacity(bytes.len().div_ceil(3) * 4);
+    for group in bytes.chunks(3) {
+        let n = group.iter().fold(0u32, |n, &b| (n << 8) | u32::from(b)) << (8 * (3 - group.len()));
+        for i in 0..4 {
+            if i <= group.len() {
+                text.push(ALPHABET[(n >> (18 - 6 * i)) as usize & 63]);
+            } else {
+                text.push(b'=');
+            }
+        }
+    }
+    text
+}
+
+/// The sizes of the files the server holds open for spooled uploads, as
+/// `/proc/PID/fd` shows them (named or not).
+fn spooled_sizes(server: &Serve, root: &Path) -> Vec<u64> {
+    let root = root.canonicalize().expect("root");
+    let prefix = format!("{}/", root.display());
+    let fds = PathBuf::from(format!("/proc/{}/fd", server.0.id()));
+    let mut sizes: Vec<u64> = std::fs::read_dir(&fds)
+        .expect("the server's descriptors")
+        .flatten()
+        .filter(|fd| {
+            std::fs::read_link(fd.path()).is_ok_and(|target| {
+                let target = target.to_string_lossy();
+                target.starts_with(&prefix) && !target.ends_with(".txt")
+            })
+        })
+        .filter_map(|fd| std::fs::metadata(fd.path()).ok())
+        .map(|file| file.len())
+        .collect();
+    sizes.sort_unstable();
+    sizes
+}
+
+#[test]
+fn spool_uploads_kept_alive_with_empty_blocks_do_not_keep_a_put_out() {
+    // D19: four uploads fill the 64 MiB budget with 16 MiB each at once,
+    // then go on with empty compressed blocks, bytes that decode to
+    // nothing. A fifth upload is entitled to a fifth of the budget: it
+    // takes its room back from the one past its share whose content came
+    // longest ago, and is stored at once.
+    let root = temp_root("spool-fair");
+    let (server, addr) = serve(&root, &["--max-spool", "64M", "--max-upload", "32M"]);
+    let head = |resource: &str| {
+        format!(
+            r#"{{"jsontp":"1.0","type":"request","resource":"{resource}","method":"PUT","headers":{{}},"body":{{"encoding":"deflate","content":""#
+        )
+    };
+    let mut held: Vec<(TcpStream, EmptyBlocks)> = (0..4)
+        .map(|i| {
+            let mut stream = TcpStream::connect(addr).expect("connect");
+            stream.set_read_timeout(Some(LIMIT)).expect("timeout");
+            stream.set_write_timeout(Some(LIMIT)).expect("timeout");
+            let mut blocks = EmptyBlocks::new(16 << 20);
+            stream
+                .write_all(head(&format!("/held{i}.txt")).as_bytes())
+                .expect("head");
+            stream.write_all(&blocks.text()).expect("content");
+            (stream, blocks)
+        })
+        .collect();
+    let deadline = Instant::now() + LIMIT;
+    while spooled_sizes(&server, &root) != [16 << 20; 4] {
+        assert!(
+            Instant::now() < deadline,
+            "spooled: {:?}",
+            spooled_sizes(&server, &root)
+        );
+        thread::sleep(Duration::from_millis(10));
+    }
+    // Kept alive: a few empty blocks to each, ten times a second.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let alive = {
+        let stop = std::sync::Arc::clone(&stop);
+        thread::spawn(move || {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                for (stream, blocks) in &mut held {
+                    stream.write_all(&blocks.empty(3)).expect("empty blocks");
+                }
+                thread::sleep(Duration::from_millis(100));
+            }
+            held
+        })
+    };
+    thread::sleep(Duration::from_millis(300));
+    let began = Instant::now();
+    let answer = put(addr, "/legit.txt", 8 << 20);
+    let took = began.elapsed();
+    assert_eq!(code(&answer), 201, "{answer}");
+    assert!(took < Duration::from_secs(5), "took {took:?}");
+    assert_eq!(
+        std::fs::metadata(root.join("legit.txt")).expect("kept").len(),
+        8 << 20
+    );
+    // The four end their content: the one evicted is refused, naming the
+    // budget; the other three are stored.
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let held = alive.join().expect("kept alive");
+    let mut refused = Vec::new();
+    for (i, (mut stream, mut blocks)) in held.into_iter().enumerate() {
+        stream.write_all(&blocks.end()).expect("end");
+        stream.write_all(br#""}}"#).expect("end");
+        stream.shutdown(Shutdown::Write).expect("half close");
+        let mut text = String::new();
+        let _ = stream.read_to_string(&mut text);
+        let answer: Value = serde_json::Deserializer::from_str(&text)
+            .into_iter::<Value>()
+            .next()
+            .and_then(Result::ok)
+            .unwrap_or_else(|| panic!("no answer: {text:?}"));
+        match code(&answer) {
+            201 => assert_eq!(
+                std::fs::metadata(root.join(format!("held{i}.txt")))
+                    .expect("kept")
+                    .len(),
+                16 << 20
+            ),
+            503 => refused.push(
+                answer["status"]["human-message"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned(),
+            ),
+            _ => panic!("held{i}: {answer}"),
+        }
+    }
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert!(
+        refused[0].contains("stopped to make room") && refused[0].contains("budget of 64 MiB"),
+        "{}",
+        refused[0]
+    );
+    drop(server);
     let _ = std::fs::remove_dir_all(&root);
 }

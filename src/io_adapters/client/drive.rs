@@ -326,6 +326,7 @@ impl CloseReason {
             CloseReason::TimedOut(Timeout::Read) => "read timeout",
             CloseReason::TimedOut(Timeout::Exchange) => "exchange timeout",
             CloseReason::TimedOut(Timeout::Message) => "message timeout",
+            CloseReason::TimedOut(Timeout::Call) => "call deadline",
             CloseReason::TransportFailed => "transport failed",
             CloseReason::StreamFailed => "upload source or download sink failed",
             CloseReason::ContentTooLarge => "content too large to hold",
@@ -420,6 +421,12 @@ impl Driver {
     /// The options in use.
     pub fn options(&self) -> &ClientOptions {
         &self.options
+    }
+
+    /// Sets [`ClientOptions::exchange_timeout`] for the calls begun after
+    /// this: a pool gives each call what is left of its own deadline.
+    pub(crate) fn set_exchange_timeout(&mut self, limit: Option<Duration>) {
+        self.options.exchange_timeout = limit;
     }
 
     /// The time, as [`ClientOptions::clock`] reads it.

@@ -1,20 +1,28 @@
-//! The clients: one connection each, requests in, answers out.
+//! The clients: pooled ones for an application, one connection each
+//! underneath, requests in, answers out.
+//!
+//! - [`blocking::Pool`] and `tokio::Pool` (feature `tokio`): what an
+//!   application calling a service uses, as it would reqwest's `Client`.
+//!   Connections reused across calls, threads and tasks, limited per
+//!   origin ([`PoolOptions`]), closed after an idle time; `jsontp://` and
+//!   `jsontps://` alike; a deadline per call; an idempotent request sent
+//!   again once when a reused connection closes before any byte of its
+//!   answer (D13); typed bodies both ways ([`RequestBuilder::keys`],
+//!   [`Answer::keys`]).
+//! - [`blocking::Client`]: std only, one connection over any blocking
+//!   [`Transport`](super::Transport) (TCP by default), pipelining (D2).
+//! - `tokio::Client` (feature `tokio`): the same over any
+//!   `AsyncRead + AsyncWrite`.
+//! - [`Driver`] itself, for an event loop of your own (and the
+//!   simulation, which runs it on simulated bytes and time).
 //!
 //! Both clients drive the same client machine through one drive step
 //! ([`Driver`], the only caller of the machine here) and share the
 //! bookkeeping of a call (`outstanding.rs`); each only performs the I/O the
-//! step asks for:
-//!
-//! - [`blocking::Client`]: std only, over any blocking
-//!   [`Transport`](super::Transport) (TCP by default).
-//! - `tokio::Client` (feature `tokio`): over any `AsyncRead + AsyncWrite`.
-//! - [`Driver`] itself, for an event loop of your own (and the
-//!   simulation, which runs it on simulated bytes and time).
-//!
-//! The machine writes the requests, runs the 100-continue handshake (D10),
-//! frames and validates the responses (D1, D13) and checks the echoed
-//! `resource`. The options, outcomes ([`Answer`]) and errors
-//! ([`ClientError`]) below are the same for both clients.
+//! step asks for. The machine writes the requests, runs the 100-continue
+//! handshake (D10), frames and validates the responses (D1, D13) and checks
+//! the echoed `resource`. The options, outcomes ([`Answer`]) and errors
+//! ([`ClientError`]) below are the same for every client.
 
 use std::fmt;
 use std::io;
@@ -27,11 +35,15 @@ use crate::message::{Forgiven, Method, Rejection, Response, Validation};
 
 pub mod blocking;
 mod drive;
+mod keys;
 mod outstanding;
+mod pool;
 #[cfg(feature = "tokio")]
 pub mod tokio;
 
 pub use drive::{Call, Driver, Step, Streams};
+pub use keys::{KeysError, Side, body_from_keys};
+pub use pool::{DEFAULT_PORT, DEFAULT_TLS_PORT, Origin, PoolOptions, RequestBuilder, Scheme, split_url};
 
 /// How a client connects, waits and validates.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -169,6 +181,10 @@ pub enum Timeout {
     /// The machine's own timer (D3): a response started and did not finish
     /// in time.
     Message,
+    /// A pooled call's own deadline ([`PoolOptions::call_timeout`],
+    /// [`RequestBuilder::timeout`]): waiting for a connection, connecting,
+    /// sending and the answer, all together.
+    Call,
 }
 
 impl fmt::Display for Timeout {
@@ -178,6 +194,7 @@ impl fmt::Display for Timeout {
             Timeout::Read => "the server sent nothing for too long",
             Timeout::Exchange => "the exchange took too long",
             Timeout::Message => "a response started but did not finish in time",
+            Timeout::Call => "the call took longer than its deadline",
         })
     }
 }
@@ -249,6 +266,17 @@ pub enum ClientError {
         /// The limit, in bytes.
         limit: usize,
     },
+    /// Body keys that do not fit ([`Answer::keys`],
+    /// [`RequestBuilder::keys`]): the key at fault, and why.
+    Keys(KeysError),
+    /// A URL or an origin a pool cannot use ([`split_url`]): nothing was
+    /// sent.
+    BadUrl {
+        /// The URL as given.
+        url: String,
+        /// What is wrong with it.
+        reason: String,
+    },
 }
 
 impl ClientError {
@@ -282,6 +310,11 @@ impl ClientError {
             ClientError::Source(e) => ClientError::Source(io::Error::new(e.kind(), e.to_string())),
             ClientError::Sink(e) => ClientError::Sink(io::Error::new(e.kind(), e.to_string())),
             ClientError::ContentTooLarge { limit } => ClientError::ContentTooLarge { limit: *limit },
+            ClientError::Keys(k) => ClientError::Keys(k.clone()),
+            ClientError::BadUrl { url, reason } => ClientError::BadUrl {
+                url: url.clone(),
+                reason: reason.clone(),
+            },
         }
     }
 
@@ -302,7 +335,11 @@ impl ClientError {
     pub(crate) fn breaks_connection(&self) -> bool {
         !matches!(
             self,
-            ClientError::ResourceMismatch { .. } | ClientError::InvalidResponse(_) | ClientError::Usage(_)
+            ClientError::ResourceMismatch { .. }
+                | ClientError::InvalidResponse(_)
+                | ClientError::Usage(_)
+                | ClientError::Keys(_)
+                | ClientError::BadUrl { .. }
         )
     }
 }
@@ -358,6 +395,8 @@ impl fmt::Display for ClientError {
                 f,
                 "the response's content is larger than the {limit} bytes held in memory; download it to a file"
             ),
+            ClientError::Keys(k) => write!(f, "{k}"),
+            ClientError::BadUrl { url, reason } => write!(f, "the URL {url:?} {reason}"),
         }
     }
 }
@@ -372,6 +411,7 @@ impl std::error::Error for ClientError {
             | ClientError::Sink(source) => Some(source),
             ClientError::InvalidResponse(r) => Some(r),
             ClientError::Usage(u) => Some(u),
+            ClientError::Keys(k) => Some(k),
             _ => None,
         }
     }
@@ -432,6 +472,8 @@ mod tests {
         fn is_send<T: Send>() {}
         is_send::<blocking::Client>();
         is_send::<ClientError>();
+        fn is_shared<T: Send + Sync>() {}
+        is_shared::<blocking::Pool>();
     }
 
     #[test]

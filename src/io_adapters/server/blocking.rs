@@ -7,8 +7,14 @@
 //! and the extra ones end after a while without work. So an idle
 //! keep-alive connection, or a slow one, never keeps a new client waiting
 //! for a thread; [`ServerOptions::max_connections`] bounds the connections
-//! (and so the threads) at once, the rest waiting in the kernel's backlog.
-//! For many thousands of connections the mio server costs less.
+//! (and so the threads) at once: at the cap the one idle longest makes
+//! room for a new client (each connection's thread sees that it was asked
+//! within a fifth of a second), and with none idle the rest wait in the
+//! kernel's backlog.
+//! A connection's thread runs its handler once one of the server's
+//! [`ServerOptions::max_handlers`] places is free; a shutdown's deadline
+//! does not wait for handlers ([`ShutdownHandle`]). For many thousands of
+//! connections the mio server costs less.
 //!
 //! ```no_run
 //! use jsontp_protocol::io_adapters::server::ServerOptions;
@@ -35,8 +41,8 @@ use std::time::{Duration, Instant};
 use super::drive::BLOCKING_SLICE;
 use super::proxied_peer;
 use super::{
-    ACCEPT_BACKOFF, AcceptFaults, Accepted, Driver, Handler, ServerOptions, Step, client_gave_up, listen,
-    stop_listening,
+    ACCEPT_BACKOFF, ADMISSION_RETRY, AcceptFaults, Accepted, Bounded, Driver, Handler, Member, OpenSockets,
+    Places, Roster, ServerOptions, Step, Told, client_gave_up, listen, stop_listening,
 };
 use crate::io_adapters::proxy_protocol::read_blocking;
 use crate::io_adapters::transport::{IoMode, Transport};
@@ -58,16 +64,21 @@ pub fn serve_connection<T: Transport, H: Handler + ?Sized>(
     options: &ServerOptions,
 ) {
     let mut scratch = vec![0; READ_BUFFER];
-    serve(stream, peer, handler, options, None, &mut scratch);
+    let mut stream = stream;
+    serve(&mut stream, peer, handler, options, None, None, &mut scratch);
 }
 
-/// Runs one connection: performs what the drive step asks.
+/// Runs one connection: performs what the drive step asks. `member`: its
+/// place in the server's roster, which the connection cap may ask to
+/// close while it is idle (D3); looked at after every step, so within a
+/// [`BLOCKING_SLICE`].
 fn serve<T: Transport, H: Handler + ?Sized>(
-    mut stream: T,
+    stream: &mut T,
     peer: SocketAddr,
     handler: &H,
     options: &ServerOptions,
     stopping: Option<&AtomicBool>,
+    member: Option<&Member<()>>,
     scratch: &mut [u8],
 ) {
     let mut driver = Driver::new(peer, options, IoMode::Blocking);
@@ -77,7 +88,12 @@ fn serve<T: Transport, H: Handler + ?Sized>(
             stopped = true;
             driver.shut_down();
         }
-        match driver.step(&mut stream, scratch) {
+        if let Some(member) = member
+            && member.tell(driver.is_idle()) == Told::Close
+        {
+            member.answer(driver.close_idle());
+        }
+        match driver.step(stream, scratch) {
             Step::Dispatch => driver.dispatch(handler),
             // Waiting for neither direction: nothing to block on.
             Step::Wait {
@@ -108,6 +124,13 @@ pub struct StdServer<H> {
 /// are refused), closes idle connections and those awaiting the full
 /// request of a handshake, lets every other exchange under way finish, and
 /// `run` returns.
+///
+/// [`ServerOptions::shutdown_timeout`] bounds it all, handlers included:
+/// once it has passed, the connections still open are shut down (a
+/// handler still running holds its thread, not its connection) and `run`
+/// returns without waiting for those threads. Such a handler runs on to
+/// its end; what it answers is not sent, and whether its work stands is
+/// the application's business (a process that exits then ends it).
 #[derive(Debug, Clone)]
 pub struct ShutdownHandle {
     shared: Arc<Shared>,
@@ -123,6 +146,17 @@ struct Shared {
     /// shutdown handle.
     listener: Mutex<Option<TcpListener>>,
     pool: Mutex<Pool>,
+    /// The places handlers take ([`ServerOptions::max_handlers`]).
+    places: Arc<Places>,
+    /// The open connections' sockets, shut down from here when the drain
+    /// deadline passes.
+    sockets: OpenSockets,
+    /// The open connections, which of them are idle, to make room at the
+    /// cap (D3).
+    roster: Arc<Roster<()>>,
+    shutdown_timeout: Duration,
+    /// When the graceful shutdown must be over, once one has begun.
+    drain_until: Mutex<Option<Instant>>,
     /// A connection was queued, or the pool closed.
     work: Condvar,
     /// A connection or a thread ended, or shutdown began.
@@ -148,6 +182,14 @@ impl Shared {
     fn stopping(&self) -> bool {
         self.stopping.load(Ordering::SeqCst)
     }
+
+    /// When `run` stops waiting for the connections' threads: the drain
+    /// deadline, and one slice more, in which every connection whose
+    /// thread is free has noticed it and closed itself.
+    fn given_up_at(&self) -> Option<Instant> {
+        let until = *self.drain_until.lock().unwrap_or_else(|p| p.into_inner());
+        until.map(|until| until + BLOCKING_SLICE)
+    }
 }
 
 impl<H: Handler> StdServer<H> {
@@ -169,18 +211,24 @@ impl<H: Handler> StdServer<H> {
             wake.set_ip(loopback);
         }
         let handle = listener.try_clone()?;
+        let shared = Arc::new(Shared {
+            stopping: AtomicBool::new(false),
+            wake,
+            listener: Mutex::new(Some(handle)),
+            pool: Mutex::new(Pool::default()),
+            places: Arc::new(Places::new(options.max_handlers)),
+            sockets: OpenSockets::default(),
+            roster: Arc::default(),
+            shutdown_timeout: options.shutdown_timeout,
+            drain_until: Mutex::new(None),
+            work: Condvar::new(),
+            changed: Condvar::new(),
+        });
         Ok(StdServer {
             listener,
             handler: Arc::new(handler),
             options,
-            shared: Arc::new(Shared {
-                stopping: AtomicBool::new(false),
-                wake,
-                listener: Mutex::new(Some(handle)),
-                pool: Mutex::new(Pool::default()),
-                work: Condvar::new(),
-                changed: Condvar::new(),
-            }),
+            shared,
         })
     }
 
@@ -197,7 +245,9 @@ impl<H: Handler> StdServer<H> {
     }
 
     /// Serves until [`ShutdownHandle::shutdown`], then waits for the
-    /// connections under way and returns.
+    /// connections under way and returns: at the latest once
+    /// [`ServerOptions::shutdown_timeout`] has passed, whatever their
+    /// handlers still do (see [`ShutdownHandle`]).
     pub fn run(self) -> io::Result<()> {
         let StdServer {
             listener,
@@ -205,6 +255,8 @@ impl<H: Handler> StdServer<H> {
             options,
             shared,
         } = self;
+        // Every call takes one of the server's places.
+        let handler = Arc::new(Bounded::new(handler, Some(Arc::clone(&shared.places))));
         let ready = options.worker_count();
         for _ in 0..ready {
             shared.pool().threads += 1;
@@ -236,17 +288,6 @@ fn accept_loop<H: Handler>(
     let max = options.max_connections.max(1);
     let mut faults = AcceptFaults::default();
     loop {
-        {
-            // At the cap: the clients wait in the backlog (D3).
-            let mut pool = shared.pool();
-            while pool.open >= max && !shared.stopping() {
-                pool = shared
-                    .changed
-                    .wait_timeout(pool, BLOCKING_SLICE)
-                    .unwrap_or_else(|p| p.into_inner())
-                    .0;
-            }
-        }
         if shared.stopping() {
             return Ok(());
         }
@@ -257,6 +298,10 @@ fn accept_loop<H: Handler>(
         match accepted {
             Ok((stream, peer)) => {
                 faults.accepted();
+                // At the cap, the client is held until there is room (D3).
+                if !make_room(shared, max) {
+                    return Ok(());
+                }
                 hand_over(stream, peer, handler, options, shared, ready)
             }
             Err(e) if client_gave_up(&e) => {}
@@ -268,6 +313,34 @@ fn accept_loop<H: Handler>(
             }
             Err(e) => return Err(e),
         }
+    }
+}
+
+/// Waits until fewer than `max` connections are open, asking the one idle
+/// longest, if any, to close meanwhile (D3); `false` if a shutdown began
+/// first. The client accepted waits unserved, as it would in the backlog.
+fn make_room(shared: &Shared, max: usize) -> bool {
+    let mut asked = None;
+    loop {
+        if shared.stopping() {
+            return false;
+        }
+        if shared.pool().open < max {
+            return true;
+        }
+        // Not under the pool's lock: a closing connection takes the
+        // roster's, then the pool's.
+        shared.roster.make_room(&mut asked);
+        let pool = shared.pool();
+        if pool.open < max {
+            return true;
+        }
+        // A connection closing wakes it; a member that declines, or one
+        // that becomes idle, is seen at the next look.
+        let _ = shared
+            .changed
+            .wait_timeout(pool, ADMISSION_RETRY)
+            .unwrap_or_else(|p| p.into_inner());
     }
 }
 
@@ -359,16 +432,22 @@ fn work<H: Handler>(
             };
             // A TLS handshake that fails closes this connection only.
             if let Some(peer) = peer
-                && let Ok(stream) = Accepted::new(stream, options)
+                && let Ok(mut stream) = Accepted::new(stream, options)
             {
+                shared.sockets.add(stream.get_ref());
+                let member = shared.roster.enroll(());
                 serve(
-                    stream,
+                    &mut stream,
                     peer,
                     handler,
                     options,
                     Some(&shared.stopping),
+                    Some(&member),
                     &mut scratch,
                 );
+                drop(member);
+                // Out of the set before it closes (dropped below).
+                shared.sockets.remove(stream.get_ref());
             }
             shared.pool().open -= 1;
             shared.changed.notify_all();
@@ -402,22 +481,51 @@ fn work<H: Handler>(
 }
 
 /// Tells every thread to end once its connection is done, and waits for
-/// them.
+/// them: once a shutdown's drain deadline has passed, no longer. The
+/// connections still open then (their threads held by handlers) are shut
+/// down, and their threads left to end on their own.
 fn close_pool(shared: &Shared) {
     let mut pool = shared.pool();
     pool.closed = true;
     shared.work.notify_all();
     while pool.threads > 0 {
-        pool = shared.changed.wait(pool).unwrap_or_else(|p| p.into_inner());
+        let Some(until) = shared.given_up_at() else {
+            pool = shared.changed.wait(pool).unwrap_or_else(|p| p.into_inner());
+            continue;
+        };
+        let left = until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            drop(pool);
+            tracing::warn!(
+                "shutdown deadline passed with handlers still running: their connections are closed"
+            );
+            shared.sockets.shut_all();
+            return;
+        }
+        pool = shared
+            .changed
+            .wait_timeout(pool, left)
+            .unwrap_or_else(|p| p.into_inner())
+            .0;
     }
 }
 
 impl ShutdownHandle {
     /// Starts the graceful shutdown; returns at once.
     pub fn shutdown(&self) {
-        if self.shared.stopping.swap(true, Ordering::SeqCst) {
-            return;
+        let until = Instant::now() + self.shared.shutdown_timeout;
+        {
+            // Set before `stopping`, which `run` waits for, so that it
+            // finds the deadline set.
+            let mut drain_until = self.shared.drain_until.lock().unwrap_or_else(|p| p.into_inner());
+            if drain_until.is_some() {
+                return;
+            }
+            *drain_until = Some(until);
         }
+        // A request still waiting for a handler then never gets one.
+        self.shared.places.close_at(until);
+        self.shared.stopping.store(true, Ordering::SeqCst);
         let handle = self
             .shared
             .listener
@@ -429,7 +537,10 @@ impl ShutdownHandle {
         }
         // Wake the acceptor if it waits for room, or in `accept` where
         // shutting the listener down does not wake it.
-        self.shared.changed.notify_all();
+        {
+            let _pool = self.shared.pool();
+            self.shared.changed.notify_all();
+        }
         let _ = TcpStream::connect_timeout(&self.shared.wake, Duration::from_secs(1));
     }
 }

@@ -10,8 +10,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::http_line::{FirstLine, Look};
-use super::spool::{Spool, SpoolError, Spooled};
-use super::{AccessRecord, Handler, Reply, RequestInfo, ServerOptions, SpoolOptions, Upload};
+use super::spool::{MemoryHeld, Spool, SpoolError, Spooled};
+use super::{AccessRecord, Handler, HeadCheck, Reply, RequestInfo, ServerOptions, SpoolOptions, Upload};
 use crate::io_adapters::Clock;
 use crate::io_adapters::linger::{Linger, Lingering};
 use crate::io_adapters::transport::{IoMode, Transport, retime, socket_timeout, would_block};
@@ -206,6 +206,9 @@ impl ConnectionSettings {
 ///      │ its output written ─► Lingering { why } ─► Closed ◄── (cut short)
 ///      └── the transport failed, or the peer vanished ──────► Closed
 /// ```
+///
+/// An idle `Serving` connection also moves to `Lingering` when the
+/// connection cap closes it to admit a new one (`close_idle`, D3).
 #[derive(Debug)]
 enum Phase {
     /// Exchanges are read, answered and written.
@@ -339,7 +342,20 @@ impl std::fmt::Debug for Streamed {
     }
 }
 
-/// The content of the request being received (D19).
+/// The content of the request being received (D19), as the handler's
+/// check of its head decided ([`Handler::check_head`]). Whatever the
+/// state, the machine still reads and checks every piece (D5's order
+/// holds: a corrupt stream is still `400`, content past the limit `413`).
+/// The head is checked once per exchange: a handshake's first request
+/// under `ContinuePolicy::Ask`, or else the head before streamed content
+/// (a full request after a `100` the policy gave included, D10).
+///
+/// ```text
+///   Nothing ── head: Wanted, or a piece with no head ──► Spooling
+///      │    ── head: Unwanted ──► Dropping ── the request ──► respond, content empty
+///      │    ── head: Refused ───► Refused  ── the request ──► the answer
+///      └─◄── the request, a rejection, or the connection's end
+/// ```
 #[derive(Debug)]
 enum Receiving {
     /// None arrives.
@@ -347,10 +363,13 @@ enum Receiving {
     /// Exchange `id`'s content, spooled as it arrives; boxed, so that a
     /// connection receiving none does not carry it.
     Spooling { id: RequestId, spool: Box<Spool> },
-    /// Exchange `id` is refused whatever its content, as its envelope
-    /// showed: the content is still read and checked by the machine (D5's
-    /// order holds: a corrupt stream is still `400`), but nothing of it is
-    /// stored, and `answer` goes out once the message has ended.
+    /// Exchange `id`'s answer does not depend on its content: each piece
+    /// is dropped once the machine checked it, and the handler gets the
+    /// request with empty content.
+    Dropping { id: RequestId },
+    /// Exchange `id` is refused whatever its content: each piece is
+    /// dropped once checked, and `answer` goes out once the message has
+    /// ended.
     Refused { id: RequestId, answer: Box<Response> },
 }
 
@@ -359,7 +378,19 @@ impl Receiving {
     fn exchange(&self) -> Option<RequestId> {
         match self {
             Receiving::Nothing => None,
-            Receiving::Spooling { id, .. } | Receiving::Refused { id, .. } => Some(*id),
+            Receiving::Spooling { id, .. } | Receiving::Dropping { id } | Receiving::Refused { id, .. } => {
+                Some(*id)
+            }
+        }
+    }
+
+    /// What exchange `id`'s content becomes, as the check of its head
+    /// decided; `None` when it is wanted (spooled as it comes).
+    fn decided(id: RequestId, check: HeadCheck) -> Option<Receiving> {
+        match check {
+            HeadCheck::Wanted => None,
+            HeadCheck::Unwanted => Some(Receiving::Dropping { id }),
+            HeadCheck::Refused(answer) => Some(Receiving::Refused { id, answer }),
         }
     }
 }
@@ -381,6 +412,8 @@ pub(crate) struct Pending {
     id: RequestId,
     request: Box<Request>,
     upload: Option<Upload>,
+    /// The content's count against the memory budget, until answered.
+    _held: Option<MemoryHeld>,
     started: Instant,
 }
 
@@ -399,8 +432,9 @@ impl Pending {
 
 /// What a complete request's content became.
 enum Taken {
-    /// Its content, in the request or as an upload.
-    Content(Option<Upload>),
+    /// Its content, in the request (with its count against the memory
+    /// budget, to drop once the handler has returned) or as an upload.
+    Content(Option<Upload>, Option<MemoryHeld>),
     /// Nothing: it was refused from its envelope, with this answer.
     Refused(Box<Response>),
 }
@@ -427,6 +461,8 @@ impl Echoed {
 enum CloseReason {
     PeerClosed,
     IdleTimeout,
+    /// Idle at the connection cap: closed to admit a new connection (D3).
+    MadeRoom,
     /// The peer took none of the output for the stall timeout (D3).
     Stalled,
     /// An error response that closes the connection (D1, D3, D5).
@@ -443,6 +479,7 @@ impl CloseReason {
         match self {
             CloseReason::PeerClosed => "peer closed",
             CloseReason::IdleTimeout => "idle timeout",
+            CloseReason::MadeRoom => "idle at the connection limit: closed to admit a new connection",
             CloseReason::Stalled => "output stalled",
             CloseReason::Rejected => "closing error response",
             CloseReason::Shutdown => "shutdown",
@@ -524,6 +561,39 @@ impl Driver {
         }
     }
 
+    /// Whether the connection is between messages with nothing under way:
+    /// no part of a message received (nor held as a possible HTTP line),
+    /// no exchange open, nothing owed to the peer or to the access log,
+    /// and not closing. At the connection cap, such a connection may be
+    /// closed to admit a new one ([`close_idle`](Self::close_idle), D3).
+    pub(crate) fn is_idle(&self) -> bool {
+        matches!(self.phase, Phase::Serving)
+            && self.conn.is_idle()
+            && self.first_line.deadline().is_none()
+            && !self.intake_due()
+            && self.answers.is_empty()
+            && self.streaming.is_none()
+            && matches!(self.receiving, Receiving::Nothing)
+    }
+
+    /// Closes the connection if it is idle ([`is_idle`](Self::is_idle)),
+    /// as its idle timeout would: no response (D2, D3), our side shut and
+    /// the peer's input drained for a moment. The connection cap's way to
+    /// admit a new client. Whether it closes; step again after calling it.
+    pub(crate) fn close_idle(&mut self) -> bool {
+        if !self.is_idle() {
+            return false;
+        }
+        let _entered = self.span().entered();
+        tracing::debug!("idle at the connection limit: closing to admit a new connection");
+        let why = *self.why_closing.get_or_insert(CloseReason::MadeRoom);
+        self.phase = Phase::Lingering {
+            linger: Box::new(Linger::new(self.now().instant)),
+            why,
+        };
+        true
+    }
+
     /// Edge-triggered runtimes: the poll reported the peer's end of stream
     /// (EPOLLRDHUP). The end can arrive with the last data in one readiness
     /// event, so the driver reads on past a short read until it sees it.
@@ -599,13 +669,16 @@ impl Driver {
                 && !write_blocked
                 && self.turn.moved() < TURN_BYTES
                 && !(self.mode.is_blocking() && self.offer == Offer::Offered);
-            let deadline = self.conn.poll_timeout();
+            // Bytes held as a possible HTTP line are a message begun (D3).
+            let deadline = match (self.conn.poll_timeout(), self.first_line.deadline()) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
             if !output_untried && deadline.is_some_and(|t| t <= at.instant) {
                 // The stall timer is the peer's progress (D3): what the
-                // transport still holds decides whether it took any. The
-                // machine counts every write since the last report as
-                // held, so it is asked at every due timer.
-                self.report_unsent(io, at);
+                // transport says the peer acknowledged decides whether it
+                // took any, so it is asked at every due timer.
+                self.report_acknowledged(io, at);
                 self.act_on_timers(at);
                 continue;
             }
@@ -639,13 +712,13 @@ impl Driver {
                         let after = self.after_io(at);
                         self.conn.consume_output(n, after);
                         if short {
-                            self.report_unsent(io, after);
+                            self.report_acknowledged(io, after);
                         }
                         self.turn.add_moved(n);
                         moved = true;
                     }
                     Err(e) if would_block(&e) => {
-                        self.report_unsent(io, self.after_io(at));
+                        self.report_acknowledged(io, self.after_io(at));
                         write_blocked = true;
                     }
                     Err(e) if e.kind() == std::io::ErrorKind::Interrupted => moved = true,
@@ -668,11 +741,7 @@ impl Driver {
                         self.input = PeerInput::EndRead;
                         // What was held as a possible HTTP line goes first (D1).
                         let held = self.first_line.release();
-                        match &mut self.intake {
-                            _ if held.is_empty() => {}
-                            Intake::Direct => self.conn.receive_data(&held, self.after_io(at)),
-                            Intake::Deferred(inbox) => inbox.extend_from_slice(&held),
-                        }
+                        self.take_in(&held, self.after_io(at));
                         if let Intake::Direct = self.intake {
                             self.input = PeerInput::Ended;
                             self.conn.receive_eof(self.after_io(at));
@@ -681,7 +750,8 @@ impl Driver {
                     }
                     Ok(n) => {
                         let at = self.after_io(at);
-                        let received = match self.first_line.look(&scratch[..n]) {
+                        let message_time = self.settings.0.config.limits.message_timeout;
+                        let received = match self.first_line.look(&scratch[..n], at.instant, message_time) {
                             Look::Pass(bytes) => bytes,
                             Look::Hold => Cow::Borrowed(&[][..]),
                             Look::Http(answer) => {
@@ -694,11 +764,7 @@ impl Driver {
                                 continue;
                             }
                         };
-                        match &mut self.intake {
-                            _ if received.is_empty() => {}
-                            Intake::Direct => self.conn.receive_data(&received, at),
-                            Intake::Deferred(inbox) => inbox.extend_from_slice(&received),
-                        }
+                        self.take_in(&received, at);
                         self.turn.add_moved(n);
                         moved = true;
                         if self.mode == IoMode::EdgeTriggered && n < room && self.input == PeerInput::Open {
@@ -804,13 +870,13 @@ impl Driver {
             busy = true;
             match event {
                 ServerEvent::ContentHead { id, head } => {
-                    // Decided before anything is stored (D19): a request
-                    // refused whatever its content stores none of it.
-                    if let Err(answer) = handler.check_continue(&head, &self.info) {
-                        self.receiving = Receiving::Refused {
-                            id,
-                            answer: Box::new(answer),
-                        };
+                    // Decided before anything is stored (D19): content that
+                    // is refused or unwanted whatever it holds is checked
+                    // and dropped, never stored. The full request of a
+                    // handshake the policy acknowledged comes here too
+                    // (D10): no one was asked at its handshake.
+                    if let Some(decided) = Receiving::decided(id, handler.check_head(&head, &self.info)) {
+                        self.receiving = decided;
                     }
                     at = self.now();
                 }
@@ -820,19 +886,25 @@ impl Driver {
                     let started = at.instant;
                     let reply = match self.take_upload(id, &mut request) {
                         Ok(Taken::Refused(answer)) => (*answer).into(),
-                        Ok(Taken::Content(upload)) if answering == Answering::Later => {
+                        Ok(Taken::Content(upload, held)) if answering == Answering::Later => {
                             handed_out = Some(Pending {
                                 id,
                                 request,
                                 upload,
+                                _held: held,
                                 started,
                             });
                             break;
                         }
-                        Ok(Taken::Content(upload)) => answer(handler, &request, upload, &self.info),
+                        Ok(Taken::Content(upload, held)) => {
+                            let reply = answer(handler, &request, upload, &self.info);
+                            drop(held);
+                            reply
+                        }
                         Err(error) => {
                             match &error {
-                                SpoolError::Full => tracing::warn!(
+                                SpoolError::Full(_) | SpoolError::Evicted(_) => tracing::warn!(
+                                    reason = %error,
                                     "the uploads spooled fill the server's budget; answering 503"
                                 ),
                                 SpoolError::Io(e) => {
@@ -847,15 +919,23 @@ impl Driver {
                 }
                 ServerEvent::ContinueRequested { id, request } => {
                     let started = at.instant;
-                    let decision = handler.check_continue(&request, &self.info);
+                    let decision = handler.check_head(&request, &self.info);
                     at = self.now();
                     match decision {
-                        Ok(()) => {
-                            // The full request is now awaited (D10).
-                            let _ = self.conn.accept_continue(id, at);
+                        HeadCheck::Refused(response) => {
+                            self.respond(id, request, (*response).into(), started, at);
                         }
-                        Err(response) => {
-                            self.respond(id, request, response.into(), started, at);
+                        wanted_or_not => {
+                            // The full request is now awaited (D10). It
+                            // names the same method and resource (or is
+                            // 400), and is not asked about again: its
+                            // content goes as decided here, whatever
+                            // headers it changes; they reach the handler
+                            // with the request.
+                            if let Some(decided) = Receiving::decided(id, wanted_or_not) {
+                                self.receiving = decided;
+                            }
+                            let _ = self.conn.accept_continue(id, at);
                         }
                     }
                 }
@@ -913,6 +993,10 @@ impl Driver {
 
     /// Acts on the machine's timers that are due at `at` (D3).
     fn act_on_timers(&mut self, at: Now) {
+        // A possible HTTP line held past the message time goes to the
+        // machine, which answers it as any other first bytes (D3).
+        let held = self.first_line.expire(at.instant);
+        self.take_in(&held, at);
         let idle = self.conn.is_idle();
         self.conn.handle_timeout(at);
         if self.answers.is_empty() {
@@ -929,14 +1013,24 @@ impl Driver {
         }
     }
 
-    /// Tells the machine how much of what was written the transport still
-    /// holds, where the transport can tell. Only when it matters: a write
-    /// the transport took whole says the peer keeps up, so the count is
-    /// read when a write falls short or blocks (the peer may be slow or
-    /// gone) and when a timer is due (the stall timer then decides by it).
-    fn report_unsent<T: Transport + ?Sized>(&mut self, io: &T, at: Now) {
-        if let Some(unsent) = io.unsent() {
-            self.conn.transport_holds(unsent, at);
+    /// Bytes received, for the machine: now, or at the next dispatch.
+    fn take_in(&mut self, bytes: &[u8], at: Now) {
+        match &mut self.intake {
+            _ if bytes.is_empty() => {}
+            Intake::Direct => self.conn.receive_data(bytes, at),
+            Intake::Deferred(inbox) => inbox.extend_from_slice(bytes),
+        }
+    }
+
+    /// Tells the machine what the transport says the peer acknowledged,
+    /// where the transport can tell. Only when it matters: a write the
+    /// transport took whole says the peer keeps up, so the count is read
+    /// when a write falls short or blocks (the peer may be slow or gone)
+    /// and when a timer is due (the stall timer decides by it, and has the
+    /// machine ask again often enough to see when the peer took bytes).
+    fn report_acknowledged<T: Transport + ?Sized>(&mut self, io: &T, at: Now) {
+        if let Some(told) = io.acknowledged() {
+            self.conn.transport_acknowledged(told, at);
         }
     }
 
@@ -1027,8 +1121,9 @@ impl Driver {
         }
     }
 
-    /// Spools a piece of exchange `id`'s content (D19), unless the
-    /// exchange is refused already.
+    /// Spools a piece of exchange `id`'s content (D19), unless its head
+    /// decided otherwise: then the piece, checked by the machine, is
+    /// dropped here.
     fn spool(&mut self, id: RequestId, data: &[u8]) {
         if self.receiving.exchange() != Some(id) {
             self.receiving = Receiving::Spooling {
@@ -1057,17 +1152,19 @@ impl Driver {
         let spool = match std::mem::replace(&mut self.receiving, Receiving::Nothing) {
             Receiving::Spooling { id: held, spool } if held == id => spool,
             Receiving::Refused { id: held, answer } if held == id => return Ok(Taken::Refused(answer)),
+            // Unwanted: the request goes on with empty content.
+            Receiving::Dropping { id: held } if held == id => return Ok(Taken::Content(None, None)),
             other => {
                 self.receiving = other;
-                return Ok(Taken::Content(None));
+                return Ok(Taken::Content(None, None));
             }
         };
         match spool.finish()? {
-            Spooled::Memory(bytes) => {
+            Spooled::Memory(bytes, held) => {
                 request.body.replace_content(bytes);
-                Ok(Taken::Content(None))
+                Ok(Taken::Content(None, Some(held)))
             }
-            Spooled::File(upload) => Ok(Taken::Content(Some(upload))),
+            Spooled::File(upload) => Ok(Taken::Content(Some(upload), None)),
         }
     }
 
@@ -1331,6 +1428,102 @@ mod tests {
     fn a_driver_fits_the_idle_connection_budget() {
         let size = std::mem::size_of::<Driver>();
         assert!(size <= 808, "a Driver is {size} bytes");
+    }
+
+    /// A non-blocking transport over bytes the test gives: reads say
+    /// `WouldBlock` when none wait, and the end of stream once the peer
+    /// closed.
+    #[derive(Default)]
+    struct Pipe {
+        input: Vec<u8>,
+        output: Vec<u8>,
+        peer_closed: bool,
+        shut: bool,
+    }
+
+    impl std::io::Read for Pipe {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            if self.input.is_empty() {
+                return match self.peer_closed {
+                    true => Ok(0),
+                    false => Err(std::io::ErrorKind::WouldBlock.into()),
+                };
+            }
+            let n = buf.len().min(self.input.len());
+            buf[..n].copy_from_slice(&self.input[..n]);
+            self.input.drain(..n);
+            Ok(n)
+        }
+    }
+
+    impl std::io::Write for Pipe {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.output.extend_from_slice(buf);
+            Ok(buf.len())
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl Transport for Pipe {
+        fn shutdown_write(&mut self) -> std::io::Result<()> {
+            self.shut = true;
+            Ok(())
+        }
+
+        fn set_timeout(&mut self, _limit: Option<Duration>) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// Steps `driver` until it waits or closes, answering every request.
+    fn settle(driver: &mut Driver, io: &mut Pipe) -> Step {
+        let mut scratch = vec![0; 4096];
+        loop {
+            match driver.step(io, &mut scratch) {
+                Step::Dispatch => {
+                    driver.dispatch(&|_: &Request| Response::from_code(StatusCode::OK, "fine"));
+                }
+                Step::Yield => {}
+                done => return done,
+            }
+        }
+    }
+
+    /// The connection cap closes only an idle connection (D3): never one
+    /// with a message begun or an answer owed, and an idle one as its idle
+    /// timeout would, without a response.
+    #[test]
+    fn only_an_idle_connection_closes_to_make_room() {
+        let peer = "127.0.0.1:9".parse().expect("address");
+        let mut driver = Driver::new(peer, &ServerOptions::default(), IoMode::NonBlocking);
+        let mut io = Pipe::default();
+        assert!(matches!(settle(&mut driver, &mut io), Step::Wait { .. }));
+        assert!(driver.is_idle(), "a fresh connection that sent nothing");
+
+        let get = br#"{"jsontp":"1.0","type":"request","resource":"/a","method":"GET","headers":{},"body":{"encoding":"identity","content":""}}"#;
+        io.input.extend_from_slice(&get[..40]);
+        assert!(matches!(settle(&mut driver, &mut io), Step::Wait { .. }));
+        assert!(!driver.is_idle(), "a message begun");
+        assert!(!driver.close_idle());
+
+        io.input.extend_from_slice(&get[40..]);
+        assert!(matches!(settle(&mut driver, &mut io), Step::Wait { .. }));
+        let answered = io.output.len();
+        assert!(answered > 0, "answered");
+        assert!(driver.is_idle(), "answered, nothing owed");
+
+        assert!(driver.close_idle());
+        assert!(!driver.is_idle(), "closing");
+        assert!(!driver.close_idle(), "once");
+        // It lingers: our side shut, the peer's input drained.
+        assert!(matches!(settle(&mut driver, &mut io), Step::Wait { .. }));
+        assert!(io.shut);
+        io.peer_closed = true;
+        assert_eq!(settle(&mut driver, &mut io), Step::Close);
+        assert_eq!(io.output.len(), answered, "no response for the close");
     }
 
     /// A transport that records what it was given, and whether it came

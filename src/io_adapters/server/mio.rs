@@ -13,7 +13,14 @@
 //! [`Driver::step`] asks and nothing else. Reads go through one scratch
 //! buffer per worker, so an idle connection holds only its socket and its
 //! machine. A connection that used its turn's budget waits behind the
-//! others. Handlers run on the worker thread.
+//! others. Handlers run on the worker thread, one at a time, so at most
+//! `workers` at once, or [`ServerOptions::max_handlers`] if that is fewer;
+//! a shutdown's deadline does not wait for them ([`ShutdownHandle`]).
+//!
+//! At the connection cap a worker holds the client it accepted and asks
+//! the connection idle longest, on whichever worker, to close for it
+//! ([`ServerOptions::max_connections`]): that worker is woken, and closes
+//! it unless it became busy meanwhile.
 //!
 //! ```no_run
 //! use jsontp_protocol::io_adapters::server::ServerOptions;
@@ -34,15 +41,16 @@ use std::collections::BTreeSet;
 use std::io;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token, Waker};
 
 use super::{
-    ACCEPT_BACKOFF, AcceptFaults, Accepted, ConnectionSettings, Driver, Handler, ServerOptions, Step,
-    client_gave_up, listen, proxied_peer, stop_listening,
+    ACCEPT_BACKOFF, ADMISSION_RETRY, AcceptFaults, Accepted, Bounded, ConnectionSettings, Driver, Enrolled,
+    Handler, Member, OpenSockets, Places, Roster, ServerOptions, Step, Told, Wake, client_gave_up, listen,
+    proxied_peer, stop_listening,
 };
 use crate::io_adapters::proxy_protocol::ProxyHeaderReader;
 use crate::io_adapters::transport::IoMode;
@@ -73,6 +81,14 @@ pub struct MioServer<H> {
 /// are refused), every worker closes its idle connections and those
 /// awaiting the full request of a handshake, finishes the exchanges under
 /// way (bounded by the D3 timers), and `run` returns.
+///
+/// [`ServerOptions::shutdown_timeout`] bounds it all, handlers included: a
+/// handler runs on its worker's thread, so once the deadline has passed
+/// the connections of a worker still held by one are shut down from
+/// outside, and `run` returns without waiting for that thread. The
+/// handler runs on to its end; what it answers is not sent, and whether
+/// its work stands is the application's business (a process that exits
+/// then ends it).
 #[derive(Debug, Clone)]
 pub struct ShutdownHandle {
     shared: Arc<Shared>,
@@ -85,12 +101,42 @@ struct Shared {
     /// Connections open, all workers together.
     open: AtomicUsize,
     max: usize,
+    /// The open connections, all workers together, which of them are
+    /// idle, to make room at the cap (D3).
+    roster: Arc<Roster<Mail>>,
     /// A handle on the listening socket, to stop it listening from the
     /// shutdown handle.
     listener: Mutex<Option<std::net::TcpListener>>,
+    /// The places handlers take, when there are fewer than workers.
+    places: Option<Arc<Places>>,
+    shutdown_timeout: Duration,
+    /// When the graceful shutdown must be over, once one has begun.
+    drain_until: Mutex<Option<Instant>>,
+    /// Workers whose thread has ended.
+    ended: Mutex<usize>,
+    /// A worker ended, or shutdown began.
+    changed: Condvar,
+}
+
+/// Counts its worker as ended when its thread does, panicking or not.
+struct Ending(Arc<Shared>);
+
+impl Drop for Ending {
+    fn drop(&mut self) {
+        *self.0.ended.lock().unwrap_or_else(|p| p.into_inner()) += 1;
+        self.0.changed.notify_all();
+    }
 }
 
 impl Shared {
+    /// When `run` stops waiting for the workers: the drain deadline, and a
+    /// little more, in which every worker not held by a handler has closed
+    /// its connections itself.
+    fn given_up_at(&self) -> Option<Instant> {
+        let until = *self.drain_until.lock().unwrap_or_else(|p| p.into_inner());
+        until.map(|until| until + Duration::from_millis(200))
+    }
+
     fn wake_all(&self) {
         for waker in self.wakers.lock().unwrap_or_else(|p| p.into_inner()).iter() {
             let _ = waker.wake();
@@ -134,12 +180,22 @@ impl<H: Handler> MioServer<H> {
         options: ServerOptions,
     ) -> io::Result<Self> {
         listener.set_nonblocking(true)?;
+        // A worker runs one handler at a time: places are needed only
+        // when there are fewer than workers.
+        let places = (options.max_handlers < options.worker_count())
+            .then(|| Arc::new(Places::new(options.max_handlers)));
         let shared = Arc::new(Shared {
             stopping: AtomicBool::new(false),
             wakers: Mutex::new(Vec::new()),
             open: AtomicUsize::new(0),
             max: options.max_connections.max(1),
+            roster: Arc::default(),
             listener: Mutex::new(Some(listener.try_clone()?)),
+            places,
+            shutdown_timeout: options.shutdown_timeout,
+            drain_until: Mutex::new(None),
+            ended: Mutex::new(0),
+            changed: Condvar::new(),
         });
         Ok(MioServer {
             listener,
@@ -161,24 +217,40 @@ impl<H: Handler> MioServer<H> {
         }
     }
 
-    /// Serves until [`ShutdownHandle::shutdown`] and every worker is done.
+    /// Serves until [`ShutdownHandle::shutdown`] and every worker is done,
+    /// or the shutdown's deadline has passed (see [`ShutdownHandle`]).
     pub fn run(self) -> io::Result<()> {
         let mut threads = Vec::new();
+        let mut sockets = Vec::new();
         let mut result = Ok(());
         let settings = ConnectionSettings::new(&self.options);
+        let places = self.shared.places.clone();
+        let handler = Arc::new(Bounded::new(Arc::clone(&self.handler), places));
         for n in 0..self.options.worker_count() {
+            let open = Arc::new(OpenSockets::default());
             let worker = self.listener.try_clone().and_then(|listener| {
                 Worker::new(
                     TcpListener::from_std(listener),
-                    Arc::clone(&self.handler),
+                    Arc::clone(&handler),
                     self.options.clone(),
                     settings.clone(),
                     Arc::clone(&self.shared),
+                    Arc::clone(&open),
                 )
             });
             let thread = std::thread::Builder::new().name(format!("jsontp-mio-{n}"));
-            match worker.and_then(|mut worker| thread.spawn(move || worker.run())) {
-                Ok(thread) => threads.push(thread),
+            let shared = Arc::clone(&self.shared);
+            let started = worker.and_then(|mut worker| {
+                thread.spawn(move || {
+                    let _ending = Ending(shared);
+                    worker.run()
+                })
+            });
+            match started {
+                Ok(thread) => {
+                    threads.push(thread);
+                    sockets.push(open);
+                }
                 Err(e) => {
                     result = Err(e);
                     ShutdownHandle {
@@ -192,7 +264,19 @@ impl<H: Handler> MioServer<H> {
         // The workers hold their own handles; once they drop them at
         // shutdown, the socket is closed.
         drop(self.listener);
+        if !self.shared.wait_for_workers(threads.len()) {
+            tracing::warn!(
+                "shutdown deadline passed with handlers still running: their connections are closed"
+            );
+            for open in &sockets {
+                open.shut_all();
+            }
+        }
         for thread in threads {
+            // A worker still held by a handler is left to end on its own.
+            if !thread.is_finished() {
+                continue;
+            }
             match thread.join() {
                 Ok(Ok(())) => {}
                 Ok(Err(e)) => result = Err(e),
@@ -203,10 +287,48 @@ impl<H: Handler> MioServer<H> {
     }
 }
 
+impl Shared {
+    /// Waits until `workers` threads have ended; once a shutdown began, no
+    /// later than its deadline (`false` then).
+    fn wait_for_workers(&self, workers: usize) -> bool {
+        let mut ended = self.ended.lock().unwrap_or_else(|p| p.into_inner());
+        while *ended < workers {
+            ended = match self.given_up_at() {
+                None => self.changed.wait(ended).unwrap_or_else(|p| p.into_inner()),
+                Some(until) => {
+                    let left = until.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        return false;
+                    }
+                    self.changed
+                        .wait_timeout(ended, left)
+                        .unwrap_or_else(|p| p.into_inner())
+                        .0
+                }
+            };
+        }
+        true
+    }
+}
+
 impl ShutdownHandle {
     /// Starts the graceful shutdown; returns at once.
     pub fn shutdown(&self) {
+        let until = Instant::now() + self.shared.shutdown_timeout;
+        {
+            let mut drain_until = self.shared.drain_until.lock().unwrap_or_else(|p| p.into_inner());
+            drain_until.get_or_insert(until);
+        }
+        if let Some(places) = &self.shared.places {
+            // A request still waiting for a handler then never gets one.
+            places.close_at(until);
+        }
         self.shared.stopping.store(true, Ordering::SeqCst);
+        {
+            // `run` waits for the deadline from here on.
+            let _ended = self.shared.ended.lock().unwrap_or_else(|p| p.into_inner());
+            self.shared.changed.notify_all();
+        }
         let handle = self
             .shared
             .listener
@@ -220,10 +342,52 @@ impl ShutdownHandle {
     }
 }
 
+/// Where a worker is told which of its connections were asked to close
+/// to make room at the cap (D3), from any worker.
+#[derive(Debug)]
+struct Mailbox {
+    waker: Arc<Waker>,
+    asked: Mutex<Vec<usize>>,
+}
+
+/// Wakes the worker of the connection in `slot` to read that it was asked
+/// to close.
+#[derive(Debug)]
+struct Mail {
+    mailbox: Arc<Mailbox>,
+    slot: usize,
+}
+
+impl Wake for Mail {
+    fn wake(&self) {
+        self.mailbox
+            .asked
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(self.slot);
+        let _ = self.mailbox.waker.wake();
+    }
+}
+
+/// A client accepted at the connection cap (D3), held unserved until
+/// there is room, as it would wait in the backlog; meanwhile the
+/// connection idle longest, if any, is asked to close for it.
+struct Held {
+    stream: TcpStream,
+    peer: SocketAddr,
+    /// The member asked to close, while it is still to bring room.
+    asked: Option<Arc<Member<Mail>>>,
+    /// When to look again for an idle connection, when none was asked or
+    /// the one asked declined.
+    look_at: Instant,
+}
+
 /// One client connection on a worker.
 struct Client {
     stream: Accepted<TcpStream>,
     driver: Driver,
+    /// Its place in the server's roster (D3).
+    member: Enrolled<Mail>,
     /// Until the PROXY header is in (D21): its reader, and the time by
     /// which the header must have arrived. Boxed: it is needed for a
     /// connection's first bytes only.
@@ -249,6 +413,9 @@ struct Worker<H> {
     /// What every connection shares.
     settings: ConnectionSettings,
     shared: Arc<Shared>,
+    /// This worker's connections' sockets, shut down from `run` if a
+    /// handler holds the worker past the drain deadline.
+    sockets: Arc<OpenSockets>,
     clients: Vec<Option<Client>>,
     free: Vec<usize>,
     timers: BTreeSet<(Instant, usize)>,
@@ -261,6 +428,10 @@ struct Worker<H> {
     accept_ready: bool,
     /// After running out of descriptors: no accept before then.
     accept_after: Option<Instant>,
+    /// A client accepted at the cap, waiting for room.
+    held: Option<Held>,
+    /// Where other workers ask this one's connections to close (D3).
+    mailbox: Arc<Mailbox>,
     /// Warns once per burst of failed accepts.
     accept_faults: AcceptFaults,
     stopped: bool,
@@ -273,6 +444,7 @@ impl<H: Handler> Worker<H> {
         options: ServerOptions,
         settings: ConnectionSettings,
         shared: Arc<Shared>,
+        sockets: Arc<OpenSockets>,
     ) -> io::Result<Self> {
         let poll = Poll::new()?;
         poll.registry()
@@ -282,7 +454,11 @@ impl<H: Handler> Worker<H> {
             .wakers
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .push(waker);
+            .push(Arc::clone(&waker));
+        let mailbox = Arc::new(Mailbox {
+            waker,
+            asked: Mutex::new(Vec::new()),
+        });
         Ok(Worker {
             poll,
             listener: Some(listener),
@@ -290,6 +466,7 @@ impl<H: Handler> Worker<H> {
             options,
             settings,
             shared,
+            sockets,
             clients: Vec::new(),
             free: Vec::new(),
             timers: BTreeSet::new(),
@@ -298,6 +475,8 @@ impl<H: Handler> Worker<H> {
             scratch: vec![0; SCRATCH],
             accept_ready: true,
             accept_after: None,
+            held: None,
+            mailbox,
             accept_faults: AcceptFaults::default(),
             stopped: false,
         })
@@ -319,7 +498,8 @@ impl<H: Handler> Worker<H> {
                     .accept_after
                     .filter(|_| self.accept_ready && self.listener.is_some());
                 let first = self.timers.first().map(|(at, _)| *at);
-                [first, accept_at]
+                let look_at = self.held.as_ref().map(|held| held.look_at);
+                [first, accept_at, look_at]
                     .into_iter()
                     .flatten()
                     .min()
@@ -339,7 +519,7 @@ impl<H: Handler> Worker<H> {
             for event in events.iter() {
                 match event.token() {
                     LISTENER => self.accept_ready = true,
-                    WAKER => {}
+                    WAKER => self.read_mail(),
                     Token(slot) => {
                         if event.is_read_closed()
                             && let Some(Some(client)) = self.clients.get_mut(slot)
@@ -361,6 +541,8 @@ impl<H: Handler> Worker<H> {
     /// nothing is under way.
     fn stop(&mut self) {
         self.stopped = true;
+        // New clients are refused from here on: so is one held at the cap.
+        self.held = None;
         if let Some(mut listener) = self.listener.take() {
             let _ = self.poll.registry().deregister(&mut listener);
         }
@@ -377,24 +559,33 @@ impl<H: Handler> Worker<H> {
     /// waiting, so `accept_ready` stays set until `WouldBlock`, and the
     /// accept is retried when room is made or the back-off ends.
     fn accept(&mut self) {
-        while self.accept_ready {
+        while self.admit_held() && self.accept_ready {
             let Some(listener) = &self.listener else { return };
             if self.accept_after.is_some_and(|at| Instant::now() < at) {
                 return;
             }
             self.accept_after = None;
-            // At the cap, the clients wait in the backlog (D3); a closing
-            // connection wakes every worker.
-            if !self.shared.reserve() {
-                return;
-            }
+            // At the cap, a client is taken and held until there is room
+            // (D3): a closing connection wakes every worker.
+            let reserved = self.shared.reserve();
             match listener.accept() {
-                Ok((stream, peer)) => {
+                Ok((stream, peer)) if reserved => {
                     self.accept_faults.accepted();
                     self.add(stream, peer);
                 }
+                Ok((stream, peer)) => {
+                    self.accept_faults.accepted();
+                    self.held = Some(Held {
+                        stream,
+                        peer,
+                        asked: None,
+                        look_at: Instant::now(),
+                    });
+                }
                 Err(e) => {
-                    self.shared.unreserve();
+                    if reserved {
+                        self.shared.unreserve();
+                    }
                     if e.kind() == io::ErrorKind::WouldBlock {
                         self.accept_ready = false;
                     } else if !client_gave_up(&e) {
@@ -404,6 +595,52 @@ impl<H: Handler> Worker<H> {
                         self.accept_after = Some(Instant::now() + ACCEPT_BACKOFF);
                     }
                 }
+            }
+        }
+    }
+
+    /// Serves the client held at the cap once there is room; until then,
+    /// asks the connection idle longest to close for it. Whether no client
+    /// is held any more.
+    fn admit_held(&mut self) -> bool {
+        let Some(held) = &mut self.held else {
+            return true;
+        };
+        if self.shared.reserve() {
+            if let Some(Held { stream, peer, .. }) = self.held.take() {
+                self.add(stream, peer);
+            }
+            return true;
+        }
+        // Looked at again at `look_at`, or when a connection closes.
+        let now = Instant::now();
+        if now >= held.look_at {
+            self.shared.roster.make_room(&mut held.asked);
+            held.look_at = now + ADMISSION_RETRY;
+        }
+        false
+    }
+
+    /// Reads which of this worker's connections were asked to close to make
+    /// room at the cap, and lets each answer.
+    fn read_mail(&mut self) {
+        let asked = std::mem::take(&mut *self.mailbox.asked.lock().unwrap_or_else(|p| p.into_inner()));
+        for slot in asked {
+            self.settle(slot);
+        }
+    }
+
+    /// Tells the client's member how it stands; closes it if it was asked
+    /// to and is idle (D3).
+    fn settle(&mut self, slot: usize) {
+        let Some(Some(client)) = self.clients.get_mut(slot) else {
+            return;
+        };
+        if client.member.tell(client.driver.is_idle()) == Told::Close {
+            let closing = client.driver.close_idle();
+            client.member.answer(closing);
+            if closing {
+                self.drive(slot);
             }
         }
     }
@@ -426,14 +663,20 @@ impl<H: Handler> Worker<H> {
             self.shared.release();
             return;
         }
+        self.sockets.add(stream.get_ref());
         let mode = stream.mode(MODE);
         let header = self.options.proxy_protocol.then(|| {
             let limit = self.options.config.limits.message_timeout;
             Box::new((ProxyHeaderReader::new(), Instant::now() + limit))
         });
+        let member = self.shared.roster.enroll(Mail {
+            mailbox: Arc::clone(&self.mailbox),
+            slot,
+        });
         let client = Client {
             stream,
             driver: Driver::with_settings(peer, &self.settings, mode),
+            member,
             header,
             timer: None,
             armed: None,
@@ -476,7 +719,10 @@ impl<H: Handler> Worker<H> {
             };
             match client.driver.step(&mut client.stream, &mut self.scratch) {
                 Step::Dispatch => client.driver.dispatch(&*self.handler),
-                Step::Wait { deadline, .. } => return self.set_timer(slot, deadline),
+                Step::Wait { deadline, .. } => {
+                    self.set_timer(slot, deadline);
+                    return self.settle(slot);
+                }
                 Step::Yield => {
                     if !self.again.contains(&slot) {
                         self.again.push(slot);
@@ -576,6 +822,8 @@ impl<H: Handler> Worker<H> {
         }
         self.again.retain(|s| *s != slot);
         let _ = self.poll.registry().deregister(client.stream.get_mut());
+        // Out of the set before it closes (dropped below).
+        self.sockets.remove(client.stream.get_ref());
         self.free.push(slot);
         self.shared.release();
     }

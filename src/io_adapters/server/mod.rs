@@ -15,10 +15,14 @@
 //!
 //! Every TCP server binds with [`listen`] (a backlog of
 //! [`LISTEN_BACKLOG`]), keeps at most [`ServerOptions::max_connections`]
-//! open (the rest wait in the kernel's backlog, D3), backs off and retries
-//! when it runs out of descriptors, and on shutdown closes its listening
-//! socket at once, so that new clients are refused rather than left
-//! waiting.
+//! open (at the cap, the connection idle longest is closed to admit a new
+//! client; with none idle, new clients wait in the kernel's backlog, D3),
+//! backs off and retries when it runs out of descriptors, and on shutdown
+//! closes its listening socket at once, so that new clients are refused
+//! rather than left waiting. Every server runs at most [`ServerOptions::max_handlers`]
+//! handler calls at once, and returns once
+//! [`ServerOptions::shutdown_timeout`] has passed, whatever its handlers
+//! still do.
 
 use std::io;
 use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
@@ -37,6 +41,7 @@ mod drive;
 mod http_line;
 #[cfg(feature = "mio")]
 pub mod mio;
+mod places;
 mod reply;
 mod spool;
 #[cfg(feature = "tokio")]
@@ -48,6 +53,14 @@ pub use drive::{ConnectionSettings, Driver, Step};
 /// way before it closes what is still open
 /// ([`ServerOptions::shutdown_timeout`]).
 pub const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
+pub use places::DEFAULT_MAX_HANDLERS;
+#[cfg(any(feature = "mio", feature = "tokio"))]
+pub(crate) use places::Enrolled;
+#[cfg(feature = "mio")]
+pub(crate) use places::Wake;
+pub(crate) use places::{Bounded, Member, OpenSockets, Places, Roster, Told};
+#[cfg(feature = "tower")]
+pub(crate) use places::{Handing, Reached};
 pub use reply::Reply;
 pub use spool::{SpoolOptions, Upload};
 
@@ -59,6 +72,11 @@ pub const LISTEN_BACKLOG: i32 = 1024;
 /// for lack of descriptors or memory: the open connections go on being
 /// served meanwhile, and nothing spins.
 pub(crate) const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
+
+/// How often a server holding a client at the connection cap looks again
+/// for an idle connection to close for it (D3), when none was idle or the
+/// one asked declined: a connection closing ends the wait at once.
+pub(crate) const ADMISSION_RETRY: Duration = Duration::from_millis(100);
 
 /// Binds a TCP listener on the first address of `addr` that can be bound,
 /// with a backlog of [`LISTEN_BACKLOG`] (and `SO_REUSEADDR` on Unix, so that
@@ -259,11 +277,11 @@ impl<S: Transport> Transport for Accepted<S> {
         }
     }
 
-    fn unsent(&self) -> Option<usize> {
+    fn acknowledged(&self) -> Option<crate::machine::Acknowledged> {
         match self {
-            Accepted::Plain(s) => s.unsent(),
+            Accepted::Plain(s) => s.acknowledged(),
             #[cfg(feature = "tls")]
-            Accepted::Tls(s) => s.unsent(),
+            Accepted::Tls(s) => s.acknowledged(),
         }
     }
 
@@ -302,10 +320,17 @@ pub struct Incoming {
     /// The request.
     pub request: Request,
     /// The request's content, spooled to a temporary file, when it was
-    /// larger than [`SpoolOptions::memory_limit`].
+    /// larger than [`SpoolOptions::memory_limit`], or arrived while the
+    /// server's memory for content was in use ([`SpoolOptions::max_memory`]).
     pub upload: Option<Upload>,
     /// Who asked.
     pub info: RequestInfo,
+    /// How far the request got into the application, and the server's
+    /// places for blocking handlers: a router takes a place before it runs
+    /// one, and the server's answer to a service's error says whether a
+    /// handler may have begun (D13).
+    #[cfg(feature = "tower")]
+    pub(crate) handing: Handing,
 }
 
 impl Incoming {
@@ -315,6 +340,8 @@ impl Incoming {
             request,
             upload: None,
             info,
+            #[cfg(feature = "tower")]
+            handing: Handing::default(),
         }
     }
 
@@ -356,21 +383,97 @@ pub struct AccessRecord<'a> {
     pub complete: bool,
 }
 
+/// What becomes of a request's content, decided from its head before any
+/// of the content is stored ([`Handler::check_head`], D10, D19).
+///
+/// Whatever the decision, the content is still read to the message's end
+/// and checked as the protocol requires, within the same content limit
+/// (D5: a corrupt stream is still `400`, content past the limit still
+/// `413`); the decision only says where it goes.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum HeadCheck {
+    /// The answer may depend on the content: it is kept (in the request,
+    /// or spooled as an [`Upload`] when large) and handed to
+    /// [`Handler::respond`] with the request.
+    Wanted,
+    /// The answer does not depend on the content (a file server's `GET`):
+    /// each piece is dropped once checked, nothing is stored, and
+    /// [`Handler::respond`] gets the request with empty content.
+    Unwanted,
+    /// The request is refused whatever its content (`401`, `404`, `405`,
+    /// …): the first request of a handshake gets this answer at once; any
+    /// other gets it once its message has ended, its content dropped piece
+    /// by piece as it is checked. [`Handler::respond`] is not asked.
+    Refused(Box<Response>),
+}
+
+impl HeadCheck {
+    /// The decision of a yes-or-no check: `Err` refuses with its answer,
+    /// `Ok` wants the content.
+    pub fn from_result(checked: Result<(), Response>) -> HeadCheck {
+        match checked {
+            Ok(()) => HeadCheck::Wanted,
+            Err(answer) => HeadCheck::Refused(Box::new(answer)),
+        }
+    }
+}
+
 /// The application: answers requests.
 ///
 /// Any `Fn(&Request) -> Response + Send + Sync` is a handler. Implement the
-/// trait to see the peer, or to look at the first request of a 100-continue
-/// handshake before the client sends its body (D10).
+/// trait to see the peer, to decide from a request's head what becomes of
+/// its content ([`check_head`](Self::check_head), D10, D19), or to keep an
+/// access log.
 pub trait Handler: Send + Sync + 'static {
     /// Answers a complete, valid request. Protocol errors never get here:
     /// the connection answers them itself (D5 levels 1–4).
     fn handle(&self, request: &Request, info: &RequestInfo) -> Response;
 
-    /// Looks at the first request of a 100-continue handshake (its body is
-    /// empty): `Ok(())` accepts (the client then sends the full request),
-    /// `Err(response)` answers with a final 4xx/5xx instead (D10). Accepts
-    /// by default. Called only with
-    /// [`ContinuePolicy::Ask`](crate::machine::ContinuePolicy::Ask).
+    /// Decides, from a request's head (every field but its content), what
+    /// becomes of the content: [`HeadCheck::Wanted`],
+    /// [`HeadCheck::Unwanted`], or [`HeadCheck::Refused`] with the answer.
+    ///
+    /// The one rule: every server (std, mio, tokio, a tower service's
+    /// hooks) asks it at most once per exchange, about each request with
+    /// content, before any of the content is stored:
+    /// - the first request of a 100-continue handshake, with
+    ///   [`ContinuePolicy::Ask`](crate::machine::ContinuePolicy::Ask)
+    ///   (D10): refused, it gets the answer at once and the client never
+    ///   sends its content; otherwise it is acknowledged with `100`, and
+    ///   the full request's content is kept or dropped as decided here.
+    ///   The full request is not asked about again: it names the same
+    ///   method and resource (or is `400`, D10), and headers it adds or
+    ///   changes reach [`respond`](Self::respond) with it, without
+    ///   reopening the decision;
+    /// - any other request with content (D19): asked when the content
+    ///   starts if `body` is written last and `content` last in it, as
+    ///   streaming senders write it; otherwise, the content held within
+    ///   the message limit, when the message has ended. Either way before
+    ///   any of the content is stored. This includes the full request of
+    ///   a handshake that
+    ///   [`ContinuePolicy::AutoAccept`](crate::machine::ContinuePolicy::AutoAccept)
+    ///   acknowledged without asking: refused here, its content is
+    ///   dropped and the refusal answers it, though the `100` went out.
+    ///
+    /// A request without content, or whose head the server refuses itself
+    /// (D5 levels 1 to 4), is not asked about. Only what does not need the
+    /// content may decide here (D5 levels 5 and 6), since the content is
+    /// still read and checked (a corrupt one is `400`, one past the limit
+    /// `413`, whatever was decided) and a refusal answers once the message
+    /// has ended. A refused request reaches neither
+    /// [`respond`](Self::respond) nor [`handle`](Self::handle).
+    ///
+    /// By default, the answer of [`check_continue`](Self::check_continue).
+    fn check_head(&self, head: &Request, info: &RequestInfo) -> HeadCheck {
+        HeadCheck::from_result(self.check_continue(head, info))
+    }
+
+    /// The yes-or-no form of [`check_head`](Self::check_head), which asks
+    /// it by default: `Err(response)` refuses with a final 4xx/5xx
+    /// ([`HeadCheck::Refused`]), `Ok(())` accepts, content wanted. Accepts
+    /// by default. Implement it alone when every request accepted wants its
+    /// content; the servers ask it only through `check_head`.
     // A fixed part of the interface; the refusal is rare, so its size costs nothing.
     #[allow(clippy::result_large_err)]
     fn check_continue(&self, request: &Request, info: &RequestInfo) -> Result<(), Response> {
@@ -385,12 +488,27 @@ pub trait Handler: Send + Sync + 'static {
     /// Otherwise the content is in `request.body` as usual.
     ///
     /// By default: [`handle`](Self::handle) when there is no upload, and
-    /// `413` when there is one, since `handle` could not see it. A
+    /// `413` when there is one, since `handle` could not see it. Content
+    /// within the memory limit is an upload only when the server's memory
+    /// for content was in use ([`SpoolOptions::max_memory`]): it is read
+    /// back into the request for `handle` then (the server's handler
+    /// places bound that memory, [`ServerOptions::max_handlers`]). A
     /// [`Router`](crate::app::Router) gives large content to its handlers
     /// as a stream ([`Content`](crate::app::Content)).
     fn respond(&self, request: &Request, upload: Option<Upload>, info: &RequestInfo) -> Reply {
         match upload {
             None => self.handle(request, info).into(),
+            Some(upload) if upload.is_small() => match read_back(request, &upload) {
+                Ok(request) => self.handle(&request, info).into(),
+                Err(error) => {
+                    tracing::error!(%error, "cannot read back the request's spooled content; answering 500");
+                    Response::new(crate::message::Status::new(
+                        StatusCode::INTERNAL_SERVER_ERROR,
+                        format!("the server could not read the request's content back: {error}"),
+                    ))
+                    .into()
+                }
+            },
             Some(upload) => {
                 // Said to the operator: the client only learns it was too much.
                 tracing::warn!(
@@ -420,6 +538,15 @@ pub trait Handler: Send + Sync + 'static {
     }
 }
 
+/// `request` with the content of `upload`, which it was spooled from.
+fn read_back(request: &Request, upload: &Upload) -> io::Result<Request> {
+    let mut content = Vec::with_capacity(usize::try_from(upload.len()).unwrap_or(0));
+    io::Read::read_to_end(&mut upload.reader()?, &mut content)?;
+    let mut request = request.clone();
+    request.body.replace_content(content);
+    Ok(request)
+}
+
 impl<F> Handler for F
 where
     F: Fn(&Request) -> Response + Send + Sync + 'static,
@@ -447,9 +574,24 @@ pub struct ServerOptions {
     /// many event loops; the std server keeps this many threads ready and
     /// starts more when every one is busy. Tokio uses its runtime's.
     pub workers: usize,
-    /// Connections open at once, at most (D3: 10,000 by default). Beyond
-    /// it the server stops accepting: new clients wait in the kernel's
-    /// backlog until a connection closes.
+    /// Connections open at once, at most (D3: 10,000 by default).
+    ///
+    /// At the cap, a new client is taken from the backlog and held,
+    /// unserved, while the connection idle longest (between messages,
+    /// nothing under way, nothing owed to its peer) is closed as its idle
+    /// timeout would close it: without a response, our side shut and its
+    /// input drained for a moment. The new client is served once it is
+    /// gone, as nginx reuses idle keep-alive connections when it runs out.
+    /// A connection with an exchange under way is never closed for
+    /// another: with none idle, the new client waits (and the others in
+    /// the kernel's backlog) until a connection closes or becomes idle. So
+    /// idle connections, however many a peer keeps, never keep a new
+    /// client out. Each acceptor (a mio worker; the std and tokio
+    /// servers' one) holds at most one client so.
+    ///
+    /// There is no share per address: behind a load balancer without the
+    /// PROXY protocol, and in a benchmark from one host, every peer is one
+    /// address, and such a share would cap the whole server.
     pub max_connections: usize,
     /// Expect the PROXY protocol header (version 1 or 2) at the start of
     /// every connection, as a TCP load balancer sends it, and take the
@@ -463,8 +605,36 @@ pub struct ServerOptions {
     pub spool: SpoolOptions,
     /// How long a graceful shutdown lets the exchanges under way finish:
     /// past it, the connections still open are closed, whatever their
-    /// peers do. 30 s by default.
+    /// peers do or their handlers still do, and the server returns. 30 s
+    /// by default.
+    ///
+    /// A handler still running then runs on to its end on its thread (a
+    /// blocking call cannot be stopped from outside), but nothing it
+    /// answers is sent: its connection is closed. Whether its work is
+    /// kept is the application's business, as after a crash; a process
+    /// that exits once the server returns ends it there.
     pub shutdown_timeout: Duration,
+    /// Handler calls running at once, at most, per server
+    /// ([`DEFAULT_MAX_HANDLERS`] by default); a request waits for a place
+    /// before its handler is called. A handler that cannot be stopped (any
+    /// synchronous one) keeps its place until its work has really ended,
+    /// whatever timeout gave up on it meanwhile, so the bound holds.
+    ///
+    /// - std: the connection's thread waits for a place.
+    /// - mio: each worker runs one handler at a time, so the bound is the
+    ///   smaller of this and [`workers`](Self::workers).
+    /// - tokio, `serve`: each trip of a connection to the
+    ///   blocking pool (parsing and its handler) takes a place.
+    /// - tokio, `serve_service`: a [`Router`](crate::app::Router) takes a
+    ///   place for each synchronous handler it runs on the blocking pool;
+    ///   `async` handlers take none (they are cancelled when dropped: bound
+    ///   them with tower's `concurrency_limit`).
+    ///
+    /// A request still waiting for a place when a shutdown's drain
+    /// deadline passes is never handed to its handler; under tower, a
+    /// timeout or a peer gone while it waits drops it unhandled too, and
+    /// its answer is `503` (D13).
+    pub max_handlers: usize,
     /// Where the connections read the time: the system's clocks by
     /// default; a simulation gives its own ([`Clock::from_fn`]).
     pub clock: Clock,
@@ -481,6 +651,7 @@ impl Default for ServerOptions {
             proxy_protocol: false,
             spool: SpoolOptions::default(),
             shutdown_timeout: DEFAULT_SHUTDOWN_TIMEOUT,
+            max_handlers: DEFAULT_MAX_HANDLERS,
             clock: Clock::system(),
         }
     }
@@ -522,6 +693,13 @@ impl ServerOptions {
     /// Sets the drain deadline of a graceful shutdown (builder style).
     pub fn with_shutdown_timeout(mut self, timeout: Duration) -> Self {
         self.shutdown_timeout = timeout;
+        self
+    }
+
+    /// Sets the most handler calls running at once (builder style); at
+    /// least 1. See [`max_handlers`](Self::max_handlers).
+    pub fn with_max_handlers(mut self, max: usize) -> Self {
+        self.max_handlers = max.max(1);
         self
     }
 

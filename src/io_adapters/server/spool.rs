@@ -1,7 +1,7 @@
 //! Where a streamed request's content goes while it arrives (D19): memory
-//! up to a threshold, then an anonymous temporary file, within a budget
-//! that every connection of a server shares; deleted unless the handler
-//! keeps it.
+//! up to a threshold, then an anonymous temporary file, each within a
+//! budget that every connection of a server shares; deleted unless the
+//! handler keeps it.
 //!
 //! The file has no name while the content arrives: on Linux it is made
 //! with `O_TMPFILE` in the spool folder, so no path reaches it (no listing
@@ -19,18 +19,19 @@
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use crate::message::{Response, Status, StatusCode};
 
 /// Where the servers spool request content (D19), and how much of it they
-/// may hold at once.
+/// may hold at once, in memory and on disk.
 ///
-/// Clones share one budget ([`max_total`](Self::max_total)): the server
-/// clones its options into every connection, so the bound is server-wide.
-/// Two options made apart ([`SpoolOptions::default`] twice) count apart.
-/// Equality compares the settings, not the bytes spooled at the moment.
+/// Clones share both budgets ([`max_memory`](Self::max_memory),
+/// [`max_total`](Self::max_total)): the server clones its options into
+/// every connection, so the bounds are server-wide. Two options made apart
+/// ([`SpoolOptions::default`] twice) count apart. Equality compares the
+/// settings, not the bytes held at the moment.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct SpoolOptions {
@@ -39,9 +40,34 @@ pub struct SpoolOptions {
     /// content goes to a temporary file, and the handler gets it as an
     /// [`Upload`] ([`Handler::respond`]). 1 MiB by default.
     ///
+    /// Content within it may still go to a file when the server's memory
+    /// for content is in use ([`max_memory`](Self::max_memory)).
+    ///
     /// [`Handler::handle`]: super::Handler::handle
     /// [`Handler::respond`]: super::Handler::respond
     pub memory_limit: usize,
+    /// The most bytes of request content all the connections sharing
+    /// these options hold in memory at once: content within
+    /// [`memory_limit`](Self::memory_limit) counts from its first byte
+    /// until its handler has returned (for a service on tokio, until its
+    /// answer is given). 64 MiB by default: as many contents of the
+    /// default memory limit as handlers run at once by default
+    /// ([`DEFAULT_MAX_HANDLERS`](super::DEFAULT_MAX_HANDLERS)). Without it,
+    /// the bound would be the memory limit times the connection limit (10
+    /// GiB with the defaults, D3).
+    ///
+    /// Past it, content goes to a temporary file as large content does,
+    /// within [`max_total`](Self::max_total) (where its `503` says that
+    /// both were short), and the handler gets it as an [`Upload`]. A
+    /// handler that only implements [`Handler::handle`] still gets it in
+    /// the request: the default [`Handler::respond`] reads such content
+    /// back while the handler runs, in one of the server's handler places
+    /// ([`ServerOptions::max_handlers`](super::ServerOptions::max_handlers)),
+    /// which bound that memory instead.
+    ///
+    /// [`Handler::handle`]: super::Handler::handle
+    /// [`Handler::respond`]: super::Handler::respond
+    pub max_memory: u64,
     /// The folder temporary files are made in; `None`: the system's
     /// ([`std::env::temp_dir`]). To keep an upload without copying it
     /// ([`Upload::persist`]), make it on the same file system as where it
@@ -50,24 +76,37 @@ pub struct SpoolOptions {
     pub folder: Option<PathBuf>,
     /// The most bytes all the temporary files of the spools sharing these
     /// options hold at once (content held in memory is not counted: the
-    /// memory limit bounds it per exchange). Content that would pass it is
-    /// no longer stored, and the request is refused
-    /// (`503 Service Unavailable`). 4 GiB by default: four uploads as
-    /// large as the servers take by default (1 GiB, D19), or many smaller
-    /// ones, at once; without it the bound would be the content limit
+    /// memory limit bounds it per exchange). 4 GiB by default: four uploads
+    /// as large as the servers take by default (1 GiB, D19) at once, or
+    /// many smaller ones; without it the bound would be the content limit
     /// times the connection limit (D3), far beyond most disks.
+    ///
+    /// The budget is shared fairly: while it has room, any upload takes
+    /// what it needs (one upload alone may have all of it); when it is
+    /// short, each upload under way is entitled to an even share of what
+    /// the uploads under way may hold (the budget less the uploads already
+    /// handed to handlers). An upload within its share takes its room back
+    /// from one past its share, the one whose content last arrived longest
+    /// ago first: that upload is stopped, its file freed at once, and it is
+    /// refused (`503 Service Unavailable`) when its message ends. An upload
+    /// that would pass its share when the budget is short is refused the
+    /// same way. So however long they stay, a few uploads never keep a new
+    /// one out: with `n` under way, a new one always has room for a share
+    /// of `1/(n+1)`.
     pub max_total: u64,
-    /// The bytes the temporary files hold now, shared by the clones.
-    used: Arc<AtomicU64>,
+    /// The bytes the temporary files hold now, and the uploads being
+    /// spooled, shared by the clones.
+    budget: Arc<Budget>,
 }
 
 impl Default for SpoolOptions {
     fn default() -> Self {
         SpoolOptions {
             memory_limit: 1 << 20,
+            max_memory: DEFAULT_MAX_MEMORY,
             folder: None,
             max_total: DEFAULT_MAX_TOTAL,
-            used: Arc::default(),
+            budget: Arc::default(),
         }
     }
 }
@@ -76,9 +115,14 @@ impl Default for SpoolOptions {
 /// taken by default.
 const DEFAULT_MAX_TOTAL: u64 = 4 << 30;
 
+/// [`SpoolOptions::max_memory`] by default: as many contents of the
+/// default memory limit as handlers run at once by default.
+const DEFAULT_MAX_MEMORY: u64 = 64 << 20;
+
 impl PartialEq for SpoolOptions {
     fn eq(&self, other: &Self) -> bool {
         self.memory_limit == other.memory_limit
+            && self.max_memory == other.max_memory
             && self.folder == other.folder
             && self.max_total == other.max_total
     }
@@ -90,6 +134,13 @@ impl SpoolOptions {
     /// Sets the memory threshold (builder style).
     pub fn with_memory_limit(mut self, bytes: usize) -> Self {
         self.memory_limit = bytes;
+        self
+    }
+
+    /// Sets the most bytes of content held in memory at once, all
+    /// connections sharing these options together (builder style).
+    pub fn with_max_memory(mut self, bytes: u64) -> Self {
+        self.max_memory = bytes;
         self
     }
 
@@ -110,7 +161,13 @@ impl SpoolOptions {
     /// hold now: uploads under way, and those a handler has not yet kept
     /// or dropped.
     pub fn spooled_bytes(&self) -> u64 {
-        self.used.load(Ordering::Acquire)
+        self.budget.used.load(Ordering::Acquire)
+    }
+
+    /// The bytes of content the connections sharing these options hold in
+    /// memory now ([`max_memory`](Self::max_memory)).
+    pub fn held_bytes(&self) -> u64 {
+        self.budget.memory.load(Ordering::Acquire)
     }
 
     fn folder(&self) -> PathBuf {
@@ -118,30 +175,187 @@ impl SpoolOptions {
     }
 }
 
-/// Bytes taken from a budget, given back when dropped.
+/// What the clones of one [`SpoolOptions`] share.
+#[derive(Debug, Default)]
+struct Budget {
+    /// Bytes the temporary files hold, or are about to.
+    used: AtomicU64,
+    /// Bytes of content held in memory ([`SpoolOptions::max_memory`]).
+    memory: AtomicU64,
+    /// The uploads being spooled to a file: what a newcomer may take room
+    /// back from.
+    spooling: Mutex<Vec<Arc<Entry>>>,
+    /// Pieces stored so far, all uploads together: an upload's count at its
+    /// last piece says how long ago its content last arrived, without a
+    /// clock.
+    pieces: AtomicU64,
+}
+
+/// Locks `mutex`; a holder that panicked left the state whole (every
+/// change under these locks is one assignment), so it is used as it is.
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// One upload being spooled to a file, as the budget sees it.
 #[derive(Debug)]
-struct Reservation {
-    used: Arc<AtomicU64>,
+struct Entry {
+    state: Mutex<Filling>,
+}
+
+/// Where an upload being spooled to a file stands.
+#[derive(Debug)]
+enum Filling {
+    /// Its file, and the bytes of the budget it holds.
+    Open {
+        file: File,
+        linkable: bool,
+        bytes: u64,
+        /// The budget's count of pieces when it last stored one.
+        last_piece: u64,
+    },
+    /// Stopped to make room for another: its file is freed and its bytes
+    /// given back.
+    Evicted(Shortage),
+    /// Finished, failed or dropped: the file went elsewhere or was freed,
+    /// and the bytes with it.
+    Closed,
+}
+
+/// The budget's state when it was too short for an upload: what its `503`
+/// says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Shortage {
+    /// The budget ([`SpoolOptions::max_total`]).
+    max_total: u64,
+    /// The uploads being spooled at the time, the one refused included.
+    uploads: usize,
+    /// Each one's share then.
+    share: u64,
+    /// What the one refused held, or would have.
+    held: u64,
+    /// The memory budget ([`SpoolOptions::max_memory`]), when the content
+    /// was within the memory limit and went to a file only because that
+    /// budget was in use.
+    memory: Option<u64>,
+}
+
+impl Budget {
+    /// Takes `bytes` more for the upload `own` (`None`: one not yet
+    /// registered, moving to its file) within `max_total`, shared fairly
+    /// (see [`SpoolOptions::max_total`]): at once while there is room;
+    /// else, if the upload stays within its share, by evicting uploads
+    /// past theirs, the one that stored a piece longest ago first.
+    fn take(&self, bytes: u64, max_total: u64, own: Option<&Arc<Entry>>) -> Result<(), Shortage> {
+        if self.take_room(bytes, max_total) {
+            return Ok(());
+        }
+        let spooling = lock(&self.spooling);
+        loop {
+            // Room may have been given back meanwhile.
+            if self.take_room(bytes, max_total) {
+                return Ok(());
+            }
+            // `None` for an upload evicted meanwhile: it takes nothing more.
+            let mut own_bytes = if own.is_some() { None } else { Some(0) };
+            let mut others = Vec::with_capacity(spooling.len());
+            for entry in spooling.iter() {
+                if let Filling::Open {
+                    bytes, last_piece, ..
+                } = *lock(&entry.state)
+                {
+                    if own.is_some_and(|own| Arc::ptr_eq(own, entry)) {
+                        own_bytes = Some(bytes);
+                    } else {
+                        others.push((entry, bytes, last_piece));
+                    }
+                }
+            }
+            let uploads = others.len() + 1;
+            let under_way = own_bytes.unwrap_or(0) + others.iter().map(|&(_, bytes, _)| bytes).sum::<u64>();
+            // What the handlers hold (and the takes not yet stored) is not
+            // shared out.
+            let handed_on = self.used.load(Ordering::Acquire).saturating_sub(under_way);
+            let share = max_total.saturating_sub(handed_on) / uploads as u64;
+            let shortage = |held| Shortage {
+                max_total,
+                uploads,
+                share,
+                held,
+                memory: None,
+            };
+            let Some(own_bytes) = own_bytes else {
+                return Err(shortage(0));
+            };
+            let wanted = own_bytes.saturating_add(bytes);
+            if wanted > share {
+                return Err(shortage(wanted));
+            }
+            let victim = others
+                .iter()
+                .filter(|&&(_, held, _)| held > share)
+                .min_by_key(|&&(_, _, last_piece)| last_piece);
+            let Some(&(victim, held, _)) = victim else {
+                return Err(shortage(wanted));
+            };
+            let mut state = lock(&victim.state);
+            if let Filling::Open { bytes, .. } = *state {
+                // Dropping the file frees it: it has no name.
+                *state = Filling::Evicted(shortage(held));
+                self.used.fetch_sub(bytes, Ordering::AcqRel);
+            }
+        }
+    }
+
+    /// Takes `bytes` if the total stays within `max_total`.
+    fn take_room(&self, bytes: u64, max_total: u64) -> bool {
+        take_within(&self.used, bytes, max_total)
+    }
+
+    /// Gives `bytes` back.
+    fn give_back(&self, bytes: u64) {
+        self.used.fetch_sub(bytes, Ordering::AcqRel);
+    }
+
+    /// The upload `entry` no longer spools: it leaves the list.
+    fn leave(&self, entry: &Arc<Entry>) {
+        let mut spooling = lock(&self.spooling);
+        if let Some(at) = spooling.iter().position(|e| Arc::ptr_eq(e, entry)) {
+            spooling.swap_remove(at);
+        }
+    }
+}
+
+/// Adds `bytes` to `count` if it stays within `max`.
+fn take_within(count: &AtomicU64, bytes: u64, max: u64) -> bool {
+    count
+        .fetch_update(Ordering::AcqRel, Ordering::Acquire, |now| {
+            now.checked_add(bytes).filter(|&total| total <= max)
+        })
+        .is_ok()
+}
+
+/// Bytes of content held in memory, counted against the shared memory
+/// budget ([`SpoolOptions::max_memory`]) until dropped: by a spool while
+/// the content arrives, then by the server until the request's handler has
+/// returned.
+#[derive(Debug)]
+pub(crate) struct MemoryHeld {
+    budget: Arc<Budget>,
     bytes: u64,
 }
 
-impl Reservation {
-    fn new(options: &SpoolOptions) -> Reservation {
-        Reservation {
-            used: Arc::clone(&options.used),
+impl MemoryHeld {
+    fn none(budget: &Arc<Budget>) -> MemoryHeld {
+        MemoryHeld {
+            budget: Arc::clone(budget),
             bytes: 0,
         }
     }
 
-    /// Takes `bytes` more if the total stays within `max`; `false` (and
-    /// nothing taken) otherwise.
+    /// Counts `bytes` more, if the budget has room for them within `max`.
     fn grow(&mut self, bytes: u64, max: u64) -> bool {
-        let taken = self
-            .used
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |used| {
-                used.checked_add(bytes).filter(|&total| total <= max)
-            })
-            .is_ok();
+        let taken = take_within(&self.budget.memory, bytes, max);
         if taken {
             self.bytes += bytes;
         }
@@ -149,9 +363,22 @@ impl Reservation {
     }
 }
 
+impl Drop for MemoryHeld {
+    fn drop(&mut self) {
+        self.budget.memory.fetch_sub(self.bytes, Ordering::AcqRel);
+    }
+}
+
+/// Bytes taken from a budget, given back when dropped.
+#[derive(Debug)]
+struct Reservation {
+    budget: Arc<Budget>,
+    bytes: u64,
+}
+
 impl Drop for Reservation {
     fn drop(&mut self) {
-        self.used.fetch_sub(self.bytes, Ordering::AcqRel);
+        self.budget.give_back(self.bytes);
     }
 }
 
@@ -167,6 +394,9 @@ pub struct Upload {
     /// Whether the file may be linked into place: made with `O_TMPFILE`.
     #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     linkable: bool,
+    /// Whether the content is within the memory limit: spooled only because
+    /// the server's memory for content was in use.
+    small: bool,
     _reserved: Reservation,
 }
 
@@ -179,6 +409,13 @@ impl Upload {
     /// Whether the content is empty.
     pub fn is_empty(&self) -> bool {
         self.len == 0
+    }
+
+    /// Whether the content is within [`SpoolOptions::memory_limit`], and
+    /// was spooled only because the server's memory for content
+    /// ([`SpoolOptions::max_memory`]) was in use.
+    pub(crate) fn is_small(&self) -> bool {
+        self.small
     }
 
     /// Reads the content from the start. Each reader reads on its own
@@ -361,19 +598,39 @@ fn unlinked_file(folder: &Path) -> io::Result<File> {
 /// Why spooled content cannot be given to the handler.
 #[derive(Debug)]
 pub(crate) enum SpoolError {
-    /// Storing it would pass the budget shared by the server's spools
-    /// ([`SpoolOptions::max_total`]): what arrived was counted, not kept.
-    /// A passing condition: answered `503`.
-    Full,
+    /// Storing it would pass its share of the budget shared by the
+    /// server's spools ([`SpoolOptions::max_total`]) while that budget is
+    /// short: what arrived was counted, not kept. A passing condition:
+    /// answered `503`.
+    Full(Shortage),
+    /// It was stopped to make room for an upload within its share, holding
+    /// more than its own: what it stored is freed. Answered `503`.
+    Evicted(Shortage),
     /// The temporary file could not be made or written: `500`.
     Io(io::Error),
 }
 
+/// `bytes` as a person reads a size: `64 MiB`, `12.8 MiB`, `900 bytes`.
+fn size(bytes: u64) -> String {
+    const UNITS: [(u64, &str); 3] = [(1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")];
+    for (unit, name) in UNITS {
+        if bytes >= unit {
+            let tenths = ((u128::from(bytes) * 10 + u128::from(unit / 2)) / u128::from(unit)) as u64;
+            return match tenths % 10 {
+                0 => format!("{} {name}", tenths / 10),
+                rest => format!("{}.{rest} {name}", tenths / 10),
+            };
+        }
+    }
+    format!("{bytes} bytes")
+}
+
 impl SpoolError {
-    /// The status to answer: `503` for a full spool, `500` for a failure.
+    /// The status to answer: `503` for a budget too short, `500` for a
+    /// failure.
     pub(crate) fn status(&self) -> StatusCode {
         match self {
-            SpoolError::Full => StatusCode::SERVICE_UNAVAILABLE,
+            SpoolError::Full(_) | SpoolError::Evicted(_) => StatusCode::SERVICE_UNAVAILABLE,
             SpoolError::Io(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -381,7 +638,29 @@ impl SpoolError {
     /// The human message to answer with.
     pub(crate) fn message(&self) -> String {
         match self {
-            SpoolError::Full => "the server's storage for uploads is full; try again later".to_owned(),
+            SpoolError::Full(short) => format!(
+                "{}the server's storage for uploads is full: its budget of {} for all uploads at \
+                 once is shared by the {} under way, {} each, and this content needs {}; try again \
+                 later",
+                short.memory.map_or_else(String::new, |memory| format!(
+                    "the server's memory for request content is in use (its budget of {} for all \
+                     requests at once), and ",
+                    size(memory)
+                )),
+                size(short.max_total),
+                short.uploads,
+                size(short.share),
+                size(short.held),
+            ),
+            SpoolError::Evicted(short) => format!(
+                "the server's storage for uploads is full, and this upload was stopped to make \
+                 room for another: it held {}, more than its share ({}) of the budget of {} for \
+                 all uploads at once, shared by the {} under way; try again later",
+                size(short.held),
+                size(short.share),
+                size(short.max_total),
+                short.uploads,
+            ),
             SpoolError::Io(error) => format!("the server could not store the request's content: {error}"),
         }
     }
@@ -396,7 +675,10 @@ impl SpoolError {
 impl std::fmt::Display for SpoolError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            SpoolError::Full => f.write_str("the server's storage for uploads is full"),
+            SpoolError::Full(_) => f.write_str("the server's storage for uploads is full"),
+            SpoolError::Evicted(_) => {
+                f.write_str("the upload was stopped to make room for another within its share")
+            }
             SpoolError::Io(error) => error.fmt(f),
         }
     }
@@ -407,7 +689,9 @@ impl std::error::Error for SpoolError {}
 impl From<SpoolError> for io::Error {
     fn from(error: SpoolError) -> io::Error {
         match error {
-            SpoolError::Full => io::Error::new(io::ErrorKind::StorageFull, error.to_string()),
+            SpoolError::Full(_) | SpoolError::Evicted(_) => {
+                io::Error::new(io::ErrorKind::StorageFull, error.to_string())
+            }
             SpoolError::Io(error) => error,
         }
     }
@@ -417,14 +701,21 @@ impl From<SpoolError> for io::Error {
 #[derive(Debug)]
 pub(crate) struct Spool {
     options: SpoolOptions,
-    memory: Vec<u8>,
-    file: Option<(File, bool)>,
-    /// The budget the file's bytes are taken from.
-    reserved: Option<Reservation>,
+    kept: Kept,
     /// Every byte given, kept or not.
     len: u64,
-    /// Why the content cannot be kept: the rest is counted only.
-    failed: Option<SpoolError>,
+}
+
+/// Where a spool's content is.
+#[derive(Debug)]
+enum Kept {
+    /// In memory, within the memory limit, and counted against the memory
+    /// budget.
+    Memory(Vec<u8>, MemoryHeld),
+    /// In a file, registered with the budget.
+    File(Arc<Entry>),
+    /// Nowhere: why it cannot be kept; the rest is counted only.
+    Failed(SpoolError),
 }
 
 impl Spool {
@@ -433,84 +724,187 @@ impl Spool {
     pub(crate) fn start(options: &SpoolOptions) -> Spool {
         Spool {
             options: options.clone(),
-            memory: Vec::new(),
-            file: None,
-            reserved: None,
+            kept: Kept::Memory(Vec::new(), MemoryHeld::none(&options.budget)),
             len: 0,
-            failed: None,
         }
     }
 
-    /// Takes the next piece: in memory up to the limit, then into an
-    /// anonymous file (the memory so far moved there first), each byte of
-    /// it taken from the shared budget. Past the budget, or after a failed
-    /// write, the content is dropped (the budget given back) and the rest
-    /// only counted; [`finish`](Self::finish) says why.
+    /// Takes the next piece: in memory up to the limit while the memory
+    /// budget has room ([`SpoolOptions::max_memory`]), then into an
+    /// anonymous file (the memory so far moved there first, and given
+    /// back), each byte of it taken from the shared budget, fairly (see
+    /// [`SpoolOptions::max_total`]). Past its share of a short budget,
+    /// once evicted, or after a failed write, the content is dropped (the
+    /// budgets given back) and the rest only counted;
+    /// [`finish`](Self::finish) says why.
     pub(crate) fn push(&mut self, data: &[u8]) {
         self.len += data.len() as u64;
-        if self.failed.is_some() {
-            return;
-        }
         let options = &self.options;
-        if self.file.is_none() && self.memory.len() + data.len() <= options.memory_limit {
-            self.memory.extend_from_slice(data);
-            return;
-        }
-        let reserved = self.reserved.get_or_insert_with(|| Reservation::new(options));
-        let moving = if self.file.is_none() { self.memory.len() } else { 0 };
-        if !reserved.grow((moving + data.len()) as u64, options.max_total) {
-            self.fail(SpoolError::Full);
-            return;
-        }
-        let (memory, file) = (&mut self.memory, &mut self.file);
-        let written = (|| {
-            use std::io::Write;
-            let (file, _) = match file {
-                Some(file) => file,
-                None => {
-                    let (mut made, linkable) = anonymous_file(&options.folder())?;
-                    made.write_all(memory)?;
-                    *memory = Vec::new();
-                    file.insert((made, linkable))
+        let budget = &options.budget;
+        let failed = match &mut self.kept {
+            Kept::Failed(_) => return,
+            Kept::Memory(memory, held) => {
+                let within = memory.len() + data.len() <= options.memory_limit;
+                if within && held.grow(data.len() as u64, options.max_memory) {
+                    memory.extend_from_slice(data);
+                    return;
                 }
-            };
-            file.write_all(data)
-        })();
-        if let Err(error) = written {
-            self.fail(SpoolError::Io(error));
-        }
+                // Said in a 503: the memory budget was short too.
+                let memory_short = within.then_some(options.max_memory);
+                let bytes = (memory.len() + data.len()) as u64;
+                match budget.take(bytes, options.max_total, None) {
+                    Err(short) => SpoolError::Full(Shortage {
+                        memory: memory_short,
+                        ..short
+                    }),
+                    Ok(()) => match open_with(&options.folder(), memory, data) {
+                        Ok((file, linkable)) => {
+                            let entry = Arc::new(Entry {
+                                state: Mutex::new(Filling::Open {
+                                    file,
+                                    linkable,
+                                    bytes,
+                                    last_piece: budget.pieces.fetch_add(1, Ordering::Relaxed),
+                                }),
+                            });
+                            lock(&budget.spooling).push(Arc::clone(&entry));
+                            // The memory's count goes with it.
+                            self.kept = Kept::File(entry);
+                            return;
+                        }
+                        Err(error) => {
+                            budget.give_back(bytes);
+                            SpoolError::Io(error)
+                        }
+                    },
+                }
+            }
+            Kept::File(entry) => {
+                let bytes = data.len() as u64;
+                match budget.take(bytes, options.max_total, Some(entry)) {
+                    Err(short) => SpoolError::Full(short),
+                    Ok(()) => match store(entry, budget, data) {
+                        Ok(()) => return,
+                        Err(why) => {
+                            budget.give_back(bytes);
+                            why
+                        }
+                    },
+                }
+            }
+        };
+        self.fail(failed);
     }
 
     /// Drops what is kept, giving its share of the budget back at once.
     fn fail(&mut self, why: SpoolError) {
-        self.failed = Some(why);
-        self.memory = Vec::new();
-        self.file = None;
-        self.reserved = None;
+        let kept = std::mem::replace(&mut self.kept, Kept::Failed(why));
+        if let Kept::File(entry) = kept
+            && let Err(Some(short)) = close(&self.options.budget, &entry)
+        {
+            // Evicted before it failed on its own account: that is why.
+            self.kept = Kept::Failed(SpoolError::Evicted(short));
+        }
     }
 
-    /// The content, whole: in memory (empty when discarded), or as an
-    /// upload in its file; why it could not be kept otherwise.
-    pub(crate) fn finish(self) -> Result<Spooled, SpoolError> {
-        if let Some(why) = self.failed {
-            return Err(why);
+    /// The content, whole: in memory (empty when discarded) with its count
+    /// against the memory budget, or as an upload in its file; why it
+    /// could not be kept otherwise.
+    pub(crate) fn finish(mut self) -> Result<Spooled, SpoolError> {
+        let none = Kept::Memory(Vec::new(), MemoryHeld::none(&self.options.budget));
+        match std::mem::replace(&mut self.kept, none) {
+            Kept::Memory(memory, held) => Ok(Spooled::Memory(memory, held)),
+            Kept::Failed(why) => Err(why),
+            Kept::File(entry) => match close(&self.options.budget, &entry) {
+                Ok((file, linkable, reserved)) => Ok(Spooled::File(Upload {
+                    file,
+                    len: self.len,
+                    linkable,
+                    small: self.len <= self.options.memory_limit as u64,
+                    _reserved: reserved,
+                })),
+                Err(Some(short)) => Err(SpoolError::Evicted(short)),
+                Err(None) => Err(SpoolError::Io(io::Error::other(
+                    "the spooled file was closed twice",
+                ))),
+            },
         }
-        match (self.file, self.reserved) {
-            (Some((file, linkable)), Some(reserved)) => Ok(Spooled::File(Upload {
-                file,
-                len: self.len,
-                linkable,
-                _reserved: reserved,
-            })),
-            _ => Ok(Spooled::Memory(self.memory)),
+    }
+}
+
+impl Drop for Spool {
+    /// A spool dropped unfinished frees its file and gives its bytes back.
+    fn drop(&mut self) {
+        if let Kept::File(entry) = &self.kept {
+            let _ = close(&self.options.budget, entry);
         }
+    }
+}
+
+/// Takes `entry` out of `budget`'s list, and its file out of `entry`, with
+/// the bytes it holds (given back when the reservation is dropped); why it
+/// holds none: evicted (and the budget's state then), or closed already.
+/// Only its spool closes it, once.
+fn close(budget: &Arc<Budget>, entry: &Arc<Entry>) -> Result<(File, bool, Reservation), Option<Shortage>> {
+    let state = std::mem::replace(&mut *lock(&entry.state), Filling::Closed);
+    budget.leave(entry);
+    match state {
+        Filling::Open {
+            file,
+            linkable,
+            bytes,
+            ..
+        } => Ok((
+            file,
+            linkable,
+            Reservation {
+                budget: Arc::clone(budget),
+                bytes,
+            },
+        )),
+        Filling::Evicted(short) => Err(Some(short)),
+        Filling::Closed => Err(None),
+    }
+}
+
+/// A new anonymous file in `folder` holding `memory` (emptied) then
+/// `data`.
+fn open_with(folder: &Path, memory: &mut Vec<u8>, data: &[u8]) -> io::Result<(File, bool)> {
+    use std::io::Write;
+    let (mut file, linkable) = anonymous_file(folder)?;
+    file.write_all(memory)?;
+    *memory = Vec::new();
+    file.write_all(data)?;
+    Ok((file, linkable))
+}
+
+/// Writes `data`, whose bytes were taken from the budget, to the file of
+/// `entry`, unless it was evicted meanwhile.
+fn store(entry: &Entry, budget: &Budget, data: &[u8]) -> Result<(), SpoolError> {
+    use std::io::Write;
+    let mut state = lock(&entry.state);
+    match &mut *state {
+        Filling::Open {
+            file,
+            bytes,
+            last_piece,
+            ..
+        } => {
+            file.write_all(data).map_err(SpoolError::Io)?;
+            *bytes += data.len() as u64;
+            *last_piece = budget.pieces.fetch_add(1, Ordering::Relaxed);
+            Ok(())
+        }
+        Filling::Evicted(short) => Err(SpoolError::Evicted(*short)),
+        Filling::Closed => Err(SpoolError::Io(io::Error::other("the spooled file is closed"))),
     }
 }
 
 /// What a spool holds once the content is complete.
 #[derive(Debug)]
 pub(crate) enum Spooled {
-    Memory(Vec<u8>),
+    /// Counted against the memory budget until the count is dropped.
+    Memory(Vec<u8>, MemoryHeld),
     File(Upload),
 }
 
@@ -551,7 +945,7 @@ mod tests {
         spool.push(b"0123456789");
         spool.push(b"abcdef");
         match spool.finish() {
-            Ok(Spooled::Memory(bytes)) => assert_eq!(bytes, b"0123456789abcdef"),
+            Ok(Spooled::Memory(bytes, _)) => assert_eq!(bytes, b"0123456789abcdef"),
             other => panic!("{other:?}"),
         }
         assert_eq!(options.spooled_bytes(), 0);
@@ -702,17 +1096,22 @@ mod tests {
         assert_eq!(options.spooled_bytes(), 60);
         second.push(&[2; 30]);
         assert_eq!(options.spooled_bytes(), 90);
-        // 30 more would be 120: the second stops storing, and gives its 30
-        // back at once for the others; it goes on counting.
+        // 30 more would be 120, and 60 is past its share of a short budget
+        // (50 of 100, two uploads): the second stops storing, and gives its
+        // 30 back at once for the others; it goes on counting.
         second.push(&[2; 30]);
         assert_eq!(options.spooled_bytes(), 60);
         second.push(&[2; 5]);
         assert_eq!(second.len, 65);
         let error = second.finish().expect_err("full");
-        assert!(matches!(error, SpoolError::Full), "{error:?}");
+        assert!(matches!(error, SpoolError::Full(_)), "{error:?}");
         assert_eq!(error.status(), StatusCode::SERVICE_UNAVAILABLE);
-        assert!(error.message().contains("full"), "{}", error.message());
-        assert!(error.message().contains("try again later"), "{}", error.message());
+        assert_eq!(
+            error.message(),
+            "the server's storage for uploads is full: its budget of 100 bytes for all uploads at \
+             once is shared by the 2 under way, 50 bytes each, and this content needs 60 bytes; \
+             try again later"
+        );
         assert_eq!(error.response().status.code, StatusCode::SERVICE_UNAVAILABLE);
         // The first still fits.
         first.push(&[1; 40]);
@@ -738,8 +1137,170 @@ mod tests {
         spool.push(&[1; 10]);
         // 10 in memory and 11 more: 21 bytes to the file, past 20.
         spool.push(&[1; 11]);
-        assert!(matches!(spool.finish(), Err(SpoolError::Full)));
+        assert!(matches!(spool.finish(), Err(SpoolError::Full(_))));
         assert_eq!(options.spooled_bytes(), 0);
+    }
+
+    /// Spools of `options`, each given `bytes`, in order.
+    fn filled(options: &SpoolOptions, sizes: &[usize]) -> Vec<Spool> {
+        sizes
+            .iter()
+            .map(|&bytes| {
+                let mut spool = Spool::start(options);
+                spool.push(&vec![9; bytes]);
+                spool
+            })
+            .collect()
+    }
+
+    fn spooling(options: &SpoolOptions) -> usize {
+        lock(&options.budget.spooling).len()
+    }
+
+    #[test]
+    fn spool_one_upload_alone_may_take_the_whole_budget() {
+        let folder = folder();
+        let options = options(folder.path()).with_max_total(100);
+        let mut spool = Spool::start(&options);
+        for _ in 0..10 {
+            spool.push(&[4; 10]);
+        }
+        let Ok(Spooled::File(upload)) = spool.finish() else {
+            panic!("spooled")
+        };
+        assert_eq!(upload.len(), 100);
+        assert_eq!(spooling(&options), 0);
+    }
+
+    #[test]
+    fn spool_a_newcomer_within_its_share_evicts_the_upload_whose_content_came_longest_ago() {
+        let folder = folder();
+        let options = options(folder.path()).with_max_total(100);
+        // Four uploads hold the whole budget; the first then stores
+        // nothing more, the others go on a little.
+        let mut held = filled(&options, &[25, 24, 24, 24]);
+        for spool in &mut held[1..] {
+            spool.push(&[9; 1]);
+        }
+        assert_eq!(options.spooled_bytes(), 100);
+        // A fifth is entitled to 20 (100 among 5): it needs 20, taken back
+        // from the first, the one past its share idle the longest.
+        let mut newcomer = Spool::start(&options);
+        newcomer.push(&[5; 20]);
+        assert_eq!(options.spooled_bytes(), 95);
+        let mut held = held.into_iter();
+        let mut first = held.next().expect("first");
+        // Stopped: what comes next is counted only, and the answer is 503.
+        first.push(&[9; 10]);
+        assert_eq!(first.len, 35);
+        assert_eq!(options.spooled_bytes(), 95);
+        let error = first.finish().expect_err("evicted");
+        assert!(matches!(error, SpoolError::Evicted(_)), "{error:?}");
+        assert_eq!(error.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(
+            error.message(),
+            "the server's storage for uploads is full, and this upload was stopped to make room \
+             for another: it held 25 bytes, more than its share (20 bytes) of the budget of 100 \
+             bytes for all uploads at once, shared by the 5 under way; try again later"
+        );
+        assert_eq!(io::Error::from(error).kind(), io::ErrorKind::StorageFull);
+        // The newcomer completes; the others were never touched.
+        let Ok(Spooled::File(upload)) = newcomer.finish() else {
+            panic!("spooled")
+        };
+        assert_eq!(content(&upload), vec![5; 20]);
+        for spool in held {
+            let Ok(Spooled::File(upload)) = spool.finish() else {
+                panic!("spooled")
+            };
+            assert_eq!(upload.len(), 25);
+        }
+        assert_eq!(spooling(&options), 0);
+    }
+
+    #[test]
+    fn spool_an_evicted_upload_that_stores_nothing_more_gives_its_file_back_at_once() {
+        let folder = folder();
+        let options = options(folder.path()).with_max_total(64);
+        let held = filled(&options, &[32, 32]);
+        let mut newcomer = Spool::start(&options);
+        newcomer.push(&[1; 20]);
+        // One of the two was evicted: its bytes are back, though its spool
+        // never stores again; dropping it later gives nothing back twice.
+        assert_eq!(options.spooled_bytes(), 52);
+        drop(held);
+        assert_eq!(options.spooled_bytes(), 20);
+        drop(newcomer);
+        assert_eq!(options.spooled_bytes(), 0);
+        assert_eq!(spooling(&options), 0);
+    }
+
+    #[test]
+    fn spool_a_newcomer_past_its_share_evicts_nothing() {
+        let folder = folder();
+        let options = options(folder.path()).with_max_total(100);
+        let held = filled(&options, &[50, 50]);
+        // 34 is past a third of 100: refused, and the two keep theirs.
+        let mut newcomer = Spool::start(&options);
+        newcomer.push(&[1; 34]);
+        assert!(matches!(newcomer.finish(), Err(SpoolError::Full(_))));
+        assert_eq!(options.spooled_bytes(), 100);
+        for spool in held {
+            assert!(matches!(spool.finish(), Ok(Spooled::File(_))));
+        }
+    }
+
+    #[test]
+    fn spool_uploads_handed_on_are_not_shared_out() {
+        let folder = folder();
+        let options = options(folder.path()).with_max_total(100);
+        // 60 held by a handler; 40 left for the uploads under way, 20 each
+        // for two.
+        let Ok(Spooled::File(_kept)) = filled(&options, &[60]).remove(0).finish() else {
+            panic!("spooled")
+        };
+        let held = filled(&options, &[40]);
+        let mut newcomer = Spool::start(&options);
+        newcomer.push(&[1; 21]);
+        assert!(matches!(newcomer.finish(), Err(SpoolError::Full(_))));
+        let mut newcomer = Spool::start(&options);
+        newcomer.push(&[1; 20]);
+        assert!(matches!(newcomer.finish(), Ok(Spooled::File(_))));
+        assert!(matches!(
+            held.into_iter().next().expect("held").finish(),
+            Err(SpoolError::Evicted(_))
+        ));
+    }
+
+    #[test]
+    fn spool_the_budget_holds_under_uploads_from_many_threads() {
+        let folder = folder();
+        let options = options(folder.path()).with_max_total(4096);
+        std::thread::scope(|scope| {
+            for thread in 0..8usize {
+                let options = options.clone();
+                scope.spawn(move || {
+                    for round in 0..20usize {
+                        let mut spool = Spool::start(&options);
+                        for piece in 0..(round % 7) {
+                            spool.push(&vec![1; 17 + (thread * 31 + piece * 13) % 200]);
+                            assert!(options.spooled_bytes() <= 4096);
+                        }
+                        let _ = spool.finish();
+                    }
+                });
+            }
+        });
+        assert_eq!(options.spooled_bytes(), 0);
+        assert_eq!(spooling(&options), 0);
+    }
+
+    #[test]
+    fn spool_sizes_read_as_a_person_reads_them() {
+        assert_eq!(size(900), "900 bytes");
+        assert_eq!(size(64 << 20), "64 MiB");
+        assert_eq!(size((64 << 20) / 5), "12.8 MiB");
+        assert_eq!(size(4 << 30), "4 GiB");
     }
 
     #[test]
@@ -756,6 +1317,74 @@ mod tests {
     }
 
     #[test]
+    fn spool_content_in_memory_counts_against_the_shared_memory_budget_until_dropped() {
+        let folder = folder();
+        // 16 bytes each in memory, 20 for all at once.
+        let options = options(folder.path()).with_max_memory(20);
+        let mut first = Spool::start(&options);
+        first.push(&[1; 10]);
+        let mut second = Spool::start(&options.clone());
+        second.push(&[2; 6]);
+        second.push(&[2; 4]);
+        assert_eq!((options.held_bytes(), options.spooled_bytes()), (20, 0));
+        // The budget is in use: the third goes to a file, though small.
+        let mut third = Spool::start(&options);
+        third.push(&[3; 5]);
+        assert_eq!((options.held_bytes(), options.spooled_bytes()), (20, 5));
+        let Ok(Spooled::File(upload)) = third.finish() else {
+            panic!("spooled to a file")
+        };
+        assert!(upload.is_small(), "within the memory limit");
+        assert_eq!(content(&upload), vec![3; 5]);
+        // Finished, the content is still counted until its count is
+        // dropped (once its handler has returned).
+        let Ok(Spooled::Memory(bytes, held)) = first.finish() else {
+            panic!("in memory")
+        };
+        assert_eq!(bytes, vec![1; 10]);
+        assert_eq!(options.held_bytes(), 20);
+        drop(held);
+        assert_eq!(options.held_bytes(), 10);
+        // A spool that moves to a file gives its memory back at once.
+        second.push(&[2; 7]);
+        assert_eq!((options.held_bytes(), options.spooled_bytes()), (0, 5 + 17));
+        let Ok(Spooled::File(large)) = second.finish() else {
+            panic!("spooled to a file")
+        };
+        assert!(!large.is_small(), "past the memory limit");
+        drop((upload, large));
+        assert_eq!((options.held_bytes(), options.spooled_bytes()), (0, 0));
+        // One dropped unfinished gives its memory back too.
+        let mut fourth = Spool::start(&options);
+        fourth.push(&[4; 16]);
+        assert_eq!(options.held_bytes(), 16);
+        drop(fourth);
+        assert_eq!(options.held_bytes(), 0);
+    }
+
+    #[test]
+    fn spool_small_content_past_both_budgets_is_refused_naming_both() {
+        let folder = folder();
+        let options = options(folder.path()).with_max_memory(10).with_max_total(5);
+        let mut first = Spool::start(&options);
+        first.push(&[1; 8]);
+        let mut second = Spool::start(&options);
+        second.push(&[2; 8]);
+        let error = second.finish().expect_err("no room");
+        assert_eq!(error.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(
+            error.message(),
+            "the server's memory for request content is in use (its budget of 10 bytes for all \
+             requests at once), and the server's storage for uploads is full: its budget of 5 \
+             bytes for all uploads at once is shared by the 1 under way, 5 bytes each, and this \
+             content needs 8 bytes; try again later"
+        );
+        assert_eq!((options.held_bytes(), options.spooled_bytes()), (8, 0));
+        assert!(matches!(first.finish(), Ok(Spooled::Memory(..))));
+        assert_eq!(options.held_bytes(), 0);
+    }
+
+    #[test]
     fn spool_options_compare_settings_not_the_bytes_spooled() {
         let a = SpoolOptions::default();
         let b = SpoolOptions::default();
@@ -763,6 +1392,7 @@ mod tests {
         spool.push(b"x");
         assert_eq!(a.spooled_bytes(), 1);
         assert_eq!(a, b);
-        assert_ne!(a, b.with_max_total(1));
+        assert_ne!(a, b.clone().with_max_total(1));
+        assert_ne!(a, b.with_max_memory(1));
     }
 }

@@ -8,13 +8,37 @@
 //!
 //! A [`Handler`] is synchronous (`fn handle(&self, …) -> Response`) and
 //! may block (the file server reads files), so it runs on tokio's blocking
-//! pool with `spawn_blocking`, never on a runtime worker. With the feature
+//! pool with `spawn_blocking`, never on a runtime worker, in one of the
+//! server's handler places ([`ServerOptions::max_handlers`]). With the feature
 //! `tower`, [`serve_service`] serves any `tower::Service` of
 //! [`Incoming`] requests instead (a
 //! [`Router`](crate::app::Router) with `async` handlers, wrapped in tower's
-//! layers), whose futures are awaited on the runtime. The requests of one
-//! connection are answered one after the other, which keeps the responses
-//! in request order (D2) without buffering them.
+//! layers), whose futures are awaited on the runtime, beside the hooks a
+//! handler would have (the check of a request's head before its content,
+//! the access log). The requests of one connection are answered one after
+//! the other, which keeps the responses in request order (D2) without
+//! buffering them.
+//!
+//! # Shutdown and blocking work
+//!
+//! [`serve`] and [`serve_service`] return once
+//! [`ServerOptions::shutdown_timeout`] has passed, whatever the handlers
+//! still do: an answer still awaited then is dropped with its connection.
+//! A blocking handler cannot be stopped, so it runs on to its end on the
+//! blocking pool (its answer discarded), and a tokio `Runtime` dropped
+//! after `serve` returns waits for it, as `#[tokio::main]` does. A program
+//! that must exit at the deadline ends its runtime without that wait:
+//!
+//! ```no_run
+//! # fn demo(serve: impl std::future::Future<Output = std::io::Result<()>>) -> std::io::Result<()> {
+//! let runtime = tokio::runtime::Runtime::new()?;
+//! let served = runtime.block_on(serve);
+//! // Handlers still running are the application's business (their work
+//! // may or may not be kept); the process does not wait for them.
+//! runtime.shutdown_background();
+//! served
+//! # }
+//! ```
 
 use std::future::{Future, poll_fn};
 use std::io;
@@ -25,11 +49,15 @@ use std::task::Poll;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
+use tokio::sync::{Notify, Semaphore};
 use tokio::task::JoinSet;
 
-use super::{ACCEPT_BACKOFF, AcceptFaults, Driver, Handler, ServerOptions, Step, client_gave_up};
+use super::{
+    ACCEPT_BACKOFF, ADMISSION_RETRY, AcceptFaults, Driver, Enrolled, Handler, Roster, ServerOptions, Step,
+    Told, client_gave_up,
+};
 #[cfg(feature = "tower")]
-use super::{Incoming, Reply};
+use super::{Handing, Incoming, Reached, Reply};
 use crate::io_adapters::proxy_protocol::{ProxiedPeer, ProxyHeaderReader};
 use crate::io_adapters::transport::{IoMode, PolledIo, park};
 #[cfg(feature = "tower")]
@@ -41,17 +69,26 @@ const READ_CHUNK: usize = 16 * 1024;
 /// completes.
 ///
 /// `options.config` configures every connection (limits and timeouts, D3;
-/// the 100-continue policy, D10: [`Handler::check_continue`] is asked only
-/// with [`ContinuePolicy::Ask`](crate::machine::ContinuePolicy::Ask)); at
-/// most `options.max_connections` are open at once, the rest waiting in
-/// the backlog. `options.workers` is not used: the runtime's threads serve.
+/// the 100-continue policy, D10: [`Handler::check_head`] is asked about a
+/// handshake only with
+/// [`ContinuePolicy::Ask`](crate::machine::ContinuePolicy::Ask)); at
+/// most `options.max_connections` are open at once: at the cap the one
+/// idle longest is closed to admit a new client, and with none idle the
+/// rest wait in the backlog
+/// ([`ServerOptions::max_connections`](super::ServerOptions::max_connections)).
+/// `options.workers` is not used: the runtime's threads serve.
 /// Bind the listener with [`listen`](super::listen) for a larger backlog.
+///
+/// Each trip of a connection to the blocking pool (parsing and its
+/// handler) takes one of `options.max_handlers` places, shared by the
+/// server's connections, and keeps it until the handler has returned.
 ///
 /// At shutdown the listener is closed at once (new clients are refused);
 /// idle connections and those awaiting the full request of a handshake
 /// close; a connection with an exchange under way finishes it, writes the
-/// response and closes, bounded by the machine's timers (D3). Returns once
-/// all are gone.
+/// response and closes, bounded by the machine's timers (D3) and by
+/// `options.shutdown_timeout`, handlers included (see the
+/// [module](self#shutdown-and-blocking-work)). Returns once all are gone.
 ///
 /// ```no_run
 /// # async fn demo() -> std::io::Result<()> {
@@ -82,21 +119,53 @@ where
     H: Handler,
     S: Future<Output = ()>,
 {
-    accept_loop(listener, InPool(Arc::new(handler)), options, shutdown).await
+    let app = InPool {
+        handler: Arc::new(handler),
+        places: places(&options),
+    };
+    accept_loop(listener, app, options, shutdown).await
 }
 
 /// Serves `service` on every connection `listener` accepts, until
 /// `shutdown` completes (feature `tower`): as [`serve`] does a handler,
 /// with the same options, limits and shutdown.
 ///
+/// `hooks` is asked what a server asks a handler besides its answers:
+/// [`Handler::check_head`], whenever a request's head is known before its
+/// content (a 100-continue handshake under
+/// [`ContinuePolicy::Ask`](crate::machine::ContinuePolicy::Ask), D10; a
+/// request whose content streams in, D19), and [`Handler::log_exchange`],
+/// once each response has left. Its `handle` and `respond` are never
+/// called: the service answers. Serving a
+/// [`Router`](crate::app::Router) behind layers, give the router itself
+/// (a clone shares its routes): it then refuses what it would refuse
+/// whatever the content (`404`, `405`) before the content is sent or
+/// stored, as on the std and mio servers. A service with nothing to check
+/// before its content gives [`AcceptAll`].
+///
 /// Each connection gets a clone of `service`, and calls it once per
 /// request, in order (D2): it waits for [`poll_ready`], then awaits the
 /// answer on the runtime's own threads, so the service's futures must not
 /// block (a [`Router`](crate::app::Router) runs its synchronous handlers on
-/// the blocking pool itself). Parsing stays on the blocking pool. An
-/// error from the service, or a future that panics, is answered as
-/// [`error_reply`](crate::app::error_reply) says (`503` for a tower
-/// timeout or load shedding, `500` otherwise); the connection goes on.
+/// the blocking pool itself, each in one of `options.max_handlers`
+/// places). Parsing stays on the blocking pool.
+///
+/// While it awaits the answer, the connection is read: what the peer
+/// sends meanwhile (its next requests) is kept for later, and a peer that
+/// resets the connection is gone: the answer's future is dropped, which
+/// cancels an `async` handler (a blocking one runs on to its end, in its
+/// place). An end of stream is a half-close, and its peer still gets its
+/// answers (D1).
+///
+/// An error from the service, or a future that panics, is answered
+/// without the application (D13); the connection goes on:
+///
+/// | what happened | answer |
+/// |---|---|
+/// | tower's load shedding (`Overloaded`) | `503`, try again later |
+/// | tower's timeout while a router's request waited for a handler place | `503`, try again later: no handler had it |
+/// | tower's timeout once a handler, or a service of your own, had it | `504`: the server stopped waiting; the request may or may not have been applied |
+/// | any other error, a panic | `500` (the error goes to the log) |
 ///
 /// So tower's layers apply unchanged:
 ///
@@ -114,11 +183,12 @@ where
 /// let router = Router::new().route("/hello", get(hello));
 /// let service = tower::ServiceBuilder::new()
 ///     .timeout(Duration::from_secs(5))
-///     .service(router);
+///     .service(router.clone());
 /// let listener = listen("127.0.0.1:8080")?;
 /// listener.set_nonblocking(true)?;
 /// let listener = tokio::net::TcpListener::from_std(listener)?;
-/// serve_service(listener, service, ServerOptions::default(), async {
+/// // The router's own checks and log, around the layers' calls.
+/// serve_service(listener, service, router, ServerOptions::default(), async {
 ///     let _ = tokio::signal::ctrl_c().await;
 /// })
 /// .await
@@ -127,9 +197,10 @@ where
 ///
 /// [`poll_ready`]: tower::Service::poll_ready
 #[cfg(feature = "tower")]
-pub async fn serve_service<T, S>(
+pub async fn serve_service<T, H, S>(
     listener: TcpListener,
     service: T,
+    hooks: H,
     options: ServerOptions,
     shutdown: S,
 ) -> io::Result<()>
@@ -138,9 +209,22 @@ where
     T::Response: Into<Reply>,
     T::Error: Into<BoxError>,
     T::Future: Send,
+    H: Handler,
     S: Future<Output = ()>,
 {
-    accept_loop(listener, Serviced(service), options, shutdown).await
+    let app = Serviced {
+        service,
+        hooks: Arc::new(hooks),
+        places: places(&options),
+    };
+    accept_loop(listener, app, options, shutdown).await
+}
+
+/// The handler places of a server (or of one connection served alone).
+fn places(options: &ServerOptions) -> Arc<Semaphore> {
+    Arc::new(Semaphore::new(
+        options.max_handlers.clamp(1, Semaphore::MAX_PERMITS),
+    ))
 }
 
 /// The error of a service, as tower boxes it.
@@ -163,18 +247,33 @@ where
     let mut connections = JoinSet::new();
     let mut shutdown = std::pin::pin!(shutdown);
     let mut accept_faults = AcceptFaults::default();
+    let roster: Arc<Roster<Notify>> = Arc::default();
+    // The client accepted last, until there is room for it: at the cap it
+    // is held while the connection idle longest, `asked`, closes (D3).
+    let mut held: Option<(tokio::net::TcpStream, SocketAddr)> = None;
+    let mut asked = None;
     loop {
+        if connections.len() < max
+            && let Some((stream, peer)) = held.take()
+        {
+            let (app, stop) = (app.clone(), stop_rx.clone());
+            let member = roster.enroll(Notify::new());
+            connections.spawn(serve_accepted(stream, peer, app, options.clone(), stop, member));
+        }
+        if held.is_some() {
+            // Looked at again when a connection ends, or after a while.
+            roster.make_room(&mut asked);
+        }
         tokio::select! {
             () = &mut shutdown => break,
-            // At the cap the clients wait in the backlog (D3).
-            accepted = listener.accept(), if connections.len() < max => match accepted {
+            // At the cap, a client is taken and held until there is room.
+            accepted = listener.accept(), if held.is_none() => match accepted {
                 Ok((stream, peer)) => {
                     accept_faults.accepted();
                     // Responses are written whole: Nagle would only delay
                     // them. A failure costs latency, not correctness.
                     let _ = stream.set_nodelay(true);
-                    let (app, stop) = (app.clone(), stop_rx.clone());
-                    connections.spawn(serve_accepted(stream, peer, app, options.clone(), stop));
+                    held = Some((stream, peer));
                 }
                 Err(e) if client_gave_up(&e) => {}
                 // Out of descriptors or similar: back off instead of
@@ -186,6 +285,7 @@ where
             },
             // Reap finished connections: the set counts the open ones.
             Some(_) = connections.join_next(), if !connections.is_empty() => {}
+            () = tokio::time::sleep(ADMISSION_RETRY), if held.is_some() => {}
         }
     }
     // New clients are refused from here on.
@@ -197,7 +297,9 @@ where
 }
 
 /// Serves one connection over `stream` until it closes. `options.config`
-/// configures it; handlers run on the blocking pool.
+/// configures it; handlers run on the blocking pool, within
+/// `options.max_handlers` places of this connection's own (a server's
+/// connections share theirs: [`serve`]).
 pub fn serve_connection<S, H>(
     stream: S,
     peer: SocketAddr,
@@ -208,16 +310,23 @@ where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     H: Handler,
 {
-    run(stream, peer, InPool(handler), options.clone(), None, |_| None)
+    let app = InPool {
+        handler,
+        places: places(options),
+    };
+    run(stream, peer, app, options.clone(), None, None, |_| None)
 }
 
-/// Serves one connection over `stream` with `service` until it closes
-/// (feature `tower`); see [`serve_service`].
+/// Serves one connection over `stream` with `service`, and `hooks` for
+/// what is decided around its calls, until it closes (feature `tower`);
+/// see [`serve_service`]. The connection has `options.max_handlers`
+/// places of its own.
 #[cfg(feature = "tower")]
-pub fn serve_service_connection<S, T>(
+pub fn serve_service_connection<S, T, H>(
     stream: S,
     peer: SocketAddr,
     service: T,
+    hooks: Arc<H>,
     options: &ServerOptions,
 ) -> impl Future<Output = ()> + Send + 'static
 where
@@ -226,73 +335,145 @@ where
     T::Response: Into<Reply>,
     T::Error: Into<BoxError>,
     T::Future: Send,
+    H: Handler,
 {
-    run(stream, peer, Serviced(service), options.clone(), None, |_| None)
+    let app = Serviced {
+        service,
+        hooks,
+        places: places(options),
+    };
+    run(stream, peer, app, options.clone(), None, None, |_| None)
 }
 
 /// What answers a connection's requests: runs [`Driver::dispatch`] or its
-/// async counterpart, and gives the driver back, or `None` when a hook
-/// panicked and the connection's state is gone with it.
+/// async counterpart, and says how it went.
 trait Application: Send + 'static {
-    fn dispatch(&mut self, driver: Driver) -> impl Future<Output = Option<Driver>> + Send;
+    /// `io` is the connection's stream, which an application that awaits
+    /// its answer watches meanwhile.
+    fn dispatch<S: AsyncRead + Unpin + Send>(
+        &mut self,
+        driver: Driver,
+        io: &mut Watched<S>,
+    ) -> impl Future<Output = Dispatched> + Send;
+}
+
+/// How a dispatch ended.
+// The driver moves through it once per dispatch, as it moves to the
+// blocking pool and back: boxing would only add an allocation.
+#[allow(clippy::large_enum_variant)]
+enum Dispatched {
+    /// The driver, back to be stepped.
+    Back(Driver),
+    /// A hook panicked outside the handler's own guard: the connection's
+    /// state is gone with it.
+    Lost,
+    /// The peer reset the connection while the application worked: its
+    /// answer was dropped unfinished.
+    #[cfg_attr(not(feature = "tower"), allow(dead_code))]
+    PeerGone,
 }
 
 /// A [`Handler`]: synchronous, possibly blocking, so the whole dispatch
-/// runs on the blocking pool.
-struct InPool<H>(Arc<H>);
+/// runs on the blocking pool, in one of the server's handler places.
+struct InPool<H> {
+    handler: Arc<H>,
+    places: Arc<Semaphore>,
+}
 
 impl<H> Clone for InPool<H> {
     fn clone(&self) -> Self {
-        InPool(Arc::clone(&self.0))
+        InPool {
+            handler: Arc::clone(&self.handler),
+            places: Arc::clone(&self.places),
+        }
     }
 }
 
 impl<H: Handler> Application for InPool<H> {
-    async fn dispatch(&mut self, mut driver: Driver) -> Option<Driver> {
-        // The connection's state travels to the blocking pool and back.
-        let handler = Arc::clone(&self.0);
-        tokio::task::spawn_blocking(move || {
+    async fn dispatch<S: AsyncRead + Unpin + Send>(
+        &mut self,
+        mut driver: Driver,
+        _io: &mut Watched<S>,
+    ) -> Dispatched {
+        // Dropped while it waits (a shutdown's deadline), no handler runs.
+        let Ok(place) = Arc::clone(&self.places).acquire_owned().await else {
+            return Dispatched::Lost;
+        };
+        // The connection's state travels to the blocking pool and back;
+        // the place stays taken until the handler has really returned,
+        // even if nobody awaits it any more.
+        let handler = Arc::clone(&self.handler);
+        let back = tokio::task::spawn_blocking(move || {
+            let _place = place;
             driver.dispatch(&*handler);
             driver
         })
-        .await
-        .ok()
+        .await;
+        back.map_or(Dispatched::Lost, Dispatched::Back)
     }
 }
 
-/// A tower service: parsing on the blocking pool, the service's future
-/// awaited here.
+/// A tower service: parsing and the hooks on the blocking pool, the
+/// service's future awaited here with the peer watched.
 #[cfg(feature = "tower")]
-#[derive(Clone)]
-struct Serviced<T>(T);
+struct Serviced<T, H> {
+    service: T,
+    /// Asked about each request's head, and told each access record.
+    hooks: Arc<H>,
+    places: Arc<Semaphore>,
+}
 
 #[cfg(feature = "tower")]
-impl<T> Application for Serviced<T>
+impl<T: Clone, H> Clone for Serviced<T, H> {
+    fn clone(&self) -> Self {
+        Serviced {
+            service: self.service.clone(),
+            hooks: Arc::clone(&self.hooks),
+            places: Arc::clone(&self.places),
+        }
+    }
+}
+
+#[cfg(feature = "tower")]
+impl<T, H> Application for Serviced<T, H>
 where
     T: tower::Service<Incoming> + Send + 'static,
     T::Response: Into<Reply>,
     T::Error: Into<BoxError>,
     T::Future: Send,
+    H: Handler,
 {
-    async fn dispatch(&mut self, mut driver: Driver) -> Option<Driver> {
-        let (mut driver, pending) = tokio::task::spawn_blocking(move || {
-            let pending = driver.dispatch_until_request(&ServiceHooks);
+    async fn dispatch<S: AsyncRead + Unpin + Send>(
+        &mut self,
+        mut driver: Driver,
+        io: &mut Watched<S>,
+    ) -> Dispatched {
+        let hooks = Arc::clone(&self.hooks);
+        let parsed = tokio::task::spawn_blocking(move || {
+            let pending = driver.dispatch_until_request(&*hooks);
             (driver, pending)
         })
-        .await
-        .ok()?;
-        let Some(mut pending) = pending else {
-            return Some(driver);
+        .await;
+        let Ok((mut driver, pending)) = parsed else {
+            return Dispatched::Lost;
         };
-        let incoming = pending.incoming(super::RequestInfo::new(driver.peer()));
-        let reply = call_service(&mut self.0, incoming).await;
-        driver.answer_later(pending, reply);
-        Some(driver)
+        let Some(mut pending) = pending else {
+            return Dispatched::Back(driver);
+        };
+        let mut incoming = pending.incoming(super::RequestInfo::new(driver.peer()));
+        incoming.handing = Handing::new(Arc::clone(&self.places));
+        match io.watching(call_service(&mut self.service, incoming)).await {
+            Some(reply) => {
+                driver.answer_later(pending, reply);
+                Dispatched::Back(driver)
+            }
+            None => Dispatched::PeerGone,
+        }
     }
 }
 
 /// Asks `service` for the answer to `incoming`; an error or a panic
-/// becomes the reply [`error_reply`](crate::app::error_reply) gives.
+/// becomes the reply [`error_reply`] gives.
 #[cfg(feature = "tower")]
 async fn call_service<T>(service: &mut T, incoming: Incoming) -> Reply
 where
@@ -301,10 +482,11 @@ where
     T::Error: Into<BoxError>,
 {
     use std::panic::{AssertUnwindSafe, catch_unwind};
-    let failed = |error: T::Error| crate::app::error_reply(&*error.into());
     if let Err(error) = poll_fn(|cx| service.poll_ready(cx)).await {
-        return failed(error);
+        // The service never took the request.
+        return error_reply(&*error.into(), Reached::Queue);
     }
+    let handing = incoming.handing.clone();
     let mut answer = std::pin::pin!(service.call(incoming));
     let caught = poll_fn(
         |cx| match catch_unwind(AssertUnwindSafe(|| answer.as_mut().poll(cx))) {
@@ -315,23 +497,81 @@ where
     .await;
     match caught {
         Ok(Ok(reply)) => reply.into(),
-        Ok(Err(error)) => failed(error),
+        Ok(Err(error)) => error_reply(&*error.into(), handing.reached()),
         Err(_) => {
             tracing::error!("the service panicked; answering 500");
-            crate::app::Refusal::internal("the server failed while answering this request").into()
+            failed()
         }
     }
 }
 
-/// The hooks of a connection served by a service: every 100-continue
-/// handshake accepted (D10), no access log.
+/// The reply to an error a service gave instead of an answer, given how
+/// far the request got (D13):
+///
+/// - tower's load shedding (`Overloaded`): `503`, try again later; the
+///   service never took the request;
+/// - tower's timeout (`Elapsed`) while the request waited for a handler
+///   place: `503`, try again later; no handler ever had it;
+/// - tower's timeout once a handler (or a service of the application's
+///   own) had it: `504`, the outcome unknown: the server stopped waiting,
+///   and the work may still finish or may have been applied already;
+/// - anything else: `500` (the error itself goes to the log, not to the
+///   client).
 #[cfg(feature = "tower")]
-struct ServiceHooks;
+fn error_reply(error: &(dyn std::error::Error + 'static), reached: Reached) -> Reply {
+    let answer = |code, message: &str| Response::from_code(code, message).into();
+    if error.is::<tower::load_shed::error::Overloaded>() {
+        tracing::warn!("the application is overloaded; answering 503");
+        return answer(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the server is overloaded; try again later",
+        );
+    }
+    if error.is::<tower::timeout::error::Elapsed>() {
+        return match reached {
+            Reached::Queue => {
+                tracing::warn!("no handler was free in time; answering 503");
+                answer(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "the server was too busy to begin this request in time, and never did; try again later",
+                )
+            }
+            Reached::Service | Reached::Handler => {
+                tracing::warn!("the application did not answer in time; answering 504");
+                answer(
+                    StatusCode::GATEWAY_TIMEOUT,
+                    "the server stopped waiting for its application, which may still finish: \
+                     the request may or may not have been applied",
+                )
+            }
+        };
+    }
+    tracing::error!(%error, "the application failed; answering 500");
+    failed()
+}
+
+/// The answer when the application failed (an error, a panic).
+#[cfg(feature = "tower")]
+fn failed() -> Reply {
+    Response::from_code(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "the server failed while answering this request",
+    )
+    .into()
+}
+
+/// The hooks of a service that decides everything when it is called
+/// ([`serve_service`]): every request's content wanted, every 100-continue
+/// handshake accepted (D10), no access log. Only its hooks are asked;
+/// served as a handler itself, it would answer every request `500`.
+#[cfg(feature = "tower")]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AcceptAll;
 
 #[cfg(feature = "tower")]
-impl Handler for ServiceHooks {
-    /// Never asked: a connection served by a service hands its requests
-    /// to the service ([`Driver::dispatch_until_request`]).
+impl Handler for AcceptAll {
+    /// Not asked by [`serve_service`], which hands requests to its
+    /// service; a server serving this as a handler has no application.
     fn handle(&self, _request: &Request, _info: &super::RequestInfo) -> Response {
         Response::from_code(StatusCode::INTERNAL_SERVER_ERROR, "the server has no handler")
     }
@@ -346,6 +586,7 @@ async fn serve_accepted<A: Application>(
     app: A,
     options: ServerOptions,
     mut stop: watch::Receiver<bool>,
+    member: Enrolled<Notify>,
 ) {
     if options.proxy_protocol {
         let limit = options.config.limits.message_timeout;
@@ -363,7 +604,7 @@ async fn serve_accepted<A: Application>(
     }
     #[cfg(feature = "tls")]
     if let Some(tls) = options.tls.clone() {
-        return run_tls(tls, stream, peer, app, options, stop).await;
+        return run_tls(tls, stream, peer, app, options, stop, member).await;
     }
     run(
         KernelWrites(stream),
@@ -371,7 +612,8 @@ async fn serve_accepted<A: Application>(
         app,
         options,
         Some(stop),
-        KernelWrites::unsent,
+        Some(&member),
+        KernelWrites::acknowledged,
     )
     .await;
 }
@@ -389,10 +631,10 @@ async fn serve_accepted<A: Application>(
 struct KernelWrites(tokio::net::TcpStream);
 
 impl KernelWrites {
-    /// What the socket holds unsent: the stall limit counts the peer's
-    /// progress by it (D3).
-    fn unsent(&self) -> Option<usize> {
-        crate::io_adapters::transport::send_queue(std::os::fd::AsFd::as_fd(&self.0))
+    /// What the peer acknowledged of the socket's output: the stall limit
+    /// counts the peer's progress by it (D3).
+    fn acknowledged(&self) -> Option<crate::machine::Acknowledged> {
+        crate::io_adapters::transport::tcp_acknowledged(std::os::fd::AsFd::as_fd(&self.0))
     }
 }
 
@@ -491,6 +733,7 @@ async fn run_tls<A: Application>(
     app: A,
     options: ServerOptions,
     mut stop: watch::Receiver<bool>,
+    member: Enrolled<Notify>,
 ) {
     let acceptor = tokio_rustls::TlsAcceptor::from(Arc::clone(tls.config()));
     let limit = options.config.idle_timeout;
@@ -504,28 +747,170 @@ async fn run_tls<A: Application>(
     if let Ok(Ok(stream)) = shaken {
         use crate::io_adapters::tls::TokioTlsStream;
         let stream = TokioTlsStream::new(stream.into());
-        let unsent = |tls: &TokioTlsStream<KernelWrites>| tls.get_ref().get_ref().0.unsent();
-        run(stream, peer, app, options, Some(stop), unsent).await;
+        // The socket's count, in ciphertext; records the session still
+        // keeps are held too.
+        let acknowledged = |tls: &TokioTlsStream<KernelWrites>| {
+            let (socket, session) = tls.get_ref().get_ref();
+            let told = socket.acknowledged()?;
+            Some(crate::machine::Acknowledged {
+                holds_more: told.holds_more || session.wants_write(),
+                ..told
+            })
+        };
+        run(
+            stream,
+            peer,
+            app,
+            options,
+            Some(stop),
+            Some(&member),
+            acknowledged,
+        )
+        .await;
+    }
+}
+
+/// The most a connection reads ahead while its application works: what
+/// the peer sends meanwhile (its next requests, pipelined) waits here for
+/// the drive step, and past this the peer is no longer watched.
+#[cfg_attr(not(feature = "tower"), allow(dead_code))]
+const WATCH_AHEAD: usize = 4 * READ_CHUNK;
+
+/// A connection's stream, with what was read from it while the
+/// application worked: the drive step reads those bytes first, so that
+/// watching the peer loses nothing it sent.
+struct Watched<S> {
+    stream: S,
+    ahead: Vec<u8>,
+    /// How much of `ahead` the drive step has read.
+    taken: usize,
+    acknowledged: fn(&S) -> Option<crate::machine::Acknowledged>,
+}
+
+impl<S: AsyncRead + Unpin> Watched<S> {
+    /// What the stream says the peer acknowledged, for [`PolledIo`].
+    fn acknowledged(&self) -> Option<crate::machine::Acknowledged> {
+        (self.acknowledged)(&self.stream)
+    }
+
+    /// Awaits `answer` while reading what the peer sends meanwhile: a
+    /// peer that resets the connection (or whose stream fails) is gone,
+    /// and `answer` is dropped unfinished, which cancels an `async`
+    /// handler (`None`). An end of stream is a half-close, whose peer
+    /// still gets every answer it is owed (D1): from then on only the
+    /// answer is awaited.
+    #[cfg_attr(not(feature = "tower"), allow(dead_code))]
+    async fn watching<F: Future>(&mut self, answer: F) -> Option<F::Output> {
+        let mut answer = std::pin::pin!(answer);
+        let mut open = true;
+        poll_fn(|cx| {
+            if let Poll::Ready(out) = answer.as_mut().poll(cx) {
+                return Poll::Ready(Some(out));
+            }
+            // Read through the stack: a connection holds memory for what
+            // its peer sent ahead only while there is some.
+            let mut chunk = [0u8; 4096];
+            while open && self.ahead.len() < WATCH_AHEAD {
+                let room = chunk.len().min(WATCH_AHEAD - self.ahead.len());
+                let mut buf = tokio::io::ReadBuf::new(&mut chunk[..room]);
+                match std::pin::Pin::new(&mut self.stream).poll_read(cx, &mut buf) {
+                    Poll::Ready(Ok(())) if buf.filled().is_empty() => open = false,
+                    Poll::Ready(Ok(())) => self.ahead.extend_from_slice(buf.filled()),
+                    Poll::Ready(Err(_)) => return Poll::Ready(None),
+                    Poll::Pending => break,
+                }
+            }
+            Poll::Pending
+        })
+        .await
+    }
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for Watched<S> {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = &mut *self;
+        if this.taken < this.ahead.len() {
+            let n = buf.remaining().min(this.ahead.len() - this.taken);
+            buf.put_slice(&this.ahead[this.taken..this.taken + n]);
+            this.taken += n;
+            if this.taken == this.ahead.len() {
+                // Given back: an idle connection keeps no buffer.
+                this.ahead = Vec::new();
+                this.taken = 0;
+            }
+            return Poll::Ready(Ok(()));
+        }
+        std::pin::Pin::new(&mut this.stream).poll_read(cx, buf)
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for Watched<S> {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        std::pin::Pin::new(&mut self.stream).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        std::pin::Pin::new(&mut self.stream).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.stream.is_write_vectored()
+    }
+
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> Poll<io::Result<()>> {
+        std::pin::Pin::new(&mut self.stream).poll_flush(cx)
+    }
+
+    fn poll_shutdown(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> Poll<io::Result<()>> {
+        std::pin::Pin::new(&mut self.stream).poll_shutdown(cx)
     }
 }
 
 enum Turn {
     Step(Step),
     Stop,
+    /// The connection cap asked the connection to close (D3): the next
+    /// step answers.
+    Asked,
 }
 
 /// Performs what the drive step asks, from accept to close.
 async fn run<S, A>(
-    mut stream: S,
+    stream: S,
     peer: SocketAddr,
     mut app: A,
     options: ServerOptions,
     mut stop: Option<watch::Receiver<bool>>,
-    unsent: fn(&S) -> Option<usize>,
+    member: Option<&Enrolled<Notify>>,
+    acknowledged: fn(&S) -> Option<crate::machine::Acknowledged>,
 ) where
-    S: AsyncRead + AsyncWrite + Unpin,
+    S: AsyncRead + AsyncWrite + Unpin + Send,
     A: Application,
 {
+    let mut stream = Watched {
+        stream,
+        ahead: Vec::new(),
+        taken: 0,
+        acknowledged,
+    };
     // Parsing runs with the handler on the blocking pool: the runtime's
     // threads only move bytes, and stay quick to notice new clients.
     let mut driver = Driver::new(peer, &options, IoMode::NonBlocking).parse_in_dispatch();
@@ -543,10 +928,21 @@ async fn run<S, A>(
                 let mut io = PolledIo {
                     io: &mut stream,
                     cx,
-                    unsent,
+                    acknowledged: Watched::<S>::acknowledged,
                 };
                 match driver.step(&mut io, &mut scratch) {
                     Step::Wait { deadline, .. } => {
+                        // Idle or not, for the connection cap (D3); closed
+                        // if it asked and the connection is idle.
+                        if let Some(member) = member
+                            && member.tell(driver.is_idle()) == Told::Close
+                        {
+                            let closing = driver.close_idle();
+                            member.answer(closing);
+                            if closing {
+                                continue;
+                            }
+                        }
                         if park(cx, &mut timer, deadline) {
                             return Poll::Pending;
                         }
@@ -555,12 +951,22 @@ async fn run<S, A>(
                 }
             }
         });
+        let asked = async {
+            match member {
+                Some(member) => member.wake.notified().await,
+                None => std::future::pending().await,
+            }
+        };
         let turn = match stop.as_mut() {
             Some(stop) if drain_until.is_none() => tokio::select! {
                 step = step => Turn::Step(step),
                 _ = stop.changed() => Turn::Stop,
+                () = asked => Turn::Asked,
             },
-            _ => Turn::Step(step.await),
+            _ => tokio::select! {
+                step = step => Turn::Step(step),
+                () = asked => Turn::Asked,
+            },
         };
         match turn {
             Turn::Stop => {
@@ -569,11 +975,12 @@ async fn run<S, A>(
             }
             Turn::Step(Step::Dispatch) => {
                 // The drain deadline holds for the application too: an
-                // answer still awaited when it passes is dropped, and the
-                // connection with it (a blocking handler runs on to its
-                // end on the pool, its answer discarded). A shutdown that
-                // begins meanwhile is noticed here.
-                let mut answered = std::pin::pin!(app.dispatch(driver));
+                // answer still awaited when it passes is dropped (an
+                // `async` handler cancelled; a blocking one runs on to its
+                // end on the pool, in its place, its answer discarded),
+                // and the connection closed. A shutdown that begins
+                // meanwhile is noticed here.
+                let mut answered = std::pin::pin!(app.dispatch(driver, &mut stream));
                 let back = loop {
                     match (drain_until, stop.as_mut()) {
                         (None, Some(stop)) => tokio::select! {
@@ -600,21 +1007,29 @@ async fn run<S, A>(
                     }
                 };
                 match back {
-                    Some(back) => {
+                    Dispatched::Back(back) => {
                         driver = back;
                         if drain_until.is_some() {
                             driver.shut_down();
                         }
                     }
-                    // A hook panicked outside the handler's own guard:
-                    // the connection state is gone with it.
-                    None => {
+                    Dispatched::Lost => {
                         tracing::error!(peer = %peer, "a server hook panicked; the connection is dropped");
+                        return;
+                    }
+                    Dispatched::PeerGone => {
+                        tracing::debug!(
+                            peer = %peer,
+                            reason = "the peer reset the connection while the application was answering",
+                            "connection closed"
+                        );
                         return;
                     }
                 }
             }
             Turn::Step(Step::Yield) => tokio::task::yield_now().await,
+            // The next step answers.
+            Turn::Asked => {}
             Turn::Step(Step::Close) => return,
             Turn::Step(Step::Wait { .. }) => {}
         }

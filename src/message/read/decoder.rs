@@ -11,8 +11,9 @@
 //! - With content streaming on, the text of a message's `body.content` is
 //!   taken out of the input in runs as the lexer finds them, decoded
 //!   piece by piece, and handed out before the message itself (D19). A
-//!   content written before its encoding is held within the message limit
-//!   until the message names the encoding.
+//!   content written before its encoding, or before the fields that make
+//!   the role's head of the message ([`Grammar::read_head`]), is held
+//!   within the message limit until the message ends.
 //! - A message refused before its end (too deep, D3) is read to its end and
 //!   dropped: nothing in it is answered again (D1, D5).
 //!
@@ -23,8 +24,8 @@ use std::ops::Range;
 
 use super::framing::{ContentRun, Fault, Frame, Scan, Scanner, leading_whitespace};
 use super::{
-    Parsed, RequestContext, named_encoding, parse_request_framed, parse_request_quick, parse_response_framed,
-    parse_response_quick,
+    Parsed, RequestContext, named_encoding, parse_request, parse_request_framed, parse_request_quick,
+    parse_response_framed, parse_response_quick,
 };
 use crate::message::buffer::Buffer;
 use crate::message::codec::DecodeError;
@@ -52,6 +53,26 @@ pub(crate) trait Grammar {
     fn read_framed(&self, bytes: &[u8], frame: &Frame) -> Self::Read;
     /// The limits on a message (D3), the decoder's own.
     fn limits(&self) -> &MessageLimits;
+    /// What the bytes of a message before its content make (D19):
+    /// `envelope` is them closed as if the content were `""`, or the
+    /// whole message with its content taken out.
+    fn read_head(&self, envelope: &[u8]) -> Head<Self::Read>;
+}
+
+/// What a role makes of the fields before a message's content (D19).
+#[derive(Debug)]
+pub(crate) enum Head<T> {
+    /// The head, read as the whole message will be: the content streams,
+    /// and the role is told the head first ([`Decoded::ContentHead`]).
+    Read(T),
+    /// The content streams; the role takes no head.
+    Unread,
+    /// The fields before the content do not make a message the role would
+    /// take (one is written after the content, or is wrong): nothing says
+    /// yet what the content is for, so it is held within the message
+    /// limit, as content before its encoding is, and the head is read
+    /// again once the message has ended.
+    Pending,
 }
 
 /// Requests, read in `context` (a server).
@@ -75,6 +96,18 @@ impl Grammar for Requests<'_> {
     fn limits(&self) -> &MessageLimits {
         self.limits
     }
+
+    /// A request's content streams past the message limit only once the
+    /// fields before it make a request (D19: streaming senders write
+    /// `body` last and `content` last in it), so that the server can
+    /// decide from the head what becomes of the content before any of it
+    /// is stored.
+    fn read_head(&self, envelope: &[u8]) -> Head<Self::Read> {
+        match parse_request(envelope, self.context, self.limits) {
+            Ok(head) => Head::Read(Ok(Box::new(head))),
+            Err(_) => Head::Pending,
+        }
+    }
 }
 
 /// Responses, checked as `validation` says (a client).
@@ -96,6 +129,12 @@ impl Grammar for Responses<'_> {
 
     fn limits(&self) -> &MessageLimits {
         self.limits
+    }
+
+    /// A client reads every response to its end: its content streams
+    /// whatever comes before it.
+    fn read_head(&self, _envelope: &[u8]) -> Head<Self::Read> {
+        Head::Unread
     }
 }
 
@@ -136,13 +175,15 @@ pub(crate) enum Decoded<T> {
     /// framing fault, the size limit or the end of stream inside it. It
     /// had its one answer; the stream cannot be resynchronised (D1).
     Abandoned,
-    /// The content of the message being received starts streaming, and the
-    /// encoding was named before it (D19): `envelope` is the message's
-    /// bytes up to the content string, closed as if the content were
-    /// `""`. Its pieces follow as [`Decoded::Content`].
+    /// The head of the message being received, before any piece of its
+    /// content (D19), as [`Grammar::read_head`] read it: at the content's
+    /// start when the fields before it make one, or, for content held
+    /// until the message's end, then; at the end, a head that does not
+    /// read comes too, as the refusal the whole message reads as. Its
+    /// pieces follow as [`Decoded::Content`].
     ContentHead {
-        /// `{` … `"content":""}}`, as a whole message.
-        envelope: Vec<u8>,
+        /// The message but its content, read as the whole will be.
+        head: T,
     },
     /// The next piece of the decoded content of the message being received
     /// (D19); never empty.
@@ -191,11 +232,13 @@ struct Inbound {
     /// `None` once the content failed to decode.
     decoder: Option<ContentDecoder>,
     encoding: Encoding,
-    /// The content came before its encoding (D19): nothing can be decoded
-    /// until the message names one, so its text is held here, and the
-    /// message is bounded by the message limit as if it were held whole
-    /// (`413`, D3): only content written last streams past it.
-    unnamed: Option<Vec<u8>>,
+    /// The content came before its encoding, or before the fields that
+    /// make its head ([`Head::Pending`], D19): nothing can be decoded, or
+    /// nothing says what the content is for, until the message has ended,
+    /// so its text is held here, and the message is bounded by the
+    /// message limit as if it were held whole (`413`, D3): only content
+    /// written last streams past it.
+    held_text: Option<Vec<u8>>,
     /// That held text passed the message limit.
     past_message_limit: bool,
     /// The closing quote has been seen; the decoder is being finished.
@@ -219,7 +262,7 @@ impl Inbound {
         Inbound {
             decoder: Some(ContentDecoder::new(encoding, limit)),
             encoding,
-            unnamed: None,
+            held_text: None,
             past_message_limit: false,
             ended: false,
             finished: false,
@@ -451,12 +494,15 @@ impl Decoder {
             }
             match found {
                 Scan::Content(run) => {
-                    // The envelope is still in the input: taken before
-                    // the run is.
-                    let envelope = self.content_envelope(&run);
-                    self.take_run(run, grammar.limits());
-                    if let Some(envelope) = envelope {
-                        return Decoded::ContentHead { envelope };
+                    // The envelope is still in the input: read before the
+                    // run is taken.
+                    let head = self
+                        .content_envelope(&run)
+                        .map_or(Head::Unread, |envelope| grammar.read_head(&envelope));
+                    let hold = run.encoding().is_none() || matches!(head, Head::Pending);
+                    self.take_run(run, grammar.limits(), hold);
+                    if let Head::Read(head) = head {
+                        return Decoded::ContentHead { head };
                     }
                 }
                 Scan::TooDeep { .. } => {
@@ -518,9 +564,29 @@ impl Decoder {
                 if self.name_content(range.clone(), &frame, grammar.limits()) {
                     return self.stopped(Decoded::TooLarge);
                 }
-                if self.held.is_some() {
-                    // Its pieces come first; the call after them returns
-                    // the held message.
+                if let Some(held) = &self.held {
+                    // Its head, now that every field is in, then its
+                    // pieces; the call after them returns the held
+                    // message. An empty content has none, as when the
+                    // shortcut reads the message whole.
+                    let text = self
+                        .inbound
+                        .as_ref()
+                        .is_some_and(|inbound| inbound.text_bytes > 0);
+                    if text {
+                        match grammar.read_head(&held.bytes) {
+                            Head::Read(head) => return Decoded::ContentHead { head },
+                            // Every field is in, and they make no head: the
+                            // message is refused whatever its content, as
+                            // its read says, and the role knows it before
+                            // the pieces it checks.
+                            Head::Pending => {
+                                let head = grammar.read_framed(&held.bytes, &held.frame);
+                                return Decoded::ContentHead { head };
+                            }
+                            Head::Unread => {}
+                        }
+                    }
                     return self.next(grammar, peer_ended);
                 }
                 let read = grammar.read_framed(&self.input.bytes[range], &frame);
@@ -539,15 +605,16 @@ impl Decoder {
         }
     }
 
-    /// The message at `range` ended. If its content came before its
-    /// encoding (D19), the held text is decoded in the encoding the message
-    /// names, and the message is [`Held`] until the last piece; `true` when
-    /// the message, text included, is past the message limit (D3).
+    /// The message at `range` ended. If its content was held (written
+    /// before its encoding or its head, D19), the held text is decoded in
+    /// the encoding the message names, and the message is [`Held`] until
+    /// the last piece; `true` when the message, text included, is past the
+    /// message limit (D3).
     fn name_content(&mut self, range: Range<usize>, frame: &Frame, limits: &MessageLimits) -> bool {
         let Some(inbound) = self.inbound.as_mut() else {
             return false;
         };
-        let Some(text) = inbound.unnamed.take() else {
+        let Some(text) = inbound.held_text.take() else {
             return false;
         };
         let bytes = &self.input.bytes[range];
@@ -587,15 +654,16 @@ impl Decoder {
     }
 
     /// Takes a run of content text out of the input into the decoder
-    /// (D19); the scan goes on where the run began.
-    fn take_run(&mut self, run: ContentRun, limits: &MessageLimits) {
+    /// (D19); the scan goes on where the run began. `hold`, at the first
+    /// run: the content is held until the message ends, not decoded.
+    fn take_run(&mut self, run: ContentRun, limits: &MessageLimits, hold: bool) {
         if run.is_first() {
             let mut inbound = Inbound::new(
                 run.encoding().unwrap_or(Encoding::Identity),
                 self.max_content_bytes,
             );
-            if run.encoding().is_none() {
-                inbound.unnamed = Some(Vec::new());
+            if hold {
+                inbound.held_text = Some(Vec::new());
             }
             self.inbound = Some(Box::new(inbound));
         }
@@ -603,10 +671,10 @@ impl Decoder {
         if let Some(inbound) = &mut self.inbound {
             let text = &self.input.bytes[range.clone()];
             let limit = limits.max_message_bytes;
-            match &mut inbound.unnamed {
+            match &mut inbound.held_text {
                 Some(held) if held.len() + text.len() <= limit => held.extend_from_slice(text),
                 Some(_) => {
-                    inbound.unnamed = None;
+                    inbound.held_text = None;
                     inbound.past_message_limit = true;
                 }
                 None => inbound.feed(text, run.is_last()),
@@ -622,7 +690,7 @@ impl Decoder {
         if inbound.past_message_limit {
             return Some(self.stopped(Decoded::TooLarge));
         }
-        if inbound.unnamed.is_some() {
+        if inbound.held_text.is_some() {
             // Nothing is decoded until the encoding is named.
             return None;
         }

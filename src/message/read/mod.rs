@@ -556,18 +556,24 @@ fn validate_request<R: From<Request>>(
     let raw_headers = object_field("headers", &env.headers)?;
     let mut headers = Headers::new();
     let expect = request_headers(raw_headers, &mut headers).map_err(bad)?;
-    let raw_body = object_field("body", &env.body)?;
     // D10: after the acknowledgement, `expect` is ignored altogether.
     let expect = match context {
         RequestContext::Fresh => expect,
         RequestContext::AfterContinue => None,
     };
     let handshake = expect == Some("100-continue");
-    // The first request of a handshake: its body is ignored (D10).
-    let fields = if handshake {
-        None
-    } else {
-        Some(body_fields(raw_body)?)
+    // The first request of a handshake: its body may be absent, and any
+    // object is ignored (D10); another type is still `400`.
+    let fields = match (&env.body, handshake) {
+        (None, true) => None,
+        (_, true) => {
+            object_field("body", &env.body)?;
+            None
+        }
+        (_, false) => {
+            let raw_body = object_field("body", &env.body)?;
+            Some((raw_body, body_fields(raw_body)?))
+        }
     };
     unknown_field(env, "status")?;
 
@@ -584,10 +590,13 @@ fn validate_request<R: From<Request>>(
     headers.expect_continue = handshake;
     let body = match fields {
         None => Body::empty(),
-        Some(BodyFields {
-            content,
-            encoding: name,
-        }) => {
+        Some((
+            raw_body,
+            BodyFields {
+                content,
+                encoding: name,
+            },
+        )) => {
             let encoding = encoding(name)?;
             let bytes = match content {
                 Some(content) => decode_content(content, encoding, limits)?,
