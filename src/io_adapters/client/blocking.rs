@@ -40,7 +40,7 @@ use std::sync::{Arc, Condvar};
 use std::time::Duration;
 
 use super::drive::READ_CHUNK;
-use super::pool::{Checkout, Deadline, Lease, Pooled, Reaper, Shared, may_retry, socket_spoke};
+use super::pool::{Checkout, Deadline, Lease, Pooled, Reaper, Resend, Shared, may_retry, socket_spoke};
 use super::{Answer, ClientError, ClientOptions, Direction, Origin, PoolOptions, RequestBuilder, Scheme};
 use super::{Call, Driver, Step, Streams, connect, only};
 use crate::io_adapters::transport::{IoMode, Transport};
@@ -468,20 +468,9 @@ impl Pool {
         limit: Option<Option<Duration>>,
     ) -> Result<Answer, ClientError> {
         let method = request.method;
-        let mut first = Some(request);
-        let mut again = None;
+        let mut resend = Resend::new(request);
         self.call(origin, method, true, limit, |client, reused| {
-            let request = match first.take() {
-                Some(request) => {
-                    // A copy for the one retry, only where one may come.
-                    if reused && may_retry_method(method) {
-                        again = Some(request.clone());
-                    }
-                    request
-                }
-                None => again.take().ok_or(ClientError::ConnectionClosed)?,
-            };
-            client.send(request)
+            client.send(resend.next(reused, true)?)
         })
     }
 
@@ -495,19 +484,9 @@ impl Pool {
         sink: &mut dyn Write,
     ) -> Result<Answer, ClientError> {
         let method = request.method;
-        let mut first = Some(request);
-        let mut again = None;
+        let mut resend = Resend::new(request);
         self.call(origin, method, true, None, |client, reused| {
-            let request = match first.take() {
-                Some(request) => {
-                    if reused && may_retry_method(method) {
-                        again = Some(request.clone());
-                    }
-                    request
-                }
-                None => again.take().ok_or(ClientError::ConnectionClosed)?,
-            };
-            client.download(request, &mut *sink)
+            client.download(resend.next(reused, true)?, &mut *sink)
         })
     }
 
@@ -658,11 +637,6 @@ impl Pool {
         lease.connected(Client::from_stream(stream, options.client.clone()));
         Ok(())
     }
-}
-
-/// Whether `method` is one D13 lets a pool send again.
-pub(crate) fn may_retry_method(method: Method) -> bool {
-    super::Progress::UNSENT.may_send_again(method)
 }
 
 /// The error for a `jsontps://` origin in a build without TLS.

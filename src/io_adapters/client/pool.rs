@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use super::{ClientError, ClientOptions, Timeout, keys};
+use super::{ClientError, ClientOptions, Progress, Timeout, keys};
 use crate::message::{Body, Headers, Method, Request, Resource};
 
 /// The port of `jsontp://` addresses that give none.
@@ -332,6 +332,37 @@ impl PoolOptions {
 /// (`GET`, `OPTIONS`, `PUT`, `DELETE`; never a `POST`).
 pub(crate) fn may_retry(error: &ClientError, method: Method, reused: bool) -> bool {
     reused && error.progress().is_some_and(|p| p.may_send_again(method))
+}
+
+/// A call's request, and the copy kept for the one retry D13 allows,
+/// made only when the request goes out on a reused connection with a
+/// method that may be sent again.
+pub(crate) struct Resend {
+    first: Option<Request>,
+    spare: Option<Request>,
+}
+
+impl Resend {
+    pub(crate) fn new(request: Request) -> Resend {
+        Resend {
+            first: Some(request),
+            spare: None,
+        }
+    }
+
+    /// The request for this attempt: the call's own the first time
+    /// (copied when `reused` and the call `may_retry`), its copy after.
+    pub(crate) fn next(&mut self, reused: bool, may_retry: bool) -> Result<Request, ClientError> {
+        match self.first.take() {
+            Some(request) => {
+                if reused && may_retry && Progress::UNSENT.may_send_again(request.method) {
+                    self.spare = Some(request.clone());
+                }
+                Ok(request)
+            }
+            None => self.spare.take().ok_or(ClientError::ConnectionClosed),
+        }
+    }
 }
 
 /// A call's deadline ([`PoolOptions::call_timeout`]).

@@ -43,7 +43,7 @@ use tokio::net::TcpStream;
 use tokio::sync::Notify;
 
 use super::drive::{READ_CHUNK, READ_PIECE, Staged};
-use super::pool::{Checkout, Deadline, Lease, Pooled, Reaper, Shared, may_retry, socket_spoke};
+use super::pool::{Checkout, Deadline, Lease, Pooled, Reaper, Resend, Shared, may_retry, socket_spoke};
 use super::{Answer, Call, ClientError, ClientOptions, Direction, Driver, Step, Streams, connect, only};
 use super::{Origin, PoolOptions, RequestBuilder, Scheme, Timeout};
 use crate::io_adapters::transport::{IoMode, PolledIo, park};
@@ -377,10 +377,8 @@ type PoolShared = Shared<Client<PoolStream>, Notify>;
 /// What one pooled call sends, and where its content comes from and goes.
 struct Work<'a> {
     method: Method,
-    /// The request of the next attempt.
-    request: Option<Request>,
-    /// A copy for the one retry D13 allows, made only where one may come.
-    spare: Option<Request>,
+    /// The request of each attempt.
+    request: Resend,
     streams: WorkStreams<'a>,
 }
 
@@ -582,15 +580,8 @@ impl Pool {
         let bounded = deadline.bound(self.shared.now(), self.shared.options.client.exchange_timeout)?;
         let reused = lease.reused();
         let client = lease.conn().ok_or(ClientError::ConnectionClosed)?;
-        let request = match work.request.take() {
-            Some(request) => {
-                if reused && work.retryable() && super::blocking::may_retry_method(request.method) {
-                    work.spare = Some(request.clone());
-                }
-                request
-            }
-            None => work.spare.take().ok_or(ClientError::ConnectionClosed)?,
-        };
+        let retryable = work.retryable();
+        let request = work.request.next(reused, retryable)?;
         client.driver.set_exchange_timeout(bounded.limit);
         let outcome = match &mut work.streams {
             WorkStreams::InMemory => client.send(request).await,
@@ -675,8 +666,7 @@ impl<'a> Work<'a> {
     fn new(request: Request, streams: WorkStreams<'a>) -> Self {
         Work {
             method: request.method,
-            request: Some(request),
-            spare: None,
+            request: Resend::new(request),
             streams,
         }
     }
