@@ -3,80 +3,36 @@
 //! shutdown's drain deadline holds neither its connection nor the server:
 //! the connection is closed and `run`/`serve` returns at the deadline.
 
-use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use jsontp_protocol::io_adapters::server::{Handler, RequestInfo, ServerOptions};
 use jsontp_protocol::message::{Request, Response};
 
-use crate::support::{LIMIT, Reader, Runtime, code, connect, each_runtime, request};
+use crate::support::{LIMIT, Reader, Running, Runtime, code, connect, each_runtime, request, start};
 
 /// The drain deadline of these tests.
 const DRAIN: Duration = Duration::from_secs(1);
 /// How long past the deadline a server may take to return.
 const MARGIN: Duration = Duration::from_millis(700);
 
-/// A server on its own thread. On tokio the runtime is shut down without
+/// `handler` on `runtime`. On tokio the runtime is shut down without
 /// waiting for blocking tasks once `serve` returns, as a program that
 /// must exit at the deadline does: the time measured is `serve`'s own.
-struct Served {
-    addr: SocketAddr,
-    stop: Box<dyn Fn() + Send>,
-    thread: JoinHandle<std::io::Result<()>>,
-}
-
-impl Served {
-    /// Stops the server and waits at most `limit` for it to return: how
-    /// long it took, or `None` if it did not return in time.
-    fn stop_within(&self, limit: Duration) -> Option<Duration> {
-        let started = Instant::now();
-        (self.stop)();
-        while !self.thread.is_finished() {
-            if started.elapsed() > limit {
-                return None;
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        Some(started.elapsed())
-    }
-}
-
-fn serve<H: Handler>(runtime: Runtime, handler: H, options: ServerOptions) -> Served {
+fn serve<H: Handler>(runtime: Runtime, handler: H, options: ServerOptions) -> Running {
     match runtime {
-        Runtime::Std => {
-            use jsontp_protocol::io_adapters::server::blocking::StdServer;
-            let server = StdServer::bind("127.0.0.1:0", handler, options).expect("bind");
-            let (addr, handle) = (server.local_addr().expect("addr"), server.shutdown_handle());
-            Served {
-                addr,
-                stop: Box::new(move || handle.shutdown()),
-                thread: std::thread::spawn(move || server.run()),
-            }
-        }
-        #[cfg(feature = "mio")]
-        Runtime::Mio => {
-            use jsontp_protocol::io_adapters::server::mio::MioServer;
-            let server = MioServer::bind("127.0.0.1:0", handler, options).expect("bind");
-            let (addr, handle) = (server.local_addr().expect("addr"), server.shutdown_handle());
-            Served {
-                addr,
-                stop: Box::new(move || handle.shutdown()),
-                thread: std::thread::spawn(move || server.run()),
-            }
-        }
         #[cfg(feature = "tokio")]
         Runtime::Tokio => on_tokio(move |listener, stop| {
             jsontp_protocol::io_adapters::server::tokio::serve(listener, handler, options, stop)
         }),
+        _ => start(runtime, handler, options),
     }
 }
 
-/// Runs `serve` on a tokio runtime of its own; see [`Served`].
+/// Runs `serve` on a tokio runtime of its own; see [`serve`].
 #[cfg(feature = "tokio")]
-fn on_tokio<F, Fut>(serve: F) -> Served
+fn on_tokio<F, Fut>(serve: F) -> Running
 where
     F: FnOnce(tokio::net::TcpListener, std::pin::Pin<Box<dyn Future<Output = ()> + Send>>) -> Fut
         + Send
@@ -101,11 +57,7 @@ where
         runtime.shutdown_background();
         served
     });
-    Served {
-        addr,
-        stop: Box::new(move || stop.notify_one()),
-        thread,
-    }
+    Running::new(addr, Box::new(move || stop.notify_one()), thread)
 }
 
 /// A handler that says it began, then works until it is released or 20 s
@@ -144,7 +96,7 @@ impl Handler for Stuck {
 /// Sends a request to a server whose handler works past the deadline,
 /// stops the server once the handler began, and checks that `run` or
 /// `serve` returned at the deadline and the connection was closed.
-fn returns_at_the_deadline(served: Served, began: &mpsc::Receiver<()>, runtime: &str) {
+fn returns_at_the_deadline(served: Running, began: &mpsc::Receiver<()>, runtime: &str) {
     let mut peer = Reader::new(connect(served.addr));
     peer.send(&request("GET", "/work", ""));
     began

@@ -129,6 +129,25 @@ pub struct Running {
 }
 
 impl Running {
+    /// A server running on `thread`, stopped by `stop`.
+    pub fn new(addr: SocketAddr, stop: Box<dyn Fn() + Send>, thread: JoinHandle<io::Result<()>>) -> Running {
+        Running { addr, stop, thread }
+    }
+
+    /// Stops the server and waits at most `limit` for it to return: how
+    /// long it took, or `None` if it did not return in time.
+    pub fn stop_within(&self, limit: Duration) -> Option<Duration> {
+        let started = Instant::now();
+        self.stop();
+        while !self.thread.is_finished() {
+            if started.elapsed() > limit {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        Some(started.elapsed())
+    }
+
     /// Starts the graceful shutdown; returns at once.
     pub fn stop(&self) {
         (self.stop)();
