@@ -204,6 +204,13 @@ fn spool_in_folder() -> (SpoolOptions, tempfile::TempDir) {
     (spool, folder)
 }
 
+/// Nothing left of any upload: no byte of the budget taken, no file open
+/// or listed in the spool folder.
+#[track_caller]
+fn assert_nothing_kept(spool: &SpoolOptions, folder: &Path, what: &str) {
+    assert_eq!((spool.spooled_bytes(), files_in(folder).len()), (0, 0), "{what}");
+}
+
 /// The files of `folder` this process holds open, named or not (a spooled
 /// upload has no name on Linux), and those listed in it.
 fn files_in(folder: &Path) -> Vec<String> {
@@ -404,11 +411,7 @@ fn content_the_router_answers_without_is_checked_and_dropped() {
         reader.send(end);
         let answer = reader.expect();
         assert_eq!(code(&answer), 200, "{way:?}: {answer}");
-        assert_eq!(
-            (spool.spooled_bytes(), files_in(folder.path()).len()),
-            (0, 0),
-            "{way:?}"
-        );
+        assert_nothing_kept(&spool, folder.path(), &format!("{way:?}"));
         server.shutdown();
     }
 }
@@ -465,11 +468,7 @@ fn a_corrupt_upload_to_a_route_the_router_refuses_is_still_400() {
             got.most_spooled > 0,
             "{way:?}: the content taken was never seen spooled"
         );
-        assert_eq!(
-            (spool.spooled_bytes(), files_in(folder.path()).len()),
-            (0, 0),
-            "{way:?}"
-        );
+        assert_nothing_kept(&spool, folder.path(), &format!("{way:?}"));
         server.shutdown();
     }
 }
@@ -536,11 +535,7 @@ fn a_compression_bomb_to_a_refused_route_stops_at_the_content_limit() {
             "{way:?}: {:?}",
             started.elapsed()
         );
-        assert_eq!(
-            (spool.spooled_bytes(), files_in(folder.path()).len()),
-            (0, 0),
-            "{way:?}"
-        );
+        assert_nothing_kept(&spool, folder.path(), &format!("{way:?}"));
         server.shutdown();
     }
 }
@@ -597,10 +592,10 @@ fn an_auto_accepted_handshake_to_a_route_the_router_refuses_stores_nothing() {
             "{way:?}: the upload taken was never seen spooled"
         );
         assert!(!got.files.is_empty(), "{way:?}: the upload taken had no file");
-        assert_eq!(
-            (spool.spooled_bytes(), files_in(folder.path()).len()),
-            (0, 0),
-            "{way:?}: given back once answered"
+        assert_nothing_kept(
+            &spool,
+            folder.path(),
+            &format!("{way:?}: given back once answered"),
         );
         server.shutdown();
     }
@@ -664,10 +659,10 @@ fn content_written_before_its_head_to_a_route_the_router_refuses_stores_nothing(
             assert_eq!(got.answer["body"]["content"], format!("kept {} bytes", 256 << 10));
             let got = send("/kept", &bomb);
             assert_eq!(code(&got.answer), 503, "{what}: {}", got.answer);
-            assert_eq!(
-                (spool.spooled_bytes(), files_in(folder.path()).len()),
-                (0, 0),
-                "{what}: given back once answered"
+            assert_nothing_kept(
+                &spool,
+                folder.path(),
+                &format!("{what}: given back once answered"),
             );
         }
         server.shutdown();
