@@ -1286,43 +1286,14 @@ fn a_put_out_of_descriptors_is_503_and_stores_nothing() {
     // As a GET out of descriptors: the condition passes, and nothing was
     // written, so the client may simply try again.
     use std::io::{BufRead, BufReader, Write};
-    use std::net::{SocketAddr, TcpStream};
-    use std::process::{Command, Stdio};
+    use std::net::TcpStream;
 
-    use crate::support::{BIN, SERVE_ENV, Serve, temp_root};
+    use crate::support::{spawn_serve_short_of_descriptors, temp_root};
 
     let root = temp_root("put-out-of-descriptors");
-    // A handful of descriptors: the listener, the poller, the root, and
-    // few more. `ulimit` is the shell's; without a shell, nothing to test.
-    let mut command = Command::new("sh");
-    command
-        .arg("-c")
-        .arg(format!(
-            "ulimit -n 24 && exec {BIN} serve --writable --workers 1 --quiet --addr 127.0.0.1:0 --root '{}'",
-            root.display()
-        ))
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
-    for name in SERVE_ENV {
-        command.env_remove(name);
-    }
-    let Ok(mut child) = command.spawn() else {
-        eprintln!("no sh here");
+    let Some((server, addr)) = spawn_serve_short_of_descriptors(&root, "--writable") else {
         return;
     };
-    let mut log = BufReader::new(child.stderr.take().expect("stderr"));
-    let server = Serve(child);
-    let mut line = String::new();
-    let _ = log.read_line(&mut line);
-    let Some(addr) = line
-        .trim()
-        .rsplit("://")
-        .next()
-        .and_then(|a| a.parse::<SocketAddr>().ok())
-    else {
-        panic!("jsontp serve did not start: {line:?}");
-    };
-    std::thread::spawn(move || std::io::copy(&mut log, &mut std::io::sink()));
     let send = |stream: &mut TcpStream, method: &str, content: &str| {
         let request = serde_json::json!({
             "jsontp": "1.0", "type": "request", "resource": "/new.txt", "method": method,

@@ -90,6 +90,44 @@ pub fn spawn_serve(root: &Path, extra: &[&str]) -> (Serve, SocketAddr, BufReader
     spawn_serve_with_env(root, extra, &[])
 }
 
+/// `jsontp serve --workers 1 --quiet` on `root` with `extra`, under the
+/// shell's `ulimit -n 24`: a handful of descriptors (the listener, the
+/// poller, the root, and few more). `None` without a shell to set it.
+/// Its log is drained on a thread of its own.
+#[cfg(unix)]
+pub fn spawn_serve_short_of_descriptors(root: &Path, extra: &str) -> Option<(Serve, SocketAddr)> {
+    let mut command = Command::new("sh");
+    command
+        .arg("-c")
+        .arg(format!(
+            "ulimit -n 24 && exec {BIN} serve {extra} --workers 1 --quiet --addr 127.0.0.1:0 --root '{}'",
+            root.display()
+        ))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    for name in SERVE_ENV {
+        command.env_remove(name);
+    }
+    let Ok(mut child) = command.spawn() else {
+        eprintln!("no sh here");
+        return None;
+    };
+    let mut log = BufReader::new(child.stderr.take().expect("stderr"));
+    let server = Serve(child);
+    let mut line = String::new();
+    let _ = log.read_line(&mut line);
+    let Some(addr) = line
+        .trim()
+        .rsplit("://")
+        .next()
+        .and_then(|a| a.parse::<SocketAddr>().ok())
+    else {
+        panic!("jsontp serve did not start: {line:?}");
+    };
+    thread::spawn(move || std::io::copy(&mut log, &mut std::io::sink()));
+    Some((server, addr))
+}
+
 /// [`spawn_serve`] with environment variables; `JSONTP_ADDR` and
 /// `JSONTP_ROOT` in `env` replace the `--addr 127.0.0.1:0` and `--root ROOT`
 /// it passes otherwise.

@@ -6,11 +6,11 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::support::{BIN, SERVE_ENV, Serve, Served, jsontp, stderr, temp_root};
+use crate::support::{Served, jsontp, spawn_serve_short_of_descriptors, stderr, temp_root};
 
 #[test]
 fn a_pipe_in_the_root_is_refused_without_blocking_a_worker() {
@@ -97,37 +97,9 @@ fn a_file_rewritten_or_truncated_during_a_download_arrives_cut_off() {
 #[test]
 fn a_server_out_of_descriptors_says_so_rather_than_no_such_file() {
     let root = temp_root("truth-descriptors");
-    // A handful of descriptors: the listener, the poller, the root, and
-    // few more. `ulimit` is the shell's; without a shell, nothing to test.
-    let mut command = Command::new("sh");
-    command
-        .arg("-c")
-        .arg(format!(
-            "ulimit -n 24 && exec {BIN} serve --workers 1 --quiet --addr 127.0.0.1:0 --root '{}'",
-            root.display()
-        ))
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
-    for name in SERVE_ENV {
-        command.env_remove(name);
-    }
-    let Ok(mut child) = command.spawn() else {
-        eprintln!("no sh here");
+    let Some((server, addr)) = spawn_serve_short_of_descriptors(&root, "") else {
         return;
     };
-    let mut log = BufReader::new(child.stderr.take().expect("stderr"));
-    let server = Serve(child);
-    let mut line = String::new();
-    let _ = log.read_line(&mut line);
-    let Some(addr) = line
-        .trim()
-        .rsplit("://")
-        .next()
-        .and_then(|a| a.parse::<SocketAddr>().ok())
-    else {
-        panic!("jsontp serve did not start: {line:?}");
-    };
-    thread::spawn(move || std::io::copy(&mut log, &mut std::io::sink()));
     // Idle connections take the descriptors, until one more is not
     // accepted (it waits in the backlog) …
     let mut idle = Vec::new();
