@@ -80,19 +80,28 @@ fn schedules_survive_their_byte_form() {
 /// `JSONTP_WRITE_CORPUS=1` the test writes them instead.
 #[test]
 fn named_schedules_are_in_the_fuzz_corpus() {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus/serving");
+    let named = regressions().into_iter().map(|(name, s)| (name, s.encode()));
+    corpus_holds("serving", "schedule", named);
+}
+
+/// Checks that `fuzz/corpus/<target>/regression-<name>` holds each named
+/// schedule's bytes; with `JSONTP_WRITE_CORPUS=1` writes them instead.
+fn corpus_holds<'a>(target: &str, what: &str, named: impl Iterator<Item = (&'a str, Vec<u8>)>) {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("fuzz/corpus")
+        .join(target);
     let write = std::env::var_os("JSONTP_WRITE_CORPUS").is_some();
-    for (name, schedule) in regressions() {
+    for (name, bytes) in named {
         let path = dir.join(format!("regression-{name}"));
         if write {
             std::fs::create_dir_all(&dir).expect("the corpus folder");
-            std::fs::write(&path, schedule.encode()).expect("a corpus file");
+            std::fs::write(&path, &bytes).expect("a corpus file");
         }
         let stored = std::fs::read(&path).unwrap_or_default();
         assert_eq!(
             stored,
-            schedule.encode(),
-            "{} differs from the schedule {name} (JSONTP_WRITE_CORPUS=1 rewrites it)",
+            bytes,
+            "{} differs from the {what} {name} (JSONTP_WRITE_CORPUS=1 rewrites it)",
             path.display()
         );
     }
@@ -279,22 +288,8 @@ mod clients {
     /// With `JSONTP_WRITE_CORPUS=1` the test writes them instead.
     #[test]
     fn named_client_schedules_are_in_the_fuzz_corpus() {
-        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus/calling");
-        let write = std::env::var_os("JSONTP_WRITE_CORPUS").is_some();
-        for (name, schedule) in regressions() {
-            let path = dir.join(format!("regression-{name}"));
-            if write {
-                std::fs::create_dir_all(&dir).expect("the corpus folder");
-                std::fs::write(&path, schedule.encode()).expect("a corpus file");
-            }
-            let stored = std::fs::read(&path).unwrap_or_default();
-            assert_eq!(
-                stored,
-                schedule.encode(),
-                "{} differs from the client schedule {name} (JSONTP_WRITE_CORPUS=1 rewrites it)",
-                path.display()
-            );
-        }
+        let named = regressions().into_iter().map(|(name, s)| (name, s.encode()));
+        super::corpus_holds("calling", "client schedule", named);
     }
 
     #[test]
