@@ -168,7 +168,7 @@ impl<T: DeserializeOwned> Extract for Keys<T> {
 ///
 /// ```
 /// use jsontp_protocol::app::{Path, Router, get};
-/// use jsontp_protocol::io_adapters::server::{Handler, RequestInfo};
+/// use jsontp_protocol::io_adapters::server::RequestInfo;
 /// use jsontp_protocol::message::{Method, Request, Resource, StatusCode};
 ///
 /// let router = Router::new().route(
@@ -178,7 +178,7 @@ impl<T: DeserializeOwned> Extract for Keys<T> {
 /// let peer = "127.0.0.1:1".parse().unwrap();
 /// let ask = |path: &str| {
 ///     let request = Request::new(Method::Get, path.parse::<Resource>().unwrap());
-///     router.handle(&request, &RequestInfo::new(peer))
+///     router.handle(request, &RequestInfo::new(peer))
 /// };
 /// assert_eq!(ask("/posts/7").body.as_text(), Some("post 7"));
 /// let refused = ask("/posts/seven");

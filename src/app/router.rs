@@ -6,9 +6,9 @@ use std::sync::Arc;
 
 use super::RouteHandler;
 use super::extract::{Call, States};
-use super::handler::{Answer, Shared, block_on};
+use super::handler::{Answer, Shared};
 use super::respond::Refusal;
-use crate::io_adapters::server::{AccessRecord, Handler, HeadCheck, Incoming, Reply, RequestInfo, Upload};
+use crate::io_adapters::server::{AccessRecord, Handled, Handler, HeadCheck, Incoming, Reply, RequestInfo};
 use crate::message::{Body, Method, Request, Response, StatusCode};
 
 /// The handlers of one resource pattern, by method. Made with [`get`],
@@ -275,7 +275,7 @@ struct Route {
 ///
 /// ```
 /// use jsontp_protocol::app::{Keys, Path, Refusal, Router, State, get, post};
-/// use jsontp_protocol::io_adapters::server::{Handler, RequestInfo};
+/// use jsontp_protocol::io_adapters::server::RequestInfo;
 /// use jsontp_protocol::message::{Method, Request, Resource, StatusCode};
 /// use serde::Deserialize;
 /// use std::sync::{Arc, Mutex};
@@ -301,7 +301,7 @@ struct Route {
 ///     for (key, value) in keys.as_object().unwrap() {
 ///         request.body = request.body.with_extra(key, value.clone()).unwrap();
 ///     }
-///     router.handle(&request, &peer)
+///     router.handle(request, &peer)
 /// };
 /// let created = ask(Method::Post, "/posts", serde_json::json!({"subject": "hello"}));
 /// assert_eq!(created.status.code, StatusCode::CREATED);
@@ -508,17 +508,25 @@ impl Router {
         Arc::clone(&self.inner.states)
     }
 
-    /// Answers `incoming` on this thread: the handler's reply, an `async`
-    /// handler's run to its end here.
-    pub fn answer(&self, incoming: Incoming) -> Reply {
-        let path = incoming.request.resource.path().to_owned();
-        match self.target(incoming.request.method, &path) {
+    /// Answers `request` from `info`'s peer on this thread, whole: a
+    /// streamed reply is read into memory and an `async` handler run to
+    /// its end here. For tests and tools; a server calls
+    /// [`Handler::respond`].
+    pub fn handle(&self, request: Request, info: &RequestInfo) -> Response {
+        whole(self.answer(Incoming::new(request, *info)).wait())
+    }
+
+    /// Answers `incoming`: a synchronous handler's reply, here; an
+    /// `async` handler's future, for the server to await.
+    pub fn answer(&self, incoming: Incoming) -> Handled {
+        let target = self.target(incoming.request.method, incoming.request.resource.path());
+        match target {
             Target::Answer(response) => response.into(),
             Target::Handler(handler, params) => {
                 let call = Call::new(incoming, params, self.states());
                 match handler.call(call) {
-                    Answer::Ready(reply) => reply,
-                    Answer::Later(future) => block_on(future),
+                    Answer::Ready(reply) => Handled::Now(reply),
+                    Answer::Later(future) => Handled::Later(future),
                 }
             }
         }
@@ -526,8 +534,12 @@ impl Router {
 }
 
 impl Handler for Router {
-    fn handle(&self, request: &Request, info: &RequestInfo) -> Response {
-        whole(self.answer(Incoming::new(request.clone(), *info)))
+    /// Answers with the router: large content reaches the handler as a
+    /// stream ([`Content`](super::Content)), and a streamed reply streams.
+    /// A synchronous handler runs here; an `async` one is the server's to
+    /// await.
+    fn respond(&self, incoming: Incoming) -> Handled {
+        self.answer(incoming)
     }
 
     /// Decides from the head what the router answers whatever the
@@ -544,20 +556,6 @@ impl Handler for Router {
             Target::Answer(_) => HeadCheck::Unwanted,
             Target::Handler(..) => HeadCheck::Wanted,
         }
-    }
-
-    /// The refusals of [`check_head`](Self::check_head).
-    fn check_continue(&self, request: &Request, info: &RequestInfo) -> Result<(), Response> {
-        match self.check_head(request, info) {
-            HeadCheck::Refused(response) => Err(*response),
-            _ => Ok(()),
-        }
-    }
-
-    /// Answers with the router: large content reaches the handler as a
-    /// stream ([`Content`](super::Content)), and a streamed reply streams.
-    fn respond(&self, request: &Request, upload: Option<Upload>, info: &RequestInfo) -> Reply {
-        self.answer(Incoming::new(request.clone(), *info).with_upload(upload))
     }
 
     /// The access record, as a `debug` event of `tracing` (target
@@ -581,8 +579,7 @@ impl Handler for Router {
     }
 }
 
-/// `reply` as a whole response: a streamed content is read into memory
-/// (for [`Handler::handle`], which cannot stream).
+/// `reply` as a whole response: a streamed content is read into memory.
 fn whole(reply: Reply) -> Response {
     let (mut response, reader) = reply.into_parts();
     let Some(mut reader) = reader else {
@@ -684,7 +681,7 @@ mod tests {
         );
         let peer = RequestInfo::new("127.0.0.1:1".parse().unwrap());
         let request = Request::new(Method::Get, "/a".parse().unwrap());
-        assert_eq!(router.handle(&request, &peer).body.as_text(), Some("second"));
+        assert_eq!(router.handle(request, &peer).body.as_text(), Some("second"));
     }
 
     #[test]
@@ -699,7 +696,7 @@ mod tests {
             }),
         );
         let peer = RequestInfo::new("127.0.0.1:1".parse().unwrap());
-        let response = router.handle(&Request::new(Method::Get, "/s".parse().unwrap()), &peer);
+        let response = router.handle(Request::new(Method::Get, "/s".parse().unwrap()), &peer);
         assert_eq!(response.body.as_text(), Some("abc"));
         assert_eq!(response.body.extra()["k"], 1);
         assert_eq!(response.status.human_message, "streamed");
