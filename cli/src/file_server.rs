@@ -3,7 +3,7 @@
 //! them, OPTIONS lists what can be done (D11).
 //!
 //! Checks run in the order D5 gives, in one function, `plan`, which both
-//! [`Handler::handle`] and [`Handler::check_head`] call, so that a
+//! [`Handler::respond`] and [`Handler::check_head`] call, so that a
 //! 100-continue handshake, or a request whose content streams in, is
 //! refused for exactly what the whole request would be refused for,
 //! before the client sends its body (D10) or any of it is stored (D19).

@@ -92,7 +92,7 @@ impl Drop for Place<'_> {
 }
 
 /// A handler whose calls each take a place first (std, mio): at most as
-/// many run at once as there are places. Its hooks (`check_continue`,
+/// many run at once as there are places. Its hooks (`check_head`,
 /// `log_exchange`) take none.
 #[derive(Debug)]
 pub(crate) struct Bounded<H> {

@@ -123,6 +123,7 @@ where
     let app = App {
         handler: Arc::new(handler),
         places: places(&options),
+        trips: Trips::InPlace,
     };
     accept_loop(listener, app, options, shutdown).await
 }
@@ -310,6 +311,7 @@ where
     let app = App {
         handler,
         places: places(options),
+        trips: Trips::InPlace,
     };
     run(stream, peer, app, options.clone(), None, None, |_| None)
 }
@@ -371,6 +373,17 @@ enum Dispatched {
 struct App<H: ?Sized> {
     handler: Arc<H>,
     places: Arc<Semaphore>,
+    trips: Trips,
+}
+
+/// Whether a trip to the blocking pool takes a handler place.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Trips {
+    /// The handler answers on the trip and may block there.
+    InPlace,
+    /// The trip only parses and asks the hooks: the answer is a service's
+    /// future, whose blocking handlers take their own places.
+    Free,
 }
 
 impl<H: ?Sized> Clone for App<H> {
@@ -378,6 +391,7 @@ impl<H: ?Sized> Clone for App<H> {
         App {
             handler: Arc::clone(&self.handler),
             places: Arc::clone(&self.places),
+            trips: self.trips,
         }
     }
 }
@@ -399,7 +413,11 @@ impl App<dyn Handler> {
             hooks,
             places: Arc::clone(&places),
         });
-        App { handler, places }
+        App {
+            handler,
+            places,
+            trips: Trips::Free,
+        }
     }
 }
 
@@ -410,8 +428,12 @@ impl<H: Handler + ?Sized> Dispatch for App<H> {
         io: &mut Watched<S>,
     ) -> Dispatched {
         // Dropped while it waits (a shutdown's deadline), no handler runs.
-        let Ok(place) = Arc::clone(&self.places).acquire_owned().await else {
-            return Dispatched::Lost;
+        let place = match self.trips {
+            Trips::InPlace => match Arc::clone(&self.places).acquire_owned().await {
+                Ok(place) => Some(place),
+                Err(_) => return Dispatched::Lost,
+            },
+            Trips::Free => None,
         };
         // The connection's state travels to the blocking pool and back;
         // the place stays taken until the handler has really returned,
