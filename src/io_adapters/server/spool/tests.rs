@@ -3,7 +3,9 @@
 //! disk (the fair share and eviction) and in memory, and what a refused
 //! upload is answered.
 
+use super::error::size;
 use super::*;
+use crate::message::StatusCode;
 
 fn folder() -> tempfile::TempDir {
     tempfile::tempdir().expect("folder")
