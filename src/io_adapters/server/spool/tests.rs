@@ -3,6 +3,7 @@
 //! disk (the fair share and eviction) and in memory, and what a refused
 //! upload is answered.
 
+use super::anonymous::unlinked_file;
 use super::error::size;
 use super::*;
 use crate::message::StatusCode;
