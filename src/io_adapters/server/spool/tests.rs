@@ -3,6 +3,9 @@
 //! disk (the fair share and eviction) and in memory, and what a refused
 //! upload is answered.
 
+use std::io::{self, Read, Seek, SeekFrom};
+use std::path::Path;
+
 use super::anonymous::unlinked_file;
 use super::error::size;
 use super::*;
