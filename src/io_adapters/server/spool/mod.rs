@@ -13,11 +13,13 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use anonymous::{open_with, under_fresh_name};
 pub(crate) use error::SpoolError;
+pub(crate) use memory::MemoryHeld;
 pub use options::SpoolOptions;
 pub use upload::Upload;
 
 mod anonymous;
 mod error;
+mod memory;
 mod options;
 mod upload;
 
@@ -179,40 +181,6 @@ fn take_within(count: &AtomicU64, bytes: u64, max: u64) -> bool {
             now.checked_add(bytes).filter(|&total| total <= max)
         })
         .is_ok()
-}
-
-/// Bytes of content held in memory, counted against the shared memory
-/// budget ([`SpoolOptions::max_memory`]) until dropped: by a spool while
-/// the content arrives, then by the server until the request's handler has
-/// returned.
-#[derive(Debug)]
-pub(crate) struct MemoryHeld {
-    budget: Arc<Budget>,
-    bytes: u64,
-}
-
-impl MemoryHeld {
-    fn none(budget: &Arc<Budget>) -> MemoryHeld {
-        MemoryHeld {
-            budget: Arc::clone(budget),
-            bytes: 0,
-        }
-    }
-
-    /// Counts `bytes` more, if the budget has room for them within `max`.
-    fn grow(&mut self, bytes: u64, max: u64) -> bool {
-        let taken = take_within(&self.budget.memory, bytes, max);
-        if taken {
-            self.bytes += bytes;
-        }
-        taken
-    }
-}
-
-impl Drop for MemoryHeld {
-    fn drop(&mut self) {
-        self.budget.memory.fetch_sub(self.bytes, Ordering::AcqRel);
-    }
 }
 
 /// Bytes taken from a budget, given back when dropped.
