@@ -4,7 +4,7 @@
 
 use std::io;
 
-use super::Shortage;
+use super::budget::Shortage;
 use crate::message::{Response, Status, StatusCode};
 
 /// Why spooled content cannot be given to the handler.

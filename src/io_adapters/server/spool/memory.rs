@@ -7,7 +7,7 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use super::{Budget, take_within};
+use super::budget::{Budget, take_within};
 
 /// Bytes of content held in memory, counted against the shared memory
 /// budget ([`SpoolOptions::max_memory`]) until dropped: by a spool while

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use super::Budget;
+use super::budget::Budget;
 
 /// Where the servers spool request content (D19), and how much of it they
 /// may hold at once, in memory and on disk.

@@ -7,7 +7,8 @@ use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::path::Path;
 
-use super::{Reservation, under_fresh_name};
+use super::anonymous::under_fresh_name;
+use super::budget::Reservation;
 
 /// The decoded content of a request too large to hold in memory, spooled
 /// to a temporary file while it arrived (D19), complete and valid. The file
