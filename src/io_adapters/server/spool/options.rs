@@ -20,15 +20,14 @@ use super::budget::Budget;
 #[non_exhaustive]
 pub struct SpoolOptions {
     /// Content up to this many bytes is held in memory, and the handler
-    /// sees it in the request's body as usual ([`Handler::handle`]); larger
-    /// content goes to a temporary file, and the handler gets it as an
-    /// [`Upload`] ([`Handler::respond`]). 1 MiB by default.
+    /// sees it in the request's body as usual; larger content goes to a
+    /// temporary file, and the handler gets it as an [`Upload`] beside the
+    /// request ([`Incoming::upload`]). 1 MiB by default.
     ///
     /// Content within it may still go to a file when the server's memory
     /// for content is in use ([`max_memory`](Self::max_memory)).
     ///
-    /// [`Handler::handle`]: super::super::Handler::handle
-    /// [`Handler::respond`]: super::super::Handler::respond
+    /// [`Incoming::upload`]: super::super::Incoming::upload
     /// [`Upload`]: super::Upload
     pub memory_limit: usize,
     /// The most bytes of request content all the connections sharing
@@ -44,14 +43,13 @@ pub struct SpoolOptions {
     /// Past it, content goes to a temporary file as large content does,
     /// within [`max_total`](Self::max_total) (where its `503` says that
     /// both were short), and the handler gets it as an [`Upload`]. A
-    /// handler that only implements [`Handler::handle`] still gets it in
-    /// the request: the default [`Handler::respond`] reads such content
-    /// back while the handler runs, in one of the server's handler places
+    /// handler that takes requests whole still gets it in the request:
+    /// [`Incoming::into_request`] reads such content back while the
+    /// handler runs, in one of the server's handler places
     /// ([`ServerOptions::max_handlers`](super::super::ServerOptions::max_handlers)),
     /// which bound that memory instead.
     ///
-    /// [`Handler::handle`]: super::super::Handler::handle
-    /// [`Handler::respond`]: super::super::Handler::respond
+    /// [`Incoming::into_request`]: super::super::Incoming::into_request
     /// [`Upload`]: super::Upload
     pub max_memory: u64,
     /// The folder temporary files are made in; `None`: the system's
