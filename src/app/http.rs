@@ -316,10 +316,12 @@ fn string_value(headers: &Headers, name: HeaderName) -> Option<String> {
 /// The headers of `headers` that http holds as they are: strings of
 /// visible ASCII, under names http takes.
 fn to_http(headers: &Headers, direction: Direction) -> HeaderMap {
+    // http takes bytes past ASCII too, but gives them back only as bytes.
+    let text = |value: &str| HeaderValue::from_str(value).ok().filter(|v| v.to_str().is_ok());
     let mut map = HeaderMap::new();
     for name in STRING_HEADERS {
         if let Some(value) = string_value(headers, name)
-            && let Ok(value) = HeaderValue::from_str(&value)
+            && let Some(value) = text(&value)
         {
             map.insert(http::HeaderName::from_static(name.as_str()), value);
         }
@@ -328,7 +330,7 @@ fn to_http(headers: &Headers, direction: Direction) -> HeaderMap {
         for (name, value) in headers.unlisted() {
             if let serde_json::Value::String(value) = value
                 && let Ok(name) = http::HeaderName::try_from(name.as_str())
-                && let Ok(value) = HeaderValue::from_str(value)
+                && let Some(value) = text(value)
             {
                 map.insert(name, value);
             }
@@ -524,5 +526,177 @@ where
             };
             Ok(self::answer(response, reached))
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Read;
+
+    use super::*;
+    use crate::io_adapters::server::RequestInfo;
+    use crate::message::{Body as JsonBody, Request};
+
+    fn info() -> RequestInfo {
+        RequestInfo::new("127.0.0.1:4000".parse().unwrap())
+    }
+
+    fn sent() -> Request {
+        let headers = Headers::new()
+            .with_authorization("Bearer s3cret".to_owned())
+            .with_content_type("text/plain; charset=utf-8".parse::<crate::message::MediaType>().unwrap())
+            .with_if_modified_since("2024-05-01T10:00:00Z+0000".parse::<crate::message::Date>().unwrap())
+            .with_expect_continue(true)
+            .with_unlisted("x-trace", serde_json::json!("abc"))
+            .with_unlisted("x-count", serde_json::json!(3));
+        Request::new(Method::Post, "/news/post?group=rust#top".parse().unwrap())
+            .with_headers(headers)
+            .with_body(JsonBody::text("hello there").with_extra("subject", "hi".into()).unwrap())
+    }
+
+    #[test]
+    fn a_request_goes_out_as_http_and_comes_back_as_it_went_without_a_copy() {
+        let request = sent();
+        let sent = request.clone();
+        let content = sent.body.content().as_ptr();
+        let http = self::request(Incoming::new(sent, info()));
+
+        assert_eq!(http.method(), http::Method::POST);
+        assert_eq!(http.uri(), "/news/post?group=rust");
+        let header = |name: &str| http.headers().get(name).map(|v| v.to_str().unwrap().to_owned());
+        assert_eq!(header("authorization").as_deref(), Some("Bearer s3cret"));
+        assert_eq!(header("content-type").as_deref(), Some("text/plain; charset=utf-8"));
+        assert_eq!(header("if-modified-since").as_deref(), Some("2024-05-01T10:00:00Z+0000"));
+        assert_eq!(header("expect").as_deref(), Some("100-continue"));
+        assert_eq!(header("x-trace").as_deref(), Some("abc"));
+        // A number is not an http header: it stays in the jsontp request.
+        assert_eq!(header("x-count"), None);
+        assert_eq!(http.extensions().get::<RequestInfo>(), Some(&info()));
+
+        let back = incoming(http).expect("carried");
+        assert_eq!(back.request, request);
+        assert_eq!(back.info, info());
+        assert!(back.upload.is_none());
+        assert_eq!(back.request.body.content().as_ptr(), content, "moved, not copied");
+    }
+
+    #[test]
+    fn what_http_cannot_hold_stays_in_the_jsontp_request_untouched() {
+        let mut request = sent();
+        request.headers = Headers::new().with_authorization("Bearer clé".to_owned());
+        request.resource = "/a`b?q=ü".parse().unwrap();
+        let http = self::request(Incoming::new(request.clone(), info()));
+        assert!(http.headers().get("authorization").is_none());
+        assert_eq!(http.uri(), "/a%60b?q=%C3%BC");
+        assert_eq!(incoming(http).expect("carried").request, request);
+    }
+
+    #[test]
+    fn a_layers_changes_to_the_request_headers_reach_the_jsontp_request() {
+        let mut http = self::request(Incoming::new(sent(), info()));
+        let headers = http.headers_mut();
+        headers.insert("x-request-id", HeaderValue::from_static("req-7"));
+        headers.insert("authorization", HeaderValue::from_static("Bearer other"));
+        headers.insert("x-trace", HeaderValue::from_static("def"));
+        headers.remove("content-type");
+        // Not lossless: left as they were.
+        headers.insert("if-modified-since", HeaderValue::from_static("Wed, 01 May 2024 10:00:00 GMT"));
+        headers.insert("accept", HeaderValue::from_static("text/plain"));
+        headers.append("x-twice", HeaderValue::from_static("1"));
+        headers.append("x-twice", HeaderValue::from_static("2"));
+
+        let got = incoming(http).expect("carried").request.headers;
+        assert_eq!(got.authorization(), Some("Bearer other"));
+        assert_eq!(got.content_type(), None);
+        assert_eq!(got.if_modified_since(), sent().headers.if_modified_since());
+        assert_eq!(got.accept(), None);
+        assert_eq!(
+            got.unlisted(),
+            &[
+                ("x-trace".to_owned(), serde_json::json!("def")),
+                ("x-count".to_owned(), serde_json::json!(3)),
+                ("x-request-id".to_owned(), serde_json::json!("req-7")),
+            ]
+        );
+    }
+
+    #[test]
+    fn an_http_request_made_otherwise_or_taken_already_carries_no_jsontp_request() {
+        assert!(incoming(http::Request::new(())).is_none());
+        let http = self::request(Incoming::new(sent(), info()));
+        let carried = http.extensions().get::<Carried<Incoming>>().cloned().unwrap();
+        assert!(incoming(http).is_some());
+        assert!(carried.is_taken());
+        assert!(carried.take().is_none());
+    }
+
+    fn answered() -> Response {
+        Response::from_code(StatusCode::CREATED, "posted").with_headers(
+            Headers::new()
+                .with_content_type("application/json".parse::<crate::message::MediaType>().unwrap())
+                .with_language("en-GB".parse::<crate::message::LanguageTag>().unwrap()),
+        )
+    }
+
+    #[test]
+    fn an_answer_goes_out_as_http_and_comes_back_with_a_layers_listed_headers() {
+        let whole = answered().with_body(JsonBody::text("article 12"));
+        let sent = whole.clone();
+        let content = sent.body.content().as_ptr();
+        let mut http = response(sent.into());
+        assert_eq!(http.status(), http::StatusCode::CREATED);
+        assert_eq!(http.headers()["content-type"], "application/json");
+        assert_eq!(http.headers()["language"], "en-GB");
+        assert!(http_body::Body::is_end_stream(http.body()));
+
+        http.headers_mut().insert("x-request-id", HeaderValue::from_static("req-7"));
+        http.headers_mut().insert("language", HeaderValue::from_static("fr-FR"));
+        let (back, streamed) = reply(http).into_parts();
+        assert!(streamed.is_none());
+        assert_eq!(back.body.content().as_ptr(), content, "moved, not copied");
+        // An unlisted name would make a client refuse the answer (D8).
+        assert!(back.headers.unlisted().is_empty());
+        assert_eq!(back.headers.language().map(|tag| tag.as_str().to_owned()).as_deref(), Some("fr-FR"));
+        assert_eq!(back, whole.with_headers(back.headers.clone()));
+    }
+
+    #[test]
+    fn a_streamed_answer_stays_a_stream() {
+        let http = response(Reply::streamed(answered(), &b"streamed content"[..]));
+        let (head, reader) = reply(http).into_parts();
+        assert_eq!(head, answered());
+        let mut content = String::new();
+        reader.expect("still streamed").read_to_string(&mut content).unwrap();
+        assert_eq!(content, "streamed content");
+    }
+
+    fn layer_made(status: http::StatusCode) -> http::Response<Body> {
+        let mut made = http::Response::new(Body::default());
+        *made.status_mut() = status;
+        made
+    }
+
+    #[test]
+    fn a_layers_timeout_is_504_once_a_handler_had_the_request_and_503_before() {
+        for status in [http::StatusCode::REQUEST_TIMEOUT, http::StatusCode::GATEWAY_TIMEOUT] {
+            let (late, _) = reply(layer_made(status)).into_parts();
+            assert_eq!(late.status.code, StatusCode::GATEWAY_TIMEOUT);
+            assert!(late.status.human_message.contains("may or may not have been applied"));
+            let (queued, _) = answer(layer_made(status), Reached::Queue).into_parts();
+            assert_eq!(queued.status.code, StatusCode::SERVICE_UNAVAILABLE);
+            assert!(queued.status.human_message.contains("never did; try again later"));
+        }
+    }
+
+    #[test]
+    fn another_answer_a_layer_made_keeps_its_status_and_says_who_answered() {
+        let (refused, _) = reply(layer_made(http::StatusCode::UNAUTHORIZED)).into_parts();
+        assert_eq!(refused.status.code, StatusCode::UNAUTHORIZED);
+        assert_eq!(
+            refused.status.human_message,
+            "Unauthorized: answered by a layer in front of the application, which never saw the request"
+        );
+        let (odd, _) = reply(layer_made(http::StatusCode::CONTINUE)).into_parts();
+        assert_eq!(odd.status.code, StatusCode::INTERNAL_SERVER_ERROR);
     }
 }
