@@ -380,8 +380,13 @@ fn set(headers: &mut Headers, name: &str, value: &str, direction: Direction) -> 
             headers.authorization = Some(value.to_owned());
             true
         }
-        Some(HeaderName::IfModifiedSince) => value.parse().map(|v| headers.if_modified_since = Some(v)).is_ok(),
-        Some(HeaderName::IfUnmodifiedSince) => value.parse().map(|v| headers.if_unmodified_since = Some(v)).is_ok(),
+        Some(HeaderName::IfModifiedSince) => {
+            value.parse().map(|v| headers.if_modified_since = Some(v)).is_ok()
+        }
+        Some(HeaderName::IfUnmodifiedSince) => value
+            .parse()
+            .map(|v| headers.if_unmodified_since = Some(v))
+            .is_ok(),
         Some(HeaderName::Expect) => {
             headers.expect_continue = value.eq_ignore_ascii_case("100-continue");
             headers.expect_continue
@@ -392,7 +397,11 @@ fn set(headers: &mut Headers, name: &str, value: &str, direction: Direction) -> 
         Some(_) => false,
         None if direction == Direction::Request => {
             let value = serde_json::Value::String(value.to_owned());
-            match headers.unlisted.iter_mut().find(|(n, _)| n.eq_ignore_ascii_case(name)) {
+            match headers
+                .unlisted
+                .iter_mut()
+                .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            {
                 Some(entry) => entry.1 = value,
                 None => headers.unlisted.push((name.to_owned(), value)),
             }
@@ -544,14 +553,26 @@ mod tests {
     fn sent() -> Request {
         let headers = Headers::new()
             .with_authorization("Bearer s3cret".to_owned())
-            .with_content_type("text/plain; charset=utf-8".parse::<crate::message::MediaType>().unwrap())
-            .with_if_modified_since("2024-05-01T10:00:00Z+0000".parse::<crate::message::Date>().unwrap())
+            .with_content_type(
+                "text/plain; charset=utf-8"
+                    .parse::<crate::message::MediaType>()
+                    .unwrap(),
+            )
+            .with_if_modified_since(
+                "2024-05-01T10:00:00Z+0000"
+                    .parse::<crate::message::Date>()
+                    .unwrap(),
+            )
             .with_expect_continue(true)
             .with_unlisted("x-trace", serde_json::json!("abc"))
             .with_unlisted("x-count", serde_json::json!(3));
         Request::new(Method::Post, "/news/post?group=rust#top".parse().unwrap())
             .with_headers(headers)
-            .with_body(JsonBody::text("hello there").with_extra("subject", "hi".into()).unwrap())
+            .with_body(
+                JsonBody::text("hello there")
+                    .with_extra("subject", "hi".into())
+                    .unwrap(),
+            )
     }
 
     #[test]
@@ -565,8 +586,14 @@ mod tests {
         assert_eq!(http.uri(), "/news/post?group=rust");
         let header = |name: &str| http.headers().get(name).map(|v| v.to_str().unwrap().to_owned());
         assert_eq!(header("authorization").as_deref(), Some("Bearer s3cret"));
-        assert_eq!(header("content-type").as_deref(), Some("text/plain; charset=utf-8"));
-        assert_eq!(header("if-modified-since").as_deref(), Some("2024-05-01T10:00:00Z+0000"));
+        assert_eq!(
+            header("content-type").as_deref(),
+            Some("text/plain; charset=utf-8")
+        );
+        assert_eq!(
+            header("if-modified-since").as_deref(),
+            Some("2024-05-01T10:00:00Z+0000")
+        );
         assert_eq!(header("expect").as_deref(), Some("100-continue"));
         assert_eq!(header("x-trace").as_deref(), Some("abc"));
         // A number is not an http header: it stays in the jsontp request.
@@ -600,7 +627,10 @@ mod tests {
         headers.insert("x-trace", HeaderValue::from_static("def"));
         headers.remove("content-type");
         // Not lossless: left as they were.
-        headers.insert("if-modified-since", HeaderValue::from_static("Wed, 01 May 2024 10:00:00 GMT"));
+        headers.insert(
+            "if-modified-since",
+            HeaderValue::from_static("Wed, 01 May 2024 10:00:00 GMT"),
+        );
         headers.insert("accept", HeaderValue::from_static("text/plain"));
         headers.append("x-twice", HeaderValue::from_static("1"));
         headers.append("x-twice", HeaderValue::from_static("2"));
@@ -649,14 +679,22 @@ mod tests {
         assert_eq!(http.headers()["language"], "en-GB");
         assert!(http_body::Body::is_end_stream(http.body()));
 
-        http.headers_mut().insert("x-request-id", HeaderValue::from_static("req-7"));
-        http.headers_mut().insert("language", HeaderValue::from_static("fr-FR"));
+        http.headers_mut()
+            .insert("x-request-id", HeaderValue::from_static("req-7"));
+        http.headers_mut()
+            .insert("language", HeaderValue::from_static("fr-FR"));
         let (back, streamed) = reply(http).into_parts();
         assert!(streamed.is_none());
         assert_eq!(back.body.content().as_ptr(), content, "moved, not copied");
         // An unlisted name would make a client refuse the answer (D8).
         assert!(back.headers.unlisted().is_empty());
-        assert_eq!(back.headers.language().map(|tag| tag.as_str().to_owned()).as_deref(), Some("fr-FR"));
+        assert_eq!(
+            back.headers
+                .language()
+                .map(|tag| tag.as_str().to_owned())
+                .as_deref(),
+            Some("fr-FR")
+        );
         assert_eq!(back, whole.with_headers(back.headers.clone()));
     }
 
@@ -666,7 +704,10 @@ mod tests {
         let (head, reader) = reply(http).into_parts();
         assert_eq!(head, answered());
         let mut content = String::new();
-        reader.expect("still streamed").read_to_string(&mut content).unwrap();
+        reader
+            .expect("still streamed")
+            .read_to_string(&mut content)
+            .unwrap();
         assert_eq!(content, "streamed content");
     }
 
@@ -678,10 +719,17 @@ mod tests {
 
     #[test]
     fn a_layers_timeout_is_504_once_a_handler_had_the_request_and_503_before() {
-        for status in [http::StatusCode::REQUEST_TIMEOUT, http::StatusCode::GATEWAY_TIMEOUT] {
+        for status in [
+            http::StatusCode::REQUEST_TIMEOUT,
+            http::StatusCode::GATEWAY_TIMEOUT,
+        ] {
             let (late, _) = reply(layer_made(status)).into_parts();
             assert_eq!(late.status.code, StatusCode::GATEWAY_TIMEOUT);
-            assert!(late.status.human_message.contains("may or may not have been applied"));
+            assert!(
+                late.status
+                    .human_message
+                    .contains("may or may not have been applied")
+            );
             let (queued, _) = answer(layer_made(status), Reached::Queue).into_parts();
             assert_eq!(queued.status.code, StatusCode::SERVICE_UNAVAILABLE);
             assert!(queued.status.human_message.contains("never did; try again later"));
