@@ -55,8 +55,9 @@
 //!   application gets back exactly what the server read, with the headers
 //!   a layer added, changed or removed (a request id) applied to it.
 //!   Method and URI are only a view: the router routes on the jsontp
-//!   request. [`RequestInfo`] is in the extensions too, for a layer of
-//!   your own that needs the peer;
+//!   request. The peer's
+//!   [`RequestInfo`](crate::io_adapters::server::RequestInfo) is in the
+//!   extensions too, for a layer of your own that needs it;
 //! - the answer's status and its string headers (`content-type`, `date`,
 //!   `language`). A layer's change to those reaches the jsontp answer;
 //!   names outside the protocol's list do not, since a client refuses an
@@ -387,9 +388,10 @@ fn set(headers: &mut Headers, name: &str, value: &str, direction: Direction) -> 
             .parse()
             .map(|v| headers.if_unmodified_since = Some(v))
             .is_ok(),
-        Some(HeaderName::Expect) => {
-            headers.expect_continue = value.eq_ignore_ascii_case("100-continue");
-            headers.expect_continue
+        // The one value the protocol takes (D10).
+        Some(HeaderName::Expect) if value.eq_ignore_ascii_case("100-continue") => {
+            headers.expect_continue = true;
+            true
         }
         Some(HeaderName::Date) => value.parse().map(|v| headers.date = Some(v)).is_ok(),
         Some(HeaderName::Language) => value.parse().map(|v| headers.language = Some(v)).is_ok(),
@@ -632,6 +634,7 @@ mod tests {
             HeaderValue::from_static("Wed, 01 May 2024 10:00:00 GMT"),
         );
         headers.insert("accept", HeaderValue::from_static("text/plain"));
+        headers.insert("expect", HeaderValue::from_static("something-else"));
         headers.append("x-twice", HeaderValue::from_static("1"));
         headers.append("x-twice", HeaderValue::from_static("2"));
 
@@ -640,6 +643,7 @@ mod tests {
         assert_eq!(got.content_type(), None);
         assert_eq!(got.if_modified_since(), sent().headers.if_modified_since());
         assert_eq!(got.accept(), None);
+        assert!(got.expect_continue());
         assert_eq!(
             got.unlisted(),
             &[
