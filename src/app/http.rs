@@ -117,9 +117,9 @@ impl http_body::Body for Body {
     }
 }
 
-/// A value taken once by whoever gets it first, under an extension that
-/// http requires to be `Clone`: clones share the one value, so nothing is
-/// copied.
+/// A value taken once by whoever gets it first, as an extension, which
+/// http requires to be `Clone + Send + Sync`: clones share the one value
+/// behind a lock, so nothing is copied.
 struct Carried<T>(Arc<Mutex<Option<T>>>);
 
 impl<T> Clone for Carried<T> {
@@ -180,7 +180,9 @@ pub fn response(reply: Reply) -> http::Response<Body> {
 
 /// The jsontp answer of an http response: the one [`response`] made, with
 /// the changes layers made to its string headers since, or, for an answer
-/// a layer made itself, a jsontp answer of its status.
+/// a layer made itself, a jsontp answer of its status. A status a layer
+/// set on the application's answer is not carried: the answer's
+/// `human-message` speaks of its own status (D12).
 ///
 /// A layer's timeout (`408`, as tower-http's `TimeoutLayer` answers by
 /// default, or `504`) is `504`: jsontp has no `408` for an application too
