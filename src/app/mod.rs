@@ -29,8 +29,9 @@
 //! [`Handler`](crate::io_adapters::server::Handler) on the std and mio
 //! servers, and, with the feature `tower`, as a `tower::Service` on the
 //! tokio server, where tower's layers (timeouts, concurrency limits, load
-//! shedding) wrap it unchanged. `docs/writing-an-application.md` walks
-//! through a whole application.
+//! shedding) wrap it unchanged, and tower-http's http-typed ones (trace,
+//! request id, timeouts, authorization) through `app::http::layer`.
+//! `docs/writing-an-application.md` walks through a whole application.
 //!
 //! ```
 //! use jsontp_protocol::app::{Keys, Router, get};
@@ -49,6 +50,8 @@
 
 mod extract;
 mod handler;
+#[cfg(feature = "tower")]
+pub mod http;
 mod respond;
 mod router;
 #[cfg(feature = "tower")]

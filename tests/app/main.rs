@@ -14,3 +14,5 @@ mod routing;
 #[cfg(feature = "tower")]
 mod service;
 mod support;
+#[cfg(feature = "tower")]
+mod tower_http;
