@@ -12,7 +12,7 @@ use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use super::SpoolError;
+use super::error::{Shortage, SpoolError};
 
 /// What the clones of one [`SpoolOptions`] share.
 ///
@@ -63,28 +63,6 @@ pub(super) enum Filling {
     /// Finished, failed or dropped: the file went elsewhere or was freed,
     /// and the bytes with it.
     Closed,
-}
-
-/// The budget's state when it was too short for an upload: what its `503`
-/// says.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Shortage {
-    /// The budget ([`SpoolOptions::max_total`]).
-    ///
-    /// [`SpoolOptions::max_total`]: super::SpoolOptions::max_total
-    pub(super) max_total: u64,
-    /// The uploads being spooled at the time, the one refused included.
-    pub(super) uploads: usize,
-    /// Each one's share then.
-    pub(super) share: u64,
-    /// What the one refused held, or would have.
-    pub(super) held: u64,
-    /// The memory budget ([`SpoolOptions::max_memory`]), when the content
-    /// was within the memory limit and went to a file only because that
-    /// budget was in use.
-    ///
-    /// [`SpoolOptions::max_memory`]: super::SpoolOptions::max_memory
-    pub(super) memory: Option<u64>,
 }
 
 impl Budget {

@@ -4,7 +4,6 @@
 
 use std::io;
 
-use super::budget::Shortage;
 use crate::message::{Response, Status, StatusCode};
 
 /// Why spooled content cannot be given to the handler.
@@ -109,4 +108,26 @@ impl From<SpoolError> for io::Error {
             SpoolError::Io(error) => error,
         }
     }
+}
+
+/// The budget's state when it was too short for an upload: what its `503`
+/// says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Shortage {
+    /// The budget ([`SpoolOptions::max_total`]).
+    ///
+    /// [`SpoolOptions::max_total`]: super::SpoolOptions::max_total
+    pub(super) max_total: u64,
+    /// The uploads being spooled at the time, the one refused included.
+    pub(super) uploads: usize,
+    /// Each one's share then.
+    pub(super) share: u64,
+    /// What the one refused held, or would have.
+    pub(super) held: u64,
+    /// The memory budget ([`SpoolOptions::max_memory`]), when the content
+    /// was within the memory limit and went to a file only because that
+    /// budget was in use.
+    ///
+    /// [`SpoolOptions::max_memory`]: super::SpoolOptions::max_memory
+    pub(super) memory: Option<u64>,
 }

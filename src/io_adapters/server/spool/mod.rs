@@ -25,7 +25,8 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use anonymous::open_with;
-use budget::{Entry, Filling, Shortage, close, lock, store};
+use budget::{Entry, Filling, close, lock, store};
+use error::Shortage;
 pub(crate) use error::SpoolError;
 pub(crate) use memory::MemoryHeld;
 pub use options::SpoolOptions;
