@@ -2,7 +2,7 @@
 //! post to groups and list them, stored in an SQLite file.
 //!
 //! ```text
-//! cargo run --example nnntp --features tower -- --addr 127.0.0.1:1119 --db news.db
+//! cargo run -p nnntp -- --addr 127.0.0.1:1119 --db news.db
 //! ```
 //!
 //! It serves on the tokio server, its router behind tower's layers: a
