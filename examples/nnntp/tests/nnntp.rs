@@ -103,6 +103,68 @@ fn run_example() -> Example {
     launch(command, dir)
 }
 
+#[test]
+fn without_db_the_news_is_kept_in_the_users_data_folder_not_where_it_was_started() {
+    /// `XDG_DATA_HOME` in a case.
+    enum Xdg {
+        Unset,
+        /// This folder beneath the test's.
+        Beneath(&'static str),
+        /// This value as it is.
+        Literally(&'static str),
+    }
+    // What is set, and where the news goes beneath the test's folder.
+    let cases = [
+        ("XDG_DATA_HOME", Xdg::Beneath("data"), true, "data/nnntp/news.db"),
+        ("HOME alone", Xdg::Unset, true, "home/.local/share/nnntp/news.db"),
+        (
+            "a relative XDG_DATA_HOME, which the XDG rule ignores",
+            Xdg::Literally("data"),
+            true,
+            "home/.local/share/nnntp/news.db",
+        ),
+        (
+            "no home: the temporary folder",
+            Xdg::Unset,
+            false,
+            "tmp/nnntp/news.db",
+        ),
+    ];
+    for (case, xdg, home, expected) in cases {
+        let dir = tempfile::tempdir().expect("temporary folder");
+        let started_in = dir.path().join("checkout");
+        std::fs::create_dir(&started_in).expect("the folder it starts in");
+        let expected = dir.path().join(expected);
+        let mut command = Command::new(env!("CARGO_BIN_EXE_nnntp"));
+        command
+            .current_dir(&started_in)
+            .env("TMPDIR", dir.path().join("tmp"))
+            .stderr(Stdio::piped());
+        match xdg {
+            Xdg::Unset => command.env_remove("XDG_DATA_HOME"),
+            Xdg::Beneath(folder) => command.env("XDG_DATA_HOME", dir.path().join(folder)),
+            Xdg::Literally(value) => command.env("XDG_DATA_HOME", value),
+        };
+        if home {
+            command.env("HOME", dir.path().join("home"));
+        } else {
+            command.env_remove("HOME");
+        }
+        let mut example = launch(command, dir);
+        let said = first_line(example.child.stderr.take().expect("stderr"));
+        assert_eq!(
+            said,
+            format!("nnntp: news kept in {}\n", expected.display()),
+            "{case}"
+        );
+        let created = ask(example.addr, request(Method::Post, "/new", new_user("ada", "pw")));
+        assert_eq!(created.status.code, StatusCode::OK, "{case}: {created:?}");
+        assert!(expected.is_file(), "{case}: no {}", expected.display());
+        let left: Vec<_> = std::fs::read_dir(&started_in).expect("read").collect();
+        assert!(left.is_empty(), "{case}: {left:?} left where it was started");
+    }
+}
+
 /// One request with the published crate's client (`GET`, the body key
 /// `nnntp`, version `1.0-rc1`, as the organisation's own client sends).
 fn reference(addr: SocketAddr, resource: &'static str, keys: Value) -> jsontp_ref::client::JsontpResponse {
