@@ -102,6 +102,9 @@
 // One call needs it, what a TCP peer acknowledged (`io_adapters/transport.rs`),
 // allowed there alone with its safety argument.
 #![deny(unsafe_code)]
+// On docs.rs (nightly, `--cfg docsrs`): each item a feature gates is
+// labelled with the features it needs.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 #[cfg(feature = "adapters")]
 pub mod app;

@@ -6,7 +6,6 @@
 #[cfg(feature = "tower")]
 mod client_service;
 mod extract;
-mod nnntp;
 #[cfg(feature = "tower")]
 #[path = "../common/on_tokio.rs"]
 mod on_tokio;
