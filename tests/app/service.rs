@@ -532,3 +532,49 @@ fn a_half_closed_peer_still_gets_its_answer_and_bytes_sent_meanwhile_are_kept() 
     let waited: Vec<_> = answers.iter().map(|a| a["body"]["waited_ms"].clone()).collect();
     assert_eq!(waited, [json!(400), json!(1)]);
 }
+
+/// A peer that closes its connection (an end of stream, as a half-close
+/// looks) while an `async` handler works is found gone by the newline
+/// written to it, which its system answers with a reset: the handler is
+/// cancelled, and the access record says the request was never answered.
+/// The same router served as a handler on tokio, not behind tower.
+#[test]
+fn a_peer_that_closes_while_an_async_handler_works_cancels_it_and_the_record_says_so() {
+    let (tell, told) = mpsc::channel();
+    let router = Router::new()
+        .route("/await", get(awaits))
+        .with_state(Tell(Arc::new(Mutex::new(tell))));
+    let hooks = Logged {
+        router,
+        log: Arc::default(),
+    };
+    let log = Arc::clone(&hooks.log);
+    let server = crate::on_tokio::on_tokio(move |listener, shutdown| {
+        jsontp_protocol::io_adapters::server::tokio::serve(
+            listener,
+            hooks,
+            ServerOptions::default(),
+            shutdown,
+        )
+    });
+    let mut stream = TcpStream::connect(server.addr).expect("connect");
+    stream.write_all(wire("/await").as_bytes()).expect("send");
+    assert_eq!(told.recv_timeout(Duration::from_secs(5)), Ok("began"));
+    // An ordinary close: a FIN, as a half-close sends.
+    drop(stream);
+    assert_eq!(
+        told.recv_timeout(Duration::from_secs(2)),
+        Ok("dropped"),
+        "the handler's future was not dropped when its peer left"
+    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(2);
+    while log.lock().expect("log").is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(
+        *log.lock().expect("log"),
+        [(503, "/await".to_owned(), false)],
+        "the record of a request its peer left before the answer"
+    );
+    (server.stop)();
+}

@@ -471,6 +471,8 @@ enum CloseReason {
     DrainDeadline,
     /// A read or write failed, or the peer vanished mid-write.
     TransportFailed,
+    /// The peer went away while its request's answer was awaited.
+    PeerLeft,
 }
 
 impl CloseReason {
@@ -484,6 +486,7 @@ impl CloseReason {
             CloseReason::Shutdown => "shutdown",
             CloseReason::DrainDeadline => "shutdown deadline passed with an exchange under way",
             CloseReason::TransportFailed => "transport failed",
+            CloseReason::PeerLeft => "the peer left while its request was answered",
         }
     }
 }
@@ -824,6 +827,38 @@ impl Driver {
         self.respond(exchange.exchange, reply, at);
         self.send_content(at);
         self.turn.clock = None;
+    }
+
+    /// The peer left while the answer of a request handed out was
+    /// awaited: the answer is dropped (an `async` handler cancelled), the
+    /// request recorded as never answered (`503`, nothing written, not
+    /// complete), and the connection closed.
+    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+    pub(crate) fn answer_abandoned(&mut self, deferred: Deferred) {
+        let span = self.span();
+        let _entered = span.enter();
+        let Exchange {
+            id,
+            method,
+            resource,
+            started,
+        } = deferred.exchange;
+        self.answers.push_back(Answer {
+            id: Some(id),
+            method: Some(method),
+            status: StatusCode::SERVICE_UNAVAILABLE,
+            resource: Echoed::Request(resource),
+            content_bytes: 0,
+            started,
+        });
+        let _ = self.abort(CloseReason::PeerLeft, None);
+    }
+
+    /// Whether nothing of a response is on its way out: a byte written to
+    /// the peer now falls between messages.
+    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+    pub(crate) fn between_messages(&self) -> bool {
+        self.conn.pending_output().is_empty() && self.streaming.is_none()
     }
 
     fn dispatch_events<H: Handler + ?Sized>(

@@ -425,6 +425,9 @@ pub struct AccessRecord<'a> {
     /// Whether the peer took the whole response. `false` when the
     /// connection ended first (the peer left mid-download, a reset, a
     /// stall): a transfer cut short, not a success, whatever the status.
+    /// A request whose peer left while its answer was awaited (an `async`
+    /// answer on tokio, cancelled then) is recorded `503`, not complete,
+    /// nothing written: it was never answered.
     pub complete: bool,
 }
 

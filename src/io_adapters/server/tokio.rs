@@ -154,10 +154,14 @@ where
 ///
 /// While it awaits the answer, the connection is read: what the peer
 /// sends meanwhile (its next requests) is kept for later, and a peer that
-/// resets the connection is gone: the answer's future is dropped, which
-/// cancels an `async` handler (a blocking one runs on to its end, in its
-/// place). An end of stream is a half-close, and its peer still gets its
-/// answers (D1).
+/// resets the connection, or closes it, is gone: the answer's future is
+/// dropped, which cancels an `async` handler (a blocking one runs on to
+/// its end, in its place), and the access record shows the request
+/// unanswered (`503`, not complete). An end of stream may also be a
+/// half-close, whose peer still gets its answers (D1): to tell them apart,
+/// the server writes a newline now and then (whitespace between messages,
+/// D1), which fails once a peer that left has reset the connection. The
+/// same holds for a handler's `async` answer on [`serve`].
 ///
 /// An error from the service, or a future that panics, is answered
 /// without the application (D13); the connection goes on:
@@ -364,9 +368,6 @@ enum Dispatched {
     /// A hook panicked outside the handler's own guard: the connection's
     /// state is gone with it.
     Lost,
-    /// The peer went away while an answer was awaited: the answer was
-    /// dropped unfinished.
-    PeerGone,
 }
 
 /// A handler, and the server's places for its calls.
@@ -453,13 +454,12 @@ impl<H: Handler + ?Sized> Dispatch for App<H> {
         };
         // An `async` answer takes no place: dropping it cancels it.
         let future = std::mem::replace(&mut deferred.future, Box::pin(std::future::pending()));
-        match io.watching(caught(future)).await {
-            Some(reply) => {
-                driver.answer_later(deferred, reply);
-                Dispatched::Back(driver)
-            }
-            None => Dispatched::PeerGone,
+        let probe = driver.between_messages();
+        match io.watching(caught(future), probe).await {
+            Some(reply) => driver.answer_later(deferred, reply),
+            None => driver.answer_abandoned(deferred),
         }
+        Dispatched::Back(driver)
     }
 }
 
@@ -821,7 +821,7 @@ struct Watched<S> {
     acknowledged: fn(&S) -> Option<crate::machine::Acknowledged>,
 }
 
-impl<S: AsyncRead + Unpin> Watched<S> {
+impl<S: AsyncRead + AsyncWrite + Unpin> Watched<S> {
     /// What the stream says the peer acknowledged, for [`PolledIo`].
     fn acknowledged(&self) -> Option<crate::machine::Acknowledged> {
         (self.acknowledged)(&self.stream)
@@ -830,33 +830,123 @@ impl<S: AsyncRead + Unpin> Watched<S> {
     /// Awaits `answer` while reading what the peer sends meanwhile: a
     /// peer that resets the connection (or whose stream fails) is gone,
     /// and `answer` is dropped unfinished, which cancels an `async`
-    /// handler (`None`). An end of stream is a half-close, whose peer
-    /// still gets every answer it is owed (D1): from then on only the
-    /// answer is awaited.
-    async fn watching<F: Future>(&mut self, answer: F) -> Option<F::Output> {
+    /// handler (`None`).
+    ///
+    /// An end of stream may be a half-close, whose peer still gets every
+    /// answer it is owed (D1), or a peer that closed and left: the two
+    /// look alike until something is written. So when `probe` says a byte
+    /// written now falls between messages, one newline is written (the
+    /// whitespace D1 allows there): a peer still reading skips it, and one
+    /// that left has its system answer with a reset, which makes the next
+    /// newline fail (a read cannot tell: after an end of stream it gives
+    /// the end again). So a newline goes out now and then, less and less
+    /// often, until the answer is ready or a write fails. Without a probe,
+    /// only the answer is awaited from then on.
+    async fn watching<F: Future>(&mut self, answer: F, probe: bool) -> Option<F::Output> {
         let mut answer = std::pin::pin!(answer);
-        let mut open = true;
+        let mut watch = Watch::Reading;
         poll_fn(|cx| {
             if let Poll::Ready(out) = answer.as_mut().poll(cx) {
                 return Poll::Ready(Some(out));
             }
-            // Read through the stack: a connection holds memory for what
-            // its peer sent ahead only while there is some.
-            let mut chunk = [0u8; 4096];
-            while open && self.ahead.len() < WATCH_AHEAD {
-                let room = chunk.len().min(WATCH_AHEAD - self.ahead.len());
-                let mut buf = tokio::io::ReadBuf::new(&mut chunk[..room]);
-                match std::pin::Pin::new(&mut self.stream).poll_read(cx, &mut buf) {
-                    Poll::Ready(Ok(())) if buf.filled().is_empty() => open = false,
-                    Poll::Ready(Ok(())) => self.ahead.extend_from_slice(buf.filled()),
-                    Poll::Ready(Err(_)) => return Poll::Ready(None),
-                    Poll::Pending => break,
-                }
+            loop {
+                watch = match std::mem::replace(&mut watch, Watch::Ended) {
+                    Watch::Reading => match self.read_ahead(cx) {
+                        Poll::Ready(Ok(())) if probe => Watch::Probing { wait: PROBE_FIRST },
+                        Poll::Ready(Ok(())) => Watch::Ended,
+                        Poll::Ready(Err(_)) => return Poll::Ready(None),
+                        Poll::Pending => {
+                            watch = Watch::Reading;
+                            return Poll::Pending;
+                        }
+                    },
+                    Watch::Probing { wait } => match self.probe(cx) {
+                        Poll::Ready(Ok(())) => Watch::Probed {
+                            timer: Box::pin(tokio::time::sleep(wait)),
+                            wait,
+                        },
+                        Poll::Ready(Err(e)) if peer_gone(&e) => return Poll::Ready(None),
+                        // Nothing known: the answer alone is awaited.
+                        Poll::Ready(Err(_)) | Poll::Pending => Watch::Ended,
+                    },
+                    Watch::Probed { mut timer, wait } => {
+                        if timer.as_mut().poll(cx).is_pending() {
+                            watch = Watch::Probed { timer, wait };
+                            return Poll::Pending;
+                        }
+                        Watch::Probing {
+                            wait: (wait * 2).min(PROBE_LAST),
+                        }
+                    }
+                    Watch::Ended => {
+                        watch = Watch::Ended;
+                        return Poll::Pending;
+                    }
+                };
             }
-            Poll::Pending
         })
         .await
     }
+
+    /// Writes one newline, flushed (a TLS session holds it until then).
+    fn probe(&mut self, cx: &mut std::task::Context<'_>) -> Poll<io::Result<()>> {
+        let mut stream = std::pin::Pin::new(&mut self.stream);
+        match stream.as_mut().poll_write(cx, b"\n") {
+            Poll::Ready(Ok(_)) => stream.poll_flush(cx),
+            other => other.map_ok(|_| ()),
+        }
+    }
+
+    /// Reads what the peer sends ahead, up to [`WATCH_AHEAD`]:
+    /// `Ready(Ok)` at the end of its stream, `Ready(Err)` when it failed,
+    /// `Pending` otherwise (with room full, reading stops: past it the
+    /// peer is no longer watched).
+    fn read_ahead(&mut self, cx: &mut std::task::Context<'_>) -> Poll<io::Result<()>> {
+        // Read through the stack: a connection holds memory for what its
+        // peer sent ahead only while there is some.
+        let mut chunk = [0u8; 4096];
+        while self.ahead.len() < WATCH_AHEAD {
+            let room = chunk.len().min(WATCH_AHEAD - self.ahead.len());
+            let mut buf = tokio::io::ReadBuf::new(&mut chunk[..room]);
+            match std::pin::Pin::new(&mut self.stream).poll_read(cx, &mut buf) {
+                Poll::Ready(Ok(())) if buf.filled().is_empty() => return Poll::Ready(Ok(())),
+                Poll::Ready(Ok(())) => self.ahead.extend_from_slice(buf.filled()),
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                Poll::Pending => break,
+            }
+        }
+        Poll::Pending
+    }
+}
+
+/// How a connection is watched while its answer is awaited.
+enum Watch {
+    /// Reading what the peer sends ahead.
+    Reading,
+    /// Its stream ended: a newline is to be written, to tell a peer that
+    /// left from one that half-closed; the next one `wait` later.
+    Probing { wait: std::time::Duration },
+    /// A newline went out; the next goes when `timer` fires, `wait` after
+    /// the last.
+    Probed {
+        timer: std::pin::Pin<Box<tokio::time::Sleep>>,
+        wait: std::time::Duration,
+    },
+    /// Nothing more to learn: only the answer is awaited.
+    Ended,
+}
+
+/// How soon after the first newline the second goes, and the most time
+/// between two later (each wait doubles the last).
+const PROBE_FIRST: std::time::Duration = std::time::Duration::from_millis(20);
+const PROBE_LAST: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Whether a write failed because the peer is gone.
+fn peer_gone(error: &io::Error) -> bool {
+    matches!(
+        error.kind(),
+        io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionReset | io::ErrorKind::ConnectionAborted
+    )
 }
 
 impl<S: AsyncRead + Unpin> AsyncRead for Watched<S> {
@@ -1048,14 +1138,6 @@ async fn run<S, A>(
                     }
                     Dispatched::Lost => {
                         tracing::error!(peer = %peer, "a server hook panicked; the connection is dropped");
-                        return;
-                    }
-                    Dispatched::PeerGone => {
-                        tracing::debug!(
-                            peer = %peer,
-                            reason = "the peer reset the connection while the application was answering",
-                            "connection closed"
-                        );
                         return;
                     }
                 }
