@@ -54,10 +54,13 @@ mod router;
 #[cfg(feature = "tower")]
 mod service;
 
-pub use extract::{Authorization, Call, Content, Extract, Path, Peer, Query, State, Text};
+pub use extract::{
+    Authorization, Call, Content, FromRef, FromRequest, FromRequestParts, Parts, Path, Peer, Query, State,
+    Text, ViaParts, ViaRequest,
+};
 #[doc(hidden)]
 pub use handler::SharedHandler;
-pub use handler::{Awaited, Blocking, RouteHandler};
+pub use handler::{Awaited, Blocking, RouteHandler, check_handler};
 pub use respond::{IntoReply, Keys, Refusal, SetCookies};
 pub use router::{MethodRoutes, Router, delete, get, on, post, put};
 #[cfg(feature = "tower")]

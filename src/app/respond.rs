@@ -27,9 +27,24 @@ use crate::message::{Body, Cookies, Headers, Response, Status, StatusCode};
 /// assert_eq!(reply.response().status.code, StatusCode::BAD_REQUEST);
 /// assert_eq!(check("ada").into_reply().response().body.as_text(), Some("hello"));
 /// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be a handler's answer",
+    label = "not an answer",
+    note = "a handler returns what implements `IntoReply`: Response, Reply, StatusCode, \
+            (StatusCode, &str or String), &'static str, String, Keys<T: Serialize>, \
+            (StatusCode, Keys<T>), (SetCookies, T), (Headers, T), Refusal, or a Result of these",
+    note = "wrap body keys in `Keys(…)`, or implement `IntoReply` for your type"
+)]
 pub trait IntoReply {
     /// The reply.
     fn into_reply(self) -> Reply;
+}
+
+impl IntoReply for std::convert::Infallible {
+    /// Never called: the rejection of extractors that never refuse.
+    fn into_reply(self) -> Reply {
+        match self {}
+    }
 }
 
 impl IntoReply for Reply {

@@ -63,7 +63,7 @@ fn router() -> Router {
         )
         .route(
             "/echo",
-            jsontp_protocol::app::post(|Text(text): Text, cookies: Cookies, headers: Headers| {
+            jsontp_protocol::app::post(|cookies: Cookies, headers: Headers, Text(text): Text| {
                 let session = cookies.get("session").unwrap_or("none").to_owned();
                 let typed = headers.content_type().map(|t| t.to_string()).unwrap_or_default();
                 format!("{text}/{session}/{typed}")
