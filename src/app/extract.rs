@@ -167,6 +167,12 @@ impl Call {
 ///     .route("/hello", get(|State(Greeting(text)): State<Greeting>| text))
 ///     .with_state(app);
 /// ```
+#[diagnostic::on_unimplemented(
+    message = "a router with state `{T}` cannot give a handler `State<{Self}>`",
+    label = "the router's state does not give this",
+    note = "give the router the state with `Router::with_state(…)` after the routes that take it, \
+            or implement `FromRef<{T}>` for `{Self}` to draw it from the router's state"
+)]
 pub trait FromRef<T> {
     /// The value drawn from `input`.
     fn from_ref(input: &T) -> Self;
@@ -175,6 +181,22 @@ pub trait FromRef<T> {
 impl<T: Clone> FromRef<T> for T {
     fn from_ref(input: &T) -> T {
         input.clone()
+    }
+}
+
+mod guard {
+    /// A state no router has: its implementation of [`FromRef`] for every
+    /// type keeps `T: FromRef<S>` from choosing the router's state `S`
+    /// from a handler's `State<T>` alone, so that a handler asking for a
+    /// state its router lacks is refused as such (`T: FromRef<S>` not
+    /// satisfied), not as routes of another router's type.
+    #[derive(Debug)]
+    pub enum NoState {}
+}
+
+impl<T> FromRef<guard::NoState> for T {
+    fn from_ref(input: &guard::NoState) -> T {
+        match *input {}
     }
 }
 
@@ -209,13 +231,15 @@ impl<T: Clone> FromRef<T> for T {
 /// }
 /// ```
 #[diagnostic::on_unimplemented(
-    message = "`{Self}` cannot be drawn from a request's head for a router with state `{S}`",
-    label = "not an extractor of the request's parts",
-    note = "every argument but the last must implement `FromRequestParts<{S}>`: Path, Query, \
-            Authorization, Peer, Headers, Cookies, Method, Resource, State<T> (where \
-            `T: FromRef<{S}>`), Option of these, or an implementation of your own",
-    note = "extractors that consume the request (Keys, Text, Content, Request) implement \
-            `FromRequest` and must be the last argument; a handler takes at most one"
+    message = "`{Self}` cannot be a handler's argument here",
+    label = "not an extractor of the request's head",
+    note = "every argument but the last is drawn from the request's head, by \
+            `FromRequestParts`: Path, Query, Authorization, Peer, Headers, Cookies, Method, \
+            Resource, State<T>, Option of these",
+    note = "only the last argument may consume the request (Keys, Text, Content, Request): the \
+            content can be taken once",
+    note = "for a type of your own, implement `FromRequestParts`, or `FromRequest` and take it \
+            last"
 )]
 pub trait FromRequestParts<S>: Sized {
     /// What the request gets when the value cannot be drawn.
@@ -244,11 +268,11 @@ pub enum ViaRequest {}
 /// content is kept for it; [`check_head`](Self::check_head) may refuse a
 /// request from its head, before the content arrives.
 #[diagnostic::on_unimplemented(
-    message = "`{Self}` cannot be a handler's argument for a router with state `{S}`",
+    message = "`{Self}` cannot be a handler's argument",
     label = "not an extractor",
-    note = "a handler's last argument implements `FromRequest<{S}>` (Keys, Text, Content, Request) \
-            or `FromRequestParts<{S}>` (Path, Query, Authorization, Peer, Headers, Cookies, \
-            State<T> where `T: FromRef<{S}>`, …): implement one of them for it"
+    note = "a handler's last argument implements `FromRequest` (Keys, Text, Content, Request) or \
+            `FromRequestParts` (Path, Query, Authorization, Peer, Headers, Cookies, State<T>, …): \
+            implement one of them for it"
 )]
 pub trait FromRequest<S, M = ViaRequest>: Sized {
     /// What the request gets when the value cannot be drawn.

@@ -16,7 +16,8 @@ pub(crate) type ReplyFuture = Pin<Box<dyn Future<Output = Reply> + Send>>;
 /// What calling a route's handler gave: the reply, or a future of it.
 // Made and taken apart once per request: boxing would cost more.
 #[allow(clippy::large_enum_variant)]
-pub(crate) enum Answer {
+#[doc(hidden)]
+pub enum Answer {
     Ready(Reply),
     Later(ReplyFuture),
 }
@@ -24,7 +25,8 @@ pub(crate) enum Answer {
 /// How a handler runs.
 #[cfg_attr(not(feature = "tower"), allow(dead_code))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Runs {
+#[doc(hidden)]
+pub enum Runs {
     /// A plain function: it may block (a database, a file), so an async
     /// server runs it on its blocking pool.
     Blocking,
@@ -72,11 +74,11 @@ pub(crate) fn give<S: Send + Sync + 'static, S2>(handler: Shared<S>, state: S) -
     Arc::new(Given { handler, state })
 }
 
-/// Marks a synchronous handler's implementation of [`RouteHandler`].
+/// Marks a synchronous handler's result ([`RouteHandler`]'s `M`).
 #[derive(Debug)]
 pub enum Blocking {}
 
-/// Marks an `async` handler's implementation of [`RouteHandler`].
+/// Marks an `async` handler's result ([`RouteHandler`]'s `M`).
 #[derive(Debug)]
 pub enum Awaited {}
 
@@ -85,23 +87,22 @@ pub enum Awaited {}
 /// ([`FromRequestParts`]) but the last, which may consume the request
 /// ([`FromRequest`]), returning anything that converts into a reply
 /// ([`IntoReply`]) — or, for an `async fn` or a closure returning a
-/// future, a future of such a thing. `M` tells the kinds apart; it is
-/// inferred, never written.
+/// future, a future of such a thing. `M` records the arguments' types and
+/// kinds; it is inferred, never written.
 ///
 /// A synchronous handler may block (it runs on a blocking pool under an
 /// async server); an `async` one must not.
+///
+/// A handler that is not one is refused naming the argument or the result
+/// at fault: a type that is no extractor, an extractor of the content
+/// before the last argument, a `State<T>` the router's state cannot give,
+/// a result that is no answer.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a handler of a router with state `{S}`",
     label = "not a handler",
     note = "a handler is a `Fn` (or `async fn`), `Send + Sync + 'static`, of at most eight \
-            arguments, returning a type that implements `IntoReply` (or a `Send` future of one)",
-    note = "every argument but the last implements `FromRequestParts<{S}>`; the last may \
-            instead consume the request (`FromRequest<{S}>`: Keys, Text, Content, Request), so \
-            only one argument may take the content",
-    note = "`State<T>` needs the router's state to give a `T` (`T: FromRef<{S}>`): give it \
-            with `Router::with_state` after the routes that take it",
-    note = "to see which argument or result is at fault, call \
-            `jsontp_protocol::app::check_handler::<{S}, _, _>(the_handler)`"
+            arguments, each an extractor, returning a type that implements `IntoReply` (or a \
+            `Send` future of one)"
 )]
 pub trait RouteHandler<M, S>: Send + Sync + 'static {
     #[doc(hidden)]
@@ -112,229 +113,202 @@ pub trait RouteHandler<M, S>: Send + Sync + 'static {
 #[doc(hidden)]
 pub struct SharedHandler<S>(pub(crate) Shared<S>);
 
-struct Sync_<F, M> {
-    f: F,
-    _args: PhantomData<fn() -> M>,
-}
+/// The parts of a handler, each its own bound so that the compiler's error
+/// for a wrong handler names the part at fault: the function and its
+/// arguments' types ([`HandlerFn`](parts::HandlerFn), one implementation
+/// per arity, chosen by the function's own), the arguments as extractors
+/// ([`HandlerArgs`](parts::HandlerArgs), one per tuple), and the result
+/// ([`HandlerResult`](parts::HandlerResult)).
+mod parts {
+    use super::*;
 
-struct Async_<F, M> {
-    f: F,
-    _args: PhantomData<fn() -> M>,
-}
-
-/// Draws `$ty` from `$parts`, or returns the refusal from the enclosing
-/// function as `$wrap(reply)`.
-macro_rules! draw {
-    ($ty:ident, $parts:expr, $state:expr, $refused:expr) => {
-        match <$ty as FromRequestParts<S>>::from_request_parts($parts, $state) {
-            Ok(value) => value,
-            Err(rejection) => return $refused(rejection.into_reply()),
-        }
-    };
-}
-
-fn refused_head(reply: Reply) -> HeadCheck {
-    HeadCheck::Refused(Box::new(super::router::whole(reply)))
-}
-
-fn wanted(takes_content: bool) -> HeadCheck {
-    if takes_content {
-        HeadCheck::Wanted
-    } else {
-        HeadCheck::Unwanted
+    /// A function of the arguments `Args` (a tuple).
+    pub trait HandlerFn<Args>: Send + Sync + 'static {
+        type Output;
+        fn invoke(&self, args: Args) -> Self::Output;
     }
-}
 
-macro_rules! handlers {
-    ($($ty:ident),*; $last:ident) => {
-        impl<F, R, S, M, $($ty,)* $last> RouteHandler<(Blocking, M, $($ty,)* $last,), S> for F
-        where
-            F: Fn($($ty,)* $last) -> R + Send + Sync + 'static,
-            R: IntoReply + 'static,
-            S: Send + Sync + 'static,
-            M: 'static,
-            $($ty: FromRequestParts<S> + 'static,)*
-            $last: FromRequest<S, M> + 'static,
-        {
-            fn into_shared(self) -> SharedHandler<S> {
-                SharedHandler(Arc::new(Sync_::<F, (M, $($ty,)* $last,)> { f: self, _args: PhantomData }))
-            }
+    /// A handler's arguments, drawn from a request.
+    pub trait HandlerArgs<S, M>: Sized + 'static {
+        /// Draws each, or refuses the request with the first rejection.
+        fn extract(call: Call, state: &S) -> Result<Self, Reply>;
+        /// Runs those that need no content against a request's head.
+        fn check_head(parts: &Parts<'_>, state: &S) -> HeadCheck;
+    }
+
+    /// A handler's result: an answer now, or a future of one.
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` cannot be a handler's answer",
+        label = "not an answer",
+        note = "a handler returns what implements `IntoReply`: Response, Reply, StatusCode, \
+                (StatusCode, &str or String), &'static str, String, Keys<T: Serialize>, \
+                (StatusCode, Keys<T>), (SetCookies, T), (Headers, T), Refusal, or a Result of \
+                these; an `async` one, a `Send + 'static` future of one",
+        note = "wrap body keys in `Keys(…)`, or implement `IntoReply` for your type"
+    )]
+    pub trait HandlerResult<K>: Sized {
+        const RUNS: Runs;
+        fn answer(self) -> Answer;
+    }
+
+    impl<T: IntoReply> HandlerResult<Blocking> for T {
+        const RUNS: Runs = Runs::Blocking;
+
+        fn answer(self) -> Answer {
+            Answer::Ready(self.into_reply())
         }
+    }
 
-        impl<F, R, S, M, $($ty,)* $last> Erased<S> for Sync_<F, (M, $($ty,)* $last,)>
-        where
-            F: Fn($($ty,)* $last) -> R + Send + Sync + 'static,
-            R: IntoReply + 'static,
-            S: Send + Sync + 'static,
-            M: 'static,
-            $($ty: FromRequestParts<S> + 'static,)*
-            $last: FromRequest<S, M> + 'static,
-        {
-            #[allow(non_snake_case)]
-            fn call(&self, call: Call, state: &S) -> Answer {
-                $(let $ty = draw!($ty, &call.parts(), state, Answer::Ready);)*
-                let $last = match <$last as FromRequest<S, M>>::from_request(call, state) {
-                    Ok(value) => value,
-                    Err(rejection) => return Answer::Ready(rejection.into_reply()),
-                };
-                Answer::Ready((self.f)($($ty,)* $last).into_reply())
-            }
+    impl<F> HandlerResult<Awaited> for F
+    where
+        F: Future + Send + 'static,
+        F::Output: IntoReply,
+    {
+        const RUNS: Runs = Runs::Awaited;
 
-            fn check_head(&self, parts: &Parts<'_>, state: &S) -> HeadCheck {
-                $(draw!($ty, parts, state, refused_head);)*
-                match <$last as FromRequest<S, M>>::check_head(parts, state) {
-                    Ok(()) => wanted(<$last as FromRequest<S, M>>::TAKES_CONTENT),
-                    Err(rejection) => refused_head(rejection.into_reply()),
+        fn answer(self) -> Answer {
+            Answer::Later(Box::pin(async move { self.await.into_reply() }))
+        }
+    }
+
+    macro_rules! functions {
+        ($($ty:ident),*) => {
+            impl<F, R, $($ty,)*> HandlerFn<($($ty,)*)> for F
+            where
+                F: Fn($($ty),*) -> R + Send + Sync + 'static,
+            {
+                type Output = R;
+
+                #[allow(non_snake_case)]
+                fn invoke(&self, ($($ty,)*): ($($ty,)*)) -> R {
+                    self($($ty),*)
                 }
             }
+        };
+    }
 
-            fn runs(&self) -> Runs {
-                Runs::Blocking
+    functions!();
+    functions!(T1);
+    functions!(T1, T2);
+    functions!(T1, T2, T3);
+    functions!(T1, T2, T3, T4);
+    functions!(T1, T2, T3, T4, T5);
+    functions!(T1, T2, T3, T4, T5, T6);
+    functions!(T1, T2, T3, T4, T5, T6, T7);
+    functions!(T1, T2, T3, T4, T5, T6, T7, T8);
+
+    /// Draws `$ty` from `$parts`, or returns `$refused` of the rejection's
+    /// reply from the enclosing function.
+    macro_rules! draw {
+        ($ty:ident, $parts:expr, $state:expr, $refused:expr) => {
+            match <$ty as FromRequestParts<S>>::from_request_parts($parts, $state) {
+                Ok(value) => value,
+                Err(rejection) => return $refused(rejection.into_reply()),
             }
+        };
+    }
+
+    fn refused_head(reply: Reply) -> HeadCheck {
+        HeadCheck::Refused(Box::new(crate::app::router::whole(reply)))
+    }
+
+    impl<S> HandlerArgs<S, ()> for () {
+        fn extract(_call: Call, _state: &S) -> Result<(), Reply> {
+            Ok(())
         }
 
-        impl<F, Fut, S, M, $($ty,)* $last> RouteHandler<(Awaited, M, $($ty,)* $last,), S> for F
-        where
-            F: Fn($($ty,)* $last) -> Fut + Send + Sync + 'static,
-            Fut: Future + Send + 'static,
-            Fut::Output: IntoReply,
-            S: Send + Sync + 'static,
-            M: 'static,
-            $($ty: FromRequestParts<S> + 'static,)*
-            $last: FromRequest<S, M> + 'static,
-        {
-            fn into_shared(self) -> SharedHandler<S> {
-                SharedHandler(Arc::new(Async_::<F, (M, $($ty,)* $last,)> { f: self, _args: PhantomData }))
-            }
+        fn check_head(_parts: &Parts<'_>, _state: &S) -> HeadCheck {
+            HeadCheck::Unwanted
         }
+    }
 
-        impl<F, Fut, S, M, $($ty,)* $last> Erased<S> for Async_<F, (M, $($ty,)* $last,)>
-        where
-            F: Fn($($ty,)* $last) -> Fut + Send + Sync + 'static,
-            Fut: Future + Send + 'static,
-            Fut::Output: IntoReply,
-            S: Send + Sync + 'static,
-            M: 'static,
-            $($ty: FromRequestParts<S> + 'static,)*
-            $last: FromRequest<S, M> + 'static,
-        {
-            #[allow(non_snake_case)]
-            fn call(&self, call: Call, state: &S) -> Answer {
-                $(let $ty = draw!($ty, &call.parts(), state, Answer::Ready);)*
-                let $last = match <$last as FromRequest<S, M>>::from_request(call, state) {
-                    Ok(value) => value,
-                    Err(rejection) => return Answer::Ready(rejection.into_reply()),
-                };
-                let future = (self.f)($($ty,)* $last);
-                Answer::Later(Box::pin(async move { future.await.into_reply() }))
-            }
+    macro_rules! arguments {
+        ($($ty:ident),*; $last:ident) => {
+            impl<S, M, $($ty,)* $last> HandlerArgs<S, M> for ($($ty,)* $last,)
+            where
+                M: 'static,
+                $($ty: FromRequestParts<S> + 'static,)*
+                $last: FromRequest<S, M> + 'static,
+            {
+                #[allow(non_snake_case)]
+                fn extract(call: Call, state: &S) -> Result<Self, Reply> {
+                    $(let $ty = draw!($ty, &call.parts(), state, Err);)*
+                    match <$last as FromRequest<S, M>>::from_request(call, state) {
+                        Ok(last) => Ok(($($ty,)* last,)),
+                        Err(rejection) => Err(rejection.into_reply()),
+                    }
+                }
 
-            fn check_head(&self, parts: &Parts<'_>, state: &S) -> HeadCheck {
-                $(draw!($ty, parts, state, refused_head);)*
-                match <$last as FromRequest<S, M>>::check_head(parts, state) {
-                    Ok(()) => wanted(<$last as FromRequest<S, M>>::TAKES_CONTENT),
-                    Err(rejection) => refused_head(rejection.into_reply()),
+                fn check_head(parts: &Parts<'_>, state: &S) -> HeadCheck {
+                    $(draw!($ty, parts, state, refused_head);)*
+                    match <$last as FromRequest<S, M>>::check_head(parts, state) {
+                        Ok(()) if <$last as FromRequest<S, M>>::TAKES_CONTENT => HeadCheck::Wanted,
+                        Ok(()) => HeadCheck::Unwanted,
+                        Err(rejection) => refused_head(rejection.into_reply()),
+                    }
                 }
             }
+        };
+    }
 
-            fn runs(&self) -> Runs {
-                Runs::Awaited
-            }
-        }
-    };
+    arguments!(; T1);
+    arguments!(T1; T2);
+    arguments!(T1, T2; T3);
+    arguments!(T1, T2, T3; T4);
+    arguments!(T1, T2, T3, T4; T5);
+    arguments!(T1, T2, T3, T4, T5; T6);
+    arguments!(T1, T2, T3, T4, T5, T6; T7);
+    arguments!(T1, T2, T3, T4, T5, T6, T7; T8);
 }
 
-impl<F, R, S> RouteHandler<(Blocking,), S> for F
+use parts::{HandlerArgs, HandlerFn, HandlerResult};
+
+/// A handler as the router keeps it, its arguments' types in `M`.
+struct Function<F, M> {
+    f: F,
+    _args: PhantomData<fn() -> M>,
+}
+
+impl<F, Args, X, K, S> RouteHandler<(Args, X, K), S> for F
 where
-    F: Fn() -> R + Send + Sync + 'static,
-    R: IntoReply + 'static,
+    F: HandlerFn<Args>,
+    Args: HandlerArgs<S, X>,
+    F::Output: HandlerResult<K>,
+    X: 'static,
+    K: 'static,
     S: Send + Sync + 'static,
 {
     fn into_shared(self) -> SharedHandler<S> {
-        SharedHandler(Arc::new(Sync_::<F, ()> {
+        SharedHandler(Arc::new(Function::<F, (Args, X, K)> {
             f: self,
             _args: PhantomData,
         }))
     }
 }
 
-impl<F, R, S> Erased<S> for Sync_<F, ()>
+impl<F, Args, X, K, S> Erased<S> for Function<F, (Args, X, K)>
 where
-    F: Fn() -> R + Send + Sync + 'static,
-    R: IntoReply + 'static,
+    F: HandlerFn<Args>,
+    Args: HandlerArgs<S, X>,
+    F::Output: HandlerResult<K>,
+    X: 'static,
+    K: 'static,
     S: Send + Sync + 'static,
 {
-    fn call(&self, _call: Call, _state: &S) -> Answer {
-        Answer::Ready((self.f)().into_reply())
+    fn call(&self, call: Call, state: &S) -> Answer {
+        match Args::extract(call, state) {
+            Ok(args) => self.f.invoke(args).answer(),
+            Err(refusal) => Answer::Ready(refusal),
+        }
     }
 
-    fn check_head(&self, _parts: &Parts<'_>, _state: &S) -> HeadCheck {
-        HeadCheck::Unwanted
+    fn check_head(&self, parts: &Parts<'_>, state: &S) -> HeadCheck {
+        Args::check_head(parts, state)
     }
 
     fn runs(&self) -> Runs {
-        Runs::Blocking
+        <F::Output as HandlerResult<K>>::RUNS
     }
-}
-
-impl<F, Fut, S> RouteHandler<(Awaited,), S> for F
-where
-    F: Fn() -> Fut + Send + Sync + 'static,
-    Fut: Future + Send + 'static,
-    Fut::Output: IntoReply,
-    S: Send + Sync + 'static,
-{
-    fn into_shared(self) -> SharedHandler<S> {
-        SharedHandler(Arc::new(Async_::<F, ()> {
-            f: self,
-            _args: PhantomData,
-        }))
-    }
-}
-
-impl<F, Fut, S> Erased<S> for Async_<F, ()>
-where
-    F: Fn() -> Fut + Send + Sync + 'static,
-    Fut: Future + Send + 'static,
-    Fut::Output: IntoReply,
-    S: Send + Sync + 'static,
-{
-    fn call(&self, _call: Call, _state: &S) -> Answer {
-        let future = (self.f)();
-        Answer::Later(Box::pin(async move { future.await.into_reply() }))
-    }
-
-    fn check_head(&self, _parts: &Parts<'_>, _state: &S) -> HeadCheck {
-        HeadCheck::Unwanted
-    }
-
-    fn runs(&self) -> Runs {
-        Runs::Awaited
-    }
-}
-
-handlers!(; T1);
-handlers!(T1; T2);
-handlers!(T1, T2; T3);
-handlers!(T1, T2, T3; T4);
-handlers!(T1, T2, T3, T4; T5);
-handlers!(T1, T2, T3, T4, T5; T6);
-handlers!(T1, T2, T3, T4, T5, T6; T7);
-handlers!(T1, T2, T3, T4, T5, T6, T7; T8);
-
-/// Checks at compile time that `handler` is a handler of a router with
-/// state `S`, and names what is wrong when it is not: an argument that is
-/// not an extractor, a result that is no answer. A wrong handler given to
-/// [`get`](super::get) and the like is refused as a whole; this one's
-/// error points at the argument or the result at fault.
-///
-/// ```
-/// use jsontp_protocol::app::{Path, check_handler};
-///
-/// check_handler::<(), _, _>(|Path(id): Path<u32>| format!("post {id}"));
-/// ```
-pub fn check_handler<S, M, H: RouteHandler<M, S>>(handler: H) -> H {
-    handler
 }
 
 /// Runs `future` to its end on this thread: how a synchronous server

@@ -60,7 +60,7 @@ pub use extract::{
 };
 #[doc(hidden)]
 pub use handler::SharedHandler;
-pub use handler::{Awaited, Blocking, RouteHandler, check_handler};
+pub use handler::{Awaited, Blocking, RouteHandler};
 pub use respond::{IntoReply, Keys, Refusal, SetCookies};
 pub use router::{MethodRoutes, Router, delete, get, on, post, put};
 #[cfg(feature = "tower")]
