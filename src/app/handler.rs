@@ -131,6 +131,8 @@ mod parts {
     /// A handler's arguments, drawn from a request.
     pub trait HandlerArgs<S, M>: Sized + 'static {
         /// Draws each, or refuses the request with the first rejection.
+        // Made and taken apart once per request: boxing would cost more.
+        #[allow(clippy::result_large_err)]
         fn extract(call: Call, state: &S) -> Result<Self, Reply>;
         /// Runs those that need no content against a request's head.
         fn check_head(parts: &Parts<'_>, state: &S) -> HeadCheck;
