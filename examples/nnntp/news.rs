@@ -30,7 +30,7 @@ use std::path::Path;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use jsontp_protocol::app::{Call, FromRequest, Keys, Parts, Peer, Refusal, Router, State, on};
+use jsontp_protocol::app::{Call, FromRequest, Keys, Peer, Refusal, Router, State, on};
 use jsontp_protocol::message::{Method, StatusCode};
 use rusqlite::{Connection, ErrorCode, OptionalExtension, params};
 use serde::{Deserialize, Serialize};
@@ -506,8 +506,8 @@ struct Operation<T>(T);
 
 impl<T: Named> Operation<T> {
     /// Refuses a request whose `nnntp.type` is not `T`'s.
-    fn check_type(head: &jsontp_protocol::message::Request) -> Result<(), Refusal> {
-        let found = head.body.extra().get("nnntp").and_then(|op| op.get("type"));
+    fn check_type(request: &jsontp_protocol::message::Request) -> Result<(), Refusal> {
+        let found = request.body.extra().get("nnntp").and_then(|op| op.get("type"));
         match found.and_then(|t| t.as_str()) {
             Some(found) if found == T::TYPE => Ok(()),
             Some(found) => Err(Refusal::bad_request(format!(
@@ -530,13 +530,6 @@ impl<S, T: Named> FromRequest<S> for Operation<T> {
         Self::check_type(call.request())?;
         let Keys(Nnntp { nnntp }) = Keys::<Nnntp<T>>::from_request(call, state)?;
         Ok(Operation(nnntp))
-    }
-
-    /// A wrong operation or a missing key refuses the request before any
-    /// content is kept.
-    fn check_head(parts: &Parts<'_>, state: &S) -> Result<(), Refusal> {
-        Self::check_type(parts.request())?;
-        <Keys<Nnntp<T>> as FromRequest<S>>::check_head(parts, state)
     }
 }
 

@@ -37,8 +37,10 @@ impl<'a> Parts<'a> {
         Parts { head, peer, params }
     }
 
-    /// The request. Its content is not for extractors of parts: empty at
-    /// the head's check, and empty at the call when it was spooled (D19).
+    /// The request. Its body is not for extractors of parts: a
+    /// 100-continue handshake's first request, whose head is checked, has
+    /// its body ignored (D10), keys and all; the content is never there at
+    /// the head's check, and not at the call when it was spooled (D19).
     pub fn request(&self) -> &'a Request {
         self.head
     }
@@ -288,7 +290,8 @@ pub trait FromRequest<S, M = ViaRequest>: Sized {
 
     /// Refuses the request from its head alone, before its content is
     /// stored or (D10) sent; accepts by default. Like
-    /// [`FromRequestParts`], it must be free of side effects.
+    /// [`FromRequestParts`], it must be free of side effects, and must not
+    /// read the body (ignored at a handshake, D10).
     fn check_head(parts: &Parts<'_>, state: &S) -> Result<(), Self::Rejection> {
         let _ = (parts, state);
         Ok(())
@@ -328,8 +331,8 @@ impl<S, T: FromRequest<S, ViaRequest>> FromRequest<S, ViaRequest> for Option<T> 
 }
 
 /// The body keys deserialised into `T`, without a copy of them.
-fn body_keys<T: DeserializeOwned>(head: &Request) -> Result<T, Refusal> {
-    serde_path_to_error::deserialize(head.body.extra()).map_err(|error| {
+fn body_keys<T: DeserializeOwned>(request: &Request) -> Result<T, Refusal> {
+    serde_path_to_error::deserialize(request.body.extra()).map_err(|error| {
         let path = error.path().to_string();
         let what = error.inner();
         if path == "." {
@@ -340,19 +343,15 @@ fn body_keys<T: DeserializeOwned>(head: &Request) -> Result<T, Refusal> {
     })
 }
 
+// Not checked at the head: the body of a 100-continue handshake's first
+// request is ignored (D10), its keys come with the full request.
 impl<S, T: DeserializeOwned> FromRequest<S, ViaRequest> for Keys<T> {
     type Rejection = Refusal;
-    // The keys are the head's: the content is not needed.
+    // Body keys are not the content: a request for this handler keeps none.
     const TAKES_CONTENT: bool = false;
 
     fn from_request(call: Call, _state: &S) -> Result<Self, Refusal> {
         body_keys(&call.request).map(Keys)
-    }
-
-    /// Keys that are missing or mistyped refuse the request before its
-    /// content is sent (D10) or stored.
-    fn check_head(parts: &Parts<'_>, _state: &S) -> Result<(), Refusal> {
-        body_keys::<T>(parts.request()).map(drop)
     }
 }
 

@@ -26,10 +26,10 @@
 //!
 //! Before a request's content is stored (and before a client waiting for
 //! `100 continue` sends it, D10), the router runs the handler's extractors
-//! of parts, and [`Keys<T>`], against the head
-//! ([`Router::check_head_of`]): one that refuses refuses the request
-//! there, and a handler that reads no content has it dropped unstored
-//! (D19). Extractors of parts thus run twice for such a request and must
+//! of parts against the head ([`Router::check_head_of`]): one that
+//! refuses refuses the request there, and a handler that reads no content
+//! (none of [`Content`], [`Text`], [`Request`](crate::message::Request))
+//! has it dropped unstored (D19). Extractors of parts thus run twice for such a request and must
 //! be free of side effects.
 //!
 //! Its result is a [`Response`](crate::message::Response), a

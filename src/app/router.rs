@@ -729,7 +729,7 @@ impl Router<()> {
     /// Decides from a request's head (all but its content) what becomes of
     /// the content: `404` and `405` refuse it, and so does any extractor
     /// of the route's handler that refuses the head (an `authorization`
-    /// missing, a path parameter of the wrong type, a body key missing):
+    /// missing, a path parameter of the wrong type):
     /// the client of a 100-continue handshake then never sends the content
     /// (D10), and streamed content is checked and dropped, never stored
     /// (D19). Otherwise the content is wanted when the handler's last
