@@ -422,6 +422,20 @@ impl<S> Node<S> {
         }
     }
 
+    /// Calls `f` with every route below this node.
+    fn each(&self, f: &mut impl FnMut(&Endpoint<S>)) {
+        self.endpoint.iter().for_each(&mut *f);
+        for child in self.literals.values() {
+            child.each(f);
+        }
+        if let Some(capture) = &self.param {
+            capture.then.each(f);
+        }
+        if let Some(capture) = &self.rest {
+            f(&capture.then);
+        }
+    }
+
     /// Every route below this node.
     fn into_routes(self, out: &mut Vec<Endpoint<S>>) {
         out.extend(self.endpoint);
@@ -530,11 +544,11 @@ impl<S> Clone for Router<S> {
 
 impl<S> fmt::Debug for Router<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut routes = Vec::new();
-        self.inner.root.clone().into_routes(&mut routes);
-        f.debug_map()
-            .entries(routes.iter().map(|e| (e.pattern.to_string(), &e.methods)))
-            .finish()
+        let mut map = f.debug_map();
+        self.inner.root.each(&mut |e| {
+            map.entry(&format_args!("{}", e.pattern), &e.methods);
+        });
+        map.finish()
     }
 }
 
@@ -907,7 +921,7 @@ mod tests {
 
     #[test]
     fn routing_a_pattern_again_adds_methods_and_a_method_again_replaces_it() {
-        let router = Router::new()
+        let router: Router = Router::new()
             .route("/a", get(|| "first"))
             .route("/a", post(|| "post").get(|| "second"));
         let Target::Answer(options) = router.target(Method::Options, "/a") else {
@@ -919,13 +933,14 @@ mod tests {
         );
         let peer = RequestInfo::new("127.0.0.1:1".parse().unwrap());
         let request = Request::new(Method::Get, "/a".parse().unwrap());
-        assert_eq!(router.handle(&request, &peer).body.as_text(), Some("second"));
+        let reply = router.answer(Incoming::new(request, peer));
+        assert_eq!(reply.response().body.as_text(), Some("second"));
     }
 
     #[test]
-    fn a_streamed_reply_is_read_whole_for_handle() {
+    fn a_streamed_reply_is_read_whole() {
         use crate::io_adapters::server::Reply;
-        let router = Router::new().route(
+        let router: Router = Router::new().route(
             "/s",
             get(|| {
                 let head =
@@ -934,7 +949,8 @@ mod tests {
             }),
         );
         let peer = RequestInfo::new("127.0.0.1:1".parse().unwrap());
-        let response = router.handle(&Request::new(Method::Get, "/s".parse().unwrap()), &peer);
+        let request = Request::new(Method::Get, "/s".parse().unwrap());
+        let response = whole(router.answer(Incoming::new(request, peer)));
         assert_eq!(response.body.as_text(), Some("abc"));
         assert_eq!(response.body.extra()["k"], 1);
         assert_eq!(response.status.human_message, "streamed");
