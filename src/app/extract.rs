@@ -505,6 +505,16 @@ impl<S> FromRequest<S, ViaRequest> for Text {
     }
 }
 
+impl<S> FromRequest<S, ViaRequest> for Vec<u8> {
+    type Rejection = Refusal;
+
+    /// The content's bytes, read into memory if it was spooled (moved,
+    /// not copied, when it was not).
+    fn from_request(call: Call, _state: &S) -> Result<Self, Refusal> {
+        Ok(call.into_content().into_bytes()?)
+    }
+}
+
 impl<S> FromRequest<S, ViaRequest> for Request {
     type Rejection = Infallible;
 

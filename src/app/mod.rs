@@ -21,6 +21,7 @@
 //! | [`Keys<T>`] | last | the body keys, deserialised | `400` naming the key and the problem |
 //! | [`Content`] | last | the content, in memory or spooled (D19), as a stream | never |
 //! | [`Text`] | last | the content as UTF-8 text | `400` |
+//! | `Vec<u8>` | last | the content's bytes, in memory | `500` if its spooled file cannot be read |
 //! | [`Request`](crate::message::Request) | last | the request itself, moved | never |
 //! | `Option<E>` | as `E` | `E`, or `None` where it would fail | never |
 //!
@@ -28,7 +29,7 @@
 //! `100 continue` sends it, D10), the router runs the handler's extractors
 //! of parts against the head ([`Router::check_head_of`]): one that
 //! refuses refuses the request there, and a handler that reads no content
-//! (none of [`Content`], [`Text`], [`Request`](crate::message::Request))
+//! (none of [`Content`], [`Text`], `Vec<u8>`, [`Request`](crate::message::Request))
 //! has it dropped unstored (D19). Extractors of parts thus run twice for such a request and must
 //! be free of side effects.
 //!

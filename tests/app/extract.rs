@@ -270,18 +270,22 @@ fn a_handler_takes_the_part_of_the_routers_state_it_names() {
 
 #[test]
 fn the_content_reaches_the_handler_moved_not_copied() {
-    // The handler reports where the bytes it got lie.
-    let router: Router = Router::new().route(
-        "/upload",
-        post(|content: Content| {
-            let bytes = content.into_bytes()?;
-            Ok::<_, jsontp_protocol::app::Refusal>(format!("{:p}", bytes.as_ptr()))
-        }),
-    );
-    let request =
-        Request::new(Method::Post, "/upload".parse().unwrap()).with_body(Body::text("x".repeat(4096)));
-    let sent_at = format!("{:p}", request.body.content().as_ptr());
+    // The handlers report where the bytes they got lie.
+    let router: Router = Router::new()
+        .route(
+            "/content",
+            post(|content: Content| {
+                let bytes = content.into_bytes()?;
+                Ok::<_, jsontp_protocol::app::Refusal>(format!("{:p}", bytes.as_ptr()))
+            }),
+        )
+        .route("/bytes", post(|bytes: Vec<u8>| format!("{:p}", bytes.as_ptr())));
     let peer = RequestInfo::new("127.0.0.1:1".parse().unwrap());
-    let (response, _) = router.answer(Incoming::new(request, peer)).into_parts();
-    assert_eq!(response.body.as_text(), Some(sent_at.as_str()));
+    for path in ["/content", "/bytes"] {
+        let request =
+            Request::new(Method::Post, path.parse().unwrap()).with_body(Body::text("x".repeat(4096)));
+        let sent_at = format!("{:p}", request.body.content().as_ptr());
+        let (response, _) = router.answer(Incoming::new(request, peer)).into_parts();
+        assert_eq!(response.body.as_text(), Some(sent_at.as_str()), "{path}");
+    }
 }

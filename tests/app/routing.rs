@@ -404,12 +404,24 @@ fn a_handshake_refused_by_an_extractor_never_sends_its_content() {
         continue_policy: ContinuePolicy::Ask,
         ..ServerConfig::default()
     };
-    for &runtime in RUNTIMES {
-        let server = start(
-            runtime,
+    let options = || ServerOptions::default().with_config(config.clone());
+    let mut servers: Vec<(String, crate::support::Running)> = RUNTIMES
+        .iter()
+        .map(|&runtime| (format!("{runtime:?}"), start(runtime, guarded(), options())))
+        .collect();
+    // Behind tower's layers on tokio, the router as the server's hooks.
+    #[cfg(feature = "tower")]
+    servers.push((
+        "tokio behind a timeout layer".to_owned(),
+        crate::support::start_hooked(
+            tower::ServiceBuilder::new()
+                .timeout(std::time::Duration::from_secs(10))
+                .service(guarded()),
             guarded(),
-            ServerOptions::default().with_config(config.clone()),
-        );
+            options(),
+        ),
+    ));
+    for (served, server) in &servers {
         let asking = |token: Option<&str>| {
             let mut headers = Headers::new().with_expect_continue(true);
             if let Some(token) = token {
@@ -421,20 +433,16 @@ fn a_handshake_refused_by_an_extractor_never_sends_its_content() {
         };
         let mut client = Client::connect(server.addr, ClientOptions::default()).expect("connect");
         let refused = client.send(asking(None)).expect("answer");
-        assert_eq!(
-            refused.response.status.code,
-            StatusCode::UNAUTHORIZED,
-            "{runtime:?}"
-        );
-        assert!(!refused.continued, "{runtime:?}: refused before the content");
+        assert_eq!(refused.response.status.code, StatusCode::UNAUTHORIZED, "{served}");
+        assert!(!refused.continued, "{served}: refused before the content");
 
         let mut client = Client::connect(server.addr, ClientOptions::default()).expect("connect");
         let accepted = client.send(asking(Some("s3cret"))).expect("answer");
-        assert!(accepted.continued, "{runtime:?}");
+        assert!(accepted.continued, "{served}");
         assert_eq!(
             accepted.response.body.as_text(),
             Some("file 7: 1000 bytes"),
-            "{runtime:?}"
+            "{served}"
         );
     }
 }
