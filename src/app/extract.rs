@@ -196,6 +196,7 @@ mod guard {
     pub enum NoState {}
 }
 
+#[doc(hidden)]
 impl<T> FromRef<guard::NoState> for T {
     fn from_ref(input: &guard::NoState) -> T {
         match *input {}

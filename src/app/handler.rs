@@ -211,7 +211,7 @@ mod parts {
     }
 
     fn refused_head(reply: Reply) -> HeadCheck {
-        HeadCheck::Refused(Box::new(crate::app::router::whole(reply)))
+        HeadCheck::Refused(Box::new(crate::app::respond::whole(reply)))
     }
 
     impl<S> HandlerArgs<S, ()> for () {

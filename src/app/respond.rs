@@ -331,3 +331,30 @@ fn keys_body<T: Serialize>(value: &T) -> Result<Body, Refusal> {
     }
     Ok(body)
 }
+
+/// `reply` as a whole response: a streamed content is read into memory
+/// (for an answer that cannot stream: a refusal of a head, [`Handler::handle`](crate::io_adapters::server::Handler::handle)).
+pub(crate) fn whole(reply: Reply) -> Response {
+    let (mut response, reader) = reply.into_parts();
+    let Some(mut reader) = reader else {
+        return response;
+    };
+    let mut content = Vec::new();
+    let body = std::io::Read::read_to_end(&mut reader, &mut content)
+        .ok()
+        .and_then(|_| {
+            let mut body = Body::new(content, response.body.encoding()).ok()?;
+            // The head's keys were a body's already: none is refused.
+            for (key, value) in response.body.extra() {
+                body = body.with_extra(key.clone(), value.clone()).ok()?;
+            }
+            Some(body)
+        });
+    match body {
+        Some(body) => {
+            response.body = body;
+            response
+        }
+        None => Refusal::internal("the server failed while answering this request").into_response(),
+    }
+}

@@ -9,9 +9,9 @@ use std::sync::Arc;
 use super::RouteHandler;
 use super::extract::{Call, Parts};
 use super::handler::{Answer, Shared, block_on, give};
-use super::respond::Refusal;
+use super::respond::whole;
 use crate::io_adapters::server::{AccessRecord, Handler, HeadCheck, Incoming, Reply, RequestInfo, Upload};
-use crate::message::{Body, Method, Request, Response, StatusCode};
+use crate::message::{Method, Request, Response, StatusCode};
 
 /// The handlers of one resource pattern, by method, for a router with
 /// state `S`. Made with [`get`], [`post`], [`put`], [`delete`] or [`on`],
@@ -825,36 +825,10 @@ impl Handler for Router {
     }
 }
 
-/// `reply` as a whole response: a streamed content is read into memory
-/// (for [`Handler::handle`], which cannot stream).
-pub(crate) fn whole(reply: Reply) -> Response {
-    let (mut response, reader) = reply.into_parts();
-    let Some(mut reader) = reader else {
-        return response;
-    };
-    let mut content = Vec::new();
-    let body = std::io::Read::read_to_end(&mut reader, &mut content)
-        .ok()
-        .and_then(|_| {
-            let mut body = Body::new(content, response.body.encoding()).ok()?;
-            // The head's keys were a body's already: none is refused.
-            for (key, value) in response.body.extra() {
-                body = body.with_extra(key.clone(), value.clone()).ok()?;
-            }
-            Some(body)
-        });
-    match body {
-        Some(body) => {
-            response.body = body;
-            response
-        }
-        None => Refusal::internal("the server failed while answering this request").into_response(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::message::Body;
 
     /// The captures of `path` in a tree of `pattern` alone.
     fn params(pattern: &str, path: &str) -> Option<Vec<(String, String)>> {
