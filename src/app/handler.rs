@@ -14,7 +14,8 @@ use crate::io_adapters::server::{HeadCheck, Reply};
 pub(crate) type ReplyFuture = Pin<Box<dyn Future<Output = Reply> + Send>>;
 
 /// What calling a route's handler gave: the reply, or a future of it.
-// Made and taken apart once per request: boxing would cost more.
+// Made and taken apart once per request: boxing would cost more. `pub`
+// in a private module: the sealed `HandlerResult` names it.
 #[allow(clippy::large_enum_variant)]
 #[doc(hidden)]
 pub enum Answer {
@@ -25,6 +26,7 @@ pub enum Answer {
 /// How a handler runs.
 #[cfg_attr(not(feature = "tower"), allow(dead_code))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+// `pub` in a private module: the sealed `HandlerResult` names it.
 #[doc(hidden)]
 pub enum Runs {
     /// A plain function: it may block (a database, a file), so an async
