@@ -780,6 +780,8 @@ impl Router<()> {
     }
 }
 
+// A thin forwarding to the inherent entry points; `handle` and `respond`
+// copy the request only because this trait lends it.
 impl Handler for Router {
     fn handle(&self, request: &Request, info: &RequestInfo) -> Response {
         whole(self.answer(Incoming::new(request.clone(), *info)))
