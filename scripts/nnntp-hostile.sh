@@ -19,7 +19,7 @@ cd "$(dirname "$0")/.."
 clients=${1:-200}
 secs=${2:-10}
 
-cargo build --quiet --release --example nnntp --features tower
+cargo build --quiet --release -p nnntp
 dir=$(mktemp -d)
 server=
 cleanup() {
@@ -28,7 +28,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-target/release/examples/nnntp --addr 127.0.0.1:0 --db "$dir/news.db" \
+"${CARGO_TARGET_DIR:-target}/release/nnntp" --addr 127.0.0.1:0 --db "$dir/news.db" \
     --failed-logins 1000000000 --signups 1000000 >"$dir/out" 2>"$dir/err" &
 server=$!
 for _ in $(seq 100); do

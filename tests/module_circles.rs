@@ -442,6 +442,65 @@ fn no_module_circle_in_src() {
     assert!(found.is_empty(), "module circles:\n{}", report.join("\n\n"));
 }
 
+/// The floors of the library, lowest first: a module uses only modules on
+/// its own floor or below. The adapters serve any `Handler`; the
+/// application layer is one, built on them, never the other way round.
+const FLOORS: [&str; 4] = ["message", "machine", "io_adapters", "app"];
+
+/// The uses that run from a floor up to a higher one.
+fn uses_upward(edges: &BTreeMap<Module, BTreeSet<Module>>) -> Vec<String> {
+    let floor = |m: &Module| -> Option<usize> {
+        (m.first().map(String::as_str) == Some("lib"))
+            .then(|| {
+                FLOORS
+                    .iter()
+                    .position(|f| m.get(1).map(String::as_str) == Some(*f))
+            })
+            .flatten()
+    };
+    let mut upward = Vec::new();
+    for (from, targets) in edges {
+        for to in targets {
+            if let (Some(low), Some(high)) = (floor(from), floor(to))
+                && high > low
+            {
+                upward.push(format!("{} uses {}", name(from), name(to)));
+            }
+        }
+    }
+    upward
+}
+
+#[test]
+fn no_module_uses_a_floor_above_its_own() {
+    let upward = uses_upward(&edges(&sources()));
+    assert!(
+        upward.is_empty(),
+        "uses up the floors:\n  {}",
+        upward.join("\n  ")
+    );
+}
+
+#[test]
+fn the_floor_check_finds_an_adapter_that_uses_the_application_layer() {
+    let source = |module: &[&str], code: &str| Source {
+        module: module.iter().map(|s| (*s).to_owned()).collect(),
+        code: code_of(code),
+    };
+    let sources = [
+        source(&["lib"], "pub mod app;\npub mod io_adapters;"),
+        source(
+            &["lib", "app"],
+            "pub struct Refusal;\nuse crate::io_adapters::Handler;",
+        ),
+        source(
+            &["lib", "io_adapters"],
+            "pub trait Handler {}\nfn f() { crate::app::Refusal; }",
+        ),
+    ];
+    assert_eq!(uses_upward(&edges(&sources)), ["lib::io_adapters uses lib::app"]);
+}
+
 /// The test finds what it is meant to find: a circle written in two
 /// files, through a parent's re-export.
 #[test]

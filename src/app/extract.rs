@@ -363,7 +363,7 @@ impl<S, T: DeserializeOwned> FromRequest<S, ViaRequest> for Keys<T> {
 ///
 /// ```
 /// use jsontp_protocol::app::{Path, Router, get};
-/// use jsontp_protocol::io_adapters::server::{Incoming, RequestInfo};
+/// use jsontp_protocol::io_adapters::server::RequestInfo;
 /// use jsontp_protocol::message::{Method, Request, Resource, StatusCode};
 ///
 /// let router: Router = Router::new().route(
@@ -373,7 +373,7 @@ impl<S, T: DeserializeOwned> FromRequest<S, ViaRequest> for Keys<T> {
 /// let peer = RequestInfo::new("127.0.0.1:1".parse().unwrap());
 /// let ask = |path: &str| {
 ///     let request = Request::new(Method::Get, path.parse::<Resource>().unwrap());
-///     router.answer(Incoming::new(request, peer)).into_parts().0
+///     router.handle(request, &peer)
 /// };
 /// assert_eq!(ask("/posts/7").body.as_text(), Some("post 7"));
 /// let refused = ask("/posts/seven");

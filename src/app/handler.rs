@@ -314,25 +314,3 @@ where
         <F::Output as HandlerResult<K>>::RUNS
     }
 }
-
-/// Runs `future` to its end on this thread: how a synchronous server
-/// (std, mio) answers with an `async` handler. Only futures that need no
-/// runtime of their own (no tokio timers or sockets) can finish here.
-pub(crate) fn block_on<T>(future: impl Future<Output = T>) -> T {
-    use std::task::{Context, Poll, Wake, Waker};
-    struct Unpark(std::thread::Thread);
-    impl Wake for Unpark {
-        fn wake(self: Arc<Self>) {
-            self.0.unpark();
-        }
-    }
-    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
-    let mut cx = Context::from_waker(&waker);
-    let mut future = std::pin::pin!(future);
-    loop {
-        match future.as_mut().poll(&mut cx) {
-            Poll::Ready(value) => return value,
-            Poll::Pending => std::thread::park(),
-        }
-    }
-}

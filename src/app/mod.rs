@@ -48,13 +48,15 @@
 //! [`Handler`](crate::io_adapters::server::Handler) on the std and mio
 //! servers, and, with the feature `tower`, as a `tower::Service` on the
 //! tokio server, where tower's layers (timeouts, concurrency limits, load
-//! shedding) wrap it unchanged. Only a router that needs no state
-//! (`Router<()>`, after [`Router::with_state`]) is served.
+//! shedding) wrap it unchanged, and tower-http's http-typed ones (trace,
+//! request id, timeouts, authorization) through `app::http::layer`. Only
+//! a router that needs no state (`Router<()>`, after
+//! [`Router::with_state`]) is served.
 //! `docs/writing-an-application.md` walks through a whole application.
 //!
 //! ```
 //! use jsontp_protocol::app::{Keys, Router, get};
-//! use jsontp_protocol::io_adapters::server::{Incoming, RequestInfo};
+//! use jsontp_protocol::io_adapters::server::RequestInfo;
 //! use jsontp_protocol::message::{Method, Request};
 //! use serde::Serialize;
 //!
@@ -63,12 +65,14 @@
 //!
 //! let router: Router = Router::new().route("/hello", get(|| Keys(Hello { greeting: "hi" })));
 //! let request = Request::new(Method::Get, "/hello".parse().unwrap());
-//! let reply = router.answer(Incoming::new(request, RequestInfo::new("127.0.0.1:1".parse().unwrap())));
-//! assert_eq!(reply.response().body.extra()["greeting"], "hi");
+//! let response = router.handle(request, &RequestInfo::new("127.0.0.1:1".parse().unwrap()));
+//! assert_eq!(response.body.extra()["greeting"], "hi");
 //! ```
 
 mod extract;
 mod handler;
+#[cfg(feature = "tower")]
+pub mod http;
 mod respond;
 mod router;
 #[cfg(feature = "tower")]

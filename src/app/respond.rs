@@ -333,7 +333,8 @@ fn keys_body<T: Serialize>(value: &T) -> Result<Body, Refusal> {
 }
 
 /// `reply` as a whole response: a streamed content is read into memory
-/// (for an answer that cannot stream: a refusal of a head, [`Handler::handle`](crate::io_adapters::server::Handler::handle)).
+/// (for an answer that cannot stream: a refusal of a head,
+/// [`Router::handle`](super::Router::handle)).
 pub(crate) fn whole(reply: Reply) -> Response {
     let (mut response, reader) = reply.into_parts();
     let Some(mut reader) = reader else {

@@ -4,7 +4,7 @@
 use jsontp_protocol::app::{
     Authorization, Content, FromRef, Keys, Path, Query, Router, State, Text, get, post,
 };
-use jsontp_protocol::io_adapters::server::{Incoming, RequestInfo, ServerOptions};
+use jsontp_protocol::io_adapters::server::{RequestInfo, ServerOptions};
 use jsontp_protocol::message::{Body, Cookies, Headers, Method, Request, StatusCode};
 use serde::Deserialize;
 use serde_json::json;
@@ -259,7 +259,7 @@ fn a_handler_takes_the_part_of_the_routers_state_it_names() {
     let peer = RequestInfo::new("127.0.0.1:1".parse().unwrap());
     let get_text = |path: &str| {
         let request = Request::new(Method::Get, path.parse().unwrap());
-        let (response, _) = router.answer(Incoming::new(request, peer)).into_parts();
+        let response = router.handle(request, &peer);
         response.body.as_text().map(str::to_owned)
     };
     assert_eq!(get_text("/hello").as_deref(), Some("hello #1"));
@@ -285,7 +285,7 @@ fn the_content_reaches_the_handler_moved_not_copied() {
         let request =
             Request::new(Method::Post, path.parse().unwrap()).with_body(Body::text("x".repeat(4096)));
         let sent_at = format!("{:p}", request.body.content().as_ptr());
-        let (response, _) = router.answer(Incoming::new(request, peer)).into_parts();
+        let response = router.handle(request, &peer);
         assert_eq!(response.body.as_text(), Some(sent_at.as_str()), "{path}");
     }
 }

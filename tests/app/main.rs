@@ -6,7 +6,6 @@
 #[cfg(feature = "tower")]
 mod client_service;
 mod extract;
-mod nnntp;
 #[cfg(feature = "tower")]
 #[path = "../common/on_tokio.rs"]
 mod on_tokio;
@@ -14,3 +13,5 @@ mod routing;
 #[cfg(feature = "tower")]
 mod service;
 mod support;
+#[cfg(feature = "tower")]
+mod tower_http;

@@ -1,17 +1,15 @@
 //! The NNNTP example over TCP: the published crate's client against the
-//! example binary started with its one command, our client against the
-//! same router on every runtime, behind tower's timeout layer on tokio;
-//! and its bounds: the password pool, the per-address limits, the pages of
+//! binary started with its one command, our client against the same
+//! router on every runtime, behind tower's timeout layer on tokio; and its
+//! bounds: the password pool, the per-address limits, the pages of
 //! `/list`, posts stored once, the database waited for within a bound.
+#![allow(clippy::disallowed_methods)] // tests own threads and the clock
 
+use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
-#[cfg(feature = "tower")]
-use std::{
-    io::{BufRead, BufReader},
-    process::{Child, Command, Stdio},
-    sync::mpsc,
-    time::Duration,
-};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
 
 use jsontp_protocol::io_adapters::server::ServerOptions;
 use jsontp_protocol::message::{Method, Response, StatusCode};
@@ -19,13 +17,16 @@ use serde_json::{Value, json};
 
 use crate::support::{LIMIT, RUNTIMES, ask, request, start};
 
-#[path = "../../examples/nnntp/limits.rs"]
+#[path = "../src/limits.rs"]
 mod limits;
-#[path = "../../examples/nnntp/news.rs"]
+#[path = "../src/news.rs"]
 #[allow(dead_code)]
 mod news;
-#[path = "../../examples/nnntp/passwords.rs"]
+#[path = "../../../tests/common/on_tokio.rs"]
+mod on_tokio;
+#[path = "../src/passwords.rs"]
 mod passwords;
+mod support;
 
 fn new_user(username: &str, password: &str) -> Value {
     json!({"nnntp": {"type": "new", "username": username, "password": password}})
@@ -44,7 +45,6 @@ fn list(group: &str) -> Value {
     json!({"nnntp": {"type": "list", "group": group}})
 }
 
-#[cfg(feature = "tower")]
 /// The example, started as its one command on a free port, and killed
 /// when dropped.
 struct Example {
@@ -53,7 +53,6 @@ struct Example {
     _dir: tempfile::TempDir,
 }
 
-#[cfg(feature = "tower")]
 impl Drop for Example {
     fn drop(&mut self) {
         let _ = self.child.kill();
@@ -61,59 +60,111 @@ impl Drop for Example {
     }
 }
 
-#[cfg(feature = "tower")]
-/// `target/…/examples/nnntp`, built first when this test binary was built
-/// without the examples (`cargo test --test app`).
-fn example_binary() -> std::path::PathBuf {
-    let exe = std::env::current_exe().expect("test binary");
-    let profile = exe
-        .parent()
-        .and_then(|deps| deps.parent())
-        .expect("target profile folder");
-    let binary = profile.join("examples").join("nnntp");
-    if !binary.exists() {
-        let built = Command::new(env!("CARGO"))
-            .args(["build", "--quiet", "--example", "nnntp", "--features", "tower"])
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .status()
-            .expect("cargo build");
-        assert!(built.success(), "building the nnntp example failed");
-    }
-    binary
-}
-
-#[cfg(feature = "tower")]
-fn run_example() -> Example {
-    let dir = tempfile::tempdir().expect("temporary folder");
-    let db = dir.path().join("news.db");
-    let mut child = Command::new(example_binary())
-        .args(["--addr", "127.0.0.1:0", "--db"])
-        .arg(&db)
+/// Starts `command` (the binary with its options but `--addr`) on a free
+/// port, once it says where it listens; `dir` is kept until it is dropped.
+fn launch(mut command: Command, dir: tempfile::TempDir) -> Example {
+    let child = command
+        .args(["--addr", "127.0.0.1:0"])
         .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
         .spawn()
         .expect("start the example");
-    let stdout = child.stdout.take().expect("stdout");
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let mut line = String::new();
-        let _ = BufReader::new(stdout).read_line(&mut line);
-        let _ = tx.send(line);
-    });
-    let line = rx.recv_timeout(LIMIT).expect("the example says where it listens");
-    let addr = line
+    let mut example = Example {
+        child,
+        addr: SocketAddr::from(([127, 0, 0, 1], 0)),
+        _dir: dir,
+    };
+    let line = first_line(example.child.stdout.take().expect("stdout"));
+    example.addr = line
         .trim()
         .strip_prefix("nnntp: listening on ")
         .and_then(|a| a.parse().ok())
         .unwrap_or_else(|| panic!("unexpected first line {line:?}"));
-    Example {
-        child,
-        addr,
-        _dir: dir,
+    example
+}
+
+/// The first line `from` gives, waited for within [`LIMIT`].
+fn first_line(from: impl std::io::Read + Send + 'static) -> String {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = BufReader::new(from).read_line(&mut line);
+        let _ = tx.send(line);
+    });
+    rx.recv_timeout(LIMIT).expect("a line from the example in time")
+}
+
+fn run_example() -> Example {
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let mut command = Command::new(env!("CARGO_BIN_EXE_nnntp"));
+    command
+        .arg("--db")
+        .arg(dir.path().join("news.db"))
+        .stderr(Stdio::inherit());
+    launch(command, dir)
+}
+
+#[test]
+fn without_db_the_news_is_kept_in_the_users_data_folder_not_where_it_was_started() {
+    /// `XDG_DATA_HOME` in a case.
+    enum Xdg {
+        Unset,
+        /// This folder beneath the test's.
+        Beneath(&'static str),
+        /// This value as it is.
+        Literally(&'static str),
+    }
+    // What is set, and where the news goes beneath the test's folder.
+    let cases = [
+        ("XDG_DATA_HOME", Xdg::Beneath("data"), true, "data/nnntp/news.db"),
+        ("HOME alone", Xdg::Unset, true, "home/.local/share/nnntp/news.db"),
+        (
+            "a relative XDG_DATA_HOME, which the XDG rule ignores",
+            Xdg::Literally("data"),
+            true,
+            "home/.local/share/nnntp/news.db",
+        ),
+        (
+            "no home: the temporary folder",
+            Xdg::Unset,
+            false,
+            "tmp/nnntp/news.db",
+        ),
+    ];
+    for (case, xdg, home, expected) in cases {
+        let dir = tempfile::tempdir().expect("temporary folder");
+        let started_in = dir.path().join("checkout");
+        std::fs::create_dir(&started_in).expect("the folder it starts in");
+        let expected = dir.path().join(expected);
+        let mut command = Command::new(env!("CARGO_BIN_EXE_nnntp"));
+        command
+            .current_dir(&started_in)
+            .env("TMPDIR", dir.path().join("tmp"))
+            .stderr(Stdio::piped());
+        match xdg {
+            Xdg::Unset => command.env_remove("XDG_DATA_HOME"),
+            Xdg::Beneath(folder) => command.env("XDG_DATA_HOME", dir.path().join(folder)),
+            Xdg::Literally(value) => command.env("XDG_DATA_HOME", value),
+        };
+        if home {
+            command.env("HOME", dir.path().join("home"));
+        } else {
+            command.env_remove("HOME");
+        }
+        let mut example = launch(command, dir);
+        let said = first_line(example.child.stderr.take().expect("stderr"));
+        assert_eq!(
+            said,
+            format!("nnntp: news kept in {}\n", expected.display()),
+            "{case}"
+        );
+        let created = ask(example.addr, request(Method::Post, "/new", new_user("ada", "pw")));
+        assert_eq!(created.status.code, StatusCode::OK, "{case}: {created:?}");
+        assert!(expected.is_file(), "{case}: no {}", expected.display());
+        let left: Vec<_> = std::fs::read_dir(&started_in).expect("read").collect();
+        assert!(left.is_empty(), "{case}: {left:?} left where it was started");
     }
 }
 
-#[cfg(feature = "tower")]
 /// One request with the published crate's client (`GET`, the body key
 /// `nnntp`, version `1.0-rc1`, as the organisation's own client sends).
 fn reference(addr: SocketAddr, resource: &'static str, keys: Value) -> jsontp_ref::client::JsontpResponse {
@@ -132,8 +183,6 @@ fn reference(addr: SocketAddr, resource: &'static str, keys: Value) -> jsontp_re
         .expect("the reference client parsed our response")
 }
 
-// The example is built only with the feature `tower` (it serves on tokio).
-#[cfg(feature = "tower")]
 #[test]
 fn the_published_client_creates_a_user_posts_and_lists_against_the_example() {
     let example = run_example();
@@ -195,10 +244,9 @@ fn the_published_client_creates_a_user_posts_and_lists_against_the_example() {
     assert_eq!(empty.body.other["nnntp"], json!([]));
 }
 
-#[cfg(feature = "tower")]
 #[test]
 fn the_example_refuses_a_bound_it_cannot_keep_on_its_command_line() {
-    let refused = Command::new(example_binary())
+    let refused = Command::new(env!("CARGO_BIN_EXE_nnntp"))
         .args([
             "--addr",
             "127.0.0.1:0",
@@ -286,7 +334,6 @@ fn the_news_router_serves_on_every_runtime_and_stores_only_password_hashes() {
     }
 }
 
-#[cfg(feature = "tower")]
 #[test]
 fn concurrent_posts_through_a_timeout_layer_are_never_lost() {
     let dir = tempfile::tempdir().expect("temporary folder");
@@ -749,7 +796,6 @@ fn a_post_sent_again_with_its_token_is_stored_once() {
     );
 }
 
-#[cfg(feature = "tower")]
 #[test]
 fn a_post_that_cannot_get_the_database_in_time_is_refused_before_anything_is_stored() {
     let mut settings = quick();

@@ -2,8 +2,13 @@
 //! post to groups and list them, stored in an SQLite file.
 //!
 //! ```text
-//! cargo run --example nnntp --features tower -- --addr 127.0.0.1:1119 --db news.db
+//! cargo run -p nnntp -- --addr 127.0.0.1:1119
 //! ```
+//!
+//! The news is kept in `nnntp/news.db` under the user's data folder
+//! (`$XDG_DATA_HOME`, else `~/.local/share`; the system's temporary folder
+//! when there is no home), created if need be and named at start;
+//! `--db FILE` keeps it elsewhere.
 //!
 //! It serves on the tokio server, its router behind tower's layers: a
 //! time limit on every request and a bound on those answered at once.
@@ -32,13 +37,14 @@ use std::time::Duration;
 use jsontp_protocol::io_adapters::server::tokio::serve_service;
 use jsontp_protocol::io_adapters::server::{ServerOptions, listen};
 
-const USAGE: &str = "usage: nnntp --addr HOST:PORT --db FILE [--hash-workers N] [--hash-queue N] \
+const USAGE: &str = "usage: nnntp --addr HOST:PORT [--db FILE] [--hash-workers N] [--hash-queue N] \
 [--signups N] [--failed-logins N]";
 
-/// The command line: where to listen, where the news is kept, its bounds.
+/// The command line: where to listen, where the news is kept (`None`: the
+/// default place, [`default_db`]), its bounds.
 struct Args {
     addr: String,
-    db: PathBuf,
+    db: Option<PathBuf>,
     settings: news::Settings,
 }
 
@@ -72,7 +78,7 @@ fn parse_args() -> Result<Args, String> {
     settings.passwords.queue = queue.unwrap_or(16 * settings.passwords.workers);
     Ok(Args {
         addr: addr.ok_or("--addr is missing")?,
-        db: db.ok_or("--db is missing")?,
+        db,
         settings,
     })
 }
@@ -112,9 +118,38 @@ fn main() -> ExitCode {
     }
 }
 
+/// `nnntp/news.db` in the user's data folder (the XDG base directory
+/// rule: `$XDG_DATA_HOME` when it is an absolute path, else
+/// `$HOME/.local/share`), or in the system's temporary folder when there
+/// is no home: never the folder it was started in, which is often a
+/// checkout. The folder is created if need be.
+fn default_db() -> Result<PathBuf, String> {
+    let absolute = |name| {
+        std::env::var_os(name)
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+    };
+    let dir = absolute("XDG_DATA_HOME")
+        .or_else(|| absolute("HOME").map(|home| home.join(".local").join("share")))
+        .unwrap_or_else(std::env::temp_dir)
+        .join("nnntp");
+    std::fs::create_dir_all(&dir).map_err(|e| {
+        format!(
+            "cannot create {}: {e}; --db FILE keeps the news elsewhere",
+            dir.display()
+        )
+    })?;
+    Ok(dir.join("news.db"))
+}
+
 fn run(args: Args) -> Result<(), String> {
-    let store = news::Store::open(&args.db, args.settings)
-        .map_err(|e| format!("cannot open {}: {e}", args.db.display()))?;
+    let db = match args.db {
+        Some(db) => db,
+        None => default_db()?,
+    };
+    let store =
+        news::Store::open(&db, args.settings).map_err(|e| format!("cannot open {}: {e}", db.display()))?;
+    eprintln!("nnntp: news kept in {}", db.display());
     let listener = listen(args.addr.as_str()).map_err(|e| format!("cannot listen on {}: {e}", args.addr))?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
     listener.set_nonblocking(true).map_err(|e| e.to_string())?;
