@@ -1,30 +1,94 @@
-//! Extractors: what a handler takes as arguments, each drawn from the
-//! request by [`Extract`].
+//! Extractors: what a handler takes as arguments. Most draw from the
+//! request's head ([`FromRequestParts`]: any number, in any position);
+//! at most one, the last, consumes the request ([`FromRequest`]: its
+//! content, its body keys, the request itself).
 
-use std::any::{Any, TypeId};
-use std::collections::HashMap;
+use std::convert::Infallible;
 use std::fmt;
 use std::io::{self, Read};
 use std::net::SocketAddr;
-use std::sync::Arc;
 
 use serde::de::{self, DeserializeOwned, IntoDeserializer};
-use serde_json::Value;
 
-use super::respond::{Keys, Refusal};
+use super::respond::{IntoReply, Keys, Refusal};
 use crate::io_adapters::server::{Incoming, Upload};
 use crate::message::{Cookies, Headers, Method, Request, Resource};
 
-/// One request as the router hands it to a handler: the request, its
-/// large content if it was spooled (D19), the peer, the path parameters
-/// the route matched and the router's shared state. Extractors
-/// ([`Extract`]) draw a handler's arguments from it.
+/// What extractors of the request's head see: the request (borrowed, so
+/// that neither the router nor an extractor copies it), the peer and the
+/// path parameters the route matched.
+///
+/// The same parts are shown twice for a request with content: once when
+/// its head arrives, before any of the content is stored
+/// ([`Router::check_head_of`](super::Router::check_head_of), D10, D19),
+/// the content not there yet, and again when the handler is called.
+#[derive(Debug, Clone, Copy)]
+pub struct Parts<'a> {
+    head: &'a Request,
+    peer: SocketAddr,
+    params: &'a [(String, String)],
+}
+
+impl<'a> Parts<'a> {
+    /// The parts of `head`, asked by `peer`, whose route matched `params`
+    /// (name and value of each `{name}`, in the pattern's order): what a
+    /// test of an extractor makes.
+    pub fn new(head: &'a Request, peer: SocketAddr, params: &'a [(String, String)]) -> Parts<'a> {
+        Parts { head, peer, params }
+    }
+
+    /// The request. Its body is not for extractors of parts: a
+    /// 100-continue handshake's first request, whose head is checked, has
+    /// its body ignored (D10), keys and all; the content is never there at
+    /// the head's check, and not at the call when it was spooled (D19).
+    pub fn request(&self) -> &'a Request {
+        self.head
+    }
+
+    /// The method.
+    pub fn method(&self) -> Method {
+        self.head.method
+    }
+
+    /// The resource.
+    pub fn resource(&self) -> &'a Resource {
+        &self.head.resource
+    }
+
+    /// The headers.
+    pub fn headers(&self) -> &'a Headers {
+        &self.head.headers
+    }
+
+    /// Who asked.
+    pub fn peer(&self) -> SocketAddr {
+        self.peer
+    }
+
+    /// The value of the route's path parameter `name` (`/groups/{group}`
+    /// matched by `/groups/rust` gives `rust` for `group`).
+    pub fn param(&self, name: &str) -> Option<&'a str> {
+        self.params
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// Every path parameter, name and value, in the pattern's order.
+    pub fn params(&self) -> &'a [(String, String)] {
+        self.params
+    }
+}
+
+/// One request as the router hands it to a handler, owned: the request,
+/// its content if it was spooled (D19), the peer and the path parameters.
+/// The handler's last argument ([`FromRequest`]) consumes it; the others
+/// see its [`parts`](Self::parts).
 pub struct Call {
     request: Request,
     upload: Option<Upload>,
     peer: SocketAddr,
     params: Vec<(String, String)>,
-    states: Arc<States>,
 }
 
 impl fmt::Debug for Call {
@@ -34,12 +98,12 @@ impl fmt::Debug for Call {
             .field("upload", &self.upload)
             .field("peer", &self.peer)
             .field("params", &self.params)
-            .finish_non_exhaustive()
+            .finish()
     }
 }
 
 impl Call {
-    pub(crate) fn new(incoming: Incoming, params: Vec<(String, String)>, states: Arc<States>) -> Call {
+    pub(crate) fn new(incoming: Incoming, params: Vec<(String, String)>) -> Call {
         let Incoming {
             request,
             upload,
@@ -51,82 +115,117 @@ impl Call {
             upload,
             peer: info.peer,
             params,
-            states,
         }
     }
 
+    /// Its parts, for extractors of the head.
+    pub fn parts(&self) -> Parts<'_> {
+        Parts::new(&self.request, self.peer, &self.params)
+    }
+
     /// The request. When its content was too large to hold in memory, the
-    /// body's content is empty and [`Content`] gives it.
+    /// body's content is empty and [`into_content`](Self::into_content)
+    /// gives it.
     pub fn request(&self) -> &Request {
         &self.request
     }
 
-    /// Who asked.
-    pub fn peer(&self) -> SocketAddr {
-        self.peer
+    /// The request itself; its content is empty if it was spooled.
+    pub fn into_request(self) -> Request {
+        self.request
     }
 
-    /// The value of the route's path parameter `name`
-    /// (`/groups/{group}` matched by `/groups/rust` gives `rust` for
-    /// `group`), percent-decoded.
-    pub fn param(&self, name: &str) -> Option<&str> {
-        self.params
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v.as_str())
-    }
-
-    /// The router's shared value of type `T` ([`Router::with_state`](super::Router::with_state)).
-    pub fn state<T: Clone + Send + Sync + 'static>(&self) -> Option<T> {
-        self.states.get::<T>().cloned()
-    }
-
-    /// The request's content: the spooled upload if there was one (taken:
-    /// a later call gives the body's own content, which is then empty),
-    /// a copy of the body's bytes otherwise.
-    pub fn take_content(&mut self) -> Content {
+    /// The request's content: the spooled upload if there was one, the
+    /// body's own bytes (moved, not copied) otherwise.
+    pub fn into_content(mut self) -> Content {
         match self.upload.take() {
             Some(upload) => Content(Held::Spooled(upload)),
-            None => Content(Held::Memory(self.request.body.content().to_vec())),
+            None => Content(Held::Memory(self.request.body.replace_content(Vec::new()))),
         }
     }
 }
 
-/// The shared values of a router, one per type.
-#[derive(Default, Clone)]
-pub(crate) struct States(HashMap<TypeId, Arc<dyn Any + Send + Sync>>);
-
-impl States {
-    pub(crate) fn insert<T: Send + Sync + 'static>(&mut self, value: T) {
-        self.0.insert(TypeId::of::<T>(), Arc::new(value));
-    }
-
-    fn get<T: 'static>(&self) -> Option<&T> {
-        self.0.get(&TypeId::of::<T>())?.downcast_ref()
-    }
-
-    pub(crate) fn merge(&mut self, other: &States) {
-        for (id, value) in &other.0 {
-            self.0.entry(*id).or_insert_with(|| Arc::clone(value));
-        }
-    }
-}
-
-/// A handler's argument, drawn from the request.
-///
-/// When extraction fails the handler is not called: the router answers
-/// with the [`Refusal`] instead (a `400` naming the key and what is wrong
-/// with it, for most). Implement it for an application's own types, such
-/// as an authenticated user:
+/// Gives a router's state, or the part of it a handler asks for: a
+/// handler's [`State<T>`] is drawn from the router's state `S` when
+/// `T: FromRef<S>`. Every `Clone` type gives itself; implement it to hand
+/// out one field of an application's state:
 ///
 /// ```
-/// use jsontp_protocol::app::{Call, Extract, Refusal};
+/// use jsontp_protocol::app::{FromRef, Router, State, get};
+///
+/// #[derive(Clone)]
+/// struct App { greeting: Greeting, visits: std::sync::Arc<std::sync::atomic::AtomicU64> }
+/// #[derive(Clone)]
+/// struct Greeting(&'static str);
+///
+/// impl FromRef<App> for Greeting {
+///     fn from_ref(app: &App) -> Greeting {
+///         app.greeting.clone()
+///     }
+/// }
+///
+/// let app = App { greeting: Greeting("hi"), visits: Default::default() };
+/// let router: Router = Router::new()
+///     .route("/hello", get(|State(Greeting(text)): State<Greeting>| text))
+///     .with_state(app);
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "a router with state `{T}` cannot give a handler `State<{Self}>`",
+    label = "the router's state does not give this",
+    note = "give the router the state with `Router::with_state(…)` after the routes that take it, \
+            or implement `FromRef<{T}>` for `{Self}` to draw it from the router's state"
+)]
+pub trait FromRef<T> {
+    /// The value drawn from `input`.
+    fn from_ref(input: &T) -> Self;
+}
+
+impl<T: Clone> FromRef<T> for T {
+    fn from_ref(input: &T) -> T {
+        input.clone()
+    }
+}
+
+mod guard {
+    /// A state no router has: its implementation of [`FromRef`] for every
+    /// type keeps `T: FromRef<S>` from choosing the router's state `S`
+    /// from a handler's `State<T>` alone, so that a handler asking for a
+    /// state its router lacks is refused as such (`T: FromRef<S>` not
+    /// satisfied), not as routes of another router's type.
+    #[derive(Debug)]
+    pub enum NoState {}
+}
+
+#[doc(hidden)]
+impl<T> FromRef<guard::NoState> for T {
+    fn from_ref(input: &guard::NoState) -> T {
+        match *input {}
+    }
+}
+
+/// A handler's argument drawn from the request's head: method, resource,
+/// path parameters, query, headers, peer, the router's state. A handler
+/// takes any number of them, in any position.
+///
+/// They run twice for a request with content: when its head arrives,
+/// before the content is stored (one that refuses refuses the request
+/// there, and the client of a 100-continue handshake never sends the
+/// content, D10), and again when the handler is called. So they must be
+/// free of side effects: check and draw, never count or change.
+///
+/// Implement it for an application's own types, such as a user who must
+/// be authorised:
+///
+/// ```
+/// use jsontp_protocol::app::{FromRequestParts, Parts, Refusal};
 ///
 /// struct Admin;
 ///
-/// impl Extract for Admin {
-///     fn extract(call: &mut Call) -> Result<Self, Refusal> {
-///         match call.request().headers.authorization() {
+/// impl<S> FromRequestParts<S> for Admin {
+///     type Rejection = Refusal;
+///
+///     fn from_request_parts(parts: &Parts<'_>, _state: &S) -> Result<Self, Refusal> {
+///         match parts.headers().authorization() {
 ///             Some("s3cret") => Ok(Admin),
 ///             Some(_) => Err(Refusal::unauthorized("wrong credentials")),
 ///             None => Err(Refusal::unauthorized("the `authorization` header is missing")),
@@ -134,30 +233,126 @@ impl States {
 ///     }
 /// }
 /// ```
-pub trait Extract: Sized {
-    /// Draws the value from `call`, or refuses the request.
-    fn extract(call: &mut Call) -> Result<Self, Refusal>;
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be a handler's argument here",
+    label = "not an extractor of the request's head",
+    note = "every argument but the last is drawn from the request's head, by \
+            `FromRequestParts`: Path, Query, Authorization, Peer, Headers, Cookies, Method, \
+            Resource, State<T>, Option of these",
+    note = "only the last argument may consume the request (Keys, Text, Content, Request): the \
+            content can be taken once",
+    note = "for a type of your own, implement `FromRequestParts`, or `FromRequest` and take it \
+            last"
+)]
+pub trait FromRequestParts<S>: Sized {
+    /// What the request gets when the value cannot be drawn.
+    type Rejection: IntoReply;
+
+    /// Draws the value from `parts`, or refuses the request.
+    fn from_request_parts(parts: &Parts<'_>, state: &S) -> Result<Self, Self::Rejection>;
 }
 
-impl<T: Extract> Extract for Option<T> {
-    /// `None` where `T` would refuse the request.
-    fn extract(call: &mut Call) -> Result<Self, Refusal> {
-        Ok(T::extract(call).ok())
+/// Marks [`FromRequest`]'s implementation for every [`FromRequestParts`]:
+/// an extractor of parts may be the last argument too.
+#[derive(Debug)]
+pub enum ViaParts {}
+
+/// Marks the implementations of [`FromRequest`] that consume the request.
+#[derive(Debug)]
+pub enum ViaRequest {}
+
+/// A handler's last argument, which may consume the request: its content
+/// ([`Content`], [`Text`]), its body keys ([`Keys`]), the
+/// [`Request`] itself. A handler takes at most one, last; every
+/// [`FromRequestParts`] is one as well (`M` tells the two apart; it is
+/// inferred, never written).
+///
+/// [`TAKES_CONTENT`](Self::TAKES_CONTENT) says whether the request's
+/// content is kept for it; [`check_head`](Self::check_head) may refuse a
+/// request from its head, before the content arrives.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be a handler's argument",
+    label = "not an extractor",
+    note = "a handler's last argument implements `FromRequest` (Keys, Text, Content, Request) or \
+            `FromRequestParts` (Path, Query, Authorization, Peer, Headers, Cookies, State<T>, …): \
+            implement one of them for it"
+)]
+pub trait FromRequest<S, M = ViaRequest>: Sized {
+    /// What the request gets when the value cannot be drawn.
+    type Rejection: IntoReply;
+
+    /// Whether the extractor reads the request's content: when `false`,
+    /// the server drops the content of a request for this handler as it
+    /// checks it, storing none of it (D19).
+    const TAKES_CONTENT: bool = true;
+
+    /// Draws the value, consuming the request, or refuses it.
+    fn from_request(call: Call, state: &S) -> Result<Self, Self::Rejection>;
+
+    /// Refuses the request from its head alone, before its content is
+    /// stored or (D10) sent; accepts by default. Like
+    /// [`FromRequestParts`], it must be free of side effects, and must not
+    /// read the body (ignored at a handshake, D10).
+    fn check_head(parts: &Parts<'_>, state: &S) -> Result<(), Self::Rejection> {
+        let _ = (parts, state);
+        Ok(())
     }
 }
 
-impl<T: DeserializeOwned> Extract for Keys<T> {
-    fn extract(call: &mut Call) -> Result<Self, Refusal> {
-        let keys = Value::Object(call.request.body.extra().clone());
-        serde_path_to_error::deserialize(keys).map(Keys).map_err(|error| {
-            let path = error.path().to_string();
-            let what = error.inner();
-            if path == "." {
-                Refusal::bad_request(format!("body keys: {what}"))
-            } else {
-                Refusal::bad_request(format!("body key `{path}`: {what}"))
-            }
-        })
+impl<S, T: FromRequestParts<S>> FromRequest<S, ViaParts> for T {
+    type Rejection = T::Rejection;
+    const TAKES_CONTENT: bool = false;
+
+    fn from_request(call: Call, state: &S) -> Result<Self, Self::Rejection> {
+        T::from_request_parts(&call.parts(), state)
+    }
+
+    fn check_head(parts: &Parts<'_>, state: &S) -> Result<(), Self::Rejection> {
+        T::from_request_parts(parts, state).map(drop)
+    }
+}
+
+impl<S, T: FromRequestParts<S>> FromRequestParts<S> for Option<T> {
+    type Rejection = Infallible;
+
+    /// `None` where `T` would refuse the request.
+    fn from_request_parts(parts: &Parts<'_>, state: &S) -> Result<Self, Infallible> {
+        Ok(T::from_request_parts(parts, state).ok())
+    }
+}
+
+impl<S, T: FromRequest<S, ViaRequest>> FromRequest<S, ViaRequest> for Option<T> {
+    type Rejection = Infallible;
+    const TAKES_CONTENT: bool = T::TAKES_CONTENT;
+
+    /// `None` where `T` would refuse the request.
+    fn from_request(call: Call, state: &S) -> Result<Self, Infallible> {
+        Ok(T::from_request(call, state).ok())
+    }
+}
+
+/// The body keys deserialised into `T`, without a copy of them.
+fn body_keys<T: DeserializeOwned>(request: &Request) -> Result<T, Refusal> {
+    serde_path_to_error::deserialize(request.body.extra()).map_err(|error| {
+        let path = error.path().to_string();
+        let what = error.inner();
+        if path == "." {
+            Refusal::bad_request(format!("body keys: {what}"))
+        } else {
+            Refusal::bad_request(format!("body key `{path}`: {what}"))
+        }
+    })
+}
+
+// Not checked at the head: the body of a 100-continue handshake's first
+// request is ignored (D10), its keys come with the full request.
+impl<S, T: DeserializeOwned> FromRequest<S, ViaRequest> for Keys<T> {
+    type Rejection = Refusal;
+    // Body keys are not the content: a request for this handler keeps none.
+    const TAKES_CONTENT: bool = false;
+
+    fn from_request(call: Call, _state: &S) -> Result<Self, Refusal> {
+        body_keys(&call.request).map(Keys)
     }
 }
 
@@ -171,14 +366,14 @@ impl<T: DeserializeOwned> Extract for Keys<T> {
 /// use jsontp_protocol::io_adapters::server::RequestInfo;
 /// use jsontp_protocol::message::{Method, Request, Resource, StatusCode};
 ///
-/// let router = Router::new().route(
+/// let router: Router = Router::new().route(
 ///     "/posts/{id}",
 ///     get(|Path(id): Path<u64>| format!("post {id}")),
 /// );
-/// let peer = "127.0.0.1:1".parse().unwrap();
+/// let peer = RequestInfo::new("127.0.0.1:1".parse().unwrap());
 /// let ask = |path: &str| {
 ///     let request = Request::new(Method::Get, path.parse::<Resource>().unwrap());
-///     router.handle(request, &RequestInfo::new(peer))
+///     router.handle(request, &peer)
 /// };
 /// assert_eq!(ask("/posts/7").body.as_text(), Some("post 7"));
 /// let refused = ask("/posts/seven");
@@ -188,9 +383,11 @@ impl<T: DeserializeOwned> Extract for Keys<T> {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Path<T>(pub T);
 
-impl<T: DeserializeOwned> Extract for Path<T> {
-    fn extract(call: &mut Call) -> Result<Self, Refusal> {
-        from_pairs(&call.params, "path parameter")
+impl<S, T: DeserializeOwned> FromRequestParts<S> for Path<T> {
+    type Rejection = Refusal;
+
+    fn from_request_parts(parts: &Parts<'_>, _state: &S) -> Result<Self, Refusal> {
+        from_pairs(parts.params, "path parameter")
             .map(Path)
             .map_err(|e| Refusal::bad_request(e.to_string()))
     }
@@ -202,9 +399,11 @@ impl<T: DeserializeOwned> Extract for Path<T> {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Query<T>(pub T);
 
-impl<T: DeserializeOwned> Extract for Query<T> {
-    fn extract(call: &mut Call) -> Result<Self, Refusal> {
-        let query = call.request.resource.query().unwrap_or("");
+impl<S, T: DeserializeOwned> FromRequestParts<S> for Query<T> {
+    type Rejection = Refusal;
+
+    fn from_request_parts(parts: &Parts<'_>, _state: &S) -> Result<Self, Refusal> {
+        let query = parts.resource().query().unwrap_or("");
         let pairs = crate::message::form::parse_form(query)
             .ok_or_else(|| Refusal::bad_request("the query is not of the form key=value&key=value"))?;
         from_pairs(&pairs, "query key")
@@ -283,9 +482,11 @@ impl Content {
     }
 }
 
-impl Extract for Content {
-    fn extract(call: &mut Call) -> Result<Self, Refusal> {
-        Ok(call.take_content())
+impl<S> FromRequest<S, ViaRequest> for Content {
+    type Rejection = Infallible;
+
+    fn from_request(call: Call, _state: &S) -> Result<Self, Infallible> {
+        Ok(call.into_content())
     }
 }
 
@@ -294,12 +495,34 @@ impl Extract for Content {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Text(pub String);
 
-impl Extract for Text {
-    fn extract(call: &mut Call) -> Result<Self, Refusal> {
-        let bytes = call.take_content().into_bytes()?;
+impl<S> FromRequest<S, ViaRequest> for Text {
+    type Rejection = Refusal;
+
+    fn from_request(call: Call, _state: &S) -> Result<Self, Refusal> {
+        let bytes = call.into_content().into_bytes()?;
         String::from_utf8(bytes)
             .map(Text)
             .map_err(|_| Refusal::bad_request("the content is not UTF-8 text"))
+    }
+}
+
+impl<S> FromRequest<S, ViaRequest> for Vec<u8> {
+    type Rejection = Refusal;
+
+    /// The content's bytes, read into memory if it was spooled (moved,
+    /// not copied, when it was not).
+    fn from_request(call: Call, _state: &S) -> Result<Self, Refusal> {
+        Ok(call.into_content().into_bytes()?)
+    }
+}
+
+impl<S> FromRequest<S, ViaRequest> for Request {
+    type Rejection = Infallible;
+
+    /// The whole request, moved; its content is empty if it was spooled
+    /// (take [`Content`] for that).
+    fn from_request(call: Call, _state: &S) -> Result<Self, Infallible> {
+        Ok(call.into_request())
     }
 }
 
@@ -327,9 +550,11 @@ impl Authorization {
     }
 }
 
-impl Extract for Authorization {
-    fn extract(call: &mut Call) -> Result<Self, Refusal> {
-        match call.request.headers.authorization() {
+impl<S> FromRequestParts<S> for Authorization {
+    type Rejection = Refusal;
+
+    fn from_request_parts(parts: &Parts<'_>, _state: &S) -> Result<Self, Refusal> {
+        match parts.headers().authorization() {
             Some(value) => Ok(Authorization(value.to_owned())),
             None => Err(Refusal::unauthorized("the `authorization` header is missing")),
         }
@@ -341,61 +566,60 @@ impl Extract for Authorization {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Peer(pub SocketAddr);
 
-impl Extract for Peer {
-    fn extract(call: &mut Call) -> Result<Self, Refusal> {
-        Ok(Peer(call.peer))
+impl<S> FromRequestParts<S> for Peer {
+    type Rejection = Infallible;
+
+    fn from_request_parts(parts: &Parts<'_>, _state: &S) -> Result<Self, Infallible> {
+        Ok(Peer(parts.peer))
     }
 }
 
-/// The router's shared value of type `T`, set with
-/// [`Router::with_state`](super::Router::with_state): a database handle, a
-/// configuration. A router without one answers `500` (the application is
-/// wrong, not the request).
+/// The router's state, or the part of it `T` names ([`FromRef`]), given
+/// with [`Router::with_state`](super::Router::with_state): a database
+/// handle, a configuration. A handler asking for a state its router is not
+/// given does not compile.
 #[derive(Debug, Clone, Default)]
 pub struct State<T>(pub T);
 
-impl<T: Clone + Send + Sync + 'static> Extract for State<T> {
-    fn extract(call: &mut Call) -> Result<Self, Refusal> {
-        call.state::<T>().map(State).ok_or_else(|| {
-            tracing::error!(
-                state = std::any::type_name::<T>(),
-                "a handler asks for state the router was not given"
-            );
-            Refusal::internal("the server is misconfigured")
-        })
+impl<S, T: FromRef<S>> FromRequestParts<S> for State<T> {
+    type Rejection = Infallible;
+
+    fn from_request_parts(_parts: &Parts<'_>, state: &S) -> Result<Self, Infallible> {
+        Ok(State(T::from_ref(state)))
     }
 }
 
-impl Extract for Cookies {
+impl<S> FromRequestParts<S> for Cookies {
+    type Rejection = Infallible;
+
     /// The request's cookies (D15); none is the empty set.
-    fn extract(call: &mut Call) -> Result<Self, Refusal> {
-        Ok(call.request.headers.cookies().cloned().unwrap_or_default())
+    fn from_request_parts(parts: &Parts<'_>, _state: &S) -> Result<Self, Infallible> {
+        Ok(parts.headers().cookies().cloned().unwrap_or_default())
     }
 }
 
-impl Extract for Headers {
+impl<S> FromRequestParts<S> for Headers {
+    type Rejection = Infallible;
+
     /// The request's headers, typed.
-    fn extract(call: &mut Call) -> Result<Self, Refusal> {
-        Ok(call.request.headers.clone())
+    fn from_request_parts(parts: &Parts<'_>, _state: &S) -> Result<Self, Infallible> {
+        Ok(parts.headers().clone())
     }
 }
 
-impl Extract for Method {
-    fn extract(call: &mut Call) -> Result<Self, Refusal> {
-        Ok(call.request.method)
+impl<S> FromRequestParts<S> for Method {
+    type Rejection = Infallible;
+
+    fn from_request_parts(parts: &Parts<'_>, _state: &S) -> Result<Self, Infallible> {
+        Ok(parts.method())
     }
 }
 
-impl Extract for Resource {
-    fn extract(call: &mut Call) -> Result<Self, Refusal> {
-        Ok(call.request.resource.clone())
-    }
-}
+impl<S> FromRequestParts<S> for Resource {
+    type Rejection = Infallible;
 
-impl Extract for Request {
-    /// The whole request (a copy; its content empty if it was spooled).
-    fn extract(call: &mut Call) -> Result<Self, Refusal> {
-        Ok(call.request.clone())
+    fn from_request_parts(parts: &Parts<'_>, _state: &S) -> Result<Self, Infallible> {
+        Ok(parts.resource().clone())
     }
 }
 

@@ -27,9 +27,24 @@ use crate::message::{Body, Cookies, Headers, Response, Status, StatusCode};
 /// assert_eq!(reply.response().status.code, StatusCode::BAD_REQUEST);
 /// assert_eq!(check("ada").into_reply().response().body.as_text(), Some("hello"));
 /// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be a handler's answer",
+    label = "not an answer",
+    note = "a handler returns what implements `IntoReply`: Response, Reply, StatusCode, \
+            (StatusCode, &str or String), &'static str, String, Keys<T: Serialize>, \
+            (StatusCode, Keys<T>), (SetCookies, T), (Headers, T), Refusal, or a Result of these",
+    note = "wrap body keys in `Keys(…)`, or implement `IntoReply` for your type"
+)]
 pub trait IntoReply {
     /// The reply.
     fn into_reply(self) -> Reply;
+}
+
+impl IntoReply for std::convert::Infallible {
+    /// Never called: the rejection of extractors that never refuse.
+    fn into_reply(self) -> Reply {
+        match self {}
+    }
 }
 
 impl IntoReply for Reply {
@@ -315,4 +330,32 @@ fn keys_body<T: Serialize>(value: &T) -> Result<Body, Refusal> {
             .map_err(|e| failed(&format!("a key {e}")))?;
     }
     Ok(body)
+}
+
+/// `reply` as a whole response: a streamed content is read into memory
+/// (for an answer that cannot stream: a refusal of a head,
+/// [`Router::handle`](super::Router::handle)).
+pub(crate) fn whole(reply: Reply) -> Response {
+    let (mut response, reader) = reply.into_parts();
+    let Some(mut reader) = reader else {
+        return response;
+    };
+    let mut content = Vec::new();
+    let body = std::io::Read::read_to_end(&mut reader, &mut content)
+        .ok()
+        .and_then(|_| {
+            let mut body = Body::new(content, response.body.encoding()).ok()?;
+            // The head's keys were a body's already: none is refused.
+            for (key, value) in response.body.extra() {
+                body = body.with_extra(key.clone(), value.clone()).ok()?;
+            }
+            Some(body)
+        });
+    match body {
+        Some(body) => {
+            response.body = body;
+            response
+        }
+        None => Refusal::internal("the server failed while answering this request").into_response(),
+    }
 }

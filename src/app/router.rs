@@ -1,28 +1,43 @@
-//! The router: resource patterns, handlers per method, and the answers
-//! D11 asks of a server (`404`, `405` with `allowed-methods`, `OPTIONS`).
+//! The router: resource patterns in a tree, handlers per method, and the
+//! answers D11 asks of a server (`404`, `405` with `allowed-methods`,
+//! `OPTIONS`).
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
 use super::RouteHandler;
-use super::extract::{Call, States};
-use super::handler::{Answer, Shared};
-use super::respond::Refusal;
-use crate::io_adapters::server::{AccessRecord, Handled, Handler, HeadCheck, Incoming, Reply, RequestInfo};
-use crate::message::{Body, Method, Request, Response, StatusCode};
+use super::extract::{Call, Parts};
+use super::handler::{Answer, Shared, give};
+use super::respond::whole;
+use crate::io_adapters::server::{AccessRecord, Handled, Handler, HeadCheck, Incoming, RequestInfo};
+use crate::message::{Method, Request, Response, StatusCode};
 
-/// The handlers of one resource pattern, by method. Made with [`get`],
-/// [`post`], [`put`], [`delete`] or [`on`], and added to with the methods
-/// of the same names.
+/// The handlers of one resource pattern, by method, for a router with
+/// state `S`. Made with [`get`], [`post`], [`put`], [`delete`] or [`on`],
+/// and added to with the methods of the same names.
 ///
 /// `OPTIONS` needs no handler: the router answers it from the methods
 /// listed here (D11), unless one is given for it.
-#[derive(Clone, Default)]
-pub struct MethodRoutes {
-    handlers: Vec<(Method, Shared)>,
+pub struct MethodRoutes<S = ()> {
+    handlers: Vec<(Method, Shared<S>)>,
 }
 
-impl fmt::Debug for MethodRoutes {
+impl<S> Clone for MethodRoutes<S> {
+    fn clone(&self) -> Self {
+        MethodRoutes {
+            handlers: self.handlers.clone(),
+        }
+    }
+}
+
+impl<S> Default for MethodRoutes<S> {
+    fn default() -> Self {
+        MethodRoutes { handlers: Vec::new() }
+    }
+}
+
+impl<S> fmt::Debug for MethodRoutes<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_list()
             .entries(self.handlers.iter().map(|(m, _)| m))
@@ -31,55 +46,58 @@ impl fmt::Debug for MethodRoutes {
 }
 
 /// `handler` for `GET`.
-pub fn get<M, H: RouteHandler<M>>(handler: H) -> MethodRoutes {
+pub fn get<M, S, H: RouteHandler<M, S>>(handler: H) -> MethodRoutes<S> {
     MethodRoutes::default().get(handler)
 }
 
 /// `handler` for `POST`.
-pub fn post<M, H: RouteHandler<M>>(handler: H) -> MethodRoutes {
+pub fn post<M, S, H: RouteHandler<M, S>>(handler: H) -> MethodRoutes<S> {
     MethodRoutes::default().post(handler)
 }
 
 /// `handler` for `PUT`.
-pub fn put<M, H: RouteHandler<M>>(handler: H) -> MethodRoutes {
+pub fn put<M, S, H: RouteHandler<M, S>>(handler: H) -> MethodRoutes<S> {
     MethodRoutes::default().put(handler)
 }
 
 /// `handler` for `DELETE`.
-pub fn delete<M, H: RouteHandler<M>>(handler: H) -> MethodRoutes {
+pub fn delete<M, S, H: RouteHandler<M, S>>(handler: H) -> MethodRoutes<S> {
     MethodRoutes::default().delete(handler)
 }
 
 /// `handler` for each of `methods`: `on(&[Method::Get, Method::Post], h)`.
-pub fn on<M, H: RouteHandler<M>>(methods: &[Method], handler: H) -> MethodRoutes {
+pub fn on<M, S, H: RouteHandler<M, S>>(methods: &[Method], handler: H) -> MethodRoutes<S> {
     MethodRoutes::default().on(methods, handler)
 }
 
-impl MethodRoutes {
+impl<S> MethodRoutes<S> {
     /// Adds `handler` for `GET` (builder style).
-    pub fn get<M, H: RouteHandler<M>>(self, handler: H) -> Self {
+    pub fn get<M, H: RouteHandler<M, S>>(self, handler: H) -> Self {
         self.on(&[Method::Get], handler)
     }
 
     /// Adds `handler` for `POST` (builder style).
-    pub fn post<M, H: RouteHandler<M>>(self, handler: H) -> Self {
+    pub fn post<M, H: RouteHandler<M, S>>(self, handler: H) -> Self {
         self.on(&[Method::Post], handler)
     }
 
     /// Adds `handler` for `PUT` (builder style).
-    pub fn put<M, H: RouteHandler<M>>(self, handler: H) -> Self {
+    pub fn put<M, H: RouteHandler<M, S>>(self, handler: H) -> Self {
         self.on(&[Method::Put], handler)
     }
 
     /// Adds `handler` for `DELETE` (builder style).
-    pub fn delete<M, H: RouteHandler<M>>(self, handler: H) -> Self {
+    pub fn delete<M, H: RouteHandler<M, S>>(self, handler: H) -> Self {
         self.on(&[Method::Delete], handler)
     }
 
     /// Adds `handler` for each of `methods` (builder style); a method
     /// given before gets the new handler.
-    pub fn on<M, H: RouteHandler<M>>(mut self, methods: &[Method], handler: H) -> Self {
-        let shared = handler.into_shared().0;
+    pub fn on<M, H: RouteHandler<M, S>>(self, methods: &[Method], handler: H) -> Self {
+        self.add(methods, handler.into_shared().0)
+    }
+
+    fn add(mut self, methods: &[Method], shared: Shared<S>) -> Self {
         for &method in methods {
             self.handlers.retain(|(m, _)| *m != method);
             self.handlers.push((method, Arc::clone(&shared)));
@@ -87,7 +105,16 @@ impl MethodRoutes {
         self
     }
 
-    fn find(&self, method: Method) -> Option<&Shared> {
+    /// `other`'s methods added to these, `other`'s winning where both
+    /// serve one.
+    fn merge(&mut self, other: MethodRoutes<S>) {
+        for (method, handler) in other.handlers {
+            self.handlers.retain(|(m, _)| *m != method);
+            self.handlers.push((method, handler));
+        }
+    }
+
+    fn find(&self, method: Method) -> Option<&Shared<S>> {
         self.handlers.iter().find(|(m, _)| *m == method).map(|(_, h)| h)
     }
 
@@ -98,6 +125,19 @@ impl MethodRoutes {
             .into_iter()
             .filter(|m| *m == Method::Options || self.find(*m).is_some())
             .collect()
+    }
+
+    fn with_state<S2>(self, state: &S) -> MethodRoutes<S2>
+    where
+        S: Clone + Send + Sync + 'static,
+    {
+        MethodRoutes {
+            handlers: self
+                .handlers
+                .into_iter()
+                .map(|(method, handler)| (method, give(handler, state.clone())))
+                .collect(),
+        }
     }
 }
 
@@ -187,38 +227,6 @@ impl Pattern {
         Pattern { segments }
     }
 
-    /// The parameters, when `path` matches.
-    fn matches(&self, path: &str) -> Option<Vec<(String, String)>> {
-        let mut rest = path.strip_prefix('/')?;
-        let mut params = Vec::new();
-        if self.segments.is_empty() {
-            return rest.is_empty().then_some(params);
-        }
-        for (i, segment) in self.segments.iter().enumerate() {
-            let last = i + 1 == self.segments.len();
-            if let Segment::Rest(name) = segment {
-                if rest.is_empty() {
-                    return None;
-                }
-                params.push((name.clone(), rest.to_owned()));
-                return Some(params);
-            }
-            let (part, after) = match rest.split_once('/') {
-                Some((part, after)) if !last => (part, after),
-                Some(_) => return None,
-                None if last => (rest, ""),
-                None => return None,
-            };
-            match segment {
-                Segment::Literal(lit) if lit == part => {}
-                Segment::Param(name) if !part.is_empty() => params.push((name.clone(), part.to_owned())),
-                _ => return None,
-            }
-            rest = after;
-        }
-        Some(params)
-    }
-
     /// Whether `path` is this pattern or below it (for a nested
     /// router's fallback).
     fn covers(&self, path: &str) -> bool {
@@ -229,25 +237,216 @@ impl Pattern {
             (_, None) => false,
         })
     }
+}
 
-    /// Orders patterns that match the same path: literals before
-    /// parameters before the rest, segment by segment.
-    fn rank(&self) -> Vec<u8> {
-        self.segments
-            .iter()
-            .map(|s| match s {
-                Segment::Literal(_) => 0,
-                Segment::Param(_) => 1,
-                Segment::Rest(_) => 2,
-            })
-            .collect()
+impl fmt::Display for Pattern {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.segments.is_empty() {
+            return f.write_str("/");
+        }
+        for segment in &self.segments {
+            match segment {
+                Segment::Literal(lit) => write!(f, "/{lit}")?,
+                Segment::Param(name) => write!(f, "/{{{name}}}")?,
+                Segment::Rest(name) => write!(f, "/{{*{name}}}")?,
+            }
+        }
+        Ok(())
     }
 }
 
-#[derive(Clone)]
-struct Route {
+/// The routes whose pattern ends at a node of the tree.
+struct Endpoint<S> {
     pattern: Pattern,
-    methods: MethodRoutes,
+    methods: MethodRoutes<S>,
+}
+
+impl<S> Clone for Endpoint<S> {
+    fn clone(&self) -> Self {
+        Endpoint {
+            pattern: self.pattern.clone(),
+            methods: self.methods.clone(),
+        }
+    }
+}
+
+/// A `{name}` or `{*name}` child of a node: its name, and the first pattern
+/// that made it (named when another pattern conflicts with it).
+struct Capture<T> {
+    name: String,
+    first: Pattern,
+    then: T,
+}
+
+impl<T: Clone> Clone for Capture<T> {
+    fn clone(&self) -> Self {
+        Capture {
+            name: self.name.clone(),
+            first: self.first.clone(),
+            then: self.then.clone(),
+        }
+    }
+}
+
+/// One segment position of the routes: what ends here, then the children
+/// by precedence (D11's routing is the most specific pattern: a literal
+/// segment before `{name}`, `{name}` before `{*name}`).
+struct Node<S> {
+    endpoint: Option<Endpoint<S>>,
+    literals: BTreeMap<String, Node<S>>,
+    param: Option<Box<Capture<Node<S>>>>,
+    rest: Option<Capture<Endpoint<S>>>,
+}
+
+impl<S> Default for Node<S> {
+    fn default() -> Self {
+        Node {
+            endpoint: None,
+            literals: BTreeMap::new(),
+            param: None,
+            rest: None,
+        }
+    }
+}
+
+impl<S> Clone for Node<S> {
+    fn clone(&self) -> Self {
+        Node {
+            endpoint: self.endpoint.clone(),
+            literals: self.literals.clone(),
+            param: self.param.clone(),
+            rest: self.rest.clone(),
+        }
+    }
+}
+
+/// Two patterns that cannot both be routes.
+fn conflict(first: &Pattern, second: &Pattern, why: &str) -> ! {
+    panic!("route patterns `{first}` and `{second}` conflict: {why}; use the same name in both")
+}
+
+impl<S> Node<S> {
+    /// Adds `methods` at `pattern`; its `segments` are what is left of it
+    /// below this node. The same pattern again adds to its methods.
+    fn insert(&mut self, pattern: Pattern, segments: &[Segment], methods: MethodRoutes<S>) {
+        let Some((segment, below)) = segments.split_first() else {
+            match &mut self.endpoint {
+                Some(endpoint) => endpoint.methods.merge(methods),
+                None => self.endpoint = Some(Endpoint { pattern, methods }),
+            }
+            return;
+        };
+        match segment {
+            Segment::Literal(lit) => self
+                .literals
+                .entry(lit.clone())
+                .or_default()
+                .insert(pattern, below, methods),
+            Segment::Param(name) => {
+                let capture = self.param.get_or_insert_with(|| {
+                    Box::new(Capture {
+                        name: name.clone(),
+                        first: pattern.clone(),
+                        then: Node::default(),
+                    })
+                });
+                if capture.name != *name {
+                    conflict(
+                        &capture.first,
+                        &pattern,
+                        &format!(
+                            "they name the same segment `{{{}}}` and `{{{name}}}`",
+                            capture.name
+                        ),
+                    );
+                }
+                capture.then.insert(pattern, below, methods);
+            }
+            Segment::Rest(name) => match &mut self.rest {
+                Some(capture) if capture.name == *name => capture.then.methods.merge(methods),
+                Some(capture) => conflict(
+                    &capture.first,
+                    &pattern,
+                    &format!(
+                        "they name the rest of the path `{{*{}}}` and `{{*{name}}}`",
+                        capture.name
+                    ),
+                ),
+                None => {
+                    self.rest = Some(Capture {
+                        name: name.clone(),
+                        first: pattern.clone(),
+                        then: Endpoint { pattern, methods },
+                    })
+                }
+            },
+        }
+    }
+
+    /// The routes matching `rest` (what is left of the path below this
+    /// node: `None` once every segment is used), the captures pushed onto
+    /// `params`. Tries the literal child, then `{name}`, then `{*name}`,
+    /// going back when a branch matches nothing further down.
+    fn find<'n>(
+        &'n self,
+        rest: Option<&str>,
+        params: &mut Vec<(String, String)>,
+    ) -> Option<&'n MethodRoutes<S>> {
+        let Some(text) = rest else {
+            return self.endpoint.as_ref().map(|e| &e.methods);
+        };
+        let (part, after) = match text.split_once('/') {
+            Some((part, after)) => (part, Some(after)),
+            None => (text, None),
+        };
+        if let Some(child) = self.literals.get(part)
+            && let Some(found) = child.find(after, params)
+        {
+            return Some(found);
+        }
+        if let Some(capture) = &self.param
+            && !part.is_empty()
+        {
+            params.push((capture.name.clone(), part.to_owned()));
+            if let Some(found) = capture.then.find(after, params) {
+                return Some(found);
+            }
+            params.pop();
+        }
+        match &self.rest {
+            Some(capture) if !text.is_empty() => {
+                params.push((capture.name.clone(), text.to_owned()));
+                Some(&capture.then.methods)
+            }
+            _ => None,
+        }
+    }
+
+    /// Calls `f` with every route below this node.
+    fn each(&self, f: &mut impl FnMut(&Endpoint<S>)) {
+        self.endpoint.iter().for_each(&mut *f);
+        for child in self.literals.values() {
+            child.each(f);
+        }
+        if let Some(capture) = &self.param {
+            capture.then.each(f);
+        }
+        if let Some(capture) = &self.rest {
+            f(&capture.then);
+        }
+    }
+
+    /// Every route below this node.
+    fn into_routes(self, out: &mut Vec<Endpoint<S>>) {
+        out.extend(self.endpoint);
+        for (_, child) in self.literals {
+            child.into_routes(out);
+        }
+        if let Some(capture) = self.param {
+            capture.then.into_routes(out);
+        }
+        out.extend(self.rest.map(|capture| capture.then));
+    }
 }
 
 /// Routes requests to handlers by resource path and method.
@@ -267,6 +466,18 @@ struct Route {
 /// as a folder separator (D7: a path may not leave the root): such a path
 /// is `400`, naming the capture, whatever the method.
 ///
+/// `S` is the state its handlers take ([`State<T>`](super::State) where
+/// `T: FromRef<S>`, [`FromRequestParts<S>`](super::FromRequestParts)):
+/// routes are added to a `Router<S>`, and [`with_state`](Self::with_state)
+/// gives it that state, making a `Router<()>`, which needs none. Only a
+/// `Router<()>` is served: a handler asking for a state the router is not
+/// given does not compile.
+///
+/// Patterns that would capture the same segment under two names
+/// (`/a/{x}` and `/a/{y}/b`), or the rest of a path under two names, are
+/// refused when the router is built: [`route`](Self::route) and
+/// [`nest`](Self::nest) panic naming both.
+///
 /// A router is a [`Handler`] for the std and mio servers (an `async`
 /// handler is then run to its end on the server's thread, which suits
 /// futures that need no runtime), and, with the feature `tower`, a
@@ -285,7 +496,7 @@ struct Route {
 ///
 /// type Board = Arc<Mutex<Vec<String>>>;
 ///
-/// let router = Router::new()
+/// let router: Router = Router::new()
 ///     .route("/posts", post(|State(board): State<Board>, Keys(new): Keys<NewPost>| {
 ///         board.lock().unwrap().push(new.subject);
 ///         StatusCode::CREATED
@@ -318,75 +529,83 @@ struct Route {
 /// assert_eq!(wrong.status.code, StatusCode::METHOD_NOT_ALLOWED);
 /// assert_eq!(wrong.body.extra()["allowed-methods"], serde_json::json!(["POST", "OPTIONS"]));
 /// ```
-#[derive(Clone)]
-pub struct Router {
+pub struct Router<S = ()> {
     /// Shared by the clones a server makes for its connections.
-    inner: Arc<Routes>,
+    inner: Arc<Routes<S>>,
 }
 
-#[derive(Clone)]
-struct Routes {
-    routes: Vec<Route>,
-    /// Nested routers' fallbacks, by the prefix they serve.
-    nested_fallbacks: Vec<(Pattern, Shared)>,
-    fallback: Option<Shared>,
-    states: Arc<States>,
-}
-
-impl Default for Router {
-    fn default() -> Self {
-        Router::new()
+impl<S> Clone for Router<S> {
+    fn clone(&self) -> Self {
+        Router {
+            inner: Arc::clone(&self.inner),
+        }
     }
 }
 
-impl fmt::Debug for Router {
+impl<S> fmt::Debug for Router<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut list = f.debug_map();
-        for route in &self.inner.routes {
-            list.entry(&route.pattern, &route.methods);
-        }
-        list.finish()
+        let mut map = f.debug_map();
+        self.inner.root.each(&mut |e| {
+            map.entry(&format_args!("{}", e.pattern), &e.methods);
+        });
+        map.finish()
     }
 }
 
-impl Routes {
-    fn add(&mut self, pattern: Pattern, methods: MethodRoutes) {
-        match self.routes.iter_mut().find(|r| r.pattern == pattern) {
-            Some(route) => {
-                for (method, handler) in methods.handlers {
-                    route.methods.handlers.retain(|(m, _)| *m != method);
-                    route.methods.handlers.push((method, handler));
-                }
-            }
-            None => self.routes.push(Route { pattern, methods }),
+struct Routes<S> {
+    root: Node<S>,
+    /// Nested routers' fallbacks, by the prefix they serve, the deepest
+    /// first.
+    nested_fallbacks: Vec<(Pattern, Shared<S>)>,
+    fallback: Option<Shared<S>>,
+}
+
+impl<S> Clone for Routes<S> {
+    fn clone(&self) -> Self {
+        Routes {
+            root: self.root.clone(),
+            nested_fallbacks: self.nested_fallbacks.clone(),
+            fallback: self.fallback.clone(),
         }
-        // The most specific first, as matching picks the first.
-        self.routes.sort_by_key(|route| route.pattern.rank());
+    }
+}
+
+impl<S> Routes<S> {
+    fn add(&mut self, pattern: Pattern, methods: MethodRoutes<S>) {
+        let segments = pattern.segments.clone();
+        self.root.insert(pattern, &segments, methods);
     }
 }
 
 /// Where a request goes.
 // Made and taken apart once per request: boxing would cost more.
 #[allow(clippy::large_enum_variant)]
-pub(crate) enum Target {
+pub(crate) enum Target<S> {
     /// A handler, with the path parameters it matched.
-    Handler(Shared, Vec<(String, String)>),
+    Handler(Shared<S>, Vec<(String, String)>),
     /// An answer the router gives itself.
     Answer(Response),
 }
 
-impl Router {
-    /// A router with no routes: it answers `404` to everything but
-    /// `OPTIONS`.
-    pub fn new() -> Router {
+impl<S> Default for Router<S> {
+    fn default() -> Self {
         Router {
             inner: Arc::new(Routes {
-                routes: Vec::new(),
+                root: Node::default(),
                 nested_fallbacks: Vec::new(),
                 fallback: None,
-                states: Arc::default(),
             }),
         }
+    }
+}
+
+impl<S: Clone + Send + Sync + 'static> Router<S> {
+    /// A router with no routes: it answers `404` to everything but
+    /// `OPTIONS`. Its state type `S` is inferred from the handlers' and
+    /// from [`with_state`](Self::with_state); one that is served needs
+    /// none (`Router<()>`).
+    pub fn new() -> Router<S> {
+        Router::default()
     }
 
     /// Serves `methods` on resources that match `pattern` (builder style).
@@ -394,9 +613,10 @@ impl Router {
     ///
     /// # Panics
     ///
-    /// When `pattern` is not a pattern (see [`Router`]): a mistake in the
+    /// When `pattern` is not a pattern (see [`Router`]), or conflicts with
+    /// one routed before (`/a/{x}` and `/a/{y}`): a mistake in the
     /// program, not in a request.
-    pub fn route(mut self, pattern: &str, methods: MethodRoutes) -> Router {
+    pub fn route(mut self, pattern: &str, methods: MethodRoutes<S>) -> Router<S> {
         let pattern = Pattern::parse(pattern);
         Arc::make_mut(&mut self.inner).add(pattern, methods);
         self
@@ -404,23 +624,25 @@ impl Router {
 
     /// Serves `router`'s routes under `prefix` (builder style):
     /// `nest("/api", Router::new().route("/posts", …))` serves `/api/posts`.
-    /// Its state joins this router's (this router's wins for a type both
-    /// hold), and its fallback answers the paths under `prefix` that none
-    /// of its routes match.
+    /// Both take the same state; its fallback answers the paths under
+    /// `prefix` that none of its routes match.
     ///
     /// # Panics
     ///
-    /// When `prefix` is not a pattern, or ends with `{*name}`.
-    pub fn nest(mut self, prefix: &str, router: Router) -> Router {
+    /// When `prefix` is not a pattern, ends with `{*name}`, or one of
+    /// `router`'s patterns under it conflicts with a route of this one.
+    pub fn nest(mut self, prefix: &str, router: Router<S>) -> Router<S> {
         let prefix = Pattern::parse(prefix);
-        let router = Arc::unwrap_or_clone(router.inner);
-        let this = Arc::make_mut(&mut self.inner);
         assert!(
             !matches!(prefix.segments.last(), Some(Segment::Rest(_))),
             "a nesting prefix cannot end with `{{*name}}`"
         );
-        for route in router.routes {
-            this.add(route.pattern.under(&prefix), route.methods);
+        let router = Arc::unwrap_or_clone(router.inner);
+        let this = Arc::make_mut(&mut self.inner);
+        let mut routes = Vec::new();
+        router.root.into_routes(&mut routes);
+        for endpoint in routes {
+            this.add(endpoint.pattern.under(&prefix), endpoint.methods);
         }
         for (inner, fallback) in router.nested_fallbacks {
             this.nested_fallbacks.push((inner.under(&prefix), fallback));
@@ -428,41 +650,58 @@ impl Router {
         if let Some(fallback) = router.fallback {
             this.nested_fallbacks.push((prefix, fallback));
         }
-        // The deepest prefix first.
         this.nested_fallbacks
             .sort_by_key(|(p, _)| std::cmp::Reverse(p.segments.len()));
-        Arc::make_mut(&mut this.states).merge(&router.states);
         self
     }
 
     /// Answers the requests no route matches, whatever their method but
     /// `OPTIONS` (builder style), instead of `404`. `OPTIONS` of such a
     /// path is `200` listing `OPTIONS` alone, as D11 asks.
-    pub fn fallback<M, H: RouteHandler<M>>(mut self, handler: H) -> Router {
+    pub fn fallback<M, H: RouteHandler<M, S>>(mut self, handler: H) -> Router<S> {
         Arc::make_mut(&mut self.inner).fallback = Some(handler.into_shared().0);
         self
     }
 
-    /// Shares `state` with every handler (builder style): a handler takes it
-    /// as an argument [`State<T>`](super::State). One value per type;
-    /// wrap what is not cheap to clone in an `Arc`.
-    pub fn with_state<T: Clone + Send + Sync + 'static>(mut self, state: T) -> Router {
-        Arc::make_mut(&mut Arc::make_mut(&mut self.inner).states).insert(state);
-        self
+    /// Gives every handler `state` (builder style): a handler takes it, or
+    /// a part of it ([`FromRef`](super::FromRef)), as an argument
+    /// [`State<T>`](super::State). The router returned needs no state of
+    /// its own (it is usually a `Router<()>`, which can be served); wrap
+    /// what is not cheap to clone in an `Arc`, as each route keeps a clone.
+    pub fn with_state<S2>(self, state: S) -> Router<S2> {
+        let routes = Arc::unwrap_or_clone(self.inner);
+        let mut endpoints = Vec::new();
+        routes.root.into_routes(&mut endpoints);
+        let mut given = Routes {
+            root: Node::default(),
+            nested_fallbacks: routes
+                .nested_fallbacks
+                .into_iter()
+                .map(|(prefix, handler)| (prefix, give(handler, state.clone())))
+                .collect(),
+            fallback: routes.fallback.map(|handler| give(handler, state.clone())),
+        };
+        for endpoint in endpoints {
+            given.add(endpoint.pattern, endpoint.methods.with_state(&state));
+        }
+        Router {
+            inner: Arc::new(given),
+        }
     }
 
     /// Decides where a request goes.
-    pub(crate) fn target(&self, method: Method, path: &str) -> Target {
+    pub(crate) fn target(&self, method: Method, path: &str) -> Target<S> {
         let inner = &*self.inner;
-        let found = inner
-            .routes
-            .iter()
-            .find_map(|route| route.pattern.matches(path).map(|params| (route, params)));
+        let mut params = Vec::new();
+        let found = path.strip_prefix('/').and_then(|rest| {
+            let rest = (!rest.is_empty()).then_some(rest);
+            inner.root.find(rest, &mut params)
+        });
         // D7: the path may not leave the root; a capture is what a handler
         // may join to a folder, where a backslash can be a separator
         // (`..\..\x` climbs on Windows). Refused for every method, as the
         // resource itself is.
-        if let Some((_, params)) = &found
+        if found.is_some()
             && let Some((name, _)) = params.iter().find(|(_, value)| value.contains('\\'))
         {
             return Target::Answer(Response::from_code(
@@ -475,14 +714,10 @@ impl Router {
             ));
         }
         match found {
-            Some((route, params)) => match (route.methods.find(method), method) {
+            Some(methods) => match (methods.find(method), method) {
                 (Some(handler), _) => Target::Handler(Arc::clone(handler), params),
-                (None, Method::Options) => {
-                    Target::Answer(Response::allowed_methods(&route.methods.allowed()))
-                }
-                (None, method) => {
-                    Target::Answer(Response::method_not_allowed(method, &route.methods.allowed()))
-                }
+                (None, Method::Options) => Target::Answer(Response::allowed_methods(&methods.allowed())),
+                (None, method) => Target::Answer(Response::method_not_allowed(method, &methods.allowed())),
             },
             None => {
                 let fallback = inner
@@ -502,10 +737,32 @@ impl Router {
             }
         }
     }
+}
 
-    /// The router's state, shared with every call.
-    pub(crate) fn states(&self) -> Arc<States> {
-        Arc::clone(&self.inner.states)
+impl Router<()> {
+    /// Decides from a request's head (all but its content) what becomes of
+    /// the content: `404` and `405` refuse it, and so does any extractor
+    /// of the route's handler that refuses the head (an `authorization`
+    /// missing, a path parameter of the wrong type):
+    /// the client of a 100-continue handshake then never sends the content
+    /// (D10), and streamed content is checked and dropped, never stored
+    /// (D19). Otherwise the content is wanted when the handler's last
+    /// argument reads it ([`FromRequest::TAKES_CONTENT`](super::FromRequest::TAKES_CONTENT)),
+    /// unwanted when it does not, as for `OPTIONS` answered from the
+    /// routes.
+    ///
+    /// The extractors run again when the handler is called: those of
+    /// parts must be free of side effects.
+    pub fn check_head_of(&self, head: &Request, info: &RequestInfo) -> HeadCheck {
+        match self.target(head.method, head.resource.path()) {
+            Target::Answer(response) if response.status.code.is_error() => {
+                HeadCheck::Refused(Box::new(response))
+            }
+            Target::Answer(_) => HeadCheck::Unwanted,
+            Target::Handler(handler, params) => {
+                handler.check_head(&Parts::new(head, info.peer, &params), &())
+            }
+        }
     }
 
     /// Answers `request` from `info`'s peer on this thread, whole: a
@@ -517,45 +774,33 @@ impl Router {
     }
 
     /// Answers `incoming`: a synchronous handler's reply, here; an
-    /// `async` handler's future, for the server to await.
+    /// `async` handler's future, for the server to await. The request is
+    /// moved to the handler, never copied.
     pub fn answer(&self, incoming: Incoming) -> Handled {
         let target = self.target(incoming.request.method, incoming.request.resource.path());
         match target {
             Target::Answer(response) => response.into(),
-            Target::Handler(handler, params) => {
-                let call = Call::new(incoming, params, self.states());
-                match handler.call(call) {
-                    Answer::Ready(reply) => Handled::Now(reply),
-                    Answer::Later(future) => Handled::Later(future),
-                }
-            }
+            Target::Handler(handler, params) => match handler.call(Call::new(incoming, params), &()) {
+                Answer::Ready(reply) => Handled::Now(reply),
+                Answer::Later(future) => Handled::Later(future),
+            },
         }
     }
 }
 
+// A thin forwarding to the inherent entry points.
 impl Handler for Router {
-    /// Answers with the router: large content reaches the handler as a
-    /// stream ([`Content`](super::Content)), and a streamed reply streams.
-    /// A synchronous handler runs here; an `async` one is the server's to
+    /// [`Router::answer`]: large content reaches the handler as a stream
+    /// ([`Content`](super::Content)), and a streamed reply streams. A
+    /// synchronous handler runs here; an `async` one is the server's to
     /// await.
     fn respond(&self, incoming: Incoming) -> Handled {
         self.answer(incoming)
     }
 
-    /// Decides from the head what the router answers whatever the
-    /// content: `404` and `405` refuse it (the client of a 100-continue
-    /// handshake does not send it, D10; streamed content is checked and
-    /// dropped, never stored, D19), and `OPTIONS` answered from the routes
-    /// does not want it. Content for a handler is wanted: the handler may
-    /// read it.
-    fn check_head(&self, head: &Request, _info: &RequestInfo) -> HeadCheck {
-        match self.target(head.method, head.resource.path()) {
-            Target::Answer(response) if response.status.code.is_error() => {
-                HeadCheck::Refused(Box::new(response))
-            }
-            Target::Answer(_) => HeadCheck::Unwanted,
-            Target::Handler(..) => HeadCheck::Wanted,
-        }
+    /// [`Router::check_head_of`].
+    fn check_head(&self, head: &Request, info: &RequestInfo) -> HeadCheck {
+        self.check_head_of(head, info)
     }
 
     /// The access record, as a `debug` event of `tracing` (target
@@ -579,38 +824,18 @@ impl Handler for Router {
     }
 }
 
-/// `reply` as a whole response: a streamed content is read into memory.
-fn whole(reply: Reply) -> Response {
-    let (mut response, reader) = reply.into_parts();
-    let Some(mut reader) = reader else {
-        return response;
-    };
-    let mut content = Vec::new();
-    let body = std::io::Read::read_to_end(&mut reader, &mut content)
-        .ok()
-        .and_then(|_| {
-            let mut body = Body::new(content, response.body.encoding()).ok()?;
-            // The head's keys were a body's already: none is refused.
-            for (key, value) in response.body.extra() {
-                body = body.with_extra(key.clone(), value.clone()).ok()?;
-            }
-            Some(body)
-        });
-    match body {
-        Some(body) => {
-            response.body = body;
-            response
-        }
-        None => Refusal::internal("the server failed while answering this request").into_response(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::message::Body;
 
+    /// The captures of `path` in a tree of `pattern` alone.
     fn params(pattern: &str, path: &str) -> Option<Vec<(String, String)>> {
-        Pattern::parse(pattern).matches(path)
+        let router: Router = Router::new().route(pattern, get(|| "found"));
+        match router.target(Method::Get, path) {
+            Target::Handler(_, params) => Some(params),
+            Target::Answer(_) => None,
+        }
     }
 
     fn pair(name: &str, value: &str) -> (String, String) {
@@ -640,7 +865,7 @@ mod tests {
 
     #[test]
     fn the_most_specific_pattern_wins_whatever_the_order_routes_were_added() {
-        let router = Router::new()
+        let router: Router = Router::new()
             .route("/{*rest}", get(|| "rest"))
             .route("/a/{x}", get(|| "param"))
             .route("/a/b", get(|| "literal"));
@@ -655,7 +880,7 @@ mod tests {
 
     #[test]
     fn a_nested_fallback_answers_only_beneath_its_prefix() {
-        let router = Router::new().nest(
+        let router: Router = Router::new().nest(
             "/api",
             Router::new().route("/x", get(|| "x")).fallback(|| "api fallback"),
         );
@@ -669,7 +894,7 @@ mod tests {
 
     #[test]
     fn routing_a_pattern_again_adds_methods_and_a_method_again_replaces_it() {
-        let router = Router::new()
+        let router: Router = Router::new()
             .route("/a", get(|| "first"))
             .route("/a", post(|| "post").get(|| "second"));
         let Target::Answer(options) = router.target(Method::Options, "/a") else {
@@ -685,9 +910,9 @@ mod tests {
     }
 
     #[test]
-    fn a_streamed_reply_is_read_whole_for_handle() {
+    fn a_streamed_reply_is_read_whole() {
         use crate::io_adapters::server::Reply;
-        let router = Router::new().route(
+        let router: Router = Router::new().route(
             "/s",
             get(|| {
                 let head =

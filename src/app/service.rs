@@ -14,6 +14,8 @@ use crate::io_adapters::server::{Handled, Incoming, Reply};
 /// The future of a router's answer, as its `tower::Service` gives it.
 pub type RouterFuture = Pin<Box<dyn Future<Output = Result<Reply, Infallible>> + Send>>;
 
+/// Only a router that needs no state is a service: give it its state
+/// first ([`Router::with_state`]).
 impl tower::Service<Incoming> for Router {
     type Response = Reply;
     type Error = Infallible;
@@ -41,11 +43,11 @@ impl tower::Service<Incoming> for Router {
             Target::Handler(handler, params) => (handler, params),
         };
         let handing = incoming.handing.clone();
-        let call = Call::new(incoming, params, self.states());
+        let call = Call::new(incoming, params);
         match handler.runs() {
             Runs::Awaited => {
                 handing.to_handler();
-                match handler.call(call) {
+                match handler.call(call, &()) {
                     Answer::Ready(reply) => Box::pin(std::future::ready(Ok(reply))),
                     Answer::Later(future) => Box::pin(async move { Ok(future.await) }),
                 }
@@ -56,7 +58,7 @@ impl tower::Service<Incoming> for Router {
                 handing.queued();
                 Box::pin(async move {
                     let ran = handing
-                        .run_blocking(move || match handler.call(call) {
+                        .run_blocking(move || match handler.call(call, &()) {
                             Answer::Ready(reply) => reply,
                             // A synchronous handler answers at once.
                             Answer::Later(future) => Handled::Later(future).wait(),

@@ -1,9 +1,11 @@
 //! Extraction failures: the right status, and a `human-message` that
 //! names the key and what is wrong with it.
 
-use jsontp_protocol::app::{Authorization, Keys, Path, Query, Router, Text, get};
-use jsontp_protocol::io_adapters::server::ServerOptions;
-use jsontp_protocol::message::{Body, Cookies, Headers, Method, StatusCode};
+use jsontp_protocol::app::{
+    Authorization, Content, FromRef, Keys, Path, Query, Router, State, Text, get, post,
+};
+use jsontp_protocol::io_adapters::server::{RequestInfo, ServerOptions};
+use jsontp_protocol::message::{Body, Cookies, Headers, Method, Request, StatusCode};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -63,7 +65,7 @@ fn router() -> Router {
         )
         .route(
             "/echo",
-            jsontp_protocol::app::post(|Text(text): Text, cookies: Cookies, headers: Headers| {
+            jsontp_protocol::app::post(|cookies: Cookies, headers: Headers, Text(text): Text| {
                 let session = cookies.get("session").unwrap_or("none").to_owned();
                 let typed = headers.content_type().map(|t| t.to_string()).unwrap_or_default();
                 format!("{text}/{session}/{typed}")
@@ -205,5 +207,85 @@ fn text_cookies_and_typed_headers_come_through() {
             Some("words/4f2a/text/plain"),
             "{runtime:?}"
         );
+    }
+}
+
+/// An application's state, of which handlers take a part each.
+#[derive(Clone)]
+struct App {
+    greeting: Greeting,
+    visits: Visits,
+}
+
+#[derive(Clone)]
+struct Greeting(&'static str);
+
+#[derive(Clone, Default)]
+struct Visits(std::sync::Arc<std::sync::atomic::AtomicU64>);
+
+impl FromRef<App> for Greeting {
+    fn from_ref(app: &App) -> Greeting {
+        app.greeting.clone()
+    }
+}
+
+impl FromRef<App> for Visits {
+    fn from_ref(app: &App) -> Visits {
+        app.visits.clone()
+    }
+}
+
+#[test]
+fn a_handler_takes_the_part_of_the_routers_state_it_names() {
+    use std::sync::atomic::Ordering;
+
+    let visits = Visits::default();
+    let app = App {
+        greeting: Greeting("hello"),
+        visits: visits.clone(),
+    };
+    let router: Router = Router::new()
+        .route(
+            "/hello",
+            get(
+                |State(Greeting(text)): State<Greeting>, State(visits): State<Visits>| {
+                    let n = visits.0.fetch_add(1, Ordering::SeqCst) + 1;
+                    format!("{text} #{n}")
+                },
+            ),
+        )
+        .route("/whole", get(|State(app): State<App>| app.greeting.0))
+        .with_state(app);
+    let peer = RequestInfo::new("127.0.0.1:1".parse().unwrap());
+    let get_text = |path: &str| {
+        let request = Request::new(Method::Get, path.parse().unwrap());
+        let response = router.handle(request, &peer);
+        response.body.as_text().map(str::to_owned)
+    };
+    assert_eq!(get_text("/hello").as_deref(), Some("hello #1"));
+    assert_eq!(get_text("/hello").as_deref(), Some("hello #2"));
+    assert_eq!(get_text("/whole").as_deref(), Some("hello"));
+    assert_eq!(visits.0.load(Ordering::SeqCst), 2);
+}
+
+#[test]
+fn the_content_reaches_the_handler_moved_not_copied() {
+    // The handlers report where the bytes they got lie.
+    let router: Router = Router::new()
+        .route(
+            "/content",
+            post(|content: Content| {
+                let bytes = content.into_bytes()?;
+                Ok::<_, jsontp_protocol::app::Refusal>(format!("{:p}", bytes.as_ptr()))
+            }),
+        )
+        .route("/bytes", post(|bytes: Vec<u8>| format!("{:p}", bytes.as_ptr())));
+    let peer = RequestInfo::new("127.0.0.1:1".parse().unwrap());
+    for path in ["/content", "/bytes"] {
+        let request =
+            Request::new(Method::Post, path.parse().unwrap()).with_body(Body::text("x".repeat(4096)));
+        let sent_at = format!("{:p}", request.body.content().as_ptr());
+        let response = router.handle(request, &peer);
+        assert_eq!(response.body.as_text(), Some(sent_at.as_str()), "{path}");
     }
 }

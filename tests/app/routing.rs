@@ -5,11 +5,13 @@
 use std::io::Read;
 use std::sync::{Arc, Mutex};
 
-use jsontp_protocol::app::{Content, Keys, Path, Refusal, Router, State, get, on, post};
+use jsontp_protocol::app::{
+    Content, FromRequestParts, Keys, Parts, Path, Refusal, Router, State, get, on, post, put,
+};
 use jsontp_protocol::io_adapters::client::ClientOptions;
 use jsontp_protocol::io_adapters::client::blocking::Client;
 use jsontp_protocol::io_adapters::server::{ServerOptions, SpoolOptions};
-use jsontp_protocol::message::{Body, Method, Request, StatusCode};
+use jsontp_protocol::message::{Body, Headers, Method, Request, StatusCode};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
@@ -185,14 +187,13 @@ fn large_content_reaches_the_handler_as_a_stream_not_a_413() {
 #[test]
 #[should_panic(expected = "must be the last segment")]
 fn a_rest_before_the_end_is_a_mistake_found_at_once() {
-    let _ = Router::new().route("/files/{*path}/meta", get(|| "never"));
+    let _: Router = Router::new().route("/files/{*path}/meta", get(|| "never"));
 }
 
 #[test]
 fn a_handshake_for_a_path_or_method_not_served_is_refused_before_the_content() {
-    use jsontp_protocol::io_adapters::server::Handler;
+    use jsontp_protocol::io_adapters::server::HeadCheck;
     use jsontp_protocol::machine::{ContinuePolicy, ServerConfig};
-    use jsontp_protocol::message::Headers;
 
     let config = ServerConfig {
         continue_policy: ContinuePolicy::Ask,
@@ -201,21 +202,21 @@ fn a_handshake_for_a_path_or_method_not_served_is_refused_before_the_content() {
     // As a Handler (std, mio): the router answers the handshake itself.
     let peer = jsontp_protocol::io_adapters::server::RequestInfo::new("127.0.0.1:1".parse().unwrap());
     let head = |method, path: &str| Request::new(method, path.parse().unwrap());
-    let refused = board()
-        .check_head(&head(Method::Put, "/nowhere"), &peer)
-        .refusal()
-        .unwrap();
-    assert_eq!(refused.status.code, StatusCode::NOT_FOUND);
-    let refused = board()
-        .check_head(&head(Method::Put, "/upload"), &peer)
-        .refusal()
-        .unwrap();
-    assert_eq!(refused.status.code, StatusCode::METHOD_NOT_ALLOWED);
-    assert!(
-        board()
-            .check_head(&head(Method::Post, "/upload"), &peer)
-            .refusal()
-            .is_none()
+    let refused = |check| match check {
+        HeadCheck::Refused(response) => response.status.code,
+        other => panic!("not refused: {other:?}"),
+    };
+    assert_eq!(
+        refused(board().check_head_of(&head(Method::Put, "/nowhere"), &peer)),
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(
+        refused(board().check_head_of(&head(Method::Put, "/upload"), &peer)),
+        StatusCode::METHOD_NOT_ALLOWED
+    );
+    assert_eq!(
+        board().check_head_of(&head(Method::Post, "/upload"), &peer),
+        HeadCheck::Wanted
     );
 
     for &runtime in RUNTIMES.iter().filter(|r| r.takes_handlers()) {
@@ -302,5 +303,222 @@ fn d7_a_capture_holding_a_backslash_is_400_naming_it() {
         // A path with / only is served as before.
         let served = ask(server.addr, request(Method::Get, "/files/a/b.txt", json!({})));
         assert_eq!(served.body.as_text(), Some("file a/b.txt"), "{runtime:?}");
+    }
+}
+
+/// An administrator: the `authorization` header holds the right token.
+struct Admin;
+
+impl<S> FromRequestParts<S> for Admin {
+    type Rejection = Refusal;
+
+    fn from_request_parts(parts: &Parts<'_>, _state: &S) -> Result<Self, Refusal> {
+        match parts.headers().authorization() {
+            Some("s3cret") => Ok(Admin),
+            Some(_) => Err(Refusal::unauthorized("the token is not the administrator's")),
+            None => Err(Refusal::unauthorized("the `authorization` header is missing")),
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct Note {
+    #[allow(dead_code)]
+    title: String,
+}
+
+/// Routes whose handlers' extractors decide a head: an upload for the
+/// administrator, a touch that takes no content, a note of body keys.
+fn guarded() -> Router {
+    Router::new()
+        .route(
+            "/files/{id}",
+            put(|_: Admin, Path(id): Path<u32>, content: Content| {
+                format!("file {id}: {} bytes", content.len())
+            }),
+        )
+        .route("/touch/{id}", put(|Path(id): Path<u32>| format!("touched {id}")))
+        .route("/notes", post(|_: Admin, Keys(_): Keys<Note>| "noted"))
+}
+
+fn head(method: Method, path: &str, token: Option<&str>, keys: serde_json::Value) -> Request {
+    let mut head = request(method, path, keys);
+    if let Some(token) = token {
+        head.headers = Headers::new().with_authorization(token.to_owned());
+    }
+    head
+}
+
+#[test]
+fn the_handlers_extractors_decide_the_head_before_its_content() {
+    use jsontp_protocol::io_adapters::server::{HeadCheck, RequestInfo};
+
+    let router = guarded();
+    let peer = RequestInfo::new("127.0.0.1:1".parse().unwrap());
+    let check = |head: Request| router.check_head_of(&head, &peer);
+    let refused = |check: HeadCheck| match check {
+        HeadCheck::Refused(response) => (response.status.code, response.status.human_message),
+        other => panic!("not refused: {other:?}"),
+    };
+
+    // A parts extractor that refuses refuses the head, in the handler's
+    // argument order: the administrator first, then the path parameter.
+    let (code, message) = refused(check(head(Method::Put, "/files/7", None, json!({}))));
+    assert_eq!(code, StatusCode::UNAUTHORIZED);
+    assert!(message.contains("`authorization`"), "{message}");
+    let (code, _) = refused(check(head(Method::Put, "/files/7", Some("guess"), json!({}))));
+    assert_eq!(code, StatusCode::UNAUTHORIZED);
+    let (code, message) = refused(check(head(Method::Put, "/files/x", Some("s3cret"), json!({}))));
+    assert_eq!(code, StatusCode::BAD_REQUEST);
+    assert!(message.contains("path parameter `id`"), "{message}");
+
+    // Accepted: the content is kept for a handler that reads it, dropped
+    // unstored for one that does not.
+    assert_eq!(
+        check(head(Method::Put, "/files/7", Some("s3cret"), json!({}))),
+        HeadCheck::Wanted
+    );
+    assert_eq!(
+        check(head(Method::Put, "/touch/7", None, json!({}))),
+        HeadCheck::Unwanted
+    );
+    let (code, _) = refused(check(head(Method::Put, "/touch/x", None, json!({}))));
+    assert_eq!(code, StatusCode::BAD_REQUEST);
+
+    // Body keys are not the content: none is kept for a handler of body
+    // keys. They are not checked at the head, which a handshake sends
+    // without them (D10).
+    assert_eq!(
+        check(head(Method::Post, "/notes", Some("s3cret"), json!({}))),
+        HeadCheck::Unwanted
+    );
+    let (code, _) = refused(check(head(Method::Post, "/notes", None, json!({}))));
+    assert_eq!(code, StatusCode::UNAUTHORIZED);
+}
+
+#[test]
+fn a_handshake_refused_by_an_extractor_never_sends_its_content() {
+    use jsontp_protocol::machine::{ContinuePolicy, ServerConfig};
+
+    let config = ServerConfig {
+        continue_policy: ContinuePolicy::Ask,
+        ..ServerConfig::default()
+    };
+    let options = || ServerOptions::default().with_config(config.clone());
+    let mut servers: Vec<(String, crate::support::Running)> = RUNTIMES
+        .iter()
+        .map(|&runtime| (format!("{runtime:?}"), start(runtime, guarded(), options())))
+        .collect();
+    // Behind tower's layers on tokio, the router as the server's hooks.
+    #[cfg(feature = "tower")]
+    servers.push((
+        "tokio behind a timeout layer".to_owned(),
+        crate::support::start_hooked(
+            tower::ServiceBuilder::new()
+                .timeout(std::time::Duration::from_secs(10))
+                .service(guarded()),
+            guarded(),
+            options(),
+        ),
+    ));
+    for (served, server) in &servers {
+        let asking = |token: Option<&str>| {
+            let mut headers = Headers::new().with_expect_continue(true);
+            if let Some(token) = token {
+                headers = headers.with_authorization(token.to_owned());
+            }
+            Request::new(Method::Put, "/files/7".parse().unwrap())
+                .with_headers(headers)
+                .with_body(Body::text("x".repeat(1000)))
+        };
+        let mut client = Client::connect(server.addr, ClientOptions::default()).expect("connect");
+        let refused = client.send(asking(None)).expect("answer");
+        assert_eq!(refused.response.status.code, StatusCode::UNAUTHORIZED, "{served}");
+        assert!(!refused.continued, "{served}: refused before the content");
+
+        let mut client = Client::connect(server.addr, ClientOptions::default()).expect("connect");
+        let accepted = client.send(asking(Some("s3cret"))).expect("answer");
+        assert!(accepted.continued, "{served}");
+        assert_eq!(
+            accepted.response.body.as_text(),
+            Some("file 7: 1000 bytes"),
+            "{served}"
+        );
+    }
+}
+
+#[test]
+#[should_panic(expected = "route patterns `/a/{x}` and `/a/{y}` conflict")]
+fn two_names_for_one_segment_are_refused_naming_both_patterns() {
+    let _: Router = Router::new()
+        .route("/a/{x}", get(|| "x"))
+        .route("/a/{y}", post(|| "y"));
+}
+
+#[test]
+#[should_panic(expected = "route patterns `/{*a}` and `/{*b}` conflict")]
+fn two_names_for_the_rest_are_refused_naming_both_patterns() {
+    let _: Router = Router::new()
+        .route("/{*a}", get(|| "a"))
+        .route("/{*b}", get(|| "b"));
+}
+
+#[test]
+#[should_panic(expected = "route patterns `/api/{id}/x` and `/api/{name}` conflict")]
+fn a_nested_router_conflicting_with_a_route_is_refused_naming_both_patterns() {
+    let _: Router = Router::new()
+        .route("/api/{id}/x", get(|| "x"))
+        .nest("/api", Router::new().route("/{name}", get(|| "name")));
+}
+
+#[test]
+fn a_literal_branch_that_leads_nowhere_falls_back_to_a_parameter() {
+    let router: Router = Router::new()
+        .route("/a/{x}/c", get(|Path(x): Path<String>| format!("first {x}")))
+        .route("/{y}/b/d", get(|Path(y): Path<String>| format!("second {y}")))
+        .route(
+            "/{y}/{*rest}",
+            get(|Path((y, rest)): Path<(String, String)>| format!("{y}: {rest}")),
+        );
+    let server = start(crate::support::Runtime::Std, router, ServerOptions::default());
+    let text = |path: &str| {
+        ask(server.addr, request(Method::Get, path, json!({})))
+            .body
+            .as_text()
+            .map(str::to_owned)
+    };
+    assert_eq!(text("/a/b/c").as_deref(), Some("first b"));
+    // `/a/b/d` matches no `/a/{x}/c`: the `{y}` branch answers.
+    assert_eq!(text("/a/b/d").as_deref(), Some("second a"));
+    assert_eq!(text("/a/z/q").as_deref(), Some("a: z/q"));
+}
+
+#[test]
+fn a_handshake_for_body_keys_is_accepted_though_its_first_request_has_none() {
+    use jsontp_protocol::machine::{ContinuePolicy, ServerConfig};
+
+    let config = ServerConfig {
+        continue_policy: ContinuePolicy::Ask,
+        ..ServerConfig::default()
+    };
+    for &runtime in RUNTIMES {
+        let server = start(
+            runtime,
+            guarded(),
+            ServerOptions::default().with_config(config.clone()),
+        );
+        // The client sends the handshake's first request with an empty
+        // body (D10): the keys come with the full request.
+        let mut note = request(Method::Post, "/notes", json!({"title": "t"}));
+        note.headers = Headers::new()
+            .with_expect_continue(true)
+            .with_authorization("s3cret".to_owned());
+        note.body = Body::text("x".repeat(1000))
+            .with_extra("title", json!("t"))
+            .expect("body key");
+        let mut client = Client::connect(server.addr, ClientOptions::default()).expect("connect");
+        let answered = client.send(note).expect("answer");
+        assert!(answered.continued, "{runtime:?}");
+        assert_eq!(answered.response.body.as_text(), Some("noted"), "{runtime:?}");
     }
 }

@@ -284,7 +284,7 @@ impl jsontp_protocol::io_adapters::server::Handler for Logged {
         head: &jsontp_protocol::message::Request,
         info: &jsontp_protocol::io_adapters::server::RequestInfo,
     ) -> jsontp_protocol::io_adapters::server::HeadCheck {
-        self.router.check_head(head, info)
+        self.router.check_head_of(head, info)
     }
 
     fn log_exchange(&self, record: &jsontp_protocol::io_adapters::server::AccessRecord<'_>) {

@@ -30,7 +30,7 @@ use std::path::Path;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use jsontp_protocol::app::{Call, Extract, Keys, Peer, Refusal, Router, State, on};
+use jsontp_protocol::app::{Call, FromRequest, Keys, Peer, Refusal, Router, State, on};
 use jsontp_protocol::message::{Method, StatusCode};
 use rusqlite::{Connection, ErrorCode, OptionalExtension, params};
 use serde::{Deserialize, Serialize};
@@ -504,24 +504,31 @@ trait Named: serde::de::DeserializeOwned {
 /// missing), then its keys deserialised into `T`.
 struct Operation<T>(T);
 
-impl<T: Named> Extract for Operation<T> {
-    fn extract(call: &mut Call) -> Result<Self, Refusal> {
-        let keys = call.request().body.extra();
-        let found = keys.get("nnntp").and_then(|op| op.get("type"));
+impl<T: Named> Operation<T> {
+    /// Refuses a request whose `nnntp.type` is not `T`'s.
+    fn check_type(request: &jsontp_protocol::message::Request) -> Result<(), Refusal> {
+        let found = request.body.extra().get("nnntp").and_then(|op| op.get("type"));
         match found.and_then(|t| t.as_str()) {
-            Some(found) if found == T::TYPE => {}
-            Some(found) => {
-                return Err(Refusal::bad_request(format!(
-                    "body key `nnntp.type` is \"{found}\", but this resource performs \"{}\"",
-                    T::TYPE
-                )));
-            }
-            None if found.is_some() => {
-                return Err(Refusal::bad_request("body key `nnntp.type` is not a string"));
-            }
-            None => return Err(Refusal::bad_request("body key `nnntp.type` is missing")),
+            Some(found) if found == T::TYPE => Ok(()),
+            Some(found) => Err(Refusal::bad_request(format!(
+                "body key `nnntp.type` is \"{found}\", but this resource performs \"{}\"",
+                T::TYPE
+            ))),
+            None if found.is_some() => Err(Refusal::bad_request("body key `nnntp.type` is not a string")),
+            None => Err(Refusal::bad_request("body key `nnntp.type` is missing")),
         }
-        let Keys(Nnntp { nnntp }) = Keys::<Nnntp<T>>::extract(call)?;
+    }
+}
+
+// Drawn from the body keys, which the last argument takes: no request of
+// NNNTP has content, so none is kept for it.
+impl<S, T: Named> FromRequest<S> for Operation<T> {
+    type Rejection = Refusal;
+    const TAKES_CONTENT: bool = false;
+
+    fn from_request(call: Call, state: &S) -> Result<Self, Refusal> {
+        Self::check_type(call.request())?;
+        let Keys(Nnntp { nnntp }) = Keys::<Nnntp<T>>::from_request(call, state)?;
         Ok(Operation(nnntp))
     }
 }
