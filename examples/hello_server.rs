@@ -9,8 +9,8 @@
 
 use jsontp_protocol::io_adapters::server::blocking::StdServer;
 use jsontp_protocol::io_adapters::server::mio::MioServer;
-use jsontp_protocol::io_adapters::server::{Handler, RequestInfo, ServerOptions};
-use jsontp_protocol::message::{Body, Method, Request, Response};
+use jsontp_protocol::io_adapters::server::{Handled, Handler, Incoming, ServerOptions};
+use jsontp_protocol::message::{Body, Method, Response};
 
 /// What this server answers.
 const ALLOWED: &[Method] = &[Method::Get, Method::Post, Method::Options];
@@ -20,17 +20,18 @@ const ALLOWED: &[Method] = &[Method::Get, Method::Post, Method::Options];
 ///
 /// The greeting is the same 13 bytes on every path, as the hyper "Hello,
 /// world!" server it is measured beside answers (BENCHMARKS.md); the
-/// request's path and the peer are in `request` and `info` for a handler
+/// request's path and the peer are in `incoming` for a handler
 /// that wants them.
 struct Hello;
 
 impl Handler for Hello {
-    fn handle(&self, request: &Request, _info: &RequestInfo) -> Response {
-        match request.method {
+    fn respond(&self, incoming: Incoming) -> Handled {
+        let response = match incoming.request.method {
             Method::Get | Method::Post => Response::ok("hello").with_body(Body::from_static("Hello, world!")),
             Method::Options => Response::allowed_methods(ALLOWED),
             other => Response::method_not_allowed(other, ALLOWED),
-        }
+        };
+        response.into()
     }
 }
 

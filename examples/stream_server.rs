@@ -9,6 +9,7 @@
 //! seq 1 5000000 | jsontp put jsontp://127.0.0.1:8080/upload --file -
 //! ```
 
+use jsontp_protocol::io_adapters::server::{Handled, Incoming};
 use std::io::{self, BufRead, BufReader, Read};
 
 use jsontp_protocol::io_adapters::server::mio::MioServer;
@@ -42,13 +43,8 @@ impl Read for Numbers {
 
 struct Streams;
 
-impl Handler for Streams {
-    fn handle(&self, request: &Request, info: &RequestInfo) -> Response {
-        // Only reached by callers that want a whole response.
-        self.respond(request, None, info).into_parts().0
-    }
-
-    fn respond(&self, request: &Request, upload: Option<Upload>, _info: &RequestInfo) -> Reply {
+impl Streams {
+    fn reply(&self, request: &Request, upload: Option<Upload>, _info: &RequestInfo) -> Reply {
         if request.method == Method::Put {
             // Small content is in the body; large content is the upload.
             let counted = match &upload {
@@ -81,6 +77,18 @@ impl Handler for Streams {
             ),
             None => Response::not_found("try /numbers/N").into(),
         }
+    }
+}
+
+impl Handler for Streams {
+    fn respond(&self, incoming: Incoming) -> Handled {
+        let Incoming {
+            request,
+            upload,
+            info,
+            ..
+        } = incoming;
+        self.reply(&request, upload, &info).into()
     }
 }
 

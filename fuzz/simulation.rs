@@ -68,6 +68,7 @@ pub mod client;
 #[path = "pair.rs"]
 pub mod pair;
 
+use jsontp_protocol::io_adapters::server::{Handled, HeadCheck, Incoming};
 use std::collections::VecDeque;
 use std::fmt::Write as _;
 use std::io::{self, Read, Write};
@@ -677,23 +678,8 @@ fn parts(path: &str) -> Option<(&str, u64, usize, Encoding)> {
     Some((kind, seed, len, encoding))
 }
 
-impl Handler for Application {
-    fn handle(&self, request: &Request, info: &RequestInfo) -> Response {
-        self.respond(request, None, info).into_parts().0
-    }
-
-    fn check_continue(&self, request: &Request, _info: &RequestInfo) -> Result<(), Response> {
-        self.0.saw(request);
-        if request.resource.path().starts_with("/deny/") {
-            return Err(Response::new(Status::new(
-                StatusCode::FORBIDDEN,
-                "denied at the handshake",
-            )));
-        }
-        Ok(())
-    }
-
-    fn respond(&self, request: &Request, upload: Option<Upload>, _info: &RequestInfo) -> Reply {
+impl Application {
+    fn reply(&self, request: &Request, upload: Option<Upload>, _info: &RequestInfo) -> Reply {
         self.0.saw(request);
         let not_found = || Response::new(Status::new(StatusCode::NOT_FOUND, "no such thing")).into();
         let Some((kind, seed, len, encoding)) = parts(request.resource.path()) else {
@@ -770,6 +756,29 @@ impl Handler for Application {
             }
             _ => not_found(),
         }
+    }
+}
+
+impl Handler for Application {
+    fn respond(&self, incoming: Incoming) -> Handled {
+        let Incoming {
+            request,
+            upload,
+            info,
+            ..
+        } = incoming;
+        self.reply(&request, upload, &info).into()
+    }
+
+    fn check_head(&self, head: &Request, _info: &RequestInfo) -> HeadCheck {
+        self.0.saw(head);
+        if head.resource.path().starts_with("/deny/") {
+            return HeadCheck::Refused(Box::new(Response::new(Status::new(
+                StatusCode::FORBIDDEN,
+                "denied at the handshake",
+            ))));
+        }
+        HeadCheck::Wanted
     }
 }
 

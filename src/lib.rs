@@ -36,21 +36,16 @@
 #![cfg_attr(feature = "adapters", doc = "```no_run")]
 #![cfg_attr(not(feature = "adapters"), doc = "```ignore")]
 //! use jsontp_protocol::io_adapters::server::blocking::StdServer;
-//! use jsontp_protocol::io_adapters::server::{Handler, RequestInfo, ServerOptions};
+//! use jsontp_protocol::io_adapters::server::ServerOptions;
 //! use jsontp_protocol::message::{Body, Method, Request, Response};
 //!
-//! struct Hello;
+//! // Any function of a request is a handler.
+//! let hello = |request: &Request| match request.method {
+//!     Method::Get => Response::ok("hello").with_body(Body::text("Hello, world!")),
+//!     other => Response::method_not_allowed(other, &[Method::Get]),
+//! };
 //!
-//! impl Handler for Hello {
-//!     fn handle(&self, request: &Request, _info: &RequestInfo) -> Response {
-//!         match request.method {
-//!             Method::Get => Response::ok("hello").with_body(Body::text("Hello, world!")),
-//!             other => Response::method_not_allowed(other, &[Method::Get]),
-//!         }
-//!     }
-//! }
-//!
-//! let server = StdServer::bind("127.0.0.1:8080", Hello, ServerOptions::default())?;
+//! let server = StdServer::bind("127.0.0.1:8080", hello, ServerOptions::default())?;
 //! server.run()?;
 //! # Ok::<(), std::io::Error>(())
 //! ```

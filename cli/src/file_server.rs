@@ -3,7 +3,7 @@
 //! them, OPTIONS lists what can be done (D11).
 //!
 //! Checks run in the order D5 gives, in one function, `plan`, which both
-//! [`Handler::handle`] and [`Handler::check_head`] call, so that a
+//! [`Handler::respond`] and [`Handler::check_head`] call, so that a
 //! 100-continue handshake, or a request whose content streams in, is
 //! refused for exactly what the whole request would be refused for,
 //! before the client sends its body (D10) or any of it is stored (D19).
@@ -103,7 +103,9 @@ use steady::{Measure, Steady};
 #[derive(Debug, Clone)]
 enum Slot {}
 
-use jsontp_protocol::io_adapters::server::{Handler, HeadCheck, Reply, RequestInfo, Upload};
+use jsontp_protocol::io_adapters::server::{
+    Handled, Handler, HeadCheck, Incoming, Reply, RequestInfo, Upload,
+};
 #[cfg(target_os = "linux")]
 use jsontp_protocol::message::negotiate::{self, ContentKind};
 use jsontp_protocol::message::{
@@ -1098,30 +1100,12 @@ fn percent_encode(text: &str) -> String {
 }
 
 impl Handler for FileServer {
-    /// The answer held whole: a large file is read into memory here. The
-    /// servers call [`respond`](Self::respond), which streams it.
-    fn handle(&self, request: &Request, info: &RequestInfo) -> Response {
-        let (mut response, reader) = self.respond(request, None, info).into_parts();
-        if let Some(mut reader) = reader {
-            let mut content = Vec::new();
-            let read = io::Read::read_to_end(&mut reader, &mut content)
-                .map_err(|e| e.to_string())
-                .and_then(|_| Body::new(content, response.body.encoding()).map_err(|e| e.to_string()));
-            match read {
-                Ok(body) => response.body = body,
-                Err(why) => {
-                    return Response::internal_error(format!("the server could not read the file: {why}"));
-                }
-            }
-        }
-        response
-    }
-
-    fn respond(&self, request: &Request, upload: Option<Upload>, _info: &RequestInfo) -> Reply {
+    fn respond(&self, incoming: Incoming) -> Handled {
+        let Incoming { request, upload, .. } = incoming;
         let answer = self
-            .plan(request)
-            .and_then(|plan| self.act(plan, request, upload));
-        answer.unwrap_or_else(|refusal| (*refusal).into())
+            .plan(&request)
+            .and_then(|plan| self.act(plan, &request, upload));
+        Handled::Now(answer.unwrap_or_else(|refusal| (*refusal).into()))
     }
 
     /// Refuses, from its head, a request that would be refused without
@@ -1135,12 +1119,6 @@ impl Handler for FileServer {
             Ok(_) if head.method == Method::Put => HeadCheck::Wanted,
             Ok(_) => HeadCheck::Unwanted,
         }
-    }
-
-    /// The refusals of [`check_head`](Self::check_head).
-    #[allow(clippy::result_large_err)] // the trait's signature
-    fn check_continue(&self, request: &Request, _info: &RequestInfo) -> Result<(), Response> {
-        self.plan(request).map(|_| ()).map_err(|refusal| *refusal)
     }
 }
 

@@ -349,7 +349,7 @@ impl<S, T: DeserializeOwned> FromRequest<S, ViaRequest> for Keys<T> {
 /// let peer = RequestInfo::new("127.0.0.1:1".parse().unwrap());
 /// let ask = |path: &str| {
 ///     let request = Request::new(Method::Get, path.parse::<Resource>().unwrap());
-///     router.answer(Incoming::new(request, peer)).into_parts().0
+///     router.answer(Incoming::new(request, peer)).wait().into_parts().0
 /// };
 /// assert_eq!(ask("/posts/7").body.as_text(), Some("post 7"));
 /// let refused = ask("/posts/seven");

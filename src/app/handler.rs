@@ -336,25 +336,3 @@ handlers!(T1, T2, T3, T4, T5, T6, T7; T8);
 pub fn check_handler<S, M, H: RouteHandler<M, S>>(handler: H) -> H {
     handler
 }
-
-/// Runs `future` to its end on this thread: how a synchronous server
-/// (std, mio) answers with an `async` handler. Only futures that need no
-/// runtime of their own (no tokio timers or sockets) can finish here.
-pub(crate) fn block_on<T>(future: impl Future<Output = T>) -> T {
-    use std::task::{Context, Poll, Wake, Waker};
-    struct Unpark(std::thread::Thread);
-    impl Wake for Unpark {
-        fn wake(self: Arc<Self>) {
-            self.0.unpark();
-        }
-    }
-    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
-    let mut cx = Context::from_waker(&waker);
-    let mut future = std::pin::pin!(future);
-    loop {
-        match future.as_mut().poll(&mut cx) {
-            Poll::Ready(value) => return value,
-            Poll::Pending => std::thread::park(),
-        }
-    }
-}

@@ -34,7 +34,7 @@
 //!
 //! ```
 //! use jsontp_protocol::app::{Keys, Router, get};
-//! use jsontp_protocol::io_adapters::server::{Handler, RequestInfo};
+//! use jsontp_protocol::io_adapters::server::RequestInfo;
 //! use jsontp_protocol::message::{Method, Request};
 //! use serde::Serialize;
 //!
@@ -43,7 +43,7 @@
 //!
 //! let router = Router::new().route("/hello", get(|| Keys(Hello { greeting: "hi" })));
 //! let request = Request::new(Method::Get, "/hello".parse().unwrap());
-//! let response = router.handle(&request, &RequestInfo::new("127.0.0.1:1".parse().unwrap()));
+//! let response = router.handle(request, &RequestInfo::new("127.0.0.1:1".parse().unwrap()));
 //! assert_eq!(response.body.extra()["greeting"], "hi");
 //! ```
 

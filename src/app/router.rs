@@ -8,9 +8,9 @@ use std::sync::Arc;
 
 use super::RouteHandler;
 use super::extract::{Call, Parts};
-use super::handler::{Answer, Shared, block_on, give};
+use super::handler::{Answer, Shared, give};
 use super::respond::Refusal;
-use crate::io_adapters::server::{AccessRecord, Handler, HeadCheck, Incoming, Reply, RequestInfo, Upload};
+use crate::io_adapters::server::{AccessRecord, Handled, Handler, HeadCheck, Incoming, Reply, RequestInfo};
 use crate::message::{Body, Method, Request, Response, StatusCode};
 
 /// The handlers of one resource pattern, by method, for a router with
@@ -498,7 +498,7 @@ impl<S> Node<S> {
 ///     for (key, value) in keys.as_object().unwrap() {
 ///         request.body = request.body.with_extra(key, value.clone()).unwrap();
 ///     }
-///     router.answer(Incoming::new(request, peer)).into_parts().0
+///     router.answer(Incoming::new(request, peer)).wait().into_parts().0
 /// };
 /// let created = ask(Method::Post, "/posts", serde_json::json!({"subject": "hello"}));
 /// assert_eq!(created.status.code, StatusCode::CREATED);
@@ -751,43 +751,33 @@ impl Router<()> {
         }
     }
 
-    /// Answers `incoming` on this thread: the handler's reply, an `async`
-    /// handler's run to its end here. The request is moved to the
-    /// handler, never copied.
-    pub fn answer(&self, incoming: Incoming) -> Reply {
-        let path = incoming.request.resource.path();
-        match self.target(incoming.request.method, path) {
+    /// Answers `incoming`: a synchronous handler's reply, here; an
+    /// `async` handler's future, for the server to await. The request is
+    /// moved to the handler, never copied.
+    pub fn answer(&self, incoming: Incoming) -> Handled {
+        let target = self.target(incoming.request.method, incoming.request.resource.path());
+        match target {
             Target::Answer(response) => response.into(),
             Target::Handler(handler, params) => match handler.call(Call::new(incoming, params), &()) {
-                Answer::Ready(reply) => reply,
-                Answer::Later(future) => block_on(future),
+                Answer::Ready(reply) => Handled::Now(reply),
+                Answer::Later(future) => Handled::Later(future),
             },
         }
     }
 }
 
 impl Handler for Router {
-    fn handle(&self, request: &Request, info: &RequestInfo) -> Response {
-        whole(self.answer(Incoming::new(request.clone(), *info)))
+    /// Answers with the router: large content reaches the handler as a
+    /// stream ([`Content`](super::Content)), and a streamed reply streams.
+    /// A synchronous handler runs here; an `async` one is the server's to
+    /// await.
+    fn respond(&self, incoming: Incoming) -> Handled {
+        self.answer(incoming)
     }
 
     /// [`Router::check_head_of`].
     fn check_head(&self, head: &Request, info: &RequestInfo) -> HeadCheck {
         self.check_head_of(head, info)
-    }
-
-    /// The refusals of [`check_head`](Self::check_head).
-    fn check_continue(&self, request: &Request, info: &RequestInfo) -> Result<(), Response> {
-        match self.check_head_of(request, info) {
-            HeadCheck::Refused(response) => Err(*response),
-            _ => Ok(()),
-        }
-    }
-
-    /// [`Router::answer`]: large content reaches the handler as a stream
-    /// ([`Content`](super::Content)), and a streamed reply streams.
-    fn respond(&self, request: &Request, upload: Option<Upload>, info: &RequestInfo) -> Reply {
-        self.answer(Incoming::new(request.clone(), *info).with_upload(upload))
     }
 
     /// The access record, as a `debug` event of `tracing` (target
@@ -811,8 +801,7 @@ impl Handler for Router {
     }
 }
 
-/// `reply` as a whole response: a streamed content is read into memory
-/// (for [`Handler::handle`], which cannot stream).
+/// `reply` as a whole response: a streamed content is read into memory.
 pub(crate) fn whole(reply: Reply) -> Response {
     let (mut response, reader) = reply.into_parts();
     let Some(mut reader) = reader else {
@@ -919,7 +908,12 @@ mod tests {
         );
         let peer = RequestInfo::new("127.0.0.1:1".parse().unwrap());
         let request = Request::new(Method::Get, "/a".parse().unwrap());
-        assert_eq!(router.handle(&request, &peer).body.as_text(), Some("second"));
+        assert_eq!(
+            whole(router.answer(Incoming::new(request, peer)).wait())
+                .body
+                .as_text(),
+            Some("second")
+        );
     }
 
     #[test]
@@ -934,7 +928,14 @@ mod tests {
             }),
         );
         let peer = RequestInfo::new("127.0.0.1:1".parse().unwrap());
-        let response = router.handle(&Request::new(Method::Get, "/s".parse().unwrap()), &peer);
+        let response = whole(
+            router
+                .answer(Incoming::new(
+                    Request::new(Method::Get, "/s".parse().unwrap()),
+                    peer,
+                ))
+                .wait(),
+        );
         assert_eq!(response.body.as_text(), Some("abc"));
         assert_eq!(response.body.extra()["k"], 1);
         assert_eq!(response.status.human_message, "streamed");

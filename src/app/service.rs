@@ -9,7 +9,7 @@ use super::extract::Call;
 use super::handler::{Answer, Runs};
 use super::respond::Refusal;
 use super::router::{Router, Target};
-use crate::io_adapters::server::{Incoming, Reply};
+use crate::io_adapters::server::{Handled, Incoming, Reply};
 
 /// The future of a router's answer, as its `tower::Service` gives it.
 pub type RouterFuture = Pin<Box<dyn Future<Output = Result<Reply, Infallible>> + Send>>;
@@ -61,7 +61,7 @@ impl tower::Service<Incoming> for Router {
                         .run_blocking(move || match handler.call(call, &()) {
                             Answer::Ready(reply) => reply,
                             // A synchronous handler answers at once.
-                            Answer::Later(future) => super::handler::block_on(future),
+                            Answer::Later(future) => Handled::Later(future).wait(),
                         })
                         .await;
                     Ok(ran.unwrap_or_else(|_| {

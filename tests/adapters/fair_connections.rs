@@ -4,10 +4,11 @@
 //! under way; and request content held in memory stays within the
 //! server's memory budget, the rest going to the spool (D19).
 
+use jsontp_protocol::io_adapters::server::{Handled, Incoming};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
-use jsontp_protocol::io_adapters::server::{Handler, Reply, RequestInfo, SpoolOptions, Upload};
+use jsontp_protocol::io_adapters::server::{Handler, RequestInfo, SpoolOptions};
 use jsontp_protocol::machine::ServerConfig;
 use jsontp_protocol::message::{Body, Request, Response, Status, StatusCode};
 
@@ -167,31 +168,37 @@ fn at_the_cap_with_none_idle_a_new_client_waits_until_one_is_idle() {
 struct Where;
 
 impl Handler for Where {
-    fn handle(&self, request: &Request, _info: &RequestInfo) -> Response {
-        let text = format!("memory {}", request.body.content().len());
-        Response::new(Status::new(StatusCode::OK, "here")).with_body(Body::text(text))
-    }
-
-    fn respond(&self, request: &Request, upload: Option<Upload>, info: &RequestInfo) -> Reply {
-        if request.resource.path() == "/plain" {
-            return Plain.respond(request, upload, info);
+    fn respond(&self, incoming: Incoming) -> Handled {
+        if incoming.request.resource.path() == "/plain" {
+            return Plain.respond(incoming);
         }
-        match upload {
-            None => self.handle(request, info).into(),
-            Some(upload) => Response::new(Status::new(StatusCode::OK, "here"))
-                .with_body(Body::text(format!("upload {}", upload.len())))
-                .into(),
-        }
+        let text = match &incoming.upload {
+            None => format!("memory {}", incoming.request.body.content().len()),
+            Some(upload) => format!("upload {}", upload.len()),
+        };
+        Response::new(Status::new(StatusCode::OK, "here"))
+            .with_body(Body::text(text))
+            .into()
     }
 }
 
 /// A handler with `handle` only: the server's default `respond`.
 struct Plain;
 
-impl Handler for Plain {
+impl Plain {
     fn handle(&self, request: &Request, _info: &RequestInfo) -> Response {
         let text = format!("handled {}", request.body.content().len());
         Response::new(Status::new(StatusCode::OK, "here")).with_body(Body::text(text))
+    }
+}
+
+impl Handler for Plain {
+    fn respond(&self, incoming: Incoming) -> Handled {
+        let info = incoming.info;
+        match incoming.into_request() {
+            Ok(request) => self.handle(&request, &info).into(),
+            Err(refused) => refused.into(),
+        }
     }
 }
 

@@ -3,6 +3,7 @@
 //! shutdown's drain deadline holds neither its connection nor the server:
 //! the connection is closed and `run`/`serve` returns at the deadline.
 
+use jsontp_protocol::io_adapters::server::{Handled, Incoming};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
@@ -86,10 +87,20 @@ impl Stuck {
     }
 }
 
-impl Handler for Stuck {
+impl Stuck {
     fn handle(&self, _request: &Request, _info: &RequestInfo) -> Response {
         self.work();
         Response::ok("done at last")
+    }
+}
+
+impl Handler for Stuck {
+    fn respond(&self, incoming: Incoming) -> Handled {
+        let info = incoming.info;
+        match incoming.into_request() {
+            Ok(request) => self.handle(&request, &info).into(),
+            Err(refused) => refused.into(),
+        }
     }
 }
 
@@ -166,13 +177,23 @@ struct Counted {
     most: AtomicUsize,
 }
 
-impl Handler for Counted {
+impl Counted {
     fn handle(&self, _request: &Request, _info: &RequestInfo) -> Response {
         let now = self.running.fetch_add(1, Ordering::SeqCst) + 1;
         self.most.fetch_max(now, Ordering::SeqCst);
         std::thread::sleep(Duration::from_millis(150));
         self.running.fetch_sub(1, Ordering::SeqCst);
         Response::ok("counted")
+    }
+}
+
+impl Handler for Counted {
+    fn respond(&self, incoming: Incoming) -> Handled {
+        let info = incoming.info;
+        match incoming.into_request() {
+            Ok(request) => self.handle(&request, &info).into(),
+            Err(refused) => refused.into(),
+        }
     }
 }
 

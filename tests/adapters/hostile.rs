@@ -7,6 +7,7 @@
 //! client on a fresh connection is still answered within [`PROMPT`]
 //! afterwards (or during, for the slow cases). Every wait is bounded.
 
+use jsontp_protocol::io_adapters::server::{Handled, Incoming};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::process::{Child, Command, Stdio};
@@ -15,7 +16,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use jsontp_protocol::io_adapters::server::{Handler, Reply, RequestInfo, Upload};
+use jsontp_protocol::io_adapters::server::{Handler, Reply, RequestInfo};
 use jsontp_protocol::machine::ServerConfig;
 use jsontp_protocol::message::{Body, Request, Response, Status, StatusCode};
 
@@ -633,18 +634,15 @@ fn a_pipelining_client_that_never_reads_on_every_runtime() {
 pub(crate) struct Streamer;
 
 impl Handler for Streamer {
-    fn handle(&self, request: &Request, info: &RequestInfo) -> Response {
-        Echo.handle(request, info)
-    }
-
-    fn respond(&self, request: &Request, upload: Option<Upload>, info: &RequestInfo) -> Reply {
-        let size = request.resource.path().strip_prefix("/stream/");
+    fn respond(&self, incoming: Incoming) -> Handled {
+        let size = incoming.request.resource.path().strip_prefix("/stream/");
         match size.and_then(|n| n.parse::<u64>().ok()) {
             Some(size) => Reply::streamed(
                 Response::new(Status::new(StatusCode::OK, "streamed")),
                 std::io::repeat(b'y').take(size),
-            ),
-            None => Echo.respond(request, upload, info),
+            )
+            .into(),
+            None => Echo.respond(incoming),
         }
     }
 }

@@ -9,6 +9,7 @@
 //!   responses say `1.0-rc1`, carry no headers at all (no `date`, no
 //!   `language`), and its 404 has an empty `encoding` (D13).
 
+use jsontp_protocol::io_adapters::server::{Handled, Incoming};
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::OnceLock;
@@ -268,11 +269,12 @@ fn the_reference_client_uploads_two_mib() {
 
     /// Answers with the length and the distinct bytes of what it received.
     struct Sizes;
-    impl Handler for Sizes {
+    impl Sizes {
         fn handle(&self, request: &Request, _: &RequestInfo) -> Response {
             stored(request.body.content())
         }
-        fn respond(&self, request: &Request, upload: Option<Upload>, info: &RequestInfo) -> Reply {
+
+        fn reply(&self, request: &Request, upload: Option<Upload>, info: &RequestInfo) -> Reply {
             let Some(upload) = upload else {
                 return self.handle(request, info).into();
             };
@@ -283,6 +285,18 @@ fn the_reference_client_uploads_two_mib() {
                 .read_to_end(&mut content)
                 .expect("read");
             stored(&content).into()
+        }
+    }
+
+    impl Handler for Sizes {
+        fn respond(&self, incoming: Incoming) -> Handled {
+            let Incoming {
+                request,
+                upload,
+                info,
+                ..
+            } = incoming;
+            self.reply(&request, upload, &info).into()
         }
     }
     fn stored(content: &[u8]) -> Response {

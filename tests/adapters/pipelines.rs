@@ -6,6 +6,7 @@
 //! message is nested too deep (D1, D3). The graceful shutdown's deadline is
 //! at the bottom ([`drain`]).
 
+use jsontp_protocol::io_adapters::server::{Handled, Incoming};
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::thread::JoinHandle;
@@ -104,12 +105,8 @@ fn digest(bytes: &[u8]) -> String {
 #[derive(Clone, Copy)]
 struct Streams;
 
-impl Handler for Streams {
-    fn handle(&self, request: &Request, info: &RequestInfo) -> Response {
-        self.respond(request, None, info).into_parts().0
-    }
-
-    fn respond(&self, request: &Request, upload: Option<Upload>, _info: &RequestInfo) -> Reply {
+impl Streams {
+    fn reply(&self, request: &Request, upload: Option<Upload>, _info: &RequestInfo) -> Reply {
         if request.method == Method::Put {
             let (bytes, spooled) = match &upload {
                 Some(upload) => {
@@ -145,6 +142,18 @@ impl Handler for Streams {
             }
             _ => Response::new(Status::new(StatusCode::NOT_FOUND, "no")).into(),
         }
+    }
+}
+
+impl Handler for Streams {
+    fn respond(&self, incoming: Incoming) -> Handled {
+        let Incoming {
+            request,
+            upload,
+            info,
+            ..
+        } = incoming;
+        self.reply(&request, upload, &info).into()
     }
 }
 

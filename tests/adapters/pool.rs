@@ -4,6 +4,7 @@
 //! front, TLS, and typed bodies through a `Router`. Loopback only; every
 //! wait is bounded.
 
+use jsontp_protocol::io_adapters::server::{Handled, Incoming};
 use std::collections::HashSet;
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
@@ -36,7 +37,7 @@ struct Counts {
     most_busy: AtomicUsize,
 }
 
-impl Handler for Counted {
+impl Counted {
     fn handle(&self, request: &Request, info: &RequestInfo) -> Response {
         let counts = &self.0;
         counts.peers.lock().expect("peers").insert(info.peer);
@@ -50,6 +51,16 @@ impl Handler for Counted {
         let response = Echo.handle(request, info);
         counts.busy.fetch_sub(1, Ordering::SeqCst);
         response
+    }
+}
+
+impl Handler for Counted {
+    fn respond(&self, incoming: Incoming) -> Handled {
+        let info = incoming.info;
+        match incoming.into_request() {
+            Ok(request) => self.handle(&request, &info).into(),
+            Err(refused) => refused.into(),
+        }
     }
 }
 

@@ -2,6 +2,7 @@
 //! (versions 1 and 2) before the first message, serves the client it names,
 //! and closes a connection without a valid header without a response.
 
+use jsontp_protocol::io_adapters::server::{Handled, Incoming};
 use std::io::Write;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -19,9 +20,19 @@ use crate::support::{
 #[derive(Clone, Default)]
 struct Peers(Arc<Mutex<Vec<SocketAddr>>>);
 
-impl Handler for Peers {
+impl Peers {
     fn handle(&self, _request: &Request, info: &RequestInfo) -> Response {
         Response::new(Status::new(StatusCode::OK, "peer")).with_body(Body::text(info.peer.to_string()))
+    }
+}
+
+impl Handler for Peers {
+    fn respond(&self, incoming: Incoming) -> Handled {
+        let info = incoming.info;
+        match incoming.into_request() {
+            Ok(request) => self.handle(&request, &info).into(),
+            Err(refused) => refused.into(),
+        }
     }
 
     fn log_exchange(&self, record: &AccessRecord<'_>) {

@@ -2,6 +2,7 @@
 //! pipelining, 100-continue, back-pressure, the access log, graceful
 //! shutdown.
 
+use jsontp_protocol::io_adapters::server::{Handled, Incoming};
 use std::io::Write;
 use std::net::{Shutdown, TcpStream};
 use std::sync::Arc;
@@ -357,7 +358,7 @@ fn the_access_log_sees_answers_and_refusals() {
 /// Linux) a sealed copy also holds: the socket takes it with `sendfile`.
 struct Prepared(jsontp_protocol::message::Body);
 
-impl jsontp_protocol::io_adapters::server::Handler for Prepared {
+impl Prepared {
     fn handle(
         &self,
         _request: &jsontp_protocol::message::Request,
@@ -365,6 +366,16 @@ impl jsontp_protocol::io_adapters::server::Handler for Prepared {
     ) -> jsontp_protocol::message::Response {
         use jsontp_protocol::message::{Response, Status, StatusCode};
         Response::new(Status::new(StatusCode::OK, "prepared")).with_body(self.0.clone())
+    }
+}
+
+impl jsontp_protocol::io_adapters::server::Handler for Prepared {
+    fn respond(&self, incoming: Incoming) -> Handled {
+        let info = incoming.info;
+        match incoming.into_request() {
+            Ok(request) => self.handle(&request, &info).into(),
+            Err(refused) => refused.into(),
+        }
     }
 }
 

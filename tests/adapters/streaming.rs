@@ -2,6 +2,7 @@
 //! spooled and handed over whole and valid, downloads read from a reader
 //! as the peer takes them, memory that does not grow with the size.
 
+use jsontp_protocol::io_adapters::server::{Handled, Incoming};
 use std::io::{self, Read, Write};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -124,12 +125,8 @@ impl Drop for Watched {
     }
 }
 
-impl Handler for Store {
-    fn handle(&self, request: &Request, info: &RequestInfo) -> Response {
-        self.respond(request, None, info).into_parts().0
-    }
-
-    fn respond(&self, request: &Request, upload: Option<Upload>, _info: &RequestInfo) -> Reply {
+impl Store {
+    fn reply(&self, request: &Request, upload: Option<Upload>, _info: &RequestInfo) -> Reply {
         let path = request.resource.path();
         if request.method == Method::Put {
             let (hash, spooled) = match &upload {
@@ -163,6 +160,18 @@ impl Handler for Store {
             return Reply::streamed(head, reader);
         }
         Response::new(Status::new(StatusCode::NOT_FOUND, "no")).into()
+    }
+}
+
+impl Handler for Store {
+    fn respond(&self, incoming: Incoming) -> Handled {
+        let Incoming {
+            request,
+            upload,
+            info,
+            ..
+        } = incoming;
+        self.reply(&request, upload, &info).into()
     }
 
     fn log_exchange(&self, record: &AccessRecord<'_>) {

@@ -2,6 +2,7 @@
 //! on its own thread, a raw reader of responses, and one face for both
 //! clients.
 
+use jsontp_protocol::io_adapters::server::{Handled, HeadCheck, Incoming};
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::sync::{Arc, Mutex};
@@ -24,8 +25,8 @@ pub const READ_TIMEOUT: Duration = Duration::from_secs(5);
 /// answers N bytes; a handshake on `/refuse` is refused with 401.
 pub struct Echo;
 
-impl Handler for Echo {
-    fn handle(&self, request: &Request, _info: &RequestInfo) -> Response {
+impl Echo {
+    pub fn handle(&self, request: &Request, _info: &RequestInfo) -> Response {
         let path = request.resource.path();
         if path == "/informational" {
             return Response::new(Status::new(StatusCode::CONTINUE, "wrong"));
@@ -42,13 +43,25 @@ impl Handler for Echo {
         let text = format!("echo {} {}", path, request.body.as_text().unwrap_or("<binary>"));
         Response::new(Status::new(StatusCode::OK, "echoed")).with_body(Body::text(text))
     }
+}
 
-    #[allow(clippy::result_large_err)] // the trait's signature
-    fn check_continue(&self, request: &Request, _info: &RequestInfo) -> Result<(), Response> {
-        if request.resource.path() == "/refuse" {
-            return Err(Response::new(Status::new(StatusCode::UNAUTHORIZED, "not you")));
+impl Handler for Echo {
+    fn respond(&self, incoming: Incoming) -> Handled {
+        let info = incoming.info;
+        match incoming.into_request() {
+            Ok(request) => self.handle(&request, &info).into(),
+            Err(refused) => refused.into(),
         }
-        Ok(())
+    }
+
+    fn check_head(&self, head: &Request, _info: &RequestInfo) -> HeadCheck {
+        if head.resource.path() == "/refuse" {
+            return HeadCheck::Refused(Box::new(Response::new(Status::new(
+                StatusCode::UNAUTHORIZED,
+                "not you",
+            ))));
+        }
+        HeadCheck::Wanted
     }
 }
 
@@ -60,9 +73,19 @@ pub type LogLine = (Option<Method>, u16, String);
 #[derive(Clone, Default)]
 pub struct Logged(Arc<Mutex<Vec<LogLine>>>);
 
-impl Handler for Logged {
-    fn handle(&self, request: &Request, info: &RequestInfo) -> Response {
+impl Logged {
+    pub fn handle(&self, request: &Request, info: &RequestInfo) -> Response {
         Echo.handle(request, info)
+    }
+}
+
+impl Handler for Logged {
+    fn respond(&self, incoming: Incoming) -> Handled {
+        let info = incoming.info;
+        match incoming.into_request() {
+            Ok(request) => self.handle(&request, &info).into(),
+            Err(refused) => refused.into(),
+        }
     }
 
     fn log_exchange(&self, record: &AccessRecord<'_>) {

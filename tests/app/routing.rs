@@ -202,17 +202,20 @@ fn a_handshake_for_a_path_or_method_not_served_is_refused_before_the_content() {
     let peer = jsontp_protocol::io_adapters::server::RequestInfo::new("127.0.0.1:1".parse().unwrap());
     let head = |method, path: &str| Request::new(method, path.parse().unwrap());
     let refused = board()
-        .check_continue(&head(Method::Put, "/nowhere"), &peer)
-        .unwrap_err();
+        .check_head(&head(Method::Put, "/nowhere"), &peer)
+        .refusal()
+        .unwrap();
     assert_eq!(refused.status.code, StatusCode::NOT_FOUND);
     let refused = board()
-        .check_continue(&head(Method::Put, "/upload"), &peer)
-        .unwrap_err();
+        .check_head(&head(Method::Put, "/upload"), &peer)
+        .refusal()
+        .unwrap();
     assert_eq!(refused.status.code, StatusCode::METHOD_NOT_ALLOWED);
     assert!(
         board()
-            .check_continue(&head(Method::Post, "/upload"), &peer)
-            .is_ok()
+            .check_head(&head(Method::Post, "/upload"), &peer)
+            .refusal()
+            .is_none()
     );
 
     for &runtime in RUNTIMES.iter().filter(|r| r.takes_handlers()) {

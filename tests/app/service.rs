@@ -2,6 +2,7 @@
 //! layers in front of a router, errors and panics answered, the
 //! connection still correct afterwards.
 
+use jsontp_protocol::io_adapters::server::Handled;
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -274,12 +275,8 @@ struct Logged {
 }
 
 impl jsontp_protocol::io_adapters::server::Handler for Logged {
-    fn handle(
-        &self,
-        request: &jsontp_protocol::message::Request,
-        info: &jsontp_protocol::io_adapters::server::RequestInfo,
-    ) -> Response {
-        self.router.handle(request, info)
+    fn respond(&self, incoming: Incoming) -> Handled {
+        self.router.respond(incoming)
     }
 
     fn check_head(

@@ -14,10 +14,10 @@ use clap::parser::ValueSource;
 use clap::{ArgMatches, FromArgMatches};
 use jsontp_cli::file_server::FileServer;
 use jsontp_protocol::machine::{ContinuePolicy, ServerConfig};
-use jsontp_protocol::message::{LanguageTag, Request, Response};
+use jsontp_protocol::message::{LanguageTag, Request};
 
 pub use self::adapter::Exchange;
-use self::adapter::{Handler, HeadCheck, Reply, RequestInfo, ServerTls, ShutdownHandle, Upload};
+use self::adapter::{Handled, Handler, HeadCheck, Incoming, RequestInfo, ServerTls, ShutdownHandle};
 use super::log::{self, LogFormat};
 use super::target::DEFAULT_PORT;
 
@@ -587,7 +587,7 @@ fn clear_old_spool(root: &Path) -> u64 {
 mod adapter {
     pub use jsontp_protocol::io_adapters::server::mio::{MioServer as Server, ShutdownHandle};
     pub use jsontp_protocol::io_adapters::server::{
-        AccessRecord as Exchange, Handler, HeadCheck, Reply, RequestInfo, Upload,
+        AccessRecord as Exchange, Handled, Handler, HeadCheck, Incoming, RequestInfo,
     };
     use jsontp_protocol::io_adapters::server::{ServerOptions, SpoolOptions};
     pub use jsontp_protocol::io_adapters::tls::ServerTls;
@@ -654,12 +654,8 @@ struct AccessLog {
 }
 
 impl Handler for AccessLog {
-    fn handle(&self, request: &Request, info: &RequestInfo) -> Response {
-        self.inner.handle(request, info)
-    }
-
-    fn respond(&self, request: &Request, upload: Option<Upload>, info: &RequestInfo) -> Reply {
-        self.inner.respond(request, upload, info)
+    fn respond(&self, incoming: Incoming) -> Handled {
+        self.inner.respond(incoming)
     }
 
     fn check_head(&self, head: &Request, info: &RequestInfo) -> HeadCheck {

@@ -4,6 +4,7 @@
 //! itself.
 #![allow(clippy::disallowed_methods)] // the tests own their threads
 
+use jsontp_protocol::io_adapters::server::{Handled, Incoming};
 use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::{Arc, Mutex};
@@ -251,7 +252,7 @@ fn the_library_emits_events_to_a_subscriber() {
 #[derive(Clone, Default)]
 struct Records(Arc<Mutex<Vec<(u16, u64, bool)>>>);
 
-impl jsontp_protocol::io_adapters::server::Handler for Records {
+impl Records {
     fn handle(
         &self,
         _: &jsontp_protocol::message::Request,
@@ -259,6 +260,16 @@ impl jsontp_protocol::io_adapters::server::Handler for Records {
     ) -> jsontp_protocol::message::Response {
         use jsontp_protocol::message::{Response, Status, StatusCode};
         Response::new(Status::new(StatusCode::OK, "fine"))
+    }
+}
+
+impl jsontp_protocol::io_adapters::server::Handler for Records {
+    fn respond(&self, incoming: Incoming) -> Handled {
+        let info = incoming.info;
+        match incoming.into_request() {
+            Ok(request) => self.handle(&request, &info).into(),
+            Err(refused) => refused.into(),
+        }
     }
 
     fn log_exchange(&self, record: &jsontp_protocol::io_adapters::server::AccessRecord<'_>) {

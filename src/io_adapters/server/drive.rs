@@ -11,7 +11,10 @@ use std::time::{Duration, Instant};
 
 use super::http_line::{FirstLine, Look};
 use super::spool::{MemoryHeld, Spool, SpoolError, Spooled};
-use super::{AccessRecord, Handler, HeadCheck, Reply, RequestInfo, ServerOptions, SpoolOptions, Upload};
+use super::{
+    AccessRecord, Handled, Handler, HeadCheck, Incoming, Reply, RequestInfo, ServerOptions, SpoolOptions,
+    Upload,
+};
 use crate::io_adapters::Clock;
 use crate::io_adapters::linger::{Linger, Lingering};
 use crate::io_adapters::transport::{IoMode, Transport, retime, socket_timeout, would_block};
@@ -398,36 +401,32 @@ impl Receiving {
 /// Whether `dispatch` answers requests itself or hands them out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Answering {
-    /// With the handler, at once.
+    /// Here: an answer that comes later is awaited on this thread (std,
+    /// mio).
     Here,
-    /// Later, by the runtime (an `async` application).
-    Later,
+    /// An answer that comes later is handed out to the runtime, which
+    /// awaits it (tokio).
+    HandOut,
 }
 
-/// A complete, valid request handed out to be answered later
-/// ([`Driver::dispatch_until_request`]).
-#[derive(Debug)]
-#[cfg_attr(not(feature = "tower"), allow(dead_code))]
-pub(crate) struct Pending {
-    id: RequestId,
-    request: Box<Request>,
-    upload: Option<Upload>,
+/// A request whose answer comes later ([`Handled::Later`]), handed out by
+/// [`Driver::dispatch_handing_out`] to the runtime that awaits it.
+#[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+pub(crate) struct Deferred {
+    /// What the answer's record needs; the request itself is the handler's.
+    exchange: Exchange,
     /// The content's count against the memory budget, until answered.
     _held: Option<MemoryHeld>,
-    started: Instant,
+    /// The answer.
+    pub(crate) future: super::ReplyFuture,
 }
 
-#[cfg_attr(not(feature = "tower"), allow(dead_code))]
-impl Pending {
-    /// The request and its spooled content, for the application; the
-    /// driver keeps what it needs to send the answer.
-    pub(crate) fn incoming(&mut self, info: RequestInfo) -> super::Incoming {
-        // What the answer's record needs stays; the rest, content included,
-        // moves out without a copy.
-        let kept = Request::new(self.request.method, self.request.resource.clone());
-        let request = std::mem::replace(&mut *self.request, kept);
-        super::Incoming::new(request, info).with_upload(self.upload.take())
-    }
+/// What the driver keeps of a request once its handler owns it.
+struct Exchange {
+    id: RequestId,
+    method: Method,
+    resource: Resource,
+    started: Instant,
 }
 
 /// What a complete request's content became.
@@ -797,37 +796,41 @@ impl Driver {
     /// Answers every pending event with `handler`, and reports each
     /// response to its access-log hook once it has wholly left, or once the
     /// connection ended before it could.
+    ///
+    /// An answer that comes later ([`Handled::Later`]) is awaited here, on
+    /// this thread: a runtime that can await it instead (tokio) hands it
+    /// out.
     pub fn dispatch<H: Handler + ?Sized>(&mut self, handler: &H) {
         let handed_out = self.dispatch_events(handler, Answering::Here);
         debug_assert!(handed_out.is_none(), "requests are answered here");
     }
 
-    /// As [`dispatch`](Self::dispatch), but the first complete request is
-    /// handed out instead of answered, for an application that answers
-    /// later (an `async` service): answer it with
+    /// As [`dispatch`](Self::dispatch), but the first answer that comes
+    /// later is handed out, for the runtime to await: give it with
     /// [`answer_later`](Self::answer_later) before stepping again. The
     /// events after it wait in the machine.
-    #[cfg_attr(not(feature = "tower"), allow(dead_code))]
-    pub(crate) fn dispatch_until_request<H: Handler + ?Sized>(&mut self, hooks: &H) -> Option<Pending> {
-        self.dispatch_events(hooks, Answering::Later)
+    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+    pub(crate) fn dispatch_handing_out<H: Handler + ?Sized>(&mut self, handler: &H) -> Option<Deferred> {
+        self.dispatch_events(handler, Answering::HandOut)
     }
 
-    /// Sends the application's answer to a request
-    /// [`dispatch_until_request`](Self::dispatch_until_request) handed out.
-    #[cfg_attr(not(feature = "tower"), allow(dead_code))]
-    pub(crate) fn answer_later(&mut self, pending: Pending, reply: Reply) {
+    /// Sends the answer of a request
+    /// [`dispatch_handing_out`](Self::dispatch_handing_out) handed out.
+    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+    pub(crate) fn answer_later(&mut self, exchange: Deferred, reply: Reply) {
         let span = self.span();
         let _entered = span.enter();
         let at = self.now();
-        let Pending {
-            id, request, started, ..
-        } = pending;
-        self.respond(id, request, reply, started, at);
+        self.respond(exchange.exchange, reply, at);
         self.send_content(at);
         self.turn.clock = None;
     }
 
-    fn dispatch_events<H: Handler + ?Sized>(&mut self, handler: &H, answering: Answering) -> Option<Pending> {
+    fn dispatch_events<H: Handler + ?Sized>(
+        &mut self,
+        handler: &H,
+        answering: Answering,
+    ) -> Option<Deferred> {
         let span = self.span();
         let _entered = span.enter();
         if let Phase::Closed = self.phase {
@@ -883,23 +886,30 @@ impl Driver {
                 ServerEvent::Content { id, data } => self.spool(id, &data),
                 ServerEvent::ContentDiscarded { id } => self.drop_spool(id),
                 ServerEvent::Request { id, mut request } => {
-                    let started = at.instant;
+                    let exchange = Exchange {
+                        id,
+                        method: request.method,
+                        // Kept for the access record: the request itself
+                        // is the handler's.
+                        resource: request.resource.clone(),
+                        started: at.instant,
+                    };
                     let reply = match self.take_upload(id, &mut request) {
                         Ok(Taken::Refused(answer)) => (*answer).into(),
-                        Ok(Taken::Content(upload, held)) if answering == Answering::Later => {
-                            handed_out = Some(Pending {
-                                id,
-                                request,
-                                upload,
-                                _held: held,
-                                started,
-                            });
-                            break;
-                        }
                         Ok(Taken::Content(upload, held)) => {
-                            let reply = answer(handler, &request, upload, &self.info);
-                            drop(held);
-                            reply
+                            let incoming = super::Incoming::new(*request, self.info).with_upload(upload);
+                            match (answer(handler, incoming, &exchange), answering) {
+                                (Handled::Now(reply), _) => reply,
+                                (Handled::Later(future), Answering::HandOut) => {
+                                    handed_out = Some(Deferred {
+                                        exchange,
+                                        _held: held,
+                                        future,
+                                    });
+                                    break;
+                                }
+                                (later, Answering::Here) => later.wait(),
+                            }
                         }
                         Err(error) => {
                             match &error {
@@ -915,7 +925,7 @@ impl Driver {
                         }
                     };
                     at = self.now();
-                    self.respond(id, request, reply, started, at);
+                    self.respond(exchange, reply, at);
                 }
                 ServerEvent::ContinueRequested { id, request } => {
                     let started = at.instant;
@@ -923,7 +933,13 @@ impl Driver {
                     at = self.now();
                     match decision {
                         HeadCheck::Refused(response) => {
-                            self.respond(id, request, (*response).into(), started, at);
+                            let exchange = Exchange {
+                                id,
+                                method: request.method,
+                                resource: request.resource,
+                                started,
+                            };
+                            self.respond(exchange, (*response).into(), at);
                         }
                         wanted_or_not => {
                             // The full request is now awaited (D10). It
@@ -1309,7 +1325,13 @@ impl Driver {
     /// other than the acknowledgement, D12) would leave the exchange
     /// unanswered and stall every pipelined response behind it, so it is
     /// replaced by a `500`.
-    fn respond(&mut self, id: RequestId, request: Box<Request>, reply: Reply, started: Instant, at: Now) {
+    fn respond(&mut self, exchange: Exchange, reply: Reply, at: Now) {
+        let Exchange {
+            id,
+            method,
+            resource,
+            started,
+        } = exchange;
         let (response, reader) = reply.into_parts();
         let (mut status, mut content_bytes) = (response.status.code, response.body.content().len() as u64);
         let sent = match reader {
@@ -1338,9 +1360,8 @@ impl Driver {
         }
         self.answers.push_back(Answer {
             id: Some(id),
-            method: Some(request.method),
-            // Moved, not copied: the request is done with.
-            resource: Echoed::Request(request.resource),
+            method: Some(method),
+            resource: Echoed::Request(resource),
             status,
             content_bytes,
             started,
@@ -1384,15 +1405,11 @@ fn opened(peer: SocketAddr) -> tracing::Span {
     span
 }
 
-/// Runs the handler; a handler that panics gets its request answered `500`
-/// instead of taking down the worker and every connection on it.
-fn answer<H: Handler + ?Sized>(
-    handler: &H,
-    request: &Request,
-    upload: Option<Upload>,
-    info: &RequestInfo,
-) -> Reply {
-    let run = std::panic::AssertUnwindSafe(|| handler.respond(request, upload, info));
+/// Hands `incoming` to the handler; a handler that panics gets its
+/// request answered `500` instead of taking down the worker and every
+/// connection on it. An answer that comes later is the runtime's to catch.
+fn answer<H: Handler + ?Sized>(handler: &H, incoming: Incoming, exchange: &Exchange) -> Handled {
+    let run = std::panic::AssertUnwindSafe(|| handler.respond(incoming));
     std::panic::catch_unwind(run).unwrap_or_else(|panic| {
         let why = panic
             .downcast_ref::<&str>()
@@ -1400,8 +1417,8 @@ fn answer<H: Handler + ?Sized>(
             .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
             .unwrap_or("(not a string)");
         tracing::error!(
-            method = request.method.as_str(),
-            resource = request.resource.as_str(),
+            method = exchange.method.as_str(),
+            resource = exchange.resource.as_str(),
             panic = why,
             "the handler panicked; answering 500"
         );

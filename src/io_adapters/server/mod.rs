@@ -61,7 +61,7 @@ pub(crate) use places::Wake;
 pub(crate) use places::{Bounded, Member, OpenSockets, Places, Roster, Told};
 #[cfg(feature = "tower")]
 pub(crate) use places::{Handing, Reached};
-pub use reply::Reply;
+pub use reply::{Handled, Reply, ReplyFuture};
 pub use spool::{SpoolOptions, Upload};
 
 /// The backlog [`listen`] asks for: a burst of a thousand connects fits
@@ -350,6 +350,51 @@ impl Incoming {
         self.upload = upload;
         self
     }
+
+    /// The request with its whole content in its body, for an application
+    /// that takes requests whole. Content spooled because it was large is
+    /// refused with `413`, the answer to give (a
+    /// [`Router`](crate::app::Router) gives such content to its handlers
+    /// as a stream instead). Content within the memory limit is spooled
+    /// only when the server's memory for content was in use
+    /// ([`SpoolOptions::max_memory`]): it is read back into the request
+    /// (the server's handler places bound that memory,
+    /// [`ServerOptions::max_handlers`]); failing that, the answer is `500`.
+    // The refusal is the rare way out; boxing it would cost every request.
+    #[allow(clippy::result_large_err)]
+    pub fn into_request(self) -> Result<Request, Response> {
+        let Incoming {
+            mut request, upload, ..
+        } = self;
+        match upload {
+            None => Ok(request),
+            Some(upload) if upload.is_small() => match read_back(&mut request, &upload) {
+                Ok(()) => Ok(request),
+                Err(error) => {
+                    tracing::error!(%error, "cannot read back the request's spooled content; answering 500");
+                    Err(Response::new(crate::message::Status::new(
+                        StatusCode::INTERNAL_SERVER_ERROR,
+                        format!("the server could not read the request's content back: {error}"),
+                    )))
+                }
+            },
+            Some(upload) => {
+                // Said to the operator: the client only learns it was too much.
+                tracing::warn!(
+                    bytes = upload.len(),
+                    "large content reached a handler that takes requests whole (413): take the \
+                     Incoming's upload, or serve a jsontp_protocol::app::Router, whose handlers take it as Content"
+                );
+                Err(Response::new(crate::message::Status::new(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    format!(
+                        "the content ({} bytes) is more than this server takes in memory",
+                        upload.len()
+                    ),
+                )))
+            }
+        }
+    }
 }
 
 /// One response, as an access log sees it.
@@ -417,21 +462,40 @@ impl HeadCheck {
             Err(answer) => HeadCheck::Refused(Box::new(answer)),
         }
     }
+
+    /// The answer of a refusal; `None` when the request goes on.
+    pub fn refusal(self) -> Option<Response> {
+        match self {
+            HeadCheck::Refused(answer) => Some(*answer),
+            HeadCheck::Wanted | HeadCheck::Unwanted => None,
+        }
+    }
 }
 
-/// The application: answers requests.
+/// The application: answers requests. The one seam between every server
+/// (std, mio, tokio, a tower service's hooks) and what it serves.
 ///
-/// Any `Fn(&Request) -> Response + Send + Sync` is a handler. Implement the
-/// trait to see the peer, to decide from a request's head what becomes of
-/// its content ([`check_head`](Self::check_head), D10, D19), or to keep an
-/// access log.
+/// Any `Fn(&Request) -> Response + Send + Sync` is a handler. A
+/// [`Router`](crate::app::Router) is one, whatever its handlers are
+/// (synchronous or `async`, whole or streamed answers). Implement the
+/// trait to own each request, to answer later (`async`), to decide from a
+/// request's head what becomes of its content
+/// ([`check_head`](Self::check_head), D10, D19), or to keep an access log.
 pub trait Handler: Send + Sync + 'static {
-    /// Answers a complete, valid request. Protocol errors never get here:
-    /// the connection answers them itself (D5 levels 1–4).
-    fn handle(&self, request: &Request, info: &RequestInfo) -> Response;
+    /// Answers a complete, valid request, which it owns: its content is in
+    /// `incoming.request.body`, or, when it was too large to hold in memory
+    /// ([`SpoolOptions::memory_limit`]), spooled to a temporary file in
+    /// `incoming.upload` (D19). Protocol errors never get here: the
+    /// connection answers them itself (D5 levels 1–4).
+    ///
+    /// Called where it may block (a std connection's thread, a mio worker,
+    /// tokio's blocking pool, in one of the server's handler places,
+    /// [`ServerOptions::max_handlers`]); an `async` answer is
+    /// [`Handled::Later`].
+    fn respond(&self, incoming: Incoming) -> Handled;
 
     /// Decides, from a request's head (every field but its content), what
-    /// becomes of the content: [`HeadCheck::Wanted`],
+    /// becomes of the content: [`HeadCheck::Wanted`] (the default),
     /// [`HeadCheck::Unwanted`], or [`HeadCheck::Refused`] with the answer.
     ///
     /// The one rule: every server (std, mio, tokio, a tower service's
@@ -461,71 +525,11 @@ pub trait Handler: Send + Sync + 'static {
     /// content may decide here (D5 levels 5 and 6), since the content is
     /// still read and checked (a corrupt one is `400`, one past the limit
     /// `413`, whatever was decided) and a refusal answers once the message
-    /// has ended. A refused request reaches neither
-    /// [`respond`](Self::respond) nor [`handle`](Self::handle).
-    ///
-    /// By default, the answer of [`check_continue`](Self::check_continue).
+    /// has ended. A refused request never reaches
+    /// [`respond`](Self::respond).
     fn check_head(&self, head: &Request, info: &RequestInfo) -> HeadCheck {
-        HeadCheck::from_result(self.check_continue(head, info))
-    }
-
-    /// The yes-or-no form of [`check_head`](Self::check_head), which asks
-    /// it by default: `Err(response)` refuses with a final 4xx/5xx
-    /// ([`HeadCheck::Refused`]), `Ok(())` accepts, content wanted. Accepts
-    /// by default. Implement it alone when every request accepted wants its
-    /// content; the servers ask it only through `check_head`.
-    // A fixed part of the interface; the refusal is rare, so its size costs nothing.
-    #[allow(clippy::result_large_err)]
-    fn check_continue(&self, request: &Request, info: &RequestInfo) -> Result<(), Response> {
-        let _ = (request, info);
-        Ok(())
-    }
-
-    /// Answers a complete, valid request, possibly with streamed content
-    /// ([`Reply::streamed`], D19). `upload` is the request's content when it
-    /// was too large to hold in memory ([`SpoolOptions::memory_limit`]):
-    /// spooled to a temporary file, the request's own body content empty.
-    /// Otherwise the content is in `request.body` as usual.
-    ///
-    /// By default: [`handle`](Self::handle) when there is no upload, and
-    /// `413` when there is one, since `handle` could not see it. Content
-    /// within the memory limit is an upload only when the server's memory
-    /// for content was in use ([`SpoolOptions::max_memory`]): it is read
-    /// back into the request for `handle` then (the server's handler
-    /// places bound that memory, [`ServerOptions::max_handlers`]). A
-    /// [`Router`](crate::app::Router) gives large content to its handlers
-    /// as a stream ([`Content`](crate::app::Content)).
-    fn respond(&self, request: &Request, upload: Option<Upload>, info: &RequestInfo) -> Reply {
-        match upload {
-            None => self.handle(request, info).into(),
-            Some(upload) if upload.is_small() => match read_back(request, &upload) {
-                Ok(request) => self.handle(&request, info).into(),
-                Err(error) => {
-                    tracing::error!(%error, "cannot read back the request's spooled content; answering 500");
-                    Response::new(crate::message::Status::new(
-                        StatusCode::INTERNAL_SERVER_ERROR,
-                        format!("the server could not read the request's content back: {error}"),
-                    ))
-                    .into()
-                }
-            },
-            Some(upload) => {
-                // Said to the operator: the client only learns it was too much.
-                tracing::warn!(
-                    bytes = upload.len(),
-                    "large content reached a handler that cannot take it (413): implement \
-                     Handler::respond, or serve a jsontp_protocol::app::Router, whose handlers take it as Content"
-                );
-                Response::new(crate::message::Status::new(
-                    StatusCode::PAYLOAD_TOO_LARGE,
-                    format!(
-                        "the content ({} bytes) is more than this server takes in memory",
-                        upload.len()
-                    ),
-                ))
-                .into()
-            }
-        }
+        let _ = (head, info);
+        HeadCheck::Wanted
     }
 
     /// Told about every response once its last byte has been taken by the
@@ -538,22 +542,25 @@ pub trait Handler: Send + Sync + 'static {
     }
 }
 
-/// `request` with the content of `upload`, which it was spooled from.
-fn read_back(request: &Request, upload: &Upload) -> io::Result<Request> {
-    let mut content = Vec::with_capacity(usize::try_from(upload.len()).unwrap_or(0));
-    io::Read::read_to_end(&mut upload.reader()?, &mut content)?;
-    let mut request = request.clone();
-    request.body.replace_content(content);
-    Ok(request)
-}
-
+/// A function of the whole request ([`Incoming::into_request`]).
 impl<F> Handler for F
 where
     F: Fn(&Request) -> Response + Send + Sync + 'static,
 {
-    fn handle(&self, request: &Request, _info: &RequestInfo) -> Response {
-        self(request)
+    fn respond(&self, incoming: Incoming) -> Handled {
+        match incoming.into_request() {
+            Ok(request) => self(&request).into(),
+            Err(refused) => refused.into(),
+        }
     }
+}
+
+/// Puts the content of `upload`, which it was spooled from, back into `request`.
+fn read_back(request: &mut Request, upload: &Upload) -> io::Result<()> {
+    let mut content = Vec::with_capacity(usize::try_from(upload.len()).unwrap_or(0));
+    io::Read::read_to_end(&mut upload.reader()?, &mut content)?;
+    request.body.replace_content(content);
+    Ok(())
 }
 
 /// How a server runs: the connection configuration, its threads, and how

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Instant;
 
-use super::{Handler, Reply, RequestInfo, Upload};
+use super::{Handled, Handler, Incoming, RequestInfo};
 use crate::message::{Request, Response, Status, StatusCode};
 
 /// How many handler calls may run at once on a server, by default
@@ -92,7 +92,7 @@ impl Drop for Place<'_> {
 }
 
 /// A handler whose calls each take a place first (std, mio): at most as
-/// many run at once as there are places. Its hooks (`check_continue`,
+/// many run at once as there are places. Its hooks (`check_head`,
 /// `log_exchange`) take none.
 #[derive(Debug)]
 pub(crate) struct Bounded<H> {
@@ -127,17 +127,15 @@ impl<H: Handler> Bounded<H> {
 }
 
 impl<H: Handler> Handler for Bounded<H> {
-    fn handle(&self, request: &Request, info: &RequestInfo) -> Response {
-        self.in_place(|handler| handler.handle(request, info))
-    }
-
     fn check_head(&self, head: &Request, info: &RequestInfo) -> super::HeadCheck {
         self.handler.check_head(head, info)
     }
 
-    fn respond(&self, request: &Request, upload: Option<Upload>, info: &RequestInfo) -> Reply {
+    /// Runs in a place until the reply is ready: an `async` answer is run
+    /// to its end here, as a server without a runtime must.
+    fn respond(&self, incoming: Incoming) -> Handled {
         // A request refused for want of a place drops its upload with it.
-        self.in_place(|handler| handler.respond(request, upload, info))
+        self.in_place(|handler| Handled::Now(handler.respond(incoming).wait()))
     }
 
     fn log_exchange(&self, record: &super::AccessRecord<'_>) {

@@ -65,3 +65,86 @@ impl fmt::Debug for Reply {
             .finish()
     }
 }
+
+/// The future of an `async` answer ([`Handled::Later`]).
+pub type ReplyFuture = std::pin::Pin<Box<dyn std::future::Future<Output = Reply> + Send>>;
+
+/// What a [`Handler`](super::Handler) gives for a request: its reply, or
+/// the future of one.
+///
+/// [`Handler::respond`](super::Handler::respond) runs where it may block
+/// (a std connection's thread, a mio worker, tokio's blocking pool), so a
+/// synchronous answer is simply [`Now`](Handled::Now). An `async` one is
+/// [`Later`](Handled::Later): the tokio server awaits it on the runtime,
+/// watching the connection meanwhile (a peer gone drops the future, which
+/// cancels it); the std and mio servers, which have no runtime, run it to
+/// its end on their own thread, which suits futures that need no runtime
+/// of their own (no tokio timers or sockets).
+// Made and taken apart once per request, mostly `Now`: boxing the reply
+// would cost every synchronous answer an allocation.
+#[allow(clippy::large_enum_variant)]
+pub enum Handled {
+    /// The reply, ready.
+    Now(Reply),
+    /// The reply, once this future is ready.
+    Later(ReplyFuture),
+}
+
+impl Handled {
+    /// The reply `future` will give.
+    pub fn later(future: impl std::future::Future<Output = Reply> + Send + 'static) -> Handled {
+        Handled::Later(Box::pin(future))
+    }
+
+    /// The reply, awaited on this thread if it comes later: how a server
+    /// without a runtime (std, mio) answers with an `async` handler.
+    pub fn wait(self) -> Reply {
+        match self {
+            Handled::Now(reply) => reply,
+            Handled::Later(future) => block_on(future),
+        }
+    }
+}
+
+impl From<Reply> for Handled {
+    fn from(reply: Reply) -> Handled {
+        Handled::Now(reply)
+    }
+}
+
+impl From<Response> for Handled {
+    fn from(response: Response) -> Handled {
+        Handled::Now(response.into())
+    }
+}
+
+impl fmt::Debug for Handled {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Handled::Now(reply) => f.debug_tuple("Now").field(reply).finish(),
+            Handled::Later(_) => f.write_str("Later(..)"),
+        }
+    }
+}
+
+/// Runs `future` to its end on this thread, parking it while the future
+/// waits.
+fn block_on<T>(future: impl std::future::Future<Output = T>) -> T {
+    use std::sync::Arc;
+    use std::task::{Context, Poll, Wake, Waker};
+    struct Unpark(std::thread::Thread);
+    impl Wake for Unpark {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
+    let mut cx = Context::from_waker(&waker);
+    let mut future = std::pin::pin!(future);
+    loop {
+        match future.as_mut().poll(&mut cx) {
+            Poll::Ready(value) => return value,
+            Poll::Pending => std::thread::park(),
+        }
+    }
+}

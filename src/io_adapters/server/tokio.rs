@@ -53,15 +53,16 @@ use tokio::sync::{Notify, Semaphore};
 use tokio::task::JoinSet;
 
 use super::{
-    ACCEPT_BACKOFF, ADMISSION_RETRY, AcceptFaults, Driver, Enrolled, Handler, Roster, ServerOptions, Step,
-    Told, client_gave_up,
+    ACCEPT_BACKOFF, ADMISSION_RETRY, AcceptFaults, Driver, Enrolled, Handled, Handler, Incoming, Reply,
+    ReplyFuture, Roster, ServerOptions, Step, Told, client_gave_up,
 };
 #[cfg(feature = "tower")]
-use super::{Handing, Incoming, Reached, Reply};
+use super::{Handing, Reached};
 use crate::io_adapters::proxy_protocol::{ProxiedPeer, ProxyHeaderReader};
 use crate::io_adapters::transport::{IoMode, PolledIo, park};
 #[cfg(feature = "tower")]
-use crate::message::{Request, Response, StatusCode};
+use crate::message::Request;
+use crate::message::{Response, StatusCode};
 
 const READ_CHUNK: usize = 16 * 1024;
 
@@ -119,9 +120,10 @@ where
     H: Handler,
     S: Future<Output = ()>,
 {
-    let app = InPool {
+    let app = App {
         handler: Arc::new(handler),
         places: places(&options),
+        trips: Trips::InPlace,
     };
     accept_loop(listener, app, options, shutdown).await
 }
@@ -212,11 +214,7 @@ where
     H: Handler,
     S: Future<Output = ()>,
 {
-    let app = Serviced {
-        service,
-        hooks: Arc::new(hooks),
-        places: places(&options),
-    };
+    let app = App::serving(service, Arc::new(hooks), places(&options));
     accept_loop(listener, app, options, shutdown).await
 }
 
@@ -239,7 +237,7 @@ async fn accept_loop<A, S>(
     shutdown: S,
 ) -> io::Result<()>
 where
-    A: Application + Clone,
+    A: Dispatch + Clone,
     S: Future<Output = ()>,
 {
     let max = options.max_connections.max(1);
@@ -310,9 +308,10 @@ where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     H: Handler,
 {
-    let app = InPool {
+    let app = App {
         handler,
         places: places(options),
+        trips: Trips::InPlace,
     };
     run(stream, peer, app, options.clone(), None, None, |_| None)
 }
@@ -331,26 +330,24 @@ pub fn serve_service_connection<S, T, H>(
 ) -> impl Future<Output = ()> + Send + 'static
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
-    T: tower::Service<Incoming> + Send + 'static,
+    T: tower::Service<Incoming> + Clone + Send + 'static,
     T::Response: Into<Reply>,
     T::Error: Into<BoxError>,
     T::Future: Send,
     H: Handler,
 {
-    let app = Serviced {
-        service,
-        hooks,
-        places: places(options),
-    };
+    let app = App::serving(service, hooks, places(options));
     run(stream, peer, app, options.clone(), None, None, |_| None)
 }
 
-/// What answers a connection's requests: runs [`Driver::dispatch`] or its
-/// async counterpart, and says how it went.
-trait Application: Send + 'static {
-    /// `io` is the connection's stream, which an application that awaits
-    /// its answer watches meanwhile.
-    fn dispatch<S: AsyncRead + Unpin + Send>(
+/// What answers a connection's requests: the drive step's dispatch, on
+/// the blocking pool in one of the server's handler places, and an answer
+/// that comes later ([`Handled::Later`]) awaited on the runtime with the
+/// peer watched. One implementation, [`App`]; a trait so that the
+/// connection's loop names what it needs of it.
+trait Dispatch: Send + 'static {
+    /// `io` is the connection's stream, watched while an answer is awaited.
+    fn dispatch<S: AsyncRead + AsyncWrite + Unpin + Send>(
         &mut self,
         driver: Driver,
         io: &mut Watched<S>,
@@ -367,37 +364,76 @@ enum Dispatched {
     /// A hook panicked outside the handler's own guard: the connection's
     /// state is gone with it.
     Lost,
-    /// The peer reset the connection while the application worked: its
-    /// answer was dropped unfinished.
-    #[cfg_attr(not(feature = "tower"), allow(dead_code))]
+    /// The peer went away while an answer was awaited: the answer was
+    /// dropped unfinished.
     PeerGone,
 }
 
-/// A [`Handler`]: synchronous, possibly blocking, so the whole dispatch
-/// runs on the blocking pool, in one of the server's handler places.
-struct InPool<H> {
+/// A handler, and the server's places for its calls.
+struct App<H: ?Sized> {
     handler: Arc<H>,
     places: Arc<Semaphore>,
+    trips: Trips,
 }
 
-impl<H> Clone for InPool<H> {
+/// Whether a trip to the blocking pool takes a handler place.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Trips {
+    /// The handler answers on the trip and may block there.
+    InPlace,
+    /// The trip only parses and asks the hooks: the answer is a service's
+    /// future, whose blocking handlers take their own places.
+    Free,
+}
+
+impl<H: ?Sized> Clone for App<H> {
     fn clone(&self) -> Self {
-        InPool {
+        App {
             handler: Arc::clone(&self.handler),
             places: Arc::clone(&self.places),
+            trips: self.trips,
         }
     }
 }
 
-impl<H: Handler> Application for InPool<H> {
-    async fn dispatch<S: AsyncRead + Unpin + Send>(
+#[cfg(feature = "tower")]
+impl App<dyn Handler> {
+    /// `service` as the handler, with `hooks` asked about heads and told
+    /// the access records.
+    fn serving<T, H>(service: T, hooks: Arc<H>, places: Arc<Semaphore>) -> App<dyn Handler>
+    where
+        T: tower::Service<Incoming> + Clone + Send + 'static,
+        T::Response: Into<Reply>,
+        T::Error: Into<BoxError>,
+        T::Future: Send,
+        H: Handler,
+    {
+        let handler: Arc<dyn Handler> = Arc::new(Serviced {
+            service: std::sync::Mutex::new(service),
+            hooks,
+            places: Arc::clone(&places),
+        });
+        App {
+            handler,
+            places,
+            trips: Trips::Free,
+        }
+    }
+}
+
+impl<H: Handler + ?Sized> Dispatch for App<H> {
+    async fn dispatch<S: AsyncRead + AsyncWrite + Unpin + Send>(
         &mut self,
         mut driver: Driver,
-        _io: &mut Watched<S>,
+        io: &mut Watched<S>,
     ) -> Dispatched {
         // Dropped while it waits (a shutdown's deadline), no handler runs.
-        let Ok(place) = Arc::clone(&self.places).acquire_owned().await else {
-            return Dispatched::Lost;
+        let place = match self.trips {
+            Trips::InPlace => match Arc::clone(&self.places).acquire_owned().await {
+                Ok(place) => Some(place),
+                Err(_) => return Dispatched::Lost,
+            },
+            Trips::Free => None,
         };
         // The connection's state travels to the blocking pool and back;
         // the place stays taken until the handler has really returned,
@@ -405,66 +441,21 @@ impl<H: Handler> Application for InPool<H> {
         let handler = Arc::clone(&self.handler);
         let back = tokio::task::spawn_blocking(move || {
             let _place = place;
-            driver.dispatch(&*handler);
-            driver
+            let deferred = driver.dispatch_handing_out(&*handler);
+            (driver, deferred)
         })
         .await;
-        back.map_or(Dispatched::Lost, Dispatched::Back)
-    }
-}
-
-/// A tower service: parsing and the hooks on the blocking pool, the
-/// service's future awaited here with the peer watched.
-#[cfg(feature = "tower")]
-struct Serviced<T, H> {
-    service: T,
-    /// Asked about each request's head, and told each access record.
-    hooks: Arc<H>,
-    places: Arc<Semaphore>,
-}
-
-#[cfg(feature = "tower")]
-impl<T: Clone, H> Clone for Serviced<T, H> {
-    fn clone(&self) -> Self {
-        Serviced {
-            service: self.service.clone(),
-            hooks: Arc::clone(&self.hooks),
-            places: Arc::clone(&self.places),
-        }
-    }
-}
-
-#[cfg(feature = "tower")]
-impl<T, H> Application for Serviced<T, H>
-where
-    T: tower::Service<Incoming> + Send + 'static,
-    T::Response: Into<Reply>,
-    T::Error: Into<BoxError>,
-    T::Future: Send,
-    H: Handler,
-{
-    async fn dispatch<S: AsyncRead + Unpin + Send>(
-        &mut self,
-        mut driver: Driver,
-        io: &mut Watched<S>,
-    ) -> Dispatched {
-        let hooks = Arc::clone(&self.hooks);
-        let parsed = tokio::task::spawn_blocking(move || {
-            let pending = driver.dispatch_until_request(&*hooks);
-            (driver, pending)
-        })
-        .await;
-        let Ok((mut driver, pending)) = parsed else {
+        let Ok((mut driver, deferred)) = back else {
             return Dispatched::Lost;
         };
-        let Some(mut pending) = pending else {
+        let Some(mut deferred) = deferred else {
             return Dispatched::Back(driver);
         };
-        let mut incoming = pending.incoming(super::RequestInfo::new(driver.peer()));
-        incoming.handing = Handing::new(Arc::clone(&self.places));
-        match io.watching(call_service(&mut self.service, incoming)).await {
+        // An `async` answer takes no place: dropping it cancels it.
+        let future = std::mem::replace(&mut deferred.future, Box::pin(std::future::pending()));
+        match io.watching(caught(future)).await {
             Some(reply) => {
-                driver.answer_later(pending, reply);
+                driver.answer_later(deferred, reply);
                 Dispatched::Back(driver)
             }
             None => Dispatched::PeerGone,
@@ -472,36 +463,81 @@ where
     }
 }
 
-/// Asks `service` for the answer to `incoming`; an error or a panic
-/// becomes the reply [`error_reply`] gives.
-#[cfg(feature = "tower")]
-async fn call_service<T>(service: &mut T, incoming: Incoming) -> Reply
-where
-    T: tower::Service<Incoming>,
-    T::Response: Into<Reply>,
-    T::Error: Into<BoxError>,
-{
+/// `future`'s reply, or `500` if it panics.
+async fn caught(future: ReplyFuture) -> Reply {
     use std::panic::{AssertUnwindSafe, catch_unwind};
-    if let Err(error) = poll_fn(|cx| service.poll_ready(cx)).await {
-        // The service never took the request.
-        return error_reply(&*error.into(), Reached::Queue);
-    }
-    let handing = incoming.handing.clone();
-    let mut answer = std::pin::pin!(service.call(incoming));
-    let caught = poll_fn(
-        |cx| match catch_unwind(AssertUnwindSafe(|| answer.as_mut().poll(cx))) {
+    let mut future = future;
+    let polled = poll_fn(
+        |cx| match catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(cx))) {
             Ok(poll) => poll.map(Ok),
             Err(panic) => Poll::Ready(Err(panic)),
         },
     )
     .await;
-    match caught {
-        Ok(Ok(reply)) => reply.into(),
-        Ok(Err(error)) => error_reply(&*error.into(), handing.reached()),
-        Err(_) => {
-            tracing::error!("the service panicked; answering 500");
-            failed()
-        }
+    polled.unwrap_or_else(|_| {
+        tracing::error!("the application panicked; answering 500");
+        failed()
+    })
+}
+
+/// A tower service as a handler: each request goes to a clone of it, and
+/// its future is the answer, awaited on the runtime; `hooks` decide the
+/// rest.
+#[cfg(feature = "tower")]
+struct Serviced<T, H> {
+    /// Cloned for each call, as tower's services are shared.
+    service: std::sync::Mutex<T>,
+    hooks: Arc<H>,
+    /// The server's places, for a router's blocking handlers.
+    places: Arc<Semaphore>,
+}
+
+#[cfg(feature = "tower")]
+impl<T, H> Handler for Serviced<T, H>
+where
+    T: tower::Service<Incoming> + Clone + Send + 'static,
+    T::Response: Into<Reply>,
+    T::Error: Into<BoxError>,
+    T::Future: Send,
+    H: Handler,
+{
+    fn respond(&self, mut incoming: Incoming) -> Handled {
+        incoming.handing = Handing::new(Arc::clone(&self.places));
+        let service = self
+            .service
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone();
+        Handled::later(call_service(service, incoming))
+    }
+
+    fn check_head(&self, head: &Request, info: &super::RequestInfo) -> super::HeadCheck {
+        self.hooks.check_head(head, info)
+    }
+
+    fn log_exchange(&self, record: &super::AccessRecord<'_>) {
+        self.hooks.log_exchange(record);
+    }
+}
+
+/// Asks `service` for the answer to `incoming`; an error or a panic
+/// becomes the reply [`error_reply`] gives.
+#[cfg(feature = "tower")]
+async fn call_service<T>(mut service: T, incoming: Incoming) -> Reply
+where
+    T: tower::Service<Incoming>,
+    T::Response: Into<Reply>,
+    T::Error: Into<BoxError>,
+{
+    if let Err(error) = poll_fn(|cx| service.poll_ready(cx)).await {
+        // The service never took the request.
+        return error_reply(&*error.into(), Reached::Queue);
+    }
+    let handing = incoming.handing.clone();
+    // A panic is caught around the whole answer ([`caught`]).
+    match service.call(incoming).await {
+        Ok(reply) => reply.into(),
+        Err(error) => error_reply(&*error.into(), handing.reached()),
     }
 }
 
@@ -551,7 +587,6 @@ fn error_reply(error: &(dyn std::error::Error + 'static), reached: Reached) -> R
 }
 
 /// The answer when the application failed (an error, a panic).
-#[cfg(feature = "tower")]
 fn failed() -> Reply {
     Response::from_code(
         StatusCode::INTERNAL_SERVER_ERROR,
@@ -572,15 +607,15 @@ pub struct AcceptAll;
 impl Handler for AcceptAll {
     /// Not asked by [`serve_service`], which hands requests to its
     /// service; a server serving this as a handler has no application.
-    fn handle(&self, _request: &Request, _info: &super::RequestInfo) -> Response {
-        Response::from_code(StatusCode::INTERNAL_SERVER_ERROR, "the server has no handler")
+    fn respond(&self, _incoming: Incoming) -> Handled {
+        Response::from_code(StatusCode::INTERNAL_SERVER_ERROR, "the server has no handler").into()
     }
 }
 
 /// What ended one poll of a connection.
 /// Serves an accepted connection: reads its PROXY header first when the
 /// options ask for one (D21), then TLS or plain TCP.
-async fn serve_accepted<A: Application>(
+async fn serve_accepted<A: Dispatch>(
     mut stream: tokio::net::TcpStream,
     mut peer: SocketAddr,
     app: A,
@@ -726,7 +761,7 @@ async fn read_proxy_header(stream: &mut tokio::net::TcpStream) -> io::Result<Pro
 /// would be, and ends at shutdown like an idle connection; one that fails
 /// or times out closes this connection only.
 #[cfg(feature = "tls")]
-async fn run_tls<A: Application>(
+async fn run_tls<A: Dispatch>(
     tls: crate::io_adapters::tls::ServerTls,
     stream: tokio::net::TcpStream,
     peer: SocketAddr,
@@ -773,7 +808,6 @@ async fn run_tls<A: Application>(
 /// The most a connection reads ahead while its application works: what
 /// the peer sends meanwhile (its next requests, pipelined) waits here for
 /// the drive step, and past this the peer is no longer watched.
-#[cfg_attr(not(feature = "tower"), allow(dead_code))]
 const WATCH_AHEAD: usize = 4 * READ_CHUNK;
 
 /// A connection's stream, with what was read from it while the
@@ -799,7 +833,6 @@ impl<S: AsyncRead + Unpin> Watched<S> {
     /// handler (`None`). An end of stream is a half-close, whose peer
     /// still gets every answer it is owed (D1): from then on only the
     /// answer is awaited.
-    #[cfg_attr(not(feature = "tower"), allow(dead_code))]
     async fn watching<F: Future>(&mut self, answer: F) -> Option<F::Output> {
         let mut answer = std::pin::pin!(answer);
         let mut open = true;
@@ -903,7 +936,7 @@ async fn run<S, A>(
     acknowledged: fn(&S) -> Option<crate::machine::Acknowledged>,
 ) where
     S: AsyncRead + AsyncWrite + Unpin + Send,
-    A: Application,
+    A: Dispatch,
 {
     let mut stream = Watched {
         stream,
