@@ -998,13 +998,11 @@ mod tests {
     #[test]
     fn a_fallback_by_method_is_served_as_a_route_without_captures() {
         use super::super::Content;
-        let router: Router = Router::new()
-            .route("/a", get(|| "route"))
-            .fallback_methods(
-                get(|| "fallback get")
-                    .put(|content: Content| format!("stored {}", content.len()))
-                    .on(&[Method::Options], || "fallback options"),
-            );
+        let router: Router = Router::new().route("/a", get(|| "route")).fallback_methods(
+            get(|| "fallback get")
+                .put(|content: Content| format!("stored {}", content.len()))
+                .on(&[Method::Options], || "fallback options"),
+        );
         let peer = RequestInfo::new("127.0.0.1:1".parse().unwrap());
         let ask = |method, path: &str| {
             let request = Request::new(method, path.parse().unwrap()).with_body(Body::text("four"));
@@ -1018,10 +1016,18 @@ mod tests {
                 matches!(router.target(Method::Get, path), Target::Handler(_, ref p) if p.is_empty()),
                 "{path}"
             );
-            assert_eq!(ask(Method::Get, path).body.as_text(), Some("fallback get"), "{path}");
+            assert_eq!(
+                ask(Method::Get, path).body.as_text(),
+                Some("fallback get"),
+                "{path}"
+            );
             assert_eq!(ask(Method::Put, path).body.as_text(), Some("stored 4"), "{path}");
             // OPTIONS is its handler's, as a route's would be (D11).
-            assert_eq!(ask(Method::Options, path).body.as_text(), Some("fallback options"), "{path}");
+            assert_eq!(
+                ask(Method::Options, path).body.as_text(),
+                Some("fallback options"),
+                "{path}"
+            );
             // A method it does not serve is 405, listing those it does.
             let refused = ask(Method::Delete, path);
             assert_eq!(refused.status.code, StatusCode::METHOD_NOT_ALLOWED, "{path}");
@@ -1032,8 +1038,14 @@ mod tests {
         }
         // Only PUT's handler takes the content (D19).
         let head = |method| Request::new(method, "/b".parse().unwrap());
-        assert!(matches!(router.check_head_of(&head(Method::Put), &peer), HeadCheck::Wanted));
-        assert!(matches!(router.check_head_of(&head(Method::Get), &peer), HeadCheck::Unwanted));
+        assert!(matches!(
+            router.check_head_of(&head(Method::Put), &peer),
+            HeadCheck::Wanted
+        ));
+        assert!(matches!(
+            router.check_head_of(&head(Method::Get), &peer),
+            HeadCheck::Unwanted
+        ));
         assert!(matches!(
             router.check_head_of(&head(Method::Delete), &peer),
             HeadCheck::Refused(_)
