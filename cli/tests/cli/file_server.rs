@@ -711,6 +711,28 @@ fn d5_415_before_412_before_406_before_level_6() {
 }
 
 #[test]
+fn d19_only_a_put_takes_its_content_the_others_drop_it_unstored() {
+    use jsontp_protocol::io_adapters::server::HeadCheck;
+    let fixture = Fixture::new();
+    let server = fixture.server().into_router();
+    for (method, wanted) in [
+        (Method::Put, true),
+        (Method::Get, false),
+        (Method::Post, false),
+        (Method::Delete, false),
+        (Method::Options, false),
+    ] {
+        let head = req(method, "/hello.txt");
+        match server.check_head(&head, &info()) {
+            HeadCheck::Wanted => assert!(wanted, "{method} wants no content"),
+            HeadCheck::Unwanted => assert!(!wanted, "{method} takes its content"),
+            HeadCheck::Refused(answer) => panic!("{method}: {answer:?}"),
+            other => panic!("{method}: {other:?}"),
+        }
+    }
+}
+
+#[test]
 fn d10_the_handshake_is_refused_for_what_needs_no_body() {
     let fixture = Fixture::new();
     let server = fixture.server().into_router();
