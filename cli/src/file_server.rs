@@ -156,7 +156,10 @@ const READ_METHODS: &[Method] = &[Method::Get, Method::Post, Method::Options];
 const CREATE_METHODS: &[Method] = &[Method::Put, Method::Options];
 const OPTIONS_ONLY: &[Method] = &[Method::Options];
 
-/// Serves the files of one folder over jsontp.
+/// Serves the files of one folder over jsontp: built with
+/// [`new`](Self::new) and the `with_` methods, then served as a
+/// [`Router`] ([`into_router`](Self::into_router)), which is the state
+/// its handlers share.
 #[derive(Debug)]
 pub struct FileServer {
     root: PathBuf,
@@ -1137,9 +1140,9 @@ impl FileServer {
 
 /// A request that passed every check of D5 levels 5 and 6 (`plan`), as an
 /// extractor of its head: refused there, the request is refused before its
-/// content is sent (D10) or stored (D19). It opens files but changes
-/// nothing, as an extractor of the head must, since it runs again when the
-/// handler is called.
+/// content is sent (D10) or stored (D19). It opens and reads files but
+/// writes or removes none (it fills the caches only), as an extractor of
+/// the head must, since it runs again when the handler is called.
 struct Planned(Plan);
 
 /// A refusal of this server, as a handler's answer.
