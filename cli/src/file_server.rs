@@ -1,14 +1,22 @@
-//! The file server behind `jsontp serve`: a [`Handler`] that serves one
-//! folder: GET/POST read files, PUT writes them atomically, DELETE removes
-//! them, OPTIONS lists what can be done (D11).
+//! The file server behind `jsontp serve`: an application on jsontp's
+//! [`Router`] that serves one folder: GET/POST read files, PUT writes them
+//! atomically, DELETE removes them, OPTIONS lists what can be done (D11).
 //!
-//! Checks run in the order D5 gives, in one function, `plan`, which both
-//! [`Handler::respond`] and [`Handler::check_head`] call, so that a
-//! 100-continue handshake, or a request whose content streams in, is
-//! refused for exactly what the whole request would be refused for,
-//! before the client sends its body (D10) or any of it is stored (D19).
-//! Only `PUT` uses content: on every other method it is checked as the
-//! protocol requires and dropped, never stored.
+//! Every path is the router's fallback, served by method
+//! ([`Router::fallback_methods`]): the router captures nothing, and this
+//! server answers every method itself, `OPTIONS` and `405` included, so
+//! that D5's order holds (a `406` of level 5 before a read-only server's
+//! `405` of level 6).
+//!
+//! Checks run in the order D5 gives, in one function, `plan`, which every
+//! handler draws as an extractor of the request's head; the router runs
+//! it when a head arrives before its content ([`Router::check_head_of`])
+//! and again when it calls the handler, so that a 100-continue handshake,
+//! or a request whose content streams in, is refused for exactly what the
+//! whole request would be refused for, before the client sends its body
+//! (D10) or any of it is stored (D19). Only `PUT`'s handler takes content
+//! ([`app::Content`], in memory or spooled): on every other method it is
+//! checked as the protocol requires and dropped, never stored.
 //!
 //! Level 5, what the server can offer: the request's `content-type`
 //! (`415`); `accept` against the file's media type (`415`, for `GET` and
@@ -47,7 +55,7 @@
 //!   ([`FileServer::with_max_file_bytes`], `jsontp serve --max-file`):
 //!   larger files are `500`, saying so.
 //! - `PUT` content over the server's memory threshold arrives spooled to a
-//!   temporary file (D19) and is linked into place ([`Upload::persist`]),
+//!   temporary file (D19) and is linked into place ([`Upload::persist`](jsontp_protocol::io_adapters::server::Upload::persist)),
 //!   so an upload of any size is written atomically too, with the same
 //!   permissions as a small one. While it arrives the file has no name
 //!   (Linux), so no resource reaches it, whatever symlinks the root holds,
@@ -82,7 +90,6 @@ use std::fs;
 use std::hash::{BuildHasher, Hasher};
 use std::io::{self, Write};
 use std::path::{Component, Path, PathBuf};
-#[cfg(target_os = "linux")]
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -103,9 +110,8 @@ use steady::{Measure, Steady};
 #[derive(Debug, Clone)]
 enum Slot {}
 
-use jsontp_protocol::io_adapters::server::{
-    Handled, Handler, HeadCheck, Incoming, Reply, RequestInfo, Upload,
-};
+use jsontp_protocol::app::{self, FromRequestParts, IntoReply, Parts, Router, State};
+use jsontp_protocol::io_adapters::server::Reply;
 #[cfg(target_os = "linux")]
 use jsontp_protocol::message::negotiate::{self, ContentKind};
 use jsontp_protocol::message::{
@@ -150,7 +156,10 @@ const READ_METHODS: &[Method] = &[Method::Get, Method::Post, Method::Options];
 const CREATE_METHODS: &[Method] = &[Method::Put, Method::Options];
 const OPTIONS_ONLY: &[Method] = &[Method::Options];
 
-/// Serves the files of one folder over jsontp.
+/// Serves the files of one folder over jsontp: built with
+/// [`new`](Self::new) and the `with_` methods, then served as a
+/// [`Router`] ([`into_router`](Self::into_router)), which is the state
+/// its handlers share.
 #[derive(Debug)]
 pub struct FileServer {
     root: PathBuf,
@@ -587,9 +596,9 @@ impl FileServer {
         Ok(Plan { language, action })
     }
 
-    /// Carries out a plan: the answer to the request. `upload` is its
-    /// content when it arrived spooled (D19).
-    fn act(&self, plan: Plan, request: &Request, upload: Option<Upload>) -> Result<Reply, Refusal> {
+    /// Carries out a plan: the answer to the request. `content` is a
+    /// `PUT`'s, in memory or spooled (D19); no other method takes any.
+    fn act(&self, plan: Plan, content: Option<app::Content>) -> Result<Reply, Refusal> {
         let language = plan.language;
         let headers = language_header(language);
         if let Action::Stream {
@@ -630,13 +639,16 @@ impl FileServer {
                     .with_body(body))
             }
             Action::Write { folder, name } => {
-                let target = folder.join(&name);
-                match upload {
-                    // Linked into place when on the same file system (D19).
-                    Some(upload) => upload.persist(&target),
-                    None => write_atomically(&folder, &target, request.body.content()),
-                }
-                .map_err(|e| write_failure(&e, language))?;
+                // Only PUT plans a write, and PUT's handler takes the
+                // content: none here would be a route given wrong.
+                let Some(content) = content else {
+                    return Err(refuse(
+                        StatusCode::INTERNAL_SERVER_ERROR,
+                        "the server did not receive the content to write",
+                        language,
+                    ));
+                };
+                store(content, &folder, &folder.join(&name)).map_err(|e| write_failure(&e, language))?;
                 Ok(Response::created("the file was written").with_headers(headers))
             }
             Action::Remove(file) => {
@@ -1099,26 +1111,84 @@ fn percent_encode(text: &str) -> String {
     out
 }
 
-impl Handler for FileServer {
-    fn respond(&self, incoming: Incoming) -> Handled {
-        let Incoming { request, upload, .. } = incoming;
-        let answer = self
-            .plan(&request)
-            .and_then(|plan| self.act(plan, &request, upload));
-        Handled::Now(answer.unwrap_or_else(|refusal| (*refusal).into()))
+/// The file server as its handlers take it: shared by the router's
+/// routes, and by every request.
+type Files = Arc<FileServer>;
+
+impl FileServer {
+    /// The router that serves these files: every path, by method
+    /// ([`Router::fallback_methods`]); `PUT`'s handler alone takes the
+    /// content. What `jsontp serve` serves.
+    pub fn into_router(self) -> Router {
+        Arc::new(self).router()
     }
 
-    /// Refuses, from its head, a request that would be refused without
-    /// its content: every check the whole request would meet, D5 levels 5
-    /// and 6 (D10, D19). Of the rest, only a `PUT` wants its content: the
-    /// other methods answer the same whatever it holds (`POST` form data is
-    /// ignored here, D11), so theirs is dropped as it is checked.
-    fn check_head(&self, head: &Request, _info: &RequestInfo) -> HeadCheck {
-        match self.plan(head) {
-            Err(refusal) => HeadCheck::Refused(refusal),
-            Ok(_) if head.method == Method::Put => HeadCheck::Wanted,
-            Ok(_) => HeadCheck::Unwanted,
-        }
+    /// [`into_router`](Self::into_router) for a server shared with its
+    /// caller, who may still read its counters ([`folder_reads`](Self::folder_reads)).
+    pub fn router(self: Arc<Self>) -> Router {
+        Router::new()
+            .fallback_methods(
+                app::on(
+                    &[Method::Get, Method::Post, Method::Delete, Method::Options],
+                    answer,
+                )
+                .put(write),
+            )
+            .with_state(self)
+    }
+}
+
+/// A request that passed every check of D5 levels 5 and 6 (`plan`), as an
+/// extractor of its head: refused there, the request is refused before its
+/// content is sent (D10) or stored (D19). It opens and reads files but
+/// writes or removes none (it fills the caches only), as an extractor of
+/// the head must, since it runs again when the handler is called.
+struct Planned(Plan);
+
+/// A refusal of this server, as a handler's answer.
+struct Refused(Refusal);
+
+impl IntoReply for Refused {
+    fn into_reply(self) -> Reply {
+        (*self.0).into()
+    }
+}
+
+impl FromRequestParts<Files> for Planned {
+    type Rejection = Refused;
+
+    fn from_request_parts(parts: &Parts<'_>, files: &Files) -> Result<Self, Refused> {
+        files.plan(parts.request()).map(Planned).map_err(Refused)
+    }
+}
+
+/// `GET`, `POST`, `DELETE`, `OPTIONS`: they answer the same whatever the
+/// content holds (`POST` form data is ignored here, D11), so they take
+/// none and it is dropped as it is checked.
+fn answer(State(files): State<Files>, Planned(plan): Planned) -> Result<Reply, Refused> {
+    files.act(plan, None).map_err(Refused)
+}
+
+/// `PUT`: the content, in memory or spooled (D19), written atomically.
+fn write(
+    State(files): State<Files>,
+    Planned(plan): Planned,
+    content: app::Content,
+) -> Result<Reply, Refused> {
+    files.act(plan, Some(content)).map_err(Refused)
+}
+
+/// Writes `content` at `target` in `folder`, atomically: spooled content
+/// is linked into place when on the same file system (D19), content in
+/// memory is written to a temporary file renamed over the target.
+fn store(content: app::Content, folder: &Path, target: &Path) -> io::Result<()> {
+    if !content.is_spooled() {
+        // Moved out of the request, not copied.
+        return write_atomically(folder, target, &content.into_bytes()?);
+    }
+    match content.into_upload() {
+        Some(upload) => upload.persist(target),
+        None => Err(io::Error::other("spooled content without its file")),
     }
 }
 

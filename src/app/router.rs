@@ -118,6 +118,16 @@ impl<S> MethodRoutes<S> {
         self.handlers.iter().find(|(m, _)| *m == method).map(|(_, h)| h)
     }
 
+    /// Where `method` goes among these, with the path's `params`: its
+    /// handler, else `OPTIONS` listing the methods or `405` (D11).
+    fn target(&self, method: Method, params: Vec<(String, String)>) -> Target<S> {
+        match (self.find(method), method) {
+            (Some(handler), _) => Target::Handler(Arc::clone(handler), params),
+            (None, Method::Options) => Target::Answer(Response::allowed_methods(&self.allowed())),
+            (None, method) => Target::Answer(Response::method_not_allowed(method, &self.allowed())),
+        }
+    }
+
     /// The methods served, `OPTIONS` always among them, in the protocol's
     /// order.
     fn allowed(&self) -> Vec<Method> {
@@ -458,7 +468,8 @@ impl<S> Node<S> {
 /// gives it: percent-decoded and normalised; the query is not part of it.
 ///
 /// For a path that no route matches, the router answers `404` (or calls
-/// its [`fallback`](Self::fallback)); for a method a route does not serve,
+/// its [`fallback`](Self::fallback), or serves it as a route with
+/// [`fallback_methods`](Self::fallback_methods)); for a method a route does not serve,
 /// `405` with `allowed-methods` (D11); `OPTIONS` is answered from the
 /// routes (`200` and `allowed-methods`, never `404`: a path no route
 /// matches allows `OPTIONS` alone, a fallback's included). A capture
@@ -556,8 +567,39 @@ struct Routes<S> {
     root: Node<S>,
     /// Nested routers' fallbacks, by the prefix they serve, the deepest
     /// first.
-    nested_fallbacks: Vec<(Pattern, Shared<S>)>,
-    fallback: Option<Shared<S>>,
+    nested_fallbacks: Vec<(Pattern, Fallback<S>)>,
+    fallback: Option<Fallback<S>>,
+}
+
+/// What answers the paths no route matches.
+enum Fallback<S> {
+    /// One handler for every method; `OPTIONS` lists `OPTIONS` alone
+    /// (D11) ([`Router::fallback`]).
+    Any(Shared<S>),
+    /// Handlers by method, served as a route's are
+    /// ([`Router::fallback_methods`]).
+    Methods(MethodRoutes<S>),
+}
+
+impl<S> Clone for Fallback<S> {
+    fn clone(&self) -> Self {
+        match self {
+            Fallback::Any(handler) => Fallback::Any(Arc::clone(handler)),
+            Fallback::Methods(methods) => Fallback::Methods(methods.clone()),
+        }
+    }
+}
+
+impl<S> Fallback<S> {
+    fn with_state<S2>(self, state: &S) -> Fallback<S2>
+    where
+        S: Clone + Send + Sync + 'static,
+    {
+        match self {
+            Fallback::Any(handler) => Fallback::Any(give(handler, state.clone())),
+            Fallback::Methods(methods) => Fallback::Methods(methods.with_state(state)),
+        }
+    }
 }
 
 impl<S> Clone for Routes<S> {
@@ -659,7 +701,22 @@ impl<S: Clone + Send + Sync + 'static> Router<S> {
     /// `OPTIONS` (builder style), instead of `404`. `OPTIONS` of such a
     /// path is `200` listing `OPTIONS` alone, as D11 asks.
     pub fn fallback<M, H: RouteHandler<M, S>>(mut self, handler: H) -> Router<S> {
-        Arc::make_mut(&mut self.inner).fallback = Some(handler.into_shared().0);
+        Arc::make_mut(&mut self.inner).fallback = Some(Fallback::Any(handler.into_shared().0));
+        self
+    }
+
+    /// Serves `methods` on every path no route matches (builder style), as
+    /// a route's are: each method's handler, `OPTIONS` from its handler if
+    /// it has one (else `200` listing the methods, D11), `405` for a method
+    /// without one. It replaces a [`fallback`](Self::fallback).
+    ///
+    /// For an application that answers every path itself, each method
+    /// with its own extractors (a file server, whose `PUT` alone takes the
+    /// content): unlike a route `/{*path}`, it captures nothing, so no
+    /// path parameter is made per request (nor checked for a backslash:
+    /// such an application checks the path itself, D7).
+    pub fn fallback_methods(mut self, methods: MethodRoutes<S>) -> Router<S> {
+        Arc::make_mut(&mut self.inner).fallback = Some(Fallback::Methods(methods));
         self
     }
 
@@ -677,9 +734,9 @@ impl<S: Clone + Send + Sync + 'static> Router<S> {
             nested_fallbacks: routes
                 .nested_fallbacks
                 .into_iter()
-                .map(|(prefix, handler)| (prefix, give(handler, state.clone())))
+                .map(|(prefix, fallback)| (prefix, fallback.with_state(&state)))
                 .collect(),
-            fallback: routes.fallback.map(|handler| give(handler, state.clone())),
+            fallback: routes.fallback.map(|fallback| fallback.with_state(&state)),
         };
         for endpoint in endpoints {
             given.add(endpoint.pattern, endpoint.methods.with_state(&state));
@@ -714,11 +771,7 @@ impl<S: Clone + Send + Sync + 'static> Router<S> {
             ));
         }
         match found {
-            Some(methods) => match (methods.find(method), method) {
-                (Some(handler), _) => Target::Handler(Arc::clone(handler), params),
-                (None, Method::Options) => Target::Answer(Response::allowed_methods(&methods.allowed())),
-                (None, method) => Target::Answer(Response::method_not_allowed(method, &methods.allowed())),
-            },
+            Some(methods) => methods.target(method, params),
             None => {
                 let fallback = inner
                     .nested_fallbacks
@@ -727,11 +780,12 @@ impl<S: Clone + Send + Sync + 'static> Router<S> {
                     .map(|(_, f)| f)
                     .or(inner.fallback.as_ref());
                 match (fallback, method) {
+                    (Some(Fallback::Methods(methods)), _) => methods.target(method, params),
                     // D11: OPTIONS is 200 with `allowed-methods`, never a
                     // fallback's 404; what no route serves allows OPTIONS
                     // alone.
                     (_, Method::Options) => Target::Answer(Response::allowed_methods(&[Method::Options])),
-                    (Some(fallback), _) => Target::Handler(Arc::clone(fallback), Vec::new()),
+                    (Some(Fallback::Any(fallback)), _) => Target::Handler(Arc::clone(fallback), Vec::new()),
                     (None, _) => Target::Answer(Response::not_found(format!("nothing is served at {path}"))),
                 }
             }
@@ -925,6 +979,72 @@ mod tests {
         assert_eq!(response.body.as_text(), Some("abc"));
         assert_eq!(response.body.extra()["k"], 1);
         assert_eq!(response.status.human_message, "streamed");
+    }
+
+    #[test]
+    fn a_fallback_by_method_is_served_as_a_route_without_captures() {
+        use super::super::Content;
+        let router: Router = Router::new().route("/a", get(|| "route")).fallback_methods(
+            get(|| "fallback get")
+                .put(|content: Content| format!("stored {}", content.len()))
+                .on(&[Method::Options], || "fallback options"),
+        );
+        let peer = RequestInfo::new("127.0.0.1:1".parse().unwrap());
+        let ask = |method, path: &str| {
+            let request = Request::new(method, path.parse().unwrap()).with_body(Body::text("four"));
+            whole(router.answer(Incoming::new(request, peer)).wait())
+        };
+        // A route still wins; every other path reaches the fallback's
+        // handler for its method, with no path parameter made.
+        assert_eq!(ask(Method::Get, "/a").body.as_text(), Some("route"));
+        for path in ["/", "/b", "/b/c/", "/a/b"] {
+            assert!(
+                matches!(router.target(Method::Get, path), Target::Handler(_, ref p) if p.is_empty()),
+                "{path}"
+            );
+            assert_eq!(
+                ask(Method::Get, path).body.as_text(),
+                Some("fallback get"),
+                "{path}"
+            );
+            assert_eq!(ask(Method::Put, path).body.as_text(), Some("stored 4"), "{path}");
+            // OPTIONS is its handler's, as a route's would be (D11).
+            assert_eq!(
+                ask(Method::Options, path).body.as_text(),
+                Some("fallback options"),
+                "{path}"
+            );
+            // A method it does not serve is 405, listing those it does.
+            let refused = ask(Method::Delete, path);
+            assert_eq!(refused.status.code, StatusCode::METHOD_NOT_ALLOWED, "{path}");
+            assert_eq!(
+                refused.body.extra()["allowed-methods"],
+                serde_json::json!(["GET", "PUT", "OPTIONS"])
+            );
+        }
+        // Only PUT's handler takes the content (D19).
+        let head = |method| Request::new(method, "/b".parse().unwrap());
+        assert!(matches!(
+            router.check_head_of(&head(Method::Put), &peer),
+            HeadCheck::Wanted
+        ));
+        assert!(matches!(
+            router.check_head_of(&head(Method::Get), &peer),
+            HeadCheck::Unwanted
+        ));
+        assert!(matches!(
+            router.check_head_of(&head(Method::Delete), &peer),
+            HeadCheck::Refused(_)
+        ));
+        // Without a handler for OPTIONS, it lists the methods.
+        let listed: Router = Router::new().fallback_methods(get(|| "x"));
+        let Target::Answer(options) = listed.target(Method::Options, "/any") else {
+            panic!("OPTIONS is answered by the router");
+        };
+        assert_eq!(
+            options.body.extra()["allowed-methods"],
+            serde_json::json!(["GET", "OPTIONS"])
+        );
     }
 
     #[test]

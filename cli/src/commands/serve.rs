@@ -13,6 +13,7 @@ use clap::error::ErrorKind;
 use clap::parser::ValueSource;
 use clap::{ArgMatches, FromArgMatches};
 use jsontp_cli::file_server::FileServer;
+use jsontp_protocol::app::Router;
 use jsontp_protocol::machine::{ContinuePolicy, ServerConfig};
 use jsontp_protocol::message::{LanguageTag, Request};
 
@@ -459,7 +460,7 @@ impl Serve {
         let mut config = config;
         config.limits.max_content_bytes = usize::try_from(args.max_upload).unwrap_or(usize::MAX);
         let handler = AccessLog {
-            inner: files,
+            inner: files.into_router(),
             quiet: args.quiet,
         };
         let tls = match (&args.tls_cert, &args.tls_key) {
@@ -647,9 +648,11 @@ fn stop_on_signals(stop: ShutdownHandle, format: LogFormat) -> std::io::Result<(
     Ok(())
 }
 
-/// The file server with one access-log event per response.
+/// The file server's router with one access-log event per response: it
+/// forwards the router's answers and checks of heads, and keeps the log
+/// in this binary's own format.
 struct AccessLog {
-    inner: FileServer,
+    inner: Router,
     quiet: bool,
 }
 

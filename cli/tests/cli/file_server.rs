@@ -3,10 +3,12 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, SystemTime};
 
 use jsontp_cli::file_server::FileServer;
+use jsontp_protocol::app::Router;
 use jsontp_protocol::io_adapters::server::{Handler, Incoming, RequestInfo};
 use jsontp_protocol::message::{
     Body, Date, Encoding, EncodingRange, Headers, LanguageRange, LanguageTag, MediaRange, MediaType,
@@ -64,8 +66,9 @@ fn req(method: Method, resource: &str) -> Request {
     Request::new(method, resource.parse().expect("a valid resource"))
 }
 
-/// The server's answer, whole (a streamed file read into memory).
-fn ask(server: &FileServer, request: Request) -> Response {
+/// The server's answer, whole (a streamed file read into memory), from
+/// the file server's router as `jsontp serve` serves it.
+fn ask(server: &Router, request: Request) -> Response {
     let (mut response, reader) = server.respond(Incoming::new(request, info())).wait().into_parts();
     if let Some(mut reader) = reader {
         let mut content = Vec::new();
@@ -114,7 +117,7 @@ fn text(response: &Response) -> &str {
 #[test]
 fn get_root_serves_index_html_with_its_media_type_and_language() {
     let fixture = Fixture::new();
-    let response = ask(&fixture.server(), req(Method::Get, "/"));
+    let response = ask(&fixture.server().into_router(), req(Method::Get, "/"));
     assert_eq!(code(&response), 200);
     assert_eq!(text(&response), "<h1>hello</h1>\n");
     assert_eq!(
@@ -127,7 +130,7 @@ fn get_root_serves_index_html_with_its_media_type_and_language() {
 #[test]
 fn get_and_post_return_the_file() {
     let fixture = Fixture::new();
-    let server = fixture.server();
+    let server = fixture.server().into_router();
     for method in [Method::Get, Method::Post] {
         let request = req(method, "/sub/page.txt").with_body(Body::text("a=1&b=2"));
         let response = ask(&server, request);
@@ -147,7 +150,7 @@ fn get_and_post_return_the_file() {
 #[test]
 fn d7_resources_are_decoded_before_lookup() {
     let fixture = Fixture::new();
-    let server = fixture.server();
+    let server = fixture.server().into_router();
     for resource in [
         "/sub%2Fpage.txt",
         "/sub%2fpage.txt",
@@ -180,7 +183,7 @@ fn d7_resources_are_decoded_before_lookup() {
 #[test]
 fn missing_files_and_folders_without_index_are_404() {
     let fixture = Fixture::new();
-    let server = fixture.server();
+    let server = fixture.server().into_router();
     assert_eq!(code(&ask(&server, req(Method::Get, "/nope.txt"))), 404);
     assert_eq!(code(&ask(&server, req(Method::Get, "/empty-folder"))), 404);
     assert_eq!(code(&ask(&server, req(Method::Get, "/sub"))), 404);
@@ -191,7 +194,7 @@ fn missing_files_and_folders_without_index_are_404() {
 #[test]
 fn put_creates_atomically_then_get_returns_it() {
     let fixture = Fixture::new();
-    let server = fixture.server();
+    let server = fixture.server().into_router();
     let put = req(Method::Put, "/new.txt").with_body(Body::text("fresh"));
     let response = ask(&server, put);
     assert_eq!(code(&response), 201);
@@ -216,7 +219,10 @@ fn put_decoded_binary_content_is_stored_as_bytes() {
     let fixture = Fixture::new();
     let bytes: Vec<u8> = vec![0, 159, 146, 150, 255];
     let body = Body::new(bytes.clone(), Encoding::Gzip).expect("gzip body");
-    let response = ask(&fixture.server(), req(Method::Put, "/blob.bin").with_body(body));
+    let response = ask(
+        &fixture.server().into_router(),
+        req(Method::Put, "/blob.bin").with_body(body),
+    );
     assert_eq!(code(&response), 201);
     assert_eq!(fs::read(fixture.path("blob.bin")).expect("written"), bytes);
 }
@@ -224,7 +230,7 @@ fn put_decoded_binary_content_is_stored_as_bytes() {
 #[test]
 fn put_does_not_create_folders_or_overwrite_one() {
     let fixture = Fixture::new();
-    let server = fixture.server();
+    let server = fixture.server().into_router();
     let into_missing = req(Method::Put, "/no/such/folder.txt").with_body(Body::text("x"));
     assert_eq!(code(&ask(&server, into_missing)), 404);
     assert!(!fixture.path("no").exists());
@@ -242,7 +248,7 @@ fn put_does_not_create_folders_or_overwrite_one() {
 #[test]
 fn delete_removes_then_404() {
     let fixture = Fixture::new();
-    let server = fixture.server();
+    let server = fixture.server().into_router();
     let response = ask(&server, req(Method::Delete, "/hello.txt"));
     assert_eq!(code(&response), 204);
     assert!(response.body.content().is_empty(), "D11: 204 has empty content");
@@ -254,7 +260,7 @@ fn delete_removes_then_404() {
 #[test]
 fn d11_options_is_never_404() {
     let fixture = Fixture::new();
-    let server = fixture.server();
+    let server = fixture.server().into_router();
     let five = serde_json::json!(["GET", "POST", "PUT", "DELETE", "OPTIONS"]);
     for existing in ["/hello.txt", "/sub/page.txt"] {
         let response = ask(&server, req(Method::Options, existing));
@@ -291,7 +297,7 @@ fn d11_options_is_never_404() {
 #[test]
 fn d11_a_read_only_server_lists_and_refuses_writes() {
     let fixture = Fixture::new();
-    let server = fixture.server().with_writes(false);
+    let server = fixture.server().with_writes(false).into_router();
     let existing = ask(&server, req(Method::Options, "/hello.txt"));
     assert_eq!(allowed(&existing), serde_json::json!(["GET", "POST", "OPTIONS"]));
     let missing = ask(&server, req(Method::Options, "/anything"));
@@ -311,7 +317,7 @@ fn d11_a_read_only_server_lists_and_refuses_writes() {
 fn unsupported_content_type_is_415_before_404_and_stores_nothing() {
     // D5: level 5 (415) before level 6 (404).
     let fixture = Fixture::new();
-    let server = fixture.server();
+    let server = fixture.server().into_router();
     let odd = || Headers::new().with_content_type(media("image/png"));
     let get = req(Method::Get, "/nope.txt").with_headers(odd());
     assert_eq!(code(&ask(&server, get)), 415);
@@ -332,7 +338,7 @@ fn unsupported_content_type_is_415_before_404_and_stores_nothing() {
 #[test]
 fn accept_is_matched_against_the_files_media_type() {
     let fixture = Fixture::new();
-    let server = fixture.server();
+    let server = fixture.server().into_router();
     let png = Headers::new().with_accept(ranges(&["image/png"]));
     assert_eq!(
         code(&ask(&server, req(Method::Get, "/hello.txt").with_headers(png))),
@@ -367,7 +373,7 @@ fn accept_is_matched_against_the_files_media_type() {
 #[test]
 fn accept_encoding_compresses_and_412_when_unsatisfiable() {
     let fixture = Fixture::new();
-    let server = fixture.server();
+    let server = fixture.server().into_router();
     let gzip = Headers::new().with_accept_encoding(vec![Encoding::Deflate, Encoding::Gzip]);
     let response = ask(&server, req(Method::Get, "/hello.txt").with_headers(gzip));
     assert_eq!(
@@ -395,7 +401,7 @@ fn accept_encoding_compresses_and_412_when_unsatisfiable() {
 #[test]
 fn d8_binary_files_go_out_compressed_or_412() {
     let fixture = Fixture::new();
-    let server = fixture.server();
+    let server = fixture.server().into_router();
     let bytes: Vec<u8> = (0..=255u8).collect();
     // No accept-encoding accepts every encoding: the server picks gzip.
     let plain = ask(&server, req(Method::Get, "/binary.bin"));
@@ -449,7 +455,10 @@ fn languages_are_negotiated_406_when_none_offered() {
     // D18.
     let fixture = Fixture::new();
     let fr: LanguageTag = "fr-FR".parse().expect("tag");
-    let server = fixture.server().with_languages(vec![LanguageTag::EN_US, fr]);
+    let server = fixture
+        .server()
+        .with_languages(vec![LanguageTag::EN_US, fr])
+        .into_router();
     let wants_fr = Headers::new().with_accept_language([fr]);
     let response = ask(&server, req(Method::Get, "/hello.txt").with_headers(wants_fr));
     assert_eq!(response.headers.language(), Some(fr));
@@ -482,7 +491,7 @@ fn languages_are_negotiated_406_when_none_offered() {
 fn token_guards_put_and_delete_only() {
     // D14.
     let fixture = Fixture::new();
-    let server = fixture.server().with_token(Some("s3cret".into()));
+    let server = fixture.server().with_token(Some("s3cret".into())).into_router();
     assert_eq!(code(&ask(&server, req(Method::Get, "/hello.txt"))), 200);
     let put = req(Method::Put, "/t.txt").with_body(Body::text("x"));
     assert_eq!(code(&ask(&server, put.clone())), 401);
@@ -515,7 +524,7 @@ fn token_guards_put_and_delete_only() {
 #[test]
 fn conditional_requests_follow_d17() {
     let fixture = Fixture::new();
-    let server = fixture.server();
+    let server = fixture.server().into_router();
     let june_2021 = Date::from_unix_seconds(1_622_505_600);
     let ims = || Headers::new().with_if_modified_since(june_2021);
     let not_modified = ask(&server, req(Method::Get, "/old.txt").with_headers(ims()));
@@ -559,7 +568,7 @@ fn conditional_requests_follow_d17() {
 #[test]
 fn d17_if_unmodified_since_on_a_missing_resource_is_412_before_404() {
     let fixture = Fixture::new();
-    let server = fixture.server();
+    let server = fixture.server().into_router();
     let ius = || Headers::new().with_if_unmodified_since(Date::from_unix_seconds(1_622_505_600));
     let delete = ask(
         &server,
@@ -587,7 +596,7 @@ fn d17_if_unmodified_since_on_a_missing_resource_is_412_before_404() {
 #[test]
 fn d17_if_modified_since_applies_to_get_and_post_only() {
     let fixture = Fixture::new();
-    let server = fixture.server();
+    let server = fixture.server().into_router();
     let ims = || Headers::new().with_if_modified_since(Date::from_unix_seconds(1_622_505_600));
     for method in [Method::Get, Method::Post] {
         assert_eq!(
@@ -614,7 +623,7 @@ fn d17_if_modified_since_applies_to_get_and_post_only() {
 #[test]
 fn d17_both_headers_if_unmodified_since_first() {
     let fixture = Fixture::new();
-    let server = fixture.server();
+    let server = fixture.server().into_router();
     let far_future = Date::from_unix_seconds(4_102_444_800); // 2100
     let june_2021 = Date::from_unix_seconds(1_622_505_600);
     // hello.txt was modified after june 2021 (412) and not after 2100 (304): 412 wins.
@@ -641,7 +650,8 @@ fn d5_415_before_412_before_406_before_level_6() {
     let server = fixture
         .server()
         .with_token(Some("s3cret".into()))
-        .with_writes(true);
+        .with_writes(true)
+        .into_router();
     let bad_type = || media("image/png");
     let no_encoding = || encodings(&["*;q=0"]);
     let de = || LanguageRange::Tag("de-DE".parse().expect("tag"));
@@ -692,7 +702,8 @@ fn d5_415_before_412_before_406_before_level_6() {
     let read_only = fixture
         .server()
         .with_token(Some("s3cret".into()))
-        .with_writes(false);
+        .with_writes(false)
+        .into_router();
     let delete = req(Method::Delete, "/hello.txt");
     assert_eq!(code(&ask(&read_only, delete.clone())), 401);
     let token = Headers::new().with_authorization("s3cret".to_owned());
@@ -700,9 +711,31 @@ fn d5_415_before_412_before_406_before_level_6() {
 }
 
 #[test]
+fn d19_only_a_put_takes_its_content_the_others_drop_it_unstored() {
+    use jsontp_protocol::io_adapters::server::HeadCheck;
+    let fixture = Fixture::new();
+    let server = fixture.server().into_router();
+    for (method, wanted) in [
+        (Method::Put, true),
+        (Method::Get, false),
+        (Method::Post, false),
+        (Method::Delete, false),
+        (Method::Options, false),
+    ] {
+        let head = req(method, "/hello.txt");
+        match server.check_head(&head, &info()) {
+            HeadCheck::Wanted => assert!(wanted, "{method} wants no content"),
+            HeadCheck::Unwanted => assert!(!wanted, "{method} takes its content"),
+            HeadCheck::Refused(answer) => panic!("{method}: {answer:?}"),
+            other => panic!("{method}: {other:?}"),
+        }
+    }
+}
+
+#[test]
 fn d10_the_handshake_is_refused_for_what_needs_no_body() {
     let fixture = Fixture::new();
-    let server = fixture.server();
+    let server = fixture.server().into_router();
     let expect = || Headers::new().with_expect_continue(true);
     let refused = |request: Request| {
         server
@@ -745,7 +778,7 @@ fn put_temporary_names_cannot_be_prepared_by_a_client() {
         let name = format!(".jsontp-put-{}-{n}.tmp", std::process::id());
         std::os::unix::fs::symlink(outside.path("victim.txt"), fixture.path(&name)).expect("symlink");
     }
-    let server = fixture.server();
+    let server = fixture.server().into_router();
     for round in 0..4 {
         let put = req(Method::Put, "/target.txt").with_body(Body::text(format!("round {round}")));
         assert_eq!(code(&ask(&server, put)), 201);
@@ -777,7 +810,7 @@ fn symlinks_leading_out_of_the_root_are_404() {
     std::os::unix::fs::symlink(outside.path("secret.txt"), fixture.path("link.txt")).expect("symlink");
     std::os::unix::fs::symlink(&outside.root, fixture.path("out")).expect("symlink");
     std::os::unix::fs::symlink(fixture.path("hello.txt"), fixture.path("inside.txt")).expect("symlink");
-    let server = fixture.server();
+    let server = fixture.server().into_router();
     assert_eq!(code(&ask(&server, req(Method::Get, "/link.txt"))), 404);
     assert_eq!(code(&ask(&server, req(Method::Get, "/out/secret.txt"))), 404);
     let put = req(Method::Put, "/out/planted.txt").with_body(Body::text("x"));
@@ -826,7 +859,7 @@ fn media_types_come_from_the_extension_table() {
     let fixture = Fixture::new();
     fs::write(fixture.path("logo.png"), [0x89, b'P', b'N', b'G']).expect("write");
     fs::write(fixture.path("sub/index.html"), "sub index").expect("write");
-    let server = fixture.server();
+    let server = fixture.server().into_router();
     for (resource, expected) in [("/logo.png", "image/png"), ("/sub", "text/html")] {
         let response = ask(&server, req(Method::Get, resource));
         assert_eq!(code(&response), 200, "{resource}");
@@ -858,15 +891,18 @@ fn names(entries: &[serde_json::Value]) -> Vec<&str> {
 #[test]
 fn d11_a_folder_without_index_is_404_unless_listings_are_on() {
     let fixture = Fixture::new();
-    assert_eq!(code(&ask(&fixture.server(), req(Method::Get, "/sub"))), 404);
+    assert_eq!(
+        code(&ask(&fixture.server().into_router(), req(Method::Get, "/sub"))),
+        404
+    );
     assert_eq!(
         code(&ask(
-            &fixture.server().with_listing(false),
+            &fixture.server().with_listing(false).into_router(),
             req(Method::Get, "/sub/")
         )),
         404
     );
-    let server = fixture.server().with_listing(true);
+    let server = fixture.server().with_listing(true).into_router();
     for resource in ["/sub", "/sub/", "/empty-folder"] {
         let response = ask(&server, req(Method::Get, resource));
         assert_eq!(code(&response), 200, "{resource}");
@@ -903,7 +939,7 @@ fn a_listing_names_size_date_and_kind_sorted_by_name() {
         .open(&old)
         .and_then(|f| f.set_modified(SystemTime::UNIX_EPOCH + Duration::from_secs(1_577_836_800)))
         .expect("mtime");
-    let server = fixture.server().with_listing(true);
+    let server = fixture.server().with_listing(true).into_router();
     for method in [Method::Get, Method::Post] {
         let entries = listing(&ask(&server, req(method, "/sub/")));
         // Sorted by name, byte order.
@@ -927,7 +963,7 @@ fn a_listing_names_size_date_and_kind_sorted_by_name() {
 #[test]
 fn d18_a_listing_is_json_for_accept() {
     let fixture = Fixture::new();
-    let server = fixture.server().with_listing(true);
+    let server = fixture.server().with_listing(true).into_router();
     let html_only = Headers::new().with_accept(ranges(&["text/html"]));
     let refused = ask(&server, req(Method::Get, "/sub").with_headers(html_only));
     assert_eq!(code(&refused), 415);
@@ -938,7 +974,7 @@ fn d18_a_listing_is_json_for_accept() {
 #[test]
 fn d17_a_listing_is_modified_when_an_entry_is() {
     let fixture = Fixture::new();
-    let server = fixture.server().with_listing(true);
+    let server = fixture.server().with_listing(true).into_router();
     let since = |date: &str| {
         req(Method::Get, "/sub/")
             .with_headers(Headers::new().with_if_modified_since(date.parse::<Date>().expect("a date")))
@@ -967,7 +1003,7 @@ fn d7_a_listing_shows_nothing_outside_the_root() {
     link(&fixture.path("nowhere"), "sub/dangling");
     link(&fixture.path("hello.txt"), "sub/in-file.txt");
     link(&fixture.path("empty-folder"), "sub/in-folder");
-    let server = fixture.server().with_listing(true);
+    let server = fixture.server().with_listing(true).into_router();
     let entries = listing(&ask(&server, req(Method::Get, "/sub")));
     assert_eq!(names(&entries), ["in-file.txt", "in-folder", "page.txt"]);
     // The links inside are described by what they lead to.
@@ -998,7 +1034,7 @@ fn cached_small_files_are_always_the_current_file() {
     let fixture = Fixture::new();
     let outside = Fixture::new();
     fs::write(outside.path("secret.txt"), "secret!").expect("write");
-    let server = fixture.server();
+    let server = fixture.server().into_router();
     let get = |path: &str| ask(&server, req(Method::Get, path));
     assert_eq!(text(&get("/hello.txt")), "Hello, world!");
     assert_eq!(text(&get("/hello.txt")), "Hello, world!", "from the cache");
@@ -1030,7 +1066,7 @@ fn cached_small_files_are_always_the_current_file() {
     assert_eq!(code(&get("/hello.txt")), 404);
 
     // Turned off, every request reads the file.
-    let uncached = fixture.server().with_cache_bytes(0);
+    let uncached = fixture.server().with_cache_bytes(0).into_router();
     fs::remove_file(&file).expect("remove");
     fs::write(&file, "fresh").expect("write");
     assert_eq!(text(&ask(&uncached, req(Method::Get, "/hello.txt"))), "fresh");
@@ -1038,7 +1074,7 @@ fn cached_small_files_are_always_the_current_file() {
 
 /// The content a `GET` of `resource` asking for `encoding` carries, as it
 /// goes on the wire and reads back (the answer must be in `encoding`).
-fn content_on_the_wire(server: &FileServer, resource: &str, encoding: Encoding) -> Vec<u8> {
+fn content_on_the_wire(server: &Router, resource: &str, encoding: Encoding) -> Vec<u8> {
     let headers = Headers::new().with_accept_encoding(vec![encoding]);
     let response = ask(server, req(Method::Get, resource).with_headers(headers));
     assert_eq!(response.body.encoding(), encoding);
@@ -1054,7 +1090,7 @@ fn a_cached_file_goes_out_compressed_as_the_current_file() {
     // The small-file cache keeps each compressed form it wrote: what goes
     // on the wire must still be the file as it is now.
     let fixture = Fixture::new();
-    let server = fixture.server();
+    let server = fixture.server().into_router();
     let on_the_wire = |encoding| content_on_the_wire(&server, "/hello.txt", encoding);
     for encoding in [Encoding::Gzip, Encoding::Deflate, Encoding::Br] {
         assert_eq!(on_the_wire(encoding), b"Hello, world!", "{encoding}");
@@ -1075,7 +1111,7 @@ fn a_file_up_to_a_mebibyte_is_kept_whole_and_goes_out_as_the_current_file() {
     // from memory. What goes on the wire must still be the file as it is
     // now, in every encoding.
     let fixture = Fixture::new();
-    let server = fixture.server();
+    let server = fixture.server().into_router();
     let on_the_wire = |encoding| content_on_the_wire(&server, "/page.txt", encoding);
     let file = fixture.path("page.txt");
     let first = "a \"quoted\" line \\ with\ttabs and \u{1} escapes\n".repeat(8_000);
@@ -1100,7 +1136,7 @@ fn a_large_file_is_judged_text_or_not_as_it_is_now() {
     // Whether a streamed file may go out as identity is kept per version
     // of the file: a rewrite that makes it binary is seen at once.
     let fixture = Fixture::new();
-    let server = fixture.server();
+    let server = fixture.server().into_router();
     let file = fixture.path("large.txt");
     // Larger than the cache keeps whole (1 MiB): this file streams.
     let text = "a line of text\n".repeat(100_000);
@@ -1122,7 +1158,7 @@ fn a_large_file_is_judged_text_or_not_as_it_is_now() {
 #[test]
 fn d14_a_token_is_taken_alone_or_after_bearer() {
     let fixture = Fixture::new();
-    let server = fixture.server().with_token(Some("s3cret".into()));
+    let server = fixture.server().with_token(Some("s3cret".into())).into_router();
     for (value, expected) in [
         ("s3cret", 201),
         ("Bearer s3cret", 201),
@@ -1139,7 +1175,10 @@ fn d14_a_token_is_taken_alone_or_after_bearer() {
         assert_eq!(code(&ask(&server, put)), expected, "{value:?}");
     }
     // A token that itself starts with the scheme's word still works alone.
-    let server = fixture.server().with_token(Some("Bearer odd".into()));
+    let server = fixture
+        .server()
+        .with_token(Some("Bearer odd".into()))
+        .into_router();
     for (value, expected) in [("Bearer odd", 201), ("Bearer Bearer odd", 201), ("odd", 401)] {
         let put = req(Method::Put, "/t.txt")
             .with_body(Body::text("x"))
@@ -1153,7 +1192,7 @@ fn a_name_the_server_refuses_is_400_with_the_reason_and_never_listed() {
     let fixture = Fixture::new();
     fs::write(fixture.path("empty-folder/we\"ird\\name.txt"), "odd").expect("write");
     fs::write(fixture.path("empty-folder/plain.txt"), "plain").expect("write");
-    let server = fixture.server().with_listing(true);
+    let server = fixture.server().with_listing(true).into_router();
     let entries = listing(&ask(&server, req(Method::Get, "/empty-folder")));
     assert_eq!(names(&entries), ["plain.txt"], "{entries:?}");
     for method in [Method::Get, Method::Put, Method::Delete, Method::Options] {
@@ -1175,7 +1214,7 @@ fn a_name_the_server_refuses_is_400_with_the_reason_and_never_listed() {
 #[test]
 fn refusals_say_the_next_step() {
     let fixture = Fixture::new();
-    let read_only = fixture.server().with_writes(false);
+    let read_only = fixture.server().with_writes(false).into_router();
     let put = ask(
         &read_only,
         req(Method::Put, "/new.txt").with_body(Body::text("x")),
@@ -1187,14 +1226,14 @@ fn refusals_say_the_next_step() {
         "{said}"
     );
     // A folder without index.html, listings off: 404 (D11), saying so.
-    let folder = ask(&fixture.server(), req(Method::Get, "/empty-folder"));
+    let folder = ask(&fixture.server().into_router(), req(Method::Get, "/empty-folder"));
     assert_eq!(code(&folder), 404);
     assert!(
         folder.status.human_message.contains("--list"),
         "{}",
         folder.status.human_message
     );
-    let missing = ask(&fixture.server(), req(Method::Get, "/nope.txt"));
+    let missing = ask(&fixture.server().into_router(), req(Method::Get, "/nope.txt"));
     assert_eq!(missing.status.human_message, "no file by this name");
 }
 
@@ -1218,7 +1257,8 @@ fn a_long_listing_reads_its_folder_once_for_all_its_pages() {
             .expect("folder mtime");
     };
     set_back();
-    let server = fixture.server().with_listing(true);
+    let files = Arc::new(fixture.server().with_listing(true));
+    let server = Arc::clone(&files).router();
     let walk = || {
         let mut resource = "/many/".to_owned();
         let mut seen = Vec::new();
@@ -1237,16 +1277,16 @@ fn a_long_listing_reads_its_folder_once_for_all_its_pages() {
         panic!("4500 entries in pages of 2000 end");
     };
     assert_eq!(walk(), expected, "every name once, in order");
-    assert_eq!(server.folder_reads(), 1, "three pages, one read of the folder");
+    assert_eq!(files.folder_reads(), 1, "three pages, one read of the folder");
     assert_eq!(walk(), expected);
-    assert_eq!(server.folder_reads(), 1, "and none for the same pages again");
+    assert_eq!(files.folder_reads(), 1, "and none for the same pages again");
     // A change is seen at once: the folder's times moved.
     fs::write(folder.join("file 02000a.txt"), "x").expect("file");
     set_back();
     expected.push("file 02000a.txt".to_owned());
     expected.sort();
     assert_eq!(walk(), expected);
-    assert_eq!(server.folder_reads(), 2);
+    assert_eq!(files.folder_reads(), 2);
 }
 
 /// One JSON message read from `stream`.

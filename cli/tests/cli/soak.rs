@@ -32,7 +32,10 @@ fn soak_child_server() {
     };
     let spool = std::path::Path::new(&root).join(SPOOL_FOLDER);
     std::fs::create_dir_all(&spool).expect("spool folder");
-    let files = FileServer::new(&root).expect("root").with_writes(true);
+    let files = FileServer::new(&root)
+        .expect("root")
+        .with_writes(true)
+        .into_router();
     let options = ServerOptions::default()
         .with_workers(1)
         .with_spool(SpoolOptions::default().with_folder(spool));
