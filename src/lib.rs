@@ -26,29 +26,69 @@
 //! itself. Each rule has an anchor, so `[D5](crate::rules#d5)` links to
 //! [D5](rules#d5).
 //!
-//! # A server
+//! # In a minute
 //!
-//! A handler answers each request; an adapter runs it over TCP (here the
-//! std one: a thread per connection, up to `ServerOptions`' worker count).
-//! Framing, validation, the `date` and `language` headers, pipelining,
-//! timeouts and the error answers are the machine's.
+//! An application on tokio: a [`Router`](app::Router) whose handlers take
+//! what they need of the request as arguments (extractors) and answer with
+//! text, a status, typed body keys or a whole response. The same router
+//! serves on every runtime; refusals it can decide from a request's head
+//! (`404`, `405`, a missing token) go out before the client sends any
+//! content (D10).
+//!
+#![cfg_attr(feature = "tower", doc = "```no_run")]
+#![cfg_attr(not(feature = "tower"), doc = "```ignore")]
+//! use jsontp_protocol::app::{Path, Router, get};
+//! use jsontp_protocol::io_adapters::server::{ServerOptions, tokio::serve};
+//!
+//! #[tokio::main]
+//! async fn main() -> std::io::Result<()> {
+//!     let app: Router = Router::new().route(
+//!         "/hello/{name}",
+//!         get(|Path(name): Path<String>| async move { format!("hello, {name}") }),
+//!     );
+//!     let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
+//!     serve(listener, app, ServerOptions::default(), async {
+//!         let _ = tokio::signal::ctrl_c().await;
+//!     })
+//!     .await
+//! }
+//! ```
+//!
+//! A call to it, from a pool of connections (blocking here; the `tokio`
+//! feature has the same pool to `.await`):
 //!
 #![cfg_attr(feature = "adapters", doc = "```no_run")]
 #![cfg_attr(not(feature = "adapters"), doc = "```ignore")]
-//! use jsontp_protocol::io_adapters::server::blocking::StdServer;
+//! use jsontp_protocol::io_adapters::client::PoolOptions;
+//! use jsontp_protocol::io_adapters::client::blocking::Pool;
+//!
+//! let pool = Pool::new(PoolOptions::default());
+//! let answer = pool.get("jsontp://127.0.0.1:8080/hello/ada").send()?;
+//! assert_eq!(answer.response.body.as_text(), Some("hello, ada"));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! And a server with no runtime at all, on std's threads: any function of
+//! a request is a handler. Framing, validation, the `date` and `language`
+//! headers, pipelining, timeouts and the error answers are the machine's.
+//!
+#![cfg_attr(feature = "adapters", doc = "```no_run")]
+#![cfg_attr(not(feature = "adapters"), doc = "```ignore")]
 //! use jsontp_protocol::io_adapters::server::ServerOptions;
+//! use jsontp_protocol::io_adapters::server::blocking::StdServer;
 //! use jsontp_protocol::message::{Body, Method, Request, Response};
 //!
-//! // Any function of a request is a handler.
 //! let hello = |request: &Request| match request.method {
 //!     Method::Get => Response::ok("hello").with_body(Body::text("Hello, world!")),
 //!     other => Response::method_not_allowed(other, &[Method::Get]),
 //! };
-//!
 //! let server = StdServer::bind("127.0.0.1:8080", hello, ServerOptions::default())?;
 //! server.run()?;
 //! # Ok::<(), std::io::Error>(())
 //! ```
+//!
+//! `docs/writing-an-application.md` walks through a whole application
+//! (NNNTP, a news server); [`app`] lists the extractors.
 //!
 //! # Messages without a connection
 //!
