@@ -3,6 +3,7 @@
 //! as a tower service with `async` ones and tower's layers).
 #![allow(clippy::disallowed_methods)] // tests own threads and the clock
 
+mod access;
 #[cfg(feature = "tower")]
 mod client_service;
 mod extract;

@@ -159,6 +159,22 @@ where
     }
 }
 
+/// Serves `handler` on the tokio server, as the std and mio servers do.
+#[cfg(feature = "tower")]
+pub fn start_on_tokio<H: jsontp_protocol::io_adapters::server::Handler>(
+    handler: H,
+    options: ServerOptions,
+) -> Running {
+    let server = crate::on_tokio::on_tokio(move |listener, shutdown| {
+        jsontp_protocol::io_adapters::server::tokio::serve(listener, handler, options, shutdown)
+    });
+    Running {
+        addr: server.addr,
+        stop: Some(server.stop),
+        thread: Some(server.thread),
+    }
+}
+
 pub fn client(addr: SocketAddr) -> Client {
     Client::connect(addr, ClientOptions::default()).expect("connect")
 }
