@@ -85,7 +85,7 @@ impl<'a> Parts<'a> {
 /// The handler's last argument ([`FromRequest`]) consumes it; the others
 /// see its [`parts`](Self::parts).
 pub struct Call {
-    request: Request,
+    request: Box<Request>,
     upload: Option<Upload>,
     peer: SocketAddr,
     params: Vec<(String, String)>,
@@ -132,7 +132,7 @@ impl Call {
 
     /// The request itself; its content is empty if it was spooled.
     pub fn into_request(self) -> Request {
-        self.request
+        *self.request
     }
 
     /// The request's content: the spooled upload if there was one, the

@@ -605,7 +605,7 @@ mod tests {
         assert_eq!(http.extensions().get::<RequestInfo>(), Some(&info()));
 
         let back = incoming(http).expect("carried");
-        assert_eq!(back.request, request);
+        assert_eq!(*back.request, request);
         assert_eq!(back.info, info());
         assert!(back.upload.is_none());
         assert_eq!(back.request.body.content().as_ptr(), content, "moved, not copied");
@@ -619,7 +619,7 @@ mod tests {
         let http = self::request(Incoming::new(request.clone(), info()));
         assert!(http.headers().get("authorization").is_none());
         assert_eq!(http.uri(), "/a%60b?q=%C3%BC");
-        assert_eq!(incoming(http).expect("carried").request, request);
+        assert_eq!(*incoming(http).expect("carried").request, request);
     }
 
     #[test]

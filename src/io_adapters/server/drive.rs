@@ -932,10 +932,10 @@ impl Driver {
                     let reply = match self.take_upload(id, &mut request) {
                         Ok(Taken::Refused(answer)) => (*answer).into(),
                         Ok(Taken::Content(upload, held)) => {
-                            let incoming = super::Incoming::new(*request, self.info).with_upload(upload);
-                            match (answer(handler, incoming, &exchange), answering) {
-                                (Handled::Now(reply), _) => reply,
-                                (Handled::Later(future), Answering::HandOut) => {
+                            let incoming = super::Incoming::new(request, self.info).with_upload(upload);
+                            match answer(handler, incoming, &exchange) {
+                                Handled::Now(reply) => reply,
+                                Handled::Later(future) if answering == Answering::HandOut => {
                                     handed_out = Some(Deferred {
                                         exchange,
                                         _held: held,
@@ -943,7 +943,7 @@ impl Driver {
                                     });
                                     break;
                                 }
-                                (later, Answering::Here) => later.wait(),
+                                later => later.wait(),
                             }
                         }
                         Err(error) => {

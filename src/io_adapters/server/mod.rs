@@ -317,8 +317,9 @@ impl RequestInfo {
 #[derive(Debug)]
 #[non_exhaustive]
 pub struct Incoming {
-    /// The request.
-    pub request: Request,
+    /// The request (boxed: it moves from the connection to the handler
+    /// without a copy).
+    pub request: Box<Request>,
     /// The request's content, spooled to a temporary file, when it was
     /// larger than [`SpoolOptions::memory_limit`], or arrived while the
     /// server's memory for content was in use ([`SpoolOptions::max_memory`]).
@@ -335,9 +336,9 @@ pub struct Incoming {
 
 impl Incoming {
     /// `request`, its content in its body, from the peer `info` names.
-    pub fn new(request: Request, info: RequestInfo) -> Incoming {
+    pub fn new(request: impl Into<Box<Request>>, info: RequestInfo) -> Incoming {
         Incoming {
-            request,
+            request: request.into(),
             upload: None,
             info,
             #[cfg(feature = "tower")]
@@ -362,7 +363,7 @@ impl Incoming {
     /// [`ServerOptions::max_handlers`]); failing that, the answer is `500`.
     // The refusal is the rare way out; boxing it would cost every request.
     #[allow(clippy::result_large_err)]
-    pub fn into_request(self) -> Result<Request, Response> {
+    pub fn into_request(self) -> Result<Box<Request>, Response> {
         let Incoming {
             mut request, upload, ..
         } = self;

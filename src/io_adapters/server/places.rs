@@ -134,6 +134,11 @@ impl<H: Handler> Handler for Bounded<H> {
     /// Runs in a place until the reply is ready: an `async` answer is run
     /// to its end here, as a server without a runtime must.
     fn respond(&self, incoming: Incoming) -> Handled {
+        if self.places.is_none() {
+            // The server's thread bounds the call, and runs a later
+            // answer to its end itself.
+            return self.handler.respond(incoming);
+        }
         // A request refused for want of a place drops its upload with it.
         self.in_place(|handler| Handled::Now(handler.respond(incoming).wait()))
     }
