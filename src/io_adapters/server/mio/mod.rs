@@ -84,8 +84,6 @@ pub struct MioServer<H> {
     shared: Arc<Shared>,
 }
 
-/// Stops a running [`MioServer`]: it stops listening at once (new clients
-
 impl<H: Handler> MioServer<H> {
     /// Binds `addr` (with [`listen`]'s backlog) and prepares
     /// to serve `handler`.

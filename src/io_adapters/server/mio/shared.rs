@@ -11,6 +11,7 @@ use mio::Waker;
 
 use crate::io_adapters::server::{Places, Roster, Wake, stop_listening};
 
+/// Stops a running [`MioServer`](super::MioServer): it stops listening at once (new clients
 /// are refused), every worker closes its idle connections and those
 /// awaiting the full request of a handshake, finishes the exchanges under
 /// way (bounded by the D3 timers), and `run` returns.
