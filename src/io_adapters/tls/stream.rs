@@ -16,7 +16,7 @@ use crate::io_adapters::transport::{Transport, would_block};
 /// A write that was taken is sent without a `flush` (the drive steps never
 /// flush): whatever TLS output the socket could not take yet goes out at
 /// the start of the next read or write. Readiness-based runtimes must use
-/// [`IoMode::NonBlocking`](super::IoMode::NonBlocking), not
+/// [`IoMode::NonBlocking`](crate::io_adapters::IoMode::NonBlocking), not
 /// `EdgeTriggered`: a short read of plaintext says nothing about the
 /// socket underneath.
 pub struct TlsStream<T> {

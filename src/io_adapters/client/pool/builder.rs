@@ -11,7 +11,7 @@ use super::origin::{Origin, split_url};
 use crate::io_adapters::client::{ClientError, keys};
 use crate::message::{Body, Headers, Method, Request};
 
-/// A request being made for a pool ([`blocking::Pool::get`](super::blocking::Pool::get)
+/// A request being made for a pool ([`blocking::Pool::get`](crate::io_adapters::client::blocking::Pool::get)
 /// and its siblings; the same on the tokio pool): reqwest's
 /// `RequestBuilder`, with body keys for its JSON. Errors (a bad URL, keys
 /// that do not serialise) wait for `send`, which returns them.
@@ -80,7 +80,7 @@ impl<P> RequestBuilder<P> {
     }
 
     /// `value`'s fields as body keys, beside the content (see
-    /// [`body_from_keys`](super::body_from_keys)): reqwest's `.json(&value)`.
+    /// [`body_from_keys`](crate::io_adapters::client::body_from_keys)): reqwest's `.json(&value)`.
     pub fn keys<T: Serialize + ?Sized>(self, value: &T) -> Self {
         self.map(|mut request| {
             let body = std::mem::take(&mut request.body);
@@ -88,7 +88,7 @@ impl<P> RequestBuilder<P> {
         })
     }
 
-    /// This call's deadline, in place of [`PoolOptions::call_timeout`]:
+    /// This call's deadline, in place of [`PoolOptions::call_timeout`](super::PoolOptions::call_timeout):
     /// waiting for a connection, connecting, sending and the answer.
     pub fn timeout(mut self, limit: Duration) -> Self {
         self.timeout = Some(Some(limit));

@@ -27,7 +27,7 @@ pub struct PoolOptions {
     /// The deadline of a whole call, from its start: waiting for a
     /// connection, connecting, sending and the answer, and the one retry
     /// (D13). `None`: each step bounded by its own timeout only.
-    /// [`RequestBuilder::timeout`] sets one call's.
+    /// [`RequestBuilder::timeout`](super::RequestBuilder::timeout) sets one call's.
     pub call_timeout: Option<Duration>,
     /// The certificates trusted for `jsontps://` origins (D20). `None`:
     /// the system's roots, loaded at the first TLS connection.

@@ -19,7 +19,7 @@ pub enum Scheme {
     /// `jsontp://`: plain TCP.
     Plain,
     /// `jsontps://`: TLS (D20), the certificate checked against the host
-    /// name as [`PoolOptions::tls`] says.
+    /// name as [`PoolOptions::tls`](super::PoolOptions::tls) says.
     Tls,
 }
 

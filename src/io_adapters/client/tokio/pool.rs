@@ -46,7 +46,7 @@ impl Work<'_> {
 }
 
 /// A pooled, async client: reqwest's `Client` for jsontp, the twin of
-/// [`blocking::Pool`](super::blocking::Pool), whose documentation says
+/// [`blocking::Pool`](crate::io_adapters::client::blocking::Pool), whose documentation says
 /// how connections are reused, limited per origin, closed when idle, and
 /// when a call is sent again (D13). Cheap to clone (the clones share the
 /// connections); calls from any number of tasks at once, each future

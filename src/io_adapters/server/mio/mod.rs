@@ -8,9 +8,9 @@
 //! threads; the price, a spurious wake-up of the other workers per burst of
 //! connections, is small for a few workers.
 //!
-//! Each connection is a [`Driver`] over a non-blocking socket registered
+//! Each connection is a [`Driver`](super::Driver) over a non-blocking socket registered
 //! once, edge-triggered, for both directions; the worker performs what
-//! [`Driver::step`] asks and nothing else. Reads go through one scratch
+//! [`Driver::step`](super::Driver::step) asks and nothing else. Reads go through one scratch
 //! buffer per worker, so an idle connection holds only its socket and its
 //! machine. A connection that used its turn's budget waits behind the
 //! others. Handlers run on the worker thread, one at a time, so at most

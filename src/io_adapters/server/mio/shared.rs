@@ -16,7 +16,7 @@ use crate::io_adapters::server::{Places, Roster, Wake, stop_listening};
 /// awaiting the full request of a handshake, finishes the exchanges under
 /// way (bounded by the D3 timers), and `run` returns.
 ///
-/// [`ServerOptions::shutdown_timeout`] bounds it all, handlers included: a
+/// [`ServerOptions::shutdown_timeout`](crate::io_adapters::server::ServerOptions::shutdown_timeout) bounds it all, handlers included: a
 /// handler runs on its worker's thread, so once the deadline has passed
 /// the connections of a worker still held by one are shut down from
 /// outside, and `run` returns without waiting for that thread. The
