@@ -80,7 +80,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> AsyncWrite for TokioTlsStream<S> {
     }
 }
 /// A client handshake error from tokio-rustls, said as plainly as
-/// [`TlsStream`] says it.
+/// [`TlsStream`](super::TlsStream) says it.
 pub(crate) fn explain_handshake(e: io::Error) -> io::Error {
     let Some(error) = e
         .get_ref()

@@ -47,7 +47,7 @@ impl Resend {
     }
 }
 
-/// A call's deadline ([`PoolOptions::call_timeout`]).
+/// A call's deadline ([`PoolOptions::call_timeout`](super::PoolOptions::call_timeout)).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Deadline(Option<Instant>);
 
