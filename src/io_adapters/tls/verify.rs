@@ -13,6 +13,34 @@ use rustls::{DigitallySignedStruct, SignatureScheme};
 
 use super::invalid;
 
+/// The handshake's signatures, checked by the wrapped verifier `$inner`:
+/// the verifiers here add to its certificate check, never to that.
+macro_rules! signatures_checked_by {
+    ($inner:ident) => {
+        fn verify_tls12_signature(
+            &self,
+            message: &[u8],
+            cert: &CertificateDer<'_>,
+            dss: &DigitallySignedStruct,
+        ) -> Result<HandshakeSignatureValid, rustls::Error> {
+            self.$inner.verify_tls12_signature(message, cert, dss)
+        }
+
+        fn verify_tls13_signature(
+            &self,
+            message: &[u8],
+            cert: &CertificateDer<'_>,
+            dss: &DigitallySignedStruct,
+        ) -> Result<HandshakeSignatureValid, rustls::Error> {
+            self.$inner.verify_tls13_signature(message, cert, dss)
+        }
+
+        fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+            self.$inner.supported_verify_schemes()
+        }
+    };
+}
+
 /// A CA file's verifier: the usual path validation against the file's
 /// certificates, and, for a server certificate that is byte for byte one
 /// of them, the one refusal that a self-signed `CA:TRUE` certificate
@@ -51,27 +79,7 @@ impl ServerCertVerifier for ExactOrChained {
         }
     }
 
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.chained.verify_tls12_signature(message, cert, dss)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.chained.verify_tls13_signature(message, cert, dss)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.chained.supported_verify_schemes()
-    }
+    signatures_checked_by!(chained);
 }
 
 /// Pinning: the server's public key must be one of the pins, once the
@@ -117,27 +125,7 @@ impl ServerCertVerifier for Pinned {
         }
     }
 
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.inner.verify_tls12_signature(message, cert, dss)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.inner.verify_tls13_signature(message, cert, dss)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.inner.supported_verify_schemes()
-    }
+    signatures_checked_by!(inner);
 }
 
 /// SHA-256 of `bytes`, from the crypto provider's TLS 1.3 suite.
