@@ -36,6 +36,7 @@ use rustls::pki_types::pem::PemObject;
 #[cfg(doc)]
 use crate::io_adapters::transport::Transport;
 pub use client::ClientTls;
+#[cfg(feature = "tokio")]
 pub(crate) use client::server_name_of;
 pub use error::{HandshakeError, Side, refused_certificate};
 pub use server::ServerTls;

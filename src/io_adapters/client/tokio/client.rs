@@ -11,6 +11,7 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+#[cfg(feature = "tls")]
 use crate::io_adapters::client::Timeout;
 use crate::io_adapters::client::drive::{READ_CHUNK, READ_PIECE, Staged};
 use crate::io_adapters::client::{

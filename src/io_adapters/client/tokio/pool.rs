@@ -300,7 +300,7 @@ impl Pool {
                 PoolStream::Tls(Box::new(stream))
             }
             #[cfg(not(feature = "tls"))]
-            Scheme::Tls => return Err(super::blocking::no_tls(&address)),
+            Scheme::Tls => return Err(crate::io_adapters::client::blocking::no_tls(&address)),
         };
         lease.connected(Client::from_stream(stream, options.client.clone()));
         Ok(())
