@@ -1,8 +1,8 @@
 //! TLS (D20) through the transport seam, with rustls and its `ring`
 //! provider.
 //!
-//! A [`TlsStream`] wraps any [`Transport`] (a blocking std socket, a
-//! non-blocking mio one) and is a [`Transport`] itself, so the one drive
+//! A [`TlsStream`] wraps any [`Transport`](super::Transport) (a blocking std socket, a
+//! non-blocking mio one) and is a `Transport` itself, so the one drive
 //! step of each role runs over it unchanged. The async runtimes use
 //! tokio-rustls' streams with their ordinary `serve_connection` and
 //! `Client::from_stream` instead.
@@ -19,9 +19,10 @@
 //! - `client.rs`: [`ClientTls`], a client's settings;
 //! - `verify.rs`: the client's certificate checks beyond path validation
 //!   (a CA file's own certificates, pinned keys, `--insecure`);
-//! - `stream.rs`: [`TlsStream`], the session over a [`Transport`];
+//! - `stream.rs`: [`TlsStream`], the session over a `Transport`;
 //! - `error.rs`: [`HandshakeError`], a failed handshake in words;
-//! - `tokio_io.rs`: [`TokioTlsStream`], for the async runtimes.
+//! - `tokio_io.rs`: `TokioTlsStream` (feature `tokio`), for the async
+//!   runtimes.
 
 use std::fmt;
 use std::io;
@@ -33,8 +34,6 @@ use rustls::crypto::CryptoProvider;
 use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::PemObject;
 
-#[cfg(doc)]
-use crate::io_adapters::transport::Transport;
 pub use client::ClientTls;
 #[cfg(feature = "tokio")]
 pub(crate) use client::server_name_of;
