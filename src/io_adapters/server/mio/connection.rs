@@ -1,0 +1,202 @@
+//! What a worker does for each of its connections: takes it in, gives it
+//! turns of the drive step, reads its PROXY header (D21), keeps its timer
+//! in the worker's set, and closes it.
+
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Instant;
+
+use mio::net::TcpStream;
+use mio::{Interest, Token};
+
+use super::MODE;
+use super::shared::Mail;
+use super::worker::{Client, Worker};
+use crate::io_adapters::proxy_protocol::ProxyHeaderReader;
+use crate::io_adapters::server::{Accepted, Driver, Handler, Step, proxied_peer};
+
+impl<H: Handler> Worker<H> {
+    pub(super) fn add(&mut self, stream: TcpStream, peer: SocketAddr) {
+        let _ = stream.set_nodelay(true);
+        let Ok(mut stream) = Accepted::new(stream, &self.options) else {
+            self.shared.release();
+            return;
+        };
+        let slot = self.free.pop().unwrap_or(self.clients.len());
+        let interest = Interest::READABLE | Interest::WRITABLE;
+        if self
+            .poll
+            .registry()
+            .register(stream.get_mut(), Token(slot), interest)
+            .is_err()
+        {
+            self.free.push(slot);
+            self.shared.release();
+            return;
+        }
+        self.sockets.add(stream.get_ref());
+        let mode = stream.mode(MODE);
+        let header = self.options.proxy_protocol.then(|| {
+            let limit = self.options.config.limits.message_timeout;
+            Box::new((ProxyHeaderReader::new(), Instant::now() + limit))
+        });
+        let member = self.shared.roster.enroll(Mail {
+            mailbox: Arc::clone(&self.mailbox),
+            slot,
+        });
+        let client = Client {
+            stream,
+            driver: Driver::with_settings(peer, &self.settings, mode),
+            member,
+            header,
+            timer: None,
+            armed: None,
+            round: self.round,
+        };
+        if slot == self.clients.len() {
+            self.clients.push(Some(client));
+        } else {
+            self.clients[slot] = Some(client);
+        }
+        self.drive(slot);
+    }
+
+    /// Gives the client its turn of this round, unless it had it.
+    pub(super) fn turn(&mut self, slot: usize) {
+        let round = self.round;
+        let Some(Some(client)) = self.clients.get_mut(slot) else {
+            return;
+        };
+        if client.round == round {
+            // Had its turn: the next round, then.
+            if !self.again.contains(&slot) {
+                self.again.push(slot);
+            }
+            return;
+        }
+        client.round = round;
+        self.drive(slot);
+    }
+
+    /// Performs what the drive step asks until the connection waits,
+    /// yields its turn, or closes.
+    pub(super) fn drive(&mut self, slot: usize) {
+        if !self.read_header(slot) {
+            return;
+        }
+        loop {
+            let Some(Some(client)) = self.clients.get_mut(slot) else {
+                return;
+            };
+            match client.driver.step(&mut client.stream, &mut self.scratch) {
+                Step::Dispatch => client.driver.dispatch(&*self.handler),
+                Step::Wait { deadline, .. } => {
+                    self.set_timer(slot, deadline);
+                    return self.settle(slot);
+                }
+                Step::Yield => {
+                    if !self.again.contains(&slot) {
+                        self.again.push(slot);
+                    }
+                    return;
+                }
+                Step::Close => return self.remove(slot),
+            }
+        }
+    }
+
+    /// Reads what has arrived of the client's PROXY header, if it is still
+    /// due (D21); whether the connection can go on to its messages. It
+    /// reads from the socket itself, under any TLS session, and never past
+    /// the header.
+    fn read_header(&mut self, slot: usize) -> bool {
+        let Some(Some(client)) = self.clients.get_mut(slot) else {
+            return false;
+        };
+        let Some(header) = &mut client.header else {
+            return true;
+        };
+        let (reader, deadline) = &mut **header;
+        let (peer, deadline) = (client.driver.peer(), *deadline);
+        let header = match reader.read_from(client.stream.get_mut()) {
+            Ok(Some(header)) => Ok(header),
+            Ok(None) if !self.stopped && Instant::now() < deadline => {
+                self.set_timer(slot, Some(deadline));
+                return false;
+            }
+            // A silent peer cannot hold its slot past the message
+            // timeout (D3), nor delay a shutdown.
+            Ok(None) => Err(io::ErrorKind::TimedOut.into()),
+            Err(e) => Err(e),
+        };
+        match proxied_peer(header, peer) {
+            Some(client_addr) => {
+                client.header = None;
+                client.driver.set_peer(client_addr);
+                true
+            }
+            None => {
+                self.remove(slot);
+                false
+            }
+        }
+    }
+
+    fn set_timer(&mut self, slot: usize, at: Option<Instant>) {
+        let Some(Some(client)) = self.clients.get_mut(slot) else {
+            return;
+        };
+        client.timer = at;
+        if let Some(at) = at
+            && client.armed.is_none_or(|armed| at < armed)
+        {
+            self.timers.insert((at, slot));
+            client.armed = Some(at);
+        }
+    }
+
+    pub(super) fn fire_timers(&mut self) {
+        let now = Instant::now();
+        while let Some(&(at, slot)) = self.timers.first() {
+            if at > now {
+                break;
+            }
+            self.timers.pop_first();
+            let Some(Some(client)) = self.clients.get_mut(slot) else {
+                continue;
+            };
+            if client.armed != Some(at) {
+                // An entry an earlier deadline replaced.
+                continue;
+            }
+            client.armed = None;
+            match client.timer {
+                Some(later) if later > now => {
+                    self.timers.insert((later, slot));
+                    client.armed = Some(later);
+                }
+                Some(_) => {
+                    client.timer = None;
+                    self.turn(slot);
+                }
+                None => {}
+            }
+        }
+    }
+
+    fn remove(&mut self, slot: usize) {
+        let Some(mut client) = self.clients.get_mut(slot).and_then(Option::take) else {
+            return;
+        };
+        if let Some(at) = client.armed {
+            self.timers.remove(&(at, slot));
+        }
+        self.again.retain(|s| *s != slot);
+        let _ = self.poll.registry().deregister(client.stream.get_mut());
+        // Out of the set before it closes (dropped below).
+        self.sockets.remove(client.stream.get_ref());
+        self.free.push(slot);
+        self.shared.release();
+    }
+}
