@@ -11,15 +11,16 @@ use std::time::{Duration, Instant};
 
 use super::http_line::{FirstLine, Look};
 use super::spool::{MemoryHeld, Spool, SpoolError, Spooled};
-use super::{
-    AccessRecord, Handled, Handler, HeadCheck, Incoming, Reply, RequestInfo, ServerOptions, SpoolOptions,
-    Upload,
-};
+use super::{Handled, Handler, HeadCheck, Incoming, Reply, RequestInfo, ServerOptions, SpoolOptions, Upload};
 use crate::io_adapters::Clock;
 use crate::io_adapters::linger::{Linger, Lingering};
 use crate::io_adapters::transport::{IoMode, Transport, retime, socket_timeout, would_block};
 use crate::machine::{Now, PeerError, RequestId, ServerConfig, ServerConnection, ServerEvent, UsageError};
 use crate::message::{Method, Request, Resource, Response, Status, StatusCode};
+
+mod access;
+
+use access::{Answer, Echoed};
 
 /// Longest one blocking read or write may take: how soon a blocking
 /// connection notices a shutdown when its timers are far off.
@@ -307,20 +308,6 @@ enum Offer {
     Offered,
 }
 
-/// An answered exchange waiting for its response to leave.
-#[derive(Debug)]
-struct Answer {
-    /// The exchange, when it was read far enough to have one.
-    id: Option<RequestId>,
-    method: Option<Method>,
-    resource: Echoed,
-    status: StatusCode,
-    content_bytes: u64,
-    /// When the request was handed over (or refused): the record's
-    /// duration runs from here to the response's last byte taken.
-    started: Instant,
-}
-
 /// The replies whose content is read from their readers (D19).
 #[derive(Debug, Default)]
 struct Streaming {
@@ -436,23 +423,6 @@ enum Taken {
     Content(Option<Upload>, Option<MemoryHeld>),
     /// Nothing: it was refused from its envelope, with this answer.
     Refused(Box<Response>),
-}
-
-/// The resource an exchange's response echoes (D12).
-#[derive(Debug)]
-enum Echoed {
-    Request(Resource),
-    /// As the rejection wrote it (`""` when it could not be read).
-    Rejection(String),
-}
-
-impl Echoed {
-    fn as_str(&self) -> &str {
-        match self {
-            Echoed::Request(resource) => resource.as_str(),
-            Echoed::Rejection(text) => text,
-        }
-    }
 }
 
 /// Why a connection ended, as the debug log says it.
@@ -976,19 +946,7 @@ impl Driver {
                     if closes {
                         self.why_closing.get_or_insert(CloseReason::Rejected);
                     }
-                    // A refusal of an exchange already answered writes
-                    // nothing: the answer given is the one logged.
-                    if !self.answers.iter().any(|a| id.is_some() && a.id == id) {
-                        self.answers.push_back(Answer {
-                            id,
-                            method: None,
-                            status: rejection.status(),
-                            resource: Echoed::Rejection(rejection.resource),
-                            // The connection's error responses carry no content.
-                            content_bytes: 0,
-                            started: at.instant,
-                        });
-                    }
+                    self.keep_rejection(id, rejection, at.instant);
                 }
                 ServerEvent::PeerError(PeerError::OutputStalled) => {
                     tracing::debug!("output stalled: the peer takes nothing");
@@ -1113,9 +1071,7 @@ impl Driver {
                 }
                 Ok(n) => {
                     budget = budget.saturating_sub(n);
-                    if let Some(answer) = self.answers.iter_mut().find(|a| a.id == Some(id)) {
-                        answer.content_bytes += n as u64;
-                    }
+                    self.count_content(id, n);
                     if let Err(error) = self.conn.send_content(id, &piece[..n], at) {
                         tracing::error!(%error, "the streamed reply cannot be sent; closing");
                         replies.pop_front();
@@ -1182,55 +1138,6 @@ impl Driver {
             }
             Spooled::File(upload) => Ok(Taken::Content(Some(upload), None)),
         }
-    }
-
-    /// Tells the access log that exchange `id`'s response has wholly left,
-    /// `bytes` of output. `now`: the drive step's latest reading of the
-    /// clock, which ends the record's duration.
-    fn log_sent<H: Handler + ?Sized>(&mut self, handler: &H, id: RequestId, bytes: u64, now: Instant) {
-        self.logged_bytes += bytes;
-        // Responses leave in request order (D2): it is the front one.
-        if let Some(at) = self.answers.iter().position(|a| a.id == Some(id))
-            && let Some(done) = self.answers.remove(at)
-        {
-            self.log(handler, done, bytes, true, now);
-        }
-    }
-
-    /// Once the connection is closed: tells the access log about every
-    /// response that did not wholly leave. What left of them belongs to
-    /// the first; the others sent nothing.
-    fn log_cut_short<H: Handler + ?Sized>(&mut self, handler: &H, now: Instant) {
-        let mut left = self.conn.output_written().saturating_sub(self.logged_bytes);
-        while let Some(done) = self.answers.pop_front() {
-            tracing::debug!(
-                status = done.status.as_u16(),
-                bytes_written = left,
-                "response cut short: the connection ended before it left"
-            );
-            self.log(handler, done, left, false, now);
-            left = 0;
-        }
-    }
-
-    fn log<H: Handler + ?Sized>(
-        &self,
-        handler: &H,
-        done: Answer,
-        bytes_written: u64,
-        complete: bool,
-        now: Instant,
-    ) {
-        handler.log_exchange(&AccessRecord {
-            peer: self.info.peer,
-            method: done.method,
-            resource: done.resource.as_str(),
-            status: done.status,
-            content_bytes: done.content_bytes,
-            elapsed: now.saturating_duration_since(done.started),
-            bytes_written,
-            complete,
-        });
     }
 
     /// The time after a transport call made at `at`: a call that may block
