@@ -10,17 +10,21 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::http_line::{FirstLine, Look};
-use super::spool::{MemoryHeld, Spool, SpoolError, Spooled};
-use super::{Handled, Handler, HeadCheck, Incoming, Reply, RequestInfo, ServerOptions, SpoolOptions, Upload};
+use super::spool::{MemoryHeld, SpoolError};
+use super::{Handled, Handler, HeadCheck, Incoming, Reply, RequestInfo, ServerOptions, SpoolOptions};
 use crate::io_adapters::Clock;
 use crate::io_adapters::linger::{Linger, Lingering};
 use crate::io_adapters::transport::{IoMode, Transport, retime, socket_timeout, would_block};
 use crate::machine::{Now, PeerError, RequestId, ServerConfig, ServerConnection, ServerEvent, UsageError};
-use crate::message::{Method, Request, Resource, Response, Status, StatusCode};
+use crate::message::{Method, Resource, Response, Status, StatusCode};
 
 mod access;
+mod receiving;
+mod streamed;
 
 use access::{Answer, Echoed};
+use receiving::{Receiving, Taken};
+use streamed::{Streamed, Streaming};
 
 /// Longest one blocking read or write may take: how soon a blocking
 /// connection notices a shutdown when its timers are far off.
@@ -32,10 +36,6 @@ pub(crate) const BLOCKING_SLICE: Duration = Duration::from_millis(200);
 /// JSON5 messages, a small request waits for a round of 8 × 32 KiB of
 /// their parsing, not for everything they sent.
 const TURN_BYTES: usize = 32 * 1024;
-
-/// The most a streamed reply's reader is asked for at once (D19): the one
-/// buffer a streaming connection holds besides the machine's.
-const READ_PIECE: usize = 64 * 1024;
 
 /// What the runtime does next with a connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -308,83 +308,6 @@ enum Offer {
     Offered,
 }
 
-/// The replies whose content is read from their readers (D19).
-#[derive(Debug, Default)]
-struct Streaming {
-    /// In response order (D2): the machine takes content for the front one
-    /// only; the next goes on when it ends.
-    replies: VecDeque<Streamed>,
-    /// The buffer the content is read into.
-    piece: Vec<u8>,
-}
-
-/// A reply whose content a reader gives, as the machine takes it (D19).
-struct Streamed {
-    id: RequestId,
-    reader: Box<dyn std::io::Read + Send>,
-}
-
-impl std::fmt::Debug for Streamed {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Streamed")
-            .field("id", &self.id)
-            .finish_non_exhaustive()
-    }
-}
-
-/// The content of the request being received (D19), as the handler's
-/// check of its head decided ([`Handler::check_head`]). Whatever the
-/// state, the machine still reads and checks every piece (D5's order
-/// holds: a corrupt stream is still `400`, content past the limit `413`).
-/// The head is checked once per exchange: a handshake's first request
-/// under `ContinuePolicy::Ask`, or else the head before streamed content
-/// (a full request after a `100` the policy gave included, D10).
-///
-/// ```text
-///   Nothing ── head: Wanted, or a piece with no head ──► Spooling
-///      │    ── head: Unwanted ──► Dropping ── the request ──► respond, content empty
-///      │    ── head: Refused ───► Refused  ── the request ──► the answer
-///      └─◄── the request, a rejection, or the connection's end
-/// ```
-#[derive(Debug)]
-enum Receiving {
-    /// None arrives.
-    Nothing,
-    /// Exchange `id`'s content, spooled as it arrives; boxed, so that a
-    /// connection receiving none does not carry it.
-    Spooling { id: RequestId, spool: Box<Spool> },
-    /// Exchange `id`'s answer does not depend on its content: each piece
-    /// is dropped once the machine checked it, and the handler gets the
-    /// request with empty content.
-    Dropping { id: RequestId },
-    /// Exchange `id` is refused whatever its content: each piece is
-    /// dropped once checked, and `answer` goes out once the message has
-    /// ended.
-    Refused { id: RequestId, answer: Box<Response> },
-}
-
-impl Receiving {
-    /// The exchange whose content this is, if any.
-    fn exchange(&self) -> Option<RequestId> {
-        match self {
-            Receiving::Nothing => None,
-            Receiving::Spooling { id, .. } | Receiving::Dropping { id } | Receiving::Refused { id, .. } => {
-                Some(*id)
-            }
-        }
-    }
-
-    /// What exchange `id`'s content becomes, as the check of its head
-    /// decided; `None` when it is wanted (spooled as it comes).
-    fn decided(id: RequestId, check: HeadCheck) -> Option<Receiving> {
-        match check {
-            HeadCheck::Wanted => None,
-            HeadCheck::Unwanted => Some(Receiving::Dropping { id }),
-            HeadCheck::Refused(answer) => Some(Receiving::Refused { id, answer }),
-        }
-    }
-}
-
 /// Whether `dispatch` answers requests itself or hands them out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Answering {
@@ -414,15 +337,6 @@ struct Exchange {
     method: Method,
     resource: Resource,
     started: Instant,
-}
-
-/// What a complete request's content became.
-enum Taken {
-    /// Its content, in the request (with its count against the memory
-    /// budget, to drop once the handler has returned) or as an upload.
-    Content(Option<Upload>, Option<MemoryHeld>),
-    /// Nothing: it was refused from its envelope, with this answer.
-    Refused(Box<Response>),
 }
 
 /// Why a connection ended, as the debug log says it.
@@ -1027,117 +941,6 @@ impl Driver {
     /// Whether the machine wants more of the peer's input now.
     fn wants_input(&self) -> bool {
         matches!(self.input, PeerInput::Open | PeerInput::Ending) && self.conn.wants_read()
-    }
-
-    /// Whether a reply's content is still being read from its reader.
-    fn streams(&self) -> bool {
-        self.streaming.is_some()
-    }
-
-    /// Whether the streamed reply in front can give more content now (D19).
-    fn content_due(&self) -> bool {
-        self.streaming
-            .as_ref()
-            .and_then(|streaming| streaming.replies.front())
-            .is_some_and(|front| self.conn.content_room(front.id) > 0)
-    }
-
-    /// Reads the streamed replies' content while the machine has room for
-    /// it, up to a turn's worth; ends or aborts each when its reader does
-    /// (D19). When one ends, the next streamed reply in line takes its
-    /// place.
-    fn send_content(&mut self, at: Now) {
-        let Some(mut streaming) = self.streaming.take() else {
-            return;
-        };
-        let mut budget = 4 * READ_PIECE;
-        let Streaming { replies, piece } = &mut *streaming;
-        while let Some(front) = replies.front_mut()
-            && budget > 0
-        {
-            let id = front.id;
-            let room = self.conn.content_room(id).min(READ_PIECE);
-            if room == 0 {
-                break;
-            }
-            if piece.len() < room {
-                piece.resize(room, 0);
-            }
-            match front.reader.read(&mut piece[..room]) {
-                Ok(0) => {
-                    // The reader (a file) is closed now, not with the log.
-                    replies.pop_front();
-                    let _ = self.conn.end_content(id, at);
-                }
-                Ok(n) => {
-                    budget = budget.saturating_sub(n);
-                    self.count_content(id, n);
-                    if let Err(error) = self.conn.send_content(id, &piece[..n], at) {
-                        tracing::error!(%error, "the streamed reply cannot be sent; closing");
-                        replies.pop_front();
-                    }
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(error) => {
-                    // The peer sees the message cut short, not a wrong one
-                    // (D1).
-                    tracing::error!(%error, "reading the streamed reply failed; closing");
-                    replies.pop_front();
-                    self.conn.abort_content(id, at);
-                }
-            }
-        }
-        // Nothing streams any more: the buffer goes too.
-        if !replies.is_empty() {
-            self.streaming = Some(streaming);
-        }
-    }
-
-    /// Spools a piece of exchange `id`'s content (D19), unless its head
-    /// decided otherwise: then the piece, checked by the machine, is
-    /// dropped here.
-    fn spool(&mut self, id: RequestId, data: &[u8]) {
-        if self.receiving.exchange() != Some(id) {
-            self.receiving = Receiving::Spooling {
-                id,
-                spool: Box::new(Spool::start(&self.settings.0.spool)),
-            };
-        }
-        if let Receiving::Spooling { spool, .. } = &mut self.receiving {
-            spool.push(data);
-        }
-    }
-
-    /// Drops what was spooled for exchange `id` (a temporary file is
-    /// deleted).
-    fn drop_spool(&mut self, id: RequestId) {
-        if self.receiving.exchange() == Some(id) {
-            self.receiving = Receiving::Nothing;
-        }
-    }
-
-    /// The content spooled for exchange `id`, now that its request is
-    /// complete and valid: put back into the request when it stayed in
-    /// memory, an upload otherwise; or the answer decided from its
-    /// envelope.
-    fn take_upload(&mut self, id: RequestId, request: &mut Request) -> Result<Taken, SpoolError> {
-        let spool = match std::mem::replace(&mut self.receiving, Receiving::Nothing) {
-            Receiving::Spooling { id: held, spool } if held == id => spool,
-            Receiving::Refused { id: held, answer } if held == id => return Ok(Taken::Refused(answer)),
-            // Unwanted: the request goes on with empty content.
-            Receiving::Dropping { id: held } if held == id => return Ok(Taken::Content(None, None)),
-            other => {
-                self.receiving = other;
-                return Ok(Taken::Content(None, None));
-            }
-        };
-        match spool.finish()? {
-            Spooled::Memory(bytes, held) => {
-                request.body.replace_content(bytes);
-                Ok(Taken::Content(None, Some(held)))
-            }
-            Spooled::File(upload) => Ok(Taken::Content(Some(upload), None)),
-        }
     }
 
     /// The time after a transport call made at `at`: a call that may block

@@ -2,6 +2,7 @@
 //! make room (D3), and output offered from a file.
 
 use super::*;
+use crate::message::Request;
 
 /// An idle keep-alive connection may cost at most 1 KB of a server's
 /// memory beyond the kernel's socket (BENCHMARKS.md, "Idle
