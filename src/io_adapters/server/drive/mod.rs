@@ -10,21 +10,22 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::http_line::{FirstLine, Look};
-use super::spool::{MemoryHeld, SpoolError};
-use super::{Handled, Handler, HeadCheck, Incoming, Reply, RequestInfo, ServerOptions, SpoolOptions};
+use super::{RequestInfo, ServerOptions, SpoolOptions};
 use crate::io_adapters::Clock;
 use crate::io_adapters::linger::{Linger, Lingering};
 use crate::io_adapters::transport::{IoMode, Transport, retime, socket_timeout, would_block};
-use crate::machine::{Now, PeerError, RequestId, ServerConfig, ServerConnection, ServerEvent, UsageError};
-use crate::message::{Method, Resource, Response, Status, StatusCode};
+use crate::machine::{Now, ServerConfig, ServerConnection};
 
 mod access;
+mod dispatch;
 mod receiving;
 mod streamed;
 
 use access::{Answer, Echoed};
+#[allow(unused_imports, reason = "the path the async runtime names it by")]
+pub(crate) use dispatch::Deferred;
 use receiving::{Receiving, Taken};
-use streamed::{Streamed, Streaming};
+use streamed::Streaming;
 
 /// Longest one blocking read or write may take: how soon a blocking
 /// connection notices a shutdown when its timers are far off.
@@ -306,37 +307,6 @@ enum Readiness {
 enum Offer {
     Untried,
     Offered,
-}
-
-/// Whether `dispatch` answers requests itself or hands them out.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Answering {
-    /// Here: an answer that comes later is awaited on this thread (std,
-    /// mio).
-    Here,
-    /// An answer that comes later is handed out to the runtime, which
-    /// awaits it (tokio).
-    HandOut,
-}
-
-/// A request whose answer comes later ([`Handled::Later`]), handed out by
-/// [`Driver::dispatch_handing_out`] to the runtime that awaits it.
-#[cfg_attr(not(feature = "tokio"), allow(dead_code))]
-pub(crate) struct Deferred {
-    /// What the answer's record needs; the request itself is the handler's.
-    exchange: Exchange,
-    /// The content's count against the memory budget, until answered.
-    _held: Option<MemoryHeld>,
-    /// The answer.
-    pub(crate) future: super::ReplyFuture,
-}
-
-/// What the driver keeps of a request once its handler owns it.
-struct Exchange {
-    id: RequestId,
-    method: Method,
-    resource: Resource,
-    started: Instant,
 }
 
 /// Why a connection ended, as the debug log says it.
@@ -677,208 +647,6 @@ impl Driver {
         }
     }
 
-    /// Answers every pending event with `handler`, and reports each
-    /// response to its access-log hook once it has wholly left, or once the
-    /// connection ended before it could.
-    ///
-    /// An answer that comes later ([`Handled::Later`]) is awaited here, on
-    /// this thread: a runtime that can await it instead (tokio) hands it
-    /// out.
-    pub fn dispatch<H: Handler + ?Sized>(&mut self, handler: &H) {
-        let handed_out = self.dispatch_events(handler, Answering::Here);
-        debug_assert!(handed_out.is_none(), "requests are answered here");
-    }
-
-    /// As [`dispatch`](Self::dispatch), but the first answer that comes
-    /// later is handed out, for the runtime to await: give it with
-    /// [`answer_later`](Self::answer_later) before stepping again. The
-    /// events after it wait in the machine.
-    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
-    pub(crate) fn dispatch_handing_out<H: Handler + ?Sized>(&mut self, handler: &H) -> Option<Deferred> {
-        self.dispatch_events(handler, Answering::HandOut)
-    }
-
-    /// Sends the answer of a request
-    /// [`dispatch_handing_out`](Self::dispatch_handing_out) handed out.
-    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
-    pub(crate) fn answer_later(&mut self, exchange: Deferred, reply: Reply) {
-        let span = self.span();
-        let _entered = span.enter();
-        let at = self.now();
-        self.respond(exchange.exchange, reply, at);
-        self.send_content(at);
-        self.turn.clock = None;
-    }
-
-    fn dispatch_events<H: Handler + ?Sized>(
-        &mut self,
-        handler: &H,
-        answering: Answering,
-    ) -> Option<Deferred> {
-        let span = self.span();
-        let _entered = span.enter();
-        if let Phase::Closed = self.phase {
-            // Nothing more is served: only the log is told what left and
-            // what was cut short.
-            let now = self.now();
-            while let Some(event) = self.conn.next_event(now) {
-                if let ServerEvent::ResponseSent { id, bytes } = event {
-                    self.log_sent(handler, id, bytes, now.instant);
-                }
-            }
-            self.log_cut_short(handler, now.instant);
-            return None;
-        }
-        // The turn's reading of the clock, and a new one after each
-        // handler call: the machine's timers count seconds, and the date
-        // header shows them.
-        let mut at = self.turn.clock.unwrap_or_else(|| self.now());
-        // A dispatch that only logs leaves the turn's reading to the next
-        // step; one that did work (a handler, writing its answer out, a
-        // spool) may have taken long enough for the stall timer to see it,
-        // so the next step reads the clock again.
-        let mut busy = self.intake_due() || self.streams();
-        if let Intake::Deferred(inbox) = &mut self.intake
-            && !inbox.is_empty()
-        {
-            self.conn.receive_data(inbox, at);
-            inbox.clear();
-        }
-        if self.input == PeerInput::EndRead {
-            self.input = PeerInput::Ended;
-            self.conn.receive_eof(at);
-        }
-        let mut handed_out = None;
-        while let Some(event) = self.conn.next_event(at) {
-            if let ServerEvent::ResponseSent { id, bytes } = event {
-                self.log_sent(handler, id, bytes, at.instant);
-                continue;
-            }
-            busy = true;
-            match event {
-                ServerEvent::ContentHead { id, head } => {
-                    // Decided before anything is stored (D19): content that
-                    // is refused or unwanted whatever it holds is checked
-                    // and dropped, never stored. The full request of a
-                    // handshake the policy acknowledged comes here too
-                    // (D10): no one was asked at its handshake.
-                    if let Some(decided) = Receiving::decided(id, handler.check_head(&head, &self.info)) {
-                        self.receiving = decided;
-                    }
-                    at = self.now();
-                }
-                ServerEvent::Content { id, data } => self.spool(id, &data),
-                ServerEvent::ContentDiscarded { id } => self.drop_spool(id),
-                ServerEvent::Request { id, mut request } => {
-                    let exchange = Exchange {
-                        id,
-                        method: request.method,
-                        // Kept for the access record: the request itself
-                        // is the handler's.
-                        resource: request.resource.clone(),
-                        started: at.instant,
-                    };
-                    let reply = match self.take_upload(id, &mut request) {
-                        Ok(Taken::Refused(answer)) => (*answer).into(),
-                        Ok(Taken::Content(upload, held)) => {
-                            let incoming = super::Incoming::new(*request, self.info).with_upload(upload);
-                            match (answer(handler, incoming, &exchange), answering) {
-                                (Handled::Now(reply), _) => reply,
-                                (Handled::Later(future), Answering::HandOut) => {
-                                    handed_out = Some(Deferred {
-                                        exchange,
-                                        _held: held,
-                                        future,
-                                    });
-                                    break;
-                                }
-                                (later, Answering::Here) => later.wait(),
-                            }
-                        }
-                        Err(error) => {
-                            match &error {
-                                SpoolError::Full(_) | SpoolError::Evicted(_) => tracing::warn!(
-                                    reason = %error,
-                                    "the uploads spooled fill the server's budget; answering 503"
-                                ),
-                                SpoolError::Io(e) => {
-                                    tracing::error!(error = %e, "cannot spool the request's content; answering 500")
-                                }
-                            }
-                            error.response().into()
-                        }
-                    };
-                    at = self.now();
-                    self.respond(exchange, reply, at);
-                }
-                ServerEvent::ContinueRequested { id, request } => {
-                    let started = at.instant;
-                    let decision = handler.check_head(&request, &self.info);
-                    at = self.now();
-                    match decision {
-                        HeadCheck::Refused(response) => {
-                            let exchange = Exchange {
-                                id,
-                                method: request.method,
-                                resource: request.resource,
-                                started,
-                            };
-                            self.respond(exchange, (*response).into(), at);
-                        }
-                        wanted_or_not => {
-                            // The full request is now awaited (D10). It
-                            // names the same method and resource (or is
-                            // 400), and is not asked about again: its
-                            // content goes as decided here, whatever
-                            // headers it changes; they reach the handler
-                            // with the request.
-                            if let Some(decided) = Receiving::decided(id, wanted_or_not) {
-                                self.receiving = decided;
-                            }
-                            let _ = self.conn.accept_continue(id, at);
-                        }
-                    }
-                }
-                // Every response the machine writes on its own (framing,
-                // limits, timeouts, a stream cut short) comes as a rejection
-                // carrying what it wrote: log it like an answer.
-                ServerEvent::PeerError(PeerError::Rejected {
-                    id,
-                    rejection,
-                    closes,
-                }) => {
-                    if let Some(id) = id {
-                        // What it streamed is discarded (D19).
-                        self.drop_spool(id);
-                    }
-                    tracing::debug!(
-                        status = rejection.status().as_u16(),
-                        closes,
-                        reason = %rejection.message,
-                        "request rejected"
-                    );
-                    if closes {
-                        self.why_closing.get_or_insert(CloseReason::Rejected);
-                    }
-                    self.keep_rejection(id, rejection, at.instant);
-                }
-                ServerEvent::PeerError(PeerError::OutputStalled) => {
-                    tracing::debug!("output stalled: the peer takes nothing");
-                    self.why_closing.get_or_insert(CloseReason::Stalled);
-                }
-                // The peer left after a `100` without the full request:
-                // nothing was written, so nothing to log. Closed: `step`
-                // sees it.
-                _ => {}
-            }
-        }
-        self.send_content(at);
-        if busy {
-            self.turn.clock = None;
-        }
-        handed_out
-    }
-
     /// Acts on the machine's timers that are due at `at` (D3).
     fn act_on_timers(&mut self, at: Now) {
         // A possible HTTP line held past the message time goes to the
@@ -1028,55 +796,6 @@ impl Driver {
             Step::Dispatch
         }
     }
-
-    /// Sends the application's answer to exchange `id`, and keeps it until
-    /// it has left: its reader, if its content streams, and its record for
-    /// the access log. An answer the machine refuses as a misuse (a `1xx`
-    /// other than the acknowledgement, D12) would leave the exchange
-    /// unanswered and stall every pipelined response behind it, so it is
-    /// replaced by a `500`.
-    fn respond(&mut self, exchange: Exchange, reply: Reply, at: Now) {
-        let Exchange {
-            id,
-            method,
-            resource,
-            started,
-        } = exchange;
-        let (response, reader) = reply.into_parts();
-        let (mut status, mut content_bytes) = (response.status.code, response.body.content().len() as u64);
-        let sent = match reader {
-            None => self.conn.send_response(id, response, at),
-            Some(reader) => {
-                content_bytes = 0;
-                let sent = self.conn.send_response_head(id, response, at);
-                if sent.is_ok() {
-                    let streaming = self.streaming.get_or_insert_default();
-                    streaming.replies.push_back(Streamed { id, reader });
-                }
-                sent
-            }
-        };
-        match sent {
-            // Closed: the connection is going away; nobody is left to answer.
-            Ok(()) | Err(UsageError::Closed) => {}
-            Err(misuse) => {
-                let fallback = Response::new(Status::new(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    format!("the server's application gave an answer that cannot be sent: {misuse}"),
-                ));
-                (status, content_bytes) = (fallback.status.code, 0);
-                let _ = self.conn.send_response(id, fallback, at);
-            }
-        }
-        self.answers.push_back(Answer {
-            id: Some(id),
-            method: Some(method),
-            resource: Echoed::Request(resource),
-            status,
-            content_bytes,
-            started,
-        });
-    }
 }
 
 /// Offers the pending output to the transport, in one vectored write
@@ -1113,31 +832,6 @@ fn opened(peer: SocketAddr) -> tracing::Span {
     let span = tracing::debug_span!("connection", %peer);
     span.in_scope(|| tracing::debug!("connection opened"));
     span
-}
-
-/// Hands `incoming` to the handler; a handler that panics gets its
-/// request answered `500` instead of taking down the worker and every
-/// connection on it. An answer that comes later is the runtime's to catch.
-fn answer<H: Handler + ?Sized>(handler: &H, incoming: Incoming, exchange: &Exchange) -> Handled {
-    let run = std::panic::AssertUnwindSafe(|| handler.respond(incoming));
-    std::panic::catch_unwind(run).unwrap_or_else(|panic| {
-        let why = panic
-            .downcast_ref::<&str>()
-            .copied()
-            .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
-            .unwrap_or("(not a string)");
-        tracing::error!(
-            method = exchange.method.as_str(),
-            resource = exchange.resource.as_str(),
-            panic = why,
-            "the handler panicked; answering 500"
-        );
-        let status = Status::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "the server failed while answering this request",
-        );
-        Response::new(status).into()
-    })
 }
 
 #[cfg(test)]

@@ -2,7 +2,8 @@
 //! make room (D3), and output offered from a file.
 
 use super::*;
-use crate::message::Request;
+use crate::machine::ServerEvent;
+use crate::message::{Request, Response, StatusCode};
 
 /// An idle keep-alive connection may cost at most 1 KB of a server's
 /// memory beyond the kernel's socket (BENCHMARKS.md, "Idle
