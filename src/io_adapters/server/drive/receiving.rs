@@ -10,7 +10,7 @@ use crate::machine::RequestId;
 use crate::message::{Request, Response};
 
 /// The content of the request being received (D19), as the handler's
-/// check of its head decided ([`Handler::check_head`]). Whatever the
+/// check of its head decided ([`Handler::check_head`](super::super::Handler::check_head)). Whatever the
 /// state, the machine still reads and checks every piece (D5's order
 /// holds: a corrupt stream is still `400`, content past the limit `413`).
 /// The head is checked once per exchange: a handshake's first request

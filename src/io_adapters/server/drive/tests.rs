@@ -1,7 +1,9 @@
 //! Unit tests of the drive step: the idle connection's size, closing to
 //! make room (D3), and output offered from a file.
 
+use super::step::write_pending;
 use super::*;
+use crate::io_adapters::transport::Transport;
 use crate::machine::ServerEvent;
 use crate::message::{Request, Response, StatusCode};
 
