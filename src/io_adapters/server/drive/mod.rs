@@ -17,6 +17,7 @@ use crate::machine::{Now, ServerConfig, ServerConnection};
 
 mod access;
 mod dispatch;
+mod phase;
 mod receiving;
 mod step;
 mod streamed;
@@ -24,6 +25,7 @@ mod streamed;
 use access::{Answer, Echoed};
 #[allow(unused_imports, reason = "the path the async runtime names it by")]
 pub(crate) use dispatch::Deferred;
+use phase::{CloseReason, Phase};
 use receiving::{Receiving, Taken};
 use step::{Intake, Offer, PeerInput, Turn};
 use streamed::Streaming;
@@ -196,67 +198,6 @@ impl ConnectionSettings {
     }
 }
 
-/// Where a connection is in its life. Every move is one of:
-///
-/// ```text
-///   Serving ── shut_down ──► Draining { until }
-///      │                        │  nothing under way        │ `until` passes
-///      │ the machine closed,    ▼                            ▼
-///      │ its output written ─► Lingering { why } ─► Closed ◄── (cut short)
-///      └── the transport failed, or the peer vanished ──────► Closed
-/// ```
-///
-/// An idle `Serving` connection also moves to `Lingering` when the
-/// connection cap closes it to admit a new one (`close_idle`, D3).
-#[derive(Debug)]
-enum Phase {
-    /// Exchanges are read, answered and written.
-    Serving,
-    /// A graceful shutdown began: what is under way may finish until
-    /// `until`; the connection then closes whatever its peer does.
-    Draining { until: Instant },
-    /// Closing gracefully: our side shut, the peer's input drained for a
-    /// moment so that our last response is not lost to a reset. Boxed:
-    /// every connection holds a `Phase`, a closing one only holds this.
-    Lingering { linger: Box<Linger>, why: CloseReason },
-    /// Over. The access log may still be owed the exchanges cut short:
-    /// [`Step::Dispatch`] until it has them, then [`Step::Close`].
-    Closed,
-}
-
-/// Why a connection ended, as the debug log says it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum CloseReason {
-    PeerClosed,
-    IdleTimeout,
-    /// Idle at the connection cap: closed to admit a new connection (D3).
-    MadeRoom,
-    /// The peer took none of the output for the stall timeout (D3).
-    Stalled,
-    /// An error response that closes the connection (D1, D3, D5).
-    Rejected,
-    Shutdown,
-    /// The shutdown's drain deadline passed with an exchange under way.
-    DrainDeadline,
-    /// A read or write failed, or the peer vanished mid-write.
-    TransportFailed,
-}
-
-impl CloseReason {
-    fn as_str(self) -> &'static str {
-        match self {
-            CloseReason::PeerClosed => "peer closed",
-            CloseReason::IdleTimeout => "idle timeout",
-            CloseReason::MadeRoom => "idle at the connection limit: closed to admit a new connection",
-            CloseReason::Stalled => "output stalled",
-            CloseReason::Rejected => "closing error response",
-            CloseReason::Shutdown => "shutdown",
-            CloseReason::DrainDeadline => "shutdown deadline passed with an exchange under way",
-            CloseReason::TransportFailed => "transport failed",
-        }
-    }
-}
-
 impl Driver {
     /// A new connection with `peer`, configured by `options.config`, over a
     /// transport that behaves as `mode` says. A server makes its
@@ -386,32 +327,6 @@ impl Driver {
     #[inline]
     fn now(&self) -> Now {
         self.settings.0.clock.now()
-    }
-
-    /// Closes without lingering (the transport failed, the peer is gone,
-    /// or the drain deadline passed) or after it; says why. What is left
-    /// to log goes to `dispatch` first.
-    fn abort(&mut self, why: CloseReason, error: Option<&std::io::Error>) -> Step {
-        self.phase = Phase::Closed;
-        // Nothing more is read or sent: the readers (files) are closed and
-        // a spooled upload deleted at once.
-        self.streaming = None;
-        self.receiving = Receiving::Nothing;
-        let why = self.why_closing.unwrap_or(why);
-        match error {
-            // An operator must hear of a certificate clients refuse.
-            #[cfg(feature = "tls")]
-            Some(error) if crate::io_adapters::tls::refused_certificate(error) => {
-                tracing::warn!(reason = why.as_str(), %error, "connection closed");
-            }
-            Some(error) => tracing::debug!(reason = why.as_str(), %error, "connection closed"),
-            None => tracing::debug!(reason = why.as_str(), "connection closed"),
-        }
-        if self.answers.is_empty() {
-            Step::Close
-        } else {
-            Step::Dispatch
-        }
     }
 }
 
