@@ -22,13 +22,16 @@ fn a_driver_fits_the_idle_connection_budget() {
 
 /// A non-blocking transport over bytes the test gives: reads say
 /// `WouldBlock` when none wait, and the end of stream once the peer
-/// closed.
+/// closed. It records what it was given, and how much of it came from a
+/// file.
 #[derive(Default)]
 struct Pipe {
     input: Vec<u8>,
     output: Vec<u8>,
     peer_closed: bool,
     shut: bool,
+    #[cfg(target_os = "linux")]
+    from_files: usize,
 }
 
 impl std::io::Read for Pipe {
@@ -65,6 +68,18 @@ impl Transport for Pipe {
 
     fn set_timeout(&mut self, _limit: Option<Duration>) -> std::io::Result<()> {
         Ok(())
+    }
+
+    /// Takes a few KiB at a time, as a socket with a small send buffer.
+    #[cfg(target_os = "linux")]
+    fn send_copy(&mut self, pending: crate::machine::OutputCopy<'_>) -> Option<std::io::Result<usize>> {
+        use std::os::unix::fs::FileExt;
+        let mut piece = vec![0; pending.len.min(5000)];
+        let read = pending.file()?.read_at(&mut piece, pending.offset);
+        Some(read.inspect(|&n| {
+            self.output.extend_from_slice(&piece[..n]);
+            self.from_files += n;
+        }))
     }
 }
 
@@ -116,56 +131,6 @@ fn only_an_idle_connection_closes_to_make_room() {
     assert_eq!(io.output.len(), answered, "no response for the close");
 }
 
-/// A transport that records what it was given, and whether it came
-/// from a file.
-#[cfg(target_os = "linux")]
-#[derive(Default)]
-struct Recorder {
-    bytes: Vec<u8>,
-    from_files: usize,
-}
-
-#[cfg(target_os = "linux")]
-impl std::io::Read for Recorder {
-    fn read(&mut self, _buf: &mut [u8]) -> std::io::Result<usize> {
-        Ok(0)
-    }
-}
-
-#[cfg(target_os = "linux")]
-impl std::io::Write for Recorder {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.bytes.extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-#[cfg(target_os = "linux")]
-impl Transport for Recorder {
-    fn shutdown_write(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-
-    fn set_timeout(&mut self, _limit: Option<Duration>) -> std::io::Result<()> {
-        Ok(())
-    }
-
-    /// Takes a few KiB at a time, as a socket with a small send buffer.
-    fn send_copy(&mut self, pending: crate::machine::OutputCopy<'_>) -> Option<std::io::Result<usize>> {
-        use std::os::unix::fs::FileExt;
-        let mut piece = vec![0; pending.len.min(5000)];
-        let read = pending.file()?.read_at(&mut piece, pending.offset);
-        Some(read.inspect(|&n| {
-            self.bytes.extend_from_slice(&piece[..n]);
-            self.from_files += n;
-        }))
-    }
-}
-
 /// What a connection sends for one `GET` answered with `body`: the
 /// bytes, and how many of them came from a file.
 #[cfg(target_os = "linux")]
@@ -183,12 +148,12 @@ fn sent_for(body: crate::message::Body) -> (Vec<u8>, usize) {
     };
     let response = Response::from_code(StatusCode::OK, "here").with_body(body);
     conn.send_response(id, response, now).expect("answered");
-    let mut io = Recorder::default();
+    let mut io = Pipe::default();
     while !conn.pending_output().is_empty() {
         let (written, _) = write_pending(&conn, &mut io);
         conn.consume_output(written.expect("taken"), now);
     }
-    (io.bytes, io.from_files)
+    (io.output, io.from_files)
 }
 
 #[test]
