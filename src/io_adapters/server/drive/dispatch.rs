@@ -5,6 +5,7 @@
 //! An answer that comes later is awaited here (std, mio) or handed out
 //! to the runtime that awaits it (tokio).
 
+use std::ops::ControlFlow;
 use std::time::Instant;
 
 use super::super::spool::{MemoryHeld, SpoolError};
@@ -12,7 +13,7 @@ use super::super::{Handled, Handler, HeadCheck, Incoming, Reply};
 use super::streamed::Streamed;
 use super::{Answer, CloseReason, Driver, Echoed, Intake, PeerInput, Phase, Receiving, Taken};
 use crate::machine::{Now, PeerError, RequestId, ServerEvent, UsageError};
-use crate::message::{Method, Resource, Response, Status, StatusCode};
+use crate::message::{Method, Rejection, Request, Resource, Response, Status, StatusCode};
 
 /// Whether `dispatch` answers requests itself or hands them out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -79,6 +80,9 @@ impl Driver {
         self.turn.clock = None;
     }
 
+    /// [`dispatch`](Self::dispatch)'s work, each event of the machine in
+    /// turn; with `Answering::HandOut`, stops at the first answer that
+    /// comes later and returns it.
     fn dispatch_events<H: Handler + ?Sized>(
         &mut self,
         handler: &H,
@@ -87,15 +91,7 @@ impl Driver {
         let span = self.span();
         let _entered = span.enter();
         if let Phase::Closed = self.phase {
-            // Nothing more is served: only the log is told what left and
-            // what was cut short.
-            let now = self.now();
-            while let Some(event) = self.conn.next_event(now) {
-                if let ServerEvent::ResponseSent { id, bytes } = event {
-                    self.log_sent(handler, id, bytes, now.instant);
-                }
-            }
-            self.log_cut_short(handler, now.instant);
+            self.log_what_is_left(handler);
             return None;
         }
         // The turn's reading of the clock, and a new one after each
@@ -138,99 +134,23 @@ impl Driver {
                 }
                 ServerEvent::Content { id, data } => self.spool(id, &data),
                 ServerEvent::ContentDiscarded { id } => self.drop_spool(id),
-                ServerEvent::Request { id, mut request } => {
-                    let exchange = Exchange {
-                        id,
-                        method: request.method,
-                        // Kept for the access record: the request itself
-                        // is the handler's.
-                        resource: request.resource.clone(),
-                        started: at.instant,
-                    };
-                    let reply = match self.take_upload(id, &mut request) {
-                        Ok(Taken::Refused(answer)) => (*answer).into(),
-                        Ok(Taken::Content(upload, held)) => {
-                            let incoming = Incoming::new(*request, self.info).with_upload(upload);
-                            match (answer(handler, incoming, &exchange), answering) {
-                                (Handled::Now(reply), _) => reply,
-                                (Handled::Later(future), Answering::HandOut) => {
-                                    handed_out = Some(Deferred {
-                                        exchange,
-                                        _held: held,
-                                        future,
-                                    });
-                                    break;
-                                }
-                                (later, Answering::Here) => later.wait(),
-                            }
-                        }
-                        Err(error) => {
-                            match &error {
-                                SpoolError::Full(_) | SpoolError::Evicted(_) => tracing::warn!(
-                                    reason = %error,
-                                    "the uploads spooled fill the server's budget; answering 503"
-                                ),
-                                SpoolError::Io(e) => {
-                                    tracing::error!(error = %e, "cannot spool the request's content; answering 500")
-                                }
-                            }
-                            error.response().into()
-                        }
-                    };
-                    at = self.now();
-                    self.respond(exchange, reply, at);
-                }
-                ServerEvent::ContinueRequested { id, request } => {
-                    let started = at.instant;
-                    let decision = handler.check_head(&request, &self.info);
-                    at = self.now();
-                    match decision {
-                        HeadCheck::Refused(response) => {
-                            let exchange = Exchange {
-                                id,
-                                method: request.method,
-                                resource: request.resource,
-                                started,
-                            };
-                            self.respond(exchange, (*response).into(), at);
-                        }
-                        wanted_or_not => {
-                            // The full request is now awaited (D10). It
-                            // names the same method and resource (or is
-                            // 400), and is not asked about again: its
-                            // content goes as decided here, whatever
-                            // headers it changes; they reach the handler
-                            // with the request.
-                            if let Some(decided) = Receiving::decided(id, wanted_or_not) {
-                                self.receiving = decided;
-                            }
-                            let _ = self.conn.accept_continue(id, at);
+                ServerEvent::Request { id, request } => {
+                    match self.answer_request(handler, id, request, answering, at) {
+                        ControlFlow::Continue(answered) => at = answered,
+                        ControlFlow::Break(deferred) => {
+                            handed_out = Some(deferred);
+                            break;
                         }
                     }
                 }
-                // Every response the machine writes on its own (framing,
-                // limits, timeouts, a stream cut short) comes as a rejection
-                // carrying what it wrote: log it like an answer.
+                ServerEvent::ContinueRequested { id, request } => {
+                    at = self.check_handshake(handler, id, *request, at);
+                }
                 ServerEvent::PeerError(PeerError::Rejected {
                     id,
                     rejection,
                     closes,
-                }) => {
-                    if let Some(id) = id {
-                        // What it streamed is discarded (D19).
-                        self.drop_spool(id);
-                    }
-                    tracing::debug!(
-                        status = rejection.status().as_u16(),
-                        closes,
-                        reason = %rejection.message,
-                        "request rejected"
-                    );
-                    if closes {
-                        self.why_closing.get_or_insert(CloseReason::Rejected);
-                    }
-                    self.keep_rejection(id, rejection, at.instant);
-                }
+                }) => self.note_rejection(id, rejection, closes, at),
                 ServerEvent::PeerError(PeerError::OutputStalled) => {
                     tracing::debug!("output stalled: the peer takes nothing");
                     self.why_closing.get_or_insert(CloseReason::Stalled);
@@ -246,6 +166,130 @@ impl Driver {
             self.turn.clock = None;
         }
         handed_out
+    }
+
+    /// Once the connection is closed, nothing more is served: only the
+    /// log is told what left and what was cut short.
+    fn log_what_is_left<H: Handler + ?Sized>(&mut self, handler: &H) {
+        let now = self.now();
+        while let Some(event) = self.conn.next_event(now) {
+            if let ServerEvent::ResponseSent { id, bytes } = event {
+                self.log_sent(handler, id, bytes, now.instant);
+            }
+        }
+        self.log_cut_short(handler, now.instant);
+    }
+
+    /// Hands complete request `id` to `handler` with its content (or
+    /// answers it as its head's check or the spool decided), and sends the
+    /// answer; the clock's reading after it. An answer that comes later
+    /// is awaited here, or handed out (`Break`) when `answering` says so.
+    fn answer_request<H: Handler + ?Sized>(
+        &mut self,
+        handler: &H,
+        id: RequestId,
+        mut request: Box<Request>,
+        answering: Answering,
+        at: Now,
+    ) -> ControlFlow<Deferred, Now> {
+        let exchange = Exchange {
+            id,
+            method: request.method,
+            // Kept for the access record: the request itself is the
+            // handler's.
+            resource: request.resource.clone(),
+            started: at.instant,
+        };
+        let reply = match self.take_upload(id, &mut request) {
+            Ok(Taken::Refused(answer)) => (*answer).into(),
+            Ok(Taken::Content(upload, held)) => {
+                let incoming = Incoming::new(*request, self.info).with_upload(upload);
+                match (answer(handler, incoming, &exchange), answering) {
+                    (Handled::Now(reply), _) => reply,
+                    (Handled::Later(future), Answering::HandOut) => {
+                        return ControlFlow::Break(Deferred {
+                            exchange,
+                            _held: held,
+                            future,
+                        });
+                    }
+                    (later, Answering::Here) => later.wait(),
+                }
+            }
+            Err(error) => {
+                match &error {
+                    SpoolError::Full(_) | SpoolError::Evicted(_) => tracing::warn!(
+                        reason = %error,
+                        "the uploads spooled fill the server's budget; answering 503"
+                    ),
+                    SpoolError::Io(e) => {
+                        tracing::error!(error = %e, "cannot spool the request's content; answering 500")
+                    }
+                }
+                error.response().into()
+            }
+        };
+        let at = self.now();
+        self.respond(exchange, reply, at);
+        ControlFlow::Continue(at)
+    }
+
+    /// Asks `handler` whether handshake `id` may send its content (D10):
+    /// refused, it is answered now; otherwise the full request is awaited.
+    /// The clock's reading after it.
+    fn check_handshake<H: Handler + ?Sized>(
+        &mut self,
+        handler: &H,
+        id: RequestId,
+        request: Request,
+        at: Now,
+    ) -> Now {
+        let started = at.instant;
+        let decision = handler.check_head(&request, &self.info);
+        let at = self.now();
+        match decision {
+            HeadCheck::Refused(response) => {
+                let exchange = Exchange {
+                    id,
+                    method: request.method,
+                    resource: request.resource,
+                    started,
+                };
+                self.respond(exchange, (*response).into(), at);
+            }
+            wanted_or_not => {
+                // The full request is now awaited (D10). It names the same
+                // method and resource (or is 400), and is not asked about
+                // again: its content goes as decided here, whatever headers
+                // it changes; they reach the handler with the request.
+                if let Some(decided) = Receiving::decided(id, wanted_or_not) {
+                    self.receiving = decided;
+                }
+                let _ = self.conn.accept_continue(id, at);
+            }
+        }
+        at
+    }
+
+    /// Every response the machine writes on its own (framing, limits,
+    /// timeouts, a stream cut short) comes as a rejection carrying what it
+    /// wrote: it is logged like an answer, and one that closes the
+    /// connection says why it closes.
+    fn note_rejection(&mut self, id: Option<RequestId>, rejection: Rejection, closes: bool, at: Now) {
+        if let Some(id) = id {
+            // What it streamed is discarded (D19).
+            self.drop_spool(id);
+        }
+        tracing::debug!(
+            status = rejection.status().as_u16(),
+            closes,
+            reason = %rejection.message,
+            "request rejected"
+        );
+        if closes {
+            self.why_closing.get_or_insert(CloseReason::Rejected);
+        }
+        self.keep_rejection(id, rejection, at.instant);
     }
 
     /// Sends the application's answer to exchange `id`, and keeps it until

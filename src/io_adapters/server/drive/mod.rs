@@ -1,7 +1,18 @@
 //! The server's drive step: every decision the runtimes share, once.
 //!
 //! See [`Driver`]. This is the one module of the server side that calls
-//! the machine.
+//! the machine. Here: the [`Driver`], its settings and what the runtimes
+//! call between steps (shutdown, the connection cap's idle close). The
+//! rest, by concern:
+//!
+//! - `step`: [`Driver::step`], bytes and time between the transport and
+//!   the machine, and what the runtime does next;
+//! - `dispatch`: [`Driver::dispatch`], the machine's events handed to the
+//!   application and its answers back;
+//! - `receiving`: request content as it arrives, spooled or dropped (D19);
+//! - `streamed`: replies whose content a reader gives (D19);
+//! - `access`: the access log's records, each told once;
+//! - `phase`: where the connection is in its life and why it closes.
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
