@@ -100,6 +100,22 @@ pub(super) enum Offer {
     Offered,
 }
 
+/// What one call to the transport did, for the step to go on from.
+enum Transfer {
+    /// Bytes moved (or the call was interrupted): go round again.
+    Moved,
+    /// A read moved bytes, and its shortness shows an edge-triggered
+    /// socket drained: go round, but wait for the next event to read.
+    Drained,
+    /// The transport answered `WouldBlock`: that direction waits.
+    Blocked,
+    /// The first line was HTTP's (D1): answered, and the connection
+    /// lingers.
+    Lingers,
+    /// The transport failed: the connection is closed, this is the step.
+    Over(Step),
+}
+
 impl Driver {
     /// Moves bytes and time until the runtime has something to do; see
     /// [`Step`]. `scratch` is the read buffer (it may be shared by every
@@ -192,30 +208,11 @@ impl Driver {
             let mut moved = false;
 
             if pending && !write_blocked && !over_budget {
-                if let Err(e) = self.bound(io, self.wake_at(deadline), at.instant) {
-                    return self.abort(CloseReason::TransportFailed, Some(&e));
-                }
-                self.offer = Offer::Offered;
-                let (written, offered) = write_pending(&self.conn, io);
-                match written {
-                    // The peer is gone: nothing more can be sent.
-                    Ok(0) => return self.abort(CloseReason::TransportFailed, None),
-                    Ok(n) => {
-                        let short = n < offered;
-                        let after = self.after_io(at);
-                        self.conn.consume_output(n, after);
-                        if short {
-                            self.report_acknowledged(io, after);
-                        }
-                        self.turn.add_moved(n);
-                        moved = true;
-                    }
-                    Err(e) if would_block(&e) => {
-                        self.report_acknowledged(io, self.after_io(at));
-                        write_blocked = true;
-                    }
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => moved = true,
-                    Err(e) => return self.abort(CloseReason::TransportFailed, Some(&e)),
+                match self.write_out(io, deadline, at) {
+                    Transfer::Moved | Transfer::Drained => moved = true,
+                    Transfer::Blocked => write_blocked = true,
+                    Transfer::Lingers => continue,
+                    Transfer::Over(step) => return step,
                 }
             }
 
@@ -226,49 +223,12 @@ impl Driver {
             let read_turn = !self.mode.is_blocking() || !pending || write_blocked;
             let room = scratch.len().min(TURN_BYTES.saturating_sub(self.turn.moved()));
             if want_read && read_turn && !read_blocked && room > 0 {
-                if let Err(e) = self.bound(io, self.wake_at(deadline), at.instant) {
-                    return self.abort(CloseReason::TransportFailed, Some(&e));
-                }
-                match io.read(&mut scratch[..room]) {
-                    Ok(0) => {
-                        self.input = PeerInput::EndRead;
-                        // What was held as a possible HTTP line goes first (D1).
-                        let held = self.first_line.release();
-                        self.take_in(&held, self.after_io(at));
-                        if let Intake::Direct = self.intake {
-                            self.input = PeerInput::Ended;
-                            self.conn.receive_eof(self.after_io(at));
-                        }
-                        moved = true;
-                    }
-                    Ok(n) => {
-                        let at = self.after_io(at);
-                        let message_time = self.settings.0.config.limits.message_timeout;
-                        let received = match self.first_line.look(&scratch[..n], at.instant, message_time) {
-                            Look::Pass(bytes) => bytes,
-                            Look::Hold => Cow::Borrowed(&[][..]),
-                            Look::Http(answer) => {
-                                // Best effort, a few hundred bytes on a fresh socket.
-                                let _ = io.write(&answer);
-                                self.why_closing = Some(CloseReason::Rejected);
-                                let (linger, why) =
-                                    (Box::new(Linger::new(at.instant)), CloseReason::Rejected);
-                                self.phase = Phase::Lingering { linger, why };
-                                continue;
-                            }
-                        };
-                        self.take_in(&received, at);
-                        self.turn.add_moved(n);
-                        moved = true;
-                        if self.mode == IoMode::EdgeTriggered && n < room && self.input == PeerInput::Open {
-                            self.turn.readiness = Readiness::Drained;
-                            read_blocked = true;
-                        }
-                    }
-                    Err(e) if would_block(&e) => read_blocked = true,
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => moved = true,
-                    // Reset by the peer: nothing can be sent.
-                    Err(e) => return self.abort(CloseReason::TransportFailed, Some(&e)),
+                match self.read_in(io, &mut scratch[..room], deadline, at) {
+                    Transfer::Moved => moved = true,
+                    Transfer::Drained => (moved, read_blocked) = (true, true),
+                    Transfer::Blocked => read_blocked = true,
+                    Transfer::Lingers => continue,
+                    Transfer::Over(step) => return step,
                 }
             }
             if moved || deadline.is_some_and(|t| t <= at.instant) {
@@ -284,6 +244,95 @@ impl Driver {
                 write: pending,
                 deadline,
             });
+        }
+    }
+
+    /// Offers the pending output to the transport once.
+    fn write_out<T: Transport + ?Sized>(
+        &mut self,
+        io: &mut T,
+        deadline: Option<Instant>,
+        at: Now,
+    ) -> Transfer {
+        if let Err(e) = self.bound(io, self.wake_at(deadline), at.instant) {
+            return Transfer::Over(self.abort(CloseReason::TransportFailed, Some(&e)));
+        }
+        self.offer = Offer::Offered;
+        let (written, offered) = write_pending(&self.conn, io);
+        match written {
+            // The peer is gone: nothing more can be sent.
+            Ok(0) => Transfer::Over(self.abort(CloseReason::TransportFailed, None)),
+            Ok(n) => {
+                let short = n < offered;
+                let after = self.after_io(at);
+                self.conn.consume_output(n, after);
+                if short {
+                    self.report_acknowledged(io, after);
+                }
+                self.turn.add_moved(n);
+                Transfer::Moved
+            }
+            Err(e) if would_block(&e) => {
+                self.report_acknowledged(io, self.after_io(at));
+                Transfer::Blocked
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => Transfer::Moved,
+            Err(e) => Transfer::Over(self.abort(CloseReason::TransportFailed, Some(&e))),
+        }
+    }
+
+    /// Reads from the transport once, into `room`, and takes in what came
+    /// (or the end of stream); the first bytes go through the look for an
+    /// HTTP request line (D1).
+    fn read_in<T: Transport + ?Sized>(
+        &mut self,
+        io: &mut T,
+        room: &mut [u8],
+        deadline: Option<Instant>,
+        at: Now,
+    ) -> Transfer {
+        if let Err(e) = self.bound(io, self.wake_at(deadline), at.instant) {
+            return Transfer::Over(self.abort(CloseReason::TransportFailed, Some(&e)));
+        }
+        match io.read(room) {
+            Ok(0) => {
+                self.input = PeerInput::EndRead;
+                // What was held as a possible HTTP line goes first (D1).
+                let held = self.first_line.release();
+                self.take_in(&held, self.after_io(at));
+                if let Intake::Direct = self.intake {
+                    self.input = PeerInput::Ended;
+                    self.conn.receive_eof(self.after_io(at));
+                }
+                Transfer::Moved
+            }
+            Ok(n) => {
+                let at = self.after_io(at);
+                let message_time = self.settings.0.config.limits.message_timeout;
+                let received = match self.first_line.look(&room[..n], at.instant, message_time) {
+                    Look::Pass(bytes) => bytes,
+                    Look::Hold => Cow::Borrowed(&[][..]),
+                    Look::Http(answer) => {
+                        // Best effort, a few hundred bytes on a fresh socket.
+                        let _ = io.write(&answer);
+                        self.why_closing = Some(CloseReason::Rejected);
+                        let (linger, why) = (Box::new(Linger::new(at.instant)), CloseReason::Rejected);
+                        self.phase = Phase::Lingering { linger, why };
+                        return Transfer::Lingers;
+                    }
+                };
+                self.take_in(&received, at);
+                self.turn.add_moved(n);
+                if self.mode == IoMode::EdgeTriggered && n < room.len() && self.input == PeerInput::Open {
+                    self.turn.readiness = Readiness::Drained;
+                    return Transfer::Drained;
+                }
+                Transfer::Moved
+            }
+            Err(e) if would_block(&e) => Transfer::Blocked,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => Transfer::Moved,
+            // Reset by the peer: nothing can be sent.
+            Err(e) => Transfer::Over(self.abort(CloseReason::TransportFailed, Some(&e))),
         }
     }
 
