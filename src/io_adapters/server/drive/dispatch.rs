@@ -151,9 +151,9 @@ impl Driver {
                     rejection,
                     closes,
                 }) => self.note_rejection(id, rejection, closes, at),
+                // The peer takes nothing: the machine dropped the output.
                 ServerEvent::PeerError(PeerError::OutputStalled) => {
-                    tracing::debug!("output stalled: the peer takes nothing");
-                    self.why_closing.get_or_insert(CloseReason::Stalled);
+                    self.move_to_closing(CloseReason::Stalled);
                 }
                 // The peer left after a `100` without the full request:
                 // nothing was written, so nothing to log. Closed: `step`
@@ -287,7 +287,7 @@ impl Driver {
             "request rejected"
         );
         if closes {
-            self.why_closing.get_or_insert(CloseReason::Rejected);
+            self.move_to_closing(CloseReason::Rejected);
         }
         self.keep_rejection(id, rejection, at.instant);
     }

@@ -12,7 +12,8 @@
 //! - `receiving`: request content as it arrives, spooled or dropped (D19);
 //! - `streamed`: replies whose content a reader gives (D19);
 //! - `access`: the access log's records, each told once;
-//! - `phase`: where the connection is in its life and why it closes.
+//! - `phase`: where the connection is in its life and why it closes,
+//!   changed only by its `move_to_*` methods.
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -22,7 +23,6 @@ use std::time::{Duration, Instant};
 use super::http_line::FirstLine;
 use super::{RequestInfo, ServerOptions, SpoolOptions};
 use crate::io_adapters::Clock;
-use crate::io_adapters::linger::Linger;
 use crate::io_adapters::transport::IoMode;
 use crate::machine::{Now, ServerConfig, ServerConnection};
 
@@ -136,7 +136,8 @@ pub struct Driver {
     settings: ConnectionSettings,
     info: RequestInfo,
     mode: IoMode,
-    /// Where the connection is in its life.
+    /// Where the connection is in its life, and why it closes once
+    /// known: changed only by the `move_to_*` methods (phase.rs).
     phase: Phase,
     /// The peer's side of the stream.
     input: PeerInput,
@@ -165,8 +166,6 @@ pub struct Driver {
     /// Output bytes of the responses logged as wholly sent: what was
     /// written beyond them belongs to the first one cut short.
     logged_bytes: u64,
-    /// Why the connection ends, once known: told once, when it closes.
-    why_closing: Option<CloseReason>,
     /// The connection's span, when a subscriber records it: every event of
     /// the connection carries the peer. Boxed, and `None` when nothing
     /// records it, as in a server that does not log at debug level.
@@ -228,7 +227,7 @@ impl Driver {
             settings: settings.clone(),
             info: RequestInfo::new(peer),
             mode,
-            phase: Phase::Serving,
+            phase: Phase::new(),
             input: PeerInput::Open,
             intake: Intake::Direct,
             first_line: FirstLine::default(),
@@ -239,7 +238,6 @@ impl Driver {
             streaming: None,
             receiving: Receiving::Nothing,
             logged_bytes: 0,
-            why_closing: None,
             span: recorded(opened(peer)),
         }
     }
@@ -275,10 +273,8 @@ impl Driver {
     /// [`ServerOptions::shutdown_timeout`] has passed, whatever the peer
     /// does. Step again after calling it.
     pub fn shut_down(&mut self) {
-        if let Phase::Serving = self.phase {
-            let until = self.now().instant + self.settings.0.shutdown_timeout;
-            self.phase = Phase::Draining { until };
-        }
+        let _entered = self.span().entered();
+        self.move_to_draining();
     }
 
     /// Whether the connection is between messages with nothing under way:
@@ -287,7 +283,7 @@ impl Driver {
     /// and not closing. At the connection cap, such a connection may be
     /// closed to admit a new one ([`close_idle`](Self::close_idle), D3).
     pub(crate) fn is_idle(&self) -> bool {
-        matches!(self.phase, Phase::Serving)
+        matches!(self.phase, Phase::Serving { .. })
             && self.conn.is_idle()
             && self.first_line.deadline().is_none()
             && !self.intake_due()
@@ -305,12 +301,7 @@ impl Driver {
             return false;
         }
         let _entered = self.span().entered();
-        tracing::debug!("idle at the connection limit: closing to admit a new connection");
-        let why = *self.why_closing.get_or_insert(CloseReason::MadeRoom);
-        self.phase = Phase::Lingering {
-            linger: Box::new(Linger::new(self.now().instant)),
-            why,
-        };
+        self.move_to_lingering(CloseReason::MadeRoom, self.now().instant);
         true
     }
 

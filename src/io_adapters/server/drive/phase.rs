@@ -6,10 +6,12 @@ use std::time::Instant;
 use super::{Driver, Receiving, Step};
 use crate::io_adapters::linger::Linger;
 
-/// Where a connection is in its life. Every move is one of:
+/// Where a connection is in its life, and why it closes once that is
+/// known. It changes only through the `move_to_*` methods below, each of
+/// which logs the change once:
 ///
 /// ```text
-///   Serving ── shut_down ──► Draining { until }
+///   Serving ── move_to_draining (shut_down) ──► Draining { until }
 ///      │                        │  nothing under way        │ `until` passes
 ///      │ the machine closed,    ▼                            ▼
 ///      │ its output written ─► Lingering { why } ─► Closed ◄── (cut short)
@@ -18,13 +20,24 @@ use crate::io_adapters::linger::Linger;
 ///
 /// An idle `Serving` connection also moves to `Lingering` when the
 /// connection cap closes it to admit a new one (`close_idle`, D3).
+///
+/// The machine may close for a reason of its own (a closing rejection, a
+/// stall, the idle timeout) while its last output still leaves:
+/// [`move_to_closing`](Driver::move_to_closing) records that reason in
+/// `Serving` or `Draining`, and it is the reason the connection lingers
+/// and closes with. The first reason known is the one kept.
 #[derive(Debug)]
 pub(super) enum Phase {
-    /// Exchanges are read, answered and written.
-    Serving,
+    /// Exchanges are read, answered and written. `closing`: why the
+    /// machine closed, when it did for a reason of its own.
+    Serving { closing: Option<CloseReason> },
     /// A graceful shutdown began: what is under way may finish until
     /// `until`; the connection then closes whatever its peer does.
-    Draining { until: Instant },
+    /// `closing`: as in `Serving`.
+    Draining {
+        until: Instant,
+        closing: Option<CloseReason>,
+    },
     /// Closing gracefully: our side shut, the peer's input drained for a
     /// moment so that our last response is not lost to a reset. Boxed:
     /// every connection holds a `Phase`, a closing one only holds this.
@@ -32,6 +45,23 @@ pub(super) enum Phase {
     /// Over. The access log may still be owed the exchanges cut short:
     /// [`Step::Dispatch`] until it has them, then [`Step::Close`].
     Closed,
+}
+
+impl Phase {
+    /// A new connection's.
+    pub(super) const fn new() -> Phase {
+        Phase::Serving { closing: None }
+    }
+
+    /// Why the connection closes, when known: the machine's reason, or the
+    /// one it lingers with.
+    fn reason(&self) -> Option<CloseReason> {
+        match self {
+            Phase::Serving { closing } | Phase::Draining { closing, .. } => *closing,
+            Phase::Lingering { why, .. } => Some(*why),
+            Phase::Closed => None,
+        }
+    }
 }
 
 /// Why a connection ended, as the debug log says it.
@@ -68,16 +98,54 @@ impl CloseReason {
 }
 
 impl Driver {
+    /// A graceful shutdown begins ([`Driver::shut_down`]): what is under
+    /// way may finish until the shutdown's timeout. Only from `Serving`.
+    pub(super) fn move_to_draining(&mut self) {
+        if let Phase::Serving { closing } = self.phase {
+            let until = self.now().instant + self.settings.0.shutdown_timeout;
+            tracing::debug!("draining: the server shuts down");
+            self.phase = Phase::Draining { until, closing };
+        }
+    }
+
+    /// The machine closed for `why` (or closes once its last output has
+    /// left): kept as the reason the connection lingers and closes with,
+    /// unless one is already known.
+    pub(super) fn move_to_closing(&mut self, why: CloseReason) {
+        if let Phase::Serving { closing } | Phase::Draining { closing, .. } = &mut self.phase
+            && closing.is_none()
+        {
+            tracing::debug!(reason = why.as_str(), "closing once the last output has left");
+            *closing = Some(why);
+        }
+    }
+
+    /// Closes gracefully from `at`: our side shut, the peer's input
+    /// drained for a moment. The reason is the one already known, or else
+    /// `why`. Only from `Serving` or `Draining`.
+    pub(super) fn move_to_lingering(&mut self, why: CloseReason, at: Instant) {
+        if matches!(self.phase, Phase::Lingering { .. } | Phase::Closed) {
+            return;
+        }
+        let why = self.phase.reason().unwrap_or(why);
+        tracing::debug!(reason = why.as_str(), "lingering: our side shut");
+        self.phase = Phase::Lingering {
+            linger: Box::new(Linger::new(at)),
+            why,
+        };
+    }
+
     /// Closes without lingering (the transport failed, the peer is gone,
-    /// or the drain deadline passed) or after it; says why. What is left
-    /// to log goes to `dispatch` first.
-    pub(super) fn abort(&mut self, why: CloseReason, error: Option<&std::io::Error>) -> Step {
+    /// or the drain deadline passed) or after it; says why: the reason
+    /// already known, or else `why`. Nothing more is read or sent. What is
+    /// left to log goes to `dispatch` first.
+    pub(super) fn move_to_closed(&mut self, why: CloseReason, error: Option<&std::io::Error>) -> Step {
+        let why = self.phase.reason().unwrap_or(why);
         self.phase = Phase::Closed;
-        // Nothing more is read or sent: the readers (files) are closed and
-        // a spooled upload deleted at once.
+        // The readers (files) are closed and a spooled upload deleted at
+        // once.
         self.streaming = None;
         self.receiving = Receiving::Nothing;
-        let why = self.why_closing.unwrap_or(why);
         match error {
             // An operator must hear of a certificate clients refuse.
             #[cfg(feature = "tls")]

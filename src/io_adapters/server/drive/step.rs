@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use super::super::http_line::Look;
 use super::{BLOCKING_SLICE, CloseReason, Driver, Phase, Step};
-use crate::io_adapters::linger::{Linger, Lingering};
+use crate::io_adapters::linger::Lingering;
 use crate::io_adapters::transport::{IoMode, Transport, retime, socket_timeout, would_block};
 use crate::machine::{Now, ServerConnection};
 
@@ -149,13 +149,13 @@ impl Driver {
                             write,
                             deadline: Some(deadline),
                         }),
-                        Lingering::Done => self.abort(why, None),
+                        Lingering::Done => self.move_to_closed(why, None),
                     };
                 }
-                Phase::Draining { until } if *until <= at.instant => {
-                    return self.abort(CloseReason::DrainDeadline, None);
+                Phase::Draining { until, .. } if *until <= at.instant => {
+                    return self.move_to_closed(CloseReason::DrainDeadline, None);
                 }
-                Phase::Serving | Phase::Draining { .. } => {}
+                Phase::Serving { .. } | Phase::Draining { .. } => {}
             }
             // Input, a timer, or output taken (which lets held requests
             // through, D3) may each have produced events.
@@ -197,11 +197,7 @@ impl Driver {
                 } else {
                     CloseReason::Shutdown
                 };
-                let why = *self.why_closing.get_or_insert(why);
-                self.phase = Phase::Lingering {
-                    linger: Box::new(Linger::new(at.instant)),
-                    why,
-                };
+                self.move_to_lingering(why, at.instant);
                 continue;
             }
             let over_budget = self.turn.moved() >= TURN_BYTES;
@@ -255,13 +251,13 @@ impl Driver {
         at: Now,
     ) -> Transfer {
         if let Err(e) = self.bound(io, self.wake_at(deadline), at.instant) {
-            return Transfer::Over(self.abort(CloseReason::TransportFailed, Some(&e)));
+            return Transfer::Over(self.move_to_closed(CloseReason::TransportFailed, Some(&e)));
         }
         self.offer = Offer::Offered;
         let (written, offered) = write_pending(&self.conn, io);
         match written {
             // The peer is gone: nothing more can be sent.
-            Ok(0) => Transfer::Over(self.abort(CloseReason::TransportFailed, None)),
+            Ok(0) => Transfer::Over(self.move_to_closed(CloseReason::TransportFailed, None)),
             Ok(n) => {
                 let short = n < offered;
                 let after = self.after_io(at);
@@ -277,7 +273,7 @@ impl Driver {
                 Transfer::Blocked
             }
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => Transfer::Moved,
-            Err(e) => Transfer::Over(self.abort(CloseReason::TransportFailed, Some(&e))),
+            Err(e) => Transfer::Over(self.move_to_closed(CloseReason::TransportFailed, Some(&e))),
         }
     }
 
@@ -292,7 +288,7 @@ impl Driver {
         at: Now,
     ) -> Transfer {
         if let Err(e) = self.bound(io, self.wake_at(deadline), at.instant) {
-            return Transfer::Over(self.abort(CloseReason::TransportFailed, Some(&e)));
+            return Transfer::Over(self.move_to_closed(CloseReason::TransportFailed, Some(&e)));
         }
         match io.read(room) {
             Ok(0) => {
@@ -315,9 +311,7 @@ impl Driver {
                     Look::Http(answer) => {
                         // Best effort, a few hundred bytes on a fresh socket.
                         let _ = io.write(&answer);
-                        self.why_closing = Some(CloseReason::Rejected);
-                        let (linger, why) = (Box::new(Linger::new(at.instant)), CloseReason::Rejected);
-                        self.phase = Phase::Lingering { linger, why };
+                        self.move_to_lingering(CloseReason::Rejected, at.instant);
                         return Transfer::Lingers;
                     }
                 };
@@ -332,7 +326,7 @@ impl Driver {
             Err(e) if would_block(&e) => Transfer::Blocked,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => Transfer::Moved,
             // Reset by the peer: nothing can be sent.
-            Err(e) => Transfer::Over(self.abort(CloseReason::TransportFailed, Some(&e))),
+            Err(e) => Transfer::Over(self.move_to_closed(CloseReason::TransportFailed, Some(&e))),
         }
     }
 
@@ -353,8 +347,7 @@ impl Driver {
         }
         if idle && self.conn.is_closed() {
             // D3: an idle connection closes without a response.
-            tracing::debug!("idle timeout");
-            self.why_closing.get_or_insert(CloseReason::IdleTimeout);
+            self.move_to_closing(CloseReason::IdleTimeout);
         }
     }
 
@@ -383,8 +376,8 @@ impl Driver {
     /// nearest timer, or the end of a shutdown's drain.
     pub(super) fn wake_at(&self, machine: Option<Instant>) -> Option<Instant> {
         match (&self.phase, machine) {
-            (Phase::Draining { until }, Some(t)) => Some(t.min(*until)),
-            (Phase::Draining { until }, None) => Some(*until),
+            (Phase::Draining { until, .. }, Some(t)) => Some(t.min(*until)),
+            (Phase::Draining { until, .. }, None) => Some(*until),
             (_, machine) => machine,
         }
     }
