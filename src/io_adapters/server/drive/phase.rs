@@ -20,6 +20,9 @@ use crate::io_adapters::linger::Linger;
 ///
 /// An idle `Serving` connection also moves to `Lingering` when the
 /// connection cap closes it to admit a new one (`close_idle`, D3).
+/// [`move_to_lingering`](Driver::move_to_lingering) makes every move to
+/// `Lingering`, [`move_to_closed`](Driver::move_to_closed) every move to
+/// `Closed`.
 ///
 /// The machine may close for a reason of its own (a closing rejection, a
 /// stall, the idle timeout) while its last output still leaves:

@@ -20,6 +20,42 @@ fn a_driver_fits_the_idle_connection_budget() {
     assert!(size <= 808, "a Driver is {size} bytes");
 }
 
+/// The first reason a connection is known to close for is the one it
+/// lingers and closes with: a later cause, or the cause of the move
+/// itself, does not replace it.
+#[test]
+fn the_first_close_reason_known_is_the_one_kept() {
+    let peer = "127.0.0.1:9".parse().expect("address");
+    let mut driver = Driver::new(peer, &ServerOptions::default(), IoMode::NonBlocking);
+    driver.move_to_closing(CloseReason::Stalled);
+    driver.move_to_closing(CloseReason::Rejected);
+    driver.move_to_draining();
+    assert!(matches!(
+        driver.phase,
+        Phase::Draining {
+            closing: Some(CloseReason::Stalled),
+            ..
+        }
+    ));
+    driver.move_to_lingering(CloseReason::PeerClosed, Instant::now());
+    assert!(matches!(
+        driver.phase,
+        Phase::Lingering {
+            why: CloseReason::Stalled,
+            ..
+        }
+    ));
+    assert_eq!(
+        driver.move_to_closed(CloseReason::TransportFailed, None),
+        Step::Close
+    );
+    assert!(driver.is_closed());
+    // Closed is the end: no move leaves it.
+    driver.move_to_lingering(CloseReason::MadeRoom, Instant::now());
+    driver.move_to_draining();
+    assert!(driver.is_closed());
+}
+
 /// A non-blocking transport over bytes the test gives: reads say
 /// `WouldBlock` when none wait, and the end of stream once the peer
 /// closed. It records what it was given, and how much of it came from a
