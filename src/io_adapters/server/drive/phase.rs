@@ -1,0 +1,170 @@
+//! Where a connection is in its life ([`Phase`]) and why it ends
+//! ([`CloseReason`]).
+
+use std::time::Instant;
+
+use super::{Driver, Receiving, Step};
+use crate::io_adapters::linger::Linger;
+
+/// Where a connection is in its life, and why it closes once that is
+/// known. It changes only through the `move_to_*` methods below, each of
+/// which logs the change once:
+///
+/// ```text
+///   Serving ── move_to_draining (shut_down) ──► Draining { until }
+///      │                        │  nothing under way        │ `until` passes
+///      │ the machine closed,    ▼                            ▼
+///      │ its output written ─► Lingering { why } ─► Closed ◄── (cut short)
+///      └── the transport failed, or the peer vanished ──────► Closed
+/// ```
+///
+/// An idle `Serving` connection also moves to `Lingering` when the
+/// connection cap closes it to admit a new one (`close_idle`, D3).
+/// [`move_to_lingering`](Driver::move_to_lingering) makes every move to
+/// `Lingering`, [`move_to_closed`](Driver::move_to_closed) every move to
+/// `Closed`.
+///
+/// The machine may close for a reason of its own (a closing rejection, a
+/// stall, the idle timeout) while its last output still leaves:
+/// [`move_to_closing`](Driver::move_to_closing) records that reason in
+/// `Serving` or `Draining`, and it is the reason the connection lingers
+/// and closes with. The first reason known is the one kept.
+#[derive(Debug)]
+pub(super) enum Phase {
+    /// Exchanges are read, answered and written. `closing`: why the
+    /// machine closed, when it did for a reason of its own.
+    Serving { closing: Option<CloseReason> },
+    /// A graceful shutdown began: what is under way may finish until
+    /// `until`; the connection then closes whatever its peer does.
+    /// `closing`: as in `Serving`.
+    Draining {
+        until: Instant,
+        closing: Option<CloseReason>,
+    },
+    /// Closing gracefully: our side shut, the peer's input drained for a
+    /// moment so that our last response is not lost to a reset. Boxed:
+    /// every connection holds a `Phase`, a closing one only holds this.
+    Lingering { linger: Box<Linger>, why: CloseReason },
+    /// Over. The access log may still be owed the exchanges cut short:
+    /// [`Step::Dispatch`] until it has them, then [`Step::Close`].
+    Closed,
+}
+
+impl Phase {
+    /// A new connection's.
+    pub(super) const fn new() -> Phase {
+        Phase::Serving { closing: None }
+    }
+
+    /// Why the connection closes, when known: the machine's reason, or the
+    /// one it lingers with.
+    fn reason(&self) -> Option<CloseReason> {
+        match self {
+            Phase::Serving { closing } | Phase::Draining { closing, .. } => *closing,
+            Phase::Lingering { why, .. } => Some(*why),
+            Phase::Closed => None,
+        }
+    }
+}
+
+/// Why a connection ended, as the debug log says it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum CloseReason {
+    PeerClosed,
+    IdleTimeout,
+    /// Idle at the connection cap: closed to admit a new connection (D3).
+    MadeRoom,
+    /// The peer took none of the output for the stall timeout (D3).
+    Stalled,
+    /// An error response that closes the connection (D1, D3, D5).
+    Rejected,
+    Shutdown,
+    /// The shutdown's drain deadline passed with an exchange under way.
+    DrainDeadline,
+    /// A read or write failed, or the peer vanished mid-write.
+    TransportFailed,
+    /// The peer went away while its request's answer was awaited.
+    PeerLeft,
+}
+
+impl CloseReason {
+    pub(super) fn as_str(self) -> &'static str {
+        match self {
+            CloseReason::PeerClosed => "peer closed",
+            CloseReason::IdleTimeout => "idle timeout",
+            CloseReason::MadeRoom => "idle at the connection limit: closed to admit a new connection",
+            CloseReason::Stalled => "output stalled",
+            CloseReason::Rejected => "closing error response",
+            CloseReason::Shutdown => "shutdown",
+            CloseReason::DrainDeadline => "shutdown deadline passed with an exchange under way",
+            CloseReason::TransportFailed => "transport failed",
+            CloseReason::PeerLeft => "the peer left while its request was answered",
+        }
+    }
+}
+
+impl Driver {
+    /// A graceful shutdown begins ([`Driver::shut_down`]): what is under
+    /// way may finish until the shutdown's timeout. Only from `Serving`.
+    pub(super) fn move_to_draining(&mut self) {
+        if let Phase::Serving { closing } = self.phase {
+            let until = self.now().instant + self.settings.0.shutdown_timeout;
+            tracing::debug!("draining: the server shuts down");
+            self.phase = Phase::Draining { until, closing };
+        }
+    }
+
+    /// The machine closed for `why` (or closes once its last output has
+    /// left): kept as the reason the connection lingers and closes with,
+    /// unless one is already known.
+    pub(super) fn move_to_closing(&mut self, why: CloseReason) {
+        if let Phase::Serving { closing } | Phase::Draining { closing, .. } = &mut self.phase
+            && closing.is_none()
+        {
+            tracing::debug!(reason = why.as_str(), "closing once the last output has left");
+            *closing = Some(why);
+        }
+    }
+
+    /// Closes gracefully from `at`: our side shut, the peer's input
+    /// drained for a moment. The reason is the one already known, or else
+    /// `why`. Only from `Serving` or `Draining`.
+    pub(super) fn move_to_lingering(&mut self, why: CloseReason, at: Instant) {
+        if matches!(self.phase, Phase::Lingering { .. } | Phase::Closed) {
+            return;
+        }
+        let why = self.phase.reason().unwrap_or(why);
+        tracing::debug!(reason = why.as_str(), "lingering: our side shut");
+        self.phase = Phase::Lingering {
+            linger: Box::new(Linger::new(at)),
+            why,
+        };
+    }
+
+    /// Closes without lingering (the transport failed, the peer is gone,
+    /// or the drain deadline passed) or after it; says why: the reason
+    /// already known, or else `why`. Nothing more is read or sent. What is
+    /// left to log goes to `dispatch` first.
+    pub(super) fn move_to_closed(&mut self, why: CloseReason, error: Option<&std::io::Error>) -> Step {
+        let why = self.phase.reason().unwrap_or(why);
+        self.phase = Phase::Closed;
+        // The readers (files) are closed and a spooled upload deleted at
+        // once.
+        self.streaming = None;
+        self.receiving = Receiving::Nothing;
+        match error {
+            // An operator must hear of a certificate clients refuse.
+            #[cfg(feature = "tls")]
+            Some(error) if crate::io_adapters::tls::refused_certificate(error) => {
+                tracing::warn!(reason = why.as_str(), %error, "connection closed");
+            }
+            Some(error) => tracing::debug!(reason = why.as_str(), %error, "connection closed"),
+            None => tracing::debug!(reason = why.as_str(), "connection closed"),
+        }
+        if self.answers.is_empty() {
+            Step::Close
+        } else {
+            Step::Dispatch
+        }
+    }
+}
