@@ -397,6 +397,11 @@ impl<S> Node<S> {
     /// node: `None` once every segment is used), the captures pushed onto
     /// `params`. Tries the literal child, then `{name}`, then `{*name}`,
     /// going back when a branch matches nothing further down.
+    /// Whether no route goes through this node.
+    fn leads_nowhere(&self) -> bool {
+        self.endpoint.is_none() && self.literals.is_empty() && self.param.is_none() && self.rest.is_none()
+    }
+
     fn find<'n>(
         &'n self,
         rest: Option<&str>,
@@ -750,10 +755,14 @@ impl<S: Clone + Send + Sync + 'static> Router<S> {
     pub(crate) fn target(&self, method: Method, path: &str) -> Target<S> {
         let inner = &*self.inner;
         let mut params = Vec::new();
-        let found = path.strip_prefix('/').and_then(|rest| {
-            let rest = (!rest.is_empty()).then_some(rest);
-            inner.root.find(rest, &mut params)
-        });
+        // A router of fallbacks alone (a file server's) has no tree to walk.
+        let found = path
+            .strip_prefix('/')
+            .filter(|_| !inner.root.leads_nowhere())
+            .and_then(|rest| {
+                let rest = (!rest.is_empty()).then_some(rest);
+                inner.root.find(rest, &mut params)
+            });
         // D7: the path may not leave the root; a capture is what a handler
         // may join to a folder, where a backslash can be a separator
         // (`..\..\x` climbs on Windows). Refused for every method, as the
