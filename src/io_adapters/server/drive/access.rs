@@ -9,7 +9,7 @@ use std::time::Instant;
 use super::super::{AccessRecord, Handler};
 use super::Driver;
 use crate::machine::RequestId;
-use crate::message::{Method, Rejection, Resource, StatusCode};
+use crate::message::{Method, Rejection, StatusCode};
 
 /// An answered exchange waiting for its response to leave.
 #[derive(Debug)]
@@ -17,29 +17,14 @@ pub(super) struct Answer {
     /// The exchange, when it was read far enough to have one.
     pub(super) id: Option<RequestId>,
     pub(super) method: Option<Method>,
-    pub(super) resource: Echoed,
+    /// The resource as the response echoes it (D12): the request's own
+    /// string, or as a rejection wrote it (`""` when it could not be read).
+    pub(super) resource: String,
     pub(super) status: StatusCode,
     pub(super) content_bytes: u64,
     /// When the request was handed over (or refused): the record's
     /// duration runs from here to the response's last byte taken.
     pub(super) started: Instant,
-}
-
-/// The resource an exchange's response echoes (D12).
-#[derive(Debug)]
-pub(super) enum Echoed {
-    Request(Resource),
-    /// As the rejection wrote it (`""` when it could not be read).
-    Rejection(String),
-}
-
-impl Echoed {
-    fn as_str(&self) -> &str {
-        match self {
-            Echoed::Request(resource) => resource.as_str(),
-            Echoed::Rejection(text) => text,
-        }
-    }
 }
 
 impl Driver {
@@ -55,7 +40,7 @@ impl Driver {
             id,
             method: None,
             status: rejection.status(),
-            resource: Echoed::Rejection(rejection.resource),
+            resource: rejection.resource,
             // The connection's error responses carry no content.
             content_bytes: 0,
             started,
@@ -85,7 +70,8 @@ impl Driver {
         if let Some(at) = self.answers.iter().position(|a| a.id == Some(id))
             && let Some(done) = self.answers.remove(at)
         {
-            self.log(handler, done, bytes, true, now);
+            let echo = self.log(handler, done, bytes, true, now);
+            self.recycle_echo(echo);
         }
     }
 
@@ -100,12 +86,13 @@ impl Driver {
                 bytes_written = left,
                 "response cut short: the connection ended before it left"
             );
-            self.log(handler, done, left, false, now);
+            let echo = self.log(handler, done, left, false, now);
+            self.recycle_echo(echo);
             left = 0;
         }
     }
 
-    /// Tells the access log about `done`.
+    /// Tells the access log about `done`; gives back its echo's string.
     fn log<H: Handler + ?Sized>(
         &self,
         handler: &H,
@@ -113,16 +100,38 @@ impl Driver {
         bytes_written: u64,
         complete: bool,
         now: Instant,
-    ) {
+    ) -> String {
         handler.log_exchange(&AccessRecord {
             peer: self.info.peer,
             method: done.method,
-            resource: done.resource.as_str(),
+            resource: &done.resource,
             status: done.status,
             content_bytes: done.content_bytes,
             elapsed: now.saturating_duration_since(done.started),
             bytes_written,
             complete,
         });
+        done.resource
+    }
+
+    /// A copy of a request's resource string for its record (D12), in
+    /// the string the last record gave back: the handler owns the
+    /// request, and a copy per request would otherwise cost an allocation.
+    pub(super) fn echo_of(&mut self, resource: &str) -> String {
+        let mut echo = std::mem::take(&mut self.spare_echo);
+        echo.push_str(resource);
+        echo
+    }
+
+    /// Keeps `echo` for the next request's record, unless it grew large.
+    fn recycle_echo(&mut self, mut echo: String) {
+        if echo.capacity() <= SPARE_ECHO && echo.capacity() > self.spare_echo.capacity() {
+            echo.clear();
+            self.spare_echo = echo;
+        }
     }
 }
+
+/// The largest echo string a connection keeps for the next record: a
+/// typical resource fits, and an idle connection stays small (D3).
+const SPARE_ECHO: usize = 256;

@@ -11,9 +11,9 @@ use std::time::Instant;
 use super::super::spool::{MemoryHeld, SpoolError};
 use super::super::{Handled, Handler, HeadCheck, Incoming, Reply};
 use super::streamed::Streamed;
-use super::{Answer, CloseReason, Driver, Echoed, Intake, PeerInput, Phase, Receiving, Taken};
+use super::{Answer, CloseReason, Driver, Intake, PeerInput, Phase, Receiving, Taken};
 use crate::machine::{Now, PeerError, RequestId, ServerEvent, UsageError};
-use crate::message::{Method, Rejection, Request, Resource, Response, Status, StatusCode};
+use crate::message::{Method, Rejection, Request, Response, Status, StatusCode};
 
 /// Whether `dispatch` answers requests itself or hands them out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,7 +42,8 @@ pub(crate) struct Deferred {
 struct Exchange {
     id: RequestId,
     method: Method,
-    resource: Resource,
+    /// The resource, as the response echoes it (D12).
+    resource: String,
     started: Instant,
 }
 
@@ -98,7 +99,7 @@ impl Driver {
             id: Some(id),
             method: Some(method),
             status: StatusCode::SERVICE_UNAVAILABLE,
-            resource: Echoed::Request(resource),
+            resource,
             content_bytes: 0,
             started,
         });
@@ -229,7 +230,7 @@ impl Driver {
             method: request.method,
             // Kept for the access record: the request itself is the
             // handler's.
-            resource: request.resource.clone(),
+            resource: self.echo_of(request.resource.as_str()),
             started: at.instant,
         };
         let reply = match self.take_upload(id, &mut request) {
@@ -284,7 +285,7 @@ impl Driver {
                 let exchange = Exchange {
                     id,
                     method: request.method,
-                    resource: request.resource,
+                    resource: self.echo_of(request.resource.as_str()),
                     started,
                 };
                 self.respond(exchange, (*response).into(), at);
@@ -366,7 +367,7 @@ impl Driver {
         self.answers.push_back(Answer {
             id: Some(id),
             method: Some(method),
-            resource: Echoed::Request(resource),
+            resource,
             status,
             content_bytes,
             started,

@@ -33,7 +33,7 @@ mod receiving;
 mod step;
 mod streamed;
 
-use access::{Answer, Echoed};
+use access::Answer;
 #[allow(unused_imports, reason = "the path the async runtime names it by")]
 pub(crate) use dispatch::Deferred;
 use phase::{CloseReason, Phase};
@@ -163,6 +163,9 @@ pub struct Driver {
     streaming: Option<Box<Streaming>>,
     /// The content of the request being received (D19).
     receiving: Receiving,
+    /// The string of the last record logged, emptied, for the next
+    /// request's copy of its resource (D12).
+    spare_echo: String,
     /// Output bytes of the responses logged as wholly sent: what was
     /// written beyond them belongs to the first one cut short.
     logged_bytes: u64,
@@ -237,6 +240,7 @@ impl Driver {
             answers: VecDeque::new(),
             streaming: None,
             receiving: Receiving::Nothing,
+            spare_echo: String::new(),
             logged_bytes: 0,
             span: recorded(opened(peer)),
         }
