@@ -28,7 +28,7 @@
 //!
 //! # In a minute
 //!
-//! An application on tokio: a [`Router`](app::Router) whose handlers take
+//! An application on tokio: a `Router` (module `app`) whose handlers take
 //! what they need of the request as arguments (extractors) and answer with
 //! text, a status, typed body keys or a whole response. The same router
 //! serves on every runtime; refusals it can decide from a request's head
@@ -88,7 +88,7 @@
 //! ```
 //!
 //! `docs/writing-an-application.md` walks through a whole application
-//! (NNNTP, a news server); [`app`] lists the extractors.
+//! (NNNTP, a news server); the module `app` lists the extractors.
 //!
 //! # Messages without a connection
 //!
