@@ -118,16 +118,24 @@ impl Driver {
     /// the string the last record gave back: the handler owns the
     /// request, and a copy per request would otherwise cost an allocation.
     pub(super) fn echo_of(&mut self, resource: &str) -> String {
-        let mut echo = std::mem::take(&mut self.spare_echo);
+        let mut echo = match &mut self.spare_echo {
+            Some(spare) => std::mem::take(&mut **spare),
+            None => String::new(),
+        };
         echo.push_str(resource);
         echo
     }
 
     /// Keeps `echo` for the next request's record, unless it grew large.
     fn recycle_echo(&mut self, mut echo: String) {
-        if echo.capacity() <= SPARE_ECHO && echo.capacity() > self.spare_echo.capacity() {
-            echo.clear();
-            self.spare_echo = echo;
+        if echo.capacity() > SPARE_ECHO {
+            return;
+        }
+        echo.clear();
+        match &mut self.spare_echo {
+            Some(spare) if spare.capacity() < echo.capacity() => **spare = echo,
+            Some(_) => {}
+            None => self.spare_echo = Some(Box::new(echo)),
         }
     }
 }

@@ -164,8 +164,9 @@ pub struct Driver {
     /// The content of the request being received (D19).
     receiving: Receiving,
     /// The string of the last record logged, emptied, for the next
-    /// request's copy of its resource (D12).
-    spare_echo: String,
+    /// request's copy of its resource (D12); boxed, so that an idle
+    /// connection stays small.
+    spare_echo: Option<Box<String>>,
     /// Output bytes of the responses logged as wholly sent: what was
     /// written beyond them belongs to the first one cut short.
     logged_bytes: u64,
@@ -240,7 +241,7 @@ impl Driver {
             answers: VecDeque::new(),
             streaming: None,
             receiving: Receiving::Nothing,
-            spare_echo: String::new(),
+            spare_echo: None,
             logged_bytes: 0,
             span: recorded(opened(peer)),
         }
