@@ -114,32 +114,43 @@ impl Driver {
         done.resource
     }
 
-    /// A copy of a request's resource string for its record (D12), in
-    /// the string the last record gave back: the handler owns the
-    /// request, and a copy per request would otherwise cost an allocation.
+    /// A copy of a request's resource string for its record (D12), in a
+    /// string an earlier record gave back: the handler owns the request,
+    /// and a copy per request would otherwise cost an allocation.
     pub(super) fn echo_of(&mut self, resource: &str) -> String {
-        let mut echo = match &mut self.spare_echo {
-            Some(spare) => std::mem::take(&mut **spare),
-            None => String::new(),
-        };
+        let mut echo = self
+            .spare_echoes
+            .as_mut()
+            .and_then(|spare| spare.0.pop())
+            .unwrap_or_default();
         echo.push_str(resource);
         echo
     }
 
-    /// Keeps `echo` for the next request's record, unless it grew large.
+    /// Keeps `echo` for a later request's record, unless it grew large or
+    /// enough are kept for a full pipeline.
     fn recycle_echo(&mut self, mut echo: String) {
         if echo.capacity() > SPARE_ECHO {
             return;
         }
-        echo.clear();
-        match &mut self.spare_echo {
-            Some(spare) if spare.capacity() < echo.capacity() => **spare = echo,
-            Some(_) => {}
-            None => self.spare_echo = Some(Box::new(echo)),
+        let spare = &mut self.spare_echoes.get_or_insert_default().0;
+        if spare.len() < SPARE_ECHOES {
+            echo.clear();
+            spare.push(echo);
         }
     }
 }
 
-/// The largest echo string a connection keeps for the next record: a
+/// Emptied echo strings, kept for later records.
+#[derive(Debug, Default)]
+pub(super) struct SpareEchoes(Vec<String>);
+
+/// The largest echo string a connection keeps for a later record: a
 /// typical resource fits, and an idle connection stays small (D3).
-const SPARE_ECHO: usize = 256;
+const SPARE_ECHO: usize = 128;
+
+/// The most echo strings a connection keeps: one for each request of a
+/// pipeline 16 deep in flight at once. With [`SPARE_ECHO`], a connection
+/// that pipelined so deep keeps at most about 2.5 KB for them; one that
+/// never pipelined, one short string.
+const SPARE_ECHOES: usize = 16;

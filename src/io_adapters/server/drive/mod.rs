@@ -33,7 +33,7 @@ mod receiving;
 mod step;
 mod streamed;
 
-use access::Answer;
+use access::{Answer, SpareEchoes};
 #[allow(unused_imports, reason = "the path the async runtime names it by")]
 pub(crate) use dispatch::Deferred;
 use phase::{CloseReason, Phase};
@@ -163,10 +163,10 @@ pub struct Driver {
     streaming: Option<Box<Streaming>>,
     /// The content of the request being received (D19).
     receiving: Receiving,
-    /// The string of the last record logged, emptied, for the next
-    /// request's copy of its resource (D12); boxed, so that an idle
-    /// connection stays small.
-    spare_echo: Option<Box<String>>,
+    /// The strings of records logged, emptied, for later requests'
+    /// copies of their resources (D12); boxed, so that an idle connection
+    /// stays small.
+    spare_echoes: Option<Box<SpareEchoes>>,
     /// Output bytes of the responses logged as wholly sent: what was
     /// written beyond them belongs to the first one cut short.
     logged_bytes: u64,
@@ -241,7 +241,7 @@ impl Driver {
             answers: VecDeque::new(),
             streaming: None,
             receiving: Receiving::Nothing,
-            spare_echo: None,
+            spare_echoes: None,
             logged_bytes: 0,
             span: recorded(opened(peer)),
         }
