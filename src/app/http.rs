@@ -217,23 +217,7 @@ fn layer_answer(status: http::StatusCode, reached: Reached) -> Reply {
     let answer = |code, message: &str| Response::from_code(code, message).into();
     if timeout {
         // The same answers the tokio server gives tower's own timeout (D13).
-        return match reached {
-            Reached::Queue => {
-                tracing::warn!("no handler was free in time; answering 503");
-                answer(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "the server was too busy to begin this request in time, and never did; try again later",
-                )
-            }
-            Reached::Service | Reached::Handler => {
-                tracing::warn!("the application did not answer in time; answering 504");
-                answer(
-                    StatusCode::GATEWAY_TIMEOUT,
-                    "the server stopped waiting for its application, which may still finish: \
-                     the request may or may not have been applied",
-                )
-            }
-        };
+        return reached.timed_out().into();
     }
     match StatusCode::from_u16(status.as_u16()).filter(|code| !code.is_informational()) {
         Some(code) => answer(

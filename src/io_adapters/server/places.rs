@@ -219,6 +219,33 @@ pub(crate) enum Reached {
     Handler = 2,
 }
 
+#[cfg(feature = "tower")]
+impl Reached {
+    /// The answer when the server, or a layer in front of the
+    /// application, stopped waiting for it (D13): `503`, try again later,
+    /// while no handler had the request; `504`, its outcome unknown, once
+    /// one may have begun.
+    pub(crate) fn timed_out(self) -> Response {
+        match self {
+            Reached::Queue => {
+                tracing::warn!("no handler was free in time; answering 503");
+                Response::from_code(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "the server was too busy to begin this request in time, and never did; try again later",
+                )
+            }
+            Reached::Service | Reached::Handler => {
+                tracing::warn!("the application did not answer in time; answering 504");
+                Response::from_code(
+                    StatusCode::GATEWAY_TIMEOUT,
+                    "the server stopped waiting for its application, which may still finish: \
+                     the request may or may not have been applied",
+                )
+            }
+        }
+    }
+}
+
 /// The hand-off mark an [`Incoming`](super::Incoming) carries, shared
 /// between the server (which reads it when the service gives an error
 /// instead of an answer) and the router (which sets it), and the server's

@@ -244,23 +244,7 @@ fn error_reply(error: &(dyn std::error::Error + 'static), reached: Reached) -> R
         );
     }
     if error.is::<tower::timeout::error::Elapsed>() {
-        return match reached {
-            Reached::Queue => {
-                tracing::warn!("no handler was free in time; answering 503");
-                answer(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "the server was too busy to begin this request in time, and never did; try again later",
-                )
-            }
-            Reached::Service | Reached::Handler => {
-                tracing::warn!("the application did not answer in time; answering 504");
-                answer(
-                    StatusCode::GATEWAY_TIMEOUT,
-                    "the server stopped waiting for its application, which may still finish: \
-                     the request may or may not have been applied",
-                )
-            }
-        };
+        return reached.timed_out().into();
     }
     tracing::error!(%error, "the application failed; answering 500");
     failed()
