@@ -108,39 +108,29 @@ impl<H> Bounded<H> {
     }
 }
 
-impl<H: Handler> Bounded<H> {
-    /// Runs `call` in a place; a request still waiting for one when the
-    /// drain deadline passes was never handed to the handler: `503` (D13).
-    fn in_place<T: From<Response>>(&self, call: impl FnOnce(&H) -> T) -> T {
+impl<H: Handler> Handler for Bounded<H> {
+    fn check_head(&self, head: &Request, info: &RequestInfo) -> super::HeadCheck {
+        self.handler.check_head(head, info)
+    }
+
+    /// Runs in a place until the answer is ready (an `async` one run to
+    /// its end here, as a server without a runtime must). A request still
+    /// waiting for a place when the drain deadline passes was never handed
+    /// to the handler: `503` (D13), its upload dropped with it.
+    fn respond(&self, incoming: Incoming) -> Handled {
         let Some(places) = &self.places else {
-            return call(&self.handler);
+            // The server's thread bounds the call, and runs a later
+            // answer to its end itself.
+            return self.handler.respond(incoming);
         };
         match places.take() {
-            Some(_place) => call(&self.handler),
+            Some(_place) => Handled::Now(self.handler.respond(incoming).wait()),
             None => Response::new(Status::new(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "the server is shutting down and never began this request; try again later",
             ))
             .into(),
         }
-    }
-}
-
-impl<H: Handler> Handler for Bounded<H> {
-    fn check_head(&self, head: &Request, info: &RequestInfo) -> super::HeadCheck {
-        self.handler.check_head(head, info)
-    }
-
-    /// Runs in a place until the reply is ready: an `async` answer is run
-    /// to its end here, as a server without a runtime must.
-    fn respond(&self, incoming: Incoming) -> Handled {
-        if self.places.is_none() {
-            // The server's thread bounds the call, and runs a later
-            // answer to its end itself.
-            return self.handler.respond(incoming);
-        }
-        // A request refused for want of a place drops its upload with it.
-        self.in_place(|handler| Handled::Now(handler.respond(incoming).wait()))
     }
 
     fn log_exchange(&self, record: &super::AccessRecord<'_>) {
