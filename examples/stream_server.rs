@@ -13,8 +13,8 @@ use jsontp_protocol::io_adapters::server::{Handled, Incoming};
 use std::io::{self, BufRead, BufReader, Read};
 
 use jsontp_protocol::io_adapters::server::mio::MioServer;
-use jsontp_protocol::io_adapters::server::{Handler, Reply, RequestInfo, ServerOptions, Upload};
-use jsontp_protocol::message::{Method, Request, Response, Status, StatusCode};
+use jsontp_protocol::io_adapters::server::{Handler, Reply, ServerOptions};
+use jsontp_protocol::message::{Method, Response, Status, StatusCode};
 
 /// `count` numbered lines, made as they are read.
 struct Numbers {
@@ -43,8 +43,9 @@ impl Read for Numbers {
 
 struct Streams;
 
-impl Streams {
-    fn reply(&self, request: &Request, upload: Option<Upload>, _info: &RequestInfo) -> Reply {
+impl Handler for Streams {
+    fn respond(&self, incoming: Incoming) -> Handled {
+        let Incoming { request, upload, .. } = incoming;
         if request.method == Method::Put {
             // Small content is in the body; large content is the upload.
             let counted = match &upload {
@@ -65,7 +66,7 @@ impl Streams {
             .path()
             .strip_prefix("/numbers/")
             .and_then(|n| n.parse().ok());
-        match count {
+        let reply = match count {
             Some(count) => Reply::streamed(
                 Response::new(Status::new(StatusCode::OK, "counting")),
                 Numbers {
@@ -76,19 +77,8 @@ impl Streams {
                 },
             ),
             None => Response::not_found("try /numbers/N").into(),
-        }
-    }
-}
-
-impl Handler for Streams {
-    fn respond(&self, incoming: Incoming) -> Handled {
-        let Incoming {
-            request,
-            upload,
-            info,
-            ..
-        } = incoming;
-        self.reply(&request, upload, &info).into()
+        };
+        reply.into()
     }
 }
 

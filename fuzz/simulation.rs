@@ -80,7 +80,7 @@ use std::time::{Duration, Instant};
 use pair::SimClock;
 
 use jsontp_protocol::io_adapters::server::{
-    Driver, Handler, Reply, RequestInfo, ServerOptions, SpoolOptions, Step, Upload,
+    Driver, Handler, Reply, RequestInfo, ServerOptions, SpoolOptions, Step,
 };
 use jsontp_protocol::io_adapters::{Clock, IoMode, Transport};
 #[cfg(target_os = "linux")]
@@ -679,7 +679,10 @@ fn parts(path: &str) -> Option<(&str, u64, usize, Encoding)> {
 }
 
 impl Application {
-    fn reply(&self, request: &Request, upload: Option<Upload>, _info: &RequestInfo) -> Reply {
+    /// The answer to `incoming`.
+    fn reply(&self, incoming: Incoming) -> Reply {
+        let Incoming { request, upload, .. } = incoming;
+        let request = &*request;
         self.0.saw(request);
         let not_found = || Response::new(Status::new(StatusCode::NOT_FOUND, "no such thing")).into();
         let Some((kind, seed, len, encoding)) = parts(request.resource.path()) else {
@@ -761,13 +764,7 @@ impl Application {
 
 impl Handler for Application {
     fn respond(&self, incoming: Incoming) -> Handled {
-        let Incoming {
-            request,
-            upload,
-            info,
-            ..
-        } = incoming;
-        self.reply(&request, upload, &info).into()
+        self.reply(incoming).into()
     }
 
     fn check_head(&self, head: &Request, _info: &RequestInfo) -> HeadCheck {

@@ -264,7 +264,7 @@ fn the_reference_client_uploads_two_mib() {
     use std::io::Read;
 
     use jsontp_protocol::io_adapters::server::blocking::StdServer;
-    use jsontp_protocol::io_adapters::server::{Handler, Reply, RequestInfo, ServerOptions, Upload};
+    use jsontp_protocol::io_adapters::server::{Handler, Reply, RequestInfo, ServerOptions};
     use jsontp_protocol::message::{Body, Response, Status};
 
     /// Answers with the length and the distinct bytes of what it received.
@@ -274,7 +274,15 @@ fn the_reference_client_uploads_two_mib() {
             stored(request.body.content())
         }
 
-        fn reply(&self, request: &Request, upload: Option<Upload>, info: &RequestInfo) -> Reply {
+        /// The answer to `incoming`.
+        fn reply(&self, incoming: Incoming) -> Reply {
+            let Incoming {
+                request,
+                upload,
+                info,
+                ..
+            } = incoming;
+            let (request, info) = (&*request, &info);
             let Some(upload) = upload else {
                 return self.handle(request, info).into();
             };
@@ -290,13 +298,7 @@ fn the_reference_client_uploads_two_mib() {
 
     impl Handler for Sizes {
         fn respond(&self, incoming: Incoming) -> Handled {
-            let Incoming {
-                request,
-                upload,
-                info,
-                ..
-            } = incoming;
-            self.reply(&request, upload, &info).into()
+            self.reply(incoming).into()
         }
     }
     fn stored(content: &[u8]) -> Response {

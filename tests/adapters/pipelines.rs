@@ -12,12 +12,10 @@ use std::net::{SocketAddr, TcpStream};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use jsontp_protocol::io_adapters::server::{
-    Handler, Reply, RequestInfo, ServerOptions, SpoolOptions, Upload,
-};
+use jsontp_protocol::io_adapters::server::{Handler, Reply, ServerOptions, SpoolOptions};
 use jsontp_protocol::machine::ServerConfig;
 use jsontp_protocol::message::Encoding;
-use jsontp_protocol::message::{Body, Method, Request, Response, Status, StatusCode};
+use jsontp_protocol::message::{Body, Method, Response, Status, StatusCode};
 use serde_json::Value;
 
 use crate::support::{Echo, READ_TIMEOUT, Reader, Runtime, code, connect, content, options, request, start};
@@ -106,7 +104,10 @@ fn digest(bytes: &[u8]) -> String {
 struct Streams;
 
 impl Streams {
-    fn reply(&self, request: &Request, upload: Option<Upload>, _info: &RequestInfo) -> Reply {
+    /// The answer to `incoming`.
+    fn reply(&self, incoming: Incoming) -> Reply {
+        let Incoming { request, upload, .. } = incoming;
+        let request = &*request;
         if request.method == Method::Put {
             let (bytes, spooled) = match &upload {
                 Some(upload) => {
@@ -147,13 +148,7 @@ impl Streams {
 
 impl Handler for Streams {
     fn respond(&self, incoming: Incoming) -> Handled {
-        let Incoming {
-            request,
-            upload,
-            info,
-            ..
-        } = incoming;
-        self.reply(&request, upload, &info).into()
+        self.reply(incoming).into()
     }
 }
 

@@ -9,9 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use jsontp_protocol::io_adapters::client::ClientOptions;
 use jsontp_protocol::io_adapters::client::blocking::Client;
-use jsontp_protocol::io_adapters::server::{
-    AccessRecord, Handler, Reply, RequestInfo, ServerOptions, SpoolOptions, Upload,
-};
+use jsontp_protocol::io_adapters::server::{AccessRecord, Handler, Reply, ServerOptions, SpoolOptions};
 use jsontp_protocol::message::Encoding;
 use jsontp_protocol::message::{Body, Method, Request, Response, Status, StatusCode};
 
@@ -126,7 +124,10 @@ impl Drop for Watched {
 }
 
 impl Store {
-    fn reply(&self, request: &Request, upload: Option<Upload>, _info: &RequestInfo) -> Reply {
+    /// The answer to `incoming`.
+    fn reply(&self, incoming: Incoming) -> Reply {
+        let Incoming { request, upload, .. } = incoming;
+        let request = &*request;
         let path = request.resource.path();
         if request.method == Method::Put {
             let (hash, spooled) = match &upload {
@@ -165,13 +166,7 @@ impl Store {
 
 impl Handler for Store {
     fn respond(&self, incoming: Incoming) -> Handled {
-        let Incoming {
-            request,
-            upload,
-            info,
-            ..
-        } = incoming;
-        self.reply(&request, upload, &info).into()
+        self.reply(incoming).into()
     }
 
     fn log_exchange(&self, record: &AccessRecord<'_>) {
