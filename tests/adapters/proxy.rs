@@ -8,9 +8,9 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use jsontp_protocol::io_adapters::server::{AccessRecord, Handler, RequestInfo, ServerOptions};
+use jsontp_protocol::io_adapters::server::{AccessRecord, Handler, ServerOptions};
 use jsontp_protocol::machine::{ContinuePolicy, ServerConfig};
-use jsontp_protocol::message::{Body, Request, Response, Status, StatusCode};
+use jsontp_protocol::message::{Body, Response, Status, StatusCode};
 
 use crate::support::{
     Reader, Runtime, code, connect, content, each_runtime, options, request, start, with_policy,
@@ -20,19 +20,11 @@ use crate::support::{
 #[derive(Clone, Default)]
 struct Peers(Arc<Mutex<Vec<SocketAddr>>>);
 
-impl Peers {
-    fn handle(&self, _request: &Request, info: &RequestInfo) -> Response {
-        Response::new(Status::new(StatusCode::OK, "peer")).with_body(Body::text(info.peer.to_string()))
-    }
-}
-
 impl Handler for Peers {
     fn respond(&self, incoming: Incoming) -> Handled {
-        let info = incoming.info;
-        match incoming.into_request() {
-            Ok(request) => self.handle(&request, &info).into(),
-            Err(refused) => refused.into(),
-        }
+        Response::new(Status::new(StatusCode::OK, "peer"))
+            .with_body(Body::text(incoming.info.peer.to_string()))
+            .into()
     }
 
     fn log_exchange(&self, record: &AccessRecord<'_>) {

@@ -73,19 +73,9 @@ pub type LogLine = (Option<Method>, u16, String);
 #[derive(Clone, Default)]
 pub struct Logged(Arc<Mutex<Vec<LogLine>>>);
 
-impl Logged {
-    pub fn handle(&self, request: &Request, info: &RequestInfo) -> Response {
-        Echo.handle(request, info)
-    }
-}
-
 impl Handler for Logged {
     fn respond(&self, incoming: Incoming) -> Handled {
-        let info = incoming.info;
-        match incoming.into_request() {
-            Ok(request) => self.handle(&request, &info).into(),
-            Err(refused) => refused.into(),
-        }
+        Echo.respond(incoming)
     }
 
     fn log_exchange(&self, record: &AccessRecord<'_>) {
