@@ -35,7 +35,28 @@ pub(crate) struct Deferred {
     /// The content's count against the memory budget, until answered.
     _held: Option<MemoryHeld>,
     /// The answer.
-    pub(crate) future: super::super::ReplyFuture,
+    future: super::super::ReplyFuture,
+}
+
+#[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+impl Deferred {
+    /// The answer's future, for the runtime to await, and what the driver
+    /// takes back with the answer ([`Driver::answer_later`]).
+    pub(crate) fn into_future(self) -> (super::super::ReplyFuture, Pending) {
+        let Deferred {
+            exchange,
+            _held,
+            future,
+        } = self;
+        (future, Pending { exchange, _held })
+    }
+}
+
+/// A request handed out whose answer the runtime awaits.
+pub(crate) struct Pending {
+    exchange: Exchange,
+    /// The content's count against the memory budget, until answered.
+    _held: Option<MemoryHeld>,
 }
 
 /// What the driver keeps of a request once its handler owns it.
@@ -72,11 +93,11 @@ impl Driver {
     /// Sends the answer of a request
     /// [`dispatch_handing_out`](Self::dispatch_handing_out) handed out.
     #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
-    pub(crate) fn answer_later(&mut self, exchange: Deferred, reply: Reply) {
+    pub(crate) fn answer_later(&mut self, pending: Pending, reply: Reply) {
         let span = self.span();
         let _entered = span.enter();
         let at = self.now();
-        self.respond(exchange.exchange, reply, at);
+        self.respond(pending.exchange, reply, at);
         self.send_content(at);
         self.turn.clock = None;
     }
@@ -86,7 +107,7 @@ impl Driver {
     /// request recorded as never answered (`503`, nothing written, not
     /// complete), and the connection closed.
     #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
-    pub(crate) fn answer_abandoned(&mut self, deferred: Deferred) {
+    pub(crate) fn answer_abandoned(&mut self, pending: Pending) {
         let span = self.span();
         let _entered = span.enter();
         let Exchange {
@@ -94,7 +115,7 @@ impl Driver {
             method,
             resource,
             started,
-        } = deferred.exchange;
+        } = pending.exchange;
         self.answers.push_back(Answer {
             id: Some(id),
             method: Some(method),

@@ -129,15 +129,15 @@ impl<H: Handler + ?Sized> Dispatch for App<H> {
         let Ok((mut driver, deferred)) = back else {
             return Dispatched::Lost;
         };
-        let Some(mut deferred) = deferred else {
+        let Some(deferred) = deferred else {
             return Dispatched::Back(driver);
         };
         // An `async` answer takes no place: dropping it cancels it.
-        let future = std::mem::replace(&mut deferred.future, Box::pin(std::future::pending()));
+        let (future, pending) = deferred.into_future();
         let probe = driver.between_messages();
         match io.watching(caught(future), probe).await {
-            Some(reply) => driver.answer_later(deferred, reply),
-            None => driver.answer_abandoned(deferred),
+            Some(reply) => driver.answer_later(pending, reply),
+            None => driver.answer_abandoned(pending),
         }
         Dispatched::Back(driver)
     }
