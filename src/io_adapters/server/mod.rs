@@ -458,15 +458,6 @@ pub enum HeadCheck {
 }
 
 impl HeadCheck {
-    /// The decision of a yes-or-no check: `Err` refuses with its answer,
-    /// `Ok` wants the content.
-    pub fn from_result(checked: Result<(), Response>) -> HeadCheck {
-        match checked {
-            Ok(()) => HeadCheck::Wanted,
-            Err(answer) => HeadCheck::Refused(Box::new(answer)),
-        }
-    }
-
     /// The answer of a refusal; `None` when the request goes on.
     pub fn refusal(self) -> Option<Response> {
         match self {
