@@ -82,10 +82,7 @@ impl App<dyn Handler> {
     /// the access records.
     pub(super) fn serving<T, H>(service: T, hooks: Arc<H>, places: Arc<Semaphore>) -> App<dyn Handler>
     where
-        T: tower::Service<Incoming> + Clone + Send + 'static,
-        T::Response: Into<Reply>,
-        T::Error: Into<BoxError>,
-        T::Future: Send,
+        T: Answers,
         H: Handler,
     {
         let handler: Arc<dyn Handler> = Arc::new(Serviced {
@@ -160,6 +157,23 @@ async fn caught(future: ReplyFuture) -> Reply {
     })
 }
 
+/// What [`serve_service`](super::serve_service) serves: a tower service
+/// of requests whose answers are replies, shared by cloning.
+#[cfg(feature = "tower")]
+pub(super) trait Answers:
+    tower::Service<Incoming, Response: Into<Reply>, Error: Into<BoxError>, Future: Send> + Clone + Send + 'static
+{
+}
+
+#[cfg(feature = "tower")]
+impl<T> Answers for T where
+    T: tower::Service<Incoming, Response: Into<Reply>, Error: Into<BoxError>, Future: Send>
+        + Clone
+        + Send
+        + 'static
+{
+}
+
 /// A tower service as a handler: each request goes to a clone of it, and
 /// its future is the answer, awaited on the runtime; `hooks` decide the
 /// rest.
@@ -175,10 +189,7 @@ struct Serviced<T, H> {
 #[cfg(feature = "tower")]
 impl<T, H> Handler for Serviced<T, H>
 where
-    T: tower::Service<Incoming> + Clone + Send + 'static,
-    T::Response: Into<Reply>,
-    T::Error: Into<BoxError>,
-    T::Future: Send,
+    T: Answers,
     H: Handler,
 {
     fn respond(&self, mut incoming: Incoming) -> Handled {
@@ -203,12 +214,7 @@ where
 /// Asks `service` for the answer to `incoming`; an error or a panic
 /// becomes the reply [`error_reply`] gives.
 #[cfg(feature = "tower")]
-async fn call_service<T>(mut service: T, incoming: Incoming) -> Reply
-where
-    T: tower::Service<Incoming>,
-    T::Response: Into<Reply>,
-    T::Error: Into<BoxError>,
-{
+async fn call_service<T: Answers>(mut service: T, incoming: Incoming) -> Reply {
     if let Err(error) = poll_fn(|cx| service.poll_ready(cx)).await {
         // The service never took the request.
         return error_reply(&*error.into(), Reached::Queue);
