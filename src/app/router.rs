@@ -397,11 +397,6 @@ impl<S> Node<S> {
     /// node: `None` once every segment is used), the captures pushed onto
     /// `params`. Tries the literal child, then `{name}`, then `{*name}`,
     /// going back when a branch matches nothing further down.
-    /// Whether no route goes through this node.
-    fn leads_nowhere(&self) -> bool {
-        self.endpoint.is_none() && self.literals.is_empty() && self.param.is_none() && self.rest.is_none()
-    }
-
     fn find<'n>(
         &'n self,
         rest: Option<&str>,
@@ -410,23 +405,26 @@ impl<S> Node<S> {
         let Some(text) = rest else {
             return self.endpoint.as_ref().map(|e| &e.methods);
         };
-        let (part, after) = match text.split_once('/') {
-            Some((part, after)) => (part, Some(after)),
-            None => (text, None),
-        };
-        if let Some(child) = self.literals.get(part)
-            && let Some(found) = child.find(after, params)
-        {
-            return Some(found);
-        }
-        if let Some(capture) = &self.param
-            && !part.is_empty()
-        {
-            params.push((capture.name.clone(), part.to_owned()));
-            if let Some(found) = capture.then.find(after, params) {
+        // Only a node with children by segment splits the path.
+        if !self.literals.is_empty() || self.param.is_some() {
+            let (part, after) = match text.split_once('/') {
+                Some((part, after)) => (part, Some(after)),
+                None => (text, None),
+            };
+            if let Some(child) = self.literals.get(part)
+                && let Some(found) = child.find(after, params)
+            {
                 return Some(found);
             }
-            params.pop();
+            if let Some(capture) = &self.param
+                && !part.is_empty()
+            {
+                params.push((capture.name.clone(), part.to_owned()));
+                if let Some(found) = capture.then.find(after, params) {
+                    return Some(found);
+                }
+                params.pop();
+            }
         }
         match &self.rest {
             Some(capture) if !text.is_empty() => {
@@ -755,14 +753,10 @@ impl<S: Clone + Send + Sync + 'static> Router<S> {
     pub(crate) fn target(&self, method: Method, path: &str) -> Target<S> {
         let inner = &*self.inner;
         let mut params = Vec::new();
-        // A router of fallbacks alone (a file server's) has no tree to walk.
-        let found = path
-            .strip_prefix('/')
-            .filter(|_| !inner.root.leads_nowhere())
-            .and_then(|rest| {
-                let rest = (!rest.is_empty()).then_some(rest);
-                inner.root.find(rest, &mut params)
-            });
+        let found = path.strip_prefix('/').and_then(|rest| {
+            let rest = (!rest.is_empty()).then_some(rest);
+            inner.root.find(rest, &mut params)
+        });
         // D7: the path may not leave the root; a capture is what a handler
         // may join to a folder, where a backslash can be a separator
         // (`..\..\x` climbs on Windows). Refused for every method, as the
