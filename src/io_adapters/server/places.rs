@@ -108,6 +108,22 @@ impl<H> Bounded<H> {
     }
 }
 
+impl<H: Handler> Bounded<H> {
+    // Apart from `respond`, so that a server without places (mio) calls
+    // its handler through no more than a check.
+    #[inline(never)]
+    fn respond_in_place(&self, places: &Places, incoming: Incoming) -> Handled {
+        match places.take() {
+            Some(_place) => Handled::Now(self.handler.respond(incoming).wait()),
+            None => Response::new(Status::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the server is shutting down and never began this request; try again later",
+            ))
+            .into(),
+        }
+    }
+}
+
 impl<H: Handler> Handler for Bounded<H> {
     fn check_head(&self, head: &Request, info: &RequestInfo) -> super::HeadCheck {
         self.handler.check_head(head, info)
@@ -118,18 +134,11 @@ impl<H: Handler> Handler for Bounded<H> {
     /// waiting for a place when the drain deadline passes was never handed
     /// to the handler: `503` (D13), its upload dropped with it.
     fn respond(&self, incoming: Incoming) -> Handled {
-        let Some(places) = &self.places else {
+        match &self.places {
+            Some(places) => self.respond_in_place(places, incoming),
             // The server's thread bounds the call, and runs a later
             // answer to its end itself.
-            return self.handler.respond(incoming);
-        };
-        match places.take() {
-            Some(_place) => Handled::Now(self.handler.respond(incoming).wait()),
-            None => Response::new(Status::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "the server is shutting down and never began this request; try again later",
-            ))
-            .into(),
+            None => self.handler.respond(incoming),
         }
     }
 
