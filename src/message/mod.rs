@@ -28,7 +28,7 @@ pub(crate) mod buffer;
 mod content;
 mod headers;
 mod read;
-mod write;
+pub(crate) mod write;
 
 pub use content::codec;
 pub(crate) use read::decoder;

@@ -243,7 +243,7 @@ fn cookie_object(out: &mut Vec<u8>, cookies: &Cookies) {
 
 /// The headers in [`HeaderName::ALL`] order; lists as arrays, cookies as
 /// objects (D8, D15).
-fn write_headers(out: &mut Vec<u8>, h: &Headers) {
+pub(crate) fn write_headers(out: &mut Vec<u8>, h: &Headers) {
     out.push(b'{');
     let mut first = true;
     // Each header's name is written only when it is set: most responses

@@ -98,6 +98,31 @@ pub(crate) fn request_header<'a>(
     Ok(())
 }
 
+/// Sets one header of the protocol's list as a sender gives it (D8),
+/// request or response header alike, judged by the grammar the reader
+/// uses: the same value read from the wire would give the same header.
+/// `expect` may only be `100-continue` (D10).
+pub(crate) fn sent_header(name: HeaderName, value: &Loose<'_>, headers: &mut Headers) -> Result<(), String> {
+    refuse_null(name, value)?;
+    match name {
+        HeaderName::Date => headers.date = Some(parse_string(name, value)?),
+        HeaderName::Language => headers.language = Some(parse_string(name, value)?),
+        HeaderName::SetCookies => headers.set_cookies = Some(cookies(name, value, false)?),
+        HeaderName::Expect => {
+            let written = string(name, value)?;
+            if !written.eq_ignore_ascii_case("100-continue") {
+                return Err(format!(
+                    "header \"expect\": {} is not an expectation the protocol knows; the only one is \"100-continue\" (D10)",
+                    quoted(written)
+                ));
+            }
+            headers.expect_continue = true;
+        }
+        _ => request_header(name, value, headers, &mut None)?,
+    }
+    Ok(())
+}
+
 /// Refuses a `null` value, which no header may have (D8), in a request or
 /// a response alike.
 #[inline]

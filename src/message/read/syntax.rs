@@ -81,6 +81,38 @@ pub(crate) enum Loose<'a> {
     Object(Vec<(Cow<'a, str>, StrOr<'a>)>),
 }
 
+/// A JSON value as the header reader sees it: the insides kept where a
+/// header could need them, as the parser keeps them.
+pub(crate) fn loose_of(value: &serde_json::Value) -> Loose<'_> {
+    use serde_json::Value;
+    let kind = |value: &Value| match value {
+        Value::Null => Kind::Null,
+        Value::Bool(_) => Kind::Boolean,
+        Value::Number(_) => Kind::Number,
+        Value::String(_) => Kind::String,
+        Value::Array(_) => Kind::Array,
+        Value::Object(_) => Kind::Object,
+    };
+    fn string(value: &Value, kind: impl Fn(&Value) -> Kind) -> StrOr<'_> {
+        match value {
+            Value::String(s) => Ok(Cow::Borrowed(s.as_str())),
+            other => Err(kind(other)),
+        }
+    }
+    match value {
+        Value::Null => Loose::Null,
+        Value::Bool(b) => Loose::Bool(*b),
+        Value::Number(n) => Loose::Number(match (n.as_u64(), n.as_i64()) {
+            (Some(u), _) => Number::Unsigned(u),
+            (None, Some(i)) => Number::Signed(i),
+            _ => Number::Float(n.as_f64().unwrap_or(f64::NAN)),
+        }),
+        Value::String(s) => Loose::Str(Cow::Borrowed(s)),
+        Value::Array(items) => Loose::Array(items.iter().map(|v| string(v, kind)).collect()),
+        Value::Object(map) => Loose::Object(map.iter().map(|(k, v)| (Cow::Borrowed(k.as_str()), string(v, kind))).collect()),
+    }
+}
+
 impl Loose<'_> {
     pub(crate) fn kind(&self) -> Kind {
         match self {
