@@ -66,6 +66,18 @@ log = logging.getLogger("jsontp_protocol.aio")
 # peer sends (D3), and TCP tells the peer to wait.
 HIGH_WATER = 1 << 20
 LOW_WATER = 256 << 10
+# Bytes held for the core while it reads nothing (it waits on an answer,
+# or on the peer to take ours, D3). The socket is still read meanwhile, up
+# to this much, so that a peer that resets the connection is noticed and
+# what is being done for it cancelled; a half-close still gets its
+# answers (D1).
+HELD_MAX = 64 << 10
+# A peer that ended its half of the stream may still wait for its answers
+# (D1), or may have gone: only a write tells. While an answer is awaited
+# after the peer's end, a newline (whitespace between messages, D1) is
+# written this often; to a peer that has gone it brings a reset, and what
+# is being done for it is cancelled.
+PROBE_EVERY = 1.0
 
 Content = Union[bytes, AsyncIterable[bytes], Iterable[bytes]]
 
@@ -182,6 +194,8 @@ class _Connection(asyncio.Protocol):
         self.timer: Optional[asyncio.TimerHandle] = None
         self.deadline: Optional[float] = None
         self.buffered = 0
+        self.held = bytearray()
+        self.ended = False
         self.reading = True
         self.write_paused = False
         self.lost = False
@@ -193,13 +207,18 @@ class _Connection(asyncio.Protocol):
         self.transport = transport  # type: ignore[assignment]
 
     def data_received(self, data: bytes) -> None:
-        self.machine.receive_data(data, self.loop.time())
+        if self.held or not self.machine.wants_read:
+            self.held += data
+        else:
+            self.machine.receive_data(data, self.loop.time())
         self.pump()
 
     def eof_received(self) -> bool:
         # The peer ended its half: what it already sent is still answered
         # (D1), so the transport stays open for writing.
-        self.machine.receive_data(b"", self.loop.time())
+        self.ended = True
+        if not self.held:
+            self.machine.receive_data(b"", self.loop.time())
         self.pump()
         return True
 
@@ -224,6 +243,12 @@ class _Connection(asyncio.Protocol):
         until neither gives more."""
         while not self.lost:
             self.take_events()
+            if self.held and self.machine.wants_read:
+                held, self.held = bytes(self.held), bytearray()
+                self.machine.receive_data(held, self.loop.time())
+                if self.ended:
+                    self.machine.receive_data(b"", self.loop.time())
+                continue
             if not self.flush():
                 break
         self.update_reading()
@@ -244,7 +269,7 @@ class _Connection(asyncio.Protocol):
     def update_reading(self) -> None:
         if self.transport is None or self.lost:
             return
-        want = self.machine.wants_read and self.buffered < (
+        want = len(self.held) < HELD_MAX and self.buffered < (
             LOW_WATER if not self.reading else HIGH_WATER
         )
         if want != self.reading:
@@ -448,6 +473,31 @@ class _ServerConnection(_Connection):
         super().__init__(server._new_machine(asyncio.get_event_loop().time()))
         self.server = server
         self.exchanges: Dict[int, _Exchange] = {}
+        self.streaming = 0
+        self.probe: Optional[asyncio.TimerHandle] = None
+
+    def eof_received(self) -> bool:
+        keep = super().eof_received()
+        self._start_probing()
+        return keep
+
+    def _start_probing(self) -> None:
+        if self.probe is None and self.exchanges and not self.lost:
+            self.probe = self.loop.call_later(PROBE_EVERY, self._probe)
+
+    def _probe(self) -> None:
+        self.probe = None
+        if self.lost or not self.exchanges:
+            return
+        quiet = (
+            self.streaming == 0
+            and not self.machine.pending_bytes
+            and self.transport is not None
+            and not self.transport.get_write_buffer_size()
+        )
+        if quiet:
+            self.transport.write(b"\n")  # type: ignore[union-attr]
+        self._start_probing()
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)
@@ -455,6 +505,8 @@ class _ServerConnection(_Connection):
         self.schedule()
 
     def on_lost(self) -> None:
+        if self.probe is not None:
+            self.probe.cancel()
         # A client that left cancels what was being done for it.
         for exchange in self.exchanges.values():
             if exchange.inbound is not None:
@@ -510,6 +562,8 @@ class _ServerConnection(_Connection):
         exchange = _Exchange(self, request.id, inbound)
         self.exchanges[request.id] = exchange
         exchange.task = self.loop.create_task(self._answer(exchange, Incoming(request, exchange)))
+        if self.ended:
+            self._start_probing()
 
     async def _answer(self, exchange: _Exchange, incoming: Incoming) -> None:
         try:
@@ -549,8 +603,12 @@ class _ServerConnection(_Connection):
             self.pump()
         else:
             self.machine.send_response_head(exchange.id, head, now)
-            self.pump()
-            await self.send_streamed(exchange.id, content)
+            self.streaming += 1
+            try:
+                self.pump()
+                await self.send_streamed(exchange.id, content)
+            finally:
+                self.streaming -= 1
 
 
 class Server:

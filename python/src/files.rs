@@ -1,0 +1,5 @@
+//! The file rules.
+use pyo3::prelude::*;
+pub(crate) fn register(_m: &Bound<'_, PyModule>) -> PyResult<()> {
+    Ok(())
+}
