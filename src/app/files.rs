@@ -327,9 +327,8 @@ impl FileRules {
         };
         self.authorize(request)?;
         let conditions = |last_modified: Option<Date>| {
-            negotiate::check_conditions(method, headers, last_modified).map_err(|status| {
-                Box::new(Response::new(status).with_headers(language_header(language)))
-            })
+            negotiate::check_conditions(method, headers, last_modified)
+                .map_err(|status| Box::new(Response::new(status).with_headers(language_header(language))))
         };
         let action = match (read, place) {
             (Some((media, found)), _) => {
