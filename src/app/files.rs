@@ -693,3 +693,393 @@ fn percent_encode(text: &str) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::{MessageLimits, RequestContext, parse_request};
+
+    const EARLIER: Date = Date::from_unix_seconds(1_700_000_000);
+    const LATER: Date = Date::from_unix_seconds(1_800_000_000);
+
+    /// A request as a client writes it, headers given as JSON.
+    fn request(method: &str, resource: &str, headers: serde_json::Value) -> Request {
+        let text = serde_json::json!({
+            "jsontp": "1.0", "type": "request", "resource": resource, "method": method,
+            "headers": headers, "body": {"content": "", "encoding": "identity"},
+        });
+        parse_request(
+            text.to_string().as_bytes(),
+            RequestContext::Fresh,
+            &MessageLimits::default(),
+        )
+        .expect("a valid request")
+    }
+
+    fn text_file(modified: Option<Date>) -> Found {
+        Found::File {
+            kind: ContentKind::Text,
+            modified,
+        }
+    }
+
+    /// The status of a refusal; the verdict's action otherwise, as text.
+    fn code(judged: Result<Verdict<'_>, Box<Response>>) -> u16 {
+        match judged {
+            Ok(verdict) => panic!("expected a refusal, got {verdict:?}"),
+            Err(response) => response.status.code.as_u16(),
+        }
+    }
+
+    fn read<'m>(media: &'m MediaType, found: Found) -> Facts<'m> {
+        Facts::Read { media, found }
+    }
+
+    fn at(place: Place) -> Facts<'static> {
+        Facts::Place {
+            place,
+            exists: matches!(place, Place::File { .. } | Place::Folder),
+        }
+    }
+
+    #[test]
+    fn a_file_that_passes_is_served_in_the_negotiated_encoding_and_language() {
+        let rules = FileRules::new().with_languages(vec!["en-US".parse().unwrap(), "fr-FR".parse().unwrap()]);
+        let media = media_type_of("/a.bin");
+        let binary = Found::File {
+            kind: ContentKind::Binary,
+            modified: Some(EARLIER),
+        };
+        let get = request(
+            "GET",
+            "/a.bin",
+            serde_json::json!({"accept-encoding": ["identity", "br;q=0.5"], "accept-language": ["fr-FR"]}),
+        );
+        let verdict = rules.judge(&get, read(&media, binary)).expect("served");
+        assert_eq!(verdict.language, "fr-FR".parse().unwrap());
+        // Binary cannot go as identity (D8): the next the client accepts.
+        assert_eq!(
+            verdict.action,
+            Action::Serve {
+                media: &media,
+                encoding: Encoding::Br
+            }
+        );
+        // Only identity acceptable, and the file is not text: 412.
+        let get = request(
+            "GET",
+            "/a.bin",
+            serde_json::json!({"accept-encoding": ["identity"]}),
+        );
+        let binary = Found::File {
+            kind: ContentKind::Binary,
+            modified: None,
+        };
+        assert_eq!(code(rules.judge(&get, read(&media, binary))), 412);
+        let verdict = rules.judge(&get, read(&media, text_file(None))).expect("text");
+        assert_eq!(
+            verdict.action,
+            Action::Serve {
+                media: &media,
+                encoding: Encoding::Identity
+            }
+        );
+    }
+
+    #[test]
+    fn d5_the_token_comes_before_the_missing_file_and_the_read_only_405() {
+        let rules = FileRules::new().with_token(Some("s3cret".into()));
+        let put = request("PUT", "/missing/a.txt", serde_json::json!({}));
+        assert_eq!(code(rules.judge(&put, at(Place::Nowhere))), 401);
+        let bad = request("PUT", "/a.txt", serde_json::json!({"authorization": "guess"}));
+        let refused = rules.judge(&bad, at(Place::Missing)).expect_err("a wrong token");
+        assert_eq!(refused.status.code.as_u16(), 401);
+        assert_eq!(
+            refused.status.human_message,
+            "authorization does not match the server's token"
+        );
+        // The token alone, or after `Bearer ` in any case.
+        for given in ["s3cret", "Bearer s3cret", "bearer s3cret"] {
+            let put = request("PUT", "/a.txt", serde_json::json!({"authorization": given}));
+            let verdict = rules.judge(&put, at(Place::Missing)).expect(given);
+            assert_eq!(verdict.action, Action::Write, "{given}");
+        }
+        // GET needs no token.
+        let get = request("GET", "/a.txt", serde_json::json!({}));
+        let media = media_type_of("/a.txt");
+        let missing = Found::Missing { folder: false };
+        assert_eq!(code(rules.judge(&get, read(&media, missing))), 404);
+        // Read-only: a bad token is 401 before the 405.
+        let read_only = rules.with_writable(false);
+        assert_eq!(
+            code(read_only.judge(&bad, at(Place::File { modified: None }))),
+            401
+        );
+        let put = request("PUT", "/a.txt", serde_json::json!({"authorization": "s3cret"}));
+        let refused = read_only
+            .judge(&put, at(Place::File { modified: None }))
+            .expect_err("read-only");
+        assert_eq!(refused.status.code.as_u16(), 405);
+        assert!(
+            refused.status.human_message.starts_with(
+                "this server is read-only, so PUT is not allowed (allowed here: GET, POST, OPTIONS)"
+            ),
+            "{}",
+            refused.status.human_message
+        );
+    }
+
+    #[test]
+    fn d5_level_5_comes_before_existence_and_the_unreadable() {
+        let rules = FileRules::new();
+        let media = media_type_of("/a.txt");
+        // accept names another type: 415 before the 404.
+        let get = request("GET", "/a.txt", serde_json::json!({"accept": ["image/png"]}));
+        let missing = Found::Missing { folder: false };
+        assert_eq!(code(rules.judge(&get, read(&media, missing))), 415);
+        assert_eq!(
+            code(rules.judge(&get, read(&media, Found::Unreadable(Unreadable::NotAFile)))),
+            415
+        );
+        // A content-type no file server takes: 415, on every method.
+        let put = request("PUT", "/a.txt", serde_json::json!({"content-type": "image/png"}));
+        assert_eq!(code(rules.judge(&put, at(Place::Nowhere))), 415);
+        // Something unreadable earns its own answer, after the encoding
+        // needing no content and before the language.
+        let get = request("GET", "/a.txt", serde_json::json!({"accept-language": ["de-DE"]}));
+        assert_eq!(
+            code(rules.judge(&get, read(&media, Found::Unreadable(Unreadable::Changed)))),
+            503
+        );
+        let get = request("GET", "/a.txt", serde_json::json!({"accept-encoding": ["zstd"]}));
+        assert_eq!(
+            code(rules.judge(&get, read(&media, Found::Unreadable(Unreadable::Changed)))),
+            412
+        );
+        // The language: 406, before a missing file's 404.
+        let get = request("GET", "/a.txt", serde_json::json!({"accept-language": ["de-DE"]}));
+        let missing = Found::Missing { folder: false };
+        assert_eq!(code(rules.judge(&get, read(&media, missing))), 406);
+        // A name refused whatever the folder holds: 400 before all.
+        let get = request("GET", "/a\\b.txt", serde_json::json!({"accept": ["image/png"]}));
+        let missing = Found::Missing { folder: false };
+        assert_eq!(code(rules.judge(&get, read(&media, missing))), 400);
+    }
+
+    #[test]
+    fn d17_conditions_come_after_409_and_before_404() {
+        let rules = FileRules::new();
+        let since = serde_json::json!({"if-unmodified-since": EARLIER.to_string()});
+        // A folder is 409 whatever the conditions.
+        let put = request("PUT", "/folder", since.clone());
+        assert_eq!(code(rules.judge(&put, at(Place::Folder))), 409);
+        let delete = request("DELETE", "/folder", since.clone());
+        assert_eq!(code(rules.judge(&delete, at(Place::Folder))), 409);
+        // A condition on what cannot be provided is 412, not 404.
+        let delete = request("DELETE", "/gone.txt", since.clone());
+        assert_eq!(code(rules.judge(&delete, at(Place::Missing))), 412);
+        let get = request("GET", "/gone.txt", since.clone());
+        let media = media_type_of("/gone.txt");
+        assert_eq!(
+            code(rules.judge(&get, read(&media, Found::Missing { folder: false }))),
+            412
+        );
+        // Without one: 404, saying which.
+        let get = request("GET", "/folder/", serde_json::json!({}));
+        let media = media_type_of("/folder/");
+        let refused = rules
+            .judge(&get, read(&media, Found::Missing { folder: true }))
+            .expect_err("a folder without index.html");
+        assert_eq!(refused.status.code.as_u16(), 404);
+        assert!(refused.status.human_message.contains("folder without index.html"));
+        // Modified since the condition's date: 412; unmodified: written.
+        let put = request("PUT", "/a.txt", since);
+        assert_eq!(
+            code(rules.judge(
+                &put,
+                at(Place::File {
+                    modified: Some(LATER)
+                })
+            )),
+            412
+        );
+        let written = rules.judge(
+            &put,
+            at(Place::File {
+                modified: Some(EARLIER),
+            }),
+        );
+        assert_eq!(written.expect("unmodified").action, Action::Write);
+        // GET of an unmodified file: 304; of a listing as of a file.
+        let get = request(
+            "GET",
+            "/a.txt",
+            serde_json::json!({"if-modified-since": LATER.to_string()}),
+        );
+        let media = media_type_of("/a.txt");
+        assert_eq!(
+            code(rules.judge(&get, read(&media, text_file(Some(EARLIER))))),
+            304
+        );
+        let listing = Found::Listing {
+            modified: Some(EARLIER),
+        };
+        assert_eq!(code(rules.judge(&get, read(&media, listing))), 304);
+        // Over the limit: 500 naming it, after the conditions.
+        let too_large = || Found::TooLarge {
+            modified: Some(EARLIER),
+            limit: 10,
+        };
+        assert_eq!(code(rules.judge(&get, read(&media, too_large()))), 304);
+        let get = request("GET", "/a.txt", serde_json::json!({}));
+        let refused = rules
+            .judge(&get, read(&media, too_large()))
+            .expect_err("too large");
+        assert_eq!(refused.status.code.as_u16(), 500);
+        assert!(refused.status.human_message.contains("limit of 10 bytes"));
+        // Every refusal of level 6 but the token's is in the language.
+        assert_eq!(refused.headers.language(), Some(LanguageTag::EN_US));
+    }
+
+    #[test]
+    fn facts_of_the_wrong_kind_are_the_servers_fault() {
+        let rules = FileRules::new();
+        let get = request("GET", "/a.txt", serde_json::json!({}));
+        assert_eq!(code(rules.judge(&get, at(Place::Missing))), 500);
+        let media = media_type_of("/a.txt");
+        let put = request("PUT", "/a.txt", serde_json::json!({}));
+        assert_eq!(code(rules.judge(&put, read(&media, text_file(None)))), 500);
+    }
+
+    #[test]
+    fn d11_allowed_methods_by_place_and_existence() {
+        use Method::*;
+        let file = Place::File { modified: None };
+        for (writable, place, exists, allowed) in [
+            (true, Place::Folder, true, &[Get, Post, Options][..]),
+            (false, Place::Folder, true, &[Get, Post, Options][..]),
+            (true, file, false, &Method::ALL[..]),
+            (false, file, false, &[Get, Post, Options][..]),
+            (true, Place::Missing, false, &[Put, Options][..]),
+            (false, Place::Missing, false, &[Options][..]),
+            (true, Place::Nowhere, false, &[Options][..]),
+            (false, Place::Nowhere, false, &[Options][..]),
+            // Something a GET finds, where the place shows nothing (a
+            // folder that may not be searched).
+            (true, Place::Missing, true, &Method::ALL[..]),
+            (false, Place::Nowhere, true, &[Get, Post, Options][..]),
+        ] {
+            assert_eq!(
+                allowed_methods(writable, place, exists),
+                allowed,
+                "{writable} {place:?} {exists}"
+            );
+        }
+        // OPTIONS answers the same table.
+        let options = request("OPTIONS", "/a.txt", serde_json::json!({}));
+        let verdict = FileRules::new().with_writable(false).judge(
+            &options,
+            Facts::Place {
+                place: Place::Missing,
+                exists: false,
+            },
+        );
+        assert_eq!(verdict.expect("options").action, Action::Options(&[Options]));
+    }
+
+    #[test]
+    fn unreadable_answers_say_which() {
+        #[cfg(unix)]
+        {
+            let os = |errno: rustix::io::Errno| io::Error::from_raw_os_error(errno.raw_os_error());
+            let busy = Unreadable::CannotOpen(os(rustix::io::Errno::MFILE)).response();
+            assert_eq!(busy.status.code.as_u16(), 503);
+            let written = write_failed(&os(rustix::io::Errno::NFILE), LanguageTag::EN_US);
+            assert_eq!(written.status.code.as_u16(), 503);
+            assert!(written.status.human_message.contains("nothing was written"));
+            let full = write_failed(&os(rustix::io::Errno::NOSPC), LanguageTag::EN_US);
+            assert_eq!(full.status.code.as_u16(), 500);
+        }
+        let denied = Unreadable::CannotOpen(io::ErrorKind::PermissionDenied.into()).response();
+        assert_eq!(denied.status.code.as_u16(), 500);
+        assert!(denied.status.human_message.contains("permission denied"));
+        assert_eq!(Unreadable::NotAFile.response().status.code.as_u16(), 403);
+        assert_eq!(Unreadable::Changed.response().status.code.as_u16(), 503);
+    }
+
+    #[test]
+    fn a_listing_page_is_json_text_with_a_line_break() {
+        let entries = [
+            ListingEntry {
+                name: "a b.txt".into(),
+                size: 3,
+                modified: Some(EARLIER),
+                is_folder: false,
+            },
+            ListingEntry {
+                name: "sub".into(),
+                size: 0,
+                modified: None,
+                is_folder: true,
+            },
+        ];
+        let text = String::from_utf8(listing_text(&entries)).expect("UTF-8");
+        assert_eq!(
+            text,
+            format!(
+                "[{{\"name\":\"a b.txt\",\"size\":3,\"modified\":\"{EARLIER}\",\"is-folder\":false}},\
+                 {{\"name\":\"sub\",\"size\":0,\"modified\":null,\"is-folder\":true}}]\n"
+            )
+        );
+        assert_eq!(listing_text(&[]), b"[]\n");
+        assert_eq!(LISTING_PAGE, 2000);
+    }
+
+    #[test]
+    fn the_next_page_is_named_after_the_last_name_percent_encoded() {
+        assert_eq!(next_page("/docs", "a b&c=d"), "/docs/?after=a%20b%26c%3Dd");
+        assert_eq!(next_page("/docs/", "x-y_z.~1"), "/docs/?after=x-y_z.~1");
+        assert_eq!(next_page("/", "é"), "/?after=%C3%A9");
+        // And what a request for it asks for.
+        let next = request("GET", &next_page("/docs", "a b&c=d"), serde_json::json!({}));
+        assert_eq!(listing_after(&next.resource).as_deref(), Some("a b&c=d"));
+        let first = request("GET", "/docs/", serde_json::json!({}));
+        assert_eq!(listing_after(&first.resource), None);
+    }
+
+    #[test]
+    fn media_types_come_from_the_extension() {
+        for (path, expected) in [
+            ("/a.txt", "text/plain"),
+            ("/A.HTML", "text/html"),
+            ("/d/x.json", "application/json"),
+            ("/folder/", "text/html"),
+            ("/", "text/html"),
+            ("/noextension", "application/octet-stream"),
+            ("/a.unknownext", "application/octet-stream"),
+            ("/dir.txt/file", "application/octet-stream"),
+        ] {
+            assert_eq!(media_type_of(path).essence(), expected, "{path}");
+        }
+        assert_eq!(listing_media_type().essence(), "application/json");
+    }
+
+    #[test]
+    fn utf8_text_is_found_across_reads() {
+        // A character cut by a read is carried over; a bad byte is not.
+        struct Bytewise<'a>(&'a [u8]);
+        impl io::Read for Bytewise<'_> {
+            fn read(&mut self, buffer: &mut [u8]) -> io::Result<usize> {
+                let Some((first, rest)) = self.0.split_first() else {
+                    return Ok(0);
+                };
+                buffer[0] = *first;
+                self.0 = rest;
+                Ok(1)
+            }
+        }
+        assert!(is_utf8_text(&mut Bytewise("héllo €".as_bytes())).unwrap());
+        assert!(!is_utf8_text(&mut Bytewise(b"h\xffllo")).unwrap());
+        assert!(!is_utf8_text(&mut Bytewise(b"cut \xe2\x82")).unwrap());
+    }
+}
