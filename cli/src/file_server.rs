@@ -10,14 +10,13 @@
 //!
 //! Checks run in the order D5 gives, in one function, `plan`, which every
 //! handler draws as an extractor of the request's head: it gathers what
-//! the path holds and asks the rules of
-//! [`app::files`](jsontp_protocol::app::files), which every file server on
-//! the library shares, for the verdict; the router runs
-//! it when a head arrives before its content ([`Router::check_head_of`])
-//! and again when it calls the handler, so that a 100-continue handshake,
-//! or a request whose content streams in, is refused for exactly what the
-//! whole request would be refused for, before the client sends its body
-//! (D10) or any of it is stored (D19). Only `PUT`'s handler takes content
+//! the path holds and asks the rules of [`app::files`], which every file
+//! server on the library shares, for the verdict. The router runs it when
+//! a head arrives before its content ([`Router::check_head_of`]) and again
+//! when it calls the handler, so that a 100-continue handshake, or a
+//! request whose content streams in, is refused for exactly what the whole
+//! request would be refused for, before the client sends its body (D10)
+//! or any of it is stored (D19). Only `PUT`'s handler takes content
 //! ([`app::Content`], in memory or spooled): on every other method it is
 //! checked as the protocol requires and dropped, never stored.
 //!
@@ -25,8 +24,8 @@
 //! (`415`); `accept` against the file's media type (`415`, for `GET` and
 //! `POST`, the methods that return the file); `accept-encoding` (`412`),
 //! also when only `identity` is acceptable and the file is not UTF-8 text
-//! (D8), which needs the file, so `GET` and `POST` read it here;
-//! `accept-language` (`406`).
+//! (D8), which needs the file, so `GET` and `POST` read it (or open it, to
+//! stream) before the rules judge; `accept-language` (`406`).
 //!
 //! Level 6, the application: the token (`401`); `405` for writes on a
 //! read-only server; `409` for `PUT`/`DELETE` of a folder (D11); `412` when
