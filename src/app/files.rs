@@ -283,24 +283,20 @@ impl FileRules {
         // Level 5: content-type, accept, accept-encoding, accept-language.
         negotiate::check_content_type(headers.content_type(), &self.content_types).map_err(refused)?;
         let reads = matches!(method, Method::Get | Method::Post);
-        let (read, place) = match facts {
-            Facts::Read { media, found } if reads => (Some((media, found)), None),
-            Facts::Place { place, exists } if !reads => (None, Some((place, exists))),
-            _ => {
-                return Err(Box::new(Response::internal_error(format!(
-                    "the server gathered the wrong facts to judge a {method} request; this is a \
-                     fault of the server"
-                ))));
-            }
-        };
-        if let Some((media, _)) = &read {
+        if reads != matches!(facts, Facts::Read { .. }) {
+            return Err(Box::new(Response::internal_error(format!(
+                "the server gathered the wrong facts to judge a {method} request; this is a fault \
+                 of the server"
+            ))));
+        }
+        if let Facts::Read { media, .. } = &facts {
             negotiate::check_accept(headers.accept(), media).map_err(refused)?;
         }
         // What needs no content first: text fits every encoding.
         let mut encoding =
             negotiate::choose_encoding(headers.accept_encoding(), &Encoding::ALL, ContentKind::Text)
                 .map_err(refused)?;
-        if let Some((_, found)) = &read {
+        if let Facts::Read { found, .. } = &facts {
             match found {
                 Found::Unreadable(why) => return Err(Box::new(why.response())),
                 Found::File {
@@ -330,12 +326,13 @@ impl FileRules {
             negotiate::check_conditions(method, headers, last_modified)
                 .map_err(|status| Box::new(Response::new(status).with_headers(language_header(language))))
         };
-        let action = match (read, place) {
-            (Some((media, found)), _) => {
+        let action = match facts {
+            Facts::Read { media, found } => {
                 let modified = match &found {
                     Found::File { modified, .. }
                     | Found::Listing { modified }
                     | Found::TooLarge { modified, .. } => *modified,
+                    // Answered at level 5, above.
                     Found::Missing { .. } | Found::Unreadable(_) => None,
                 };
                 conditions(modified)?;
@@ -348,9 +345,10 @@ impl FileRules {
                              folders (jsontp serve --list does)",
                         ));
                     }
-                    Found::Missing { folder: false } | Found::Unreadable(_) => {
+                    Found::Missing { folder: false } => {
                         return Err(refuse(StatusCode::NOT_FOUND, "no file by this name"));
                     }
+                    Found::Unreadable(why) => return Err(Box::new(why.response())),
                     Found::TooLarge { limit, .. } => {
                         return Err(refuse(
                             StatusCode::INTERNAL_SERVER_ERROR,
@@ -359,7 +357,7 @@ impl FileRules {
                     }
                 }
             }
-            (None, Some((place, exists))) => {
+            Facts::Place { place, exists } => {
                 if !self.writable && matches!(method, Method::Put | Method::Delete) {
                     return Err(Box::new(
                         read_only(method, allowed_methods(false, place, exists))
@@ -403,10 +401,10 @@ impl FileRules {
                         conditions(modified)?;
                         Action::Remove
                     }
+                    // OPTIONS: GET and POST came with what they found.
                     _ => Action::Options(allowed_methods(self.writable, place, exists)),
                 }
             }
-            (None, None) => unreachable!("the facts were matched to the method above"),
         };
         Ok(Verdict { language, action })
     }
