@@ -9,12 +9,14 @@
 //! `405` of level 6).
 //!
 //! Checks run in the order D5 gives, in one function, `plan`, which every
-//! handler draws as an extractor of the request's head; the router runs
-//! it when a head arrives before its content ([`Router::check_head_of`])
-//! and again when it calls the handler, so that a 100-continue handshake,
-//! or a request whose content streams in, is refused for exactly what the
-//! whole request would be refused for, before the client sends its body
-//! (D10) or any of it is stored (D19). Only `PUT`'s handler takes content
+//! handler draws as an extractor of the request's head: it gathers what
+//! the path holds and asks the rules of [`app::files`], which every file
+//! server on the library shares, for the verdict. The router runs it when
+//! a head arrives before its content ([`Router::check_head_of`]) and again
+//! when it calls the handler, so that a 100-continue handshake, or a
+//! request whose content streams in, is refused for exactly what the whole
+//! request would be refused for, before the client sends its body (D10)
+//! or any of it is stored (D19). Only `PUT`'s handler takes content
 //! ([`app::Content`], in memory or spooled): on every other method it is
 //! checked as the protocol requires and dropped, never stored.
 //!
@@ -22,8 +24,8 @@
 //! (`415`); `accept` against the file's media type (`415`, for `GET` and
 //! `POST`, the methods that return the file); `accept-encoding` (`412`),
 //! also when only `identity` is acceptable and the file is not UTF-8 text
-//! (D8), which needs the file, so `GET` and `POST` read it here;
-//! `accept-language` (`406`).
+//! (D8), which needs the file, so `GET` and `POST` read it (or open it, to
+//! stream) before the rules judge; `accept-language` (`406`).
 //!
 //! Level 6, the application: the token (`401`); `405` for writes on a
 //! read-only server; `409` for `PUT`/`DELETE` of a folder (D11); `412` when
@@ -93,9 +95,6 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use serde::Serialize;
-use subtle::ConstantTimeEq;
-
 mod listings;
 #[cfg(target_os = "linux")]
 mod small_files;
@@ -110,14 +109,17 @@ use steady::{Measure, Steady};
 #[derive(Debug, Clone)]
 enum Slot {}
 
+use jsontp_protocol::app::files::{self, Facts, FileRules, Found, INDEX, Unreadable};
 use jsontp_protocol::app::{self, FromRequestParts, IntoReply, Parts, Router, State};
 use jsontp_protocol::io_adapters::server::Reply;
-#[cfg(target_os = "linux")]
-use jsontp_protocol::message::negotiate::{self, ContentKind};
+use jsontp_protocol::message::negotiate::ContentKind;
 use jsontp_protocol::message::{
-    Body, Date, Encoding, Headers, LanguageTag, MediaType, Method, Request, Response, Status, StatusCode,
-    ValueError,
+    Body, Date, Encoding, Headers, LanguageTag, MediaType, Method, Request, Response, StatusCode, ValueError,
 };
+
+/// The media type and UTF-8 rules of every file server, here since the
+/// command's client and this server's tests name them from here.
+pub use jsontp_protocol::app::files::{is_utf8_text, media_type_of};
 
 /// A hidden folder at the root that no resource reaches and no listing
 /// shows (as a first component only: a symlink to the root leads past
@@ -132,29 +134,9 @@ pub const SPOOL_FOLDER: &str = ".jsontp-spool";
 /// ones stream from the open file (D19).
 const STREAM_ABOVE: u64 = 64 * 1024;
 
-/// The media types a request's `content-type` may name: the file types the
-/// server sends, and form data for POST (D11); another is `415` (D5).
-const ACCEPTED_CONTENT_TYPES: [&str; 5] = [
-    "text/plain",
-    "text/html",
-    "application/json",
-    "application/octet-stream",
-    "application/x-www-form-urlencoded",
-];
-
-/// The file a resource names when it is a folder (`/` → `index.html`).
-const INDEX: &str = "index.html";
-
 /// How much file content the small-file cache keeps by default.
 #[cfg(target_os = "linux")]
 const DEFAULT_CACHE_BYTES: usize = 16 << 20;
-
-/// The methods of an existing resource, and of a missing one that `PUT`
-/// could create, on a writable server and on a read-only one (D11).
-const ALL_METHODS: &[Method] = &Method::ALL;
-const READ_METHODS: &[Method] = &[Method::Get, Method::Post, Method::Options];
-const CREATE_METHODS: &[Method] = &[Method::Put, Method::Options];
-const OPTIONS_ONLY: &[Method] = &[Method::Options];
 
 /// Serves the files of one folder over jsontp: built with
 /// [`new`](Self::new) and the `with_` methods, then served as a
@@ -169,11 +151,9 @@ pub struct FileServer {
     /// Small files kept in memory, checked on every use (Linux).
     #[cfg(target_os = "linux")]
     small_files: Option<SmallFiles>,
-    token: Option<String>,
-    languages: Vec<LanguageTag>,
+    /// The rules a request is judged by: writes, token, languages.
+    rules: FileRules,
     max_file_bytes: u64,
-    content_types: Vec<MediaType>,
-    writable: bool,
     listing: bool,
     /// The sorted names of folders longer than a page, between pages.
     listings: Listings,
@@ -228,18 +208,6 @@ enum Opened {
     Failed(io::Error),
 }
 
-/// One entry of a folder listing, as sent.
-#[derive(Serialize)]
-struct ListingEntry {
-    name: String,
-    /// Bytes; `0` for a folder.
-    size: u64,
-    /// The D16 date, `null` when the file system does not say.
-    modified: Option<String>,
-    #[serde(rename = "is-folder")]
-    is_folder: bool,
-}
-
 /// A file's bytes read whole: its own, or shared with the cache of small
 /// files and every answer that sends them.
 enum Content {
@@ -282,10 +250,27 @@ enum Loaded {
 }
 
 impl Loaded {
-    fn last_modified(&self) -> Option<Date> {
+    /// What the rules are told of it; `limit` is the server's largest
+    /// file.
+    fn found(&self, limit: u64) -> Found {
         match self {
-            Loaded::Listing(_, date, _) | Loaded::TooLarge(date) => *date,
-            Loaded::Content { modified, .. } | Loaded::Large { modified, .. } => *modified,
+            Loaded::Content { kind, modified, .. } => Found::File {
+                kind: *kind,
+                modified: *modified,
+            },
+            Loaded::Large { text, modified, .. } => Found::File {
+                kind: if *text {
+                    ContentKind::Text
+                } else {
+                    ContentKind::Binary
+                },
+                modified: *modified,
+            },
+            Loaded::Listing(_, modified, _) => Found::Listing { modified: *modified },
+            Loaded::TooLarge(modified) => Found::TooLarge {
+                modified: *modified,
+                limit,
+            },
         }
     }
 }
@@ -345,11 +330,8 @@ impl FileServer {
             root_fd,
             #[cfg(target_os = "linux")]
             small_files: Some(SmallFiles::new(DEFAULT_CACHE_BYTES)),
-            token: None,
-            languages: vec![LanguageTag::EN_US],
+            rules: FileRules::new(),
             max_file_bytes: u64::MAX,
-            content_types: ACCEPTED_CONTENT_TYPES.iter().map(|t| constant_media(t)).collect(),
-            writable: true,
             listing: false,
             listings: Listings::new(LISTING_CACHE_BYTES),
         })
@@ -357,16 +339,14 @@ impl FileServer {
 
     /// Requires `authorization` equal to `token` on `PUT` and `DELETE` (D14).
     pub fn with_token(mut self, token: Option<String>) -> Self {
-        self.token = token;
+        self.rules = self.rules.with_token(token);
         self
     }
 
     /// The languages offered, the first being the default (D18). An empty
     /// list keeps the current one.
     pub fn with_languages(mut self, languages: Vec<LanguageTag>) -> Self {
-        if !languages.is_empty() {
-            self.languages = languages;
-        }
+        self.rules = self.rules.with_languages(languages);
         self
     }
 
@@ -402,7 +382,7 @@ impl FileServer {
     /// server answers them `405` and lists `GET`, `POST`, `OPTIONS` for an
     /// existing resource, `OPTIONS` alone for a missing one (D11).
     pub fn with_writes(mut self, writable: bool) -> Self {
-        self.writable = writable;
+        self.rules = self.rules.with_writable(writable);
         self
     }
 
@@ -433,165 +413,102 @@ impl FileServer {
 
     /// The languages offered.
     pub fn languages(&self) -> &[LanguageTag] {
-        &self.languages
+        self.rules.languages()
     }
 
-    /// Every check of D5 levels 5 and 6, in order; what the request will do
-    /// when they all pass. Nothing is written or removed here.
+    /// Every check of D5 levels 3, 5 and 6, in order ([`FileRules::judge`],
+    /// on what the path holds); what the request will do when they all
+    /// pass. Nothing is written or removed here.
     fn plan(&self, request: &Request) -> Result<Plan, Refusal> {
-        let headers = &request.headers;
+        match request.method {
+            Method::Get | Method::Post => self.plan_read(request),
+            Method::Put | Method::Delete | Method::Options => self.plan_place(request),
+        }
+    }
+
+    /// [`plan`](Self::plan) for `GET` and `POST`: the file (or listing)
+    /// found, read or opened, and judged.
+    fn plan_read(&self, request: &Request) -> Result<Plan, Refusal> {
         let path = request.resource.path();
-        let method = request.method;
-        let reads = matches!(method, Method::Get | Method::Post);
-        let refused = |status: Status| Box::new(Response::new(status));
-        // Level 3: a resource this server never serves, said as such.
-        if let Some(why) = refused_name(path) {
-            return Err(Box::new(Response::from_code(StatusCode::BAD_REQUEST, why)));
-        }
+        let (media, source) = self.resolve(path);
+        let (found, loaded) = match source.map(|source| self.load(source, &media, request)) {
+            None => {
+                let folder = matches!(self.place(path), Place::Folder);
+                (Found::Missing { folder }, None)
+            }
+            Some(Err(why)) => (Found::Unreadable(why), None),
+            Some(Ok(loaded)) => (loaded.found(self.max_file_bytes), Some(loaded)),
+        };
+        let verdict = self.rules.judge(request, Facts::Read { media: &media, found })?;
+        let language = verdict.language;
+        let (files::Action::Serve { encoding, .. }, Some(loaded)) = (verdict.action, loaded) else {
+            unreachable!("the rules serve what was found, and only that");
+        };
+        let action = match loaded {
+            Loaded::Content { content, slot, .. } => Action::Serve {
+                content,
+                encoding,
+                media,
+                slot,
+                next: None,
+            },
+            Loaded::Listing(content, _, next) => Action::Serve {
+                content: Content::Owned(content),
+                encoding,
+                media,
+                slot: None,
+                next,
+            },
+            Loaded::Large { file, .. } => Action::Stream {
+                file,
+                encoding,
+                media,
+            },
+            Loaded::TooLarge(_) => unreachable!("the rules refuse a file over the limit"),
+        };
+        Ok(Plan { language, action })
+    }
 
-        // Level 5: content-type, accept, accept-encoding, accept-language.
-        negotiate::check_content_type(headers.content_type(), &self.content_types).map_err(refused)?;
-        let (media, source) = if reads {
-            let (media, source) = self.resolve(path);
-            negotiate::check_accept(headers.accept(), &media).map_err(refused)?;
-            (media, source)
-        } else {
-            (media_type_of(path), None)
+    /// [`plan`](Self::plan) for `PUT`, `DELETE` and `OPTIONS`: the place
+    /// the path names, judged.
+    fn plan_place(&self, request: &Request) -> Result<Plan, Refusal> {
+        let path = request.resource.path();
+        let place = self.place(path);
+        // Whether a GET finds something weighs only where nothing is at
+        // the place itself (files::allowed_methods).
+        let (judged, exists) = match &place {
+            Place::File(file) => (
+                files::Place::File {
+                    modified: last_modified(file),
+                },
+                true,
+            ),
+            Place::Folder => (files::Place::Folder, true),
+            Place::Missing { .. } => (files::Place::Missing, self.resolve(path).1.is_some()),
+            Place::Nowhere => (files::Place::Nowhere, self.resolve(path).1.is_some()),
         };
-        // What needs no content first: text fits every encoding.
-        let mut encoding =
-            negotiate::choose_encoding(headers.accept_encoding(), &Encoding::ALL, ContentKind::Text)
-                .map_err(refused)?;
-        let loaded = match source {
-            Some(source) => Some(self.load(source, &media, request)?),
-            None => None,
-        };
-        let kind = match &loaded {
-            Some(Loaded::Content { kind, .. }) => Some(*kind),
-            Some(Loaded::Listing(..)) => Some(ContentKind::Text),
-            Some(Loaded::Large { text: true, .. }) => Some(ContentKind::Text),
-            Some(Loaded::Large { text: false, .. }) => Some(ContentKind::Binary),
-            _ => None,
-        };
-        if let Some(kind) = kind {
-            encoding = negotiate::choose_encoding(headers.accept_encoding(), &Encoding::ALL, kind)
-                .map_err(refused)?;
-        }
-        let language =
-            negotiate::choose_language(headers.accept_language(), &self.languages).map_err(refused)?;
-
-        // Level 6: the token, the method, then the resource and its conditions.
-        let refused =
-            |status: Status| Box::new(Response::new(status).with_headers(language_header(language)));
-        self.authorize(request)?;
-        if !self.writable && matches!(method, Method::Put | Method::Delete) {
-            let allowed = self.allowed_methods(path);
-            let mut response = Response::method_not_allowed(method, allowed);
-            let names: Vec<&str> = allowed.iter().map(|m| m.as_str()).collect();
-            response.status.human_message = format!(
-                "this server is read-only, so {method} is not allowed (allowed here: {}); its \
-                 operator can allow writes (jsontp serve --writable, or --token TOKEN to require a \
-                 token for them)",
-                names.join(", ")
-            );
-            return Err(Box::new(response.with_headers(language_header(language))));
-        }
-        let conditions = |last_modified: Option<Date>| {
-            negotiate::check_conditions(method, headers, last_modified).map_err(refused)
-        };
-        let action = match method {
-            Method::Get | Method::Post => {
-                conditions(loaded.as_ref().and_then(Loaded::last_modified))?;
-                match loaded {
-                    None if matches!(self.place(path), Place::Folder) => {
-                        return Err(refuse(
-                            StatusCode::NOT_FOUND,
-                            "this is a folder without index.html, and this server does not list \
-                             folders (jsontp serve --list does)",
-                            language,
-                        ));
-                    }
-                    None => return Err(refuse(StatusCode::NOT_FOUND, "no file by this name", language)),
-                    Some(Loaded::TooLarge(_)) => {
-                        return Err(refuse(
-                            StatusCode::INTERNAL_SERVER_ERROR,
-                            format!(
-                                "the file is larger than this server's limit of {} bytes",
-                                self.max_file_bytes
-                            ),
-                            language,
-                        ));
-                    }
-                    Some(Loaded::Content { content, slot, .. }) => Action::Serve {
-                        content,
-                        encoding,
-                        media,
-                        slot,
-                        next: None,
-                    },
-                    Some(Loaded::Listing(content, _, next)) => Action::Serve {
-                        content: Content::Owned(content),
-                        encoding,
-                        media,
-                        slot: None,
-                        next,
-                    },
-                    Some(Loaded::Large { file, .. }) => Action::Stream {
-                        file,
-                        encoding,
-                        media,
-                    },
+        let verdict = self.rules.judge(
+            request,
+            Facts::Place {
+                place: judged,
+                exists,
+            },
+        )?;
+        let language = verdict.language;
+        let action = match (verdict.action, place) {
+            (files::Action::Options(allowed), _) => Action::Options(allowed),
+            (files::Action::Write, Place::Missing { folder, name }) => Action::Write { folder, name },
+            (files::Action::Write, Place::File(file)) => {
+                let (Some(folder), Some(name)) = (file.parent(), file.file_name()) else {
+                    return Err(refuse(StatusCode::NOT_FOUND, "no file by this name", language));
+                };
+                Action::Write {
+                    folder: folder.to_path_buf(),
+                    name: name.to_os_string(),
                 }
             }
-            Method::Put => match self.place(path) {
-                Place::Folder => {
-                    return Err(refuse(
-                        StatusCode::CONFLICT,
-                        "this resource is a folder; PUT writes files",
-                        language,
-                    ));
-                }
-                Place::Nowhere => {
-                    conditions(None)?;
-                    return Err(refuse(
-                        StatusCode::NOT_FOUND,
-                        "the folder of this resource does not exist; PUT creates files, not folders",
-                        language,
-                    ));
-                }
-                Place::Missing { folder, name } => {
-                    conditions(None)?;
-                    Action::Write { folder, name }
-                }
-                Place::File(file) => {
-                    conditions(last_modified(&file))?;
-                    let (Some(folder), Some(name)) = (file.parent(), file.file_name()) else {
-                        return Err(not_found(language));
-                    };
-                    Action::Write {
-                        folder: folder.to_path_buf(),
-                        name: name.to_os_string(),
-                    }
-                }
-            },
-            Method::Delete => match self.place(path) {
-                Place::Folder => {
-                    return Err(refuse(
-                        StatusCode::CONFLICT,
-                        "this resource is a folder; DELETE removes files",
-                        language,
-                    ));
-                }
-                Place::Nowhere | Place::Missing { .. } => {
-                    conditions(None)?;
-                    return Err(not_found(language));
-                }
-                Place::File(file) => {
-                    conditions(last_modified(&file))?;
-                    Action::Remove(file)
-                }
-            },
-            Method::Options => Action::Options(self.allowed_methods(path)),
+            (files::Action::Remove, Place::File(file)) => Action::Remove(file),
+            _ => unreachable!("the rules write and remove only files, and serve no place"),
         };
         Ok(Plan { language, action })
     }
@@ -648,43 +565,18 @@ impl FileServer {
                         language,
                     ));
                 };
-                store(content, &folder, &folder.join(&name)).map_err(|e| write_failure(&e, language))?;
+                store(content, &folder, &folder.join(&name))
+                    .map_err(|e| Box::new(files::write_failed(&e, language)))?;
                 Ok(Response::created("the file was written").with_headers(headers))
             }
             Action::Remove(file) => {
-                fs::remove_file(&file).map_err(|e| io_failure(&e, language))?;
+                fs::remove_file(&file).map_err(|e| Box::new(files::access_failed(&e, language)))?;
                 Ok(Response::no_content("the file was deleted").with_headers(headers))
             }
             Action::Options(allowed) => Ok(Response::allowed_methods(allowed).with_headers(headers)),
             Action::Stream { .. } => unreachable!("streamed above"),
         };
         response.map(Reply::from)
-    }
-
-    /// D14: `PUT` and `DELETE` need the token when one is configured.
-    fn authorize(&self, request: &Request) -> Result<(), Refusal> {
-        let Some(token) = &self.token else { return Ok(()) };
-        if !matches!(request.method, Method::Put | Method::Delete) {
-            return Ok(());
-        }
-        // Constant time: how long the comparison takes must not tell how
-        // many leading bytes of a guess were right. The value as given is
-        // compared too, for a token that itself starts with "Bearer ".
-        let matches = |given: &str| {
-            let alone = given.as_bytes().ct_eq(token.as_bytes());
-            let after_scheme = bearer_token(given).as_bytes().ct_eq(token.as_bytes());
-            bool::from(alone | after_scheme)
-        };
-        let message = match request.headers.authorization() {
-            Some(given) if matches(given) => return Ok(()),
-            Some(_) => "authorization does not match the server's token".to_owned(),
-            None => format!(
-                "authorization is required to {} on this server: send its token \
-                 (jsontp: -H 'authorization: TOKEN')",
-                request.method
-            ),
-        };
-        Err(Box::new(Response::unauthorized(message)))
     }
 
     /// A resource path as `GET` and `POST` read it: the media type of what
@@ -727,16 +619,15 @@ impl FileServer {
             return (by_name(), Some(Source::NotAFile));
         }
         match self.open_beneath(&rel.join(INDEX)) {
-            Opened::Found(index, metadata) if metadata.is_file() => (
-                constant_media("text/html"),
-                Some(Source::File(index, metadata, None)),
-            ),
-            Opened::Failed(e) => (constant_media("text/html"), Some(Source::Failed(e))),
+            Opened::Found(index, metadata) if metadata.is_file() => {
+                (index_media(), Some(Source::File(index, metadata, None)))
+            }
+            Opened::Failed(e) => (index_media(), Some(Source::Failed(e))),
             _ if self.listing => (
-                constant_media("application/json"),
+                files::listing_media_type(),
                 Some(Source::Listing(self.root.join(rel))),
             ),
-            _ => (constant_media("text/html"), None),
+            _ => (index_media(), None),
         }
     }
 
@@ -832,32 +723,11 @@ impl FileServer {
         }
     }
 
-    /// `allowed-methods` for a resource (D11): never `404`; a missing
-    /// resource lists what could be done there.
-    fn allowed_methods(&self, path: &str) -> &'static [Method] {
-        let place = self.place(path);
-        // PUT and DELETE of a folder are 409 (D11): never offered there.
-        if matches!(place, Place::Folder) {
-            return READ_METHODS;
-        }
-        let exists = self.resolve(path).1.is_some();
-        match (self.writable, exists, place) {
-            (true, true, _) | (true, _, Place::File(_) | Place::Folder) => ALL_METHODS,
-            (false, true, _) | (false, _, Place::File(_) | Place::Folder) => READ_METHODS,
-            (true, false, Place::Missing { .. }) => CREATE_METHODS,
-            (_, false, _) => OPTIONS_ONLY,
-        }
-    }
-
     /// Reads a file or lists a folder, unless the content passes the size
     /// limit. `media` is kept with a file the cache keeps: it comes from
     /// the name, which mime_guess looks up at some cost.
-    fn load(&self, source: Source, media: &MediaType, request: &Request) -> Result<Loaded, Refusal> {
-        let failed = |e: io::Error| {
-            Box::new(Response::internal_error(format!(
-                "the server could not access the file: {e}"
-            )))
-        };
+    fn load(&self, source: Source, media: &MediaType, request: &Request) -> Result<Loaded, Unreadable> {
+        let failed = Unreadable::CannotRead;
         let (mut opened, metadata, key) = match source {
             Source::File(file, metadata, key) => (file, metadata, key),
             #[cfg(target_os = "linux")]
@@ -869,30 +739,17 @@ impl FileServer {
                     slot: Some(slot),
                 });
             }
-            Source::NotAFile => {
-                return Err(Box::new(Response::from_code(
-                    StatusCode::FORBIDDEN,
-                    "this is not a regular file (a pipe, a socket or a device): this server serves \
-                     files and folders only",
-                )));
-            }
-            Source::Failed(e) => return Err(Box::new(cannot_open(&e))),
+            Source::NotAFile => return Err(Unreadable::NotAFile),
+            Source::Failed(e) => return Err(Unreadable::CannotOpen(e)),
             Source::Listing(folder) => {
-                let after = request
-                    .resource
-                    .query()
-                    .and_then(jsontp_protocol::message::form::parse_form)
-                    .and_then(|pairs| pairs.into_iter().find(|(k, _)| k == "after"))
-                    .map(|(_, v)| v);
+                let after = files::listing_after(&request.resource);
                 let page = self.list(&folder, after.as_deref()).map_err(failed)?;
                 if page.content.len() as u64 > self.max_file_bytes {
                     return Ok(Loaded::TooLarge(page.modified));
                 }
-                let next = page.last.map(|last| {
-                    let path = request.resource.path();
-                    let slash = if path.ends_with('/') { "" } else { "/" };
-                    format!("{path}{slash}?after={}", percent_encode(&last))
-                });
+                let next = page
+                    .last
+                    .map(|last| files::next_page(request.resource.path(), &last));
                 return Ok(Loaded::Listing(page.content, page.modified, next));
             }
         };
@@ -918,10 +775,7 @@ impl FileServer {
         // Changed while read: the content may mix two versions.
         let measure = Measure::of(&metadata);
         if content.len() as u64 != metadata.len() || !measure.holds_for(&opened).map_err(failed)? {
-            return Err(Box::new(Response::from_code(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "the file changed while it was read; try again",
-            )));
+            return Err(Unreadable::Changed);
         }
         let kind = ContentKind::of(&content);
         #[cfg(target_os = "linux")]
@@ -1009,7 +863,7 @@ impl FileServer {
         }
     }
 
-    /// One page of a folder's listing: the first [`LISTING_PAGE`] entries
+    /// One page of a folder's listing: the first [`files::LISTING_PAGE`] entries
     /// by name after `after` (all names when `None`), as JSON text, and
     /// their last modification for the conditional headers (D17): the
     /// latest of the folder's and the page's entries', since changing a
@@ -1026,10 +880,12 @@ impl FileServer {
         // What a GET could not fetch is not offered.
         let keep = |name: &str, kind: &fs::FileType| {
             !(at_root && name == SPOOL_FOLDER)
-                && refused_name(name).is_none()
+                && files::refused_name(name).is_none()
                 && (kind.is_symlink() || kind.is_file() || kind.is_dir())
         };
-        let (chosen, more) = self.listings.page(folder, &metadata, after, LISTING_PAGE, keep)?;
+        let (chosen, more) = self
+            .listings
+            .page(folder, &metadata, after, files::LISTING_PAGE, keep)?;
         // The next page starts after the last name chosen, even when that
         // one is left out below.
         let last = if more {
@@ -1058,19 +914,15 @@ impl FileServer {
             }
             let modified = metadata.modified().ok().map(Date::from_system_time);
             latest = latest.max(modified);
-            entries.push(ListingEntry {
+            entries.push(files::ListingEntry {
                 name,
                 size: if metadata.is_dir() { 0 } else { metadata.len() },
-                modified: modified.map(|date| date.to_string()),
+                modified,
                 is_folder: metadata.is_dir(),
             });
         }
-        let mut content = serde_json::to_vec(&entries).map_err(io::Error::other)?;
-        // Text ends with a line break: a listing printed in a terminal ends
-        // its line.
-        content.push(b'\n');
         Ok(Page {
-            content,
+            content: files::listing_text(&entries),
             modified: latest,
             last,
         })
@@ -1087,29 +939,9 @@ struct Page {
     last: Option<String>,
 }
 
-/// The most entries one listing answer holds: about 330 bytes of JSON
-/// each at most (a 255-byte name), so a page stays within D3's 1 MiB of
-/// held output whatever the folder's size; `?after=NAME` asks for the
-/// next page, which the answer names in its body key `next-page`.
-const LISTING_PAGE: usize = 2000;
-
 /// How many bytes of folder names the listings keep between pages: about
 /// a million names of 20 bytes.
 const LISTING_CACHE_BYTES: usize = 32 << 20;
-
-/// `text` percent-encoded for a query value: all but RFC 3986's
-/// unreserved characters.
-fn percent_encode(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for byte in text.bytes() {
-        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~') {
-            out.push(char::from(byte));
-        } else {
-            out.push_str(&format!("%{byte:02X}"));
-        }
-    }
-    out
-}
 
 /// The file server as its handlers take it: shared by the router's
 /// routes, and by every request.
@@ -1192,30 +1024,9 @@ fn store(content: app::Content, folder: &Path, target: &Path) -> io::Result<()> 
     }
 }
 
-/// The media type sent for a resource path, from its extension (the
-/// `mime_guess` table, extensions in any case): `.txt` is `text/plain`,
-/// `.html` `text/html`, `.json` `application/json`; a path ending in `/`
-/// names a folder, which sends its `index.html`, so `text/html`; an unknown
-/// extension, or none, is `application/octet-stream`.
-pub fn media_type_of(path: &str) -> MediaType {
-    const UNKNOWN: &str = "application/octet-stream";
-    if path.ends_with('/') {
-        return constant_media("text/html");
-    }
-    let name = path.rsplit('/').next().unwrap_or(path);
-    let guessed = name
-        .rsplit_once('.')
-        .and_then(|(_, extension)| mime_guess::from_ext(extension).first_raw())
-        .unwrap_or(UNKNOWN);
-    // The table's names are registered media types; one this crate would
-    // not parse is sent as what it is to us: bytes.
-    guessed.parse().unwrap_or_else(|_| constant_media(UNKNOWN))
-}
-
-/// Parses one of this file's constant media types.
-fn constant_media(name: &str) -> MediaType {
-    name.parse()
-        .unwrap_or_else(|_| unreachable!("{name} is a valid media type"))
+/// The media type a folder sends: its `index.html`'s.
+fn index_media() -> MediaType {
+    media_type_of("/")
 }
 
 /// Whether `file` is UTF-8 text, read through once (D8: only text may go
@@ -1225,29 +1036,6 @@ fn is_utf8(file: &mut fs::File) -> io::Result<bool> {
     let text = is_utf8_text(file)?;
     file.seek(io::SeekFrom::Start(0))?;
     Ok(text)
-}
-
-/// Whether everything `reader` yields is UTF-8 text, read through in
-/// 64 KiB pieces (a character cut between two reads is carried over), in
-/// constant memory: whether content of any size may travel as `identity`
-/// (D9).
-pub fn is_utf8_text(reader: &mut impl io::Read) -> io::Result<bool> {
-    let mut buffer = vec![0u8; 64 * 1024];
-    let mut carried = 0;
-    loop {
-        let n = reader.read(&mut buffer[carried..])?;
-        let filled = carried + n;
-        match std::str::from_utf8(&buffer[..filled]) {
-            Ok(_) if n == 0 => return Ok(true),
-            Ok(_) => carried = 0,
-            Err(e) if e.error_len().is_some() || n == 0 => return Ok(false),
-            Err(e) => {
-                let valid = e.valid_up_to();
-                buffer.copy_within(valid..filled, 0);
-                carried = filled - valid;
-            }
-        }
-    }
 }
 
 /// A resource path as a path relative to the root, made only of plain
@@ -1321,25 +1109,6 @@ fn write_atomically(folder: &Path, target: &Path, content: &[u8]) -> io::Result<
     ))
 }
 
-/// The token of an `authorization` value: the value alone, or after the
-/// scheme as HTTP writes it (`Bearer s3cret`, the scheme in any case, one
-/// space), D14.
-fn bearer_token(value: &str) -> &str {
-    match value.split_at_checked(7) {
-        Some((scheme, token)) if scheme.eq_ignore_ascii_case("bearer ") => token,
-        _ => value,
-    }
-}
-
-/// Why this server refuses to serve a resource path whatever the folder
-/// holds (`400`), where a name would otherwise look missing.
-fn refused_name(path: &str) -> Option<&'static str> {
-    path.contains('\\').then_some(
-        "this server refuses resource names that hold a backslash (\\), which some systems read \
-         as a folder separator; such a file cannot be served: rename it",
-    )
-}
-
 /// An error of `open`: what it says of the path. Absence (or a way out of
 /// the root, or a name too long to exist) is [`Opened::Missing`]; a
 /// socket, which cannot be opened at all, is something that is not a
@@ -1367,57 +1136,6 @@ fn open_failure(e: io::Error) -> Opened {
     }
 }
 
-/// The answer when a file that is there could not be opened: `503` when
-/// the server is out of descriptors (it may pass), `500` otherwise, each
-/// saying which; never `404`, which would tell the client the file is gone.
-fn cannot_open(e: &io::Error) -> Response {
-    match e.kind() {
-        _ if out_of_descriptors(e) => Response::from_code(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "the server has too many files open to open this one; try again shortly",
-        ),
-        io::ErrorKind::PermissionDenied => Response::from_code(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "the server is not permitted to read this file (permission denied)",
-        ),
-        _ => Response::from_code(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            format!("the server could not open this file: {e}"),
-        ),
-    }
-}
-
-/// Whether `e` says the process or the system has no file descriptor
-/// left (EMFILE, ENFILE): a condition that passes.
-fn out_of_descriptors(e: &io::Error) -> bool {
-    #[cfg(unix)]
-    return e
-        .raw_os_error()
-        .map(rustix::io::Errno::from_raw_os_error)
-        .is_some_and(|errno| matches!(errno, rustix::io::Errno::MFILE | rustix::io::Errno::NFILE));
-    #[cfg(not(unix))]
-    {
-        let _ = e;
-        false
-    }
-}
-
-/// The answer when a `PUT` could not write its file, which leaves the
-/// old file (or none) in place: `503` when the server is out of
-/// descriptors, as for a `GET` (it may pass, and a retry is safe since
-/// nothing was stored), `500` otherwise.
-fn write_failure(error: &io::Error, language: LanguageTag) -> Refusal {
-    if out_of_descriptors(error) {
-        return refuse(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "the server is out of file descriptors (too many files open), so nothing was \
-             written; try again shortly",
-            language,
-        );
-    }
-    io_failure(error, language)
-}
-
 /// `language` as the response's only header.
 fn language_header(language: LanguageTag) -> Headers {
     Headers::new().with_language(language)
@@ -1425,18 +1143,6 @@ fn language_header(language: LanguageTag) -> Headers {
 
 fn refuse(code: StatusCode, message: impl Into<String>, language: LanguageTag) -> Refusal {
     Box::new(Response::from_code(code, message).with_headers(language_header(language)))
-}
-
-fn not_found(language: LanguageTag) -> Refusal {
-    refuse(StatusCode::NOT_FOUND, "no file by this name", language)
-}
-
-fn io_failure(error: &io::Error, language: LanguageTag) -> Refusal {
-    refuse(
-        StatusCode::INTERNAL_SERVER_ERROR,
-        format!("the server could not access the file: {error}"),
-        language,
-    )
 }
 
 #[cfg(test)]
@@ -1481,34 +1187,13 @@ mod tests {
             let Opened::Failed(e) = open_failure(os(errno)) else {
                 panic!("{errno:?} is a failure");
             };
-            let answer = cannot_open(&e);
+            let answer = Unreadable::CannotOpen(e).response();
             assert_eq!(answer.status.code.as_u16(), code, "{errno:?}");
             assert!(
                 answer.status.human_message.contains(words),
                 "{errno:?}: {}",
                 answer.status.human_message
             );
-        }
-    }
-
-    #[cfg(unix)]
-    #[test]
-    fn a_write_out_of_descriptors_is_503_as_a_read_is() {
-        use rustix::io::Errno;
-        let os = |errno: Errno| io::Error::from_raw_os_error(errno.raw_os_error());
-        for (errno, code) in [
-            (Errno::MFILE, 503),
-            (Errno::NFILE, 503),
-            (Errno::ACCESS, 500),
-            (Errno::NOSPC, 500),
-        ] {
-            let answer = write_failure(&os(errno), LanguageTag::EN_US);
-            assert_eq!(answer.status.code.as_u16(), code, "{errno:?}");
-            if code == 503 {
-                let said = &answer.status.human_message;
-                assert!(said.contains("out of file descriptors"), "{said}");
-                assert!(said.contains("nothing was written"), "{said}");
-            }
         }
     }
 

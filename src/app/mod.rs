@@ -54,6 +54,8 @@
 //! a router that needs no state (`Router<()>`, after
 //! [`Router::with_state`]) is served.
 //! `docs/writing-an-application.md` walks through a whole application.
+//! With the feature `files`, [`files`] holds the rules of a file server
+//! (negotiation, conditions, listings), which `jsontp serve` applies.
 //!
 //! ```
 //! use jsontp_protocol::app::{Keys, Router, get};
@@ -71,6 +73,8 @@
 //! ```
 
 mod extract;
+#[cfg(feature = "files")]
+pub mod files;
 mod handler;
 #[cfg(feature = "tower")]
 pub mod http;
