@@ -170,7 +170,11 @@ reprs! {
 #[pymethods]
 impl Content {
     fn __repr__(&self, py: Python<'_>) -> String {
-        format!("<Content id={} {} bytes>", self.id, self.data.bind(py).as_bytes().len())
+        format!(
+            "<Content id={} {} bytes>",
+            self.id,
+            self.data.bind(py).as_bytes().len()
+        )
     }
 }
 
@@ -368,7 +372,9 @@ impl ServerConnection {
             return Ok(sentinel(py, marker, "")?.into_any().unbind());
         };
         Ok(match event {
-            ServerEvent::Request { id, request } => Py::new(py, Request::read(id.index(), request))?.into_any(),
+            ServerEvent::Request { id, request } => {
+                Py::new(py, Request::read(id.index(), request))?.into_any()
+            }
             ServerEvent::ContinueRequested { id, request } => Py::new(
                 py,
                 ContinueRequested {
@@ -393,10 +399,17 @@ impl ServerConnection {
                 },
             )?
             .into_any(),
-            ServerEvent::ResponseSent { id, bytes } => {
-                Py::new(py, ResponseSent { id: id.index(), bytes })?.into_any()
+            ServerEvent::ResponseSent { id, bytes } => Py::new(
+                py,
+                ResponseSent {
+                    id: id.index(),
+                    bytes,
+                },
+            )?
+            .into_any(),
+            ServerEvent::ContentDiscarded { id } => {
+                Py::new(py, ContentDiscarded { id: id.index() })?.into_any()
             }
-            ServerEvent::ContentDiscarded { id } => Py::new(py, ContentDiscarded { id: id.index() })?.into_any(),
             ServerEvent::PeerError(error) => {
                 let closes = closes_connection(&error);
                 if closes {
@@ -419,20 +432,31 @@ impl ServerConnection {
     #[pyo3(signature = (id, response, now=None))]
     fn send_response(&mut self, id: u64, response: &Bound<'_, Response>, now: Option<f64>) -> PyResult<()> {
         let response = response.get().inner.clone();
-        usage(self.inner.send_response(RequestId::from_index(id), response, now_of(now)?))
+        usage(
+            self.inner
+                .send_response(RequestId::from_index(id), response, now_of(now)?),
+        )
     }
 
     /// Accepts a 100-continue handshake (D10): `100` is queued, the full
     /// request follows.
     #[pyo3(signature = (id, now=None))]
     fn accept_continue(&mut self, id: u64, now: Option<f64>) -> PyResult<()> {
-        usage(self.inner.accept_continue(RequestId::from_index(id), now_of(now)?))
+        usage(
+            self.inner
+                .accept_continue(RequestId::from_index(id), now_of(now)?),
+        )
     }
 
     /// Begins a response whose content follows in pieces (D19): its
     /// content is ignored; `send_content` and `end_content` carry it.
     #[pyo3(signature = (id, response, now=None))]
-    fn send_response_head(&mut self, id: u64, response: &Bound<'_, Response>, now: Option<f64>) -> PyResult<()> {
+    fn send_response_head(
+        &mut self,
+        id: u64,
+        response: &Bound<'_, Response>,
+        now: Option<f64>,
+    ) -> PyResult<()> {
         let response = response.get().inner.clone();
         usage(
             self.inner
@@ -449,7 +473,10 @@ impl ServerConnection {
     /// The next piece of a streamed response's content.
     #[pyo3(signature = (id, data, now=None))]
     fn send_content(&mut self, id: u64, data: &[u8], now: Option<f64>) -> PyResult<()> {
-        usage(self.inner.send_content(RequestId::from_index(id), data, now_of(now)?))
+        usage(
+            self.inner
+                .send_content(RequestId::from_index(id), data, now_of(now)?),
+        )
     }
 
     /// Ends a streamed response.
@@ -598,7 +625,10 @@ impl ClientConnection {
     /// The next piece of a streamed request's content.
     #[pyo3(signature = (id, data, now=None))]
     fn send_content(&mut self, id: u64, data: &[u8], now: Option<f64>) -> PyResult<()> {
-        usage(self.inner.send_content(RequestId::from_index(id), data, now_of(now)?))
+        usage(
+            self.inner
+                .send_content(RequestId::from_index(id), data, now_of(now)?),
+        )
     }
 
     /// Ends a streamed request.

@@ -15,6 +15,7 @@ use pyo3::prelude::*;
 use jsontp_protocol::machine::Now;
 
 mod connection;
+mod files;
 mod messages;
 mod values;
 
@@ -50,7 +51,9 @@ struct Origin {
 static ORIGIN: OnceLock<Origin> = OnceLock::new();
 
 fn origin() -> &'static Origin {
-    ORIGIN.get().expect("the module's initialisation set the clock's origin")
+    ORIGIN
+        .get()
+        .expect("the module's initialisation set the clock's origin")
 }
 
 /// The core's time for a caller's `now` (seconds of `time.monotonic()`),
@@ -109,5 +112,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("LocalProtocolError", py.get_type::<LocalProtocolError>())?;
     messages::register(m)?;
     connection::register(m)?;
+    files::register(m)?;
     Ok(())
 }

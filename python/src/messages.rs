@@ -278,6 +278,16 @@ impl Response {
     }
 }
 
+/// A response made in Rust (by the library's rules), as Python's.
+pub(crate) fn made(inner: message::Response) -> Response {
+    Response {
+        inner,
+        id: None,
+        forgiven: Vec::new(),
+        headers: PyOnceLock::new(),
+    }
+}
+
 fn cached_headers<'py>(
     py: Python<'py>,
     cache: &PyOnceLock<Py<PyDict>>,

@@ -76,9 +76,9 @@ fn from_py_at(value: &Bound<'_, PyAny>, what: &str, depth: usize) -> PyResult<Va
     }
     if let Ok(f) = value.cast::<PyFloat>() {
         let f = f.value();
-        return Number::from_f64(f).map(Value::Number).ok_or_else(|| {
-            PyTypeError::new_err(format!("{what}: {f} is not a number JSON can carry"))
-        });
+        return Number::from_f64(f)
+            .map(Value::Number)
+            .ok_or_else(|| PyTypeError::new_err(format!("{what}: {f} is not a number JSON can carry")));
     }
     if let Ok(dict) = value.cast::<PyDict>() {
         return Ok(Value::Object(map_from_py(dict, what, depth)?));
@@ -97,7 +97,11 @@ fn from_py_at(value: &Bound<'_, PyAny>, what: &str, depth: usize) -> PyResult<Va
 }
 
 /// A Python dict with string keys as a JSON object.
-pub(crate) fn map_from_py(dict: &Bound<'_, PyDict>, what: &str, depth: usize) -> PyResult<Map<String, Value>> {
+pub(crate) fn map_from_py(
+    dict: &Bound<'_, PyDict>,
+    what: &str,
+    depth: usize,
+) -> PyResult<Map<String, Value>> {
     let mut map = Map::new();
     for (key, value) in dict.iter() {
         let Ok(key) = key.cast::<PyString>() else {
