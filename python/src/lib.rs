@@ -104,7 +104,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     let monotonic: f64 = py.import("time")?.getattr("monotonic")?.call0()?.extract()?;
     let _ = ORIGIN.set(Origin {
-        instant: Instant::now(),
+        instant: jsontp_protocol::io_adapters::now().instant,
         seconds: monotonic,
     });
     m.add("ProtocolError", py.get_type::<ProtocolError>())?;
