@@ -702,6 +702,9 @@ class Server:
             except asyncio.TimeoutError:
                 for connection in list(self.connections):
                     connection.transport.abort()  # type: ignore[union-attr]
+                # An aborted transport reports its loss on the loop's next turn.
+                while self.connections:
+                    await self._all_closed.wait()
         if self._server is not None:
             await self._server.wait_closed()
 

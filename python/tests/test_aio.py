@@ -304,3 +304,45 @@ def test_a_gigabyte_each_way_in_flat_memory():
     assert done.returncode == 0, done.stderr
     peak_kib = int(done.stdout.strip().splitlines()[-1])
     assert peak_kib < 64 * 1024, f"the process peaked at {peak_kib // 1024} MiB"
+
+
+def make_certificate(folder):
+    """A self-signed certificate for 127.0.0.1 and localhost (openssl)."""
+    key, cert = folder / "key.pem", folder / "cert.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+         "-keyout", str(key), "-out", str(cert), "-days", "1", "-subj", "/CN=localhost",
+         "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"],
+        check=True, capture_output=True,
+    )
+    return key, cert
+
+
+def test_tls_through_pythons_ssl_with_our_client_and_the_rust_client(jsontp_bin, tmp_path):
+    import ssl
+
+    key, cert = make_certificate(tmp_path)
+    server_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server_context.load_cert_chain(cert, key)
+    client_context = ssl.create_default_context(cafile=str(cert))
+
+    async def main():
+        server = await serve(echo_app, ssl=server_context)
+        async with server:
+            async with await connect("127.0.0.1", server.port, ssl=client_context, server_hostname="localhost") as client:
+                answer = await client.get("/secret.txt")
+                assert (answer.status, answer.text) == (200, "GET /secret.txt")
+                stored = await client.put("/up.bin", os.urandom(100_000), encoding="br")
+                assert stored.message == "stored 100000 bytes"
+            process = await asyncio.create_subprocess_exec(
+                jsontp_bin, "get", f"jsontps://localhost:{server.port}/over-tls", "--cacert", str(cert),
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            )
+            out, err = await process.communicate()
+            assert process.returncode == 0, err
+            assert out == b"GET /over-tls"
+            # A client that does not trust the certificate is refused.
+            with pytest.raises(ssl.SSLError):
+                await connect("127.0.0.1", server.port, ssl=ssl.create_default_context(), server_hostname="localhost")
+
+    run(main())

@@ -109,7 +109,11 @@ pub(crate) fn loose_of(value: &serde_json::Value) -> Loose<'_> {
         }),
         Value::String(s) => Loose::Str(Cow::Borrowed(s)),
         Value::Array(items) => Loose::Array(items.iter().map(|v| string(v, kind)).collect()),
-        Value::Object(map) => Loose::Object(map.iter().map(|(k, v)| (Cow::Borrowed(k.as_str()), string(v, kind))).collect()),
+        Value::Object(map) => Loose::Object(
+            map.iter()
+                .map(|(k, v)| (Cow::Borrowed(k.as_str()), string(v, kind)))
+                .collect(),
+        ),
     }
 }
 
