@@ -183,6 +183,10 @@ class _Inbound:
             await self._waiters.wait()
 
 
+class _Answered(Exception):
+    """The request was answered before its content was all sent."""
+
+
 class _Connection(asyncio.Protocol):
     """What server and client connections share: the transport, the timer,
     writing what the core gives, and reading only while it should."""
@@ -302,31 +306,41 @@ class _Connection(asyncio.Protocol):
             raise ConnectionError("the connection was lost")
         await self.progress.wait()
 
-    async def send_streamed(self, id: int, content: Content) -> None:
+    async def send_streamed(
+        self, id: int, content: Content, answered: Callable[[], bool] = lambda: False
+    ) -> None:
         """Sends streamed content for exchange `id` within the room the core
-        gives (D3), waiting for the transport to drain."""
+        gives (D3), waiting for the transport to drain. Once `answered()`
+        (a client's request refused before its content, D10), it stops: the
+        core sends no more of it."""
         try:
             if isinstance(content, (bytes, bytearray, memoryview)):
-                await self._send_piece(id, bytes(content))
+                await self._send_piece(id, bytes(content), answered)
             elif hasattr(content, "__aiter__"):
                 async for piece in content:  # type: ignore[union-attr]
-                    await self._send_piece(id, piece)
+                    await self._send_piece(id, piece, answered)
             else:
                 for piece in content:  # type: ignore[union-attr]
-                    await self._send_piece(id, piece)
+                    await self._send_piece(id, piece, answered)
+        except _Answered:
+            return
         except BaseException:
             if not self.lost:
                 self.machine.abort_content(id, self.loop.time())
                 self.pump()
             raise
+        if answered():
+            return
         self.machine.end_content(id, self.loop.time())
         self.pump()
 
-    async def _send_piece(self, id: int, piece: bytes) -> None:
+    async def _send_piece(self, id: int, piece: bytes, answered: Callable[[], bool]) -> None:
         view = memoryview(piece)
         while view:
             if self.lost:
                 raise ConnectionError("the connection was lost")
+            if answered():
+                raise _Answered
             room = self.machine.content_room(id)
             if room == 0 or self.write_paused:
                 await self.until_writable()
@@ -901,6 +915,16 @@ class _ClientConnection(_Connection):
                 return
 
 
+def _told_through(pending: _Pending) -> Callable[["asyncio.Task[None]"], None]:
+    """An upload's failure told to whoever waits for its answer."""
+
+    def done(upload: "asyncio.Task[None]") -> None:
+        if not upload.cancelled() and upload.exception() is not None:
+            pending.fail(upload.exception())  # type: ignore[arg-type]
+
+    return done
+
+
 class Client:
     """A client connection: requests go out in order on one connection
     (pipelined when several are under way) and are answered in order.
@@ -979,10 +1003,12 @@ class Client:
         connection.pending[id] = pending
         connection.pump()
         if not whole:
-            upload = connection.loop.create_task(connection.send_streamed(id, content))  # type: ignore[arg-type]
-            # The answer may come before the upload ends (a refusal): the
-            # upload is then cut, as the core cuts it.
-            pending.head.add_done_callback(lambda _: upload.done() or upload.cancel())
+            # The answer may come before the upload ends (a handshake
+            # refused before the content, D10): the upload then stops.
+            upload = connection.loop.create_task(
+                connection.send_streamed(id, content, pending.head.done)  # type: ignore[arg-type]
+            )
+            upload.add_done_callback(_told_through(pending))
         return Download(pending)
 
     def close(self) -> None:

@@ -346,3 +346,35 @@ def test_tls_through_pythons_ssl_with_our_client_and_the_rust_client(jsontp_bin,
                 await connect("127.0.0.1", server.port, ssl=ssl.create_default_context(), server_hostname="localhost")
 
     run(main())
+
+
+def test_a_streamed_upload_refused_before_its_content_stops_and_the_connection_goes_on(jsontp_bin, tmp_path):
+    root = tmp_path / "root"
+    root.mkdir()
+    port = __import__("conftest").free_port()
+    process = subprocess.Popen(
+        [jsontp_bin, "serve", "--root", str(root), "--addr", f"127.0.0.1:{port}", "--token", "tok"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    sent = []
+
+    async def upload():
+        for i in range(100):
+            sent.append(i)
+            yield b"u" * 65536
+
+    async def main():
+        async with await connect("127.0.0.1", port) as client:
+            refused = await client.put("/up.bin", upload(), headers={"expect": "100-continue"})
+            assert refused.status == 401 and "authorization" in refused.message
+            assert len(sent) <= 1, "the content was sent after all"
+            again = await client.put("/up.bin", b"ok", headers={"authorization": "tok"})
+            assert again.status == 201
+
+    try:
+        __import__("conftest").wait_for_port(port)
+        run(main())
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+    assert (root / "up.bin").read_bytes() == b"ok"
