@@ -26,6 +26,7 @@ from ._core import (
     RemoteProtocolError,
     Request,
     Response,
+    ResponseHead,
     ResponseSent,
     ServerConnection,
 )
@@ -46,6 +47,7 @@ __all__ = [
     "RemoteProtocolError",
     "Request",
     "Response",
+    "ResponseHead",
     "ResponseSent",
     "ServerConnection",
 ]

@@ -14,6 +14,7 @@ Event = Union[
     "ResponseSent",
     "ContentDiscarded",
     "Continue",
+    "ResponseHead",
     "Closed",
     "Sentinel",
 ]
@@ -176,6 +177,15 @@ class Continue:
 
     @property
     def id(self) -> int: ...
+
+@final
+class ResponseHead:
+    """A response whose content follows in pieces (D19); advisory."""
+
+    @property
+    def id(self) -> int: ...
+    @property
+    def response(self) -> Response: ...
 
 @final
 class Closed:

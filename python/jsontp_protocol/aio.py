@@ -826,16 +826,24 @@ class ClientResponse:
 
 class Download:
     """A response whose content arrives in pieces: iterate it
-    (`async for piece in download`). jsontp writes content last (D19), and
-    the core hands the response's head over once the message has ended
-    whole and valid: `response` is set after the last piece."""
+    (`async for piece in download`). `response` is its head (status,
+    headers, body keys) from the start; after the last piece it is the
+    whole response as the core read it, valid to its end (D19)."""
 
     __slots__ = ("_inbound", "_pending", "response")
 
-    def __init__(self, pending: "_Pending") -> None:
+    def __init__(self, pending: "_Pending", head: core.Response) -> None:
         self._pending = pending
         self._inbound = pending.inbound
-        self.response: Optional[core.Response] = None
+        self.response: core.Response = head
+
+    @property
+    def status(self) -> int:
+        return self.response.status
+
+    @property
+    def headers(self) -> Dict[str, Any]:
+        return self.response.headers
 
     def __aiter__(self) -> "Download":
         return self
@@ -849,20 +857,33 @@ class Download:
 
 
 class _Pending:
-    """A request sent and not yet answered."""
+    """A request sent and not yet answered: `first` is the response's head
+    as soon as it is known, `head` the whole response read to its end."""
 
-    __slots__ = ("inbound", "head")
+    __slots__ = ("inbound", "first", "head")
 
     def __init__(self, connection: "_ClientConnection") -> None:
         self.inbound = _Inbound(connection, "open")
+        self.first: "asyncio.Future[core.Response]" = connection.loop.create_future()
         self.head: "asyncio.Future[core.Response]" = connection.loop.create_future()
+
+    def begin(self, head: core.Response) -> None:
+        if not self.first.done():
+            self.first.set_result(head)
+
+    def answer(self, response: core.Response) -> None:
+        self.inbound.end()
+        self.begin(response)
+        if not self.head.done():
+            self.head.set_result(response)
 
     def fail(self, error: BaseException) -> None:
         self.inbound.fail(error)
-        if not self.head.done():
-            self.head.set_exception(error)
-            # Retrieved or not, the error was told through the inbound.
-            self.head.exception()
+        for future in (self.first, self.head):
+            if not future.done():
+                future.set_exception(error)
+                # Retrieved or not, the error was told through the inbound.
+                future.exception()
 
 
 class _ClientConnection(_Connection):
@@ -897,12 +918,14 @@ class _ClientConnection(_Connection):
                 pending = self.pending.get(event.id)
                 if pending is not None:
                     pending.inbound.feed(event.data)
+            elif kind is core.ResponseHead:
+                pending = self.pending.get(event.id)
+                if pending is not None:
+                    pending.begin(event.response)
             elif kind is core.Response:
                 pending = self.pending.pop(event.id, None)
                 if pending is not None:
-                    pending.inbound.end()
-                    if not pending.head.done():
-                        pending.head.set_result(event)
+                    pending.answer(event)
             elif kind is core.Continue:
                 continue
             elif kind is core.Closed:
@@ -976,8 +999,10 @@ class Client:
         encoding: Optional[str] = None,
         body: Optional[Dict[str, Any]] = None,
     ) -> Download:
-        """Sends a request and gives its response's content as it arrives,
-        in constant memory: `async for piece in await client.stream(...)`."""
+        """Sends a request and gives its response once its head is known,
+        its content as it arrives, in constant memory:
+        `download = await client.stream(...)`, `download.status`, then
+        `async for piece in download`."""
         return await self._send(method, resource, headers, content, encoding, body)
 
     async def _send(self, method, resource, headers, content, encoding, body) -> Download:
@@ -1009,7 +1034,7 @@ class Client:
                 connection.send_streamed(id, content, pending.head.done)  # type: ignore[arg-type]
             )
             upload.add_done_callback(_told_through(pending))
-        return Download(pending)
+        return Download(pending, await pending.first)
 
     def close(self) -> None:
         transport = self._connection.transport

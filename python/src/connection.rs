@@ -33,6 +33,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<ResponseSent>()?;
     m.add_class::<ContentDiscarded>()?;
     m.add_class::<Continue>()?;
+    m.add_class::<ResponseHead>()?;
     m.add_class::<Closed>()?;
     m.add("NEED_DATA", sentinel(py, &NEED_DATA, "NEED_DATA")?)?;
     m.add("PAUSED", sentinel(py, &PAUSED, "PAUSED")?)?;
@@ -130,6 +131,21 @@ pub struct ContentDiscarded {
     id: u64,
 }
 
+/// A client's event, with `stream_content=True`: the response whose
+/// content is about to come in `Content` pieces, read as far as its
+/// envelope goes (D19), so that a download knows its status first. It is
+/// advisory: the exchange ends with the `Response` itself (content
+/// empty), or with a `RemoteProtocolError`.
+#[pyclass(frozen, module = "jsontp_protocol")]
+pub struct ResponseHead {
+    /// The exchange.
+    #[pyo3(get)]
+    id: u64,
+    /// The response but its content.
+    #[pyo3(get)]
+    response: Py<Response>,
+}
+
 /// A client's event: the server acknowledged with `100`; the full request
 /// is on its way (D10).
 #[pyclass(frozen, module = "jsontp_protocol")]
@@ -164,6 +180,7 @@ reprs! {
     ContentHead: "<ContentHead id={}>", id;
     ResponseSent: "<ResponseSent id={} bytes={}>", id, bytes;
     ContentDiscarded: "<ContentDiscarded id={}>", id;
+    ResponseHead: "<ResponseHead id={}>", id;
     Continue: "<Continue id={}>", id;
 }
 
@@ -659,7 +676,8 @@ impl ClientConnection {
         Ok(())
     }
 
-    /// The next event: a `Response`, `Continue`, `Content` or `Closed`;
+    /// The next event: a `Response`, `ResponseHead`, `Continue`, `Content`
+    /// or `Closed`;
     /// else `NEED_DATA` or `PAUSED`. Raises `RemoteProtocolError` when the
     /// server broke the protocol or went missing (`kind` says how).
     #[pyo3(signature = (now=None))]
@@ -682,6 +700,14 @@ impl ClientConnection {
                 Py::new(py, Response::read(id.index(), response, forgiven))?.into_any()
             }
             ClientEvent::Continue { id } => Py::new(py, Continue { id: id.index() })?.into_any(),
+            ClientEvent::ContentHead { id, head } => Py::new(
+                py,
+                ResponseHead {
+                    id: id.index(),
+                    response: Py::new(py, Response::read(id.index(), *head, Vec::new()))?,
+                },
+            )?
+            .into_any(),
             ClientEvent::Content { id, data } => Py::new(
                 py,
                 Content {

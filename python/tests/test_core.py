@@ -181,6 +181,15 @@ def test_a_streamed_response_goes_out_in_pieces():
     response = client.next_event()
     assert isinstance(response, jt.Response)
     assert response.encoding == "gzip" and response.content == b"\x00\xff" * 40_000
+    # A streaming client learns the head before the pieces (D19).
+    client = jt.ClientConnection(stream_content=True)
+    client.send_request(jt.Request("GET", "/big.bin"))
+    client.data_to_send()
+    client.receive_data(sent)
+    got = events(client)
+    assert isinstance(got[0], jt.ResponseHead) and got[0].response.status == 200
+    assert b"".join(e.data for e in got if isinstance(e, jt.Content)) == b"\x00\xff" * 40_000
+    assert isinstance(got[-1], jt.Response) and got[-1].content == b""
 
 
 def test_the_client_matches_responses_in_order_and_checks_the_echo():

@@ -525,9 +525,19 @@ impl ClientConnection {
                     let limit = self.config.limits.message.max_depth;
                     self.fatal(refusal::too_deep(limit));
                 }
-                // A streamed response needs no head: the client reads
-                // every response to its end; and it never discards.
-                Decoded::ContentHead { .. } | Decoded::Abandoned => {}
+                // The head of a streamed response, before its pieces; a
+                // head that does not read yet says nothing (the whole
+                // message will). The response to a request we gave up on
+                // is dropped.
+                Decoded::ContentHead { head } => {
+                    if let (Ok(parsed), Some(id)) = (head, self.front_id()) {
+                        let head = Box::new(parsed.message);
+                        self.core.push_event(ClientEvent::ContentHead { id, head });
+                        return;
+                    }
+                }
+                // A client never discards: it reads every response to its end.
+                Decoded::Abandoned => {}
                 Decoded::End { cut_short } => {
                     // Fine after complete responses when nothing is owed.
                     let owed = self.exchanges.iter().any(|o| o.id.is_some());

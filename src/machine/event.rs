@@ -162,6 +162,22 @@ pub enum ClientEvent {
         forgiven: Vec<Forgiven>,
     },
     /// With [`ClientConfig::stream_content`](super::ClientConfig::stream_content):
+    /// the response whose content is about to come in pieces, read as far
+    /// as its envelope goes (D19: streaming senders write `body` last and
+    /// `content` last in it), by the grammar the whole will be read by,
+    /// so that a download knows its status and headers before its first
+    /// byte. Its content is empty. It is advisory: the exchange still
+    /// ends with [`ClientEvent::Response`], or with the error the whole
+    /// message reads as. It comes at most once per response, before its
+    /// first [`ClientEvent::Content`] piece, and only when the fields
+    /// before the content make a response.
+    ContentHead {
+        /// Which exchange.
+        id: RequestId,
+        /// The response but its content.
+        head: Box<Response>,
+    },
+    /// With [`ClientConfig::stream_content`](super::ClientConfig::stream_content):
     /// the next piece of a response's decoded `body.content`, in order, as
     /// it arrives (D19). The response follows as [`ClientEvent::Response`]
     /// (with empty content) once the whole message is read and valid; if

@@ -780,6 +780,7 @@ fn a_streamed_response_reaches_a_streaming_client_in_every_encoding() {
         let mut sent = 0;
         let mut received = Vec::new();
         let mut responses = Vec::new();
+        let mut heads = Vec::new();
         loop {
             let room = wire.server.content_room(ids[0]);
             if sent < original.len() && room > 0 {
@@ -799,8 +800,16 @@ fn a_streamed_response_reaches_a_streaming_client_in_every_encoding() {
             while let Some(event) = wire.client.next_event(wire.now()) {
                 moved = true;
                 match event {
+                    // The head first: a download knows its status before its bytes.
+                    ClientEvent::ContentHead { id, head } => {
+                        assert!(received.is_empty(), "{encoding}: the head after content");
+                        assert_eq!(head.status.code, StatusCode::OK);
+                        assert_eq!(head.body.encoding(), encoding);
+                        heads.push(id);
+                    }
                     ClientEvent::Content { id, data } => {
                         assert_eq!(id, first);
+                        assert_eq!(heads, [first], "{encoding}: content before its head");
                         received.extend(data);
                     }
                     ClientEvent::Response { id, response, .. } => responses.push((id, response)),
@@ -1076,10 +1085,19 @@ fn d19_a_streaming_client_takes_content_before_its_encoding_too() {
             .unwrap();
         let mut content = Vec::new();
         let mut response = None;
+        let mut heads = 0;
         for piece in content_first_response(encoding, text).chunks(1000) {
             client.receive_data(piece, clock.now());
             while let Some(event) = client.next_event(clock.now()) {
                 match event {
+                    // Held to the message's end, the content still comes
+                    // after the head, read from the whole message.
+                    ClientEvent::ContentHead { id: of, head } => {
+                        assert_eq!(of, id);
+                        assert!(content.is_empty(), "{encoding}: the head after content");
+                        assert_eq!(head.body.encoding(), encoding);
+                        heads += 1;
+                    }
                     ClientEvent::Content { id: of, data } => {
                         assert_eq!(of, id);
                         assert!(response.is_none(), "content after the response");
@@ -1096,6 +1114,7 @@ fn d19_a_streaming_client_takes_content_before_its_encoding_too() {
             }
         }
         let response = response.unwrap_or_else(|| panic!("{encoding}: no response"));
+        assert_eq!(heads, 1, "{encoding}: one head");
         assert_eq!(response.body.encoding(), encoding);
         assert!(content == original, "{encoding}: {} bytes", content.len());
     }

@@ -230,6 +230,8 @@ impl Outstanding {
                     slot.continued = true;
                 }
             }
+            // The outcome is the whole response, which follows.
+            ClientEvent::ContentHead { .. } => {}
             ClientEvent::Response {
                 id,
                 response,

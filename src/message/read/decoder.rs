@@ -25,7 +25,7 @@ use std::ops::Range;
 use super::framing::{ContentRun, Fault, Frame, Scan, Scanner, leading_whitespace};
 use super::{
     Parsed, RequestContext, named_encoding, parse_request, parse_request_framed, parse_request_quick,
-    parse_response_framed, parse_response_quick,
+    parse_response, parse_response_framed, parse_response_quick,
 };
 use crate::message::buffer::Buffer;
 use crate::message::codec::DecodeError;
@@ -132,9 +132,13 @@ impl Grammar for Responses<'_> {
     }
 
     /// A client reads every response to its end: its content streams
-    /// whatever comes before it.
-    fn read_head(&self, _envelope: &[u8]) -> Head<Self::Read> {
-        Head::Unread
+    /// whatever comes before it, after the head when the fields before it
+    /// make a response.
+    fn read_head(&self, envelope: &[u8]) -> Head<Self::Read> {
+        match parse_response(envelope, self.validation, self.limits) {
+            Ok(head) => Head::Read(Ok(head)),
+            Err(_) => Head::Unread,
+        }
     }
 }
 
