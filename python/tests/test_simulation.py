@@ -234,3 +234,120 @@ async def simulate(loop, scenario):
         assert len(finals) == len(expected), (finals, expected)
     if scenario["garbage"] and then in ("stay", "end"):
         assert finals[-1] == 400 and len(finals) == len(expected)
+
+
+class PeerTransport(FakeTransport):
+    """The client's transport: what it writes reaches a server machine
+    driven by the test, after a delay."""
+
+    def __init__(self, loop, protocol, deliver):
+        super().__init__(loop, protocol)
+        self.deliver = deliver
+
+    def write(self, data):
+        super().write(data)
+        self.deliver(bytes(data))
+
+
+client_scenarios = st.fixed_dictionaries(
+    {
+        "requests": st.lists(
+            st.tuples(st.sampled_from(["GET", "PUT"]), st.integers(min_value=0, max_value=200_000)),
+            min_size=1,
+            max_size=10,
+        ),
+        "delays": st.lists(st.sampled_from([0.0, 0.001, 0.3, 2.0]), min_size=10, max_size=10),
+        "cut": st.integers(min_value=1, max_value=70_000),
+        "dies_after": st.one_of(st.none(), st.integers(min_value=0, max_value=9)),
+    }
+)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(client_scenarios)
+def test_the_client_keeps_its_invariants_in_any_scenario(scenario):
+    loop = VirtualLoop()
+    try:
+        loop.run_until_complete(asyncio.wait_for(simulate_client(loop, scenario), 10_000))
+    finally:
+        loop.close()
+
+
+async def simulate_client(loop, scenario):
+    machine = jt.ClientConnection(stream_content=True, now=loop.time())
+    protocol = aio._ClientConnection(machine)
+    server = jt.ServerConnection(now=loop.time())
+    delays = scenario["delays"]
+    answered = []
+    latest = [0.0]
+
+    def serve_events():
+        while True:
+            try:
+                event = server.next_event(loop.time())
+            except jt.RemoteProtocolError as error:
+                raise AssertionError(f"the client sent something wrong: {error}")
+            if not isinstance(event, jt.Request):
+                if event is jt.NEED_DATA or event is jt.PAUSED:
+                    return
+                continue
+            index = len(answered)
+            answered.append(event.id)
+            at = loop.time() + delays[index % len(delays)]
+            if scenario["dies_after"] is not None and index >= scenario["dies_after"]:
+                # After every answer given before it: timers due at the
+                # same moment run in no set order.
+                loop.call_at(max(at, latest[0]) + 0.001, die)
+                return
+            size = len(event.content) if event.method == "PUT" else scenario["requests"][index][1]
+            response = jt.Response(200, event.resource, content="r" * size)
+            latest[0] = max(latest[0], at)
+            loop.call_at(at, answer, event.id, response)
+
+    def answer(id, response):
+        if protocol.lost:
+            return
+        server.send_response(id, response, loop.time())
+        out = server.data_to_send(loop.time())
+        cut = scenario["cut"]
+        for start in range(0, len(out), cut):
+            if not protocol.lost:
+                protocol.data_received(out[start : start + cut])
+        serve_events()
+
+    def deliver(data):
+        def arrive():
+            server.receive_data(data, loop.time())
+            serve_events()
+
+        loop.call_soon(arrive)
+
+    def die():
+        if not protocol.lost:
+            transport.closing = True
+            protocol.connection_lost(ConnectionResetError("the server went away"))
+
+    transport = PeerTransport(loop, protocol, deliver)
+    protocol.connection_made(transport)
+    client = aio.Client(protocol)
+
+    async def one(index, method, size):
+        resource = f"/r/{index}"
+        if method == "PUT":
+            return await client.put(resource, "p" * size)
+        return await client.get(resource)
+
+    results = await asyncio.gather(
+        *(one(i, method, size) for i, (method, size) in enumerate(scenario["requests"])),
+        return_exceptions=True,
+    )
+    # Every request ends, answered or failed; answers are their own, in order.
+    dies_after = scenario["dies_after"]
+    for index, (result, (method, size)) in enumerate(zip(results, scenario["requests"])):
+        if dies_after is not None and index >= dies_after:
+            assert isinstance(result, (ConnectionError, jt.RemoteProtocolError)), result
+            continue
+        assert not isinstance(result, BaseException), (index, result, answered)
+        assert result.status == 200 and result.message == f"/r/{index}"
+        assert result.content == b"r" * size
+    assert not protocol.pending, "a request was forgotten"
