@@ -277,6 +277,23 @@ enum Ending {
 }
 
 impl Ending {
+    /// The peer ended its stream: the reason, unless one was said before.
+    fn peer_ended(&mut self) {
+        if matches!(self, Ending::Unsaid) {
+            *self = Ending::PeerEnded;
+        }
+    }
+
+    /// A peer's error as the exception to raise, kept as the reason when
+    /// it ends the connection.
+    fn told(&mut self, py: Python<'_>, error: &PeerError) -> PyErr {
+        let closes = closes_connection(error);
+        if closes {
+            *self = Ending::Error(error.to_string());
+        }
+        remote_error(py, error, closes)
+    }
+
     fn reason(&self, timed_out: bool) -> String {
         match self {
             Ending::Error(said) => said.clone(),
@@ -360,9 +377,7 @@ impl ServerConnection {
     fn receive_data(&mut self, data: &[u8], now: Option<f64>) -> PyResult<()> {
         let now = now_of(now)?;
         if data.is_empty() {
-            if matches!(self.ending, Ending::Unsaid) {
-                self.ending = Ending::PeerEnded;
-            }
+            self.ending.peer_ended();
             self.inner.receive_eof(now);
         } else {
             self.inner.receive_data(data, now);
@@ -379,14 +394,8 @@ impl ServerConnection {
     /// `closes` is true the connection goes on.
     #[pyo3(signature = (now=None))]
     fn next_event(&mut self, py: Python<'_>, now: Option<f64>) -> PyResult<Py<PyAny>> {
-        let event = self.inner.next_event(now_of(now)?);
-        let Some(event) = event else {
-            let marker = if self.inner.wants_read() && !self.inner.is_closed() {
-                &NEED_DATA
-            } else {
-                &PAUSED
-            };
-            return Ok(sentinel(py, marker, "")?.into_any().unbind());
+        let Some(event) = self.inner.next_event(now_of(now)?) else {
+            return marker(py, self.inner.wants_read() && !self.inner.is_closed());
         };
         Ok(match event {
             ServerEvent::Request { id, request } => {
@@ -427,13 +436,7 @@ impl ServerConnection {
             ServerEvent::ContentDiscarded { id } => {
                 Py::new(py, ContentDiscarded { id: id.index() })?.into_any()
             }
-            ServerEvent::PeerError(error) => {
-                let closes = closes_connection(&error);
-                if closes {
-                    self.ending = Ending::Error(error.to_string());
-                }
-                return Err(remote_error(py, &error, closes));
-            }
+            ServerEvent::PeerError(error) => return Err(self.ending.told(py, &error)),
             ServerEvent::Closed => Py::new(
                 py,
                 Closed {
@@ -520,9 +523,7 @@ impl ServerConnection {
         now: Option<f64>,
         max: Option<usize>,
     ) -> PyResult<Bound<'py, PyBytes>> {
-        let pending = self.inner.pending_output();
-        let n = max.map_or(pending.len(), |max| max.min(pending.len()));
-        let bytes = PyBytes::new(py, &pending[..n]);
+        let (bytes, n) = output(py, self.inner.pending_output(), max);
         if n > 0 {
             self.inner.consume_output(n, now_of(now)?);
         }
@@ -666,9 +667,7 @@ impl ClientConnection {
     fn receive_data(&mut self, data: &[u8], now: Option<f64>) -> PyResult<()> {
         let now = now_of(now)?;
         if data.is_empty() {
-            if matches!(self.ending, Ending::Unsaid) {
-                self.ending = Ending::PeerEnded;
-            }
+            self.ending.peer_ended();
             self.inner.receive_eof(now);
         } else {
             self.inner.receive_data(data, now);
@@ -683,12 +682,7 @@ impl ClientConnection {
     #[pyo3(signature = (now=None))]
     fn next_event(&mut self, py: Python<'_>, now: Option<f64>) -> PyResult<Py<PyAny>> {
         let Some(event) = self.inner.next_event(now_of(now)?) else {
-            let marker = if self.inner.wants_read() && !self.inner.is_closed() {
-                &NEED_DATA
-            } else {
-                &PAUSED
-            };
-            return Ok(sentinel(py, marker, "")?.into_any().unbind());
+            return marker(py, self.inner.wants_read() && !self.inner.is_closed());
         };
         Ok(match event {
             ClientEvent::Response {
@@ -716,13 +710,7 @@ impl ClientConnection {
                 },
             )?
             .into_any(),
-            ClientEvent::PeerError(error) => {
-                let closes = closes_connection(&error);
-                if closes {
-                    self.ending = Ending::Error(error.to_string());
-                }
-                return Err(remote_error(py, &error, closes));
-            }
+            ClientEvent::PeerError(error) => return Err(self.ending.told(py, &error)),
             ClientEvent::Closed => Py::new(
                 py,
                 Closed {
@@ -742,9 +730,7 @@ impl ClientConnection {
         now: Option<f64>,
         max: Option<usize>,
     ) -> PyResult<Bound<'py, PyBytes>> {
-        let pending = self.inner.pending_output();
-        let n = max.map_or(pending.len(), |max| max.min(pending.len()));
-        let bytes = PyBytes::new(py, &pending[..n]);
+        let (bytes, n) = output(py, self.inner.pending_output(), max);
         if n > 0 {
             self.inner.consume_output(n, now_of(now)?);
         }
@@ -780,6 +766,18 @@ impl ClientConnection {
     fn is_closed(&self) -> bool {
         self.inner.is_closed()
     }
+}
+
+/// `NEED_DATA` while the connection reads, `PAUSED` otherwise.
+fn marker(py: Python<'_>, reads: bool) -> PyResult<Py<PyAny>> {
+    let cell = if reads { &NEED_DATA } else { &PAUSED };
+    Ok(sentinel(py, cell, "")?.into_any().unbind())
+}
+
+/// Up to `max` bytes of the pending output as Python bytes, and how many.
+fn output<'py>(py: Python<'py>, pending: &[u8], max: Option<usize>) -> (Bound<'py, PyBytes>, usize) {
+    let n = max.map_or(pending.len(), |max| max.min(pending.len()));
+    (PyBytes::new(py, &pending[..n]), n)
 }
 
 /// Whether a peer error ends the connection.
