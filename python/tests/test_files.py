@@ -89,7 +89,7 @@ REQUESTS = [
     ("PUT", "/sub", {"authorization": "tok"}, "x"),
     ("PUT", "/nowhere/x.txt", {"authorization": "tok"}, "x"),
     ("DELETE", "/missing.txt", {"authorization": "tok"}, ""),
-    ("DELETE", "/new.txt", {"authorization": "tok", "if-unmodified-since": "2000-01-01T00:00:00Z+0000"}, ""),
+    ("DELETE", "/old.txt", {"authorization": "tok", "if-unmodified-since": "2000-01-01T00:00:00Z+0000"}, ""),
     ("DELETE", "/new.txt", {"authorization": "tok"}, ""),
     ("OPTIONS", "/hello.txt", {}, ""),
     ("OPTIONS", "/missing.txt", {}, ""),
@@ -122,6 +122,10 @@ def fixture(root):
     (root / "sub").mkdir()
     (root / "sub" / "page.txt").write_text("nested")
     (root / "nested").mkdir()
+    # A fixed modification time: the answers that name it are the same
+    # for both servers.
+    (root / "old.txt").write_text("old")
+    os.utime(root / "old.txt", (1577836800, 1577836800))
 
 
 def serve(command, port):
