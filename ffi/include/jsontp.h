@@ -724,12 +724,12 @@ void jsontp_event_free(struct jsontp_event *event);
 //
 // # Safety
 // `event` is NULL or a live event; `out_kind` is NULL or writable.
-enum jsontp_result jsontp_event_kind(const struct jsontp_event *event, enum jsontp_event_kind *out_kind);
+enum jsontp_result jsontp_event_get_kind(const struct jsontp_event *event, enum jsontp_event_kind *out_kind);
 
 // The exchange the event belongs to (0 for the first request on the
 // connection, then 1, …), in `*out_id`; `JSONTP_NOT_APPLICABLE` for
 // `JSONTP_EVENT_CLOSED` and for a peer error that names no exchange.
-// Thread-safety as `jsontp_event_kind`.
+// Thread-safety as `jsontp_event_get_kind`.
 //
 // # Safety
 // `event` is NULL or a live event; `out_id` is NULL or writable.
@@ -740,7 +740,7 @@ enum jsontp_result jsontp_event_id(const struct jsontp_event *event, uint64_t *o
 // `JSONTP_NOT_APPLICABLE` for other events.
 //
 // Ownership: borrowed from the event, valid until the event is freed;
-// never free it. Thread-safety as `jsontp_event_kind`.
+// never free it. Thread-safety as `jsontp_event_get_kind`.
 //
 // # Safety
 // `event` is NULL or a live event; `out_request` is NULL or writable.
@@ -750,7 +750,7 @@ enum jsontp_result jsontp_event_request(const struct jsontp_event *event, const 
 // `JSONTP_NOT_APPLICABLE` for other events.
 //
 // Ownership: borrowed from the event, valid until the event is freed;
-// never free it. Thread-safety as `jsontp_event_kind`.
+// never free it. Thread-safety as `jsontp_event_get_kind`.
 //
 // # Safety
 // `event` is NULL or a live event; `out_response` is NULL or writable.
@@ -760,7 +760,7 @@ enum jsontp_result jsontp_event_response(const struct jsontp_event *event, const
 // `JSONTP_NOT_APPLICABLE` for other events.
 //
 // Ownership: borrowed from the event, valid until the event is freed.
-// Thread-safety as `jsontp_event_kind`.
+// Thread-safety as `jsontp_event_get_kind`.
 //
 // # Safety
 // `event` is NULL or a live event; the outputs are NULL or writable.
@@ -768,7 +768,7 @@ enum jsontp_result jsontp_event_content(const struct jsontp_event *event, const 
 
 // The output bytes a response took, for `JSONTP_EVENT_RESPONSE_SENT`
 // (the interim `100` included); `JSONTP_NOT_APPLICABLE` for other events.
-// Thread-safety as `jsontp_event_kind`.
+// Thread-safety as `jsontp_event_get_kind`.
 //
 // # Safety
 // `event` is NULL or a live event; `out_bytes` is NULL or writable.
@@ -778,7 +778,7 @@ enum jsontp_result jsontp_event_bytes(const struct jsontp_event *event, uint64_t
 // `JSONTP_NOT_APPLICABLE` for other events.
 //
 // Ownership: borrowed from the event, valid until the event is freed;
-// never free it. Thread-safety as `jsontp_event_kind`.
+// never free it. Thread-safety as `jsontp_event_get_kind`.
 //
 // # Safety
 // `event` is NULL or a live event; `out_error` is NULL or writable.
@@ -786,7 +786,7 @@ enum jsontp_result jsontp_event_error(const struct jsontp_event *event, const st
 
 // Why the connection ended, for people, for `JSONTP_EVENT_CLOSED`;
 // `JSONTP_NOT_APPLICABLE` for other events. Ownership: borrowed from the
-// event (not NUL-terminated). Thread-safety as `jsontp_event_kind`.
+// event (not NUL-terminated). Thread-safety as `jsontp_event_get_kind`.
 //
 // # Safety
 // `event` is NULL or a live event; the outputs are NULL or writable.
@@ -797,12 +797,12 @@ enum jsontp_result jsontp_event_reason(const struct jsontp_event *event, const c
 //
 // # Safety
 // `error` is NULL or a live error; `out_kind` is NULL or writable.
-enum jsontp_result jsontp_error_kind(const struct jsontp_error *error, enum jsontp_error_kind *out_kind);
+enum jsontp_result jsontp_error_get_kind(const struct jsontp_error *error, enum jsontp_error_kind *out_kind);
 
 // The status the protocol gives the error (a server's rejection: the
 // status it wrote, such as `400` or `408`), in `*out_status`;
 // `JSONTP_NOT_APPLICABLE` when it has none (a timeout seen by a client).
-// Thread-safety as `jsontp_error_kind`.
+// Thread-safety as `jsontp_error_get_kind`.
 //
 // # Safety
 // `error` is NULL or a live error; `out_status` is NULL or writable.
@@ -810,7 +810,7 @@ enum jsontp_result jsontp_error_status(const struct jsontp_error *error, uint16_
 
 // The error's `human-message`: for a rejection, exactly what the
 // response said (D12); else the error in words. Ownership: borrowed from
-// the error (not NUL-terminated). Thread-safety as `jsontp_error_kind`.
+// the error (not NUL-terminated). Thread-safety as `jsontp_error_get_kind`.
 //
 // # Safety
 // `error` is NULL or a live error; the outputs are NULL or writable.
@@ -824,7 +824,7 @@ enum jsontp_result jsontp_error_message(const struct jsontp_error *error, const 
 enum jsontp_result jsontp_error_text(const struct jsontp_error *error, const char **out_text, size_t *out_len);
 
 // Whether the connection closes after this error, in `*out_closes`.
-// Thread-safety as `jsontp_error_kind`.
+// Thread-safety as `jsontp_error_get_kind`.
 //
 // # Safety
 // `error` is NULL or a live error; `out_closes` is NULL or writable.
@@ -967,7 +967,7 @@ enum jsontp_result jsontp_media_type_of(const char *path, char *buf, size_t len,
 //
 // # Safety
 // `language` is NULL or NUL-terminated; `out_response` is NULL or writable.
-enum jsontp_result jsontp_write_failed(int errno, const char *language, struct jsontp_response **out_response);
+enum jsontp_result jsontp_write_failed(int os_error_code, const char *language, struct jsontp_response **out_response);
 
 // The answer when the file system refused what a verdict said to do (a
 // `DELETE`'s removal): `500`, naming the error; in `language`. Ownership:
@@ -975,7 +975,7 @@ enum jsontp_result jsontp_write_failed(int errno, const char *language, struct j
 //
 // # Safety
 // `language` is NULL or NUL-terminated; `out_response` is NULL or writable.
-enum jsontp_result jsontp_access_failed(int errno, const char *language, struct jsontp_response **out_response);
+enum jsontp_result jsontp_access_failed(int os_error_code, const char *language, struct jsontp_response **out_response);
 
 // Makes a request: `method` such as `"GET"` (upper case), `resource`
 // such as `"/hello.txt"` (D7), both NUL-terminated. No headers, empty

@@ -254,11 +254,11 @@ pub unsafe extern "C" fn jsontp_event_free(event: *mut jsontp_event) {
 /// # Safety
 /// `event` is NULL or a live event; `out_kind` is NULL or writable.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn jsontp_event_kind(
+pub unsafe extern "C" fn jsontp_event_get_kind(
     event: *const jsontp_event,
     out_kind: *mut jsontp_event_kind,
 ) -> jsontp_result {
-    guard("jsontp_event_kind", || {
+    guard("jsontp_event_get_kind", || {
         // SAFETY: as the caller promises.
         let event = unsafe { borrow(event, "event") }?;
         let out_kind = out(out_kind, "out_kind")?;
@@ -283,7 +283,7 @@ pub unsafe extern "C" fn jsontp_event_kind(
 /// The exchange the event belongs to (0 for the first request on the
 /// connection, then 1, …), in `*out_id`; `JSONTP_NOT_APPLICABLE` for
 /// `JSONTP_EVENT_CLOSED` and for a peer error that names no exchange.
-/// Thread-safety as `jsontp_event_kind`.
+/// Thread-safety as `jsontp_event_get_kind`.
 ///
 /// # Safety
 /// `event` is NULL or a live event; `out_id` is NULL or writable.
@@ -317,7 +317,7 @@ pub unsafe extern "C" fn jsontp_event_id(event: *const jsontp_event, out_id: *mu
 /// `JSONTP_NOT_APPLICABLE` for other events.
 ///
 /// Ownership: borrowed from the event, valid until the event is freed;
-/// never free it. Thread-safety as `jsontp_event_kind`.
+/// never free it. Thread-safety as `jsontp_event_get_kind`.
 ///
 /// # Safety
 /// `event` is NULL or a live event; `out_request` is NULL or writable.
@@ -346,7 +346,7 @@ pub unsafe extern "C" fn jsontp_event_request(
 /// `JSONTP_NOT_APPLICABLE` for other events.
 ///
 /// Ownership: borrowed from the event, valid until the event is freed;
-/// never free it. Thread-safety as `jsontp_event_kind`.
+/// never free it. Thread-safety as `jsontp_event_get_kind`.
 ///
 /// # Safety
 /// `event` is NULL or a live event; `out_response` is NULL or writable.
@@ -372,7 +372,7 @@ pub unsafe extern "C" fn jsontp_event_response(
 /// `JSONTP_NOT_APPLICABLE` for other events.
 ///
 /// Ownership: borrowed from the event, valid until the event is freed.
-/// Thread-safety as `jsontp_event_kind`.
+/// Thread-safety as `jsontp_event_get_kind`.
 ///
 /// # Safety
 /// `event` is NULL or a live event; the outputs are NULL or writable.
@@ -401,7 +401,7 @@ pub unsafe extern "C" fn jsontp_event_content(
 
 /// The output bytes a response took, for `JSONTP_EVENT_RESPONSE_SENT`
 /// (the interim `100` included); `JSONTP_NOT_APPLICABLE` for other events.
-/// Thread-safety as `jsontp_event_kind`.
+/// Thread-safety as `jsontp_event_get_kind`.
 ///
 /// # Safety
 /// `event` is NULL or a live event; `out_bytes` is NULL or writable.
@@ -427,7 +427,7 @@ pub unsafe extern "C" fn jsontp_event_bytes(
 /// `JSONTP_NOT_APPLICABLE` for other events.
 ///
 /// Ownership: borrowed from the event, valid until the event is freed;
-/// never free it. Thread-safety as `jsontp_event_kind`.
+/// never free it. Thread-safety as `jsontp_event_get_kind`.
 ///
 /// # Safety
 /// `event` is NULL or a live event; `out_error` is NULL or writable.
@@ -451,7 +451,7 @@ pub unsafe extern "C" fn jsontp_event_error(
 
 /// Why the connection ended, for people, for `JSONTP_EVENT_CLOSED`;
 /// `JSONTP_NOT_APPLICABLE` for other events. Ownership: borrowed from the
-/// event (not NUL-terminated). Thread-safety as `jsontp_event_kind`.
+/// event (not NUL-terminated). Thread-safety as `jsontp_event_get_kind`.
 ///
 /// # Safety
 /// `event` is NULL or a live event; the outputs are NULL or writable.
@@ -478,11 +478,11 @@ pub unsafe extern "C" fn jsontp_event_reason(
 /// # Safety
 /// `error` is NULL or a live error; `out_kind` is NULL or writable.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn jsontp_error_kind(
+pub unsafe extern "C" fn jsontp_error_get_kind(
     error: *const jsontp_error,
     out_kind: *mut jsontp_error_kind,
 ) -> jsontp_result {
-    guard("jsontp_error_kind", || {
+    guard("jsontp_error_get_kind", || {
         // SAFETY: as the caller promises.
         let error = unsafe { borrow(error, "error") }?;
         let out_kind = out(out_kind, "out_kind")?;
@@ -495,7 +495,7 @@ pub unsafe extern "C" fn jsontp_error_kind(
 /// The status the protocol gives the error (a server's rejection: the
 /// status it wrote, such as `400` or `408`), in `*out_status`;
 /// `JSONTP_NOT_APPLICABLE` when it has none (a timeout seen by a client).
-/// Thread-safety as `jsontp_error_kind`.
+/// Thread-safety as `jsontp_error_get_kind`.
 ///
 /// # Safety
 /// `error` is NULL or a live error; `out_status` is NULL or writable.
@@ -519,7 +519,7 @@ pub unsafe extern "C" fn jsontp_error_status(
 
 /// The error's `human-message`: for a rejection, exactly what the
 /// response said (D12); else the error in words. Ownership: borrowed from
-/// the error (not NUL-terminated). Thread-safety as `jsontp_error_kind`.
+/// the error (not NUL-terminated). Thread-safety as `jsontp_error_get_kind`.
 ///
 /// # Safety
 /// `error` is NULL or a live error; the outputs are NULL or writable.
@@ -557,7 +557,7 @@ pub unsafe extern "C" fn jsontp_error_text(
 }
 
 /// Whether the connection closes after this error, in `*out_closes`.
-/// Thread-safety as `jsontp_error_kind`.
+/// Thread-safety as `jsontp_error_get_kind`.
 ///
 /// # Safety
 /// `error` is NULL or a live error; `out_closes` is NULL or writable.

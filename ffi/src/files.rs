@@ -125,8 +125,8 @@ fn date_of(known: bool, seconds: i64) -> Option<Date> {
     known.then(|| Date::from_unix_seconds(seconds))
 }
 
-fn os_error(errno: c_int) -> io::Error {
-    io::Error::from_raw_os_error(errno)
+fn os_error(code: c_int) -> io::Error {
+    io::Error::from_raw_os_error(code)
 }
 
 fn found_of(found: &jsontp_found) -> Result<files::Found, Fail> {
@@ -603,7 +603,7 @@ pub unsafe extern "C" fn jsontp_media_type_of(
 /// `language` is NULL or NUL-terminated; `out_response` is NULL or writable.
 unsafe fn failure_answer(
     what: &str,
-    errno: c_int,
+    os_error_code: c_int,
     language: *const c_char,
     out_response: *mut *mut jsontp_response,
     answer: fn(&io::Error, LanguageTag) -> Response,
@@ -612,7 +612,7 @@ unsafe fn failure_answer(
         // SAFETY: as the caller promises.
         let language = language_of(unsafe { text_in(language, "language") }?)?;
         let out_response = out(out_response, "out_response")?;
-        let response = jsontp_response::of(answer(&os_error(errno), language));
+        let response = jsontp_response::of(answer(&os_error(os_error_code), language));
         // SAFETY: checked non-NULL.
         unsafe { put(out_response, Box::into_raw(Box::new(response))) };
         Ok(())
@@ -628,7 +628,7 @@ unsafe fn failure_answer(
 /// `language` is NULL or NUL-terminated; `out_response` is NULL or writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn jsontp_write_failed(
-    errno: c_int,
+    os_error_code: c_int,
     language: *const c_char,
     out_response: *mut *mut jsontp_response,
 ) -> jsontp_result {
@@ -636,7 +636,7 @@ pub unsafe extern "C" fn jsontp_write_failed(
     unsafe {
         failure_answer(
             "jsontp_write_failed",
-            errno,
+            os_error_code,
             language,
             out_response,
             files::write_failed,
@@ -652,7 +652,7 @@ pub unsafe extern "C" fn jsontp_write_failed(
 /// `language` is NULL or NUL-terminated; `out_response` is NULL or writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn jsontp_access_failed(
-    errno: c_int,
+    os_error_code: c_int,
     language: *const c_char,
     out_response: *mut *mut jsontp_response,
 ) -> jsontp_result {
@@ -660,7 +660,7 @@ pub unsafe extern "C" fn jsontp_access_failed(
     unsafe {
         failure_answer(
             "jsontp_access_failed",
-            errno,
+            os_error_code,
             language,
             out_response,
             files::access_failed,
