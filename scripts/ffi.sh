@@ -4,9 +4,9 @@
 # the code, writes jsontp.pc, builds the C tests and examples into
 # target/ffi/, and runs the tests plain, under AddressSanitizer and
 # UndefinedBehaviorSanitizer, and under valgrind; then the interop tests
-# over loopback (our Rust client against the C servers, the C client
-# against `jsontp serve`) and, when it sits beside the checkout, the
-# conformance suite against the epoll file server.
+# over loopback (our Rust client and the published crate's against the C
+# servers, the C client against `jsontp serve`) and, when it sits beside
+# the checkout, the conformance suite against the epoll file server.
 #
 #   scripts/ffi.sh                  everything above
 #   scripts/ffi.sh --write-header   rewrite ffi/include/jsontp.h from the code, and stop
@@ -125,9 +125,11 @@ for name in epoll_server epoll_client; do
 done
 cc "${cflags[@]}" ffi/examples/uv_server.c "${static[@]}" -luv -o "$out/uv_server"
 
-step "interop over loopback: jsontp get/put against the C servers, the C client against jsontp serve"
+step "interop over loopback: jsontp get/put and the published crate's client against the C servers, the C client against jsontp serve"
 cargo build --release -p jsontp-cli
-JSONTP_BIN="$target/release/jsontp" FFI_OUT="$out" bash ffi/tests/interop.sh
+cargo build --release -p jsontp-ffi --example published_client
+JSONTP_BIN="$target/release/jsontp" FFI_OUT="$out" PUBLISHED_CLIENT="$target/release/examples/published_client" \
+    bash ffi/tests/interop.sh
 
 conformance=../shared/conformance/run.py
 if [ -f "$conformance" ]; then

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Interop over loopback, run by scripts/ffi.sh: our Rust client
-# (`jsontp get`/`put`) against the C servers (epoll file server, libuv
-# hello server), and the C client against `jsontp serve`, byte-exact, with
-# 100-continue and gzip/br content. Every command is bounded in time.
+# (`jsontp get`/`put`) and the published crate's (jsontp 0.1.3) against the
+# C servers (epoll file server, libuv hello server), and the C client
+# against `jsontp serve`, byte-exact, with 100-continue and gzip/br
+# content. Every command is bounded in time.
 set -euo pipefail
 jsontp="${JSONTP_BIN:?the jsontp command}"
 out="${FFI_OUT:?the folder of the built examples}"
+published="${PUBLISHED_CLIENT:?the client of the published crate, examples/published_client.rs}"
 work=$(mktemp -d)
 pids=()
 cleanup() {
@@ -57,7 +59,13 @@ code=$(timeout 20 "$jsontp" get "127.0.0.1:$port/missing.txt" -s -o /dev/null -w
 [ "$code" = 404 ] || { echo "interop: a missing file answered $code, not 404" >&2; exit 1; }
 echo "ok: 404 for a missing file"
 
-echo "--- jsontp get against the libuv hello server"
+timeout 20 "$published" "$port" GET /hello.txt >"$work/down/published-hello.txt" 2>/dev/null
+same "$work/c-root/hello.txt" "$work/down/published-hello.txt" "the published client's GET from the epoll server"
+printf 'written by the published client' >"$work/published.txt"
+timeout 20 "$published" "$port" PUT /published.txt "$(cat "$work/published.txt")" >/dev/null 2>&1
+same "$work/published.txt" "$work/c-root/published.txt" "the published client's PUT to the epoll server"
+
+echo "--- jsontp get and the published client against the libuv hello server"
 port=$(free_port)
 start "$port" "$out/uv_server" --addr "127.0.0.1:$port"
 printf 'Hello from jsontp on libuv!\n' >"$work/hello-uv"
@@ -65,6 +73,8 @@ timeout 20 "$jsontp" get "127.0.0.1:$port/" -s -o "$work/down/hello-uv"
 same "$work/hello-uv" "$work/down/hello-uv" "jsontp get from the libuv server"
 timeout 20 "$jsontp" get "127.0.0.1:$port/" -s -d 'name=Ada' -o "$work/down/hello-uv-post"
 same "$work/hello-uv" "$work/down/hello-uv-post" "jsontp POST to the libuv server"
+timeout 20 "$published" "$port" GET / >"$work/down/hello-uv-published" 2>/dev/null
+same "$work/hello-uv" "$work/down/hello-uv-published" "the published client's GET from the libuv server"
 
 echo "--- the C client against jsontp serve"
 port=$(free_port)
