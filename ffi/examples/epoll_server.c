@@ -158,16 +158,19 @@ static void serve_read(struct conn *c, uint64_t id, const jsontp_request *reques
             found = (jsontp_found){.kind = JSONTP_FOUND_CANNOT_OPEN, .os_error = errno};
             goto judge;
         }
-        /* Read through once: small files whole, large ones for their kind. */
+        /* Read through once: a small file whole, a large one only for its
+         * kind (UTF-8 text or not, D8); it streams from its start later. A
+         * small file that grew past PIECE reads PIECE + 1 bytes: changed. */
+        int large = info.st_size > PIECE;
         struct utf8 text = {0};
         int is_text = 1;
-        content = malloc(PIECE);
-        ssize_t n;
-        while ((n = read(file, content + (info.st_size > PIECE ? 0 : size),
-                         info.st_size > PIECE ? PIECE : PIECE - size)) > 0) {
-            is_text = is_text && utf8_feed(&text, content + (info.st_size > PIECE ? 0 : size), (size_t)n);
+        ssize_t n = 0;
+        content = malloc(PIECE + 1);
+        for (size_t room; (room = large ? PIECE : PIECE + 1 - size) > 0;) {
+            unsigned char *at = large ? content : content + size;
+            if ((n = read(file, at, room)) <= 0) break;
+            is_text = is_text && utf8_feed(&text, at, (size_t)n);
             size += (size_t)n;
-            if (info.st_size <= PIECE && size == PIECE) break;
         }
         struct stat after;
         if (n < 0) {
