@@ -1101,8 +1101,8 @@ enum jsontp_result jsontp_request_body(const struct jsontp_request *request, con
 enum jsontp_result jsontp_request_content(const struct jsontp_request *request, const uint8_t **out_data, size_t *out_len);
 
 // How the content travelled: `"identity"`, `"gzip"`, `"deflate"` or
-// `"br"` (a static string, not NUL-terminated through `out_len` alone:
-// it is NUL-terminated too). Thread-safety as `jsontp_request_method`.
+// `"br"`, a static string (NUL-terminated too). Thread-safety as
+// `jsontp_request_method`.
 //
 // # Safety
 // As `jsontp_request_method`.
@@ -1179,6 +1179,14 @@ enum jsontp_result jsontp_response_status(const struct jsontp_response *response
 // # Safety
 // `response` is NULL or a live response; the outputs are NULL or writable.
 enum jsontp_result jsontp_response_message(const struct jsontp_response *response, const char **out_text, size_t *out_len);
+
+// The `formal-message`: the status code's reason phrase, such as
+// `"Not Found"`, a static string (not NUL-terminated). Thread-safety as
+// `jsontp_response_status`.
+//
+// # Safety
+// As `jsontp_response_message`.
+enum jsontp_result jsontp_response_reason(const struct jsontp_response *response, const char **out_text, size_t *out_len);
 
 // The echoed resource (D13); empty on a response made here. Ownership,
 // thread-safety and safety as `jsontp_response_message`.

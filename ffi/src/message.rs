@@ -435,8 +435,8 @@ pub unsafe extern "C" fn jsontp_request_content(
 }
 
 /// How the content travelled: `"identity"`, `"gzip"`, `"deflate"` or
-/// `"br"` (a static string, not NUL-terminated through `out_len` alone:
-/// it is NUL-terminated too). Thread-safety as `jsontp_request_method`.
+/// `"br"`, a static string (NUL-terminated too). Thread-safety as
+/// `jsontp_request_method`.
 ///
 /// # Safety
 /// As `jsontp_request_method`.
@@ -654,6 +654,27 @@ pub unsafe extern "C" fn jsontp_response_message(
         let response = unsafe { borrow(response, "response") }?;
         // SAFETY: as the caller promises.
         unsafe { put_text(&response.inner.status.human_message, out_text, out_len) }
+    })
+}
+
+/// The `formal-message`: the status code's reason phrase, such as
+/// `"Not Found"`, a static string (not NUL-terminated). Thread-safety as
+/// `jsontp_response_status`.
+///
+/// # Safety
+/// As `jsontp_response_message`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn jsontp_response_reason(
+    response: *const jsontp_response,
+    out_text: *mut *const c_char,
+    out_len: *mut usize,
+) -> jsontp_result {
+    guard("jsontp_response_reason", || {
+        // SAFETY: as the caller promises.
+        let response = unsafe { borrow(response, "response") }?;
+        let reason = response.inner.status.formal_message();
+        // SAFETY: as the caller promises.
+        unsafe { put_text(reason, out_text, out_len) }
     })
 }
 

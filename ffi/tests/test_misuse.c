@@ -82,6 +82,8 @@ static void test_invalid_values(void) {
     OK(jsontp_response_new(404, NULL, &response));
     OK(jsontp_response_message(response, &text, &len));
     CHECK(text_is(text, len, "Not Found"));
+    OK(jsontp_response_reason(response, &text, &len));
+    CHECK(text_is(text, len, "Not Found"));
     jsontp_response_free(response);
 
     jsontp_server_config *config;
