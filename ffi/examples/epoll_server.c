@@ -46,9 +46,11 @@ static jsontp_file_rules *rules;
 struct conn {
     int fd;
     jsontp_server *machine;
-    int lingering;          /* closed by the machine: drain input, then close */
+    /* SERVING, then PEER_ENDED once the peer shut its side (what it sent
+     * is still answered, D1), LINGERING once the machine closed and its
+     * output is out (drain input, then close), DONE to drop. */
+    enum { SERVING, PEER_ENDED, LINGERING, DONE } phase;
     uint64_t linger_until;
-    int peer_ended;
     int file;               /* >= 0: a large file streaming as exchange `id` */
     uint64_t id;
     struct conn *next;
@@ -323,7 +325,7 @@ static void handle(struct conn *c, const jsontp_event *event) {
  * says what the socket is waited on for. */
 static void progress(int ep, struct conn *c) {
     uint64_t now = jsontp_now_ns();
-    for (int moved = 1; moved && !c->lingering;) {
+    for (int moved = 1; moved && c->phase < LINGERING;) {
         moved = 0;
         jsontp_event *event;
         while (c->file < 0 && jsontp_server_next_event(c->machine, now, &event) == JSONTP_OK) {
@@ -362,16 +364,16 @@ static void progress(int ep, struct conn *c) {
     MUST(jsontp_server_wants_read(c->machine, &wants_read));
     MUST(jsontp_server_is_closed(c->machine, &closed));
     MUST(jsontp_server_pending_output(c->machine, &pending, &len));
-    if (closed && len == 0 && !c->lingering) {
+    if (closed && len == 0 && c->phase < LINGERING) {
         /* Shut our side, then read what the peer still sends for a moment:
          * closing with unread input would reset the connection. */
         shutdown(c->fd, SHUT_WR);
-        c->lingering = 1;
+        c->phase = LINGERING;
         c->linger_until = now + LINGER_NS;
     }
     struct epoll_event interest = {.data.ptr = c};
-    interest.events = (c->lingering || (wants_read && !c->peer_ended) ? EPOLLIN : 0) |
-                      (!c->lingering && len > 0 ? EPOLLOUT : 0);
+    interest.events = (c->phase == LINGERING || (c->phase == SERVING && wants_read) ? EPOLLIN : 0) |
+                      (c->phase < LINGERING && len > 0 ? EPOLLOUT : 0);
     epoll_ctl(ep, EPOLL_CTL_MOD, c->fd, &interest);
 }
 
@@ -380,11 +382,11 @@ static int receive(struct conn *c) {
     static uint8_t buf[64 * 1024];
     ssize_t n = read(c->fd, buf, sizeof buf);
     if (n < 0 && (errno == EAGAIN || errno == EINTR)) return 1;
-    if (c->lingering) return n > 0;
+    if (c->phase == LINGERING) return n > 0;
     if (n < 0) return 0;
     uint64_t now = jsontp_now_ns();
     if (n == 0) {
-        c->peer_ended = 1;
+        c->phase = PEER_ENDED;
         MUST(jsontp_server_receive_eof(c->machine, now));
     } else {
         MUST(jsontp_server_receive_data(c->machine, buf, (size_t)n, now));
@@ -394,7 +396,7 @@ static int receive(struct conn *c) {
 
 static uint64_t deadline_of(struct conn *c) {
     uint64_t deadline;
-    if (c->lingering) return c->linger_until;
+    if (c->phase == LINGERING) return c->linger_until;
     MUST(jsontp_server_poll_timeout(c->machine, &deadline));
     return deadline;
 }
@@ -488,20 +490,20 @@ int main(int argc, char **argv) {
                 }
                 continue;
             }
-            if ((ready[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) && !receive(c)) c->lingering = 2;
-            else if (!c->lingering) progress(ep, c);
+            if ((ready[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) && !receive(c)) c->phase = DONE;
+            else if (c->phase < LINGERING) progress(ep, c);
         }
         now = jsontp_now_ns();
         for (struct conn **link = &conns; *link;) {
             struct conn *c = *link;
-            if (c->lingering != 2 && deadline_of(c) <= now) {
-                if (c->lingering) c->lingering = 2;
+            if (c->phase != DONE && deadline_of(c) <= now) {
+                if (c->phase == LINGERING) c->phase = DONE;
                 else {
                     MUST(jsontp_server_handle_timeout(c->machine, now));
                     progress(ep, c);
                 }
             }
-            if (c->lingering == 2) drop(link);
+            if (c->phase == DONE) drop(link);
             else link = &c->next;
         }
     }
