@@ -88,6 +88,7 @@ cflags=(-std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -O1 -g -I ffi/include)
 static=("$out/lib/libjsontp.a" $static_libs)
 
 step "C tests (plain, linked to the shared library through pkg-config)"
+need_apt pkg-config pkg-config
 tests=()
 for source in ffi/tests/*.c; do
     name=$(basename "$source" .c)
