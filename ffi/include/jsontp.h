@@ -38,8 +38,9 @@ typedef enum jsontp_result {
   JSONTP_PANIC = 7,
 } jsontp_result;
 
-// What an event is. A server gives the first seven, a client
-// `JSONTP_EVENT_RESPONSE`, `JSONTP_EVENT_CONTINUE`, `JSONTP_EVENT_CONTENT`,
+// What an event is. A server gives the first eight, a client
+// `JSONTP_EVENT_RESPONSE`, `JSONTP_EVENT_RESPONSE_HEAD`,
+// `JSONTP_EVENT_CONTINUE`, `JSONTP_EVENT_CONTENT`,
 // `JSONTP_EVENT_PEER_ERROR` and `JSONTP_EVENT_CLOSED`.
 typedef enum jsontp_event_kind {
   // Server: a complete, valid request to answer (`jsontp_event_request`).
@@ -74,6 +75,13 @@ typedef enum jsontp_event_kind {
   // Client: the server acknowledged with `100`; the full request is on
   // its way (D10).
   JSONTP_EVENT_CONTINUE = 9,
+  // Client, with `stream_content`: the response whose content follows
+  // in `JSONTP_EVENT_CONTENT` pieces, read as far as its envelope goes
+  // (D19), so that a download knows its status first
+  // (`jsontp_event_response`; its content is empty). It is advisory:
+  // the exchange still ends with `JSONTP_EVENT_RESPONSE`, or with a
+  // `JSONTP_EVENT_PEER_ERROR`.
+  JSONTP_EVENT_RESPONSE_HEAD = 10,
 } jsontp_event_kind;
 
 // What the peer did wrong.
@@ -746,7 +754,8 @@ enum jsontp_result jsontp_event_id(const struct jsontp_event *event, uint64_t *o
 // `event` is NULL or a live event; `out_request` is NULL or writable.
 enum jsontp_result jsontp_event_request(const struct jsontp_event *event, const struct jsontp_request **out_request);
 
-// The response of a `JSONTP_EVENT_RESPONSE`, in `*out_response`;
+// The response of a `JSONTP_EVENT_RESPONSE` or the head of a
+// `JSONTP_EVENT_RESPONSE_HEAD`, in `*out_response`;
 // `JSONTP_NOT_APPLICABLE` for other events.
 //
 // Ownership: borrowed from the event, valid until the event is freed;

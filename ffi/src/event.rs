@@ -9,8 +9,9 @@ use jsontp_protocol::machine::{ClientEvent, PeerError, RequestId, ServerEvent};
 use crate::message::{jsontp_request, jsontp_response};
 use crate::{Fail, borrow, free, guard, jsontp_result, out, put, put_text};
 
-/// What an event is. A server gives the first seven, a client
-/// `JSONTP_EVENT_RESPONSE`, `JSONTP_EVENT_CONTINUE`, `JSONTP_EVENT_CONTENT`,
+/// What an event is. A server gives the first eight, a client
+/// `JSONTP_EVENT_RESPONSE`, `JSONTP_EVENT_RESPONSE_HEAD`,
+/// `JSONTP_EVENT_CONTINUE`, `JSONTP_EVENT_CONTENT`,
 /// `JSONTP_EVENT_PEER_ERROR` and `JSONTP_EVENT_CLOSED`.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,6 +48,13 @@ pub enum jsontp_event_kind {
     /// Client: the server acknowledged with `100`; the full request is on
     /// its way (D10).
     JSONTP_EVENT_CONTINUE = 9,
+    /// Client, with `stream_content`: the response whose content follows
+    /// in `JSONTP_EVENT_CONTENT` pieces, read as far as its envelope goes
+    /// (D19), so that a download knows its status first
+    /// (`jsontp_event_response`; its content is empty). It is advisory:
+    /// the exchange still ends with `JSONTP_EVENT_RESPONSE`, or with a
+    /// `JSONTP_EVENT_PEER_ERROR`.
+    JSONTP_EVENT_RESPONSE_HEAD = 10,
 }
 
 /// What the peer did wrong.
@@ -167,6 +175,7 @@ enum Event {
     PeerError(jsontp_error),
     Closed { reason: String },
     Response { id: u64, response: jsontp_response },
+    ResponseHead { id: u64, response: jsontp_response },
     Continue { id: u64 },
 }
 
@@ -216,6 +225,10 @@ impl jsontp_event {
                 response: jsontp_response::of(response),
             },
             ClientEvent::Continue { id } => Event::Continue { id: id.index() },
+            ClientEvent::ContentHead { id, head } => Event::ResponseHead {
+                id: id.index(),
+                response: jsontp_response::of(*head),
+            },
             ClientEvent::Content { id, data } => Event::Content { id: id.index(), data },
             ClientEvent::PeerError(error) => Event::PeerError(jsontp_error::of(&error)),
             ClientEvent::Closed => Event::Closed {
@@ -272,6 +285,7 @@ pub unsafe extern "C" fn jsontp_event_get_kind(
             Event::PeerError(_) => jsontp_event_kind::JSONTP_EVENT_PEER_ERROR,
             Event::Closed { .. } => jsontp_event_kind::JSONTP_EVENT_CLOSED,
             Event::Response { .. } => jsontp_event_kind::JSONTP_EVENT_RESPONSE,
+            Event::ResponseHead { .. } => jsontp_event_kind::JSONTP_EVENT_RESPONSE_HEAD,
             Event::Continue { .. } => jsontp_event_kind::JSONTP_EVENT_CONTINUE,
         };
         // SAFETY: checked non-NULL.
@@ -301,6 +315,7 @@ pub unsafe extern "C" fn jsontp_event_id(event: *const jsontp_event, out_id: *mu
             | Event::ResponseSent { id, .. }
             | Event::ContentDiscarded { id }
             | Event::Response { id, .. }
+            | Event::ResponseHead { id, .. }
             | Event::Continue { id } => Some(*id),
             Event::PeerError(error) => error.id,
             Event::Closed { .. } => None,
@@ -342,7 +357,8 @@ pub unsafe extern "C" fn jsontp_event_request(
     })
 }
 
-/// The response of a `JSONTP_EVENT_RESPONSE`, in `*out_response`;
+/// The response of a `JSONTP_EVENT_RESPONSE` or the head of a
+/// `JSONTP_EVENT_RESPONSE_HEAD`, in `*out_response`;
 /// `JSONTP_NOT_APPLICABLE` for other events.
 ///
 /// Ownership: borrowed from the event, valid until the event is freed;
@@ -359,7 +375,7 @@ pub unsafe extern "C" fn jsontp_event_response(
         // SAFETY: as the caller promises.
         let event = unsafe { borrow(event, "event") }?;
         let out_response = out(out_response, "out_response")?;
-        let Event::Response { response, .. } = &event.inner else {
+        let (Event::Response { response, .. } | Event::ResponseHead { response, .. }) = &event.inner else {
             return Err(Fail::not_applicable("this event carries no response"));
         };
         // SAFETY: checked non-NULL.

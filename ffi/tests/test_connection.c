@@ -482,7 +482,7 @@ static void test_streamed_content(void) {
     jsontp_response_free(head);
     sent = 0;
     got = 0;
-    int done = 0;
+    int done = 0, saw_response_head = 0;
     while (!done) {
         size_t room = 0;
         OK(jsontp_server_content_room(server, id, &room));
@@ -497,9 +497,18 @@ static void test_streamed_content(void) {
         while (jsontp_client_next_event(client, T0, &event) == JSONTP_OK) {
             jsontp_event_kind kind;
             OK(jsontp_event_get_kind(event, &kind));
-            if (kind == JSONTP_EVENT_CONTENT) {
+            if (kind == JSONTP_EVENT_RESPONSE_HEAD) {
+                /* The status is known before the first byte of content. */
+                const jsontp_response *res;
+                uint16_t code;
+                OK(jsontp_event_response(event, &res));
+                OK(jsontp_response_status(res, &code));
+                CHECK(!saw_response_head && got == 0 && code == 200);
+                saw_response_head = 1;
+            } else if (kind == JSONTP_EVENT_CONTENT) {
                 const uint8_t *data;
                 size_t len;
+                CHECK(saw_response_head);
                 OK(jsontp_event_content(event, &data, &len));
                 CHECK(got + len <= sizeof received);
                 memcpy(received + got, data, len);
