@@ -28,7 +28,7 @@ pub(crate) mod buffer;
 mod content;
 mod headers;
 mod read;
-pub(crate) mod write;
+mod write;
 
 pub use content::codec;
 pub(crate) use read::decoder;

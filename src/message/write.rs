@@ -241,9 +241,22 @@ fn cookie_object(out: &mut Vec<u8>, cookies: &Cookies) {
     out.push(b'}');
 }
 
+impl Headers {
+    /// The headers as the JSON object a message carries (lists as arrays,
+    /// cookies as objects, D8, D15), in the order they are written.
+    pub fn to_json(&self) -> serde_json::Map<String, serde_json::Value> {
+        let mut text = Vec::new();
+        write_headers(&mut text, self);
+        match serde_json::from_slice(&text) {
+            Ok(serde_json::Value::Object(map)) => map,
+            _ => unreachable!("the writer writes headers as a JSON object"),
+        }
+    }
+}
+
 /// The headers in [`HeaderName::ALL`] order; lists as arrays, cookies as
 /// objects (D8, D15).
-pub(crate) fn write_headers(out: &mut Vec<u8>, h: &Headers) {
+fn write_headers(out: &mut Vec<u8>, h: &Headers) {
     out.push(b'{');
     let mut first = true;
     // Each header's name is written only when it is set: most responses

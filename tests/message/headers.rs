@@ -222,3 +222,39 @@ fn d8_builders_take_plain_or_weighted_entries() {
     let back: Value = serde_json::from_str(&text).expect("JSON");
     assert_eq!(ok(&back).headers, h);
 }
+
+/// Headers held as data read back as the wire reads them: each header a
+/// request carries, set again from its JSON value, gives the same headers;
+/// a value the reader refuses is refused here too, naming the header.
+#[test]
+fn headers_set_from_json_values_equal_the_headers_read_from_the_wire() {
+    let wire = br#"{"jsontp":"1.0","type":"request","resource":"/a","method":"GET","headers":{"accept":"text/html;q=0.5, application/json","accept-encoding":["br","gzip;q=0.2"],"accept-language":"fr-FR","authorization":"Bearer t","cookies":{"a":"1"},"if-modified-since":"2020-01-01T00:00:00Z+0000","content-type":"text/plain","expect":"100-continue"},"body":{"content":"","encoding":"identity"}}"#;
+    let read = jsontp_protocol::message::parse_request(
+        wire,
+        jsontp_protocol::message::RequestContext::Fresh,
+        &jsontp_protocol::message::MessageLimits::default(),
+    )
+    .expect("a valid request")
+    .headers;
+    let mut set = jsontp_protocol::message::Headers::new();
+    for (name, value) in read.to_json() {
+        set.insert_json(&name, &value)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+    }
+    assert_eq!(set, read);
+    let mut refused = jsontp_protocol::message::Headers::new();
+    let error = refused
+        .insert_json("accept-language", &serde_json::json!("english"))
+        .expect_err("not a language range");
+    assert!(error.reason().contains("accept-language"), "{error}");
+    let error = refused
+        .insert_json("expect", &serde_json::json!("200-ok"))
+        .expect_err("not 100-continue");
+    assert!(error.reason().contains("100-continue"), "{error}");
+    // A name outside the list is kept as given, to send (D8 decides at the peer).
+    refused.insert_json("x-trace", &serde_json::json!("abc")).unwrap();
+    assert_eq!(
+        refused.unlisted(),
+        &[("x-trace".to_owned(), serde_json::json!("abc"))]
+    );
+}

@@ -441,45 +441,6 @@ impl Headers {
         &self.unlisted
     }
 
-    /// Sets the header `name` from its JSON value, as a message would carry
-    /// it: a string, a list as an array of strings or one comma-separated
-    /// string, cookies as an object (D8, D15). Values are judged by the
-    /// grammar the reader uses, so a header set here reads back the same
-    /// from the wire. A name outside the protocol's list (compared in any
-    /// case) is kept as given ([`with_unlisted`](Self::with_unlisted)). For
-    /// programs that hold headers as data: bindings, configuration, tests.
-    ///
-    /// ```
-    /// use jsontp_protocol::message::Headers;
-    /// use serde_json::json;
-    ///
-    /// let mut headers = Headers::new();
-    /// headers.insert_json("accept-encoding", &json!("br, gzip;q=0.5"))?;
-    /// headers.insert_json("content-type", &json!("text/plain"))?;
-    /// assert_eq!(headers.content_type().map(|t| t.to_string()).as_deref(), Some("text/plain"));
-    /// assert!(headers.insert_json("language", &json!("english")).is_err());
-    /// # Ok::<(), jsontp_protocol::message::ValueError>(())
-    /// ```
-    pub fn insert_json(&mut self, name: &str, value: &serde_json::Value) -> Result<(), ValueError> {
-        let Some(listed) = HeaderName::from_name(name) else {
-            self.unlisted.push((name.to_owned(), value.clone()));
-            return Ok(());
-        };
-        let loose = crate::message::read::loose_of(value);
-        crate::message::read::header_values::sent_header(listed, &loose, self).map_err(ValueError::new)
-    }
-
-    /// The headers as the JSON object a message carries (lists as arrays,
-    /// cookies as objects, D8, D15), in the order they are written.
-    pub fn to_json(&self) -> serde_json::Map<String, serde_json::Value> {
-        let mut text = Vec::new();
-        crate::message::write::write_headers(&mut text, self);
-        match serde_json::from_slice(&text) {
-            Ok(serde_json::Value::Object(map)) => map,
-            _ => unreachable!("the writer writes headers as a JSON object"),
-        }
-    }
-
     /// Whether the header `name` is set. `expect` and
     /// `ignore-invalid-headers` count as set when they are on.
     pub fn contains(&self, name: HeaderName) -> bool {

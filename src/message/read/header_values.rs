@@ -12,7 +12,7 @@ use crate::message::headers::weight::trim_ows;
 use crate::message::headers::{EncodingList, HeaderName};
 use crate::message::leniency::{Forgiven, Validation};
 use crate::message::read::envelope::RawHeaders;
-use crate::message::read::syntax::Loose;
+use crate::message::read::syntax::{Loose, loose_of};
 use crate::message::{Cookies, Encoding, EncodingRange, Headers, ValueError, Weight, Weighted};
 
 /// A value quoted as JSON for a message, cut short when long (a megabyte of
@@ -121,6 +121,38 @@ pub(crate) fn sent_header(name: HeaderName, value: &Loose<'_>, headers: &mut Hea
         _ => request_header(name, value, headers, &mut None)?,
     }
     Ok(())
+}
+
+// Headers held as data (a binding's dicts, configuration) are read by the
+// grammar that reads them from the wire.
+impl Headers {
+    /// Sets the header `name` from its JSON value, as a message would carry
+    /// it: a string, a list as an array of strings or one comma-separated
+    /// string, cookies as an object (D8, D15). Values are judged by the
+    /// grammar the reader uses, so a header set here reads back the same
+    /// from the wire. A name outside the protocol's list (compared in any
+    /// case) is kept as given ([`with_unlisted`](Self::with_unlisted)). For
+    /// programs that hold headers as data: bindings, configuration, tests.
+    ///
+    /// ```
+    /// use jsontp_protocol::message::Headers;
+    /// use serde_json::json;
+    ///
+    /// let mut headers = Headers::new();
+    /// headers.insert_json("accept-encoding", &json!("br, gzip;q=0.5"))?;
+    /// headers.insert_json("content-type", &json!("text/plain"))?;
+    /// assert_eq!(headers.content_type().map(|t| t.to_string()).as_deref(), Some("text/plain"));
+    /// assert!(headers.insert_json("language", &json!("english")).is_err());
+    /// # Ok::<(), jsontp_protocol::message::ValueError>(())
+    /// ```
+    pub fn insert_json(&mut self, name: &str, value: &serde_json::Value) -> Result<(), ValueError> {
+        let Some(listed) = HeaderName::from_name(name) else {
+            self.unlisted.push((name.to_owned(), value.clone()));
+            return Ok(());
+        };
+        let loose = loose_of(value);
+        sent_header(listed, &loose, self).map_err(ValueError::new)
+    }
 }
 
 /// Refuses a `null` value, which no header may have (D8), in a request or

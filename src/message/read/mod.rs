@@ -41,7 +41,6 @@ pub(crate) mod header_values;
 pub(crate) mod quick;
 pub(crate) mod reader;
 pub(crate) mod syntax;
-pub(crate) use syntax::loose_of;
 
 use std::borrow::Cow;
 
