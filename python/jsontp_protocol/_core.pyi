@@ -44,6 +44,9 @@ class RemoteProtocolError(ProtocolError):
 class LocalProtocolError(ProtocolError):
     """This program asked for something the protocol does not allow now."""
 
+def parse_form(text: str) -> Optional[List[Tuple[str, str]]]:
+    """Form data (D11) as (name, value) pairs, or None."""
+
 @final
 class Sentinel:
     """`NEED_DATA` or `PAUSED`."""

@@ -41,8 +41,10 @@ from typing import (
     Deque,
     Dict,
     Iterable,
+    List,
     Optional,
     Set,
+    Tuple,
     Union,
 )
 
@@ -394,11 +396,12 @@ class Incoming:
     `stream()`. Reading the content of a 100-continue request accepts it
     (D10); answering without reading refuses it unseen."""
 
-    __slots__ = ("request", "_exchange")
+    __slots__ = ("request", "_exchange", "_content")
 
     def __init__(self, request: core.Request, exchange: "_Exchange") -> None:
         self.request = request
         self._exchange = exchange
+        self._content: Optional[bytes] = None
 
     @property
     def id(self) -> int:
@@ -432,8 +435,16 @@ class Incoming:
     def body(self) -> Dict[str, Any]:
         return self.request.body
 
-    def form(self):
-        return self.request.form()
+    async def form(self) -> Optional[List[Tuple[str, str]]]:
+        """A `POST`'s content read as form data (D11): (name, value) pairs,
+        or None for other methods and for content that is not form data."""
+        if self.method != "POST":
+            return None
+        try:
+            text = (await self.read()).decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+        return core.parse_form(text)
 
     async def stream(self) -> AsyncIterator[bytes]:
         """The decoded content, piece by piece, as it arrives. Raises
@@ -454,10 +465,13 @@ class Incoming:
             yield piece
 
     async def read(self) -> bytes:
-        """The whole decoded content (bounded by the limits of D3/D19)."""
+        """The whole decoded content (bounded by the limits of D3/D19); it
+        is kept, so that reading it again gives it again."""
         if self._exchange.inbound is None:
             return self.request.content
-        return b"".join([piece async for piece in self.stream()])
+        if self._content is None:
+            self._content = b"".join([piece async for piece in self.stream()])
+        return self._content
 
     def __repr__(self) -> str:
         return f"<Incoming {self.method} {self.resource!r}>"

@@ -20,7 +20,16 @@ use crate::values::{dict_of, map_from_py};
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Request>()?;
     m.add_class::<Response>()?;
+    m.add_function(wrap_pyfunction!(parse_form, m)?)?;
     Ok(())
+}
+
+/// Form data (`application/x-www-form-urlencoded`, D11) as (name, value)
+/// pairs, or None when the text is not form data: for content that
+/// arrived in pieces.
+#[pyfunction]
+fn parse_form(text: &str) -> Option<Vec<(String, String)>> {
+    message::form::parse_form(text)
 }
 
 /// A request: made to send with `ClientConnection.send_request`, or read

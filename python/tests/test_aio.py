@@ -28,6 +28,9 @@ async def echo_app(incoming):
     if incoming.path == "/big":
         pieces = int(incoming.query or "10")
         return StreamingResponse(200, "big", content=(b"x" * 65536 for _ in range(pieces)))
+    if incoming.method == "POST":
+        fields = await incoming.form()
+        return jt.Response(200, "form", content=json.dumps(fields))
     if incoming.method == "PUT":
         size = 0
         async for piece in incoming.stream():
@@ -78,6 +81,11 @@ def test_client_and_server_exchange_whole_and_pipelined():
                 assert one.headers["language"] == "en-US"
                 many = await asyncio.gather(*(client.get(f"/p{i}") for i in range(40)))
                 assert [r.text for r in many] == [f"GET /p{i}" for i in range(40)]
+                posted = await client.post(
+                    "/form", content="name=Ada&lang=fr%20FR",
+                    headers={"content-type": "application/x-www-form-urlencoded"},
+                )
+                assert json.loads(posted.content) == [["name", "Ada"], ["lang", "fr FR"]]
                 failed = await client.get("/fail")
                 assert failed.status == 500 and "the disk is on fire" in failed.message
 
