@@ -388,3 +388,17 @@ def test_a_streamed_upload_refused_before_its_content_stops_and_the_connection_g
         process.terminate()
         process.wait(timeout=10)
     assert (root / "up.bin").read_bytes() == b"ok"
+
+
+def test_the_fetch_example_against_the_rust_server(rust_server, tmp_path):
+    port, root = rust_server
+    example = os.path.join(os.path.dirname(__file__), "..", "examples", "fetch.py")
+    done = subprocess.run([sys.executable, example, f"127.0.0.1:{port}/hello.txt"], capture_output=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == b"Hello, world!" and done.stderr.startswith(b"200 ")
+    saved = tmp_path / "saved"
+    done = subprocess.run(
+        [sys.executable, example, f"127.0.0.1:{port}/missing.txt", "-o", str(saved)], capture_output=True, timeout=30
+    )
+    assert done.returncode == 1 and done.stderr.startswith(b"404 ")
+    assert not saved.exists(), "a 404's content was written"
