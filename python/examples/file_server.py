@@ -162,11 +162,13 @@ def is_text(file):
         return False
 
 
-def pieces_of(file):
-    """A large file's content, piece by piece, closed at the end."""
+async def pieces_of(file):
+    """A large file's content, piece by piece, read on a worker thread so
+    that the event loop never waits on the disk; closed at the end."""
+    loop = asyncio.get_running_loop()
     with file:
         while True:
-            piece = file.read(PIECE)
+            piece = await loop.run_in_executor(None, file.read, PIECE)
             if not piece:
                 return
             yield piece
@@ -175,8 +177,11 @@ def pieces_of(file):
 def make_app(folder, rules):
     async def app(incoming):
         request = incoming.request
+        loop = asyncio.get_running_loop()
+        # The file system is looked at on a worker thread: a slow disk or a
+        # large file never holds the event loop, and so no other client.
         if request.method in ("GET", "POST"):
-            media, found, source = folder.read(request)
+            media, found, source = await loop.run_in_executor(None, folder.read, request)
             verdict = rules.judge(request, media=media, found=found)
             if isinstance(verdict, Response):
                 if hasattr(source, "close"):
@@ -192,7 +197,7 @@ def make_app(folder, rules):
                                 encoding=verdict.encoding)
             return StreamingResponse(200, "here is the file", headers=headers, content=pieces_of(source),
                                      encoding=verdict.encoding)
-        place, target = folder.place(request.path)
+        place, target = await loop.run_in_executor(None, folder.place, request.path)
         # Where the place is missing, a GET finds nothing there either.
         verdict = rules.judge(request, place=place, exists=False)
         if isinstance(verdict, Response):
@@ -202,7 +207,7 @@ def make_app(folder, rules):
             return verdict.response
         if verdict.action == "remove":
             try:
-                os.remove(target)
+                await loop.run_in_executor(None, os.remove, target)
             except OSError as error:
                 return access_failed(error, verdict.language)
             return Response(204, "the file was deleted", headers=headers)
@@ -212,9 +217,8 @@ def make_app(folder, rules):
         try:
             with os.fdopen(fd, "wb") as file:
                 async for piece in incoming.stream():
-                    file.write(piece)
-                file.flush()
-                os.fsync(file.fileno())
+                    await loop.run_in_executor(None, file.write, piece)
+                await loop.run_in_executor(None, lambda: (file.flush(), os.fsync(file.fileno())))
             os.chmod(temporary, 0o644)
             os.replace(temporary, target)
         except OSError as error:
