@@ -70,6 +70,13 @@ enum Ending {
 }
 
 impl Ending {
+    /// The peer ended its stream: the reason, unless one was said before.
+    fn peer_ended(&mut self) {
+        if matches!(self, Ending::Unsaid) {
+            *self = Ending::PeerEnded;
+        }
+    }
+
     fn reason(&self) -> String {
         match self {
             Ending::Error(said) => said.clone(),
@@ -141,10 +148,8 @@ pub unsafe extern "C" fn jsontp_server_config_new(
 /// `config` is NULL or from `jsontp_server_config_new`, not used again.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn jsontp_server_config_free(config: *mut jsontp_server_config) {
-    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        // SAFETY: as the caller promises.
-        unsafe { free(config) }
-    }));
+    // SAFETY: as the caller promises.
+    unsafe { free(config) }
 }
 
 /// Runs one change on a server configuration.
@@ -386,10 +391,8 @@ pub unsafe extern "C" fn jsontp_server_new(
 /// `server` is NULL or from `jsontp_server_new`, not used again.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn jsontp_server_free(server: *mut jsontp_server) {
-    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        // SAFETY: as the caller promises.
-        unsafe { free(server) }
-    }));
+    // SAFETY: as the caller promises.
+    unsafe { free(server) }
 }
 
 /// Runs one call on a server connection.
@@ -463,9 +466,7 @@ pub unsafe extern "C" fn jsontp_server_receive_eof(server: *mut jsontp_server, n
     // SAFETY: as the caller promises.
     unsafe {
         with_server("jsontp_server_receive_eof", server, |s| {
-            if matches!(s.ending, Ending::Unsaid) {
-                s.ending = Ending::PeerEnded;
-            }
+            s.ending.peer_ended();
             s.inner.receive_eof(now_of(now_ns)?);
             Ok(())
         })
@@ -935,10 +936,8 @@ pub unsafe extern "C" fn jsontp_client_config_new(
 /// `config` is NULL or from `jsontp_client_config_new`, not used again.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn jsontp_client_config_free(config: *mut jsontp_client_config) {
-    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        // SAFETY: as the caller promises.
-        unsafe { free(config) }
-    }));
+    // SAFETY: as the caller promises.
+    unsafe { free(config) }
 }
 
 /// Runs one change on a client configuration.
@@ -1085,10 +1084,8 @@ pub unsafe extern "C" fn jsontp_client_new(
 /// `client` is NULL or from `jsontp_client_new`, not used again.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn jsontp_client_free(client: *mut jsontp_client) {
-    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        // SAFETY: as the caller promises.
-        unsafe { free(client) }
-    }));
+    // SAFETY: as the caller promises.
+    unsafe { free(client) }
 }
 
 /// Sends a whole request (a copy; the caller still owns and frees it);
@@ -1270,9 +1267,7 @@ pub unsafe extern "C" fn jsontp_client_receive_eof(client: *mut jsontp_client, n
     // SAFETY: as the caller promises.
     unsafe {
         with_client("jsontp_client_receive_eof", client, |c| {
-            if matches!(c.ending, Ending::Unsaid) {
-                c.ending = Ending::PeerEnded;
-            }
+            c.ending.peer_ended();
             c.inner.receive_eof(now_of(now_ns)?);
             Ok(())
         })

@@ -255,10 +255,8 @@ impl jsontp_event {
 /// `event` is NULL or an event from a `_next_event` call, not used again.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn jsontp_event_free(event: *mut jsontp_event) {
-    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        // SAFETY: as the caller promises.
-        unsafe { free(event) }
-    }));
+    // SAFETY: as the caller promises.
+    unsafe { free(event) }
 }
 
 /// What the event is, in `*out_kind`. Thread-safety: reading an event from

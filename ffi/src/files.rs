@@ -240,10 +240,8 @@ pub unsafe extern "C" fn jsontp_file_rules_new(
 /// `rules` is NULL or from `jsontp_file_rules_new`, not used again.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn jsontp_file_rules_free(rules: *mut jsontp_file_rules) {
-    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        // SAFETY: as the caller promises.
-        unsafe { free(rules) }
-    }));
+    // SAFETY: as the caller promises.
+    unsafe { free(rules) }
 }
 
 /// Whether `PUT` and `DELETE` are served, in `*out_writable`.
@@ -415,10 +413,8 @@ pub unsafe extern "C" fn jsontp_file_rules_judge_place(
 /// again.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn jsontp_verdict_free(verdict: *mut jsontp_verdict) {
-    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        // SAFETY: as the caller promises.
-        unsafe { free(verdict) }
-    }));
+    // SAFETY: as the caller promises.
+    unsafe { free(verdict) }
 }
 
 /// What to do, in `*out_action`. Thread-safety: reading a verdict from

@@ -346,14 +346,17 @@ pub(crate) fn nanos_of(instant: Instant) -> u64 {
     }
 }
 
-/// Frees an object made by `Box::into_raw`.
+/// Frees an object made by `Box::into_raw`; a panic in its drop stays on
+/// this side of the boundary (a `_free` has no result to report it in).
 ///
 /// # Safety
 /// `pointer` is NULL or was made by this library as a `Box<T>` and is not
 /// used again.
 pub(crate) unsafe fn free<T>(pointer: *mut T) {
     if !pointer.is_null() {
-        // SAFETY: made by `Box::into_raw` and given back once, as promised.
-        drop(unsafe { Box::from_raw(pointer) });
+        let _ = catch_unwind(AssertUnwindSafe(|| {
+            // SAFETY: made by `Box::into_raw` and given back once, as promised.
+            drop(unsafe { Box::from_raw(pointer) });
+        }));
     }
 }

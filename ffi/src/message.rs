@@ -168,10 +168,8 @@ pub unsafe extern "C" fn jsontp_request_new(
 /// `request` is NULL or a request from `jsontp_request_new`, not used again.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn jsontp_request_free(request: *mut jsontp_request) {
-    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        // SAFETY: as the caller promises.
-        unsafe { free(request) }
-    }));
+    // SAFETY: as the caller promises.
+    unsafe { free(request) }
 }
 
 /// Sets header `name` (NUL-terminated, D8's names) to the JSON value
@@ -510,10 +508,8 @@ pub unsafe extern "C" fn jsontp_response_new(
 /// `response` is NULL or a response the caller owns, not used again.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn jsontp_response_free(response: *mut jsontp_response) {
-    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        // SAFETY: as the caller promises.
-        unsafe { free(response) }
-    }));
+    // SAFETY: as the caller promises.
+    unsafe { free(response) }
 }
 
 /// Sets header `name` to the JSON value written as `json`, as
