@@ -59,6 +59,7 @@ impl Sentinel {
     }
 }
 
+/// Makes a marker, once, for the module to export.
 fn sentinel<'py>(
     py: Python<'py>,
     cell: &'static PyOnceLock<Py<Sentinel>>,
@@ -771,7 +772,10 @@ impl ClientConnection {
 /// `NEED_DATA` while the connection reads, `PAUSED` otherwise.
 fn marker(py: Python<'_>, reads: bool) -> PyResult<Py<PyAny>> {
     let cell = if reads { &NEED_DATA } else { &PAUSED };
-    Ok(sentinel(py, cell, "")?.into_any().unbind())
+    let marker = cell
+        .get(py)
+        .expect("the module's initialisation made the markers");
+    Ok(marker.clone_ref(py).into_any())
 }
 
 /// Up to `max` bytes of the pending output as Python bytes, and how many.

@@ -42,12 +42,8 @@ pub(crate) fn dict_of<'py>(py: Python<'py>, map: &Map<String, Value>) -> PyResul
     Ok(dict)
 }
 
-/// A Python value as JSON; `what` names it in the error.
-#[allow(dead_code)]
-pub(crate) fn from_py(value: &Bound<'_, PyAny>, what: &str) -> PyResult<Value> {
-    from_py_at(value, what, 0)
-}
-
+/// A Python value as JSON, `depth` levels down; `what` names it in the
+/// error.
 fn from_py_at(value: &Bound<'_, PyAny>, what: &str, depth: usize) -> PyResult<Value> {
     if depth > MAX_DEPTH {
         return Err(PyTypeError::new_err(format!(

@@ -1,3 +1,4 @@
+import json
 import os
 import shutil
 import socket
@@ -25,6 +26,19 @@ def jsontp_bin() -> str:
     if found:
         return found
     pytest.skip("no jsontp command: build it with `cargo build --release -p jsontp-cli` or set JSONTP_BIN")
+
+
+def request_line(resource="/hello.txt", method="GET", headers=None, content="", encoding="identity", **body) -> bytes:
+    """One request as a client writes it: compact JSON and a line break."""
+    message = {
+        "jsontp": "1.0",
+        "type": "request",
+        "resource": resource,
+        "method": method,
+        "headers": headers or {},
+        "body": {"content": content, "encoding": encoding, **body},
+    }
+    return json.dumps(message, separators=(",", ":")).encode() + b"\n"
 
 
 def free_port() -> int:

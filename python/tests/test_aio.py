@@ -15,6 +15,8 @@ import pytest
 import jsontp_protocol as jt
 from jsontp_protocol.aio import StreamingResponse, connect, serve
 
+from conftest import free_port, request_line, wait_for_port
+
 
 def run(coroutine, timeout=60):
     return asyncio.run(asyncio.wait_for(coroutine, timeout))
@@ -53,22 +55,6 @@ def raw_exchange(port, data, read_until_close=True, timeout=5.0):
 
 def answers(raw):
     return [json.loads(line) for line in raw.split(b"\n") if line.strip()]
-
-
-def request_line(resource, method="GET", headers=None, content=""):
-    return (
-        json.dumps(
-            {
-                "jsontp": "1.0",
-                "type": "request",
-                "resource": resource,
-                "method": method,
-                "headers": headers or {},
-                "body": {"content": content, "encoding": "identity"},
-            }
-        ).encode()
-        + b"\n"
-    )
 
 
 def test_client_and_server_exchange_whole_and_pipelined():
@@ -361,7 +347,7 @@ def test_tls_through_pythons_ssl_with_our_client_and_the_rust_client(jsontp_bin,
 def test_a_streamed_upload_refused_before_its_content_stops_and_the_connection_goes_on(jsontp_bin, tmp_path):
     root = tmp_path / "root"
     root.mkdir()
-    port = __import__("conftest").free_port()
+    port = free_port()
     process = subprocess.Popen(
         [jsontp_bin, "serve", "--root", str(root), "--addr", f"127.0.0.1:{port}", "--token", "tok"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -382,7 +368,7 @@ def test_a_streamed_upload_refused_before_its_content_stops_and_the_connection_g
             assert again.status == 201
 
     try:
-        __import__("conftest").wait_for_port(port)
+        wait_for_port(port)
         run(main())
     finally:
         process.terminate()

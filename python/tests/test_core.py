@@ -8,17 +8,7 @@ from hypothesis import strategies as st
 
 import jsontp_protocol as jt
 
-
-def request_bytes(resource="/hello.txt", method="GET", headers=None, content="", encoding="identity", **body):
-    message = {
-        "jsontp": "1.0",
-        "type": "request",
-        "resource": resource,
-        "method": method,
-        "headers": headers or {},
-        "body": {"content": content, "encoding": encoding, **body},
-    }
-    return json.dumps(message, separators=(",", ":")).encode() + b"\n"
+from conftest import request_line
 
 
 def events(conn, now=None):
@@ -38,7 +28,7 @@ def events(conn, now=None):
 
 def test_a_request_is_read_and_answered_in_order():
     server = jt.ServerConnection()
-    server.receive_data(request_bytes("/a.txt") + request_bytes("/b.txt", headers={"accept-language": "fr-FR"}))
+    server.receive_data(request_line("/a.txt") + request_line("/b.txt", headers={"accept-language": "fr-FR"}))
     first = server.next_event()
     assert isinstance(first, jt.Request)
     assert (first.id, first.method, first.path) == (0, "GET", "/a.txt")
@@ -61,7 +51,7 @@ def test_a_request_is_read_and_answered_in_order():
 
 def test_bad_input_gives_the_protocols_answer_once_with_what_was_wrong():
     server = jt.ServerConnection()
-    server.receive_data(request_bytes(method="FETCH"))
+    server.receive_data(request_line(method="FETCH"))
     with pytest.raises(jt.RemoteProtocolError) as raised:
         server.next_event()
     error = raised.value
@@ -73,7 +63,7 @@ def test_bad_input_gives_the_protocols_answer_once_with_what_was_wrong():
     assert answer["status"]["code"] == 400
     assert answer["status"]["human-message"] == error.human_message
     # The connection goes on: the next request is read.
-    server.receive_data(request_bytes())
+    server.receive_data(request_line())
     got = events(server)
     assert [type(e) for e in got] == [jt.ResponseSent, jt.Request]
 
@@ -92,7 +82,7 @@ def test_a_framing_error_closes_after_its_answer():
 
 def test_too_large_a_message_is_413():
     server = jt.ServerConnection(limits=jt.Limits(max_message_bytes=1000))
-    server.receive_data(request_bytes(method="PUT", content="x" * 2000))
+    server.receive_data(request_line(method="PUT", content="x" * 2000))
     got = events(server)
     assert got[0][:2] == ("error", 413)
     assert "1000" in got[0][2]
@@ -112,7 +102,7 @@ def test_the_idle_timer_is_time_as_data():
 
 def test_a_message_that_stops_half_way_times_out_with_408():
     server = jt.ServerConnection(limits=jt.Limits(message_timeout=2.0), now=10.0)
-    server.receive_data(request_bytes()[:30], now=10.0)
+    server.receive_data(request_line()[:30], now=10.0)
     assert server.next_event(now=10.0) is jt.NEED_DATA
     server.handle_timeout(now=12.5)
     got = events(server, now=12.5)
@@ -123,7 +113,7 @@ def test_a_message_that_stops_half_way_times_out_with_408():
 def test_continue_ask_accept_and_refuse():
     headers = {"expect": "100-continue"}
     server = jt.ServerConnection(continue_policy="ask")
-    server.receive_data(request_bytes("/up.txt", "PUT", headers))
+    server.receive_data(request_line("/up.txt", "PUT", headers))
     asked = server.next_event()
     assert isinstance(asked, jt.ContinueRequested) and asked.request.method == "PUT"
     server.send_response(asked.id, jt.Response(401, "no token"))
@@ -134,25 +124,25 @@ def test_continue_ask_accept_and_refuse():
     assert not server.is_closed and server.wants_read
 
     server = jt.ServerConnection(continue_policy="ask")
-    server.receive_data(request_bytes("/up.txt", "PUT", headers))
+    server.receive_data(request_line("/up.txt", "PUT", headers))
     asked = server.next_event()
     server.accept_continue(asked.id)
     assert json.loads(server.data_to_send())["status"]["code"] == 100
-    server.receive_data(request_bytes("/up.txt", "PUT", content="hello"))
+    server.receive_data(request_line("/up.txt", "PUT", content="hello"))
     full = server.next_event()
     assert isinstance(full, jt.Request) and full.id == asked.id and full.content == b"hello"
 
 
 def test_refused_continue_policy_answers_501():
     server = jt.ServerConnection(continue_policy="refuse")
-    server.receive_data(request_bytes("/up.txt", "PUT", {"expect": "100-continue"}))
+    server.receive_data(request_line("/up.txt", "PUT", {"expect": "100-continue"}))
     got = events(server)
     assert got[0][:2] == ("error", 501)
 
 
 def test_streamed_content_arrives_in_pieces_after_its_head():
     server = jt.ServerConnection(stream_content=True)
-    data = request_bytes("/up.txt", "PUT", content="x" * 100_000)
+    data = request_line("/up.txt", "PUT", content="x" * 100_000)
     for i in range(0, len(data), 7_000):
         server.receive_data(data[i : i + 7_000])
     got = events(server)
@@ -164,7 +154,7 @@ def test_streamed_content_arrives_in_pieces_after_its_head():
 
 def test_a_streamed_response_goes_out_in_pieces():
     server = jt.ServerConnection()
-    server.receive_data(request_bytes("/big.bin"))
+    server.receive_data(request_line("/big.bin"))
     request = server.next_event()
     server.send_response_head(request.id, jt.Response(200, "here", encoding="gzip"))
     sent = b""
@@ -263,7 +253,7 @@ def test_messages_made_in_python_are_judged_by_the_cores_rules():
 
 def test_answering_twice_is_a_local_error():
     server = jt.ServerConnection()
-    server.receive_data(request_bytes())
+    server.receive_data(request_line())
     request = server.next_event()
     server.send_response(request.id, jt.Response(200))
     with pytest.raises(jt.LocalProtocolError, match="already answered"):
@@ -273,12 +263,12 @@ def test_answering_twice_is_a_local_error():
 # Split invariance: the same events whatever the byte splits.
 
 STREAM = (
-    request_bytes("/a.txt", headers={"accept-encoding": ["gzip", "br"]})
+    request_line("/a.txt", headers={"accept-encoding": ["gzip", "br"]})
     + b"\n  \n"
-    + request_bytes("/b.txt", "PUT", content="h\u00e9llo \\ \" world" * 20)
-    + request_bytes("/c.txt", "POST", content="name=Ada", headers={"content-type": "application/x-www-form-urlencoded"})
+    + request_line("/b.txt", "PUT", content="h\u00e9llo \\ \" world" * 20)
+    + request_line("/c.txt", "POST", content="name=Ada", headers={"content-type": "application/x-www-form-urlencoded"})
     + b'{"jsontp":"1.0","type":"request","resource":"/d","method":"NOPE","headers":{},"body":{"content":"","encoding":"identity"}}\n'
-    + request_bytes("/e.txt")
+    + request_line("/e.txt")
 )
 
 

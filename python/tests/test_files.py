@@ -14,7 +14,7 @@ import pytest
 import jsontp_protocol as jt
 from jsontp_protocol.files import FileRules, Found, Place, allowed_methods, listing_text, media_type_of, next_page
 
-from conftest import free_port, wait_for_port
+from conftest import free_port, request_line, wait_for_port
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "file_server.py"
 
@@ -104,9 +104,7 @@ def exchange_all(port):
     with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
         stream = s.makefile("rb")
         for method, resource, headers, content in REQUESTS:
-            message = {"jsontp": "1.0", "type": "request", "resource": resource, "method": method,
-                       "headers": headers, "body": {"content": content, "encoding": "identity"}}
-            s.sendall(json.dumps(message).encode() + b"\n")
+            s.sendall(request_line(resource, method, headers, content))
             answer = json.loads(stream.readline())
             out.append((method, resource, answer["status"]["code"], answer["status"]["human-message"],
                         answer["body"].get("allowed-methods"), answer["body"].get("content"),

@@ -20,6 +20,8 @@ from hypothesis import strategies as st
 import jsontp_protocol as jt
 from jsontp_protocol import aio
 
+from conftest import request_line
+
 
 class VirtualLoop(asyncio.SelectorEventLoop):
     """An event loop whose clock moves only when it would wait: what it
@@ -74,18 +76,6 @@ class FakeTransport(asyncio.Transport):
 
     def get_write_buffer_size(self):
         return 0
-
-
-def request_line(resource, method="GET", headers=None, content=""):
-    message = {
-        "jsontp": "1.0",
-        "type": "request",
-        "resource": resource,
-        "method": method,
-        "headers": headers or {},
-        "body": {"content": content, "encoding": "identity"},
-    }
-    return json.dumps(message, separators=(",", ":")).encode() + b"\n"
 
 
 # What each kind of request is, and the answer it must get.
