@@ -273,6 +273,8 @@ enum Ending {
     Unsaid,
     /// The peer ended its stream.
     PeerEnded,
+    /// The idle timer closed it (D3).
+    IdleTimeout,
     /// What the peer did wrong, as the error said it.
     Error(String),
 }
@@ -295,11 +297,11 @@ impl Ending {
         remote_error(py, error, closes)
     }
 
-    fn reason(&self, timed_out: bool) -> String {
+    fn reason(&self) -> String {
         match self {
             Ending::Error(said) => said.clone(),
             Ending::PeerEnded => "the peer ended its stream".to_owned(),
-            Ending::Unsaid if timed_out => "the connection was idle past its timeout (D3)".to_owned(),
+            Ending::IdleTimeout => "the connection was idle past its timeout (D3)".to_owned(),
             Ending::Unsaid => "the connection is closed".to_owned(),
         }
     }
@@ -316,7 +318,6 @@ impl Ending {
 pub struct ServerConnection {
     inner: machine::ServerConnection,
     ending: Ending,
-    timed_out: bool,
 }
 
 #[pymethods]
@@ -369,7 +370,6 @@ impl ServerConnection {
         Ok(ServerConnection {
             inner: machine::ServerConnection::new(config, now_of(now)?),
             ending: Ending::default(),
-            timed_out: false,
         })
     }
 
@@ -441,7 +441,7 @@ impl ServerConnection {
             ServerEvent::Closed => Py::new(
                 py,
                 Closed {
-                    reason: self.ending.reason(self.timed_out),
+                    reason: self.ending.reason(),
                 },
             )?
             .into_any(),
@@ -548,8 +548,8 @@ impl ServerConnection {
     fn handle_timeout(&mut self, now: Option<f64>) -> PyResult<()> {
         let was_closed = self.inner.is_closed();
         self.inner.handle_timeout(now_of(now)?);
-        if !was_closed && self.inner.is_closed() {
-            self.timed_out = true;
+        if !was_closed && self.inner.is_closed() && matches!(self.ending, Ending::Unsaid) {
+            self.ending = Ending::IdleTimeout;
         }
         Ok(())
     }
@@ -715,7 +715,7 @@ impl ClientConnection {
             ClientEvent::Closed => Py::new(
                 py,
                 Closed {
-                    reason: self.ending.reason(false),
+                    reason: self.ending.reason(),
                 },
             )?
             .into_any(),
