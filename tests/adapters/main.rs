@@ -11,6 +11,7 @@ mod fair_connections;
 mod handlers;
 mod hostile;
 mod interop;
+mod listeners;
 mod matrix;
 #[cfg(feature = "tokio")]
 #[path = "../common/on_tokio.rs"]

@@ -101,6 +101,53 @@ pub fn listen(addr: impl ToSocketAddrs) -> io::Result<TcpListener> {
     Err(last)
 }
 
+/// Binds `count` TCP listeners on the same address of `addr`, each with
+/// `SO_REUSEPORT`, so that the kernel spreads new connections across them
+/// (Linux hashes each connection's addresses and ports to one of the
+/// group): one per worker, as nginx's `reuseport` does, instead of one
+/// socket whose waiting workers race for every connection. Port 0 is
+/// resolved by the first bind and the others join it. Linux only, where
+/// the group balances; elsewhere (and for a count of 1) it is one
+/// [`listen`] socket.
+///
+/// A socket of a group that closes takes the connections waiting in its
+/// own queue with it: close the group only as a whole (a shutdown does),
+/// or hand its sockets over to a process that keeps them open.
+pub fn listen_group(addr: impl ToSocketAddrs, count: usize) -> io::Result<Vec<TcpListener>> {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    if count > 1 {
+        let mut last = io::Error::new(io::ErrorKind::InvalidInput, "no address to listen on");
+        for addr in addr.to_socket_addrs()? {
+            match bind_reuse_port(addr).and_then(|first| {
+                let addr = first.local_addr()?;
+                let mut group = vec![first];
+                for _ in 1..count {
+                    group.push(bind_reuse_port(addr)?);
+                }
+                Ok(group)
+            }) {
+                Ok(group) => return Ok(group),
+                Err(e) => last = e,
+            }
+        }
+        return Err(last);
+    }
+    let _ = count;
+    Ok(vec![listen(addr)?])
+}
+
+/// One socket of a [`listen_group`].
+#[cfg(any(target_os = "linux", target_os = "android"))]
+fn bind_reuse_port(addr: SocketAddr) -> io::Result<TcpListener> {
+    use socket2::{Domain, Protocol, Socket, Type};
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+    socket.set_reuse_address(true)?;
+    socket.set_reuse_port(true)?;
+    socket.bind(&addr.into())?;
+    socket.listen(LISTEN_BACKLOG)?;
+    Ok(socket.into())
+}
+
 /// Stops `listener` listening at once, even while other handles to the
 /// same socket (a worker's clone, a thread blocked in `accept`) are still
 /// open: on Linux, shutting down a listening socket refuses new clients and

@@ -2,11 +2,17 @@
 //!
 //! `workers` threads (default: one per core), each with its own `Poll`,
 //! its connections, and a sorted set of their deadlines that sets the poll
-//! timeout. Every worker registers its own `try_clone` of the one listening
-//! socket: the kernel wakes the workers and whichever accepts first gets
-//! the client. That needs no acceptor thread and no hand-over between
-//! threads; the price, a spurious wake-up of the other workers per burst of
-//! connections, is small for a few workers.
+//! timeout. [`MioServer::bind`] gives every worker a listening socket of
+//! its own on the same port ([`listen_group`](super::listen_group),
+//! `SO_REUSEPORT`, Linux): the kernel spreads new connections evenly
+//! across them, with no acceptor thread, no hand-over between threads and
+//! no race of waking workers. The price is that a worker busy in a long
+//! handler leaves the clients sent to its socket waiting, as nginx's
+//! `reuseport` does; where that matters, [`MioServer::from_listener`] with
+//! one [`listen`](super::listen) socket lets every worker accept from it,
+//! whichever wakes first. Sockets passed in (a supervisor's, systemd's, a
+//! previous process's: [`MioServer::from_listeners`]) are shared out
+//! among the workers, every socket accepted from.
 //!
 //! Each connection is a [`Driver`](super::Driver) over a non-blocking socket registered
 //! once, edge-triggered, for both directions; the worker performs what
@@ -55,15 +61,25 @@ pub use shared::ShutdownHandle;
 use shared::{Ending, Shared};
 use worker::Worker;
 
-use super::{Bounded, ConnectionSettings, Handler, OpenSockets, Places, ServerOptions, listen};
+use super::{Bounded, ConnectionSettings, Handler, OpenSockets, Places, ServerOptions, listen_group};
 use crate::io_adapters::transport::IoMode;
 
 mod connection;
 mod shared;
 mod worker;
 
-const LISTENER: Token = Token(usize::MAX);
-const WAKER: Token = Token(usize::MAX - 1);
+const WAKER: Token = Token(usize::MAX);
+
+/// The token of a worker's `n`th listening socket, counted down from
+/// below the waker's; a connection's token is its slot, counted up from 0.
+const fn listener_token(n: usize) -> Token {
+    Token(usize::MAX - 1 - n)
+}
+
+/// Which of a worker's `count` listening sockets `token` is, if any.
+fn listener_of(token: Token, count: usize) -> Option<usize> {
+    (usize::MAX - 1).checked_sub(token.0).filter(|&n| n < count)
+}
 /// Each worker's read buffer, shared by all its connections.
 const SCRATCH: usize = 64 * 1024;
 
@@ -78,26 +94,51 @@ const MODE: IoMode = if cfg!(windows) {
 /// A non-blocking jsontp server on `workers` event loops.
 #[derive(Debug)]
 pub struct MioServer<H> {
-    listener: std::net::TcpListener,
+    listeners: Vec<std::net::TcpListener>,
     handler: Arc<H>,
     options: ServerOptions,
     shared: Arc<Shared>,
 }
 
 impl<H: Handler> MioServer<H> {
-    /// Binds `addr` (with [`listen`]'s backlog) and prepares
+    /// Binds `addr`, a listening socket per worker where the system
+    /// balances them ([`listen_group`](super::listen_group)), and prepares
     /// to serve `handler`.
     pub fn bind(addr: impl ToSocketAddrs, handler: H, options: ServerOptions) -> io::Result<Self> {
-        MioServer::from_listener(listen(addr)?, handler, options)
+        let listeners = listen_group(addr, options.worker_count())?;
+        MioServer::from_listeners(listeners, handler, options)
     }
 
-    /// Serves an already bound listener.
+    /// Serves an already bound listener, every worker accepting from it.
     pub fn from_listener(
         listener: std::net::TcpListener,
         handler: H,
         options: ServerOptions,
     ) -> io::Result<Self> {
-        listener.set_nonblocking(true)?;
+        MioServer::from_listeners(vec![listener], handler, options)
+    }
+
+    /// Serves listeners bound elsewhere (by a supervisor such as systemd,
+    /// or by the process this one takes over from), all on one port or
+    /// not. Every socket is accepted from: with at least as many sockets
+    /// as workers, each worker takes every `workers`th one; with fewer,
+    /// workers share them. An empty list is an error.
+    pub fn from_listeners(
+        listeners: Vec<std::net::TcpListener>,
+        handler: H,
+        options: ServerOptions,
+    ) -> io::Result<Self> {
+        if listeners.is_empty() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "no listening socket to serve",
+            ));
+        }
+        let mut handles = Vec::with_capacity(listeners.len());
+        for listener in &listeners {
+            listener.set_nonblocking(true)?;
+            handles.push(listener.try_clone()?);
+        }
         // A worker runs one handler at a time: places are needed only
         // when there are fewer than workers.
         let places = (options.max_handlers < options.worker_count())
@@ -108,7 +149,7 @@ impl<H: Handler> MioServer<H> {
             open: AtomicUsize::new(0),
             max: options.max_connections.max(1),
             roster: Arc::default(),
-            listener: Mutex::new(Some(listener.try_clone()?)),
+            listeners: Mutex::new(handles),
             places,
             shutdown_timeout: options.shutdown_timeout,
             drain_until: Mutex::new(None),
@@ -116,16 +157,23 @@ impl<H: Handler> MioServer<H> {
             changed: Condvar::new(),
         });
         Ok(MioServer {
-            listener,
+            listeners,
             handler: Arc::new(handler),
             options,
             shared,
         })
     }
 
-    /// The address the server listens on (useful after binding port 0).
+    /// The address the server listens on (useful after binding port 0):
+    /// its first socket's.
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        self.listener.local_addr()
+        self.listeners[0].local_addr()
+    }
+
+    /// The listening sockets, to hand them to another process (an upgrade
+    /// in place) with [`ShutdownHandle::hand_over`].
+    pub fn listeners(&self) -> &[std::net::TcpListener] {
+        &self.listeners
     }
 
     /// A handle that stops the server from another thread.
@@ -144,11 +192,12 @@ impl<H: Handler> MioServer<H> {
         let settings = ConnectionSettings::new(&self.options);
         let places = self.shared.places.clone();
         let handler = Arc::new(Bounded::new(Arc::clone(&self.handler), places));
-        for n in 0..self.options.worker_count() {
+        let workers = self.options.worker_count();
+        for n in 0..workers {
             let open = Arc::new(OpenSockets::default());
-            let worker = self.listener.try_clone().and_then(|listener| {
+            let worker = share_out(&self.listeners, workers, n).and_then(|listeners| {
                 Worker::new(
-                    TcpListener::from_std(listener),
+                    listeners,
                     Arc::clone(&handler),
                     self.options.clone(),
                     settings.clone(),
@@ -180,8 +229,8 @@ impl<H: Handler> MioServer<H> {
             }
         }
         // The workers hold their own handles; once they drop them at
-        // shutdown, the socket is closed.
-        drop(self.listener);
+        // shutdown, the sockets are closed (unless handed over).
+        drop(self.listeners);
         if !self.shared.wait_for_workers(threads.len()) {
             tracing::warn!(
                 "shutdown deadline passed with handlers still running: their connections are closed"
@@ -203,4 +252,19 @@ impl<H: Handler> MioServer<H> {
         }
         result
     }
+}
+
+/// The sockets worker `n` of `workers` accepts from: every `workers`th
+/// one from the `n`th when there are enough to go round, else one that
+/// it shares with other workers. No socket is left without a worker: a
+/// client the kernel queued on it would wait for nobody.
+fn share_out(listeners: &[std::net::TcpListener], workers: usize, n: usize) -> io::Result<Vec<TcpListener>> {
+    let mine: Vec<&std::net::TcpListener> = if listeners.len() >= workers {
+        listeners.iter().skip(n).step_by(workers).collect()
+    } else {
+        vec![&listeners[n % listeners.len()]]
+    };
+    mine.into_iter()
+        .map(|listener| Ok(TcpListener::from_std(listener.try_clone()?)))
+        .collect()
 }

@@ -12,7 +12,7 @@ use mio::Waker;
 use crate::io_adapters::server::{Places, Roster, Wake, stop_listening};
 
 /// Stops a running [`MioServer`](super::MioServer): it stops listening at once (new clients
-/// are refused), every worker closes its idle connections and those
+/// are refused; [`hand_over`](Self::hand_over) leaves them to another process), every worker closes its idle connections and those
 /// awaiting the full request of a handshake, finishes the exchanges under
 /// way (bounded by the D3 timers), and `run` returns.
 ///
@@ -38,9 +38,9 @@ pub(super) struct Shared {
     /// The open connections, all workers together, which of them are
     /// idle, to make room at the cap (D3).
     pub(super) roster: Arc<Roster<Mail>>,
-    /// A handle on the listening socket, to stop it listening from the
-    /// shutdown handle.
-    pub(super) listener: Mutex<Option<std::net::TcpListener>>,
+    /// Handles on the listening sockets, to stop them listening from the
+    /// shutdown handle (emptied once it has).
+    pub(super) listeners: Mutex<Vec<std::net::TcpListener>>,
     /// The places handlers take, when there are fewer than workers.
     pub(super) places: Option<Arc<Places>>,
     pub(super) shutdown_timeout: Duration,
@@ -127,6 +127,20 @@ impl Shared {
 impl ShutdownHandle {
     /// Starts the graceful shutdown; returns at once.
     pub fn shutdown(&self) {
+        self.stop(Listening::Stop);
+    }
+
+    /// Starts the graceful shutdown of a server whose listening sockets
+    /// another process has taken over (an upgrade in place, a socket
+    /// systemd keeps): as [`shutdown`](Self::shutdown), but the sockets
+    /// are not shut. The workers stop accepting and close their handles,
+    /// and the clients that arrive meanwhile wait in the sockets' queues
+    /// for the other process, instead of being refused. Returns at once.
+    pub fn hand_over(&self) {
+        self.stop(Listening::HandOver);
+    }
+
+    fn stop(&self, listening: Listening) {
         let until = Instant::now() + self.shared.shutdown_timeout;
         {
             let mut drain_until = self.shared.drain_until.lock().unwrap_or_else(|p| p.into_inner());
@@ -142,17 +156,23 @@ impl ShutdownHandle {
             let _ended = self.shared.ended.lock().unwrap_or_else(|p| p.into_inner());
             self.shared.changed.notify_all();
         }
-        let handle = self
-            .shared
-            .listener
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take();
-        if let Some(handle) = handle {
-            stop_listening(&handle);
+        let handles = std::mem::take(&mut *self.shared.listeners.lock().unwrap_or_else(|p| p.into_inner()));
+        if listening == Listening::Stop {
+            for handle in &handles {
+                stop_listening(handle);
+            }
         }
         self.shared.wake_all();
     }
+}
+
+/// What a shutdown does to the listening sockets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Listening {
+    /// Shut them: new clients are refused at once.
+    Stop,
+    /// Leave them listening for the process that shares them.
+    HandOver,
 }
 
 /// Where a worker is told which of its connections were asked to close

@@ -10,10 +10,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use mio::net::{TcpListener, TcpStream};
-use mio::{Events, Interest, Poll, Token, Waker};
+use mio::{Events, Interest, Poll, Waker};
 
 use super::shared::{Mail, Mailbox, Shared};
-use super::{LISTENER, SCRATCH, WAKER};
+use super::{SCRATCH, WAKER, listener_of, listener_token};
 use crate::io_adapters::proxy_protocol::ProxyHeaderReader;
 use crate::io_adapters::server::{
     ACCEPT_BACKOFF, ADMISSION_RETRY, AcceptFaults, Accepted, ConnectionSettings, Driver, Enrolled, Handler,
@@ -56,9 +56,18 @@ pub(super) struct Client {
     pub(super) round: u64,
 }
 
+/// One of a worker's listening sockets.
+struct Listening {
+    socket: TcpListener,
+    /// It may hold clients: edge-triggered, it reports no new event for
+    /// clients already waiting, so this stays set until `WouldBlock`.
+    ready: bool,
+}
+
 pub(super) struct Worker<H> {
     pub(super) poll: Poll,
-    pub(super) listener: Option<TcpListener>,
+    /// The sockets it accepts from; none once it stopped.
+    listening: Vec<Listening>,
     pub(super) handler: Arc<H>,
     pub(super) options: ServerOptions,
     /// What every connection shares.
@@ -75,8 +84,6 @@ pub(super) struct Worker<H> {
     /// Counts the rounds of the event loop: one turn per client per round.
     pub(super) round: u64,
     pub(super) scratch: Vec<u8>,
-    /// The listener may hold clients: accept when there is room.
-    accept_ready: bool,
     /// After running out of descriptors: no accept before then.
     accept_after: Option<Instant>,
     /// A client accepted at the cap, waiting for room.
@@ -90,7 +97,7 @@ pub(super) struct Worker<H> {
 
 impl<H: Handler> Worker<H> {
     pub(super) fn new(
-        mut listener: TcpListener,
+        listeners: Vec<TcpListener>,
         handler: Arc<H>,
         options: ServerOptions,
         settings: ConnectionSettings,
@@ -98,8 +105,12 @@ impl<H: Handler> Worker<H> {
         sockets: Arc<OpenSockets>,
     ) -> io::Result<Self> {
         let poll = Poll::new()?;
-        poll.registry()
-            .register(&mut listener, LISTENER, Interest::READABLE)?;
+        let mut listening = Vec::with_capacity(listeners.len());
+        for (n, mut socket) in listeners.into_iter().enumerate() {
+            poll.registry()
+                .register(&mut socket, listener_token(n), Interest::READABLE)?;
+            listening.push(Listening { socket, ready: true });
+        }
         let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
         shared
             .wakers
@@ -112,7 +123,7 @@ impl<H: Handler> Worker<H> {
         });
         Ok(Worker {
             poll,
-            listener: Some(listener),
+            listening,
             handler,
             options,
             settings,
@@ -124,7 +135,6 @@ impl<H: Handler> Worker<H> {
             again: Vec::new(),
             round: 0,
             scratch: vec![0; SCRATCH],
-            accept_ready: true,
             accept_after: None,
             held: None,
             mailbox,
@@ -147,7 +157,7 @@ impl<H: Handler> Worker<H> {
             let timeout = if self.again.is_empty() {
                 let accept_at = self
                     .accept_after
-                    .filter(|_| self.accept_ready && self.listener.is_some());
+                    .filter(|_| self.listening.iter().any(|l| l.ready));
                 let first = self.timers.first().map(|(at, _)| *at);
                 let look_at = self.held.as_ref().map(|held| held.look_at);
                 [first, accept_at, look_at]
@@ -168,17 +178,19 @@ impl<H: Handler> Worker<H> {
             self.round += 1;
             let again = std::mem::take(&mut self.again);
             for event in events.iter() {
-                match event.token() {
-                    LISTENER => self.accept_ready = true,
-                    WAKER => self.read_mail(),
-                    Token(slot) => {
-                        if event.is_read_closed()
-                            && let Some(Some(client)) = self.clients.get_mut(slot)
-                        {
-                            client.driver.peer_closed_reading();
-                        }
-                        self.turn(slot);
+                let token = event.token();
+                if token == WAKER {
+                    self.read_mail();
+                } else if let Some(n) = listener_of(token, self.listening.len()) {
+                    self.listening[n].ready = true;
+                } else {
+                    let slot = token.0;
+                    if event.is_read_closed()
+                        && let Some(Some(client)) = self.clients.get_mut(slot)
+                    {
+                        client.driver.peer_closed_reading();
                     }
+                    self.turn(slot);
                 }
             }
             for slot in again {
@@ -194,8 +206,8 @@ impl<H: Handler> Worker<H> {
         self.stopped = true;
         // New clients are refused from here on: so is one held at the cap.
         self.held = None;
-        if let Some(mut listener) = self.listener.take() {
-            let _ = self.poll.registry().deregister(&mut listener);
+        for mut listening in std::mem::take(&mut self.listening) {
+            let _ = self.poll.registry().deregister(&mut listening.socket);
         }
         for slot in 0..self.clients.len() {
             if let Some(client) = &mut self.clients[slot] {
@@ -205,13 +217,19 @@ impl<H: Handler> Worker<H> {
         }
     }
 
-    /// Accepts while the listener has clients and there is room. Edge-
-    /// triggered: the listener reports no new event for clients already
-    /// waiting, so `accept_ready` stays set until `WouldBlock`, and the
-    /// accept is retried when room is made or the back-off ends.
+    /// Accepts while a listening socket has clients and there is room,
+    /// from each in turn. A socket stays `ready` until `WouldBlock`, and
+    /// the accept is retried when room is made or the back-off ends.
     fn accept(&mut self) {
-        while self.admit_held() && self.accept_ready {
-            let Some(listener) = &self.listener else { return };
+        let mut next = 0;
+        while self.admit_held() {
+            let Some(n) = (0..self.listening.len())
+                .map(|k| (next + k) % self.listening.len())
+                .find(|&n| self.listening[n].ready)
+            else {
+                return;
+            };
+            next = n + 1;
             if self.accept_after.is_some_and(|at| Instant::now() < at) {
                 return;
             }
@@ -219,7 +237,7 @@ impl<H: Handler> Worker<H> {
             // At the cap, a client is taken and held until there is room
             // (D3): a closing connection wakes every worker.
             let reserved = self.shared.reserve();
-            match listener.accept() {
+            match self.listening[n].socket.accept() {
                 Ok((stream, peer)) if reserved => {
                     self.accept_faults.accepted();
                     self.add(stream, peer);
@@ -238,7 +256,7 @@ impl<H: Handler> Worker<H> {
                         self.shared.unreserve();
                     }
                     if e.kind() == io::ErrorKind::WouldBlock {
-                        self.accept_ready = false;
+                        self.listening[n].ready = false;
                     } else if !client_gave_up(&e) {
                         // Out of descriptors or memory: serve the open
                         // connections, and try again shortly.
