@@ -1,5 +1,6 @@
 //! The subcommands of `jsontp`.
 
+pub mod admin;
 pub mod client;
 pub mod envelope;
 pub mod generate;
@@ -9,6 +10,7 @@ pub mod log;
 pub mod output;
 pub mod request;
 pub mod serve;
+pub mod sockets;
 pub mod target;
 pub mod transfer;
 pub mod wire;
