@@ -109,8 +109,10 @@ impl Settings {
                 sources.join(", ")
             );
             // Formatted here, so that the usage shown is `jsontp serve`'s.
-            return Err(clap::Error::raw(clap::error::ErrorKind::ArgumentConflict, message)
-                .format(&mut serve_command()));
+            return Err(
+                clap::Error::raw(clap::error::ErrorKind::ArgumentConflict, message)
+                    .format(&mut serve_command()),
+            );
         }
         // What the command line or the environment gives wins over the
         // file's `token` or `token-file` (defaults here).
@@ -181,7 +183,9 @@ fn file_defaults(file: &Path, command: &Command) -> Result<Vec<(String, Vec<Stri
     let text = std::fs::read_to_string(file).map_err(|e| format!("cannot read {name}: {e}"))?;
     let line = |offset: usize| text[..offset.min(text.len())].matches('\n').count() + 1;
     let table = DeTable::parse(&text).map_err(|e| {
-        let at = e.span().map_or(String::new(), |span| format!(":{}", line(span.start)));
+        let at = e
+            .span()
+            .map_or(String::new(), |span| format!(":{}", line(span.start)));
         format!("{name}{at}: not valid TOML: {}", e.message().trim())
     })?;
     let mut defaults = Vec::new();
@@ -190,7 +194,9 @@ fn file_defaults(file: &Path, command: &Command) -> Result<Vec<(String, Vec<Stri
         let (key, at) = (key.get_ref().as_ref(), line(key.span().start));
         let here = |what: String| format!("{name}:{at}: {key}: {what}");
         if NOT_IN_FILE.contains(&key) {
-            return Err(here("set on the command line or in the environment only, not in the file".into()));
+            return Err(here(
+                "set on the command line or in the environment only, not in the file".into(),
+            ));
         }
         let Some(arg) = command
             .get_arguments()
@@ -228,7 +234,10 @@ fn check(arg: &Arg, values: &[String]) -> Result<(), String> {
         .no_binary_name(true)
         .arg(arg.clone().env(None).default_values(Vec::<&str>::new()));
     let argv = values.iter().map(|value| format!("--{long}={value}"));
-    alone.try_get_matches_from(argv).map(drop).map_err(|e| one_line(&e))
+    alone
+        .try_get_matches_from(argv)
+        .map(drop)
+        .map_err(|e| one_line(&e))
 }
 
 /// A TOML value as the texts the option's parser takes: a boolean for a

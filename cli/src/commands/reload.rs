@@ -75,10 +75,12 @@ pub fn prepare(settings: &Settings) -> Result<Ready, String> {
                 .map_err(|why| format!("cannot read the token from {}: {why}", file.display()))?,
         ),
     };
-    let files = FileServer::new(&args.root).map_err(|e| format!("cannot serve {}: {e}", args.root.display()))?;
+    let files =
+        FileServer::new(&args.root).map_err(|e| format!("cannot serve {}: {e}", args.root.display()))?;
     let tls = match (&args.tls_cert, &args.tls_key, &args.tls_client_ca) {
         (Some(cert), Some(key), ca) => Some(
-            ServerTls::from_pem_files(cert, key, ca.as_deref()).map_err(|e| format!("cannot set up TLS: {e}"))?,
+            ServerTls::from_pem_files(cert, key, ca.as_deref())
+                .map_err(|e| format!("cannot set up TLS: {e}"))?,
         ),
         (None, None, None) => None,
         (Some(_), None, _) => return Err("--tls-cert needs --tls-key, the certificate's private key".into()),

@@ -407,7 +407,9 @@ impl Serve {
             router: files.into_router(),
             quiet: args.quiet,
         }));
-        let handler = AccessLog { live: Arc::clone(&live) };
+        let handler = AccessLog {
+            live: Arc::clone(&live),
+        };
         let scheme = if tls.is_some() { "jsontps" } else { "jsontp" };
         let limits = Limits {
             workers: args.workers,

@@ -102,7 +102,10 @@ fn write_config(folder: &Path, text: &str) -> PathBuf {
 }
 
 fn canonical(path: &Path) -> String {
-    std::fs::canonicalize(path).expect("canonical").display().to_string()
+    std::fs::canonicalize(path)
+        .expect("canonical")
+        .display()
+        .to_string()
 }
 
 #[test]
@@ -123,8 +126,16 @@ fn the_file_is_below_the_environment_which_is_below_the_flags() {
 
     // The file alone: its root, writable, listings.
     let server = Running::start(&["--config", &config], &[]);
-    assert!(server.start_line.contains(&canonical(&from_file)), "{}", server.start_line);
-    assert!(server.start_line.contains("writable by anyone"), "{}", server.start_line);
+    assert!(
+        server.start_line.contains(&canonical(&from_file)),
+        "{}",
+        server.start_line
+    );
+    assert!(
+        server.start_line.contains("writable by anyone"),
+        "{}",
+        server.start_line
+    );
     assert_eq!(server.status("/"), 200, "list = true");
     assert_eq!(server.status("/hello.txt"), 200, "max-file = 1M");
     drop(server);
@@ -139,7 +150,11 @@ fn the_file_is_below_the_environment_which_is_below_the_flags() {
             ("JSONTP_WRITABLE", "false"),
         ],
     );
-    assert!(server.start_line.contains(&canonical(&from_env)), "{}", server.start_line);
+    assert!(
+        server.start_line.contains(&canonical(&from_env)),
+        "{}",
+        server.start_line
+    );
     assert!(server.start_line.contains("read-only"), "{}", server.start_line);
     assert_eq!(server.status("/"), 404, "JSONTP_LIST=false");
     assert_eq!(server.status("/hello.txt"), 500, "--max-file 5");
@@ -150,7 +165,11 @@ fn the_file_is_below_the_environment_which_is_below_the_flags() {
         &["--root", &from_flag.to_string_lossy()],
         &[("JSONTP_ROOT", &env_root), ("JSONTP_CONFIG", &config)],
     );
-    assert!(server.start_line.contains(&canonical(&from_flag)), "{}", server.start_line);
+    assert!(
+        server.start_line.contains(&canonical(&from_flag)),
+        "{}",
+        server.start_line
+    );
     assert_eq!(server.status("/"), 200, "list = true, from the file");
     drop(server);
     for root in [from_file, from_env, from_flag] {
@@ -178,10 +197,19 @@ fn a_bad_file_is_refused_naming_the_key_and_the_line() {
             ":3: max-upload: invalid value '2X' for '--max-upload <SIZE>': expected a size such as",
         ),
         ("list = \"yes\"\n", ":1: list: expected true or false"),
-        ("language = [\"en-US\", \"nope\"]\n", ":1: language: invalid value 'nope'"),
+        (
+            "language = [\"en-US\", \"nope\"]\n",
+            ":1: language: invalid value 'nope'",
+        ),
         // An unknown key, with the nearest one.
-        ("list = true\nmax_uplod = \"2G\"\n", ":2: unknown key max_uplod; did you mean max-upload?"),
-        ("config = \"other.toml\"\n", ":1: config: set on the command line or in the environment only"),
+        (
+            "list = true\nmax_uplod = \"2G\"\n",
+            ":2: unknown key max_uplod; did you mean max-upload?",
+        ),
+        (
+            "config = \"other.toml\"\n",
+            ":1: config: set on the command line or in the environment only",
+        ),
         (
             "token = \"a\"\ntoken-file = \"b\"\n",
             ":2: token-file: the token is also given by token on line 2",
@@ -196,12 +224,29 @@ fn a_bad_file_is_refused_naming_the_key_and_the_line() {
         };
         let started = serve_with(&config, &["--addr", "127.0.0.1:0"]);
         assert_eq!(started.status.code(), Some(2), "{text:?}: {}", stderr(&started));
-        assert!(stderr(&started).contains(&wanted), "{text:?}: {}", stderr(&started));
+        assert!(
+            stderr(&started).contains(&wanted),
+            "{text:?}: {}",
+            stderr(&started)
+        );
         let checked = serve_with(&config, &["--check-config"]);
         assert_eq!(checked.status.code(), Some(1), "{text:?}");
-        assert!(stderr(&checked).contains(&wanted), "{text:?}: {}", stderr(&checked));
-        assert!(stderr(&checked).contains("not valid"), "{text:?}: {}", stderr(&checked));
-        assert_eq!(stderr(&checked).lines().count(), 1, "one line: {}", stderr(&checked));
+        assert!(
+            stderr(&checked).contains(&wanted),
+            "{text:?}: {}",
+            stderr(&checked)
+        );
+        assert!(
+            stderr(&checked).contains("not valid"),
+            "{text:?}: {}",
+            stderr(&checked)
+        );
+        assert_eq!(
+            stderr(&checked).lines().count(),
+            1,
+            "one line: {}",
+            stderr(&checked)
+        );
     }
     let _ = std::fs::remove_dir_all(&folder);
 }
@@ -212,7 +257,9 @@ fn check_config_checks_what_a_start_would_and_says_so_in_one_line() {
     let root = folder.display().to_string();
     let config = write_config(
         &folder,
-        &format!("root = '{root}'\nmax-upload = \"2G\"\nlanguage = [\"en-US\", \"fr-FR\"]\nshutdown-timeout = 10\n"),
+        &format!(
+            "root = '{root}'\nmax-upload = \"2G\"\nlanguage = [\"en-US\", \"fr-FR\"]\nshutdown-timeout = 10\n"
+        ),
     );
     let checked = serve_with(&config, &["--check-config"]);
     assert_eq!(checked.status.code(), Some(0), "{}", stderr(&checked));
@@ -225,16 +272,31 @@ fn check_config_checks_what_a_start_would_and_says_so_in_one_line() {
     let file = folder.join("hello.txt");
     for (args, wanted) in [
         (vec!["--root", file.to_str().expect("path")], "cannot serve"),
-        (vec!["--token-file", "/nonexistent/token"], "cannot read the token from /nonexistent/token"),
-        (vec!["--tls-cert", "/nonexistent/cert.pem"], "--tls-cert needs --tls-key"),
         (
-            vec!["--tls-cert", "/nonexistent/cert.pem", "--tls-key", "/nonexistent/key.pem"],
+            vec!["--token-file", "/nonexistent/token"],
+            "cannot read the token from /nonexistent/token",
+        ),
+        (
+            vec!["--tls-cert", "/nonexistent/cert.pem"],
+            "--tls-cert needs --tls-key",
+        ),
+        (
+            vec![
+                "--tls-cert",
+                "/nonexistent/cert.pem",
+                "--tls-key",
+                "/nonexistent/key.pem",
+            ],
             "cannot set up TLS",
         ),
     ] {
         let checked = serve_with(&config, &[&args[..], &["--check-config"]].concat());
         assert_eq!(checked.status.code(), Some(1), "{args:?}");
-        assert!(stderr(&checked).contains(wanted), "{args:?}: {}", stderr(&checked));
+        assert!(
+            stderr(&checked).contains(wanted),
+            "{args:?}: {}",
+            stderr(&checked)
+        );
         assert_eq!(stderr(&checked).lines().count(), 1, "{}", stderr(&checked));
     }
     // Without a file: the flags and the environment.
