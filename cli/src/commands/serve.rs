@@ -1,6 +1,7 @@
 //! `jsontp serve`: the file server on the mio adapter. Read-only unless
 //! `--writable` (or a token) says otherwise, on loopback unless `--addr`
-//! says otherwise; every option also read from a `JSONTP_*` variable.
+//! says otherwise; every option also read from a `JSONTP_*` variable or a
+//! configuration file (`config.rs`), and reloaded on SIGHUP (`reload.rs`).
 
 use std::fmt;
 use std::net::{Ipv4Addr, Ipv6Addr};
@@ -28,7 +29,8 @@ use super::target::DEFAULT_PORT;
 const DEFAULT_HOST: &str = "127.0.0.1";
 
 /// Arguments of `jsontp serve`, each also read from the environment
-/// variable `--help` names (the command line wins).
+/// variable `--help` names and from the `--config` file under its long
+/// name (the command line wins over both, the variable over the file).
 #[derive(Debug, clap::Args)]
 pub struct ServeArgs {
     /// Read the settings from this TOML file too, keyed by the long
@@ -104,7 +106,8 @@ pub struct ServeArgs {
     /// RUST_LOG, else `warn,jsontp::access=info`.
     #[arg(long, env = "JSONTP_LOG_LEVEL", value_name = "FILTER", value_parser = log::parse_filter)]
     pub(super) log_level: Option<String>,
-    // D20.
+    // D20. The pairs are checked when the settings are prepared, not by
+    // clap: the file may give one of a pair and the command line the other.
     /// Serve TLS: the certificate chain, PEM, leaf first. Needs
     /// --tls-key.
     #[arg(long, env = "JSONTP_TLS_CERT", value_name = "FILE")]
@@ -562,7 +565,7 @@ mod adapter {
 
 /// What the signal thread has been told so far.
 enum Signalled {
-    Nothing,
+    Serving,
     /// A graceful stop is under way; another stop signal exits at once.
     Stopping,
 }
@@ -577,14 +580,14 @@ fn on_signals(stop: ShutdownHandle, format: LogFormat, reloader: Reloader) -> st
     // The binary owns its threads; the sans-I/O core is what may not.
     #[allow(clippy::disallowed_methods)]
     std::thread::spawn(move || {
-        let mut state = Signalled::Nothing;
+        let mut state = Signalled::Serving;
         for signal in signals.forever() {
             state = match (signal, state) {
                 (SIGHUP, state) => {
                     reloader.reload();
                     state
                 }
-                (_, Signalled::Nothing) => {
+                (_, Signalled::Serving) => {
                     log::announce(
                         format,
                         "jsontp serve: stopping (finishing the exchanges under way)",
