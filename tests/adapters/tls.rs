@@ -392,3 +392,32 @@ fn a_slow_reader_that_keeps_taking_output_over_tls_is_not_closed() {
         server.shutdown_and_join();
     }
 }
+
+/// `ServerTls::replace`: connections accepted after it get the new
+/// certificate on every runtime, and a session already under way keeps
+/// the one it began with.
+#[test]
+fn a_replaced_certificate_is_served_to_new_connections_and_old_ones_go_on() {
+    let (old, new) = (Pki::new(), Pki::new());
+    for &runtime in RUNTIMES {
+        let tls = old.server(false);
+        let server = start(runtime, Echo, tls_options(tls.clone()));
+        let what = format!("{runtime:?}");
+        let mut before = TlsClient::connect(ClientKind::Blocking, server.addr, &old.client())
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
+        let answer = before.send_all(vec![get("/one")]).remove(0);
+        assert!(answer.is_ok(), "{what}: {answer:?}");
+        tls.replace(&new.server(false));
+        // The old CA no longer vouches for what new connections are shown.
+        let refused = match TlsClient::connect(ClientKind::Blocking, server.addr, &old.client()) {
+            Err(_) => true,
+            Ok(mut client) => client.send_all(vec![get("/x")]).remove(0).is_err(),
+        };
+        assert!(refused, "{what}: a new connection still got the old certificate");
+        still_serves(ClientKind::Blocking, server.addr, &new.client(), &what);
+        let answer = before.send_all(vec![get("/two")]).remove(0);
+        let answer = answer.unwrap_or_else(|e| panic!("{what}: the old session: {e}"));
+        assert_eq!(answer.response.body.as_text(), Some("echo /two "), "{what}");
+        server.shutdown_and_join();
+    }
+}

@@ -154,10 +154,14 @@ Examples:
   jsontp serve --writable                       PUT and DELETE for anyone
   JSONTP_TOKEN=s3cret jsontp serve              PUT and DELETE need `authorization: s3cret`
   jsontp serve --token-file /etc/jsontp/token   the same, the token read from a file
+  jsontp serve --config /etc/jsontp/jsontp.toml the settings from a TOML file; flags and
+                                                JSONTP_* win over it; SIGHUP reloads it
+  jsontp serve --config FILE --check-config     check the settings, print one line, exit 0 or 1
 
 Exit status:
   0    stopped by ctrl-c or SIGTERM, after finishing the exchanges under way
-  1    could not start (the folder is missing, the address is in use, ...)
+  1    could not start (the folder is missing, the address is in use, ...),
+       or --check-config found the settings not valid
   2    a usage error
   130  a second ctrl-c or SIGTERM: stopped at once";
 

@@ -1,42 +1,51 @@
 //! `jsontp serve`: the file server on the mio adapter. Read-only unless
 //! `--writable` (or a token) says otherwise, on loopback unless `--addr`
-//! says otherwise; every option also read from a `JSONTP_*` variable.
+//! says otherwise; every option also read from a `JSONTP_*` variable or a
+//! configuration file (`config.rs`), and reloaded on SIGHUP (`reload.rs`).
 
 use std::fmt;
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 
+use arc_swap::ArcSwap;
 use clap::builder::{FalseyValueParser, NonEmptyStringValueParser};
 use clap::error::ErrorKind;
-use clap::parser::ValueSource;
 use clap::{ArgMatches, FromArgMatches};
-use jsontp_cli::file_server::FileServer;
-use jsontp_protocol::app::Router;
 use jsontp_protocol::machine::{ContinuePolicy, ServerConfig};
 use jsontp_protocol::message::{LanguageTag, Request};
 
 pub use self::adapter::Exchange;
 use self::adapter::{Handled, Handler, HeadCheck, Incoming, RequestInfo, ServerTls, ShutdownHandle};
+use super::config::{self, Settings};
 use super::log::{self, LogFormat};
+use super::reload::{self, Live, Ready, Reloader};
 use super::target::DEFAULT_PORT;
-
-/// The environment variable that holds the token (`--token`'s, listed
-/// apart because it is a token source of its own: see [`Serve`]).
-const TOKEN_ENV: &str = "JSONTP_TOKEN";
 
 /// The host a bare port listens on: loopback, so that nothing outside the
 /// machine reaches a server started without thinking about it.
 const DEFAULT_HOST: &str = "127.0.0.1";
 
 /// Arguments of `jsontp serve`, each also read from the environment
-/// variable `--help` names (the command line wins).
+/// variable `--help` names and from the `--config` file under its long
+/// name (the command line wins over both, the variable over the file).
 #[derive(Debug, clap::Args)]
 pub struct ServeArgs {
+    /// Read the settings from this TOML file too, keyed by the long
+    /// option names (`max-upload = "2G"`); the environment and the command
+    /// line win over it. SIGHUP reads it again.
+    #[arg(long, env = "JSONTP_CONFIG", value_name = "FILE")]
+    pub(super) config: Option<PathBuf>,
+    /// Check the settings (the file, the values, the root, the token file,
+    /// the TLS files) as a start would, short of listening; say whether
+    /// they are valid and exit 0 or 1.
+    #[arg(long)]
+    pub(super) check_config: bool,
     /// The folder to serve.
     #[arg(long, env = "JSONTP_ROOT", default_value = ".")]
-    root: PathBuf,
+    pub(super) root: PathBuf,
     /// Where to listen: HOST:PORT, HOST (port 8080), PORT (on 127.0.0.1)
     /// or [IPV6]:PORT; port 0 picks a free port (the start line says which).
     #[arg(
@@ -45,37 +54,37 @@ pub struct ServeArgs {
         default_value = "127.0.0.1:8080",
         value_parser = ListenAddr::parse
     )]
-    addr: ListenAddr,
+    pub(super) addr: ListenAddr,
     /// Serve PUT and DELETE (without it they answer 405: the server is
     /// read-only).
     #[arg(long, env = "JSONTP_WRITABLE", value_parser = FalseyValueParser::new())]
-    writable: bool,
+    pub(super) writable: bool,
     /// Serve PUT and DELETE to requests whose `authorization` equals TOKEN
     /// (others get 401). Visible to every user in `ps`: prefer
     /// JSONTP_TOKEN or --token-file.
     #[arg(
         long,
-        env = TOKEN_ENV,
+        env = config::TOKEN_ENV,
         hide_env_values = true,
         value_parser = NonEmptyStringValueParser::new()
     )]
-    token: Option<String>,
+    pub(super) token: Option<String>,
     /// Read the token from the first line of FILE (as --token does).
     #[arg(long, env = "JSONTP_TOKEN_FILE", value_name = "FILE")]
-    token_file: Option<PathBuf>,
+    pub(super) token_file: Option<PathBuf>,
     /// Answer GET of a folder without index.html with a JSON listing of
     /// its entries (without it: 404).
     #[arg(long, env = "JSONTP_LIST", value_parser = FalseyValueParser::new())]
-    list: bool,
+    pub(super) list: bool,
     /// The languages offered, comma-separated, the first being the default.
     #[arg(long, env = "JSONTP_LANGUAGE", value_delimiter = ',', default_value = "en-US")]
-    language: Vec<LanguageTag>,
+    pub(super) language: Vec<LanguageTag>,
     /// Refuse `expect: 100-continue`: answer 501 and close the connection.
     #[arg(long, env = "JSONTP_NO_CONTINUE", value_parser = FalseyValueParser::new())]
-    no_continue: bool,
+    pub(super) no_continue: bool,
     /// Event-loop threads (default: one per core).
     #[arg(long, env = "JSONTP_WORKERS", default_value_t = 0, hide_default_value = true)]
-    workers: usize,
+    pub(super) workers: usize,
     /// The most connections open at once; more wait in the listen queue.
     #[arg(
         long,
@@ -84,43 +93,39 @@ pub struct ServeArgs {
         default_value = "10000",
         value_parser = parse_max_connections
     )]
-    max_connections: NonZeroUsize,
+    pub(super) max_connections: NonZeroUsize,
     /// No access log (the server's warnings and errors still show).
     #[arg(long, env = "JSONTP_QUIET", value_parser = FalseyValueParser::new())]
-    quiet: bool,
+    pub(super) quiet: bool,
     /// How log lines on stderr are written: text, or one JSON object per
     /// line.
     #[arg(long, env = "JSONTP_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
-    log_format: LogFormat,
+    pub(super) log_format: LogFormat,
     /// What is logged, as RUST_LOG writes it: `debug` shows every
     /// connection; the access log's target is jsontp::access. Default:
     /// RUST_LOG, else `warn,jsontp::access=info`.
     #[arg(long, env = "JSONTP_LOG_LEVEL", value_name = "FILTER", value_parser = log::parse_filter)]
-    log_level: Option<String>,
-    // D20.
+    pub(super) log_level: Option<String>,
+    // D20. The pairs are checked when the settings are prepared, not by
+    // clap: the file may give one of a pair and the command line the other.
     /// Serve TLS: the certificate chain, PEM, leaf first. Needs
     /// --tls-key.
-    #[arg(long, env = "JSONTP_TLS_CERT", value_name = "FILE", requires = "tls_key")]
-    tls_cert: Option<PathBuf>,
+    #[arg(long, env = "JSONTP_TLS_CERT", value_name = "FILE")]
+    pub(super) tls_cert: Option<PathBuf>,
     /// The private key of --tls-cert, PEM.
-    #[arg(long, env = "JSONTP_TLS_KEY", value_name = "FILE", requires = "tls_cert")]
-    tls_key: Option<PathBuf>,
+    #[arg(long, env = "JSONTP_TLS_KEY", value_name = "FILE")]
+    pub(super) tls_key: Option<PathBuf>,
     /// Mutual TLS: only clients with a certificate issued by a CA of this
     /// PEM file are served.
-    #[arg(
-        long,
-        env = "JSONTP_TLS_CLIENT_CA",
-        value_name = "FILE",
-        requires = "tls_cert"
-    )]
-    tls_client_ca: Option<PathBuf>,
+    #[arg(long, env = "JSONTP_TLS_CLIENT_CA", value_name = "FILE")]
+    pub(super) tls_client_ca: Option<PathBuf>,
     // D21.
     /// Behind a load balancer (HAProxy `send-proxy-v2`, nginx, Envoy):
     /// every connection starts with a PROXY protocol header (v1 or v2),
     /// whose client address is the one served and logged. Connections
     /// without one are closed unanswered.
     #[arg(long, env = "JSONTP_PROXY_PROTOCOL", value_parser = FalseyValueParser::new())]
-    proxy_protocol: bool,
+    pub(super) proxy_protocol: bool,
     // D19.
     /// The largest upload taken, decoded: bytes, or with a K, M or G
     /// suffix (2G, 512K). Larger ones are answered 413 and the connection
@@ -132,7 +137,7 @@ pub struct ServeArgs {
         default_value = "1G",
         value_parser = parse_size
     )]
-    max_upload: u64,
+    pub(super) max_upload: u64,
     /// The most bytes the uploads under way may hold on disk at once, all
     /// clients together, as --max-upload writes sizes. One upload alone
     /// may take all of it; when it is short, each upload is entitled to an
@@ -140,7 +145,7 @@ pub struct ServeArgs {
     /// share, and an upload refused or stopped is answered 503 (try again
     /// later). Default: 4 times --max-upload.
     #[arg(long, env = "JSONTP_MAX_SPOOL", value_name = "SIZE", value_parser = parse_size)]
-    max_spool: Option<u64>,
+    pub(super) max_spool: Option<u64>,
     /// The most bytes of request content held in memory at once, all
     /// clients together, as --max-upload writes sizes. Content of up to
     /// 1 MiB is held in memory while it arrives and while its request is
@@ -153,7 +158,7 @@ pub struct ServeArgs {
         default_value = "64M",
         value_parser = parse_size
     )]
-    max_content_memory: u64,
+    pub(super) max_content_memory: u64,
     /// How many seconds a graceful stop (SIGTERM, ctrl-c) lets the
     /// exchanges under way finish; connections still busy then are closed,
     /// whatever their peers do or a handler still does, and the server
@@ -165,69 +170,37 @@ pub struct ServeArgs {
         default_value = "30",
         value_parser = parse_seconds
     )]
-    shutdown_timeout: std::time::Duration,
+    pub(super) shutdown_timeout: std::time::Duration,
     /// The largest file served (GET), as --max-upload writes sizes;
     /// larger ones are answered 500. Default: no limit (files stream).
     #[arg(long, env = "JSONTP_MAX_FILE", value_name = "SIZE", value_parser = parse_size)]
-    max_file: Option<u64>,
+    pub(super) max_file: Option<u64>,
 }
 
-/// `jsontp serve` as parsed: its arguments, and the one place the token
-/// comes from. The token may be given on the command line, in
-/// `JSONTP_TOKEN` or in a file; two of them at once are a usage error
-/// rather than one silently winning, since the operator meant one of them
-/// and would not learn which one the server took.
+/// `jsontp serve` as parsed: its settings, and where they came from, to
+/// read them again on SIGHUP. The flags are first parsed without the
+/// configuration file, which names the file; with one, the whole is read
+/// again with the file's values below the environment and the flags.
 #[derive(Debug)]
 pub struct Serve {
-    args: ServeArgs,
-    token: TokenSource,
-}
-
-/// Where the token comes from.
-#[derive(Debug, PartialEq, Eq)]
-enum TokenSource {
-    /// No token: writes, if `--writable`, are open to anyone who can connect.
-    None,
-    /// `--token` or `JSONTP_TOKEN`.
-    Given(String),
-    /// The first line of this file.
-    File(PathBuf),
+    settings: Settings,
+    source: config::Source,
 }
 
 impl FromArgMatches for Serve {
     fn from_arg_matches(matches: &ArgMatches) -> Result<Self, clap::Error> {
-        let args = ServeArgs::from_arg_matches(matches)?;
-        // Clap keeps the command line's `--token` over `JSONTP_TOKEN`
-        // silently; both are counted here.
-        let mut sources = Vec::new();
-        if matches.value_source("token") == Some(ValueSource::CommandLine) {
-            sources.push("--token");
+        let settings = Settings::from_matches(matches)?;
+        let source = config::Source::of_process(settings.args.config.clone());
+        // `--check-config` reads it in `run`, to say its verdict there.
+        if source.file().is_none() || settings.args.check_config {
+            return Ok(Serve { settings, source });
         }
-        if std::env::var_os(TOKEN_ENV).is_some() {
-            sources.push(TOKEN_ENV);
-        }
-        match matches.value_source("token_file") {
-            Some(ValueSource::CommandLine) => sources.push("--token-file"),
-            Some(ValueSource::EnvVariable) => sources.push("JSONTP_TOKEN_FILE"),
-            _ => {}
-        }
-        if sources.len() > 1 {
-            let message = format!(
-                "the token is given {} ways ({}); give it one way only",
-                sources.len(),
-                sources.join(", ")
-            );
-            // Formatted here, so that the usage shown is `jsontp serve`'s.
+        let settings = config::read(&source).map_err(|why| {
             let mut serve =
                 <ServeArgs as clap::Args>::augment_args(clap::Command::new("serve").bin_name("jsontp serve"));
-            return Err(clap::Error::raw(ErrorKind::ArgumentConflict, message).format(&mut serve));
-        }
-        let token = match (&args.token, &args.token_file) {
-            (Some(token), _) => TokenSource::Given(token.clone()),
-            (None, Some(file)) => TokenSource::File(file.clone()),
-            (None, None) => TokenSource::None,
-        };
-        Ok(Serve { args, token })
+            clap::Error::raw(ErrorKind::InvalidValue, why).format(&mut serve)
+        })?;
+        Ok(Serve { settings, source })
     }
 
     fn update_from_arg_matches(&mut self, matches: &ArgMatches) -> Result<(), clap::Error> {
@@ -392,55 +365,29 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
         .ok_or_else(|| format!("the size {trimmed:?} is too large"))
 }
 
-/// The token's file: its first line, without the line ending.
-fn read_token_file(file: &Path) -> Result<String, String> {
-    let text = std::fs::read_to_string(file).map_err(|e| e.to_string())?;
-    match text.lines().next() {
-        Some(token) if !token.is_empty() => Ok(token.to_owned()),
-        _ => Err("its first line is empty".to_owned()),
-    }
-}
-
 impl Serve {
     /// Runs the file server until the process is stopped.
     pub fn run(self) -> ExitCode {
-        let Serve { args, token } = self;
+        let Serve { settings, source } = self;
+        let args = &settings.args;
+        if args.check_config {
+            return reload::check(&source);
+        }
         log::install(args.log_format, args.log_level.as_deref());
-        let token = match token {
-            TokenSource::None => None,
-            TokenSource::Given(token) => Some(token),
-            TokenSource::File(file) => match read_token_file(&file) {
-                Ok(token) => Some(token),
-                Err(why) => {
-                    eprintln!(
-                        "jsontp serve: cannot read the token from {}: {why}",
-                        file.display()
-                    );
-                    return ExitCode::FAILURE;
-                }
-            },
-        };
-        let files = match FileServer::new(&args.root) {
-            Ok(files) => files,
-            Err(e) => {
-                eprintln!("jsontp serve: cannot serve {}: {e}", args.root.display());
+        let Ready {
+            files,
+            tls,
+            writable,
+            mode,
+            ..
+        } = match reload::prepare(&settings) {
+            Ok(ready) => ready,
+            Err(why) => {
+                eprintln!("jsontp serve: {why}");
                 return ExitCode::FAILURE;
             }
         };
         let root = files.root().to_path_buf();
-        // A token opens writes to its holders (D14: the others get 401).
-        let mode = match (&token, args.writable) {
-            (Some(_), _) => "writable with the token",
-            (None, true) => "writable by anyone",
-            (None, false) => "read-only",
-        };
-        let writable = args.writable || token.is_some();
-        let files = files
-            .with_writes(writable)
-            .with_token(token)
-            .with_listing(args.list)
-            .with_languages(args.language)
-            .with_max_file_bytes(args.max_file.unwrap_or(u64::MAX));
         // D19: uploads are spooled on the root's file system, so that they
         // are linked into place without a copy; in the root itself, since
         // the files have no name there. A read-only server writes nothing
@@ -459,27 +406,18 @@ impl Serve {
         };
         let mut config = config;
         config.limits.max_content_bytes = usize::try_from(args.max_upload).unwrap_or(usize::MAX);
-        let handler = AccessLog {
-            inner: files.into_router(),
+        let live: reload::Current = Arc::new(ArcSwap::from_pointee(Live {
+            router: files.into_router(),
             quiet: args.quiet,
-        };
-        let tls = match (&args.tls_cert, &args.tls_key) {
-            (Some(cert), Some(key)) => {
-                match ServerTls::from_pem_files(cert, key, args.tls_client_ca.as_deref()) {
-                    Ok(tls) => Some(tls),
-                    Err(e) => {
-                        eprintln!("jsontp serve: cannot set up TLS: {e}");
-                        return ExitCode::FAILURE;
-                    }
-                }
-            }
-            _ => None,
+        }));
+        let handler = AccessLog {
+            live: Arc::clone(&live),
         };
         let scheme = if tls.is_some() { "jsontps" } else { "jsontp" };
         let limits = Limits {
             workers: args.workers,
             max_connections: args.max_connections,
-            tls,
+            tls: tls.clone(),
             proxy_protocol: args.proxy_protocol,
             spool,
             // Four of the largest uploads at once, or many more smaller
@@ -500,13 +438,15 @@ impl Serve {
             Ok(bound) => bound.to_string(),
             Err(_) => args.addr.to_string(),
         };
-        if let Err(e) = stop_on_signals(server.shutdown_handle(), args.log_format) {
+        let format = args.log_format;
+        let reloader = Reloader::new(source, settings, root.clone(), live, tls, format);
+        if let Err(e) = on_signals(server.shutdown_handle(), format, reloader) {
             eprintln!("jsontp serve: cannot handle signals: {e}");
             return ExitCode::FAILURE;
         }
         let url = format!("{scheme}://{bound}");
         log::announce(
-            args.log_format,
+            format,
             &format!("jsontp serve: serving {} ({mode}) on {url}", root.display()),
             "serving",
             &[
@@ -623,26 +563,42 @@ mod adapter {
     }
 }
 
-/// SIGTERM or ctrl-c shuts the server down gracefully: it stops accepting
-/// and finishes the exchanges under way. A second signal exits at once.
-fn stop_on_signals(stop: ShutdownHandle, format: LogFormat) -> std::io::Result<()> {
-    use signal_hook::consts::{SIGINT, SIGTERM};
-    let mut signals = signal_hook::iterator::Signals::new([SIGTERM, SIGINT])?;
+/// What the signal thread has been told so far.
+enum Signalled {
+    Serving,
+    /// A graceful stop is under way; another stop signal exits at once.
+    Stopping,
+}
+
+/// One thread takes the signals, one at a time: SIGTERM or ctrl-c shuts
+/// the server down gracefully (it stops accepting and finishes the
+/// exchanges under way; a second one exits at once), SIGHUP reloads the
+/// settings.
+fn on_signals(stop: ShutdownHandle, format: LogFormat, reloader: Reloader) -> std::io::Result<()> {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGTERM, SIGINT, SIGHUP])?;
     // The binary owns its threads; the sans-I/O core is what may not.
     #[allow(clippy::disallowed_methods)]
     std::thread::spawn(move || {
-        let mut seen = signals.forever();
-        if seen.next().is_some() {
-            log::announce(
-                format,
-                "jsontp serve: stopping (finishing the exchanges under way)",
-                "stopping, finishing the exchanges under way",
-                &[],
-            );
-            stop.shutdown();
-        }
-        if seen.next().is_some() {
-            std::process::exit(130);
+        let mut state = Signalled::Serving;
+        for signal in signals.forever() {
+            state = match (signal, state) {
+                (SIGHUP, state) => {
+                    reloader.reload();
+                    state
+                }
+                (_, Signalled::Serving) => {
+                    log::announce(
+                        format,
+                        "jsontp serve: stopping (finishing the exchanges under way)",
+                        "stopping, finishing the exchanges under way",
+                        &[],
+                    );
+                    stop.shutdown();
+                    Signalled::Stopping
+                }
+                (_, Signalled::Stopping) => std::process::exit(130),
+            };
         }
     });
     Ok(())
@@ -650,23 +606,23 @@ fn stop_on_signals(stop: ShutdownHandle, format: LogFormat) -> std::io::Result<(
 
 /// The file server's router with one access-log event per response: it
 /// forwards the router's answers and checks of heads, and keeps the log
-/// in this binary's own format.
+/// in this binary's own format. Both are read from `live` once per call,
+/// so that a reload applies to the requests that follow it.
 struct AccessLog {
-    inner: Router,
-    quiet: bool,
+    live: reload::Current,
 }
 
 impl Handler for AccessLog {
     fn respond(&self, incoming: Incoming) -> Handled {
-        self.inner.respond(incoming)
+        self.live.load().router.respond(incoming)
     }
 
     fn check_head(&self, head: &Request, info: &RequestInfo) -> HeadCheck {
-        self.inner.check_head(head, info)
+        self.live.load().router.check_head(head, info)
     }
 
     fn log_exchange(&self, exchange: &Exchange<'_>) {
-        if !self.quiet {
+        if !self.live.load().quiet {
             log::access(exchange);
         }
     }

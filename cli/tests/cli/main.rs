@@ -6,6 +6,9 @@
 mod file_server;
 
 mod client;
+// Unix: SIGHUP.
+#[cfg(unix)]
+mod config;
 mod curl;
 // Unix: SIGTERM.
 #[cfg(unix)]

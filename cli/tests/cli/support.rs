@@ -51,7 +51,8 @@ impl Drop for Serve {
 
 /// Every variable `jsontp serve` reads: cleared for the servers the tests
 /// start, so that the developer's environment cannot change a test.
-pub const SERVE_ENV: [&str; 15] = [
+pub const SERVE_ENV: [&str; 16] = [
+    "JSONTP_CONFIG",
     "JSONTP_ROOT",
     "JSONTP_ADDR",
     "JSONTP_WRITABLE",

@@ -5,7 +5,7 @@
 use std::fmt;
 use std::io;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError, RwLock};
 
 use rustls::pki_types::PrivateKeyDer;
 use rustls::pki_types::pem::PemObject;
@@ -15,17 +15,23 @@ use super::{ALPN, VERSIONS, invalid, provider, read_certs, read_roots};
 use crate::io_adapters::transport::Transport;
 
 /// A server's TLS settings: the rustls configuration every accepted
-/// connection is wrapped with. Cheap to clone (shared).
+/// connection is wrapped with. Cheap to clone; the clones share one cell,
+/// so that [`ServerTls::replace`] changes the settings of every server
+/// holding one of them.
 #[derive(Clone)]
 pub struct ServerTls {
-    config: Arc<rustls::ServerConfig>,
+    // Read once per accepted connection, written on a reload: a lock held
+    // for an `Arc` clone costs nothing next to a handshake.
+    config: Arc<RwLock<Arc<rustls::ServerConfig>>>,
 }
 
 impl ServerTls {
     /// Uses `config` as it is. Its ALPN list should hold [`ALPN`]
     /// ([`ServerTls::from_pem_files`] sets it).
     pub fn new(config: Arc<rustls::ServerConfig>) -> Self {
-        ServerTls { config }
+        ServerTls {
+            config: Arc::new(RwLock::new(config)),
+        }
     }
 
     /// Builds the configuration from PEM files: the certificate chain (leaf
@@ -56,15 +62,26 @@ impl ServerTls {
         Ok(ServerTls::new(Arc::new(config)))
     }
 
-    /// The rustls configuration.
-    pub fn config(&self) -> &Arc<rustls::ServerConfig> {
-        &self.config
+    /// The rustls configuration connections accepted now are given.
+    pub fn config(&self) -> Arc<rustls::ServerConfig> {
+        // A panic elsewhere cannot leave the cell half-written: it holds
+        // one `Arc`, replaced whole.
+        Arc::clone(&self.config.read().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// Gives the connections accepted from now on `next`'s configuration
+    /// (a new certificate, key or client CA), in every server holding a
+    /// clone of `self`. Sessions already started keep the configuration
+    /// they began with.
+    pub fn replace(&self, next: &ServerTls) {
+        let next = next.config();
+        *self.config.write().unwrap_or_else(PoisonError::into_inner) = next;
     }
 
     /// Starts the server side of a TLS session over an accepted `stream`;
     /// the handshake runs in the stream's first reads and writes.
     pub fn accept<T: Transport>(&self, stream: T) -> io::Result<TlsStream<T>> {
-        let conn = rustls::ServerConnection::new(Arc::clone(&self.config)).map_err(io::Error::other)?;
+        let conn = rustls::ServerConnection::new(self.config()).map_err(io::Error::other)?;
         Ok(TlsStream::new(conn.into(), stream))
     }
 }
@@ -72,13 +89,13 @@ impl ServerTls {
 impl fmt::Debug for ServerTls {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ServerTls")
-            .field("alpn", &self.config.alpn_protocols)
+            .field("alpn", &self.config().alpn_protocols)
             .finish_non_exhaustive()
     }
 }
 
-/// Two settings are equal when they share one configuration (rustls'
-/// configuration cannot be compared); lets the server options stay `Eq`.
+/// Two settings are equal when they share one cell (rustls' configuration
+/// cannot be compared); lets the server options stay `Eq`.
 impl PartialEq for ServerTls {
     fn eq(&self, other: &Self) -> bool {
         Arc::ptr_eq(&self.config, &other.config)

@@ -420,7 +420,7 @@ async fn run_tls<A: Dispatch>(
     mut stop: watch::Receiver<bool>,
     member: Enrolled<Notify>,
 ) {
-    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::clone(tls.config()));
+    let acceptor = tokio_rustls::TlsAcceptor::from(tls.config());
     let limit = options.config.idle_timeout;
     // The session's records go out through the same kernel-asking writes
     // as plain TCP: a slow, steady reader is not a stalled one (D3).
