@@ -23,8 +23,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use jsontp_protocol::io_adapters::client::ClientError;
-use jsontp_protocol::io_adapters::client::blocking::Pool;
 use jsontp_protocol::io_adapters::client::PoolOptions;
+use jsontp_protocol::io_adapters::client::blocking::Pool;
 
 /// What the threads found, all together.
 #[derive(Debug, Default)]
@@ -87,7 +87,11 @@ fn kind(error: &ClientError) -> String {
         ClientError::Refused { .. } => "refused".into(),
         ClientError::ClosedEarly { .. } => "closed early".into(),
         ClientError::TimedOut(_) => "timed out".into(),
-        other => format!("{other:?}").split([' ', '(', '{']).next().unwrap_or("other").to_owned(),
+        other => format!("{other:?}")
+            .split([' ', '(', '{'])
+            .next()
+            .unwrap_or("other")
+            .to_owned(),
     }
 }
 
@@ -118,9 +122,17 @@ fn main() -> ExitCode {
                             if response.status.code.as_u16() != 200 {
                                 Some((
                                     format!("status {}", response.status.code.as_u16()),
-                                    format!("{} {}", response.status.code.as_u16(), response.status.human_message),
+                                    format!(
+                                        "{} {}",
+                                        response.status.code.as_u16(),
+                                        response.status.human_message
+                                    ),
                                 ))
-                            } else if args.expect.as_ref().is_some_and(|expect| !text.contains(expect.as_str())) {
+                            } else if args
+                                .expect
+                                .as_ref()
+                                .is_some_and(|expect| !text.contains(expect.as_str()))
+                            {
                                 Some(("wrong content".into(), format!("content {text:?}")))
                             } else {
                                 None
@@ -155,5 +167,9 @@ fn main() -> ExitCode {
         "examples": tally.examples,
     });
     println!("{summary}");
-    if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE }
+    if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
 }

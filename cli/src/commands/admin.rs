@@ -200,17 +200,24 @@ fn respond(head: &[u8], health: &Health, metrics: &dyn Fn(&mut String)) -> Reply
     let line = head.split(|&b| b == b'\n').next().unwrap_or_default();
     let line = String::from_utf8_lossy(line);
     let mut parts = line.trim_end_matches('\r').split(' ');
-    let (Some(method), Some(target), Some(version), None) = (parts.next(), parts.next(), parts.next(), parts.next())
+    let (Some(method), Some(target), Some(version), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
     else {
         return Reply::Text(400, "expected a request line: GET /metrics HTTP/1.1\n".into());
     };
     if !version.starts_with("HTTP/1.") || !head.ends_with(b"\r\n\r\n") && !head.ends_with(b"\n\n") {
-        return Reply::Text(400, "expected an HTTP/1.1 request head, ended by a blank line\n".into());
+        return Reply::Text(
+            400,
+            "expected an HTTP/1.1 request head, ended by a blank line\n".into(),
+        );
     }
     let path = target.split('?').next().unwrap_or_default();
     let known = ["/metrics", "/live", "/ready"];
     if !known.contains(&path) {
-        return Reply::Text(404, "not found: the admin paths are /metrics, /live and /ready\n".into());
+        return Reply::Text(
+            404,
+            "not found: the admin paths are /metrics, /live and /ready\n".into(),
+        );
     }
     if method != "GET" && method != "HEAD" {
         return Reply::Text(405, format!("{path} answers GET and HEAD only\n"));
@@ -224,7 +231,10 @@ fn respond(head: &[u8], health: &Health, metrics: &dyn Fn(&mut String)) -> Reply
         "/live" => Reply::Text(200, "live\n".into()),
         _ => match health.get() {
             Serving::Ready => Reply::Text(200, "ready\n".into()),
-            Serving::Draining => Reply::Text(503, "draining: this server is stopping and takes no new clients\n".into()),
+            Serving::Draining => Reply::Text(
+                503,
+                "draining: this server is stopping and takes no new clients\n".into(),
+            ),
         },
     }
 }
@@ -244,7 +254,9 @@ mod tests {
     use super::*;
 
     fn ask(head: &str, health: &Health) -> Reply {
-        respond(head.as_bytes(), health, &|out: &mut String| out.push_str("jsontp_up 1\n"))
+        respond(head.as_bytes(), health, &|out: &mut String| {
+            out.push_str("jsontp_up 1\n")
+        })
     }
 
     #[test]
@@ -254,11 +266,23 @@ mod tests {
             ask("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n", &health),
             Reply::Metrics("jsontp_up 1\n".into())
         );
-        assert_eq!(ask("GET /live HTTP/1.1\r\n\r\n", &health), Reply::Text(200, "live\n".into()));
-        assert_eq!(ask("HEAD /ready?x=1 HTTP/1.0\r\n\r\n", &health), Reply::Text(200, "ready\n".into()));
+        assert_eq!(
+            ask("GET /live HTTP/1.1\r\n\r\n", &health),
+            Reply::Text(200, "live\n".into())
+        );
+        assert_eq!(
+            ask("HEAD /ready?x=1 HTTP/1.0\r\n\r\n", &health),
+            Reply::Text(200, "ready\n".into())
+        );
         health.drain();
-        assert!(matches!(ask("GET /ready HTTP/1.1\r\n\r\n", &health), Reply::Text(503, _)));
-        assert!(matches!(ask("GET /live HTTP/1.1\r\n\r\n", &health), Reply::Text(200, _)));
+        assert!(matches!(
+            ask("GET /ready HTTP/1.1\r\n\r\n", &health),
+            Reply::Text(503, _)
+        ));
+        assert!(matches!(
+            ask("GET /live HTTP/1.1\r\n\r\n", &health),
+            Reply::Text(200, _)
+        ));
     }
 
     #[test]

@@ -15,13 +15,15 @@ use clap::builder::{FalseyValueParser, NonEmptyStringValueParser};
 use clap::error::ErrorKind;
 use clap::{ArgMatches, FromArgMatches};
 use jsontp_protocol::machine::{ContinuePolicy, ServerConfig};
-use jsontp_protocol::message::{LanguageTag, Request};
+use jsontp_protocol::message::{LanguageTag, Method, Request, Response, Status, StatusCode};
 
 pub use self::adapter::Exchange;
 use self::adapter::{Handled, Handler, HeadCheck, Incoming, RequestInfo, ServerTls, ShutdownHandle};
+use super::admin::{Admin, Health, Serving};
 use super::config::{self, Settings};
 use super::log::{self, LogFormat};
 use super::reload::{self, Live, Ready, Reloader};
+use super::sockets::{self, Inherited, Keeper, Successor};
 use super::target::DEFAULT_PORT;
 
 /// The host a bare port listens on: loopback, so that nothing outside the
@@ -175,6 +177,23 @@ pub struct ServeArgs {
     /// larger ones are answered 500. Default: no limit (files stream).
     #[arg(long, env = "JSONTP_MAX_FILE", value_name = "SIZE", value_parser = parse_size)]
     pub(super) max_file: Option<u64>,
+    /// How many seconds a stop (SIGTERM) goes on accepting and serving
+    /// after /ready and the health check (`OPTIONS *`) begin to answer
+    /// 503, so that a balancer takes the server out before it stops
+    /// accepting; then it drains within --shutdown-timeout.
+    #[arg(
+        long,
+        env = "JSONTP_DRAIN_GRACE",
+        value_name = "SECONDS",
+        default_value = "0",
+        value_parser = parse_seconds
+    )]
+    pub(super) drain_grace: std::time::Duration,
+    /// Answer operators' tools on HOST:PORT, in plain HTTP/1.1: /metrics
+    /// (Prometheus' text format), /live and /ready (503 while draining).
+    /// Off by default; keep it on loopback or a private network.
+    #[arg(long, env = "JSONTP_ADMIN", value_name = "HOST:PORT", value_parser = ListenAddr::parse)]
+    pub(super) admin: Option<ListenAddr>,
 }
 
 /// `jsontp serve` as parsed: its settings, and where they came from, to
@@ -373,6 +392,24 @@ impl Serve {
         if args.check_config {
             return reload::check(&source);
         }
+        // Before any thread starts: it clears the variables that passed
+        // the sockets in.
+        let inherited = match sockets::inherited() {
+            Ok(inherited) => inherited,
+            Err(why) => {
+                eprintln!("jsontp serve: {why}");
+                return ExitCode::FAILURE;
+            }
+        };
+        let successor = match Successor::of_this_process() {
+            Ok(successor) => successor,
+            Err(e) => {
+                eprintln!(
+                    "jsontp serve: cannot find this program's path, which an upgrade starts again: {e}"
+                );
+                return ExitCode::FAILURE;
+            }
+        };
         log::install(args.log_format, args.log_level.as_deref());
         let Ready {
             files,
@@ -410,8 +447,10 @@ impl Serve {
             router: files.into_router(),
             quiet: args.quiet,
         }));
+        let health = Arc::new(Health::default());
         let handler = AccessLog {
             live: Arc::clone(&live),
+            health: Arc::clone(&health),
         };
         let scheme = if tls.is_some() { "jsontps" } else { "jsontp" };
         let limits = Limits {
@@ -427,10 +466,38 @@ impl Serve {
             max_content_memory: args.max_content_memory,
             shutdown_timeout: args.shutdown_timeout,
         };
-        let server = match adapter::bind(&args.addr, handler, config, limits) {
+        let (keeper, admin_socket, listening) = match inherited {
+            Some(Inherited { serve, admin, keeper }) => (keeper, admin, Listening::Given(serve)),
+            None => (Keeper::Nobody, None, Listening::Bind(&args.addr)),
+        };
+        let server = match adapter::serve(listening, handler, config, limits) {
             Ok(server) => server,
             Err(e) => {
                 eprintln!("jsontp serve: cannot listen on {}: {e}", args.addr);
+                return ExitCode::FAILURE;
+            }
+        };
+        let admin_socket = match (admin_socket, &args.admin) {
+            (Some(socket), _) => Some(socket),
+            (None, Some(addr)) => match adapter::listen((addr.host.as_str(), addr.port)) {
+                Ok(socket) => Some(socket),
+                Err(e) => {
+                    eprintln!("jsontp serve: cannot listen on {addr} for --admin: {e}");
+                    return ExitCode::FAILURE;
+                }
+            },
+            (None, None) => None,
+        };
+        let admin_addr = admin_socket.as_ref().and_then(|socket| socket.local_addr().ok());
+        let admin = match admin_socket.as_ref().map(|socket| {
+            socket
+                .try_clone()
+                .and_then(|socket| Admin::spawn(socket, Arc::clone(&health), |_: &mut String| {}))
+        }) {
+            None => None,
+            Some(Ok(admin)) => Some(admin),
+            Some(Err(e)) => {
+                eprintln!("jsontp serve: cannot start the admin listener: {e}");
                 return ExitCode::FAILURE;
             }
         };
@@ -439,8 +506,27 @@ impl Serve {
             Err(_) => args.addr.to_string(),
         };
         let format = args.log_format;
+        let grace = args.drain_grace;
         let reloader = Reloader::new(source, settings, root.clone(), live, tls, format);
-        if let Err(e) = on_signals(server.shutdown_handle(), format, reloader) {
+        let upgrade = Upgrade {
+            successor,
+            serve: server
+                .listeners()
+                .iter()
+                .filter_map(|s| s.try_clone().ok())
+                .collect(),
+            admin: admin_socket,
+            keeper,
+        };
+        let stop = Stop {
+            handle: server.shutdown_handle(),
+            keeper,
+            health,
+            admin,
+            grace,
+            format,
+        };
+        if let Err(e) = on_signals(stop, reloader, upgrade) {
             eprintln!("jsontp serve: cannot handle signals: {e}");
             return ExitCode::FAILURE;
         }
@@ -455,6 +541,16 @@ impl Serve {
                 ("url", url.clone()),
             ],
         );
+        if let Some(addr) = admin_addr {
+            let url = format!("http://{addr}");
+            log::announce(
+                format,
+                &format!("jsontp serve: admin (/metrics, /live, /ready) on {url}"),
+                "admin listening",
+                &[("url", url.clone())],
+            );
+        }
+        sockets::tell_ready();
         // Told after the start line, which scripts wait for.
         if leftovers > 0 {
             tracing::warn!(
@@ -534,11 +630,13 @@ mod adapter {
     pub use jsontp_protocol::io_adapters::tls::ServerTls;
     use jsontp_protocol::machine::ServerConfig;
 
-    use super::{Limits, ListenAddr};
+    pub use jsontp_protocol::io_adapters::server::listen;
 
-    /// Binds `addr` (a host name is looked up here) for `handler`.
-    pub fn bind<H: Handler>(
-        addr: &ListenAddr,
+    use super::{Limits, Listening};
+
+    /// Serves `handler` on the sockets `listening` names or gives.
+    pub fn serve<H: Handler>(
+        listening: Listening<'_>,
         handler: H,
         config: ServerConfig,
         limits: Limits,
@@ -559,44 +657,162 @@ mod adapter {
         if let Some(tls) = limits.tls {
             options = options.with_tls(tls);
         }
-        Server::bind((addr.host.as_str(), addr.port), handler, options)
+        match listening {
+            Listening::Bind(addr) => Server::bind((addr.host.as_str(), addr.port), handler, options),
+            Listening::Given(sockets) => Server::from_listeners(sockets, handler, options),
+        }
     }
+}
+
+/// Where the server listens.
+enum Listening<'a> {
+    /// Sockets it binds itself, one per worker: `--addr` (a host name is
+    /// looked up here).
+    Bind(&'a ListenAddr),
+    /// Sockets passed in (systemd, or the process it takes over from).
+    Given(Vec<std::net::TcpListener>),
 }
 
 /// What the signal thread has been told so far.
 enum Signalled {
     Serving,
-    /// A graceful stop is under way; another stop signal exits at once.
+    /// A graceful stop is under way (after its grace period, if any);
+    /// another stop signal exits at once.
     Stopping,
+    /// An upgrade's new process serves on the sockets; this one finishes
+    /// its exchanges and exits.
+    HandedOver,
 }
 
-/// One thread takes the signals, one at a time: SIGTERM or ctrl-c shuts
-/// the server down gracefully (it stops accepting and finishes the
-/// exchanges under way; a second one exits at once), SIGHUP reloads the
-/// settings.
-fn on_signals(stop: ShutdownHandle, format: LogFormat, reloader: Reloader) -> std::io::Result<()> {
-    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
-    let mut signals = signal_hook::iterator::Signals::new([SIGTERM, SIGINT, SIGHUP])?;
+/// What a stop needs: the server's handle, who else keeps its sockets,
+/// and what reports its health.
+struct Stop {
+    handle: ShutdownHandle,
+    keeper: Keeper,
+    health: Arc<Health>,
+    admin: Option<Admin>,
+    grace: std::time::Duration,
+    format: LogFormat,
+}
+
+impl Stop {
+    /// A stop asked for: `/ready` and the health check answer 503 at once;
+    /// the server accepts on through the grace period, then drains. The
+    /// sockets are shut unless a supervisor keeps them for the next start.
+    fn begin(&self) {
+        self.health.drain();
+        let text = if self.grace.is_zero() {
+            "jsontp serve: stopping (finishing the exchanges under way)".to_owned()
+        } else {
+            format!(
+                "jsontp serve: stopping: still accepting for {:.1} s while balancers take this server out, then finishing the exchanges under way",
+                self.grace.as_secs_f64()
+            )
+        };
+        log::announce(
+            self.format,
+            &text,
+            "stopping, finishing the exchanges under way",
+            &[],
+        );
+        let (handle, keeper, grace) = (self.handle.clone(), self.keeper, self.grace);
+        // The binary owns its threads; the sans-I/O core is what may not.
+        #[allow(clippy::disallowed_methods)]
+        std::thread::spawn(move || {
+            std::thread::sleep(grace);
+            match keeper {
+                Keeper::Nobody => handle.shutdown(),
+                Keeper::Supervisor => handle.hand_over(),
+            }
+        });
+    }
+
+    /// The new process serves: this one stops accepting at once, leaving
+    /// the sockets (the admin listener's too) to it, and drains.
+    fn hand_over(&self, pid: u32) {
+        if let Some(admin) = &self.admin {
+            admin.stop();
+        }
+        self.health.drain();
+        self.handle.hand_over();
+        log::announce(
+            self.format,
+            &format!("jsontp serve: upgraded: process {pid} serves now; this one finishes its exchanges"),
+            "upgraded, finishing the exchanges under way",
+            &[("successor", pid.to_string())],
+        );
+    }
+}
+
+/// What an upgrade in place needs: how to start the new process, and the
+/// sockets it takes over.
+struct Upgrade {
+    successor: Successor,
+    serve: Vec<std::net::TcpListener>,
+    admin: Option<std::net::TcpListener>,
+    keeper: Keeper,
+}
+
+impl Upgrade {
+    /// Starts the new process and waits until it serves: its pid, or why
+    /// not (this process then serves on as before).
+    fn start(&self) -> Result<u32, String> {
+        self.successor.start(
+            &self.serve,
+            self.admin.as_ref(),
+            self.keeper,
+            sockets::UPGRADE_WAIT,
+        )
+    }
+}
+
+/// One thread takes the signals, one at a time:
+/// - SIGTERM or ctrl-c stops the server gracefully ([`Stop::begin`]); a
+///   second one exits at once;
+/// - SIGHUP reloads the settings;
+/// - SIGUSR2 upgrades in place: the program at this one's path starts
+///   with the same arguments on the same sockets, and once it serves this
+///   one hands over and drains.
+fn on_signals(stop: Stop, reloader: Reloader, upgrade: Upgrade) -> std::io::Result<()> {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM, SIGUSR2};
+    let mut signals = signal_hook::iterator::Signals::new([SIGTERM, SIGINT, SIGHUP, SIGUSR2])?;
     // The binary owns its threads; the sans-I/O core is what may not.
     #[allow(clippy::disallowed_methods)]
     std::thread::spawn(move || {
         let mut state = Signalled::Serving;
         for signal in signals.forever() {
             state = match (signal, state) {
-                (SIGHUP, state) => {
+                (SIGHUP, Signalled::Serving) => {
                     reloader.reload();
+                    Signalled::Serving
+                }
+                (SIGUSR2, Signalled::Serving) => {
+                    log::announce(
+                        stop.format,
+                        "jsontp serve: upgrading: starting the new process on the same sockets",
+                        "upgrading",
+                        &[],
+                    );
+                    match upgrade.start() {
+                        Ok(pid) => {
+                            stop.hand_over(pid);
+                            Signalled::HandedOver
+                        }
+                        Err(why) => {
+                            tracing::error!("upgrade failed, this process serves on: {why}");
+                            Signalled::Serving
+                        }
+                    }
+                }
+                (SIGHUP | SIGUSR2, state) => {
+                    tracing::warn!("ignored: this process is stopping; signal the one that serves");
                     state
                 }
                 (_, Signalled::Serving) => {
-                    log::announce(
-                        format,
-                        "jsontp serve: stopping (finishing the exchanges under way)",
-                        "stopping, finishing the exchanges under way",
-                        &[],
-                    );
-                    stop.shutdown();
+                    stop.begin();
                     Signalled::Stopping
                 }
+                (_, Signalled::HandedOver) => Signalled::Stopping,
                 (_, Signalled::Stopping) => std::process::exit(130),
             };
         }
@@ -610,10 +826,14 @@ fn on_signals(stop: ShutdownHandle, format: LogFormat, reloader: Reloader) -> st
 /// so that a reload applies to the requests that follow it.
 struct AccessLog {
     live: reload::Current,
+    health: Arc<Health>,
 }
 
 impl Handler for AccessLog {
     fn respond(&self, incoming: Incoming) -> Handled {
+        if is_health_check(&incoming.request) && self.health.get() == Serving::Draining {
+            return draining().into();
+        }
         self.live.load().router.respond(incoming)
     }
 
@@ -626,6 +846,22 @@ impl Handler for AccessLog {
             log::access(exchange);
         }
     }
+}
+
+/// The request a balancer checks a server's health with (HAProxy's
+/// `tcp-check`, deploy/haproxy.cfg): `OPTIONS *`, answered `200` while
+/// the server takes new clients and `503` once it drains.
+fn is_health_check(request: &Request) -> bool {
+    request.method == Method::Options && request.resource.as_str() == "*"
+}
+
+/// The health check's answer while the server drains (D13: nothing was
+/// handed to the application, so "try again" elsewhere is true).
+fn draining() -> Response {
+    Response::new(Status::new(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "draining: this server is stopping and takes no new clients; send them to another",
+    ))
 }
 
 #[cfg(test)]

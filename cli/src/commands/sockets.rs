@@ -71,9 +71,6 @@ pub struct Inherited {
     pub admin: Option<TcpListener>,
     /// Who keeps them open after this process.
     pub keeper: Keeper,
-    /// Whether a predecessor passed them, and waits to hear this process
-    /// serves ([`tell_ready`]).
-    pub from_predecessor: bool,
 }
 
 /// Takes the sockets passed in by the socket activation protocol, if any.
@@ -93,11 +90,18 @@ pub fn inherited() -> Result<Option<Inherited>, String> {
     for n in 0..fds.len() {
         let socket = fds
             .take_tcp_listener(n)
-            .map_err(|e| format!("the socket passed in as descriptor {} is not a listening TCP socket: {e}", n + 3))?
+            .map_err(|e| {
+                format!(
+                    "the socket passed in as descriptor {} is not a listening TCP socket: {e}",
+                    n + 3
+                )
+            })?
             .ok_or_else(|| format!("the socket passed in as descriptor {} is gone", n + 3))?;
         if names.get(n).is_some_and(|name| name == ADMIN_NAME) {
             if admin.is_some() {
-                return Err(format!("two sockets passed in are named {ADMIN_NAME:?}; name one only"));
+                return Err(format!(
+                    "two sockets passed in are named {ADMIN_NAME:?}; name one only"
+                ));
             }
             admin = Some(socket);
         } else {
@@ -114,12 +118,7 @@ pub fn inherited() -> Result<Option<Inherited>, String> {
         Ok("nobody") if from_predecessor => Keeper::Nobody,
         _ => Keeper::Supervisor,
     };
-    Ok(Some(Inherited {
-        serve,
-        admin,
-        keeper,
-        from_predecessor,
-    }))
+    Ok(Some(Inherited { serve, admin, keeper }))
 }
 
 /// Tells whoever waits that this process now serves: the predecessor of
@@ -200,7 +199,11 @@ impl Successor {
             .map(|s| (s, SERVE_NAME))
             .chain(admin.map(|s| (s, ADMIN_NAME)))
         {
-            let fd = OwnedFd::from(socket.try_clone().map_err(|e| format!("cannot pass a socket on: {e}"))?);
+            let fd = OwnedFd::from(
+                socket
+                    .try_clone()
+                    .map_err(|e| format!("cannot pass a socket on: {e}"))?,
+            );
             mappings.push(FdMapping {
                 parent_fd: fd,
                 child_fd: 3 + i32::try_from(names.len()).unwrap_or(i32::MAX - 3),
@@ -239,7 +242,10 @@ impl Successor {
             if Instant::now() >= until {
                 return Err(stop(
                     child,
-                    format!("the new process ({pid}) did not serve within {} s; stopped it", wait.as_secs()),
+                    format!(
+                        "the new process ({pid}) did not serve within {} s; stopped it",
+                        wait.as_secs()
+                    ),
                 ));
             }
         }

@@ -39,3 +39,4 @@ mod support;
 mod tls;
 #[cfg(unix)]
 mod truth;
+mod upgrade;
