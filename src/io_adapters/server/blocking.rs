@@ -287,6 +287,9 @@ fn accept_loop<H: Handler>(
 ) -> io::Result<()> {
     let max = options.max_connections.max(1);
     let mut faults = AcceptFaults::default();
+    if let Some(metrics) = &options.metrics {
+        metrics.watch(options);
+    }
     loop {
         if shared.stopping() {
             return Ok(());
@@ -298,6 +301,9 @@ fn accept_loop<H: Handler>(
         match accepted {
             Ok((stream, peer)) => {
                 faults.accepted();
+                if let Some(metrics) = &options.metrics {
+                    metrics.count_accepted();
+                }
                 // At the cap, the client is held until there is room (D3).
                 if !make_room(shared, max) {
                     return Ok(());

@@ -18,6 +18,7 @@ use crate::io_adapters::server::{Accepted, Driver, Handler, Step, proxied_peer};
 
 impl<H: Handler> Worker<H> {
     pub(super) fn add(&mut self, stream: TcpStream, peer: SocketAddr) {
+        self.settings.count_accepted();
         let _ = stream.set_nodelay(true);
         let Ok(mut stream) = Accepted::new(stream, &self.options) else {
             self.shared.release();

@@ -254,6 +254,9 @@ where
     let mut connections = JoinSet::new();
     let mut shutdown = std::pin::pin!(shutdown);
     let mut accept_faults = AcceptFaults::default();
+    if let Some(metrics) = &options.metrics {
+        metrics.watch(&options);
+    }
     let roster: Arc<Roster<Notify>> = Arc::default();
     // The client accepted last, until there is room for it: at the cap it
     // is held while the connection idle longest, `asked`, closes (D3).
@@ -277,6 +280,9 @@ where
             accepted = listener.accept(), if held.is_none() => match accepted {
                 Ok((stream, peer)) => {
                     accept_faults.accepted();
+                    if let Some(metrics) = &options.metrics {
+                        metrics.count_accepted();
+                    }
                     // Responses are written whole: Nagle would only delay
                     // them. A failure costs latency, not correctness.
                     let _ = stream.set_nodelay(true);
