@@ -139,6 +139,11 @@ fn every_runtime_counts_requests_connections_and_bytes_exactly() {
         let last = metrics.snapshot();
         assert_eq!(last.closed(CloseCause::Shutdown), 1, "{runtime:?}");
         assert_eq!(last.closed_total(), 3, "{runtime:?}");
+        assert_eq!(
+            last.accepted_total(),
+            last.closed_total(),
+            "each accepted closed once: {runtime:?}"
+        );
         assert_eq!(last.open_connections(), 0, "{runtime:?}");
         assert_eq!(last.received_bytes(), received as u64, "{runtime:?}");
         assert_eq!(last.sent_bytes(), sent as u64, "{runtime:?}");
@@ -254,4 +259,63 @@ fn prometheus_reads_the_text_back_to_the_counts() {
         value_of(&scrape, "jsontp_request_duration_seconds_count", &[]),
         Value::Untyped(3.0)
     );
+}
+
+#[test]
+fn every_runtime_counts_an_idle_timeout_by_its_kind() {
+    each_runtime(|runtime| {
+        let metrics = ServerMetrics::new();
+        let mut config = with_policy(ContinuePolicy::AutoAccept);
+        config.idle_timeout = Duration::from_millis(150);
+        let server = start(
+            runtime,
+            found_only,
+            options(config, 1).with_metrics(metrics.clone()),
+        );
+        let mut stream = connect(server.addr);
+        stream
+            .write_all(request("GET", "/found", "").as_bytes())
+            .expect("write");
+        // D3: the server closes the idle connection without a response.
+        let mut got = Vec::new();
+        stream.read_to_end(&mut got).expect("read to the end");
+        assert_eq!(codes(&got), [200], "{runtime:?}");
+        let snapshot = wait_for(&metrics, |s| s.closed_total() == 1);
+        assert_eq!(snapshot.closed(CloseCause::IdleTimeout), 1, "{runtime:?}");
+        assert_eq!(snapshot.closed_total(), 1, "{runtime:?}");
+        assert_eq!(snapshot.open_connections(), 0, "{runtime:?}");
+        server.shutdown_and_join();
+    });
+}
+
+#[test]
+fn every_runtime_counts_a_missing_proxy_header_as_closed_once() {
+    each_runtime(|runtime| {
+        let metrics = ServerMetrics::new();
+        let server = start(
+            runtime,
+            found_only,
+            options(with_policy(ContinuePolicy::AutoAccept), 1)
+                .with_proxy_protocol(true)
+                .with_metrics(metrics.clone()),
+        );
+        // D21: a message where the header must be: closed, no response.
+        let mut stream = connect(server.addr);
+        stream
+            .write_all(request("GET", "/found", "").as_bytes())
+            .expect("write");
+        // Closed with our bytes unread: an end of stream or a reset.
+        let mut answer = Vec::new();
+        match stream.read_to_end(&mut answer) {
+            Ok(_) => assert!(answer.is_empty(), "{runtime:?}"),
+            Err(e) => assert_eq!(e.kind(), std::io::ErrorKind::ConnectionReset, "{runtime:?}"),
+        }
+        let snapshot = wait_for(&metrics, |s| s.closed_total() == 1);
+        assert_eq!(snapshot.closed(CloseCause::NoProxyHeader), 1, "{runtime:?}");
+        assert_eq!(snapshot.closed_total(), 1, "{runtime:?}");
+        assert_eq!(snapshot.accepted_total(), 1, "{runtime:?}");
+        assert_eq!(snapshot.open_connections(), 0, "{runtime:?}");
+        assert_eq!(snapshot.requests_total(), 0, "{runtime:?}");
+        server.shutdown_and_join();
+    });
 }

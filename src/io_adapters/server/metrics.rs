@@ -29,12 +29,12 @@ use crate::message::StatusCode;
 /// |---|---|---|---|
 /// | `jsontp_connections_accepted_total` | counter | `worker` | connections taken from the listener, by mio worker (its index); `0` for std and tokio |
 /// | `jsontp_connections` | gauge | `state` | connections open now, by where they are in their life: `serving`, `draining` (a graceful shutdown lets the exchange under way finish), `lingering` (our side shut, the peer's input drained for a moment) |
-/// | `jsontp_connections_closed_total` | counter | `reason` | connections ended, by why ([`CloseCause::label`]): `peer_closed`, `idle_timeout`, `made_room`, `stalled`, `rejected`, `shutdown`, `drain_deadline`, `transport_failed`, `peer_left`, `dropped` |
+/// | `jsontp_connections_closed_total` | counter | `reason` | connections ended, by why ([`CloseCause::label`]): `peer_closed`, `idle_timeout`, `made_room`, `stalled`, `rejected`, `shutdown`, `drain_deadline`, `transport_failed`, `peer_left`, `no_proxy_header`, `dropped` |
 /// | `jsontp_requests_total` | counter | `code` | responses, by status code, the connection's own error responses (D1, D3, D5) included, each counted once its access record is made ([`AccessRecord`](super::AccessRecord)) |
 /// | `jsontp_responses_incomplete_total` | counter | | responses whose connection ended before the peer took them whole ([`AccessRecord::complete`](super::AccessRecord::complete) `false`) |
 /// | `jsontp_request_duration_seconds` | histogram | `le` | from the request complete (or refused) to its response's last byte taken ([`AccessRecord::elapsed`](super::AccessRecord::elapsed)); buckets from 0.5 ms to 10 s |
-/// | `jsontp_received_bytes_total` | counter | | bytes the connections read |
-/// | `jsontp_sent_bytes_total` | counter | | bytes the connections wrote |
+/// | `jsontp_received_bytes_total` | counter | | bytes of messages the connections read (plaintext under TLS; a PROXY header not included) |
+/// | `jsontp_sent_bytes_total` | counter | | bytes of messages the connections wrote (plaintext under TLS) |
 /// | `jsontp_content_memory_bytes` | gauge | | request content held in memory now ([`SpoolOptions::held_bytes`]) |
 /// | `jsontp_content_memory_limit_bytes` | gauge | | its bound ([`SpoolOptions::max_memory`]) |
 /// | `jsontp_spool_bytes` | gauge | | request content in temporary files now ([`SpoolOptions::spooled_bytes`]) |
@@ -45,9 +45,13 @@ use crate::message::StatusCode;
 /// with the metrics. A `jsontp_requests_total` series appears once its code
 /// has been counted; every other series is always written.
 ///
-/// `jsontp_connections` and `jsontp_connections_closed_total` count the
-/// connections the drive step served: a connection dropped before (a TLS
-/// handshake on tokio that failed) is accepted, never open.
+/// Every connection counted accepted is counted closed once, with one
+/// reason, when it ends: once a server is idle, the accepted connections
+/// are those closed and those open. A client the std or tokio server
+/// accepted at the connection cap and dropped unserved at shutdown counts
+/// as closed by `shutdown`; one the mio server held so is not counted
+/// accepted. Between, a connection is counted open in one state at a time,
+/// from when its server made its drive step.
 ///
 /// One `ServerMetrics` serves one server: given to two, it adds their
 /// counts together, and its content gauges are those of the first to start.
@@ -249,6 +253,13 @@ impl ServerMetrics {
         self.0.first.accepted();
     }
 
+    /// A std or tokio server closed a connection it accepted without
+    /// making its drive step (a PROXY header or TLS handshake that failed,
+    /// a client held at the cap when a shutdown began).
+    pub(crate) fn count_unserved(&self, cause: CloseCause) {
+        self.0.first.closed(cause);
+    }
+
     /// The server `options` configure starts: the gauges read its spool
     /// and limits (the first server's, if there are several).
     pub(crate) fn watch(&self, options: &ServerOptions) {
@@ -376,15 +387,17 @@ pub enum CloseCause {
     TransportFailed,
     /// The peer went away while its request's answer was awaited.
     PeerLeft,
-    /// Dropped by its server before the drive step closed it: no valid
-    /// PROXY header in time (D21), or a shutdown's deadline passed while a
-    /// handler held its worker.
+    /// No valid PROXY header arrived in time: closed without a response
+    /// (D21).
+    NoProxyHeader,
+    /// Dropped by its server before the drive step closed it: a
+    /// shutdown's deadline passed while a handler held its thread.
     Dropped,
 }
 
 impl CloseCause {
     /// Every cause, in the order they are written.
-    pub const ALL: [CloseCause; 10] = [
+    pub const ALL: [CloseCause; 11] = [
         CloseCause::PeerClosed,
         CloseCause::IdleTimeout,
         CloseCause::MadeRoom,
@@ -394,6 +407,7 @@ impl CloseCause {
         CloseCause::DrainDeadline,
         CloseCause::TransportFailed,
         CloseCause::PeerLeft,
+        CloseCause::NoProxyHeader,
         CloseCause::Dropped,
     ];
 
@@ -409,6 +423,7 @@ impl CloseCause {
             CloseCause::DrainDeadline => "drain_deadline",
             CloseCause::TransportFailed => "transport_failed",
             CloseCause::PeerLeft => "peer_left",
+            CloseCause::NoProxyHeader => "no_proxy_header",
             CloseCause::Dropped => "dropped",
         }
     }

@@ -237,9 +237,19 @@ impl ConnectionSettings {
     /// Counts a connection taken from the listener, if the server keeps
     /// metrics.
     #[inline]
+    #[cfg(feature = "mio")]
     pub(crate) fn count_accepted(&self) {
         if let Some(metrics) = &self.0.metrics {
             metrics.accepted();
+        }
+    }
+
+    /// Counts a connection closed before it had a drive step, if the
+    /// server keeps metrics.
+    #[cfg(feature = "mio")]
+    pub(crate) fn count_unserved(&self, cause: CloseCause) {
+        if let Some(metrics) = &self.0.metrics {
+            metrics.closed(cause);
         }
     }
 
@@ -312,6 +322,13 @@ impl Driver {
         self.span = recorded(tracing::debug_span!("connection", %peer));
     }
 
+    /// No valid PROXY header arrived in time (D21): the connection is over
+    /// before its first step, without a response.
+    #[cfg(feature = "mio")]
+    pub(crate) fn refuse_proxy_header(&mut self) {
+        let _ = self.move_to_closed(CloseReason::NoProxyHeader, None);
+    }
+
     /// Starts the graceful shutdown of this connection: it closes as soon
     /// as nothing is under way (at once when idle, or when it waits for
     /// the full request of a handshake), after finishing the exchange in
@@ -378,9 +395,9 @@ impl Driver {
     }
 }
 
-/// A connection its server drops before the drive step closed it (no
-/// valid PROXY header, D21; a worker held past the shutdown's deadline)
-/// leaves the count of open connections all the same.
+/// A connection its server drops before the drive step closed it (its
+/// thread held by a handler past the shutdown's deadline) leaves the count
+/// of open connections all the same.
 impl Drop for Driver {
     fn drop(&mut self) {
         if let Some(metrics) = self.settings.metrics()

@@ -96,6 +96,9 @@ pub(super) enum CloseReason {
     TransportFailed,
     /// The peer went away while its request's answer was awaited.
     PeerLeft,
+    /// No valid PROXY header in time (D21).
+    #[cfg(feature = "mio")]
+    NoProxyHeader,
 }
 
 impl CloseReason {
@@ -110,6 +113,8 @@ impl CloseReason {
             CloseReason::DrainDeadline => "shutdown deadline passed with an exchange under way",
             CloseReason::TransportFailed => "transport failed",
             CloseReason::PeerLeft => "the peer left while its request was answered",
+            #[cfg(feature = "mio")]
+            CloseReason::NoProxyHeader => "no valid PROXY header",
         }
     }
 
@@ -125,6 +130,8 @@ impl CloseReason {
             CloseReason::DrainDeadline => CloseCause::DrainDeadline,
             CloseReason::TransportFailed => CloseCause::TransportFailed,
             CloseReason::PeerLeft => CloseCause::PeerLeft,
+            #[cfg(feature = "mio")]
+            CloseReason::NoProxyHeader => CloseCause::NoProxyHeader,
         }
     }
 }
