@@ -33,7 +33,7 @@ use crate::message::StatusCode;
 /// | `jsontp_requests_total` | counter | `code` | responses, by status code, the connection's own error responses (D1, D3, D5) included, each counted once its access record is made ([`AccessRecord`](super::AccessRecord)) |
 /// | `jsontp_responses_incomplete_total` | counter | | responses whose connection ended before the peer took them whole ([`AccessRecord::complete`](super::AccessRecord::complete) `false`) |
 /// | `jsontp_request_duration_seconds` | histogram | `le` | from the request complete (or refused) to its response's last byte taken ([`AccessRecord::elapsed`](super::AccessRecord::elapsed)); buckets from 0.5 ms to 10 s |
-/// | `jsontp_received_bytes_total` | counter | | bytes of messages the connections read (plaintext under TLS; a PROXY header not included) |
+/// | `jsontp_received_bytes_total` | counter | | bytes of messages the connections read (plaintext under TLS; neither a PROXY header nor what is drained and dropped while lingering) |
 /// | `jsontp_sent_bytes_total` | counter | | bytes of messages the connections wrote (plaintext under TLS) |
 /// | `jsontp_content_memory_bytes` | gauge | | request content held in memory now ([`SpoolOptions::held_bytes`]) |
 /// | `jsontp_content_memory_limit_bytes` | gauge | | its bound ([`SpoolOptions::max_memory`]) |
@@ -51,7 +51,9 @@ use crate::message::StatusCode;
 /// accepted at the connection cap and dropped unserved at shutdown counts
 /// as closed by `shutdown`; one the mio server held so is not counted
 /// accepted. Between, a connection is counted open in one state at a time,
-/// from when its server made its drive step.
+/// from when its server made its drive step. A connection handed to
+/// `serve_connection` (std or tokio) with these options is counted from
+/// its drive step on: open, closed, its requests, not accepted.
 ///
 /// One `ServerMetrics` serves one server: given to two, it adds their
 /// counts together, and its content gauges are those of the first to start.

@@ -53,11 +53,11 @@ use tokio::sync::{Notify, Semaphore};
 use tokio::task::JoinSet;
 
 use super::{
-    ACCEPT_BACKOFF, ADMISSION_RETRY, AcceptFaults, Driver, Enrolled, Handler, Roster, ServerOptions, Step,
-    Told, client_gave_up,
+    ACCEPT_BACKOFF, ADMISSION_RETRY, AcceptFaults, CloseCause, Driver, Enrolled, Handler, Roster,
+    ServerOptions, Step, Told, client_gave_up,
 };
 #[cfg(feature = "tower")]
-use super::{CloseCause, Incoming, Reply};
+use super::{Incoming, Reply};
 use crate::io_adapters::proxy_protocol::{ProxiedPeer, ProxyHeaderReader};
 use crate::io_adapters::transport::{IoMode, PolledIo, park};
 
