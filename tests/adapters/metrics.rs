@@ -319,3 +319,44 @@ fn every_runtime_counts_a_missing_proxy_header_as_closed_once() {
         server.shutdown_and_join();
     });
 }
+
+/// Each mio worker's count of accepted connections is exactly what that
+/// worker took: the handler, which runs on the worker's thread, names it.
+#[test]
+#[cfg(feature = "mio")]
+fn each_mio_worker_counts_exactly_the_connections_it_took() {
+    use crate::support::{Reader, content};
+    let metrics = ServerMetrics::new();
+    let workers = 3;
+    let whose = |_: &Request| {
+        let name = std::thread::current().name().unwrap_or_default().to_owned();
+        Response::new(Status::new(StatusCode::OK, "here"))
+            .with_body(jsontp_protocol::message::Body::text(name))
+    };
+    let server = start(
+        Runtime::Mio,
+        whose,
+        options(with_policy(ContinuePolicy::AutoAccept), workers).with_metrics(metrics.clone()),
+    );
+    let mut took = vec![0u64; workers];
+    let mut clients = Vec::new();
+    for _ in 0..24 {
+        let mut client = Reader::new(connect(server.addr));
+        client.send(&request("GET", "/", ""));
+        let name = content(&client.expect()).to_owned();
+        let n: usize = name
+            .strip_prefix("jsontp-mio-")
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("a worker's thread: {name:?}"));
+        took[n] += 1;
+        clients.push(client);
+    }
+    let snapshot = metrics.snapshot();
+    assert_eq!(snapshot.workers(), workers);
+    for (n, count) in took.iter().enumerate() {
+        assert_eq!(snapshot.accepted(n), *count, "worker {n}: {took:?}");
+    }
+    assert_eq!(snapshot.connections(ConnectionState::Serving), 24);
+    drop(clients);
+    server.shutdown_and_join();
+}
