@@ -469,7 +469,8 @@ impl MetricsSnapshot {
         self.accepted.iter().sum()
     }
 
-    /// How many workers have counted (at least one).
+    /// How many workers count: the mio server's, as they started; one for
+    /// the std and tokio servers.
     pub fn workers(&self) -> usize {
         self.accepted.len()
     }
