@@ -13,6 +13,7 @@ mod hostile;
 mod interop;
 mod listeners;
 mod matrix;
+mod metrics;
 #[cfg(feature = "tokio")]
 #[path = "../common/on_tokio.rs"]
 mod on_tokio;

@@ -39,11 +39,11 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use super::drive::BLOCKING_SLICE;
-use super::proxied_peer;
 use super::{
     ACCEPT_BACKOFF, ADMISSION_RETRY, AcceptFaults, Accepted, Bounded, Driver, Handler, Member, OpenSockets,
     Places, Roster, ServerOptions, Step, Told, client_gave_up, listen, stop_listening,
 };
+use super::{CloseCause, proxied_peer};
 use crate::io_adapters::proxy_protocol::read_blocking;
 use crate::io_adapters::transport::{IoMode, Transport};
 
@@ -287,6 +287,9 @@ fn accept_loop<H: Handler>(
 ) -> io::Result<()> {
     let max = options.max_connections.max(1);
     let mut faults = AcceptFaults::default();
+    if let Some(metrics) = &options.metrics {
+        metrics.watch(options);
+    }
     loop {
         if shared.stopping() {
             return Ok(());
@@ -298,8 +301,14 @@ fn accept_loop<H: Handler>(
         match accepted {
             Ok((stream, peer)) => {
                 faults.accepted();
+                if let Some(metrics) = &options.metrics {
+                    metrics.count_accepted();
+                }
                 // At the cap, the client is held until there is room (D3).
                 if !make_room(shared, max) {
+                    if let Some(metrics) = &options.metrics {
+                        metrics.count_unserved(CloseCause::Shutdown);
+                    }
                     return Ok(());
                 }
                 hand_over(stream, peer, handler, options, shared, ready)
@@ -431,9 +440,15 @@ fn work<H: Handler>(
                 Some(peer)
             };
             // A TLS handshake that fails closes this connection only.
-            if let Some(peer) = peer
-                && let Ok(mut stream) = Accepted::new(stream, options)
-            {
+            let accepted = peer.map(|peer| (peer, Accepted::new(stream, options)));
+            if let Some(metrics) = &options.metrics {
+                match &accepted {
+                    None => metrics.count_unserved(CloseCause::NoProxyHeader),
+                    Some((_, Err(_))) => metrics.count_unserved(CloseCause::TransportFailed),
+                    Some((_, Ok(_))) => {}
+                }
+            }
+            if let Some((peer, Ok(mut stream))) = accepted {
                 shared.sockets.add(stream.get_ref());
                 let member = shared.roster.enroll(());
                 serve(

@@ -23,6 +23,12 @@
 //! handler calls at once, and returns once
 //! [`ServerOptions::shutdown_timeout`] has passed, whatever its handlers
 //! still do.
+//!
+//! Every server counts what an operator watches (connections by state and
+//! by why they closed, responses by status, their durations, bytes, the
+//! content held) when given a [`ServerMetrics`] with
+//! [`ServerOptions::with_metrics`]; off by default. See [`ServerMetrics`]
+//! for the list and its Prometheus text.
 
 use std::io;
 use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
@@ -39,6 +45,7 @@ use crate::message::{Method, Request, Response, StatusCode};
 pub mod blocking;
 mod drive;
 mod http_line;
+mod metrics;
 #[cfg(feature = "mio")]
 pub mod mio;
 mod places;
@@ -48,6 +55,7 @@ mod spool;
 pub mod tokio;
 
 pub use drive::{ConnectionSettings, Driver, Step};
+pub use metrics::{CloseCause, ConnectionState, MetricsSnapshot, ServerMetrics};
 
 /// How long a graceful shutdown waits, by default, for the exchanges under
 /// way before it closes what is still open
@@ -687,6 +695,10 @@ pub struct ServerOptions {
     /// Where the connections read the time: the system's clocks by
     /// default; a simulation gives its own ([`Clock::from_fn`]).
     pub clock: Clock,
+    /// Where the server counts what an operator watches (see
+    /// [`ServerMetrics`]); `None`, the default, counts nothing. Options
+    /// compare equal when they share the same counters.
+    pub metrics: Option<ServerMetrics>,
 }
 
 impl Default for ServerOptions {
@@ -702,6 +714,7 @@ impl Default for ServerOptions {
             shutdown_timeout: DEFAULT_SHUTDOWN_TIMEOUT,
             max_handlers: DEFAULT_MAX_HANDLERS,
             clock: Clock::system(),
+            metrics: None,
         }
     }
 }
@@ -761,6 +774,13 @@ impl ServerOptions {
     /// Sets where request content is spooled (builder style, D19).
     pub fn with_spool(mut self, spool: SpoolOptions) -> Self {
         self.spool = spool;
+        self
+    }
+
+    /// Counts into `metrics` (builder style); keep a clone of it to read
+    /// ([`ServerMetrics::snapshot`], [`ServerMetrics::encode`]).
+    pub fn with_metrics(mut self, metrics: ServerMetrics) -> Self {
+        self.metrics = Some(metrics);
         self
     }
 

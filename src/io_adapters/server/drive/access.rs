@@ -101,13 +101,17 @@ impl Driver {
         complete: bool,
         now: Instant,
     ) -> String {
+        let elapsed = now.saturating_duration_since(done.started);
+        if let Some(metrics) = self.settings.metrics() {
+            metrics.answered(done.status, elapsed, complete);
+        }
         handler.log_exchange(&AccessRecord {
             peer: self.info.peer,
             method: done.method,
             resource: &done.resource,
             status: done.status,
             content_bytes: done.content_bytes,
-            elapsed: now.saturating_duration_since(done.started),
+            elapsed,
             bytes_written,
             complete,
         });

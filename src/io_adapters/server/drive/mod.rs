@@ -21,7 +21,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::http_line::FirstLine;
-use super::{RequestInfo, ServerOptions, SpoolOptions};
+use super::metrics::Shard;
+use super::{CloseCause, RequestInfo, ServerOptions, SpoolOptions};
 use crate::io_adapters::Clock;
 use crate::io_adapters::transport::IoMode;
 use crate::machine::{Now, ServerConfig, ServerConnection};
@@ -183,7 +184,7 @@ pub struct Driver {
 #[derive(Debug, Clone)]
 pub struct ConnectionSettings(Arc<Settings>);
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Settings {
     /// The machine's configuration, with request content streamed (D19).
     config: Arc<ServerConfig>,
@@ -193,6 +194,9 @@ struct Settings {
     spool: SpoolOptions,
     /// How long a graceful shutdown lets the exchanges under way finish.
     shutdown_timeout: Duration,
+    /// Where these connections count, when the server keeps metrics: one
+    /// worker's shard.
+    metrics: Option<Arc<Shard>>,
 }
 
 impl ConnectionSettings {
@@ -203,12 +207,56 @@ impl ConnectionSettings {
         // usual; only large content reaches it as an upload.
         let mut config = options.config.clone();
         config.stream_content = true;
+        let metrics = options.metrics.as_ref().map(|metrics| {
+            metrics.watch(options);
+            metrics.shard(0)
+        });
         ConnectionSettings(Arc::new(Settings {
             config: Arc::new(config),
             clock: options.clock.clone(),
             spool: options.spool.clone(),
             shutdown_timeout: options.shutdown_timeout,
+            metrics,
         }))
+    }
+
+    /// These settings for the connections of worker `worker` of an event
+    /// loop server: they count in that worker's shard of the metrics, if
+    /// the server keeps them.
+    #[cfg(feature = "mio")]
+    pub(crate) fn for_worker(&self, worker: usize, options: &ServerOptions) -> ConnectionSettings {
+        match &options.metrics {
+            Some(metrics) => ConnectionSettings(Arc::new(Settings {
+                metrics: Some(metrics.shard(worker)),
+                ..Settings::clone(&self.0)
+            })),
+            None => self.clone(),
+        }
+    }
+
+    /// Counts a connection taken from the listener, if the server keeps
+    /// metrics.
+    #[inline]
+    #[cfg(feature = "mio")]
+    pub(crate) fn count_accepted(&self) {
+        if let Some(metrics) = &self.0.metrics {
+            metrics.accepted();
+        }
+    }
+
+    /// Counts a connection closed before it had a drive step, if the
+    /// server keeps metrics.
+    #[cfg(feature = "mio")]
+    pub(crate) fn count_unserved(&self, cause: CloseCause) {
+        if let Some(metrics) = &self.0.metrics {
+            metrics.closed(cause);
+        }
+    }
+
+    /// Where these connections count, if the server keeps metrics.
+    #[inline]
+    fn metrics(&self) -> Option<&Shard> {
+        self.0.metrics.as_deref()
     }
 }
 
@@ -226,6 +274,9 @@ impl Driver {
     /// that behaves as `mode` says.
     pub fn with_settings(peer: SocketAddr, settings: &ConnectionSettings, mode: IoMode) -> Driver {
         let now = settings.0.clock.now();
+        if let Some(metrics) = settings.metrics() {
+            metrics.moved(None, Phase::new().state());
+        }
         Driver {
             conn: ServerConnection::with_shared_config(Arc::clone(&settings.0.config), now),
             settings: settings.clone(),
@@ -269,6 +320,13 @@ impl Driver {
     pub(crate) fn set_peer(&mut self, peer: SocketAddr) {
         self.info.peer = peer;
         self.span = recorded(tracing::debug_span!("connection", %peer));
+    }
+
+    /// No valid PROXY header arrived in time (D21): the connection is over
+    /// before its first step, without a response.
+    #[cfg(feature = "mio")]
+    pub(crate) fn refuse_proxy_header(&mut self) {
+        let _ = self.move_to_closed(CloseReason::NoProxyHeader, None);
     }
 
     /// Starts the graceful shutdown of this connection: it closes as soon
@@ -334,6 +392,20 @@ impl Driver {
     #[inline]
     fn now(&self) -> Now {
         self.settings.0.clock.now()
+    }
+}
+
+/// A connection its server drops before the drive step closed it (its
+/// thread held by a handler past the shutdown's deadline) leaves the count
+/// of open connections all the same.
+impl Drop for Driver {
+    fn drop(&mut self) {
+        if let Some(metrics) = self.settings.metrics()
+            && let Some(state) = self.phase.state()
+        {
+            metrics.moved(Some(state), None);
+            metrics.closed(CloseCause::Dropped);
+        }
     }
 }
 

@@ -5,6 +5,7 @@ use std::time::Instant;
 
 use super::{Driver, Receiving, Step};
 use crate::io_adapters::linger::Linger;
+use crate::io_adapters::server::{CloseCause, ConnectionState};
 
 /// Where a connection is in its life, and why it closes once that is
 /// known. It changes only through the `move_to_*` methods below, each of
@@ -56,6 +57,16 @@ impl Phase {
         Phase::Serving { closing: None }
     }
 
+    /// The state the metrics count it in; `None` once closed.
+    pub(super) fn state(&self) -> Option<ConnectionState> {
+        match self {
+            Phase::Serving { .. } => Some(ConnectionState::Serving),
+            Phase::Draining { .. } => Some(ConnectionState::Draining),
+            Phase::Lingering { .. } => Some(ConnectionState::Lingering),
+            Phase::Closed => None,
+        }
+    }
+
     /// Why the connection closes, when known: the machine's reason, or the
     /// one it lingers with.
     fn reason(&self) -> Option<CloseReason> {
@@ -85,6 +96,9 @@ pub(super) enum CloseReason {
     TransportFailed,
     /// The peer went away while its request's answer was awaited.
     PeerLeft,
+    /// No valid PROXY header in time (D21).
+    #[cfg(feature = "mio")]
+    NoProxyHeader,
 }
 
 impl CloseReason {
@@ -99,18 +113,47 @@ impl CloseReason {
             CloseReason::DrainDeadline => "shutdown deadline passed with an exchange under way",
             CloseReason::TransportFailed => "transport failed",
             CloseReason::PeerLeft => "the peer left while its request was answered",
+            #[cfg(feature = "mio")]
+            CloseReason::NoProxyHeader => "no valid PROXY header",
+        }
+    }
+
+    /// As the metrics count it.
+    fn cause(self) -> CloseCause {
+        match self {
+            CloseReason::PeerClosed => CloseCause::PeerClosed,
+            CloseReason::IdleTimeout => CloseCause::IdleTimeout,
+            CloseReason::MadeRoom => CloseCause::MadeRoom,
+            CloseReason::Stalled => CloseCause::Stalled,
+            CloseReason::Rejected => CloseCause::Rejected,
+            CloseReason::Shutdown => CloseCause::Shutdown,
+            CloseReason::DrainDeadline => CloseCause::DrainDeadline,
+            CloseReason::TransportFailed => CloseCause::TransportFailed,
+            CloseReason::PeerLeft => CloseCause::PeerLeft,
+            #[cfg(feature = "mio")]
+            CloseReason::NoProxyHeader => CloseCause::NoProxyHeader,
         }
     }
 }
 
 impl Driver {
+    /// Moves to `next`, out of the metrics' count of the phase it leaves
+    /// and into that of `next`: the one place `phase` changes after the
+    /// connection opened.
+    fn enter(&mut self, next: Phase) {
+        if let Some(metrics) = self.settings.metrics() {
+            metrics.moved(self.phase.state(), next.state());
+        }
+        self.phase = next;
+    }
+
     /// A graceful shutdown begins ([`Driver::shut_down`]): what is under
     /// way may finish until the shutdown's timeout. Only from `Serving`.
     pub(super) fn move_to_draining(&mut self) {
         if let Phase::Serving { closing } = self.phase {
             let until = self.now().instant + self.settings.0.shutdown_timeout;
             tracing::debug!("draining: the server shuts down");
-            self.phase = Phase::Draining { until, closing };
+            self.enter(Phase::Draining { until, closing });
         }
     }
 
@@ -135,10 +178,10 @@ impl Driver {
         }
         let why = self.phase.reason().unwrap_or(why);
         tracing::debug!(reason = why.as_str(), "lingering: our side shut");
-        self.phase = Phase::Lingering {
+        self.enter(Phase::Lingering {
             linger: Box::new(Linger::new(at)),
             why,
-        };
+        });
     }
 
     /// Closes without lingering (the transport failed, the peer is gone,
@@ -147,7 +190,12 @@ impl Driver {
     /// left to log goes to `dispatch` first.
     pub(super) fn move_to_closed(&mut self, why: CloseReason, error: Option<&std::io::Error>) -> Step {
         let why = self.phase.reason().unwrap_or(why);
-        self.phase = Phase::Closed;
+        if let Some(metrics) = self.settings.metrics()
+            && !matches!(self.phase, Phase::Closed)
+        {
+            metrics.closed(why.cause());
+        }
+        self.enter(Phase::Closed);
         // The readers (files) are closed and a spooled upload deleted at
         // once.
         self.streaming = None;

@@ -259,6 +259,9 @@ impl Driver {
             // The peer is gone: nothing more can be sent.
             Ok(0) => Transfer::Over(self.move_to_closed(CloseReason::TransportFailed, None)),
             Ok(n) => {
+                if let Some(metrics) = self.settings.metrics() {
+                    metrics.sent(n);
+                }
                 let short = n < offered;
                 let after = self.after_io(at);
                 self.conn.consume_output(n, after);
@@ -303,6 +306,9 @@ impl Driver {
                 Transfer::Moved
             }
             Ok(n) => {
+                if let Some(metrics) = self.settings.metrics() {
+                    metrics.received(n);
+                }
                 let at = self.after_io(at);
                 let message_time = self.settings.0.config.limits.message_timeout;
                 let received = match self.first_line.look(&room[..n], at.instant, message_time) {
@@ -310,7 +316,11 @@ impl Driver {
                     Look::Hold => Cow::Borrowed(&[][..]),
                     Look::Http(answer) => {
                         // Best effort, a few hundred bytes on a fresh socket.
-                        let _ = io.write(&answer);
+                        if let Ok(sent) = io.write(&answer)
+                            && let Some(metrics) = self.settings.metrics()
+                        {
+                            metrics.sent(sent);
+                        }
                         self.move_to_lingering(CloseReason::Rejected, at.instant);
                         return Transfer::Lingers;
                     }

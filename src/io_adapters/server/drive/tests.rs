@@ -207,3 +207,51 @@ fn a_body_a_file_holds_goes_from_the_file_and_the_rest_from_memory() {
     assert!(with_file == from_memory, "the same bytes either way");
     assert_eq!(from_file, written_len);
 }
+
+/// The metrics count a connection in one state at a time, from its first
+/// to its last phase, its close once with its reason, and what it read,
+/// wrote and answered; a driver dropped before it closed leaves the count
+/// of open connections too.
+#[test]
+fn every_phase_move_and_exchange_is_counted_in_the_metrics() {
+    use crate::io_adapters::server::{CloseCause, ConnectionState, ServerMetrics};
+    let metrics = ServerMetrics::new();
+    let options = ServerOptions::default().with_metrics(metrics.clone());
+    let open = |state| metrics.snapshot().connections(state);
+    let peer = "127.0.0.1:9".parse().expect("address");
+    let mut driver = Driver::new(peer, &options, IoMode::NonBlocking);
+    assert_eq!(open(ConnectionState::Serving), 1);
+
+    let get = br#"{"jsontp":"1.0","type":"request","resource":"/a","method":"GET","headers":{},"body":{"encoding":"identity","content":""}}"#;
+    let mut io = Pipe::default();
+    io.input.extend_from_slice(get);
+    assert!(matches!(settle(&mut driver, &mut io), Step::Wait { .. }));
+    let snapshot = metrics.snapshot();
+    assert_eq!(snapshot.requests(200), 1);
+    assert_eq!(snapshot.duration_count(), 1);
+    assert_eq!(snapshot.received_bytes(), get.len() as u64);
+    assert_eq!(snapshot.sent_bytes(), io.output.len() as u64);
+
+    driver.move_to_draining();
+    assert_eq!(open(ConnectionState::Serving), 0);
+    assert_eq!(open(ConnectionState::Draining), 1);
+    // Nothing under way: it closes at once, lingering first.
+    assert!(matches!(settle(&mut driver, &mut io), Step::Wait { .. }));
+    assert_eq!(open(ConnectionState::Draining), 0);
+    assert_eq!(open(ConnectionState::Lingering), 1);
+    io.peer_closed = true;
+    assert_eq!(settle(&mut driver, &mut io), Step::Close);
+    // Counted once, whatever moves after.
+    let _ = driver.move_to_closed(CloseReason::TransportFailed, None);
+    drop(driver);
+    let snapshot = metrics.snapshot();
+    assert_eq!(snapshot.open_connections(), 0);
+    assert_eq!(snapshot.closed(CloseCause::Shutdown), 1);
+    assert_eq!(snapshot.closed_total(), 1);
+
+    drop(Driver::new(peer, &options, IoMode::NonBlocking));
+    let snapshot = metrics.snapshot();
+    assert_eq!(snapshot.open_connections(), 0);
+    assert_eq!(snapshot.closed(CloseCause::Dropped), 1);
+    assert_eq!(snapshot.closed_total(), 2);
+}

@@ -14,12 +14,14 @@ use super::MODE;
 use super::shared::Mail;
 use super::worker::{Client, Worker};
 use crate::io_adapters::proxy_protocol::ProxyHeaderReader;
-use crate::io_adapters::server::{Accepted, Driver, Handler, Step, proxied_peer};
+use crate::io_adapters::server::{Accepted, CloseCause, Driver, Handler, Step, proxied_peer};
 
 impl<H: Handler> Worker<H> {
     pub(super) fn add(&mut self, stream: TcpStream, peer: SocketAddr) {
+        self.settings.count_accepted();
         let _ = stream.set_nodelay(true);
         let Ok(mut stream) = Accepted::new(stream, &self.options) else {
+            self.settings.count_unserved(CloseCause::TransportFailed);
             self.shared.release();
             return;
         };
@@ -32,6 +34,7 @@ impl<H: Handler> Worker<H> {
             .is_err()
         {
             self.free.push(slot);
+            self.settings.count_unserved(CloseCause::TransportFailed);
             self.shared.release();
             return;
         }
@@ -137,6 +140,7 @@ impl<H: Handler> Worker<H> {
                 true
             }
             None => {
+                client.driver.refuse_proxy_header();
                 self.remove(slot);
                 false
             }

@@ -200,7 +200,7 @@ impl<H: Handler> MioServer<H> {
                     listeners,
                     Arc::clone(&handler),
                     self.options.clone(),
-                    settings.clone(),
+                    settings.for_worker(n, &self.options),
                     Arc::clone(&self.shared),
                     Arc::clone(&open),
                 )

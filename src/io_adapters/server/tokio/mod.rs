@@ -53,8 +53,8 @@ use tokio::sync::{Notify, Semaphore};
 use tokio::task::JoinSet;
 
 use super::{
-    ACCEPT_BACKOFF, ADMISSION_RETRY, AcceptFaults, Driver, Enrolled, Handler, Roster, ServerOptions, Step,
-    Told, client_gave_up,
+    ACCEPT_BACKOFF, ADMISSION_RETRY, AcceptFaults, CloseCause, Driver, Enrolled, Handler, Roster,
+    ServerOptions, Step, Told, client_gave_up,
 };
 #[cfg(feature = "tower")]
 use super::{Incoming, Reply};
@@ -254,6 +254,9 @@ where
     let mut connections = JoinSet::new();
     let mut shutdown = std::pin::pin!(shutdown);
     let mut accept_faults = AcceptFaults::default();
+    if let Some(metrics) = &options.metrics {
+        metrics.watch(&options);
+    }
     let roster: Arc<Roster<Notify>> = Arc::default();
     // The client accepted last, until there is room for it: at the cap it
     // is held while the connection idle longest, `asked`, closes (D3).
@@ -277,6 +280,9 @@ where
             accepted = listener.accept(), if held.is_none() => match accepted {
                 Ok((stream, peer)) => {
                     accept_faults.accepted();
+                    if let Some(metrics) = &options.metrics {
+                        metrics.count_accepted();
+                    }
                     // Responses are written whole: Nagle would only delay
                     // them. A failure costs latency, not correctness.
                     let _ = stream.set_nodelay(true);
@@ -297,6 +303,11 @@ where
     }
     // New clients are refused from here on.
     drop(listener);
+    if held.is_some()
+        && let Some(metrics) = &options.metrics
+    {
+        metrics.count_unserved(CloseCause::Shutdown);
+    }
     // Receivers only look for the change; a send error means none is left.
     let _ = stop_tx.send(true);
     while connections.join_next().await.is_some() {}
@@ -370,7 +381,12 @@ async fn serve_accepted<A: Dispatch>(
         };
         match super::proxied_peer(header, peer) {
             Some(client) => peer = client,
-            None => return,
+            None => {
+                if let Some(metrics) = &options.metrics {
+                    metrics.count_unserved(CloseCause::NoProxyHeader);
+                }
+                return;
+            }
         }
     }
     #[cfg(feature = "tls")]
@@ -426,10 +442,17 @@ async fn run_tls<A: Dispatch>(
     // as plain TCP: a slow, steady reader is not a stalled one (D3).
     let handshake = tokio::time::timeout(limit, acceptor.accept(KernelWrites(stream)));
     let shaken = tokio::select! {
-        shaken = handshake => shaken,
-        _ = stop.wait_for(|stopping| *stopping) => return,
+        shaken = handshake => Ok(shaken),
+        _ = stop.wait_for(|stopping| *stopping) => Err(CloseCause::Shutdown),
     };
-    if let Ok(Ok(stream)) = shaken {
+    // Counted as the drive step counts the same ends of a handshake run
+    // inside it (the std and mio servers).
+    let shaken = shaken.and_then(|timed| timed.map_err(|_| CloseCause::IdleTimeout));
+    let shaken = shaken.and_then(|done| done.map_err(|_| CloseCause::TransportFailed));
+    if let (Err(cause), Some(metrics)) = (&shaken, &options.metrics) {
+        metrics.count_unserved(*cause);
+    }
+    if let Ok(stream) = shaken {
         use crate::io_adapters::tls::TokioTlsStream;
         let stream = TokioTlsStream::new(stream.into());
         // The socket's count, in ciphertext; records the session still
