@@ -150,13 +150,44 @@ pub struct FileServer {
     root_fd: Option<std::os::fd::OwnedFd>,
     /// Small files kept in memory, checked on every use (Linux).
     #[cfg(target_os = "linux")]
-    small_files: Option<SmallFiles>,
+    small_files: Option<Arc<SmallFiles>>,
     /// The rules a request is judged by: writes, token, languages.
     rules: FileRules,
     max_file_bytes: u64,
     listing: bool,
     /// The sorted names of folders longer than a page, between pages.
     listings: Listings,
+}
+
+/// Reads what a [`FileServer`]'s cache of small files holds
+/// ([`FileServer::cache_gauge`]).
+#[derive(Debug, Clone, Default)]
+pub struct CacheGauge {
+    #[cfg(target_os = "linux")]
+    cache: Option<Arc<SmallFiles>>,
+}
+
+/// What the cache of small files holds at one moment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CacheUse {
+    /// Bytes of content and of its prepared forms kept.
+    pub bytes: u64,
+    /// Files kept.
+    pub files: u64,
+    /// The most bytes it keeps.
+    pub limit: u64,
+}
+
+impl CacheGauge {
+    /// What the cache holds now; `None` without a cache (off, or not
+    /// Linux).
+    pub fn read(&self) -> Option<CacheUse> {
+        #[cfg(target_os = "linux")]
+        if let Some(cache) = &self.cache {
+            return Some(cache.usage());
+        }
+        None
+    }
 }
 
 /// Why a request cannot be answered as asked: the response to send.
@@ -329,7 +360,7 @@ impl FileServer {
             #[cfg(target_os = "linux")]
             root_fd,
             #[cfg(target_os = "linux")]
-            small_files: Some(SmallFiles::new(DEFAULT_CACHE_BYTES)),
+            small_files: Some(Arc::new(SmallFiles::new(DEFAULT_CACHE_BYTES))),
             rules: FileRules::new(),
             max_file_bytes: u64::MAX,
             listing: false,
@@ -371,7 +402,7 @@ impl FileServer {
     pub fn with_cache_bytes(mut self, max_bytes: usize) -> Self {
         #[cfg(target_os = "linux")]
         {
-            self.small_files = (max_bytes > 0).then(|| SmallFiles::new(max_bytes));
+            self.small_files = (max_bytes > 0).then(|| Arc::new(SmallFiles::new(max_bytes)));
         }
         #[cfg(not(target_os = "linux"))]
         let _ = max_bytes;
@@ -948,6 +979,15 @@ const LISTING_CACHE_BYTES: usize = 32 << 20;
 type Files = Arc<FileServer>;
 
 impl FileServer {
+    /// A reader of what the cache of small files holds, for an
+    /// operator's metrics; it stays valid after [`into_router`](Self::into_router).
+    pub fn cache_gauge(&self) -> CacheGauge {
+        CacheGauge {
+            #[cfg(target_os = "linux")]
+            cache: self.small_files.clone(),
+        }
+    }
+
     /// The router that serves these files: every path, by method
     /// ([`Router::fallback_methods`]); `PUT`'s handler alone takes the
     /// content. What `jsontp serve` serves.

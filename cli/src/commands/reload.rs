@@ -11,7 +11,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use arc_swap::ArcSwap;
-use jsontp_cli::file_server::FileServer;
+use jsontp_cli::file_server::{CacheGauge, FileServer};
 use jsontp_protocol::app::Router;
 use jsontp_protocol::io_adapters::tls::ServerTls;
 
@@ -44,6 +44,19 @@ pub struct Live {
     pub router: Router,
     /// No access log.
     pub quiet: bool,
+    /// What its cache of small files holds, for the admin listener.
+    pub cache: CacheGauge,
+}
+
+impl Live {
+    /// Serves `files`, with the access log unless `quiet`.
+    pub fn new(files: FileServer, quiet: bool) -> Live {
+        Live {
+            cache: files.cache_gauge(),
+            router: files.into_router(),
+            quiet,
+        }
+    }
 }
 
 /// The cell the handler reads [`Live`] from, and a reload replaces.
@@ -194,10 +207,10 @@ impl Reloader {
         if let (Some(current), Some(next)) = (&self.tls, &ready.tls) {
             current.replace(next);
         }
-        self.live.store(Arc::new(Live {
-            router: configure(files, &next.args, ready.token, ready.writable).into_router(),
-            quiet: next.args.quiet,
-        }));
+        self.live.store(Arc::new(Live::new(
+            configure(files, &next.args, ready.token, ready.writable),
+            next.args.quiet,
+        )));
         let waiting: Vec<String> = self
             .started
             .changed(&next)

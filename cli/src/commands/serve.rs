@@ -18,7 +18,9 @@ use jsontp_protocol::machine::{ContinuePolicy, ServerConfig};
 use jsontp_protocol::message::{LanguageTag, Method, Request, Response, Status, StatusCode};
 
 pub use self::adapter::Exchange;
-use self::adapter::{Handled, Handler, HeadCheck, Incoming, RequestInfo, ServerTls, ShutdownHandle};
+use self::adapter::{
+    Handled, Handler, HeadCheck, Incoming, RequestInfo, ServerMetrics, ServerTls, ShutdownHandle,
+};
 use super::admin::{Admin, Health, Serving};
 use super::config::{self, Settings};
 use super::log::{self, LogFormat};
@@ -443,17 +445,14 @@ impl Serve {
         };
         let mut config = config;
         config.limits.max_content_bytes = usize::try_from(args.max_upload).unwrap_or(usize::MAX);
-        let live: reload::Current = Arc::new(ArcSwap::from_pointee(Live {
-            router: files.into_router(),
-            quiet: args.quiet,
-        }));
+        let live: reload::Current = Arc::new(ArcSwap::from_pointee(Live::new(files, args.quiet)));
         let health = Arc::new(Health::default());
         let handler = AccessLog {
             live: Arc::clone(&live),
             health: Arc::clone(&health),
         };
         let scheme = if tls.is_some() { "jsontps" } else { "jsontp" };
-        let limits = Limits {
+        let mut limits = Limits {
             workers: args.workers,
             max_connections: args.max_connections,
             tls: tls.clone(),
@@ -465,17 +464,11 @@ impl Serve {
             max_spool: args.max_spool.unwrap_or(args.max_upload.saturating_mul(4)),
             max_content_memory: args.max_content_memory,
             shutdown_timeout: args.shutdown_timeout,
+            metrics: None,
         };
         let (keeper, admin_socket, listening) = match inherited {
             Some(Inherited { serve, admin, keeper }) => (keeper, admin, Listening::Given(serve)),
             None => (Keeper::Nobody, None, Listening::Bind(&args.addr)),
-        };
-        let server = match adapter::serve(listening, handler, config, limits) {
-            Ok(server) => server,
-            Err(e) => {
-                eprintln!("jsontp serve: cannot listen on {}: {e}", args.addr);
-                return ExitCode::FAILURE;
-            }
         };
         let admin_socket = match (admin_socket, &args.admin) {
             (Some(socket), _) => Some(socket),
@@ -488,11 +481,21 @@ impl Serve {
             },
             (None, None) => None,
         };
+        // Counted only for an admin listener to show.
+        let metrics = admin_socket.as_ref().map(|_| ServerMetrics::new());
+        limits.metrics = metrics.clone();
+        let server = match adapter::serve(listening, handler, config, limits) {
+            Ok(server) => server,
+            Err(e) => {
+                eprintln!("jsontp serve: cannot listen on {}: {e}", args.addr);
+                return ExitCode::FAILURE;
+            }
+        };
         let admin_addr = admin_socket.as_ref().and_then(|socket| socket.local_addr().ok());
         let admin = match admin_socket.as_ref().map(|socket| {
             socket
                 .try_clone()
-                .and_then(|socket| Admin::spawn(socket, Arc::clone(&health), |_: &mut String| {}))
+                .and_then(|socket| Admin::spawn(socket, Arc::clone(&health), scrape(metrics.clone(), Arc::clone(&live))))
         }) {
             None => None,
             Some(Ok(admin)) => Some(admin),
@@ -586,6 +589,8 @@ struct Limits {
     max_content_memory: u64,
     /// How long a graceful stop waits for the exchanges under way.
     shutdown_timeout: std::time::Duration,
+    /// Where the connections count what they do, for the admin listener.
+    metrics: Option<ServerMetrics>,
 }
 
 /// The prefix of the names earlier versions gave spooled uploads.
@@ -627,6 +632,7 @@ mod adapter {
         AccessRecord as Exchange, Handled, Handler, HeadCheck, Incoming, RequestInfo,
     };
     use jsontp_protocol::io_adapters::server::{ServerOptions, SpoolOptions};
+    pub use jsontp_protocol::io_adapters::server::ServerMetrics;
     pub use jsontp_protocol::io_adapters::tls::ServerTls;
     use jsontp_protocol::machine::ServerConfig;
 
@@ -656,6 +662,9 @@ mod adapter {
         options = options.with_spool(spool);
         if let Some(tls) = limits.tls {
             options = options.with_tls(tls);
+        }
+        if let Some(metrics) = limits.metrics {
+            options = options.with_metrics(metrics);
         }
         match listening {
             Listening::Bind(addr) => Server::bind((addr.host.as_str(), addr.port), handler, options),
@@ -844,6 +853,32 @@ impl Handler for AccessLog {
     fn log_exchange(&self, exchange: &Exchange<'_>) {
         if !self.live.load().quiet {
             log::access(exchange);
+        }
+    }
+}
+
+/// What `/metrics` writes: the server's counters, and what the file
+/// server's cache of small files holds (the current one, after a reload).
+fn scrape(metrics: Option<ServerMetrics>, live: reload::Current) -> impl Fn(&mut String) + Send + 'static {
+    move |out: &mut String| {
+        if let Some(metrics) = &metrics {
+            metrics.encode(out);
+        }
+        if let Some(cache) = live.load().cache.read() {
+            use std::fmt::Write;
+            let _ = write!(
+                out,
+                "# HELP jsontp_file_cache_bytes Bytes of small files and their prepared forms kept in memory.\n\
+                 # TYPE jsontp_file_cache_bytes gauge\n\
+                 jsontp_file_cache_bytes {}\n\
+                 # HELP jsontp_file_cache_limit_bytes The most bytes the cache of small files keeps.\n\
+                 # TYPE jsontp_file_cache_limit_bytes gauge\n\
+                 jsontp_file_cache_limit_bytes {}\n\
+                 # HELP jsontp_file_cache_files Small files kept in memory.\n\
+                 # TYPE jsontp_file_cache_files gauge\n\
+                 jsontp_file_cache_files {}\n",
+                cache.bytes, cache.limit, cache.files
+            );
         }
     }
 }

@@ -207,6 +207,16 @@ impl SmallFiles {
         }
     }
 
+    /// What it holds now.
+    pub(super) fn usage(&self) -> super::CacheUse {
+        let entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        super::CacheUse {
+            bytes: entries.bytes as u64,
+            files: entries.map.len() as u64,
+            limit: self.max_bytes as u64,
+        }
+    }
+
     /// The content kept for `rel`, if it was kept for this very version,
     /// and the written forms kept of it so far.
     pub(super) fn get(&self, rel: &Path, stamp: Stamp) -> Option<(Cached, Arc<[Body]>)> {
