@@ -15,9 +15,9 @@ use jsontp_cli::file_server::{CacheGauge, FileServer};
 use jsontp_protocol::app::Router;
 use jsontp_protocol::io_adapters::tls::ServerTls;
 
+use super::super::log::{self, LogFormat};
+use super::args::ServeArgs;
 use super::config::{self, Settings, Source, TokenSource};
-use super::log::{self, LogFormat};
-use super::serve::ServeArgs;
 
 /// The options a running server applies on a reload; every other one
 /// waits for the next process.

@@ -15,11 +15,7 @@ use clap::parser::ValueSource;
 use clap::{Arg, ArgMatches, Command, FromArgMatches};
 use toml::de::{DeTable, DeValue};
 
-use super::serve::ServeArgs;
-
-/// The environment variable that holds the token (`--token`'s, listed
-/// apart because it is a token source of its own: see [`Settings`]).
-pub const TOKEN_ENV: &str = "JSONTP_TOKEN";
+use super::args::{ServeArgs, TOKEN_ENV};
 
 /// Options the file cannot hold: they say which file to read and what to
 /// do with it.
