@@ -5,6 +5,7 @@
 
 mod file_server;
 
+mod admin;
 mod client;
 // Unix: SIGHUP.
 #[cfg(unix)]
