@@ -175,6 +175,8 @@ impl Successor {
     /// `wait`, until it says it serves; its pid then. An error says why
     /// the upgrade did not happen; the successor, if it still runs, is
     /// stopped, and this process goes on as before.
+    // The binary owns its clock; the sans-I/O core is what may not.
+    #[allow(clippy::disallowed_methods)]
     pub fn start(
         &self,
         serve: &[TcpListener],
