@@ -413,6 +413,23 @@ impl CloseCause {
         CloseCause::Dropped,
     ];
 
+    /// What the debug log says of it.
+    pub const fn description(self) -> &'static str {
+        match self {
+            CloseCause::PeerClosed => "peer closed",
+            CloseCause::IdleTimeout => "idle timeout",
+            CloseCause::MadeRoom => "idle at the connection limit: closed to admit a new connection",
+            CloseCause::Stalled => "output stalled",
+            CloseCause::Rejected => "closing error response",
+            CloseCause::Shutdown => "shutdown",
+            CloseCause::DrainDeadline => "shutdown deadline passed with an exchange under way",
+            CloseCause::TransportFailed => "transport failed",
+            CloseCause::PeerLeft => "the peer left while its request was answered",
+            CloseCause::NoProxyHeader => "no valid PROXY header",
+            CloseCause::Dropped => "dropped by its server",
+        }
+    }
+
     /// The label value, snake_case and stable.
     pub const fn label(self) -> &'static str {
         match self {

@@ -11,7 +11,7 @@ use std::time::Instant;
 use super::super::spool::{MemoryHeld, SpoolError};
 use super::super::{Handled, Handler, HeadCheck, Incoming, Reply};
 use super::streamed::Streamed;
-use super::{Answer, CloseReason, Driver, Intake, PeerInput, Phase, Receiving, Taken};
+use super::{Answer, CloseCause, Driver, Intake, PeerInput, Phase, Receiving, Taken};
 use crate::machine::{Now, PeerError, RequestId, ServerEvent, UsageError};
 use crate::message::{Method, Rejection, Request, Response, Status, StatusCode};
 
@@ -124,7 +124,7 @@ impl Driver {
             content_bytes: 0,
             started,
         });
-        let _ = self.move_to_closed(CloseReason::PeerLeft, None);
+        let _ = self.move_to_closed(CloseCause::PeerLeft, None);
     }
 
     /// Whether nothing of a response is on its way out: a byte written to
@@ -207,7 +207,7 @@ impl Driver {
                 }) => self.note_rejection(id, rejection, closes, at),
                 // The peer takes nothing: the machine dropped the output.
                 ServerEvent::PeerError(PeerError::OutputStalled) => {
-                    self.move_to_closing(CloseReason::Stalled);
+                    self.move_to_closing(CloseCause::Stalled);
                 }
                 // The peer left after a `100` without the full request:
                 // nothing was written, so nothing to log. Closed: `step`
@@ -341,7 +341,7 @@ impl Driver {
             "request rejected"
         );
         if closes {
-            self.move_to_closing(CloseReason::Rejected);
+            self.move_to_closing(CloseCause::Rejected);
         }
         self.keep_rejection(id, rejection, at.instant);
     }

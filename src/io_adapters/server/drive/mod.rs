@@ -37,7 +37,7 @@ mod streamed;
 use access::{Answer, SpareEchoes};
 #[allow(unused_imports, reason = "the path the async runtime names it by")]
 pub(crate) use dispatch::Deferred;
-use phase::{CloseReason, Phase};
+use phase::Phase;
 use receiving::{Receiving, Taken};
 use step::{Intake, Offer, PeerInput, Turn};
 use streamed::Streaming;
@@ -326,7 +326,7 @@ impl Driver {
     /// before its first step, without a response.
     #[cfg(feature = "mio")]
     pub(crate) fn refuse_proxy_header(&mut self) {
-        let _ = self.move_to_closed(CloseReason::NoProxyHeader, None);
+        let _ = self.move_to_closed(CloseCause::NoProxyHeader, None);
     }
 
     /// Starts the graceful shutdown of this connection: it closes as soon
@@ -364,7 +364,7 @@ impl Driver {
             return false;
         }
         let _entered = self.span().entered();
-        self.move_to_lingering(CloseReason::MadeRoom, self.now().instant);
+        self.move_to_lingering(CloseCause::MadeRoom, self.now().instant);
         true
     }
 

@@ -1,5 +1,5 @@
 //! Where a connection is in its life ([`Phase`]) and why it ends
-//! ([`CloseReason`]).
+//! ([`CloseCause`]).
 
 use std::time::Instant;
 
@@ -34,18 +34,18 @@ use crate::io_adapters::server::{CloseCause, ConnectionState};
 pub(super) enum Phase {
     /// Exchanges are read, answered and written. `closing`: why the
     /// machine closed, when it did for a reason of its own.
-    Serving { closing: Option<CloseReason> },
+    Serving { closing: Option<CloseCause> },
     /// A graceful shutdown began: what is under way may finish until
     /// `until`; the connection then closes whatever its peer does.
     /// `closing`: as in `Serving`.
     Draining {
         until: Instant,
-        closing: Option<CloseReason>,
+        closing: Option<CloseCause>,
     },
     /// Closing gracefully: our side shut, the peer's input drained for a
     /// moment so that our last response is not lost to a reset. Boxed:
     /// every connection holds a `Phase`, a closing one only holds this.
-    Lingering { linger: Box<Linger>, why: CloseReason },
+    Lingering { linger: Box<Linger>, why: CloseCause },
     /// Over. The access log may still be owed the exchanges cut short:
     /// [`Step::Dispatch`] until it has them, then [`Step::Close`].
     Closed,
@@ -69,69 +69,11 @@ impl Phase {
 
     /// Why the connection closes, when known: the machine's reason, or the
     /// one it lingers with.
-    fn reason(&self) -> Option<CloseReason> {
+    fn reason(&self) -> Option<CloseCause> {
         match self {
             Phase::Serving { closing } | Phase::Draining { closing, .. } => *closing,
             Phase::Lingering { why, .. } => Some(*why),
             Phase::Closed => None,
-        }
-    }
-}
-
-/// Why a connection ended, as the debug log says it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum CloseReason {
-    PeerClosed,
-    IdleTimeout,
-    /// Idle at the connection cap: closed to admit a new connection (D3).
-    MadeRoom,
-    /// The peer took none of the output for the stall timeout (D3).
-    Stalled,
-    /// An error response that closes the connection (D1, D3, D5).
-    Rejected,
-    Shutdown,
-    /// The shutdown's drain deadline passed with an exchange under way.
-    DrainDeadline,
-    /// A read or write failed, or the peer vanished mid-write.
-    TransportFailed,
-    /// The peer went away while its request's answer was awaited.
-    PeerLeft,
-    /// No valid PROXY header in time (D21).
-    #[cfg(feature = "mio")]
-    NoProxyHeader,
-}
-
-impl CloseReason {
-    pub(super) fn as_str(self) -> &'static str {
-        match self {
-            CloseReason::PeerClosed => "peer closed",
-            CloseReason::IdleTimeout => "idle timeout",
-            CloseReason::MadeRoom => "idle at the connection limit: closed to admit a new connection",
-            CloseReason::Stalled => "output stalled",
-            CloseReason::Rejected => "closing error response",
-            CloseReason::Shutdown => "shutdown",
-            CloseReason::DrainDeadline => "shutdown deadline passed with an exchange under way",
-            CloseReason::TransportFailed => "transport failed",
-            CloseReason::PeerLeft => "the peer left while its request was answered",
-            #[cfg(feature = "mio")]
-            CloseReason::NoProxyHeader => "no valid PROXY header",
-        }
-    }
-
-    /// As the metrics count it.
-    fn cause(self) -> CloseCause {
-        match self {
-            CloseReason::PeerClosed => CloseCause::PeerClosed,
-            CloseReason::IdleTimeout => CloseCause::IdleTimeout,
-            CloseReason::MadeRoom => CloseCause::MadeRoom,
-            CloseReason::Stalled => CloseCause::Stalled,
-            CloseReason::Rejected => CloseCause::Rejected,
-            CloseReason::Shutdown => CloseCause::Shutdown,
-            CloseReason::DrainDeadline => CloseCause::DrainDeadline,
-            CloseReason::TransportFailed => CloseCause::TransportFailed,
-            CloseReason::PeerLeft => CloseCause::PeerLeft,
-            #[cfg(feature = "mio")]
-            CloseReason::NoProxyHeader => CloseCause::NoProxyHeader,
         }
     }
 }
@@ -160,11 +102,14 @@ impl Driver {
     /// The machine closed for `why` (or closes once its last output has
     /// left): kept as the reason the connection lingers and closes with,
     /// unless one is already known.
-    pub(super) fn move_to_closing(&mut self, why: CloseReason) {
+    pub(super) fn move_to_closing(&mut self, why: CloseCause) {
         if let Phase::Serving { closing } | Phase::Draining { closing, .. } = &mut self.phase
             && closing.is_none()
         {
-            tracing::debug!(reason = why.as_str(), "closing once the last output has left");
+            tracing::debug!(
+                reason = why.description(),
+                "closing once the last output has left"
+            );
             *closing = Some(why);
         }
     }
@@ -172,12 +117,12 @@ impl Driver {
     /// Closes gracefully from `at`: our side shut, the peer's input
     /// drained for a moment. The reason is the one already known, or else
     /// `why`. Only from `Serving` or `Draining`.
-    pub(super) fn move_to_lingering(&mut self, why: CloseReason, at: Instant) {
+    pub(super) fn move_to_lingering(&mut self, why: CloseCause, at: Instant) {
         if matches!(self.phase, Phase::Lingering { .. } | Phase::Closed) {
             return;
         }
         let why = self.phase.reason().unwrap_or(why);
-        tracing::debug!(reason = why.as_str(), "lingering: our side shut");
+        tracing::debug!(reason = why.description(), "lingering: our side shut");
         self.enter(Phase::Lingering {
             linger: Box::new(Linger::new(at)),
             why,
@@ -188,12 +133,12 @@ impl Driver {
     /// or the drain deadline passed) or after it; says why: the reason
     /// already known, or else `why`. Nothing more is read or sent. What is
     /// left to log goes to `dispatch` first.
-    pub(super) fn move_to_closed(&mut self, why: CloseReason, error: Option<&std::io::Error>) -> Step {
+    pub(super) fn move_to_closed(&mut self, why: CloseCause, error: Option<&std::io::Error>) -> Step {
         let why = self.phase.reason().unwrap_or(why);
         if let Some(metrics) = self.settings.metrics()
             && !matches!(self.phase, Phase::Closed)
         {
-            metrics.closed(why.cause());
+            metrics.closed(why);
         }
         self.enter(Phase::Closed);
         // The readers (files) are closed and a spooled upload deleted at
@@ -204,10 +149,10 @@ impl Driver {
             // An operator must hear of a certificate clients refuse.
             #[cfg(feature = "tls")]
             Some(error) if crate::io_adapters::tls::refused_certificate(error) => {
-                tracing::warn!(reason = why.as_str(), %error, "connection closed");
+                tracing::warn!(reason = why.description(), %error, "connection closed");
             }
-            Some(error) => tracing::debug!(reason = why.as_str(), %error, "connection closed"),
-            None => tracing::debug!(reason = why.as_str(), "connection closed"),
+            Some(error) => tracing::debug!(reason = why.description(), %error, "connection closed"),
+            None => tracing::debug!(reason = why.description(), "connection closed"),
         }
         if self.answers.is_empty() {
             Step::Close

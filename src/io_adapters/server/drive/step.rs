@@ -9,7 +9,7 @@ use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use super::super::http_line::Look;
-use super::{BLOCKING_SLICE, CloseReason, Driver, Phase, Step};
+use super::{BLOCKING_SLICE, CloseCause, Driver, Phase, Step};
 use crate::io_adapters::linger::Lingering;
 use crate::io_adapters::transport::{IoMode, Transport, retime, socket_timeout, would_block};
 use crate::machine::{Now, ServerConnection};
@@ -153,7 +153,7 @@ impl Driver {
                     };
                 }
                 Phase::Draining { until, .. } if *until <= at.instant => {
-                    return self.move_to_closed(CloseReason::DrainDeadline, None);
+                    return self.move_to_closed(CloseCause::DrainDeadline, None);
                 }
                 Phase::Serving { .. } | Phase::Draining { .. } => {}
             }
@@ -193,9 +193,9 @@ impl Driver {
             }
             if !pending && (self.conn.is_closed() || self.may_stop()) {
                 let why = if self.conn.is_closed() {
-                    CloseReason::PeerClosed
+                    CloseCause::PeerClosed
                 } else {
-                    CloseReason::Shutdown
+                    CloseCause::Shutdown
                 };
                 self.move_to_lingering(why, at.instant);
                 continue;
@@ -251,13 +251,13 @@ impl Driver {
         at: Now,
     ) -> Transfer {
         if let Err(e) = self.bound(io, self.wake_at(deadline), at.instant) {
-            return Transfer::Over(self.move_to_closed(CloseReason::TransportFailed, Some(&e)));
+            return Transfer::Over(self.move_to_closed(CloseCause::TransportFailed, Some(&e)));
         }
         self.offer = Offer::Offered;
         let (written, offered) = write_pending(&self.conn, io);
         match written {
             // The peer is gone: nothing more can be sent.
-            Ok(0) => Transfer::Over(self.move_to_closed(CloseReason::TransportFailed, None)),
+            Ok(0) => Transfer::Over(self.move_to_closed(CloseCause::TransportFailed, None)),
             Ok(n) => {
                 if let Some(metrics) = self.settings.metrics() {
                     metrics.sent(n);
@@ -276,7 +276,7 @@ impl Driver {
                 Transfer::Blocked
             }
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => Transfer::Moved,
-            Err(e) => Transfer::Over(self.move_to_closed(CloseReason::TransportFailed, Some(&e))),
+            Err(e) => Transfer::Over(self.move_to_closed(CloseCause::TransportFailed, Some(&e))),
         }
     }
 
@@ -291,7 +291,7 @@ impl Driver {
         at: Now,
     ) -> Transfer {
         if let Err(e) = self.bound(io, self.wake_at(deadline), at.instant) {
-            return Transfer::Over(self.move_to_closed(CloseReason::TransportFailed, Some(&e)));
+            return Transfer::Over(self.move_to_closed(CloseCause::TransportFailed, Some(&e)));
         }
         match io.read(room) {
             Ok(0) => {
@@ -321,7 +321,7 @@ impl Driver {
                         {
                             metrics.sent(sent);
                         }
-                        self.move_to_lingering(CloseReason::Rejected, at.instant);
+                        self.move_to_lingering(CloseCause::Rejected, at.instant);
                         return Transfer::Lingers;
                     }
                 };
@@ -336,7 +336,7 @@ impl Driver {
             Err(e) if would_block(&e) => Transfer::Blocked,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => Transfer::Moved,
             // Reset by the peer: nothing can be sent.
-            Err(e) => Transfer::Over(self.move_to_closed(CloseReason::TransportFailed, Some(&e))),
+            Err(e) => Transfer::Over(self.move_to_closed(CloseCause::TransportFailed, Some(&e))),
         }
     }
 
@@ -357,7 +357,7 @@ impl Driver {
         }
         if idle && self.conn.is_closed() {
             // D3: an idle connection closes without a response.
-            self.move_to_closing(CloseReason::IdleTimeout);
+            self.move_to_closing(CloseCause::IdleTimeout);
         }
     }
 

@@ -27,31 +27,31 @@ fn a_driver_fits_the_idle_connection_budget() {
 fn the_first_close_reason_known_is_the_one_kept() {
     let peer = "127.0.0.1:9".parse().expect("address");
     let mut driver = Driver::new(peer, &ServerOptions::default(), IoMode::NonBlocking);
-    driver.move_to_closing(CloseReason::Stalled);
-    driver.move_to_closing(CloseReason::Rejected);
+    driver.move_to_closing(CloseCause::Stalled);
+    driver.move_to_closing(CloseCause::Rejected);
     driver.move_to_draining();
     assert!(matches!(
         driver.phase,
         Phase::Draining {
-            closing: Some(CloseReason::Stalled),
+            closing: Some(CloseCause::Stalled),
             ..
         }
     ));
-    driver.move_to_lingering(CloseReason::PeerClosed, Instant::now());
+    driver.move_to_lingering(CloseCause::PeerClosed, Instant::now());
     assert!(matches!(
         driver.phase,
         Phase::Lingering {
-            why: CloseReason::Stalled,
+            why: CloseCause::Stalled,
             ..
         }
     ));
     assert_eq!(
-        driver.move_to_closed(CloseReason::TransportFailed, None),
+        driver.move_to_closed(CloseCause::TransportFailed, None),
         Step::Close
     );
     assert!(driver.is_closed());
     // Closed is the end: no move leaves it.
-    driver.move_to_lingering(CloseReason::MadeRoom, Instant::now());
+    driver.move_to_lingering(CloseCause::MadeRoom, Instant::now());
     driver.move_to_draining();
     assert!(driver.is_closed());
 }
@@ -242,7 +242,7 @@ fn every_phase_move_and_exchange_is_counted_in_the_metrics() {
     io.peer_closed = true;
     assert_eq!(settle(&mut driver, &mut io), Step::Close);
     // Counted once, whatever moves after.
-    let _ = driver.move_to_closed(CloseReason::TransportFailed, None);
+    let _ = driver.move_to_closed(CloseCause::TransportFailed, None);
     drop(driver);
     let snapshot = metrics.snapshot();
     assert_eq!(snapshot.open_connections(), 0);
