@@ -157,6 +157,15 @@ Examples:
   jsontp serve --config /etc/jsontp/jsontp.toml the settings from a TOML file; flags and
                                                 JSONTP_* win over it; SIGHUP reloads it
   jsontp serve --config FILE --check-config     check the settings, print one line, exit 0 or 1
+  jsontp serve --admin 127.0.0.1:9101          /metrics (Prometheus), /live, /ready on that port
+  jsontp serve --drain-grace 2                  on SIGTERM, serve 2 s more while the health
+                                                check (OPTIONS *) says 503, then drain
+
+Signals:
+  SIGTERM, ctrl-c  stop: finish the exchanges under way (--shutdown-timeout)
+  SIGHUP           read the settings and certificates again; a bad one is refused
+  SIGUSR2          upgrade in place: the program at the same path starts on the same
+                   sockets; once it serves, this process hands over and drains
 
 Exit status:
   0    stopped by ctrl-c or SIGTERM, after finishing the exchanges under way
