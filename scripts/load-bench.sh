@@ -22,6 +22,10 @@
 #   tls           req/s over TLS 1.3 of nginx and `jsontp serve`, the same
 #                 certificate and cipher suite, pipeline 1 and 16; not part
 #                 of all
+#   workers       `jsontp serve --workers 2` beside nginx with two workers
+#                 and `reuseport`, 64 connections, and 10,000 new ones: req/s
+#                 and the connections each worker took (about 2 minutes);
+#                 the servers get every CPU; not part of all
 #   budget        instructions per request checked against the budgets
 #                 below (CI): a hot path that grows past its budget fails;
 #                 nothing is written
@@ -29,20 +33,21 @@
 # Options go to the suite, e.g. `--runs 5 --seconds 10`, `--nginx none`.
 # The full modes write their tables into BENCHMARKS.md between markers and
 # the plot to benches/load/throughput.svg. Servers run on CPU 0, the load
-# generator on CPU 1 (taskset); loopback only.
+# generator on CPU 1 (taskset; in mode workers the servers may use every
+# CPU, the generator's one included); loopback only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 mode=${1:-all}
 [ $# -gt 0 ] && shift
 case "$mode" in
-    all | throughput | idle | syscalls | instructions | smoke | profile | budget | latency | tls) ;;
+    all | throughput | idle | syscalls | instructions | smoke | profile | budget | latency | tls | workers) ;;
     -h | --help)
-        sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'
+        sed -n '2,37p' "$0" | sed 's/^# \{0,1\}//'
         exit 0
         ;;
     *)
-        echo "load-bench: unknown mode $mode (all, throughput, idle, syscalls, instructions, smoke, profile, budget, latency, tls)" >&2
+        echo "load-bench: unknown mode $mode (all, throughput, idle, syscalls, instructions, smoke, profile, budget, latency, tls, workers)" >&2
         exit 2
         ;;
 esac
@@ -100,7 +105,9 @@ if [ "$mode" = smoke ]; then
     cargo test --release --quiet --manifest-path benches/load/Cargo.toml
 fi
 
-# Servers on CPU 0, this driver and its load generator on CPU 1.
+# Servers on CPU 0, this driver and its load generator on CPU 1. Mode
+# workers reads --server-cpu as "pin": its two-worker servers get every
+# CPU, so that each worker has a core, and share CPU 1 with the generator.
 pin=()
 cpus=(--server-cpu 0)
 if [ "$(nproc)" -ge 2 ]; then

@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! loadbench gen --addr 127.0.0.1:8080 --protocol jsontp --path /hello.txt -c 16 -p 1 -d 5
-//! loadbench suite throughput|idle|syscalls|instructions|all|smoke [options]
+//! loadbench suite throughput|idle|syscalls|instructions|all|smoke|workers [options]
 //! ```
 //!
 //! `scripts/load-bench.sh` builds everything, pins this program to one CPU
@@ -23,6 +23,7 @@ mod servers;
 mod suite;
 mod tls;
 mod trace;
+mod workers;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -42,7 +43,7 @@ usage:
                 [--hyper PATH] [--nginx PATH|none] [--work DIR] [--write BENCHMARKS.md]
                 [--svg FILE] [--server-cpu N|none] [--idle-max 10000] [--command TEXT]
                 [--servers nginx,jsontp,hyper,mio,floor]
-  MODE: throughput, idle, syscalls, instructions, all, smoke, profile
+  MODE: throughput, idle, syscalls, instructions, all, smoke, profile, latency, tls, workers
   loadbench replot [--results target/loadbench/results.json] [--svg FILE]";
 
 fn main() -> ExitCode {

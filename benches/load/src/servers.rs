@@ -17,9 +17,10 @@ use crate::procfs;
 /// A server under test.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum ServerKind {
-    /// nginx, one worker, serving the files.
+    /// nginx, one worker (or [`Launch::workers`]), serving the files.
     Nginx,
-    /// `jsontp serve --workers 1`, serving the same files.
+    /// `jsontp serve --workers 1` (or [`Launch::workers`]), serving the
+    /// same files.
     JsontpServe,
     /// hyper 1.x "Hello, world!" on a tokio current-thread runtime.
     Hyper,
@@ -126,14 +127,24 @@ impl Programs {
 /// How a server is started.
 #[derive(Debug, Clone, Default)]
 pub struct Launch {
-    /// Pin it to this CPU (`taskset`).
-    pub cpu: Option<usize>,
+    /// Pin it to these CPUs (a `taskset -c` list: `0`, `0,1`).
+    pub cpus: Option<String>,
     /// Run it under this program and its arguments (valgrind).
     pub under: Vec<String>,
     /// How long it may take to accept connections.
     pub ready_within: Option<Duration>,
     /// Serve TLS with this certificate chain and key (PEM files).
     pub tls: Option<(PathBuf, PathBuf)>,
+    /// Workers of nginx and `jsontp serve`; 0 counts as 1. With more
+    /// than one, nginx listens with `reuseport`, a socket per worker, as
+    /// `jsontp serve` does.
+    pub workers: usize,
+    /// `jsontp serve`: an admin listener on a free loopback port, for its
+    /// per-worker counts ([`Running::admin`]).
+    pub admin: bool,
+    /// nginx: log the first request of each connection with the worker's
+    /// pid and the connection's number ([`Running::connection_log`]).
+    pub log_connections: bool,
 }
 
 /// A server that is running.
@@ -145,6 +156,13 @@ pub struct Running {
     child: Child,
     /// nginx's worker processes (empty for the others).
     workers: Vec<u32>,
+    /// How many nginx workers to wait for.
+    expected_workers: usize,
+    /// `jsontp serve`'s admin listener, when asked for.
+    pub admin: Option<SocketAddr>,
+    /// nginx's log of `pid connection`, one line per connection, when
+    /// asked for; complete once the server has stopped.
+    pub connection_log: Option<PathBuf>,
     stopped: bool,
 }
 
@@ -161,6 +179,11 @@ impl Running {
     /// `master_process off`, nginx itself).
     pub fn worker_pid(&self) -> u32 {
         self.workers.first().copied().unwrap_or(self.child.id())
+    }
+
+    /// nginx's worker processes, in the order they were found.
+    pub fn worker_pids(&self) -> &[u32] {
+        &self.workers
     }
 
     /// Stops it with SIGTERM (so that valgrind writes its counts), then
@@ -212,6 +235,13 @@ pub fn start(
     launch: &Launch,
 ) -> io::Result<Running> {
     let addr = SocketAddr::from(([127, 0, 0, 1], free_port()?));
+    let workers = launch.workers.max(1);
+    let admin = if launch.admin && kind == ServerKind::JsontpServe {
+        Some(SocketAddr::from(([127, 0, 0, 1], free_port()?)))
+    } else {
+        None
+    };
+    let mut connection_log = None;
     let (program, args): (PathBuf, Vec<String>) = match kind {
         ServerKind::JsontpServe => (
             programs.jsontp.clone(),
@@ -222,10 +252,11 @@ pub fn start(
                 "--addr".into(),
                 addr.to_string(),
                 "--workers".into(),
-                "1".into(),
+                workers.to_string(),
                 "--quiet".into(),
             ]
             .into_iter()
+            .chain(admin.iter().flat_map(|a| ["--admin".to_string(), a.to_string()]))
             .chain(launch.tls.iter().flat_map(|(chain, key)| {
                 [
                     "--tls-cert".to_string(),
@@ -247,10 +278,24 @@ pub fn start(
             let dir = scratch.join(format!("nginx-{}", addr.port()));
             fs::create_dir_all(&dir)?;
             let conf = dir.join("nginx.conf");
+            if launch.log_connections {
+                let log = dir.join("connections.log");
+                // A port seen before leaves its old log here.
+                let _ = fs::remove_file(&log);
+                connection_log = Some(log);
+            }
             // One process under valgrind, so that it counts the worker.
             fs::write(
                 &conf,
-                nginx_config(addr, root, &dir, launch.under.is_empty(), launch.tls.as_ref()),
+                nginx_config(&NginxConfig {
+                    addr,
+                    root,
+                    dir: &dir,
+                    master: launch.under.is_empty(),
+                    tls: launch.tls.as_ref(),
+                    workers,
+                    connection_log: connection_log.as_deref(),
+                }),
             )?;
             (
                 nginx,
@@ -265,10 +310,10 @@ pub fn start(
             )
         }
     };
-    let mut command = match (launch.cpu, launch.under.split_first()) {
-        (Some(cpu), _) => {
+    let mut command = match (&launch.cpus, launch.under.split_first()) {
+        (Some(cpus), _) => {
             let mut c = Command::new("taskset");
-            c.arg("-c").arg(cpu.to_string());
+            c.arg("-c").arg(cpus);
             c.args(&launch.under);
             c.arg(&program);
             c
@@ -292,6 +337,9 @@ pub fn start(
         addr,
         child,
         workers: Vec::new(),
+        expected_workers: if launch.under.is_empty() { workers } else { 0 },
+        admin,
+        connection_log,
         stopped: false,
     };
     let within = launch.ready_within.unwrap_or(Duration::from_secs(10));
@@ -331,13 +379,13 @@ fn wait_ready(running: &mut Running, within: Duration) -> io::Result<()> {
         std::thread::sleep(Duration::from_millis(20));
     }
     if running.kind == ServerKind::Nginx {
-        // The master listens; its worker, forked after, serves. With
+        // The master listens; its workers, forked after, serve. With
         // `master_process off` there is no worker to wait for.
         let pid = running.child.id();
         let until_workers = Instant::now() + Duration::from_secs(2);
         loop {
             running.workers = procfs::children(pid);
-            if !running.workers.is_empty() || Instant::now() > until_workers {
+            if running.workers.len() >= running.expected_workers.max(1) || Instant::now() > until_workers {
                 break;
             }
             std::thread::sleep(Duration::from_millis(20));
@@ -346,21 +394,36 @@ fn wait_ready(running: &mut Running, within: Duration) -> io::Result<()> {
     Ok(())
 }
 
-/// nginx as the comparison asks: one worker, no access log, static files
-/// as Debian's package configures them (`sendfile on`, `tcp_nopush on`:
-/// the file goes from the page cache to the socket inside the kernel), in
-/// the foreground, on loopback.
-fn nginx_config(
+/// What an nginx configuration says.
+struct NginxConfig<'a> {
     addr: SocketAddr,
-    root: &Path,
-    dir: &Path,
+    root: &'a Path,
+    dir: &'a Path,
     master: bool,
-    tls: Option<&(PathBuf, PathBuf)>,
-) -> String {
+    tls: Option<&'a (PathBuf, PathBuf)>,
+    workers: usize,
+    connection_log: Option<&'a Path>,
+}
+
+/// nginx as the comparison asks: one worker (or `workers`, each with a
+/// listening socket of its own), no access log, static files as Debian's
+/// package configures them (`sendfile on`, `tcp_nopush on`: the file goes
+/// from the page cache to the socket inside the kernel), in the
+/// foreground, on loopback.
+fn nginx_config(config: &NginxConfig) -> String {
+    let NginxConfig {
+        addr,
+        root,
+        dir,
+        master,
+        tls,
+        workers,
+        connection_log,
+    } = *config;
     let mut c = String::new();
     let _ = writeln!(c, "daemon off;");
     let _ = writeln!(c, "master_process {};", if master { "on" } else { "off" });
-    let _ = writeln!(c, "worker_processes 1;");
+    let _ = writeln!(c, "worker_processes {workers};");
     let _ = writeln!(c, "pid {}/nginx.pid;", dir.display());
     if procfs::is_root() {
         // The worker reads the files wherever the checkout is, whatever
@@ -373,7 +436,27 @@ fn nginx_config(
     let _ = writeln!(c, "http {{");
     let _ = writeln!(c, "    include /etc/nginx/mime.types;");
     let _ = writeln!(c, "    default_type application/octet-stream;");
-    let _ = writeln!(c, "    access_log off;");
+    match connection_log {
+        None => {
+            let _ = writeln!(c, "    access_log off;");
+        }
+        Some(log) => {
+            // Only a connection's first request is logged: one line per
+            // connection, which worker took it, and nearly nothing written
+            // under a keep-alive load. Buffered, so that a new connection
+            // per request does not cost a `write` each; flushed at exit.
+            let _ = writeln!(c, "    log_format connections '$pid $connection';");
+            let _ = writeln!(
+                c,
+                "    map $connection_requests $first_request {{ 1 1; default 0; }}"
+            );
+            let _ = writeln!(
+                c,
+                "    access_log {} connections buffer=64k flush=1s if=$first_request;",
+                log.display()
+            );
+        }
+    }
     let _ = writeln!(c, "    sendfile on;");
     let _ = writeln!(c, "    tcp_nopush on;");
     // Scratch folders of its own, so that it runs without root too.
@@ -389,14 +472,15 @@ fn nginx_config(
     let _ = writeln!(c, "    gzip_types text/plain;");
     let _ = writeln!(c, "    gzip_comp_level 6;");
     let _ = writeln!(c, "    server {{");
+    let reuseport = if workers > 1 { " reuseport" } else { "" };
     match tls {
         None => {
-            let _ = writeln!(c, "        listen {addr};");
+            let _ = writeln!(c, "        listen {addr}{reuseport};");
         }
         Some((chain, key)) => {
             // TLS 1.3 and the one suite the generator offers; no session
             // cache, as `jsontp serve` keeps none.
-            let _ = writeln!(c, "        listen {addr} ssl;");
+            let _ = writeln!(c, "        listen {addr} ssl{reuseport};");
             let _ = writeln!(c, "        ssl_certificate {};", chain.display());
             let _ = writeln!(c, "        ssl_certificate_key {};", key.display());
             let _ = writeln!(c, "        ssl_protocols TLSv1.3;");

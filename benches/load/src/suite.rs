@@ -20,6 +20,7 @@ use crate::profile::{self, Profile};
 use crate::servers::{self, Launch, Programs, Running, ServerKind};
 use crate::tls;
 use crate::trace::{self, Syscalls};
+use crate::workers::{self, WorkerRun};
 
 /// What a suite run does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,6 +40,9 @@ pub enum Mode {
     Latency,
     /// req/s over TLS (nginx and `jsontp serve`); not part of `All`.
     Tls,
+    /// Two workers of nginx and `jsontp serve` on every core, and the
+    /// connections each worker took; not part of `All`.
+    Workers,
     /// All four.
     All,
     /// Seconds: every server starts, loads complete without errors, the
@@ -57,6 +61,7 @@ impl Mode {
             "profile" => Mode::Profile,
             "latency" => Mode::Latency,
             "tls" => Mode::Tls,
+            "workers" => Mode::Workers,
             "all" => Mode::All,
             "smoke" => Mode::Smoke,
             _ => return None,
@@ -116,7 +121,7 @@ pub struct Case {
 }
 
 impl Case {
-    fn request(&self) -> Vec<u8> {
+    pub(crate) fn request(&self) -> Vec<u8> {
         let (file, gzip) = match self.payload {
             Payload::Hello => (servers::HELLO, false),
             Payload::Big => (servers::BIG, false),
@@ -177,6 +182,9 @@ pub struct Results {
     /// Where the CPU of the hello servers and the floor goes.
     #[serde(default)]
     pub profiles: Vec<(ServerKind, Profile)>,
+    /// The two-worker runs.
+    #[serde(default)]
+    pub workers: Vec<WorkerRun>,
     /// Load average before and after.
     pub load_average: Vec<[f64; 3]>,
 }
@@ -384,6 +392,13 @@ pub fn run(mode: Mode, settings: &Settings) -> io::Result<bool> {
         let (text, ok) = tls_throughput(settings, &root, &available, &about)?;
         clean &= ok;
         sections.push(("tls", text));
+    }
+
+    if mode == Mode::Workers {
+        let (text, ok, runs) = workers::run(settings, &root, &available, &about)?;
+        clean &= ok;
+        results.workers = runs;
+        sections.push(("workers", text));
     }
 
     if mode == Mode::Latency {
@@ -615,7 +630,7 @@ const PLOT_TITLE: &str = "jsontp load benchmark: req/s against connections";
 
 fn launch(settings: &Settings) -> Launch {
     Launch {
-        cpu: settings.server_cpu,
+        cpus: settings.server_cpu.map(|c| c.to_string()),
         ..Launch::default()
     }
 }
@@ -771,14 +786,14 @@ fn callgrind_run(
     ));
     let _ = fs::remove_file(&out);
     let launch = Launch {
-        cpu: settings.server_cpu,
+        cpus: settings.server_cpu.map(|c| c.to_string()),
         under: vec![
             "valgrind".into(),
             "--tool=callgrind".into(),
             format!("--callgrind-out-file={}", out.display()),
         ],
         ready_within: Some(Duration::from_secs(120)),
-        tls: None,
+        ..Launch::default()
     };
     let mut server = servers::start(kind, &settings.programs, root, &settings.work, &launch)?;
     let load = load_for(&server, 16, pipeline, Some(n), 0.0, 300.0);
@@ -809,7 +824,7 @@ fn idle_steps(max: usize) -> Vec<usize> {
 }
 
 /// What the tables say about where they were measured.
-struct About {
+pub(crate) struct About {
     date: String,
     cpu: String,
     rustc: String,
@@ -870,7 +885,7 @@ fn locked_version(package: &str) -> Option<String> {
     None
 }
 
-fn simple_header(about: &About, settings: &Settings, what: &str) -> String {
+pub(crate) fn simple_header(about: &About, settings: &Settings, what: &str) -> String {
     let load = procfs::load_average().map_or("-".into(), |l| format!("{:.2}", l[0]));
     format!(
         "Measured {} with `{}` ({what}); {}, {} cores, {}; load average {load} at the end.\n\n",
@@ -932,7 +947,7 @@ fn find(results: &[(Case, Vec<Outcome>)], case: Case) -> Option<&[Outcome]> {
         .map(|(_, o)| o.as_slice())
 }
 
-fn median(mut values: Vec<f64>) -> Option<f64> {
+pub(crate) fn median(mut values: Vec<f64>) -> Option<f64> {
     if values.is_empty() {
         return None;
     }
@@ -967,7 +982,7 @@ fn cpu_split(outcomes: &[Outcome]) -> Option<String> {
 }
 
 /// Median over rounds of `a`'s req/s over `b`'s.
-fn ratio(a: &[Outcome], b: &[Outcome]) -> Option<f64> {
+pub(crate) fn ratio(a: &[Outcome], b: &[Outcome]) -> Option<f64> {
     median(
         a.iter()
             .zip(b)
@@ -991,7 +1006,7 @@ fn cpu_ratio(a: &[Outcome], b: &[Outcome]) -> Option<f64> {
     )
 }
 
-fn rps(value: Option<f64>) -> String {
+pub(crate) fn rps(value: Option<f64>) -> String {
     match value {
         Some(v) if v >= 10_000.0 => format!("{:.0}k", v / 1000.0),
         Some(v) if v >= 1_000.0 => format!("{:.1}k", v / 1000.0),
@@ -1004,7 +1019,7 @@ fn percent(value: Option<f64>) -> String {
     value.map_or("—".into(), |v| format!("{:.0} %", v * 100.0))
 }
 
-fn times(value: Option<f64>) -> String {
+pub(crate) fn times(value: Option<f64>) -> String {
     value.map_or("—".into(), |r| format!("{r:.2}×"))
 }
 
