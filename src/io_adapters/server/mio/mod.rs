@@ -3,7 +3,7 @@
 //! `workers` threads (default: one per core), each with its own `Poll`,
 //! its connections, and a sorted set of their deadlines that sets the poll
 //! timeout. [`MioServer::bind`] gives every worker a listening socket of
-//! its own on the same port ([`listen_group`](super::listen_group),
+//! its own on the same port ([`listen_group`],
 //! `SO_REUSEPORT`, Linux): the kernel spreads new connections evenly
 //! across them, with no acceptor thread, no hand-over between threads and
 //! no race of waking workers. The price is that a worker busy in a long
@@ -102,7 +102,7 @@ pub struct MioServer<H> {
 
 impl<H: Handler> MioServer<H> {
     /// Binds `addr`, a listening socket per worker where the system
-    /// balances them ([`listen_group`](super::listen_group)), and prepares
+    /// balances them ([`listen_group`]), and prepares
     /// to serve `handler`.
     pub fn bind(addr: impl ToSocketAddrs, handler: H, options: ServerOptions) -> io::Result<Self> {
         let listeners = listen_group(addr, options.worker_count())?;
