@@ -367,3 +367,39 @@ fn sockets_a_supervisor_passes_in_are_served_and_left_listening_after_a_stop() {
     drop(waiting);
     let _ = std::fs::remove_dir_all(&root);
 }
+
+#[test]
+fn a_stop_during_an_upgrade_gives_it_up_at_once() {
+    let root = temp_root("upgrade-stop");
+    let token = root.with_extension("token");
+    std::fs::write(&token, "s3cret\n").expect("token");
+    let mut server = Running::start(
+        serve_command(&["--addr", "127.0.0.1:0", "--workers", "1", "--quiet"], &[])
+            .arg("--root")
+            .arg(&root)
+            .arg("--token-file")
+            .arg(&token),
+    );
+    // The new process hangs at its start: its token file is now a pipe
+    // that nobody writes.
+    std::fs::remove_file(&token).expect("remove the token");
+    let made = Command::new("mkfifo").arg(&token).status().expect("run mkfifo");
+    assert!(made.success(), "mkfifo");
+    signal(server.pid(), "USR2");
+    server.wait_for("upgrading: starting the new process");
+    std::thread::sleep(Duration::from_millis(300));
+    let asked = Instant::now();
+    signal(server.pid(), "TERM");
+    let line = server.wait_for("upgrade given up");
+    assert!(server.exited_within(Duration::from_secs(5)), "the server stops");
+    assert!(asked.elapsed() < Duration::from_secs(5), "{:?}", asked.elapsed());
+    let pid = line
+        .split("new process (")
+        .nth(1)
+        .and_then(|rest| rest.split(')').next())
+        .expect("the new process's pid");
+    let alive = Command::new("kill").args(["-0", pid]).status().expect("run kill");
+    assert!(!alive.success(), "the new process was stopped too: {line}");
+    let _ = std::fs::remove_file(&token);
+    let _ = std::fs::remove_dir_all(&root);
+}

@@ -462,13 +462,16 @@ struct Upgrade {
 
 impl Upgrade {
     /// Starts the new process and waits until it serves: its pid, or why
-    /// not (this process then serves on as before).
-    fn start(&self) -> Result<u32, String> {
+    /// not (this process then serves on as before, unless a stop was
+    /// asked for).
+    /// `stop_asked` is asked while it waits: `true` gives the upgrade up.
+    fn start(&self, stop_asked: &mut dyn FnMut() -> bool) -> Result<u32, String> {
         self.successor.start(
             &self.serve,
             self.admin.as_ref(),
             self.keeper,
             sockets::UPGRADE_WAIT,
+            stop_asked,
         )
     }
 }
@@ -487,41 +490,62 @@ fn on_signals(stop: Stop, reloader: Reloader, upgrade: Upgrade) -> std::io::Resu
     #[allow(clippy::disallowed_methods)]
     std::thread::spawn(move || {
         let mut state = Signalled::Serving;
-        for signal in signals.forever() {
-            state = match (signal, state) {
-                (SIGHUP, Signalled::Serving) => {
-                    reloader.reload();
-                    Signalled::Serving
-                }
-                (SIGUSR2, Signalled::Serving) => {
-                    log::announce(
-                        stop.format,
-                        "jsontp serve: upgrading: starting the new process on the same sockets",
-                        "upgrading",
-                        &[],
-                    );
-                    match upgrade.start() {
-                        Ok(pid) => {
-                            stop.hand_over(pid);
-                            Signalled::HandedOver
-                        }
-                        Err(why) => {
-                            tracing::error!("upgrade failed, this process serves on: {why}");
-                            Signalled::Serving
+        loop {
+            let batch: Vec<i32> = signals.wait().collect();
+            for signal in batch {
+                state = match (signal, state) {
+                    (SIGHUP, Signalled::Serving) => {
+                        reloader.reload();
+                        Signalled::Serving
+                    }
+                    (SIGUSR2, Signalled::Serving) => {
+                        log::announce(
+                            stop.format,
+                            "jsontp serve: upgrading: starting the new process on the same sockets",
+                            "upgrading",
+                            &[],
+                        );
+                        // A stop asked for meanwhile gives the upgrade up
+                        // at once, rather than after the new process's wait.
+                        let mut stop_asked = false;
+                        let outcome = upgrade.start(&mut || {
+                            for signal in signals.pending() {
+                                if signal == SIGHUP || signal == SIGUSR2 {
+                                    tracing::warn!("ignored: an upgrade is under way");
+                                } else {
+                                    stop_asked = true;
+                                }
+                            }
+                            stop_asked
+                        });
+                        match outcome {
+                            Ok(pid) => {
+                                stop.hand_over(pid);
+                                Signalled::HandedOver
+                            }
+                            Err(why) if stop_asked => {
+                                tracing::warn!("upgrade given up for the stop asked for: {why}");
+                                stop.begin();
+                                Signalled::Stopping
+                            }
+                            Err(why) => {
+                                tracing::error!("upgrade failed, this process serves on: {why}");
+                                Signalled::Serving
+                            }
                         }
                     }
-                }
-                (SIGHUP | SIGUSR2, state) => {
-                    tracing::warn!("ignored: this process is stopping; signal the one that serves");
-                    state
-                }
-                (_, Signalled::Serving) => {
-                    stop.begin();
-                    Signalled::Stopping
-                }
-                (_, Signalled::HandedOver) => Signalled::Stopping,
-                (_, Signalled::Stopping) => std::process::exit(130),
-            };
+                    (SIGHUP | SIGUSR2, state) => {
+                        tracing::warn!("ignored: this process is stopping; signal the one that serves");
+                        state
+                    }
+                    (_, Signalled::Serving) => {
+                        stop.begin();
+                        Signalled::Stopping
+                    }
+                    (_, Signalled::HandedOver) => Signalled::Stopping,
+                    (_, Signalled::Stopping) => std::process::exit(130),
+                };
+            }
         }
     });
     Ok(())

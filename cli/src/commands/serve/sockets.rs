@@ -172,9 +172,10 @@ impl Successor {
     }
 
     /// Starts the successor on `serve` (and `admin`) and waits, at most
-    /// `wait`, until it says it serves; its pid then. An error says why
-    /// the upgrade did not happen; the successor, if it still runs, is
-    /// stopped, and this process goes on as before.
+    /// `wait` and while `stop_asked` says no, until it says it serves; its
+    /// pid then. An error says why the upgrade did not happen; the
+    /// successor, if it still runs, is stopped, and this process goes on
+    /// as before.
     // The binary owns its clock; the sans-I/O core is what may not.
     #[allow(clippy::disallowed_methods)]
     pub fn start(
@@ -183,6 +184,7 @@ impl Successor {
         admin: Option<&TcpListener>,
         keeper: Keeper,
         wait: Duration,
+        stop_asked: &mut dyn FnMut() -> bool,
     ) -> Result<u32, String> {
         let folder = tempfile::Builder::new()
             .prefix("jsontp-upgrade-")
@@ -240,6 +242,9 @@ impl Successor {
                 return Err(format!(
                     "the new process ({pid}) ended before it served ({status}): see its messages above"
                 ));
+            }
+            if stop_asked() {
+                return Err(stop(child, format!("the new process ({pid}) is stopped")));
             }
             if Instant::now() >= until {
                 return Err(stop(
