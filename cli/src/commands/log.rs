@@ -15,8 +15,11 @@
 //! growing a queue, and an operator's log is worth its system call.
 
 use std::io::IsTerminal;
+use std::sync::OnceLock;
 
-use tracing_subscriber::EnvFilter;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::{EnvFilter, Registry, reload};
 
 use jsontp_protocol::io_adapters::server::AccessRecord as Exchange;
 
@@ -50,11 +53,10 @@ pub fn parse_filter(text: &str) -> Result<String, String> {
         .map_err(|e| format!("not a log filter ({e}); write e.g. info, debug or warn,jsontp::access=info"))
 }
 
-/// Installs the subscriber for the whole process: `filter` if given, else
-/// `RUST_LOG`, else [`DEFAULT_FILTER`]. An unreadable `RUST_LOG` is said
-/// once, and the default used.
-pub fn install(format: LogFormat, filter: Option<&str>) {
-    let (filter, bad_env) = match filter {
+/// The filter `--log-level` gives, else `RUST_LOG`, else
+/// [`DEFAULT_FILTER`]; with why `RUST_LOG` was passed over, if it was.
+fn filter_of(given: Option<&str>) -> (EnvFilter, Option<String>) {
+    match given {
         Some(given) => (EnvFilter::new(given), None),
         None => match std::env::var(RUST_LOG) {
             Ok(text) if !text.trim().is_empty() => match EnvFilter::try_new(&text) {
@@ -63,16 +65,55 @@ pub fn install(format: LogFormat, filter: Option<&str>) {
             },
             _ => (EnvFilter::new(DEFAULT_FILTER), None),
         },
-    };
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal());
+    }
+}
+
+/// Where the installed subscriber's filter is replaced ([`set_filter`]).
+static FILTER: OnceLock<reload::Handle<EnvFilter, Registry>> = OnceLock::new();
+
+/// Installs the subscriber for the whole process: `filter` if given, else
+/// `RUST_LOG`, else [`DEFAULT_FILTER`]. An unreadable `RUST_LOG` is said
+/// once, and the default used.
+pub fn install(format: LogFormat, filter: Option<&str>) {
+    let (filter, bad_env) = filter_of(filter);
+    let (filter, handle) = reload::Layer::new(filter);
+    let ansi = std::io::stderr().is_terminal();
+    let text = (format == LogFormat::Text).then(|| {
+        tracing_subscriber::fmt::layer()
+            .with_writer(std::io::stderr)
+            .with_ansi(ansi)
+    });
+    let json = (format == LogFormat::Json).then(|| {
+        tracing_subscriber::fmt::layer()
+            .with_writer(std::io::stderr)
+            .with_ansi(ansi)
+            .json()
+            .flatten_event(true)
+    });
     // Another subscriber already set (a test harness) keeps its place.
-    let _ = match format {
-        LogFormat::Text => builder.try_init(),
-        LogFormat::Json => builder.json().flatten_event(true).try_init(),
-    };
+    if tracing_subscriber::registry()
+        .with(filter)
+        .with(text)
+        .with(json)
+        .try_init()
+        .is_ok()
+    {
+        let _ = FILTER.set(handle);
+    }
+    if let Some(why) = bad_env {
+        tracing::warn!("{RUST_LOG} is not a log filter ({why}); using {DEFAULT_FILTER}");
+    }
+}
+
+/// Replaces the filter of the subscriber [`install`] set, as `install`
+/// chooses it from `given` (a reload: the events from then on).
+pub fn set_filter(given: Option<&str>) {
+    let (filter, bad_env) = filter_of(given);
+    if let Some(handle) = FILTER.get()
+        && let Err(e) = handle.reload(filter)
+    {
+        tracing::warn!("cannot change the log filter: {e}");
+    }
     if let Some(why) = bad_env {
         tracing::warn!("{RUST_LOG} is not a log filter ({why}); using {DEFAULT_FILTER}");
     }

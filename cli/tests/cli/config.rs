@@ -346,6 +346,32 @@ fn sighup_applies_a_new_setting_and_keeps_the_old_ones_when_the_file_is_bad() {
     let _ = std::fs::remove_dir_all(&folder);
 }
 
+#[test]
+fn sighup_changes_the_log_filter_for_the_events_that_follow() {
+    let folder = temp_root("config-log-level");
+    let head = format!(
+        "root = '{}'\naddr = \"127.0.0.1:0\"\nworkers = 1\n",
+        folder.display()
+    );
+    let config = write_config(&folder, &format!("{head}log-level = \"warn\"\n"));
+    let server = Running::start(&["--config", &config.to_string_lossy()], &[]);
+    // At `warn`, a request leaves no access-log line: the first one seen
+    // must be the request's after the reload.
+    assert_eq!(server.status("/missing.txt"), 404);
+    write_config(
+        &folder,
+        &format!("{head}log-level = \"warn,jsontp::access=info\"\n"),
+    );
+    server.signal("HUP");
+    let line = server.wait_for("reloaded the settings");
+    assert!(!line.contains("restart or upgrade"), "{line}");
+    assert_eq!(server.status("/hello.txt"), 200);
+    let access = server.wait_for("jsontp::access");
+    assert!(access.contains("/hello.txt"), "{access}");
+    drop(server);
+    let _ = std::fs::remove_dir_all(&folder);
+}
+
 /// A TLS client trusting both test CAs, so that either certificate is
 /// accepted and the test compares what it was shown.
 fn trusting(pkis: &[&Pki]) -> Arc<rustls::ClientConfig> {

@@ -21,7 +21,8 @@ use super::config::{self, Settings, Source, TokenSource};
 
 /// The options a running server applies on a reload; every other one
 /// waits for the next process.
-const LIVE: [&str; 10] = [
+const LIVE: [&str; 11] = [
+    "log-level",
     "writable",
     "token",
     "token-file",
@@ -207,6 +208,7 @@ impl Reloader {
         if let (Some(current), Some(next)) = (&self.tls, &ready.tls) {
             current.replace(next);
         }
+        log::set_filter(next.args.log_level.as_deref());
         self.live.store(Arc::new(Live::new(
             configure(files, &next.args, ready.token, ready.writable),
             next.args.quiet,
