@@ -21,6 +21,10 @@ use crate::support::{Serve, serve_command, temp_root};
 
 /// How long a test waits for any one thing.
 const WAIT: Duration = Duration::from_secs(15);
+/// How long a test waits for a line of the log: longer than the server's
+/// own wait for an upgrade's new process (30 s), so that a slow machine
+/// shows the server's verdict, whichever it is, rather than the test's.
+const LOG_WAIT: Duration = Duration::from_secs(45);
 
 /// A `jsontp serve` whose log (its own and its successors', who share its
 /// stderr) arrives line by line.
@@ -71,7 +75,7 @@ impl Running {
 
     /// The next log line holding `needle`.
     fn wait_for(&self, needle: &str) -> String {
-        let until = Instant::now() + WAIT;
+        let until = Instant::now() + LOG_WAIT;
         loop {
             let left = until.saturating_duration_since(Instant::now());
             match self.log.recv_timeout(left) {
