@@ -24,28 +24,9 @@ cd "$(dirname "$0")/.."
 upgrades=${UPGRADES:-20}
 clients=${CLIENTS:-4}
 
-say() { printf '%s\n' "pool-test: $*"; }
-fail() {
-    say "FAIL: $*" >&2
-    for log in "${work:-/nonexistent}"/*.log; do
-        [ -f "$log" ] && { echo "--- $log (last lines)"; tail -n 15 "$log"; } >&2
-    done
-    exit 1
-}
-
-if ! command -v haproxy >/dev/null 2>&1; then
-    if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
-        say "installing haproxy with apt-get"
-        if ! DEBIAN_FRONTEND=noninteractive timeout 120 apt-get install -y -q haproxy >/dev/null 2>&1; then
-            timeout 60 apt-get update -q >/dev/null 2>&1 || true
-            DEBIAN_FRONTEND=noninteractive timeout 120 apt-get install -y -q haproxy >/dev/null 2>&1 || true
-        fi
-    fi
-    if ! command -v haproxy >/dev/null 2>&1; then
-        say "SKIPPED: haproxy is not installed and could not be installed (apt-get as root)"
-        exit 0
-    fi
-fi
+name=pool-test
+# shellcheck source=scripts/haproxy-common.sh
+. scripts/haproxy-common.sh
 
 target="${CARGO_TARGET_DIR:-target}/release"
 cargo build --release --quiet -p jsontp-cli --bin jsontp --example pool_load
