@@ -436,18 +436,20 @@ impl Stop {
 
     /// The new process serves: this one stops accepting at once, leaving
     /// the sockets (the admin listener's too) to it, and drains.
+    /// The line is written first: with no exchange under way, the hand
+    /// over ends the server's run, and the process, at once.
     fn hand_over(&self, pid: u32) {
-        if let Some(admin) = &self.admin {
-            admin.stop();
-        }
-        self.health.drain();
-        self.handle.hand_over();
         log::announce(
             self.format,
             &format!("jsontp serve: upgraded: process {pid} serves now; this one finishes its exchanges"),
             "upgraded, finishing the exchanges under way",
             &[("successor", pid.to_string())],
         );
+        if let Some(admin) = &self.admin {
+            admin.stop();
+        }
+        self.health.drain();
+        self.handle.hand_over();
     }
 }
 
