@@ -509,8 +509,8 @@ where
     /// their answer a jsontp one. An answer a layer made itself for a
     /// timeout is `503` if the request never reached a handler, `504` if
     /// it did (D13).
-    fn call(&mut self, incoming: Incoming) -> Self::Future {
-        let handing: Handing = incoming.handing.clone();
+    fn call(&mut self, mut incoming: Incoming) -> Self::Future {
+        let handing: Handing = incoming.handing.watch();
         let request = request(incoming);
         let carried = request.extensions().get::<Carried<Incoming>>().cloned();
         let answer = self.inner.call(request);

@@ -249,11 +249,16 @@ impl Reached {
 /// between the server (which reads it when the service gives an error
 /// instead of an answer) and the router (which sets it), and the server's
 /// places for blocking handlers.
+///
+/// Both are `None` for an `Incoming` made outside the tokio server (the
+/// std and mio servers, a test): the mark is made only when something
+/// will read it ([`Handing::watch`]), so that a request served without a
+/// reader pays no allocation for it.
 #[cfg(feature = "tower")]
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Handing {
-    reached: Arc<std::sync::atomic::AtomicU8>,
-    /// `None`: no bound (an `Incoming` made outside a server).
+    reached: Option<Arc<std::sync::atomic::AtomicU8>>,
+    /// `None`: no bound.
     places: Option<Arc<tokio::sync::Semaphore>>,
 }
 
@@ -261,19 +266,30 @@ pub(crate) struct Handing {
 impl Handing {
     pub(crate) fn new(places: Arc<tokio::sync::Semaphore>) -> Handing {
         Handing {
-            reached: Arc::default(),
+            reached: Some(Arc::default()),
             places: Some(places),
         }
     }
 
-    fn mark(&self, reached: Reached) {
-        self.reached
-            .store(reached as u8, std::sync::atomic::Ordering::SeqCst);
+    /// A handle that sees how far the request gets from now on: the mark
+    /// is made here if nobody keeps one yet. Whoever reads
+    /// [`reached`](Self::reached) takes its handle this way.
+    pub(crate) fn watch(&mut self) -> Handing {
+        self.reached.get_or_insert_with(Arc::default);
+        self.clone()
     }
 
-    /// How far the request got.
+    fn mark(&self, reached: Reached) {
+        if let Some(mark) = &self.reached {
+            mark.store(reached as u8, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+
+    /// How far the request got (as far as the service, when nobody keeps
+    /// the mark).
     pub(crate) fn reached(&self) -> Reached {
-        match self.reached.load(std::sync::atomic::Ordering::SeqCst) {
+        let mark = self.reached.as_ref();
+        match mark.map_or(0, |m| m.load(std::sync::atomic::Ordering::SeqCst)) {
             0 => Reached::Service,
             1 => Reached::Queue,
             _ => Reached::Handler,
@@ -588,6 +604,23 @@ impl<W> Drop for Enrolled<W> {
 mod tests {
     use super::*;
     use std::time::Duration;
+
+    #[cfg(feature = "tower")]
+    #[test]
+    fn how_far_a_request_got_is_seen_by_whoever_watched_before_the_router_marked_it() {
+        // Made outside the tokio server, nobody watches: marks go nowhere.
+        let mut handing = Handing::default();
+        handing.to_handler();
+        assert_eq!(handing.reached(), Reached::Service);
+        assert!(handing.reached.is_none(), "no mark is made for nobody");
+        // A layer watches, then the router marks its own clone.
+        let watched = handing.watch();
+        let routers = handing.clone();
+        routers.queued();
+        assert_eq!(watched.reached(), Reached::Queue);
+        routers.to_handler();
+        assert_eq!(watched.reached(), Reached::Handler);
+    }
 
     /// Counts its wake-ups.
     #[derive(Debug, Default)]

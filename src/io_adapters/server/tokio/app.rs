@@ -214,12 +214,12 @@ where
 /// Asks `service` for the answer to `incoming`; an error or a panic
 /// becomes the reply [`error_reply`] gives.
 #[cfg(feature = "tower")]
-async fn call_service<T: Answers>(mut service: T, incoming: Incoming) -> Reply {
+async fn call_service<T: Answers>(mut service: T, mut incoming: Incoming) -> Reply {
     if let Err(error) = poll_fn(|cx| service.poll_ready(cx)).await {
         // The service never took the request.
         return error_reply(&*error.into(), Reached::Queue);
     }
-    let handing = incoming.handing.clone();
+    let handing = incoming.handing.watch();
     // A panic is caught around the whole answer ([`caught`]).
     match service.call(incoming).await {
         Ok(reply) => reply.into(),
