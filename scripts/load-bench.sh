@@ -26,6 +26,16 @@
 #                 and `reuseport`, 64 connections, and 10,000 new ones: req/s
 #                 and the connections each worker took (about 2 minutes);
 #                 the servers get every CPU; not part of all
+#   uring         the io_uring runtime beside epoll: the hello on io_uring,
+#                 on mio, hyper and the kernel's floor, and `jsontp serve`
+#                 on each runtime beside nginx, pipeline 1 and 16, rounds
+#                 interleaved; instructions and system calls per request of
+#                 each hello (a few minutes); not part of all
+#   versus PATH   this build's mio hello and another build's, PATH being
+#                 its examples/hello_server (e.g. a `git worktree` of an
+#                 older commit built with `cargo build --release --features
+#                 mio --example hello_server`), alternately, pipeline 1 and
+#                 16; not part of all
 #   budget        instructions per request checked against the budgets
 #                 below (CI): a hot path that grows past its budget fails;
 #                 nothing is written
@@ -41,13 +51,19 @@ cd "$(dirname "$0")/.."
 mode=${1:-all}
 [ $# -gt 0 ] && shift
 case "$mode" in
-    all | throughput | idle | syscalls | instructions | smoke | profile | budget | latency | tls | workers) ;;
+    all | throughput | idle | syscalls | instructions | smoke | profile | budget | latency | tls | workers | uring) ;;
+    versus)
+        [ $# -gt 0 ] || { echo "load-bench: versus needs the other build's hello_server" >&2; exit 2; }
+        baseline=$1
+        shift
+        set -- --baseline "$baseline" "$@"
+        ;;
     -h | --help)
-        sed -n '2,37p' "$0" | sed 's/^# \{0,1\}//'
+        sed -n '2,47p' "$0" | sed 's/^# \{0,1\}//'
         exit 0
         ;;
     *)
-        echo "load-bench: unknown mode $mode (all, throughput, idle, syscalls, instructions, smoke, profile, budget, latency, tls, workers)" >&2
+        echo "load-bench: unknown mode $mode (all, throughput, idle, syscalls, instructions, smoke, profile, budget, latency, tls, workers, uring, versus)" >&2
         exit 2
         ;;
 esac
@@ -78,7 +94,7 @@ require() { # tool package
     fi
 }
 case "$mode" in
-    all) require strace strace; require valgrind valgrind ;;
+    all | uring) require strace strace; require valgrind valgrind ;;
     syscalls) require strace strace ;;
     instructions | budget) require valgrind valgrind ;;
     profile) require perf linux-perf ;;

@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! loadbench gen --addr 127.0.0.1:8080 --protocol jsontp --path /hello.txt -c 16 -p 1 -d 5
-//! loadbench suite throughput|idle|syscalls|instructions|all|smoke|workers [options]
+//! loadbench suite throughput|idle|syscalls|instructions|all|smoke|workers|uring|versus [options]
 //! ```
 //!
 //! `scripts/load-bench.sh` builds everything, pins this program to one CPU
@@ -23,6 +23,7 @@ mod servers;
 mod suite;
 mod tls;
 mod trace;
+mod uring;
 mod workers;
 
 use std::net::SocketAddr;
@@ -42,8 +43,9 @@ usage:
   loadbench suite MODE [--runs 3] [--seconds 5] [--warmup 1] [--bin-dir target/release]
                 [--hyper PATH] [--nginx PATH|none] [--work DIR] [--write BENCHMARKS.md]
                 [--svg FILE] [--server-cpu N|none] [--idle-max 10000] [--command TEXT]
-                [--servers nginx,jsontp,hyper,mio,floor]
-  MODE: throughput, idle, syscalls, instructions, all, smoke, profile, latency, tls, workers
+                [--servers nginx,jsontp,hyper,mio,floor,uring,jsontp-uring] [--baseline PATH]
+  MODE: throughput, idle, syscalls, instructions, all, smoke, profile, latency, tls, workers,
+        uring (the io_uring runtime beside epoll), versus (this mio hello and --baseline's)
   loadbench replot [--results target/loadbench/results.json] [--svg FILE]";
 
 fn main() -> ExitCode {
@@ -211,6 +213,7 @@ fn suite(args: &[String]) -> Result<bool, String> {
             floor: here.join("floor_server"),
             parse_count: here.join("parse_count"),
             nginx,
+            baseline: o.value(&["--baseline"]).map(PathBuf::from),
         },
         work: PathBuf::from(o.value(&["--work"]).unwrap_or("target/loadbench")),
         runs: o.parsed(&["--runs"], 3usize)?.max(1),
@@ -224,12 +227,22 @@ fn suite(args: &[String]) -> Result<bool, String> {
         svg: PathBuf::from(o.value(&["--svg"]).unwrap_or("benches/load/throughput.svg")),
         idle_max: o.parsed(&["--idle-max"], 10_000usize)?,
         only: match o.value(&["--servers"]) {
-            None => ServerKind::WITH_FLOOR.to_vec(),
+            // Modes that do not compare a server leave it out whatever
+            // this says.
+            None => ServerKind::WITH_FLOOR
+                .into_iter()
+                .chain([
+                    ServerKind::UringHello,
+                    ServerKind::JsontpServeUring,
+                    ServerKind::BaselineHello,
+                ])
+                .collect(),
             Some(list) => list
                 .split(',')
                 .map(|name| {
-                    ServerKind::from_short(name.trim())
-                        .ok_or_else(|| format!("--servers: {name:?} (nginx, jsontp, hyper, mio, floor)"))
+                    ServerKind::from_short(name.trim()).ok_or_else(|| {
+                        format!("--servers: {name:?} (nginx, jsontp, hyper, mio, floor, uring, jsontp-uring)")
+                    })
                 })
                 .collect::<Result<_, _>>()?,
         },
@@ -250,6 +263,11 @@ fn suite(args: &[String]) -> Result<bool, String> {
         if !path.exists() {
             return Err(format!("{what} is not at {} (build it first)", path.display()));
         }
+    }
+    if mode == Mode::Versus && settings.programs.baseline.is_none() {
+        return Err(
+            "mode versus compares with another build: --baseline PATH/TO/examples/hello_server".into(),
+        );
     }
     suite::run(mode, &settings).map_err(|e| e.to_string())
 }

@@ -29,6 +29,13 @@ pub enum ServerKind {
     /// `floor_server`: one `recv` and one `send` per request and no other
     /// work; not a server, the ceiling any server meets on this machine.
     Floor,
+    /// `examples/hello_server` on the io_uring runtime (mode `uring`).
+    UringHello,
+    /// `jsontp serve --runtime uring` (mode `uring`).
+    JsontpServeUring,
+    /// Another build's `examples/hello_server` on mio, given with
+    /// `--baseline` (mode `versus`).
+    BaselineHello,
 }
 
 impl ServerKind {
@@ -58,6 +65,9 @@ impl ServerKind {
             ServerKind::Hyper => "hyper hello",
             ServerKind::MioHello => "mio hello",
             ServerKind::Floor => "kernel floor",
+            ServerKind::UringHello => "uring hello",
+            ServerKind::JsontpServeUring => "jsontp serve (uring)",
+            ServerKind::BaselineHello => "baseline mio hello",
         }
     }
 
@@ -69,6 +79,9 @@ impl ServerKind {
             "hyper" => ServerKind::Hyper,
             "mio" => ServerKind::MioHello,
             "floor" => ServerKind::Floor,
+            "uring" => ServerKind::UringHello,
+            "jsontp-uring" => ServerKind::JsontpServeUring,
+            "baseline" => ServerKind::BaselineHello,
             _ => return None,
         })
     }
@@ -77,7 +90,12 @@ impl ServerKind {
     pub fn protocol(self) -> Protocol {
         match self {
             ServerKind::Nginx | ServerKind::Hyper => Protocol::Http,
-            ServerKind::JsontpServe | ServerKind::MioHello | ServerKind::Floor => Protocol::Jsontp,
+            ServerKind::JsontpServe
+            | ServerKind::MioHello
+            | ServerKind::Floor
+            | ServerKind::UringHello
+            | ServerKind::JsontpServeUring
+            | ServerKind::BaselineHello => Protocol::Jsontp,
         }
     }
 
@@ -115,12 +133,18 @@ pub struct Programs {
     pub parse_count: PathBuf,
     /// nginx, when installed.
     pub nginx: Option<PathBuf>,
+    /// Another build's `examples/hello_server`, for mode `versus`.
+    pub baseline: Option<PathBuf>,
 }
 
 impl Programs {
     /// Whether `kind` can be run here.
     pub fn has(&self, kind: ServerKind) -> bool {
-        kind != ServerKind::Nginx || self.nginx.is_some()
+        match kind {
+            ServerKind::Nginx => self.nginx.is_some(),
+            ServerKind::BaselineHello => self.baseline.is_some(),
+            _ => true,
+        }
     }
 }
 
@@ -243,7 +267,7 @@ pub fn start(
     };
     let mut connection_log = None;
     let (program, args): (PathBuf, Vec<String>) = match kind {
-        ServerKind::JsontpServe => (
+        ServerKind::JsontpServe | ServerKind::JsontpServeUring => (
             programs.jsontp.clone(),
             vec![
                 "serve".into(),
@@ -257,6 +281,12 @@ pub fn start(
             ]
             .into_iter()
             .chain(admin.iter().flat_map(|a| ["--admin".to_string(), a.to_string()]))
+            .chain(
+                (kind == ServerKind::JsontpServeUring)
+                    .then(|| ["--runtime".to_string(), "uring".to_string()])
+                    .into_iter()
+                    .flatten(),
+            )
             .chain(launch.tls.iter().flat_map(|(chain, key)| {
                 [
                     "--tls-cert".to_string(),
@@ -268,6 +298,14 @@ pub fn start(
             .collect(),
         ),
         ServerKind::MioHello => (programs.hello.clone(), vec!["mio".into(), addr.to_string()]),
+        ServerKind::UringHello => (programs.hello.clone(), vec!["uring".into(), addr.to_string()]),
+        ServerKind::BaselineHello => (
+            programs
+                .baseline
+                .clone()
+                .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "no --baseline given"))?,
+            vec!["mio".into(), addr.to_string()],
+        ),
         ServerKind::Hyper => (programs.hyper.clone(), vec![addr.to_string()]),
         ServerKind::Floor => (programs.floor.clone(), vec![addr.to_string()]),
         ServerKind::Nginx => {
@@ -358,6 +396,9 @@ fn file_stem(kind: ServerKind) -> &'static str {
         ServerKind::Hyper => "hyper-hello",
         ServerKind::MioHello => "mio-hello",
         ServerKind::Floor => "floor",
+        ServerKind::UringHello => "uring-hello",
+        ServerKind::JsontpServeUring => "jsontp-serve-uring",
+        ServerKind::BaselineHello => "baseline-hello",
     }
 }
 

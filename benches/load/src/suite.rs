@@ -43,6 +43,12 @@ pub enum Mode {
     /// Two workers of nginx and `jsontp serve` on every core, and the
     /// connections each worker took; not part of `All`.
     Workers,
+    /// The io_uring runtime beside epoll, hyper and nginx; not part of
+    /// `All`.
+    Uring,
+    /// This build's mio hello and `--baseline`'s, alternately; not part
+    /// of `All`.
+    Versus,
     /// All four.
     All,
     /// Seconds: every server starts, loads complete without errors, the
@@ -62,6 +68,8 @@ impl Mode {
             "latency" => Mode::Latency,
             "tls" => Mode::Tls,
             "workers" => Mode::Workers,
+            "uring" => Mode::Uring,
+            "versus" => Mode::Versus,
             "all" => Mode::All,
             "smoke" => Mode::Smoke,
             _ => return None,
@@ -401,6 +409,18 @@ pub fn run(mode: Mode, settings: &Settings) -> io::Result<bool> {
         sections.push(("workers", text));
     }
 
+    if mode == Mode::Uring {
+        let (text, ok) = crate::uring::uring(settings, &root, &about)?;
+        clean &= ok;
+        sections.push(("uring", text));
+    }
+
+    if mode == Mode::Versus {
+        let (text, ok) = crate::uring::versus(settings, &root, &about)?;
+        clean &= ok;
+        sections.push(("versus", text));
+    }
+
     if mode == Mode::Latency {
         let (text, ok) = latency(settings, &root, &available, &about)?;
         clean &= ok;
@@ -628,14 +648,14 @@ pub fn replot(results: &Path, svg: &Path) -> io::Result<()> {
 /// The plot's title.
 const PLOT_TITLE: &str = "jsontp load benchmark: req/s against connections";
 
-fn launch(settings: &Settings) -> Launch {
+pub(crate) fn launch(settings: &Settings) -> Launch {
     Launch {
         cpus: settings.server_cpu.map(|c| c.to_string()),
         ..Launch::default()
     }
 }
 
-fn load_for(
+pub(crate) fn load_for(
     server: &Running,
     connections: usize,
     pipeline: usize,
@@ -665,7 +685,7 @@ fn load_for(
 }
 
 /// Every load, `runs` rounds, each server started once and pinned.
-fn throughput(
+pub(crate) fn throughput(
     settings: &Settings,
     root: &Path,
     available: &[ServerKind],
@@ -725,7 +745,7 @@ fn throughput(
 /// Instructions per request: two callgrind runs of the server with
 /// `counts[0]` and `counts[1]` requests; the difference cancels start-up,
 /// connection set-up and shutdown.
-fn instructions(
+pub(crate) fn instructions(
     settings: &Settings,
     root: &Path,
     kind: ServerKind,
