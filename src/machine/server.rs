@@ -1086,12 +1086,14 @@ impl ServerConnection {
         if self.core.lifecycle() != Lifecycle::Open {
             return timers;
         }
-        let paused = !self.ready_for_message() || self.core.backlogged();
+        // Asked only where a message is under way: a quiet connection's
+        // timers, asked at every step, skip it.
+        let paused = || !self.ready_for_message() || self.core.backlogged();
         if self.core.is_streaming() {
             // D19: a streamed message, the full request of a handshake
             // too, is held to its gap and its average rate instead. While
             // reading is paused the delay is ours: no timer runs.
-            if !paused {
+            if !paused() {
                 timers.message = self.core.streamed_deadline(limits);
             }
         } else if let Some(slot) = self.awaited() {
@@ -1101,7 +1103,7 @@ impl ServerConnection {
             timers.continue_wait = deadline(slot.continue_sent, self.config.continue_timeout);
         } else if let Some(started) = self.core.message_started() {
             // While reading is paused the delay is ours: no timer runs.
-            if !paused {
+            if !paused() {
                 timers.message = deadline(Some(started), limits.message_timeout);
             }
         } else if self.is_quiet() {
