@@ -267,7 +267,7 @@ fn for_each_item<'v>(
             }
             non_empty(rest)
         }
-        Loose::Array(items) => items.iter().enumerate().try_for_each(|(i, item)| match item {
+        Loose::Array(items) => items.try_for_each(|i, item| match item {
             Ok(s) => non_empty(s),
             Err(kind) => Err(format!(
                 "header \"{name}\": element {i} is {}, not a string",

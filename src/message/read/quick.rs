@@ -21,7 +21,7 @@ use std::borrow::Cow;
 use crate::message::MessageLimits;
 use crate::message::json_text::next_to_escape;
 use crate::message::read::envelope::{Envelope, RawBody, RawHeaders, RawStatus, listed_header};
-use crate::message::read::syntax::{Loose, Number, StrOr};
+use crate::message::read::syntax::{Items, Loose, Number};
 
 /// How deep the messages this reader takes nest: the message, `headers`,
 /// an array in it.
@@ -367,7 +367,7 @@ impl<'a> Reader<'a> {
             seen |= bit;
             let value = match self.peek()? {
                 b'"' => self.loose_string()?,
-                b'[' => Loose::Array(self.strings()?),
+                b'[' => Loose::Array(Items::Plain(self.strings()?)),
                 _ => Loose::Bool(self.boolean()?),
             };
             headers.entries.push((Cow::Borrowed(name), Some(listed), value));
@@ -377,25 +377,23 @@ impl<'a> Reader<'a> {
         }
     }
 
-    /// An array of strings, each handed to `each` as it is read.
-    #[inline]
-    fn strings_with(&mut self, mut each: impl FnMut(&'a str)) -> Option<()> {
+    /// An array of strings: the text between its brackets, for the
+    /// judge to split (each string is checked here, so none holds an
+    /// escape or a quote).
+    fn strings(&mut self) -> Option<&'a str> {
         if !self.open(b'[', b']')? {
-            return Some(());
+            return Some("");
         }
+        let start = self.pos;
         loop {
-            each(self.string()?);
+            self.string()?;
+            let end = self.pos;
             if !self.more(b']')? {
-                return Some(());
+                // Both ends are ASCII quotes or brackets: character
+                // boundaries.
+                return self.text.get(start..end);
             }
         }
-    }
-
-    /// An array of strings.
-    fn strings(&mut self) -> Option<Vec<StrOr<'a>>> {
-        let mut items = Vec::new();
-        self.strings_with(|item| items.push(Ok(Cow::Borrowed(item))))?;
-        Some(items)
     }
 
     /// The `body` object: its `encoding` read by `encoding`, its
