@@ -224,13 +224,20 @@ impl<'a> Reader<'a> {
     /// is compared in place first, as compact JSON writes it (`"name":`):
     /// cheaper than looking for the closing quote and then matching the
     /// string. Anything else is read by [`key`](Self::key), which gives
-    /// the same answer. Inlined, so that each caller's names are
-    /// constants (called once, it cost about as much as `key`).
+    /// the same answer. Inlined, and the likely name chosen by a `match`,
+    /// so that each comparison is with a constant of a known length (a
+    /// few word comparisons rather than a call to `memcmp`).
     #[inline(always)]
     fn field(&mut self, names: &[&str], likely: usize) -> Option<usize> {
-        if let Some(name) = names.get(likely)
-            && self.take_quoted(name, Some(b':'))
-        {
+        macro_rules! likely_at {
+            ($($index:literal)*) => {
+                match likely {
+                    $($index => names.get($index).is_some_and(|name| self.take_quoted(name, Some(b':'))),)*
+                    _ => false,
+                }
+            };
+        }
+        if likely_at!(0 1 2 3 4 5 6) {
             return Some(likely);
         }
         let key = self.key()?;
