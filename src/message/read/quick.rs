@@ -19,6 +19,7 @@
 use std::borrow::Cow;
 
 use crate::message::MessageLimits;
+use crate::message::headers::HEADER_NAMES;
 use crate::message::json_text::next_to_escape;
 use crate::message::read::envelope::{Envelope, RawBody, RawHeaders, RawStatus, listed_header};
 use crate::message::read::syntax::{Items, Loose, Number};
@@ -365,8 +366,13 @@ impl<'a> Reader<'a> {
         }
         let mut seen = 0u16;
         loop {
-            let name = self.key()?;
-            let listed = listed_header(name)?;
+            let (name, listed) = match self.listed_name() {
+                Some(found) => found,
+                None => {
+                    let name = self.key()?;
+                    (name, listed_header(name)?)
+                }
+            };
             let bit = 1u16 << listed;
             if seen & bit != 0 {
                 return None;
@@ -382,6 +388,38 @@ impl<'a> Reader<'a> {
                 return Some(());
             }
         }
+    }
+
+    /// A listed header name written lower-case, as senders write them,
+    /// and its colon, compared in place with the names that begin with
+    /// its first letter: each a constant of a known length, where reading
+    /// the key and then matching it costs a search for its end and a call
+    /// to `memcmp`. `None` takes nothing: [`key`](Self::key) and
+    /// [`listed_header`] read it then, and give the same answer.
+    #[inline(always)]
+    fn listed_name(&mut self) -> Option<(&'a str, usize)> {
+        self.skip_whitespace();
+        let rest = &self.bytes[self.pos..];
+        if rest.first() != Some(&b'"') {
+            return None;
+        }
+        let at = |index: usize| {
+            let name: &'static str = HEADER_NAMES[index];
+            let after = rest[1..].strip_prefix(name.as_bytes())?;
+            after.starts_with(b"\":").then_some((name, index))
+        };
+        let found = match rest.get(1)? {
+            b'a' => at(2).or_else(|| at(3)).or_else(|| at(1)).or_else(|| at(4)),
+            b'c' => at(0).or_else(|| at(5)),
+            b'i' => at(6).or_else(|| at(7)).or_else(|| at(9)),
+            b'e' => at(8),
+            b'd' => at(10),
+            b'l' => at(11),
+            b's' => at(12),
+            _ => None,
+        }?;
+        self.pos += found.0.len() + 3;
+        Some(found)
     }
 
     /// An array of strings: the text between its brackets, for the
@@ -543,6 +581,33 @@ mod tests {
         ] {
             assert_ne!(text, GET);
             assert_eq!(reads(&text), None, "{text}");
+        }
+    }
+
+    #[test]
+    fn every_listed_header_name_reads_as_the_general_path_reads_it() {
+        let limits = MessageLimits::default();
+        for (index, name) in HEADER_NAMES.iter().enumerate() {
+            let other = HEADER_NAMES[(index + 1) % HEADER_NAMES.len()];
+            for written in [name.to_string(), name.to_ascii_uppercase(), format!("{name}x")] {
+                for text in [
+                    format!(r#"{{"headers":{{"{written}":true}}}}"#),
+                    format!(r#"{{"headers":{{"{written}" : "a","{other}":["b"]}}}}"#),
+                ] {
+                    assert!(agrees_with_general(text.as_bytes(), &limits), "{text}");
+                    let mut env = Envelope::default();
+                    let read = read(text.as_bytes(), 0, &limits, false, &mut env);
+                    if written.ends_with('x') {
+                        assert_eq!(read, None, "{text}");
+                        continue;
+                    }
+                    assert_eq!(read, Some(text.len()), "{text}");
+                    let Some(Ok(headers)) = &env.headers else {
+                        panic!("{text}")
+                    };
+                    assert_eq!(headers.entries[0].1, Some(index), "{text}");
+                }
+            }
         }
     }
 
