@@ -241,6 +241,15 @@ impl<'a> Reader<'a> {
         if likely_at!(0 1 2 3 4 5 6) {
             return Some(likely);
         }
+        // Written in another order: the other names, each a constant too.
+        macro_rules! any_at {
+            ($($index:literal)*) => {
+                $(if $index != likely && names.get($index).is_some_and(|name| self.take_quoted(name, Some(b':'))) {
+                    return Some($index);
+                })*
+            };
+        }
+        any_at!(0 1 2 3 4 5 6);
         let key = self.key()?;
         names.iter().position(|name| *name == key)
     }
@@ -270,8 +279,8 @@ impl<'a> Reader<'a> {
 
     /// [`loose_string`](Self::loose_string) for a field whose value is
     /// nearly always `likely` (the protocol's version, a message's type,
-    /// the `identity` encoding): compared in place first, as the field
-    /// names are.
+    /// a request's method, the `identity` encoding): compared in place
+    /// first, as the field names are.
     #[inline(always)]
     fn loose_string_likely(&mut self, likely: &'static str) -> Option<Loose<'a>> {
         if self.take_quoted(likely, None) {
@@ -336,7 +345,7 @@ impl<'a> Reader<'a> {
                 0 => Self::fill(&mut env.jsontp, self.loose_string_likely("1.0")?)?,
                 1 => Self::fill(&mut env.type_, self.loose_string_likely("request")?)?,
                 2 => Self::fill(&mut env.resource, self.loose_string()?)?,
-                3 => Self::fill(&mut env.method, self.loose_string()?)?,
+                3 => Self::fill(&mut env.method, self.loose_string_likely("GET")?)?,
                 // Filled where they stand: they are a few hundred bytes.
                 4 if env.headers.is_none() => {
                     self.headers(env.headers.insert(Ok(RawHeaders::default())).as_mut().ok()?)?;
