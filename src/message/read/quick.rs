@@ -107,6 +107,9 @@ pub(crate) fn read<'a>(
                 e.error_len().is_some(),
             ),
         };
+        // Everything the reader keeps is borrowed from `bytes` (D5's
+        // judging reads it there), so the envelope frees nothing.
+        env.borrows_only = true;
         let mut reader = Reader {
             text,
             bytes: text.as_bytes(),
@@ -618,6 +621,40 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn what_it_reads_is_borrowed_and_what_the_general_path_decodes_is_owned() {
+        let limits = MessageLimits::default();
+        let mut quick = Envelope::default();
+        assert_eq!(
+            read(GET.as_bytes(), 0, &limits, false, &mut quick),
+            Some(GET.len())
+        );
+        assert!(quick.borrows_only && quick.owns_nothing());
+        // More headers than the list holds in place: its buffer is freed.
+        let many = GET.replacen(
+            "\"headers\":{",
+            r#""headers":{"accept":"*/*","authorization":"t","expect":"100-continue","cookies":"a=1","#,
+            1,
+        );
+        let mut quick = Envelope::default();
+        assert_eq!(
+            read(many.as_bytes(), 0, &limits, false, &mut quick),
+            Some(many.len())
+        );
+        let Some(Ok(headers)) = &quick.headers else {
+            panic!("headers")
+        };
+        assert!(headers.entries.spilled() && quick.borrows_only && quick.owns_nothing());
+        drop(quick);
+        // An escape makes the general path decode a string into memory of
+        // its own: that envelope is walked and freed when dropped.
+        let escaped = GET.replacen("/hello.txt", "/hello\\u002etxt", 1);
+        let mut general = Envelope::default();
+        let mut notes = crate::message::read::syntax::Notes::default();
+        crate::message::read::syntax::parse(&escaped, &mut general, &mut notes).expect("parses");
+        assert!(!general.borrows_only && !general.owns_nothing());
     }
 
     #[test]
