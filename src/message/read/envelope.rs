@@ -14,6 +14,7 @@
 
 use std::borrow::Cow;
 use std::fmt;
+use std::mem::ManuallyDrop;
 
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
@@ -21,13 +22,25 @@ use smallvec::SmallVec;
 
 use crate::message::headers::HEADER_NAMES;
 use crate::message::read::syntax::{
-    AnySeed, Ctx, Document, KeySeed, KeySet, Kind, Loose, LooseSeed, Notes, Path, ValueSeed,
+    AnySeed, Ctx, Document, Items, KeySeed, KeySet, Kind, Loose, LooseSeed, Notes, Path, ValueSeed,
 };
 
-/// The top-level fields of a request or a response, each as it was found.
-/// `None`: the field is missing.
-#[derive(Debug, Default, PartialEq)]
+/// The top-level fields of a request or a response, each as it was found,
+/// in [`Fields`]: an envelope reads as its fields (`env.headers`).
+#[derive(Debug, Default)]
 pub(crate) struct Envelope<'a> {
+    /// Dropped only when they may own memory: see `borrows_only`.
+    fields: ManuallyDrop<Fields<'a>>,
+    /// Every string in it is borrowed from the message and no value owns
+    /// memory, as the one-pass reader (`quick.rs`) fills it: dropping it
+    /// frees the header list's buffer if it has one, and walks nothing
+    /// else.
+    pub(crate) borrows_only: bool,
+}
+
+/// The fields of an [`Envelope`]. `None`: the field is missing.
+#[derive(Debug, Default, PartialEq)]
+pub(crate) struct Fields<'a> {
     pub(crate) jsontp: Option<Loose<'a>>,
     pub(crate) type_: Option<Loose<'a>>,
     pub(crate) resource: Option<Loose<'a>>,
@@ -41,7 +54,91 @@ pub(crate) struct Envelope<'a> {
     resource_twice: bool,
 }
 
-impl Envelope<'_> {
+impl<'a> std::ops::Deref for Envelope<'a> {
+    type Target = Fields<'a>;
+
+    fn deref(&self) -> &Fields<'a> {
+        &self.fields
+    }
+}
+
+impl<'a> std::ops::DerefMut for Envelope<'a> {
+    fn deref_mut(&mut self) -> &mut Fields<'a> {
+        &mut self.fields
+    }
+}
+
+impl PartialEq for Envelope<'_> {
+    /// The message's fields; how the envelope holds them aside.
+    fn eq(&self, other: &Self) -> bool {
+        *self.fields == *other.fields
+    }
+}
+
+impl Drop for Envelope<'_> {
+    fn drop(&mut self) {
+        if self.borrows_only {
+            debug_assert!(self.owns_nothing(), "{self:?}");
+            // Nothing to free but the header list's own buffer, when it
+            // holds more headers than fit in place: the rest is left as it
+            // is.
+            if let Some(Ok(headers)) = &mut self.fields.headers
+                && headers.entries.spilled()
+            {
+                drop(std::mem::take(&mut headers.entries));
+            }
+        } else {
+            drop(std::mem::take(&mut *self.fields));
+        }
+    }
+}
+
+impl Fields<'_> {
+    /// Whether no value in it owns memory, the header list's buffer
+    /// aside: what [`Envelope::borrows_only`] promises.
+    pub(crate) fn owns_nothing(&self) -> bool {
+        fn loose(value: Option<&Loose<'_>>) -> bool {
+            match value {
+                None | Some(Loose::Null | Loose::Bool(_) | Loose::Number(_)) => true,
+                Some(Loose::Str(s)) => matches!(s, Cow::Borrowed(_)),
+                Some(Loose::Array(items)) => matches!(items, Items::Plain(_)),
+                Some(Loose::Object(_)) => false,
+            }
+        }
+        let headers = match &self.headers {
+            Some(Ok(headers)) => headers
+                .entries
+                .iter()
+                .all(|(name, _, value)| matches!(name, Cow::Borrowed(_)) && loose(Some(value))),
+            _ => true,
+        };
+        let body = match &self.body {
+            Some(Ok(body)) => {
+                loose(body.content.as_ref())
+                    && loose(body.encoding.as_ref())
+                    && body.extra.is_none()
+                    && body.null_key.is_none()
+            }
+            _ => true,
+        };
+        let status = match &self.status {
+            Some(Ok(status)) => {
+                loose(status.code.as_ref())
+                    && loose(status.formal_message.as_ref())
+                    && loose(status.human_message.as_ref())
+                    && status.unknown.is_none()
+            }
+            _ => true,
+        };
+        [&self.jsontp, &self.type_, &self.resource, &self.method]
+            .into_iter()
+            .all(|value| loose(value.as_ref()))
+            && headers
+            && body
+            && status
+            && self.unknown.is_none()
+    }
+
     /// The string to echo as `resource` (D12): the request's own string
     /// whenever it is a string, even an invalid one; `""` when it is
     /// missing, not a string, or written twice.
@@ -443,11 +540,11 @@ mod tests {
     #[test]
     fn d9_body_keys_null_as_the_value_but_not_inside_it() {
         let (env, note) = read(r#"{"body":{"meta":{"a":null},"list":[null],"gone":null}}"#);
-        let Some(Ok(body)) = env.body else {
+        let Some(Ok(body)) = &env.body else {
             panic!("a body")
         };
         assert_eq!(note, None);
-        let extra = body.extra.expect("other keys");
+        let extra = body.extra.as_ref().expect("other keys");
         assert_eq!(extra["meta"], serde_json::json!({"a": null}));
         assert_eq!(extra["list"], serde_json::json!([null]));
         assert_eq!(body.null_key.as_deref(), Some("gone"));

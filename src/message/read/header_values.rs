@@ -7,6 +7,8 @@
 use std::collections::HashSet;
 use std::str::FromStr;
 
+use smallvec::SmallVec;
+
 use crate::message::headers::weight::split_weight;
 use crate::message::headers::weight::trim_ows;
 use crate::message::headers::{EncodingList, HeaderName};
@@ -72,10 +74,18 @@ pub(crate) fn request_header<'a>(
     refuse_null(name, value)?;
     match name {
         HeaderName::ContentType => headers.content_type = Some(parse_string(name, value)?),
-        HeaderName::Accept => weighted_list(name, value, &mut headers.accept, |item| item.parse())?,
+        HeaderName::Accept => {
+            weighted_list(name, value, &mut headers.accept, |item| item.parse(), Vec::push)?;
+        }
         HeaderName::AcceptEncoding => known_encodings(name, value, &mut headers.accept_encoding)?,
         HeaderName::AcceptLanguage => {
-            weighted_list(name, value, &mut headers.accept_language, |item| item.parse())?;
+            weighted_list(
+                name,
+                value,
+                &mut headers.accept_language,
+                |item| item.parse(),
+                SmallVec::push,
+            )?;
         }
         HeaderName::Authorization => headers.authorization = Some(string(name, value)?.to_owned()),
         HeaderName::Cookies => headers.cookies = Some(cookies(name, value, true)?),
@@ -267,7 +277,7 @@ fn for_each_item<'v>(
             }
             non_empty(rest)
         }
-        Loose::Array(items) => items.iter().enumerate().try_for_each(|(i, item)| match item {
+        Loose::Array(items) => items.try_for_each(|i, item| match item {
             Ok(s) => non_empty(s),
             Err(kind) => Err(format!(
                 "header \"{name}\": element {i} is {}, not a string",
@@ -282,16 +292,17 @@ fn for_each_item<'v>(
 }
 
 /// `accept` or `accept-language`, into `slot`: every entry parsed with its
-/// weight; `None` when there is none (D8).
-fn weighted_list<T, C: Default + Extend<T> + AsRef<[T]>>(
+/// weight and added by `push`; `None` when there is none (D8).
+fn weighted_list<T, C: Default + AsRef<[T]>>(
     name: HeaderName,
     value: &Loose<'_>,
     slot: &mut Option<C>,
     parse: impl Fn(&str) -> Result<T, ValueError>,
+    push: impl Fn(&mut C, T),
 ) -> Result<(), String> {
     let parsed = slot.insert(C::default());
     for_each_item(name, value, |item| {
-        parsed.extend(Some(parse(item).map_err(|e| refusal(name, item, &e))?));
+        push(parsed, parse(item).map_err(|e| refusal(name, item, &e))?);
         Ok(())
     })?;
     if parsed.as_ref().is_empty() {

@@ -87,11 +87,13 @@ pub fn parse_request(
     context: RequestContext,
     limits: &MessageLimits,
 ) -> Result<Request, Rejection> {
-    if bytes.len() <= limits.max_message_bytes
-        && let Some((end, parsed)) = parse_request_quick(bytes, context, limits, false)
-        && only_whitespace(&bytes[end..])
-    {
-        return parsed;
+    if bytes.len() <= limits.max_message_bytes {
+        let mut env = Envelope::default();
+        if let Some(end) = quick::read(bytes, leading_whitespace(bytes), limits, false, &mut env)
+            && only_whitespace(&bytes[end..])
+        {
+            return validate_request(&env, context, limits);
+        }
     }
     let frame = frame_whole(bytes, limits)?;
     parse_request_framed(&bytes[frame.range()], &frame, context, limits)
@@ -110,9 +112,15 @@ pub(crate) fn parse_request_quick<R: From<Request>>(
     limits: &MessageLimits,
     streams_content: bool,
 ) -> Option<(usize, Result<R, Rejection>)> {
-    read_quick(bytes, limits, streams_content, |env| {
-        validate_request(env, context, limits)
-    })
+    let mut env = Envelope::default();
+    let end = quick::read(
+        bytes,
+        leading_whitespace(bytes),
+        limits,
+        streams_content,
+        &mut env,
+    )?;
+    Some((end, validate_request(&env, context, limits)))
 }
 
 /// The one-pass reader, then `validate` on what it read, the refusal
@@ -150,7 +158,6 @@ pub(crate) fn parse_request_framed<R: From<Request>>(
     let mut env = Envelope::default();
     read(bytes, frame, limits, &mut env)?;
     validate_request(&env, context, limits)
-        .map_err(|(kind, message)| Rejection::of(kind, message, env.resource_echo()))
 }
 
 /// The encoding a framed message's `body.encoding` names, if the message
@@ -530,8 +537,22 @@ pub(super) fn decode_content(
     }
 }
 
+/// Levels 2 to 4 of a request read into `env`, the refusal echoing its
+/// resource.
 #[inline]
 fn validate_request<R: From<Request>>(
+    env: &Envelope<'_>,
+    context: RequestContext,
+    limits: &MessageLimits,
+) -> Result<R, Rejection> {
+    match judge_request(env, context, limits) {
+        Ok(request) => Ok(request),
+        Err((kind, message)) => Err(Rejection::of(kind, message, env.resource_echo())),
+    }
+}
+
+#[inline(always)]
+fn judge_request<R: From<Request>>(
     env: &Envelope<'_>,
     context: RequestContext,
     limits: &MessageLimits,

@@ -19,9 +19,10 @@
 use std::borrow::Cow;
 
 use crate::message::MessageLimits;
+use crate::message::headers::HEADER_NAMES;
 use crate::message::json_text::next_to_escape;
 use crate::message::read::envelope::{Envelope, RawBody, RawHeaders, RawStatus, listed_header};
-use crate::message::read::syntax::{Loose, Number, StrOr};
+use crate::message::read::syntax::{Items, Loose, Number};
 
 /// How deep the messages this reader takes nest: the message, `headers`,
 /// an array in it.
@@ -106,6 +107,9 @@ pub(crate) fn read<'a>(
                 e.error_len().is_some(),
             ),
         };
+        // Everything the reader keeps is borrowed from `bytes` (D5's
+        // judging reads it there), so the envelope frees nothing.
+        env.borrows_only = true;
         let mut reader = Reader {
             text,
             bytes: text.as_bytes(),
@@ -224,15 +228,31 @@ impl<'a> Reader<'a> {
     /// is compared in place first, as compact JSON writes it (`"name":`):
     /// cheaper than looking for the closing quote and then matching the
     /// string. Anything else is read by [`key`](Self::key), which gives
-    /// the same answer. Inlined, so that each caller's names are
-    /// constants (called once, it cost about as much as `key`).
+    /// the same answer. Inlined, and the likely name chosen by a `match`,
+    /// so that each comparison is with a constant of a known length (a
+    /// few word comparisons rather than a call to `memcmp`).
     #[inline(always)]
     fn field(&mut self, names: &[&str], likely: usize) -> Option<usize> {
-        if let Some(name) = names.get(likely)
-            && self.take_quoted(name, Some(b':'))
-        {
+        macro_rules! likely_at {
+            ($($index:literal)*) => {
+                match likely {
+                    $($index => names.get($index).is_some_and(|name| self.take_quoted(name, Some(b':'))),)*
+                    _ => false,
+                }
+            };
+        }
+        if likely_at!(0 1 2 3 4 5 6) {
             return Some(likely);
         }
+        // Written in another order: the other names, each a constant too.
+        macro_rules! any_at {
+            ($($index:literal)*) => {
+                $(if $index != likely && names.get($index).is_some_and(|name| self.take_quoted(name, Some(b':'))) {
+                    return Some($index);
+                })*
+            };
+        }
+        any_at!(0 1 2 3 4 5 6);
         let key = self.key()?;
         names.iter().position(|name| *name == key)
     }
@@ -262,8 +282,8 @@ impl<'a> Reader<'a> {
 
     /// [`loose_string`](Self::loose_string) for a field whose value is
     /// nearly always `likely` (the protocol's version, a message's type,
-    /// the `identity` encoding): compared in place first, as the field
-    /// names are.
+    /// a request's method, the `identity` encoding): compared in place
+    /// first, as the field names are.
     #[inline(always)]
     fn loose_string_likely(&mut self, likely: &'static str) -> Option<Loose<'a>> {
         if self.take_quoted(likely, None) {
@@ -328,7 +348,7 @@ impl<'a> Reader<'a> {
                 0 => Self::fill(&mut env.jsontp, self.loose_string_likely("1.0")?)?,
                 1 => Self::fill(&mut env.type_, self.loose_string_likely("request")?)?,
                 2 => Self::fill(&mut env.resource, self.loose_string()?)?,
-                3 => Self::fill(&mut env.method, self.loose_string()?)?,
+                3 => Self::fill(&mut env.method, self.loose_string_likely("GET")?)?,
                 // Filled where they stand: they are a few hundred bytes.
                 4 if env.headers.is_none() => {
                     self.headers(env.headers.insert(Ok(RawHeaders::default())).as_mut().ok()?)?;
@@ -358,8 +378,13 @@ impl<'a> Reader<'a> {
         }
         let mut seen = 0u16;
         loop {
-            let name = self.key()?;
-            let listed = listed_header(name)?;
+            let (name, listed) = match self.listed_name() {
+                Some(found) => found,
+                None => {
+                    let name = self.key()?;
+                    (name, listed_header(name)?)
+                }
+            };
             let bit = 1u16 << listed;
             if seen & bit != 0 {
                 return None;
@@ -367,7 +392,7 @@ impl<'a> Reader<'a> {
             seen |= bit;
             let value = match self.peek()? {
                 b'"' => self.loose_string()?,
-                b'[' => Loose::Array(self.strings()?),
+                b'[' => Loose::Array(Items::Plain(self.strings()?)),
                 _ => Loose::Bool(self.boolean()?),
             };
             headers.entries.push((Cow::Borrowed(name), Some(listed), value));
@@ -377,25 +402,55 @@ impl<'a> Reader<'a> {
         }
     }
 
-    /// An array of strings, each handed to `each` as it is read.
-    #[inline]
-    fn strings_with(&mut self, mut each: impl FnMut(&'a str)) -> Option<()> {
-        if !self.open(b'[', b']')? {
-            return Some(());
+    /// A listed header name written lower-case, as senders write them,
+    /// and its colon, compared in place with the names that begin with
+    /// its first letter: each a constant of a known length, where reading
+    /// the key and then matching it costs a search for its end and a call
+    /// to `memcmp`. `None` takes nothing: [`key`](Self::key) and
+    /// [`listed_header`] read it then, and give the same answer.
+    #[inline(always)]
+    fn listed_name(&mut self) -> Option<(&'a str, usize)> {
+        self.skip_whitespace();
+        let rest = &self.bytes[self.pos..];
+        if rest.first() != Some(&b'"') {
+            return None;
         }
-        loop {
-            each(self.string()?);
-            if !self.more(b']')? {
-                return Some(());
-            }
-        }
+        let at = |index: usize| {
+            let name: &'static str = HEADER_NAMES[index];
+            let after = rest[1..].strip_prefix(name.as_bytes())?;
+            after.starts_with(b"\":").then_some((name, index))
+        };
+        let found = match rest.get(1)? {
+            b'a' => at(2).or_else(|| at(3)).or_else(|| at(1)).or_else(|| at(4)),
+            b'c' => at(0).or_else(|| at(5)),
+            b'i' => at(6).or_else(|| at(7)).or_else(|| at(9)),
+            b'e' => at(8),
+            b'd' => at(10),
+            b'l' => at(11),
+            b's' => at(12),
+            _ => None,
+        }?;
+        self.pos += found.0.len() + 3;
+        Some(found)
     }
 
-    /// An array of strings.
-    fn strings(&mut self) -> Option<Vec<StrOr<'a>>> {
-        let mut items = Vec::new();
-        self.strings_with(|item| items.push(Ok(Cow::Borrowed(item))))?;
-        Some(items)
+    /// An array of strings: the text between its brackets, for the
+    /// judge to split (each string is checked here, so none holds an
+    /// escape or a quote).
+    fn strings(&mut self) -> Option<&'a str> {
+        if !self.open(b'[', b']')? {
+            return Some("");
+        }
+        let start = self.pos;
+        loop {
+            self.string()?;
+            let end = self.pos;
+            if !self.more(b']')? {
+                // Both ends are ASCII quotes or brackets: character
+                // boundaries.
+                return self.text.get(start..end);
+            }
+        }
     }
 
     /// The `body` object: its `encoding` read by `encoding`, its
@@ -419,6 +474,8 @@ impl<'a> Reader<'a> {
             match field {
                 0 => encoding(self)?,
                 _ if streams_content => content(self.empty_string()?)?,
+                // A request without content (nearly every GET) writes `""`.
+                _ if self.take_quoted("", None) => content("")?,
                 _ => content(self.string()?)?,
             }
             if !self.more(b'}')? {
@@ -539,6 +596,67 @@ mod tests {
             assert_ne!(text, GET);
             assert_eq!(reads(&text), None, "{text}");
         }
+    }
+
+    #[test]
+    fn every_listed_header_name_reads_as_the_general_path_reads_it() {
+        let limits = MessageLimits::default();
+        for (index, name) in HEADER_NAMES.iter().enumerate() {
+            let other = HEADER_NAMES[(index + 1) % HEADER_NAMES.len()];
+            for written in [name.to_string(), name.to_ascii_uppercase(), format!("{name}x")] {
+                for text in [
+                    format!(r#"{{"headers":{{"{written}":true}}}}"#),
+                    format!(r#"{{"headers":{{"{written}" : "a","{other}":["b"]}}}}"#),
+                ] {
+                    assert!(agrees_with_general(text.as_bytes(), &limits), "{text}");
+                    let mut env = Envelope::default();
+                    let read = read(text.as_bytes(), 0, &limits, false, &mut env);
+                    if written.ends_with('x') {
+                        assert_eq!(read, None, "{text}");
+                        continue;
+                    }
+                    assert_eq!(read, Some(text.len()), "{text}");
+                    let Some(Ok(headers)) = &env.headers else {
+                        panic!("{text}")
+                    };
+                    assert_eq!(headers.entries[0].1, Some(index), "{text}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn what_it_reads_is_borrowed_and_what_the_general_path_decodes_is_owned() {
+        let limits = MessageLimits::default();
+        let mut quick = Envelope::default();
+        assert_eq!(
+            read(GET.as_bytes(), 0, &limits, false, &mut quick),
+            Some(GET.len())
+        );
+        assert!(quick.borrows_only && quick.owns_nothing());
+        // More headers than the list holds in place: its buffer is freed.
+        let many = GET.replacen(
+            "\"headers\":{",
+            r#""headers":{"accept":"*/*","authorization":"t","expect":"100-continue","cookies":"a=1","#,
+            1,
+        );
+        let mut quick = Envelope::default();
+        assert_eq!(
+            read(many.as_bytes(), 0, &limits, false, &mut quick),
+            Some(many.len())
+        );
+        let Some(Ok(headers)) = &quick.headers else {
+            panic!("headers")
+        };
+        assert!(headers.entries.spilled() && quick.borrows_only && quick.owns_nothing());
+        drop(quick);
+        // An escape makes the general path decode a string into memory of
+        // its own: that envelope is walked and freed when dropped.
+        let escaped = GET.replacen("/hello.txt", "/hello\\u002etxt", 1);
+        let mut general = Envelope::default();
+        let mut notes = crate::message::read::syntax::Notes::default();
+        crate::message::read::syntax::parse(&escaped, &mut general, &mut notes).expect("parses");
+        assert!(!general.borrows_only && !general.owns_nothing());
     }
 
     #[test]

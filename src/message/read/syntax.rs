@@ -76,9 +76,74 @@ pub(crate) enum Loose<'a> {
     Number(Number),
     Str(Cow<'a, str>),
     /// Each element, `Err` with its kind when it was not a string.
-    Array(Vec<StrOr<'a>>),
+    Array(Items<'a>),
     /// Each entry in order, the value `Err` when it was not a string.
     Object(Vec<(Cow<'a, str>, StrOr<'a>)>),
+}
+
+/// The elements of an array value.
+#[derive(Debug, Clone)]
+pub(crate) enum Items<'a> {
+    /// Each element as the text reader read it.
+    Read(Vec<StrOr<'a>>),
+    /// The text between the brackets of an array whose elements are all
+    /// strings without escapes, as the one-pass reader (`quick.rs`) took
+    /// it: each element is the text between two quotes, found when the
+    /// array is walked, so taking the array allocates nothing.
+    Plain(&'a str),
+}
+
+impl<'a> Items<'a> {
+    /// Calls `each` on every element in order, with its index: the
+    /// string, or the kind of the value that stood there; stops at the
+    /// first error.
+    #[inline]
+    pub(crate) fn try_for_each<'s, E>(
+        &'s self,
+        mut each: impl FnMut(usize, Result<&'s str, Kind>) -> Result<(), E>,
+    ) -> Result<(), E> {
+        match self {
+            Items::Read(items) => items
+                .iter()
+                .enumerate()
+                .try_for_each(|(i, item)| each(i, item.as_deref().map_err(|kind| *kind))),
+            Items::Plain(text) => {
+                // Quotes only open and close elements: none has an escape.
+                let quote = |from: usize| {
+                    let rest = text.as_bytes().get(from..)?;
+                    rest.iter().position(|&b| b == b'"').map(|at| from + at)
+                };
+                let mut from = 0;
+                let mut index = 0;
+                while let Some(open) = quote(from) {
+                    let end = quote(open + 1).unwrap_or(text.len());
+                    // Both ends are ASCII quotes: character boundaries.
+                    each(index, Ok(text.get(open + 1..end).unwrap_or_default()))?;
+                    index += 1;
+                    from = end + 1;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// The elements in order, as [`try_for_each`](Self::try_for_each)
+    /// hands them over.
+    fn to_vec(&self) -> Vec<Result<&str, Kind>> {
+        let mut all = Vec::new();
+        let _ = self.try_for_each(|_, item| {
+            all.push(item);
+            Ok::<(), ()>(())
+        });
+        all
+    }
+}
+
+impl PartialEq for Items<'_> {
+    /// Element by element, however each side holds them.
+    fn eq(&self, other: &Self) -> bool {
+        self.to_vec() == other.to_vec()
+    }
 }
 
 /// A JSON value as the header reader sees it: the insides kept where a
@@ -108,7 +173,7 @@ pub(crate) fn loose_of(value: &serde_json::Value) -> Loose<'_> {
             _ => Number::Float(n.as_f64().unwrap_or(f64::NAN)),
         }),
         Value::String(s) => Loose::Str(Cow::Borrowed(s)),
-        Value::Array(items) => Loose::Array(items.iter().map(|v| string(v, kind)).collect()),
+        Value::Array(items) => Loose::Array(Items::Read(items.iter().map(|v| string(v, kind)).collect())),
         Value::Object(map) => Loose::Object(
             map.iter()
                 .map(|(k, v)| (Cow::Borrowed(k.as_str()), string(v, kind)))
@@ -488,7 +553,7 @@ impl<'de> Visitor<'de> for LooseSeed<'_> {
                 ctx: self.ctx.at(&path),
             })? {
                 Some(item) => items.push(item),
-                None => return Ok(Loose::Array(items)),
+                None => return Ok(Loose::Array(Items::Read(items))),
             }
         }
     }
@@ -600,6 +665,20 @@ pub(crate) fn parse<'de, T: Document<'de>>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn plain_items_are_the_strings_between_quotes() {
+        let read = Items::Read(vec![Ok("gzip".into()), Ok("".into()), Ok("a b".into())]);
+        for text in [r#""gzip","","a b""#, " \"gzip\" ,\n\"\",\t\"a b\" "] {
+            let plain = Items::Plain(text);
+            assert_eq!(plain.to_vec(), vec![Ok("gzip"), Ok(""), Ok("a b")], "{text:?}");
+            assert_eq!(plain, read);
+        }
+        assert!(Items::Plain("").to_vec().is_empty());
+        assert_ne!(Items::Plain(r#""gzip""#), read);
+        let mixed = Items::Read(vec![Ok("a".into()), Err(Kind::Number)]);
+        assert_eq!(mixed.to_vec(), vec![Ok("a"), Err(Kind::Number)]);
+    }
 
     /// A document that is any JSON value, read for its notes.
     #[derive(Default)]
