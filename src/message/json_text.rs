@@ -14,8 +14,6 @@
 //! short run, no branch per byte. Fewer than sixteen bytes (a key, a
 //! header value, a tail) are searched a word at a time.
 
-use std::mem::MaybeUninit;
-
 use crate::message::words;
 
 /// Appends `s`, escaped, to `out` (without the surrounding quotes).
@@ -33,60 +31,40 @@ const STEP_ROOM: usize = CHUNK + 8;
 /// [`escape`] for bytes the caller knows to be UTF-8: every byte that is
 /// not escaped is copied as it is, so UTF-8 in is UTF-8 out.
 pub(crate) fn escape_utf8(bytes: &[u8], out: &mut Vec<u8>) {
-    let mut from = 0;
-    while bytes.len() - from >= CHUNK {
-        let rest = bytes.len() - from;
-        // The rest written plainly, an eighth more for its escapes, and
-        // the room a step writes past its end; more if escapes are denser.
-        out.reserve(rest + rest / 8 + STEP_ROOM);
-        let start = out.len();
-        let (taken, written) = escape_chunks(&bytes[from..], out.spare_capacity_mut());
-        // SAFETY: `escape_chunks` initialised the first `written` bytes
-        // of the spare capacity, which lie within it.
-        #[allow(unsafe_code)]
-        unsafe {
-            out.set_len(start + written)
-        };
-        from += taken;
+    let mut rest = bytes;
+    while rest.len() >= CHUNK {
+        // Room for the rest written plainly, an eighth more for its
+        // escapes, and what a step writes past its end; more, later, if
+        // escapes are denser.
+        out.reserve(rest.len() + rest.len() / 8 + STEP_ROOM);
+        rest = escape_chunks(rest, out);
     }
-    escape_short(&bytes[from..], out);
+    escape_short(rest, out);
 }
 
-/// Escapes `bytes` sixteen at a time into `room`, until fewer than
-/// sixteen are left or the room is short of [`STEP_ROOM`]: (bytes taken,
-/// bytes written). Every byte of `room[..written]` is written; bytes
-/// after it may be too, and mean nothing.
-fn escape_chunks(bytes: &[u8], room: &mut [MaybeUninit<u8>]) -> (usize, usize) {
-    let (mut taken, mut written) = (0, 0);
-    while let (Some(chunk), Some(step)) = (
-        bytes.get(taken..taken + CHUNK),
-        room.get_mut(written..written + STEP_ROOM),
-    ) {
-        let chunk: &[u8; CHUNK] = chunk.try_into().expect("a chunk is sixteen bytes");
+/// Escapes `bytes` sixteen at a time onto `out`, until fewer than sixteen
+/// are left or `out`'s spare room is short of [`STEP_ROOM`] (so that no
+/// step grows it): what is left of `bytes`.
+fn escape_chunks<'a>(mut bytes: &'a [u8], out: &mut Vec<u8>) -> &'a [u8] {
+    while out.capacity() - out.len() >= STEP_ROOM
+        && let Some((chunk, _)) = bytes.split_first_chunk::<CHUNK>()
+    {
         // The whole chunk first: its plain front stays, and whatever
         // follows an escape is read and written again after it.
-        write(&mut step[..CHUNK], chunk);
+        let start = out.len();
+        out.extend_from_slice(chunk);
         let plain = first_to_escape(chunk);
-        taken += plain;
-        written += plain;
         let Some(&byte) = chunk.get(plain) else {
+            bytes = &bytes[CHUNK..];
             continue;
         };
         let escaped = &ESCAPED[usize::from(byte & 0x7f)];
-        write(&mut step[plain..plain + 8], escaped);
-        written += usize::from(escaped[7]);
-        taken += 1;
+        out.truncate(start + plain);
+        out.extend_from_slice(escaped);
+        out.truncate(start + plain + usize::from(escaped[7]));
+        bytes = &bytes[plain + 1..];
     }
-    (taken, written)
-}
-
-/// Copies `from` into `to`, of the same length. Element by element, which
-/// the compiler turns into one move for a fixed length.
-#[inline]
-fn write(to: &mut [MaybeUninit<u8>], from: &[u8]) {
-    for (to, &from) in to.iter_mut().zip(from) {
-        *to = MaybeUninit::new(from);
-    }
+    bytes
 }
 
 /// How each byte a JSON string must escape is written, as [`escape_short`]
