@@ -6,13 +6,12 @@
 //!
 //! Whole messages and streamed content (D19) both go through here, so a
 //! large text's transfer runs at this pass's speed. Text is mostly plain,
-//! with an escape every line or so: the search for the next byte to
-//! escape reads sixteen bytes at a time (SSE2 on x86-64, two machine words
-//! elsewhere), and each sixteen go to the output whole before the search
-//! has looked at them. The output then moves on by the plain bytes at
-//! their front, and an escape is written over the rest: no call to copy a
-//! short run, no branch per byte. Fewer than sixteen bytes (a key, a
-//! header value, a tail) are searched a word at a time.
+//! with an escape every line or so: sixteen bytes at a time are compared
+//! with every byte to escape at once (SSE2 on x86-64, byte by byte
+//! elsewhere), each sixteen go to the output whole, and each escape is
+//! written over what follows it there: no call to copy a short run, no
+//! branch per byte. Fewer than thirty-two bytes (a key, a header value, a
+//! tail) are searched a word at a time.
 
 use crate::message::words;
 
@@ -24,47 +23,66 @@ pub(crate) fn escape(s: &str, out: &mut Vec<u8>) {
 /// How many bytes the search reads at a time.
 const CHUNK: usize = 16;
 
-/// The room one step of [`escape_chunks`] writes into: a chunk, and after
-/// at most fifteen plain bytes of it, an escape written as eight bytes.
-const STEP_ROOM: usize = CHUNK + 8;
+/// The most one chunk's escaping writes past where it starts: each of its
+/// sixteen bytes escaped in six, and the sixteen bytes written after the
+/// last escape.
+const CHUNK_ROOM: usize = CHUNK * 6 + CHUNK;
 
 /// [`escape`] for bytes the caller knows to be UTF-8: every byte that is
 /// not escaped is copied as it is, so UTF-8 in is UTF-8 out.
 pub(crate) fn escape_utf8(bytes: &[u8], out: &mut Vec<u8>) {
     let mut rest = bytes;
-    while rest.len() >= CHUNK {
+    while rest.len() >= 2 * CHUNK {
         // Room for the rest written plainly, an eighth more for its
-        // escapes, and what a step writes past its end; more, later, if
-        // escapes are denser.
-        out.reserve(rest.len() + rest.len() / 8 + STEP_ROOM);
+        // escapes, and the most a chunk writes; more, later, if escapes
+        // are denser.
+        out.reserve(rest.len() + rest.len() / 8 + CHUNK_ROOM);
         rest = escape_chunks(rest, out);
     }
     escape_short(rest, out);
 }
 
-/// Escapes `bytes` sixteen at a time onto `out`, until fewer than sixteen
-/// are left or `out`'s spare room is short of [`STEP_ROOM`] (so that no
-/// step grows it): what is left of `bytes`.
-fn escape_chunks<'a>(mut bytes: &'a [u8], out: &mut Vec<u8>) -> &'a [u8] {
-    while out.capacity() - out.len() >= STEP_ROOM
-        && let Some((chunk, _)) = bytes.split_first_chunk::<CHUNK>()
+/// Escapes `bytes` sixteen at a time onto `out`, while thirty-two are left
+/// (what follows an escape is written from the bytes themselves, sixteen
+/// at once, which may reach into the next chunk) and `out`'s spare room
+/// holds [`CHUNK_ROOM`] (so that no chunk grows it): what is left of
+/// `bytes`.
+///
+/// Each chunk is read at a fixed place, and its flags say where all its
+/// escapes are: no read waits for the last chunk's escapes to be found.
+/// The chunk goes to `out` whole; at each escape, `out` is cut back to
+/// the plain bytes before it, the escape written, and the sixteen bytes
+/// after it written again; at the end `out` is cut back to the chunk's
+/// own bytes.
+fn escape_chunks<'a>(bytes: &'a [u8], out: &mut Vec<u8>) -> &'a [u8] {
+    let mut at = 0;
+    while out.capacity() - out.len() >= CHUNK_ROOM
+        && let Some(ahead) = bytes.get(at..at + 2 * CHUNK)
     {
-        // The whole chunk first: its plain front stays, and whatever
-        // follows an escape is read and written again after it.
-        let start = out.len();
+        let (chunk, _) = ahead.split_first_chunk::<CHUNK>().expect("thirty-two bytes");
+        at += CHUNK;
         out.extend_from_slice(chunk);
-        let plain = first_to_escape(chunk);
-        let Some(&byte) = chunk.get(plain) else {
-            bytes = &bytes[CHUNK..];
+        let mut flags = flags(chunk);
+        if flags == 0 {
             continue;
-        };
-        let escaped = &ESCAPED[usize::from(byte & 0x7f)];
-        out.truncate(start + plain);
-        out.extend_from_slice(escaped);
-        out.truncate(start + plain + usize::from(escaped[7]));
-        bytes = &bytes[plain + 1..];
+        }
+        // Where the chunk's bytes from `from` on stand in `out`.
+        let mut from = 0;
+        let mut written_at = out.len() - CHUNK;
+        while flags != 0 {
+            let escape_at = flags.trailing_zeros() as usize;
+            flags &= flags - 1;
+            let escaped = &ESCAPED[usize::from(chunk[escape_at] & 0x7f)];
+            out.truncate(written_at + (escape_at - from));
+            out.extend_from_slice(escaped);
+            out.truncate(out.len() - escaped.len() + usize::from(escaped[7]));
+            from = escape_at + 1;
+            written_at = out.len();
+            out.extend_from_slice(&ahead[from..from + CHUNK]);
+        }
+        out.truncate(written_at + (CHUNK - from));
     }
-    bytes
+    &bytes[at..]
 }
 
 /// How each byte a JSON string must escape is written, as [`escape_short`]
@@ -88,25 +106,25 @@ const ESCAPED: [[u8; 8]; 0x80] = {
     table
 };
 
-/// Where the first byte of `chunk` to escape stands, or `16`.
+/// A bit for each byte of `chunk` a JSON string must escape, the first
+/// byte's lowest.
 #[inline]
-fn first_to_escape(chunk: &[u8; CHUNK]) -> usize {
+fn flags(chunk: &[u8; CHUNK]) -> u32 {
     #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
     {
         // SAFETY: the build targets SSE2 (every x86-64 processor has it),
         // the one feature `flags_sse2` asks for.
         #[allow(unsafe_code)]
-        let flags = unsafe { flags_sse2(chunk) };
-        // A bit above the chunk's sixteen stops the count at 16.
-        (flags | 1 << CHUNK).trailing_zeros() as usize
+        unsafe {
+            flags_sse2(chunk)
+        }
     }
     #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
-    first_to_escape_in_words(chunk)
+    flags_bytewise(chunk)
 }
 
-/// A bit for each byte of `chunk` a JSON string must escape, the first
-/// byte's lowest: one comparison of all sixteen with each of `"`, `\` and
-/// "at most 0x1f" (SSE2 compares bytes as signed, so that one is an
+/// [`flags`] in one comparison of all sixteen bytes with each of `"`, `\`
+/// and "at most 0x1f" (SSE2 compares bytes as signed, so that one is an
 /// unsigned minimum that leaves a control byte as it was).
 #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
 #[target_feature(enable = "sse2")]
@@ -127,20 +145,19 @@ fn flags_sse2(chunk: &[u8; CHUNK]) -> u32 {
     _mm_movemask_epi8(_mm_or_si128(control, _mm_or_si128(quote, backslash))) as u32
 }
 
-/// [`first_to_escape`] with no vector instructions: two words.
+/// [`flags`] with no vector instructions, byte by byte (which compilers
+/// vectorise where they can).
 #[cfg(any(test, not(all(target_arch = "x86_64", target_feature = "sse2"))))]
-fn first_to_escape_in_words(chunk: &[u8; CHUNK]) -> usize {
-    let (at, found) = words::first_flagged(chunk, 0, flags);
-    if found != 0 {
-        at + words::lowest(found)
-    } else {
-        CHUNK
-    }
+fn flags_bytewise(chunk: &[u8; CHUNK]) -> u32 {
+    chunk
+        .iter()
+        .enumerate()
+        .fold(0, |flags, (at, &b)| flags | u32::from(must_escape(b)) << at)
 }
 
 /// Flags the bytes of `word` a JSON string must escape. Only the lowest
 /// flag is sure to be one (see [`words`]).
-fn flags(word: u64) -> u64 {
+fn word_flags(word: u64) -> u64 {
     words::below(word, 0x20) | words::equal(word, b'"') | words::equal(word, b'\\')
 }
 
@@ -167,7 +184,7 @@ fn must_escape(b: u8) -> bool {
 
 /// Where the first byte to escape at or after `from` stands, or the end.
 pub(crate) fn next_to_escape(bytes: &[u8], from: usize) -> usize {
-    let (mut at, found) = words::first_flagged(bytes, from, flags);
+    let (mut at, found) = words::first_flagged(bytes, from, word_flags);
     if found != 0 {
         return at + words::lowest(found);
     }
@@ -312,22 +329,16 @@ mod tests {
     }
 
     #[test]
-    fn the_vector_search_finds_what_the_word_search_finds() {
+    fn the_vector_search_flags_what_the_byte_search_flags() {
         for b in 0..=u8::MAX {
-            for at in 0..=CHUNK {
+            for at in 0..CHUNK {
                 let mut chunk = [b'a'; CHUNK];
-                if let Some(byte) = chunk.get_mut(at) {
-                    *byte = b;
-                }
-                // A second byte to escape after it is not found first.
+                chunk[at] = b;
+                // A second byte to escape, after it.
                 if at + 3 < CHUNK {
                     chunk[at + 3] = b'"';
                 }
-                assert_eq!(
-                    first_to_escape(&chunk),
-                    first_to_escape_in_words(&chunk),
-                    "{b:#04x} at {at}"
-                );
+                assert_eq!(flags(&chunk), flags_bytewise(&chunk), "{b:#04x} at {at}");
             }
         }
     }
