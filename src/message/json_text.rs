@@ -281,7 +281,7 @@ mod tests {
         // the only one to escape.
         let plain: Vec<u8> = "plain é text → ".bytes().cycle().take(100 + 16).collect();
         // Aligned every way: the text starts at each offset of a buffer.
-        let mut buffer = vec![0u8; 100 + 16];
+        let mut buffer = [0u8; 100 + 16];
         let mut out = Vec::new();
         for b in 0..=u8::MAX {
             for len in 0..100 {
@@ -306,7 +306,7 @@ mod tests {
         // escapes, of each kind, that starts at each place of a chunk:
         // escapes on both sides of a chunk's end, and one after another.
         let pieces: [&[u8]; 4] = [b"\"", b"\\", b"\n", b"\x01"];
-        let mut buffer = vec![b'x'; 100 + 16];
+        let mut buffer = [b'x'; 100 + 16];
         let mut out = Vec::new();
         for align in 0..16 {
             for len in 0..100 {

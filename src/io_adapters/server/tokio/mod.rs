@@ -503,6 +503,11 @@ enum Turn {
     Asked,
 }
 
+/// What a connection asks of its stream's concrete type, for
+/// [`PolledIo`]: what the peer acknowledged, and a send from an adapter's
+/// copy.
+type StreamCalls<S> = (fn(&S) -> Option<crate::machine::Acknowledged>, PolledSendCopy<S>);
+
 /// Performs what the drive step asks, from accept to close.
 async fn run<S, A>(
     stream: S,
@@ -511,7 +516,7 @@ async fn run<S, A>(
     options: ServerOptions,
     mut stop: Option<watch::Receiver<bool>>,
     member: Option<&Enrolled<Notify>>,
-    (acknowledged, send_copy): (fn(&S) -> Option<crate::machine::Acknowledged>, PolledSendCopy<S>),
+    (acknowledged, send_copy): StreamCalls<S>,
 ) where
     S: AsyncRead + AsyncWrite + Unpin + Send,
     A: Dispatch,
