@@ -50,10 +50,13 @@
 //!   `accept-encoding` (D8).
 //! - Files of any size are served: those over 64 KiB stream from the open
 //!   file as the peer takes them (D19), in constant memory; their UTF-8
-//!   check (for `identity`, D8) reads the file once before. A file whose
+//!   check (for `identity`, D8) reads the file once before. A text file of
+//!   up to 64 MiB sent as `identity` goes out instead from its escaped
+//!   form, which the cache keeps (Linux; read whole and escaped once per
+//!   version of the file). A file whose
 //!   size or times change after it was opened, or that ends early, is cut
 //!   off rather than sent wrong (the peer sees the message end early, D1);
-//!   a small one changed while read is `503`. A limit can be set
+//!   one changed while read whole is `503`. A limit can be set
 //!   ([`FileServer::with_max_file_bytes`], `jsontp serve --max-file`):
 //!   larger files are `500`, saying so.
 //! - `PUT` content over the server's memory threshold arrives spooled to a
@@ -102,7 +105,7 @@ mod steady;
 use listings::Listings;
 #[cfg(target_os = "linux")]
 use small_files::{Cached, Slot, SmallFiles, Stamp};
-use steady::{Measure, Steady};
+use steady::{Measure, Steady, is_change};
 
 /// Where the small-file cache keeps a file: there is no cache off Linux.
 #[cfg(not(target_os = "linux"))]
@@ -134,9 +137,12 @@ pub const SPOOL_FOLDER: &str = ".jsontp-spool";
 /// ones stream from the open file (D19).
 const STREAM_ABOVE: u64 = 64 * 1024;
 
-/// How much file content the small-file cache keeps by default.
+/// How much file content the small-file cache keeps by default: room for
+/// the escaped form of a text file of the largest size kept
+/// ([`SmallFiles::MAX_ESCAPED`], about three times the file), beside
+/// small files.
 #[cfg(target_os = "linux")]
-const DEFAULT_CACHE_BYTES: usize = 16 << 20;
+const DEFAULT_CACHE_BYTES: usize = 256 << 20;
 
 /// Serves the files of one folder over jsontp: built with
 /// [`new`](Self::new) and the `with_` methods, then served as a
@@ -255,6 +261,14 @@ impl Content {
     }
 }
 
+/// What a large file is sent as ([`FileServer::escaped`]).
+enum Escaped {
+    /// Its escaped form, kept by the cache.
+    Body(Body),
+    /// The file, streamed (D19).
+    Stream(Steady),
+}
+
 /// A file that `GET`/`POST` return, as read in the checks.
 enum Loaded {
     /// The file's content, read or from the cache.
@@ -272,6 +286,8 @@ enum Loaded {
         file: Steady,
         text: bool,
         modified: Option<Date>,
+        /// Where the cache keeps its escaped form.
+        slot: Option<Slot>,
     },
     /// One page of a folder's listing, its last modification, and the
     /// resource of the next page when more entries follow.
@@ -317,11 +333,15 @@ enum Action {
         /// A listing's next page (body key `next-page`).
         next: Option<String>,
     },
-    /// Stream the open file (`GET`, `POST` of a large file, D19).
+    /// Stream the open file (`GET`, `POST` of a large file, D19), or
+    /// send its escaped form, kept by the cache, when it is text sent as
+    /// `identity`.
     Stream {
         file: Steady,
         encoding: Encoding,
         media: MediaType,
+        text: bool,
+        slot: Option<Slot>,
     },
     /// Write `folder/name` (`PUT`).
     Write { folder: PathBuf, name: OsString },
@@ -391,8 +411,11 @@ impl FileServer {
     /// Keeps files of up to 1 MiB in memory, each with every written form
     /// sent of it (escaped text or compressed, so that a file is prepared
     /// once per version, not once per request, and sent without a copy),
-    /// `max_bytes` in all (default 16 MiB; `0` keeps none; a file that
-    /// would not fit streams),
+    /// and text files of up to 64 MiB with their escaped form alone, the
+    /// form `identity` sends (their compressed forms stream), `max_bytes`
+    /// in all, content, written forms and their copies for `sendfile`
+    /// included (default 256 MiB, room for one 64 MiB text file beside
+    /// small ones; `0` keeps none; a file that would not fit streams),
     /// and, of larger files, whether they are UTF-8 text (else each request
     /// reads the file through before sending it).
     /// Each use checks, with one `stat`, that the path still names the very
@@ -490,10 +513,12 @@ impl FileServer {
                 slot: None,
                 next,
             },
-            Loaded::Large { file, .. } => Action::Stream {
+            Loaded::Large { file, text, slot, .. } => Action::Stream {
                 file,
                 encoding,
                 media,
+                text,
+                slot,
             },
             Loaded::TooLarge(_) => unreachable!("the rules refuse a file over the limit"),
         };
@@ -553,11 +578,34 @@ impl FileServer {
             file,
             encoding,
             media,
+            text,
+            slot,
         } = plan.action
         {
+            let headers = headers.with_content_type(media);
+            let file = match self.escaped(file, encoding, text, slot) {
+                Ok(Escaped::Body(body)) => {
+                    return Ok(Reply::from(
+                        Response::ok("here is the file")
+                            .with_headers(headers)
+                            .with_body(body),
+                    ));
+                }
+                Ok(Escaped::Stream(file)) => file,
+                // As a small file read whole (D13: a retry may pass).
+                Err(e) if is_change(&e) => {
+                    let changed = Unreadable::Changed.response();
+                    return Err(refuse(
+                        changed.status.code,
+                        changed.status.human_message,
+                        language,
+                    ));
+                }
+                Err(e) => return Err(Box::new(files::access_failed(&e, language))),
+            };
             let body = Body::empty().with_encoding(encoding).unwrap_or_default();
             let head = Response::ok("here is the file")
-                .with_headers(headers.with_content_type(media))
+                .with_headers(headers)
                 .with_body(body);
             return Ok(Reply::streamed(head, file));
         }
@@ -790,11 +838,13 @@ impl FileServer {
             return Ok(Loaded::TooLarge(modified));
         }
         if metadata.len() > STREAM_ABOVE && !self.caches(metadata.len(), key.is_some()) {
-            let text = self.is_text(&mut opened, key).map_err(failed)?;
+            let slot = self.slot_of(&opened, key);
+            let text = self.is_text(&mut opened, slot.as_ref()).map_err(failed)?;
             return Ok(Loaded::Large {
                 file: Steady::new(opened, &metadata),
                 text,
                 modified,
+                slot,
             });
         }
         // Stamped before reading: a change during the read leaves a stamp
@@ -848,23 +898,71 @@ impl FileServer {
         false
     }
 
+    /// Where the cache keeps what it knows of the open `file` at `rel`:
+    /// the version stamped now, before any read, so that a change while
+    /// it is read leaves the stamp older than the file.
+    fn slot_of(&self, file: &fs::File, rel: Option<PathBuf>) -> Option<Slot> {
+        #[cfg(target_os = "linux")]
+        if self.small_files.is_some() {
+            return Some(Slot::new(rel?, Stamp::of_file(file)?));
+        }
+        let _ = (file, rel);
+        None
+    }
+
     /// Whether a large file is UTF-8 text (then it may go out as
     /// `identity`): read through unless the cache knows this version of
-    /// the file at `rel`.
-    fn is_text(&self, file: &mut fs::File, rel: Option<PathBuf>) -> io::Result<bool> {
+    /// the file, at `slot`.
+    fn is_text(&self, file: &mut fs::File, slot: Option<&Slot>) -> io::Result<bool> {
         #[cfg(target_os = "linux")]
-        if let (Some(cache), Some(rel), Some(stamp)) = (&self.small_files, rel, Stamp::of_file(file)) {
-            let slot = Slot::new(rel, stamp);
-            if let Some(text) = cache.is_text(&slot) {
+        if let (Some(cache), Some(slot)) = (&self.small_files, slot) {
+            if let Some(text) = cache.is_text(slot) {
                 return Ok(text);
             }
             let text = is_utf8(file)?;
-            cache.put_is_text(&slot, text);
+            cache.put_is_text(slot, text);
             return Ok(text);
         }
-        #[cfg(not(target_os = "linux"))]
-        let _ = rel;
+        let _ = slot;
         is_utf8(file)
+    }
+
+    /// A large file sent as `identity`: its escaped form, kept by the
+    /// cache for this version of the file, made now (the file read whole
+    /// as it was measured) if the cache would keep it; the file itself,
+    /// to stream, when it is not text, goes out compressed, or is too
+    /// large for the cache. A file that changes while it is read is an
+    /// error ([`is_change`]).
+    fn escaped(
+        &self,
+        file: Steady,
+        encoding: Encoding,
+        text: bool,
+        slot: Option<Slot>,
+    ) -> io::Result<Escaped> {
+        #[cfg(target_os = "linux")]
+        if let (Some(cache), Some(slot), Encoding::Identity, true) =
+            (&self.small_files, &slot, encoding, text)
+            && cache.would_keep_escaped(file.measured_len())
+        {
+            if let Some(body) = cache.escaped(slot) {
+                return Ok(Escaped::Body(body));
+            }
+            let mut file = file;
+            let mut content = Vec::with_capacity(usize::try_from(file.measured_len()).unwrap_or(0));
+            io::Read::read_to_end(&mut file, &mut content)?;
+            let mut body =
+                Body::prepared(Arc::from(content), Encoding::Identity).map_err(io::Error::other)?;
+            // As a small file's forms: sent with sendfile from a sealed
+            // copy, or from memory past the cache's count of copies.
+            if cache.may_copy() {
+                let _ = body.add_sendfile_copy();
+            }
+            cache.put_escaped(slot, &body);
+            return Ok(Escaped::Body(body));
+        }
+        let _ = (encoding, text, slot);
+        Ok(Escaped::Stream(file))
     }
 
     /// The body of a file served whole. A cached file's written form is

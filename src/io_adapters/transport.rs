@@ -271,6 +271,27 @@ pub(crate) struct PolledIo<'a, 'b, S> {
     /// What the stream tells of its output ([`Transport::acknowledged`]),
     /// where the caller knows how to ask its concrete type.
     pub(crate) acknowledged: fn(&S) -> Option<Acknowledged>,
+    /// Sends pending output from an adapter's copy
+    /// ([`Transport::send_copy`]), where the caller knows its concrete
+    /// type can: `None` where it cannot.
+    pub(crate) send_copy: PolledSendCopy<S>,
+}
+
+/// How a [`PolledIo`] sends from an adapter's copy, with the poll's
+/// context for the socket's readiness.
+#[cfg(feature = "tokio")]
+pub(crate) type PolledSendCopy<S> =
+    fn(&mut S, &mut std::task::Context<'_>, OutputCopy<'_>) -> Option<io::Result<usize>>;
+
+/// A [`PolledSendCopy`] for a stream that cannot send from a copy (TLS,
+/// a stream of the caller's): every byte is written from memory.
+#[cfg(feature = "tokio")]
+pub(crate) fn no_copy<S>(
+    _stream: &mut S,
+    _cx: &mut std::task::Context<'_>,
+    _pending: OutputCopy<'_>,
+) -> Option<io::Result<usize>> {
+    None
 }
 
 /// A step polled through [`PolledIo`] waits: whether to return `Pending`
@@ -341,6 +362,10 @@ mod polled {
 
         fn acknowledged(&self) -> Option<crate::machine::Acknowledged> {
             (self.acknowledged)(self.io)
+        }
+
+        fn send_copy(&mut self, pending: crate::machine::OutputCopy<'_>) -> Option<io::Result<usize>> {
+            (self.send_copy)(self.io, self.cx, pending)
         }
     }
 }

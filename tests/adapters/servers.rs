@@ -367,6 +367,48 @@ impl jsontp_protocol::io_adapters::server::Handler for Prepared {
     }
 }
 
+/// What this process has read through the kernel's file paths so far
+/// (`rchar` of `/proc/self/io`): `sendfile` counts the bytes it reads from
+/// its file there; a socket's `recv` and `send` count nothing.
+#[cfg(target_os = "linux")]
+fn bytes_read_from_files() -> u64 {
+    let io = std::fs::read_to_string("/proc/self/io").expect("/proc/self/io");
+    io.lines()
+        .find_map(|line| line.strip_prefix("rchar: "))
+        .and_then(|n| n.parse().ok())
+        .expect("an rchar line")
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn every_runtime_sends_a_prepared_body_from_its_sealed_copy_on_plain_tcp() {
+    use jsontp_protocol::message::{Body, Encoding};
+    let text = "a \"quoted\" line \\ of text\n".repeat(40_000);
+    let mut body = Body::prepared(Arc::from(text.as_bytes()), Encoding::Identity).expect("text");
+    body.add_sendfile_copy().expect("a memfd");
+    let written = body.written_len().expect("prepared");
+    each_runtime(|adapter| {
+        let server = start(
+            adapter,
+            Prepared(body.clone()),
+            options(with_policy(ContinuePolicy::AutoAccept), 2),
+        );
+        let mut client = Reader::new(connect(server.addr));
+        let before = bytes_read_from_files();
+        client.send(&request("GET", "/f", ""));
+        let response = client.expect();
+        let read = bytes_read_from_files() - before;
+        assert!(content(&response) == text, "{adapter:?}: the text, whole");
+        // The written text went from the copy: read from its file, not
+        // written from memory.
+        assert!(
+            read >= written as u64,
+            "{adapter:?}: {read} bytes read from files, the text is {written}"
+        );
+        server.shutdown_and_join();
+    });
+}
+
 #[test]
 fn a_prepared_body_and_its_sendfile_copy_reach_a_slow_reader_whole_and_in_order() {
     use jsontp_protocol::message::{Body, Encoding};

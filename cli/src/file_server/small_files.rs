@@ -22,13 +22,18 @@
 //! without a copy. A large form is also kept in a sealed in-memory file
 //! ([`Body::add_sendfile_copy`]), which a plain TCP connection sends with
 //! `sendfile`, so that the kernel copies nothing into the socket either.
-//! Of larger files, which stream, only whether they are UTF-8 text is
+//! Of larger files, which stream (D19), whether they are UTF-8 text is
 //! kept: reading a file through to find out costs as much as sending it.
+//! A larger text file of at most [`SmallFiles::MAX_ESCAPED`] sent as
+//! `identity` also keeps its escaped form, with its sealed copy: escaping
+//! is then done once per version of the file, and each answer after the
+//! first goes out with `sendfile` as nginx sends a file. Its other
+//! encodings still stream from the file, compressed as the transfer goes.
 //!
-//! Memory is bounded: files of at most [`SmallFiles::MAX_FILE`] (larger
-//! ones stream, D19), and a total the server sets, written forms and
-//! their sealed copies included; past it, entries are dropped in no
-//! particular order.
+//! Memory is bounded: files of at most [`SmallFiles::MAX_FILE`] whole,
+//! escaped forms of at most [`SmallFiles::MAX_ESCAPED`], and a total the
+//! server sets, content, written forms and their sealed copies included;
+//! past it, entries are dropped in no particular order.
 
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -137,10 +142,19 @@ struct Entries {
 #[derive(Debug)]
 struct Entry {
     stamp: Stamp,
-    cached: Cached,
-    /// The content prepared in each encoding asked for so far; shared
-    /// with the answers that looked the entry up.
-    encoded: Arc<[Body]>,
+    kept: Kept,
+}
+
+/// What an entry keeps of its version of the file.
+#[derive(Debug)]
+enum Kept {
+    /// A small file: its content, from which any form is made, and the
+    /// content prepared in each encoding asked for so far, shared with
+    /// the answers that looked the entry up.
+    Whole { cached: Cached, encoded: Arc<[Body]> },
+    /// A larger text file: its escaped form alone (`identity`, prepared
+    /// from the content, which it holds). Other encodings stream.
+    Escaped(Body),
 }
 
 /// The bytes a prepared body keeps besides its content: its written form,
@@ -150,16 +164,27 @@ fn written_bytes(body: &Body) -> usize {
     body.written_len().unwrap_or(0) * copies
 }
 
+/// The bytes an escaped form keeps: the content it holds, its written
+/// form and its sealed copy.
+fn escaped_bytes(body: &Body) -> usize {
+    body.content().len() + written_bytes(body)
+}
+
 impl Entry {
     fn bytes(&self) -> usize {
-        self.cached.content.len() + self.encoded.iter().map(written_bytes).sum::<usize>()
+        match &self.kept {
+            Kept::Whole { cached, encoded } => {
+                cached.content.len() + encoded.iter().map(written_bytes).sum::<usize>()
+            }
+            Kept::Escaped(body) => escaped_bytes(body),
+        }
     }
 
     fn copies(&self) -> usize {
-        self.encoded
-            .iter()
-            .filter(|form| form.has_sendfile_copy())
-            .count()
+        match &self.kept {
+            Kept::Whole { encoded, .. } => encoded.iter().filter(|form| form.has_sendfile_copy()).count(),
+            Kept::Escaped(body) => usize::from(body.has_sendfile_copy()),
+        }
     }
 }
 
@@ -188,6 +213,13 @@ impl SmallFiles {
     /// instead of streamed, so that every request after the first costs
     /// no read, no escaping and no copy.
     pub(super) const MAX_FILE: usize = 1024 * 1024;
+
+    /// The largest text file whose escaped form is kept: written once and
+    /// sent with `sendfile`, it goes out at the kernel's speed where
+    /// escaping each time would bound it. It costs about three times the
+    /// file against the bound (the content, the escaped text, and its
+    /// sealed copy).
+    pub(super) const MAX_ESCAPED: usize = 64 * 1024 * 1024;
 
     /// How many large files' verdicts are kept (a path and a few words
     /// each).
@@ -225,7 +257,58 @@ impl SmallFiles {
             .map
             .get(rel.as_os_str())
             .filter(|entry| entry.stamp == stamp)?;
-        Some((entry.cached.clone(), Arc::clone(&entry.encoded)))
+        match &entry.kept {
+            Kept::Whole { cached, encoded } => Some((cached.clone(), Arc::clone(encoded))),
+            Kept::Escaped(_) => None,
+        }
+    }
+
+    /// Whether the escaped form of a text file of `len` bytes, too large
+    /// to be kept whole, would be kept: at most
+    /// [`MAX_ESCAPED`](Self::MAX_ESCAPED), and within the bound with room
+    /// for its escapes (an eighth more than the text, an escape every
+    /// eight bytes; text denser in escapes is sent, and not kept).
+    pub(super) fn would_keep_escaped(&self, len: u64) -> bool {
+        let Ok(len) = usize::try_from(len) else {
+            return false;
+        };
+        let cost = len.saturating_add(len.saturating_add(len / 8).saturating_mul(2));
+        len > Self::MAX_FILE && len <= Self::MAX_ESCAPED && cost <= self.max_bytes
+    }
+
+    /// The escaped form kept of the file at `slot`, if it was kept for
+    /// this very version.
+    pub(super) fn escaped(&self, slot: &Slot) -> Option<Body> {
+        let entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        match entries.map.get(slot.rel.as_os_str()) {
+            Some(Entry {
+                stamp,
+                kept: Kept::Escaped(body),
+            }) if *stamp == slot.stamp => Some(body.clone()),
+            _ => None,
+        }
+    }
+
+    /// Keeps `body`, the escaped form of the version `slot` of a larger
+    /// text file, in place of what the entry held; other entries make
+    /// room for it.
+    pub(super) fn put_escaped(&self, slot: &Slot, body: &Body) {
+        let more = escaped_bytes(body);
+        if more > self.max_bytes || body.content().len() > Self::MAX_ESCAPED {
+            return;
+        }
+        let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(old) = entries.map.remove(slot.rel.as_os_str()) {
+            entries.forget(&old);
+        }
+        entries.make_room(more, self.max_bytes, &slot.rel);
+        entries.bytes += more;
+        entries.copies += usize::from(body.has_sendfile_copy());
+        let entry = Entry {
+            stamp: slot.stamp,
+            kept: Kept::Escaped(body.clone()),
+        };
+        entries.map.insert(slot.rel.as_os_str().to_owned(), entry);
     }
 
     /// Whether the file at `slot` is UTF-8 text, if that was kept for this
@@ -272,22 +355,26 @@ impl SmallFiles {
             return;
         }
         let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
-        let fits = |entry: &Entry| entry.stamp == slot.stamp && entry.bytes() + more <= self.max_bytes;
+        let fits = |entry: &Entry| {
+            entry.stamp == slot.stamp
+                && matches!(entry.kept, Kept::Whole { .. })
+                && entry.bytes() + more <= self.max_bytes
+        };
         if !entries.map.get(slot.rel.as_os_str()).is_some_and(fits) {
             return;
         }
         entries.make_room(more, self.max_bytes, &slot.rel);
-        let Some(entry) = entries.map.get_mut(slot.rel.as_os_str()) else {
+        let Some(Entry {
+            kept: Kept::Whole { encoded, .. },
+            ..
+        }) = entries.map.get_mut(slot.rel.as_os_str())
+        else {
             return;
         };
-        if entry
-            .encoded
-            .iter()
-            .any(|kept| kept.encoding() == body.encoding())
-        {
+        if encoded.iter().any(|kept| kept.encoding() == body.encoding()) {
             return;
         }
-        entry.encoded = entry.encoded.iter().chain([body]).cloned().collect();
+        *encoded = encoded.iter().chain([body]).cloned().collect();
         entries.bytes += more;
         entries.copies += usize::from(body.has_sendfile_copy());
     }
@@ -307,8 +394,10 @@ impl SmallFiles {
         entries.bytes += len;
         let entry = Entry {
             stamp,
-            cached,
-            encoded: Arc::new([]),
+            kept: Kept::Whole {
+                cached,
+                encoded: Arc::new([]),
+            },
         };
         entries.map.insert(rel.as_os_str().to_owned(), entry);
     }
@@ -458,6 +547,44 @@ mod tests {
             1,
             "one entry made room"
         );
+    }
+
+    #[test]
+    fn escaped_forms_belong_to_their_version_are_bounded_and_never_taken_for_whole_files() {
+        let text = "a \"line\"\n".repeat(SmallFiles::MAX_FILE / 8);
+        let len = text.len();
+        let cache = SmallFiles::new(len * 4);
+        assert!(cache.would_keep_escaped(len as u64));
+        assert!(
+            !cache.would_keep_escaped(SmallFiles::MAX_FILE as u64),
+            "kept whole"
+        );
+        assert!(
+            !SmallFiles::new(len * 2).would_keep_escaped(len as u64),
+            "over the bound"
+        );
+        assert!(!SmallFiles::new(usize::MAX).would_keep_escaped(SmallFiles::MAX_ESCAPED as u64 + 1));
+        let mut body = prepared(text.as_bytes(), Encoding::Identity);
+        body.add_sendfile_copy().expect("a memfd");
+        cache.put_escaped(&slot("big", 1), &body);
+        assert!(cache.escaped(&slot("big", 1)) == Some(body.clone()));
+        assert!(cache.escaped(&slot("big", 2)).is_none(), "another version");
+        assert!(
+            cache.get(Path::new("big"), stamp(1)).is_none(),
+            "not a whole file"
+        );
+        assert_eq!(cache.bytes(), len + 2 * body.written_len().expect("prepared"));
+        assert_eq!(cache.entries.lock().expect("entries").copies, 1);
+        // A small file's entry makes room; the escaped form goes with its
+        // copy.
+        cache.put(
+            Path::new("small"),
+            stamp(3),
+            cached(&vec![b'x'; SmallFiles::MAX_FILE]),
+        );
+        assert!(cache.escaped(&slot("big", 1)).is_none(), "dropped for room");
+        assert_eq!(cache.entries.lock().expect("entries").copies, 0);
+        assert!(cache.bytes() <= len * 4);
     }
 
     #[test]

@@ -42,7 +42,25 @@ impl Measure {
 
 /// The error of a file that changed while it was read.
 pub(super) fn changed() -> io::Error {
-    io::Error::other("the file changed while it was sent; the answer is cut off")
+    io::Error::other(Changed)
+}
+
+/// What [`changed`] carries, so that a reader can tell a change from a
+/// failure to read.
+#[derive(Debug)]
+struct Changed;
+
+impl std::fmt::Display for Changed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the file changed while it was sent; the answer is cut off")
+    }
+}
+
+impl std::error::Error for Changed {}
+
+/// Whether `error` says the file changed while it was read ([`changed`]).
+pub(super) fn is_change(error: &io::Error) -> bool {
+    error.get_ref().is_some_and(|inner| inner.is::<Changed>())
 }
 
 /// An open file read up to its measured size, as long as it stays as
@@ -63,6 +81,13 @@ impl Steady {
             left: measure.len,
             measure,
         }
+    }
+}
+
+impl Steady {
+    /// The file's size as measured: all a whole read gives.
+    pub(super) fn measured_len(&self) -> u64 {
+        self.measure.len
     }
 }
 
@@ -123,6 +148,7 @@ mod tests {
         writer.flush().expect("flush");
         let error = steady.read(&mut buf).expect_err("changed");
         assert!(error.to_string().contains("changed"), "{error}");
+        assert!(is_change(&error));
 
         let (temp, file, metadata) = file_with(&[b'a'; 100_000]);
         let mut steady = Steady::new(file, &metadata);

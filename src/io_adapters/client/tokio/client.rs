@@ -223,6 +223,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Client<S> {
                         io: &mut *stream,
                         cx,
                         acknowledged: |_| None,
+                        send_copy: crate::io_adapters::transport::no_copy,
                     };
                     match driver.step(&mut io, scratch, &mut call, &mut streams) {
                         Step::Wait { deadline, .. } => {

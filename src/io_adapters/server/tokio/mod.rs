@@ -59,7 +59,7 @@ use super::{
 #[cfg(feature = "tower")]
 use super::{Incoming, Reply};
 use crate::io_adapters::proxy_protocol::{ProxiedPeer, ProxyHeaderReader};
-use crate::io_adapters::transport::{IoMode, PolledIo, park};
+use crate::io_adapters::transport::{IoMode, PolledIo, PolledSendCopy, no_copy, park};
 
 mod app;
 mod watched;
@@ -333,7 +333,15 @@ where
         places: places(options),
         trips: Trips::InPlace,
     };
-    run(stream, peer, app, options.clone(), None, None, |_| None)
+    run(
+        stream,
+        peer,
+        app,
+        options.clone(),
+        None,
+        None,
+        (|_| None, no_copy),
+    )
 }
 
 /// Serves one connection over `stream` with `service`, and `hooks` for
@@ -357,7 +365,15 @@ where
     H: Handler,
 {
     let app = App::serving(service, hooks, places(options));
-    run(stream, peer, app, options.clone(), None, None, |_| None)
+    run(
+        stream,
+        peer,
+        app,
+        options.clone(),
+        None,
+        None,
+        (|_| None, no_copy),
+    )
 }
 
 /// Serves an accepted connection: reads its PROXY header first when the
@@ -400,7 +416,7 @@ async fn serve_accepted<A: Dispatch>(
         options,
         Some(stop),
         Some(&member),
-        KernelWrites::acknowledged,
+        (KernelWrites::acknowledged, KernelWrites::send_copy),
     )
     .await;
 }
@@ -472,7 +488,8 @@ async fn run_tls<A: Dispatch>(
             options,
             Some(stop),
             Some(&member),
-            acknowledged,
+            // Records are encrypted from memory: no copy to send from.
+            (acknowledged, no_copy),
         )
         .await;
     }
@@ -486,6 +503,11 @@ enum Turn {
     Asked,
 }
 
+/// What a connection asks of its stream's concrete type, for
+/// [`PolledIo`]: what the peer acknowledged, and a send from an adapter's
+/// copy.
+type StreamCalls<S> = (fn(&S) -> Option<crate::machine::Acknowledged>, PolledSendCopy<S>);
+
 /// Performs what the drive step asks, from accept to close.
 async fn run<S, A>(
     stream: S,
@@ -494,12 +516,12 @@ async fn run<S, A>(
     options: ServerOptions,
     mut stop: Option<watch::Receiver<bool>>,
     member: Option<&Enrolled<Notify>>,
-    acknowledged: fn(&S) -> Option<crate::machine::Acknowledged>,
+    (acknowledged, send_copy): StreamCalls<S>,
 ) where
     S: AsyncRead + AsyncWrite + Unpin + Send,
     A: Dispatch,
 {
-    let mut stream = Watched::new(stream, acknowledged);
+    let mut stream = Watched::new(stream, acknowledged, send_copy);
     // Parsing runs with the handler on the blocking pool: the runtime's
     // threads only move bytes, and stay quick to notice new clients.
     let mut driver = Driver::new(peer, &options, IoMode::NonBlocking).parse_in_dispatch();
@@ -518,6 +540,7 @@ async fn run<S, A>(
                     io: &mut stream,
                     cx,
                     acknowledged: Watched::<S>::acknowledged,
+                    send_copy: Watched::<S>::send_copy,
                 };
                 match driver.step(&mut io, &mut scratch) {
                     Step::Wait { deadline, .. } => {

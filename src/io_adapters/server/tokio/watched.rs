@@ -10,6 +10,7 @@ use std::task::Poll;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::READ_CHUNK;
+use crate::io_adapters::transport::PolledSendCopy;
 
 /// A tokio TCP stream whose writes ask the kernel when tokio's cached
 /// readiness says the socket is full.
@@ -28,6 +29,46 @@ impl KernelWrites {
     /// counts the peer's progress by it (D3).
     pub(super) fn acknowledged(&self) -> Option<crate::machine::Acknowledged> {
         crate::io_adapters::transport::tcp_acknowledged(std::os::fd::AsFd::as_fd(&self.0))
+    }
+}
+
+impl KernelWrites {
+    /// Sends a prepared body's pending text from its sealed copy with
+    /// `sendfile` (Linux), as the std and mio servers do: the kernel then
+    /// copies nothing from memory into the socket. tokio's readiness
+    /// decides when to try; when it says the socket is full, the kernel is
+    /// asked all the same, as [`poll_write`](AsyncWrite::poll_write) does,
+    /// with the waker registered. `None` for a copy that is not a file.
+    pub(super) fn send_copy(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+        pending: crate::machine::OutputCopy<'_>,
+    ) -> Option<io::Result<usize>> {
+        #[cfg(target_os = "linux")]
+        {
+            pending.file()?;
+            let send = || {
+                crate::io_adapters::sendfile::send(std::os::fd::AsFd::as_fd(&self.0), pending)
+                    .unwrap_or_else(|| Err(io::ErrorKind::Unsupported.into()))
+            };
+            loop {
+                return Some(match self.0.poll_write_ready(cx) {
+                    Poll::Ready(Ok(())) => match self.0.try_io(tokio::io::Interest::WRITABLE, send) {
+                        // The readiness was stale and is cleared now: the
+                        // next poll registers the waker.
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                        sent => sent,
+                    },
+                    Poll::Ready(Err(e)) => Err(e),
+                    Poll::Pending => send(),
+                });
+            }
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            let _ = (cx, pending);
+            None
+        }
     }
 }
 
@@ -111,22 +152,39 @@ pub(super) struct Watched<S> {
     /// How much of `ahead` the drive step has read.
     taken: usize,
     acknowledged: fn(&S) -> Option<crate::machine::Acknowledged>,
+    send_copy: PolledSendCopy<S>,
 }
 
 impl<S: AsyncRead + AsyncWrite + Unpin> Watched<S> {
-    /// `stream`, whose peer's acknowledged bytes `acknowledged` reads.
-    pub(super) fn new(stream: S, acknowledged: fn(&S) -> Option<crate::machine::Acknowledged>) -> Self {
+    /// `stream`, whose peer's acknowledged bytes `acknowledged` reads, and
+    /// which sends from an adapter's copy with `send_copy` where it can.
+    pub(super) fn new(
+        stream: S,
+        acknowledged: fn(&S) -> Option<crate::machine::Acknowledged>,
+        send_copy: PolledSendCopy<S>,
+    ) -> Self {
         Watched {
             stream,
             ahead: Vec::new(),
             taken: 0,
             acknowledged,
+            send_copy,
         }
     }
 
     /// What the stream says the peer acknowledged, for [`PolledIo`].
     pub(super) fn acknowledged(&self) -> Option<crate::machine::Acknowledged> {
         (self.acknowledged)(&self.stream)
+    }
+
+    /// Sends pending output from an adapter's copy, for [`PolledIo`]:
+    /// what was read ahead is input, so nothing stands in the way.
+    pub(super) fn send_copy(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+        pending: crate::machine::OutputCopy<'_>,
+    ) -> Option<io::Result<usize>> {
+        (self.send_copy)(&mut self.stream, cx, pending)
     }
 
     /// Awaits `answer` while reading what the peer sends meanwhile: a
