@@ -55,6 +55,8 @@ mod reply;
 mod spool;
 #[cfg(feature = "tokio")]
 pub mod tokio;
+#[cfg(all(feature = "uring", target_os = "linux"))]
+pub mod uring;
 
 pub use drive::{ConnectionSettings, Driver, Step};
 pub use metrics::{CloseCause, ConnectionState, MetricsSnapshot, ServerMetrics};
