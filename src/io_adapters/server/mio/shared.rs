@@ -282,19 +282,28 @@ pub(in crate::io_adapters::server) fn run_workers(
 ) -> io::Result<()> {
     let mut threads = Vec::new();
     let mut sockets = Vec::new();
+    // Every worker made before any starts, so that they start accepting
+    // together: a worker still being made would leave the clients the
+    // kernel queued on its socket waiting behind later ones.
+    let made: Vec<_> = (0..workers)
+        .map(|n| {
+            let open = Arc::new(OpenSockets::default());
+            make(n, &listeners, Arc::clone(&open)).map(|work| (work, open))
+        })
+        .collect();
     let mut result = Ok(());
-    for n in 0..workers {
-        let open = Arc::new(OpenSockets::default());
+    for (n, made) in made.into_iter().enumerate() {
         let thread = std::thread::Builder::new().name(format!("{name}-{n}"));
         let ending = Arc::clone(shared);
-        let started = make(n, &listeners, Arc::clone(&open)).and_then(|work| {
-            thread.spawn(move || {
+        let started = made.and_then(|(work, open)| {
+            let thread = thread.spawn(move || {
                 let _ending = Ending(ending);
                 work()
-            })
+            });
+            thread.map(|thread| (thread, open))
         });
         match started {
-            Ok(thread) => {
+            Ok((thread, open)) => {
                 threads.push(thread);
                 sockets.push(open);
             }

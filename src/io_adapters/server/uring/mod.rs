@@ -187,9 +187,12 @@ impl<H: Handler> UringServer<H> {
                 let mine = share_out(listeners, workers, n)?;
                 let (handler, options) = (Arc::clone(&handler), options.clone());
                 let (settings, shared) = (settings.for_worker(n, &options), Arc::clone(&shared));
-                // The ring is made on the worker's thread, its one issuer.
+                // The ring is made here, so that the thread starts
+                // accepting at once, and enabled on the worker's thread,
+                // its one issuer.
+                let ring = ring::Unstarted::new()?;
                 Ok(Box::new(move || {
-                    Worker::new(mine, handler, options, settings, shared, open)?.run()
+                    Worker::new(ring, mine, handler, options, settings, shared, open)?.run()
                 }))
             },
         )

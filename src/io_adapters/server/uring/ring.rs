@@ -7,7 +7,7 @@
 
 #![allow(unsafe_code)]
 
-use std::alloc::{Layout, alloc_zeroed, dealloc};
+use std::alloc::{Layout, alloc, alloc_zeroed, dealloc};
 use std::io;
 use std::os::fd::FromRawFd;
 use std::os::fd::RawFd;
@@ -21,7 +21,7 @@ use io_uring::{IoUring, cqueue, opcode, squeue};
 
 /// Submission queue entries; the completion queue is twice as long, and
 /// the kernel keeps completions that overflow it (`IORING_FEAT_NODROP`).
-const ENTRIES: u32 = 4096;
+const ENTRIES: u32 = 1024;
 /// Buffers the kernel receives into, shared by a worker's connections.
 const BUFFERS: u16 = 512;
 /// Size of each: a typical request, or a pipelined batch of them, fits
@@ -116,8 +116,18 @@ impl std::fmt::Debug for Ring {
 
 /// Whether this kernel lets the process set up a ring with a pool of
 /// provided buffers: the error says why not, in words for an operator.
+///
+/// The ring is set up and dropped on a thread of its own: the kernel's
+/// work for a ring runs on the thread that made it, and would interrupt a
+/// blocking call of the caller's with `EINTR` (a socket read with a
+/// timeout is not restarted).
 pub(super) fn probe() -> io::Result<()> {
-    Ring::new(8, 8).map(drop).map_err(|e| {
+    let tried = std::thread::Builder::new()
+        .name("jsontp-uring-probe".into())
+        .spawn(|| Ring::new(8, 8).map(drop))?
+        .join()
+        .unwrap_or_else(|_| Err(io::Error::other("the io_uring probe panicked")));
+    tried.map_err(|e| {
         let why = match e.raw_os_error() {
             Some(libc::ENOSYS) => "the kernel has no io_uring (ENOSYS)".to_string(),
             Some(libc::EPERM) | Some(libc::EACCES) => {
@@ -130,22 +140,38 @@ pub(super) fn probe() -> io::Result<()> {
     })
 }
 
-impl Ring {
-    /// A ring for one worker's thread, made on that thread: a single
-    /// issuer whose completions run when it waits for them, where the
-    /// kernel offers it (Linux 6.1), else a plain ring.
-    pub(super) fn for_worker() -> io::Result<Ring> {
-        Ring::new(ENTRIES, BUFFERS)
+/// A worker's ring and pool, made before its thread starts (so that the
+/// thread has only to enable it), not yet used.
+pub(super) struct Unstarted {
+    ring: IoUring,
+    pool: Pool,
+    /// A single issuer whose completions run when it waits for them
+    /// (Linux 6.1), disabled until its thread enables it: that thread
+    /// becomes its issuer. Else a plain ring, where the kernel offers no
+    /// more.
+    disabled: bool,
+}
+
+impl Unstarted {
+    pub(super) fn new() -> io::Result<Unstarted> {
+        Unstarted::with(ENTRIES, BUFFERS)
     }
 
-    fn new(entries: u32, buffers: u16) -> io::Result<Ring> {
-        let ring = IoUring::builder()
+    fn with(entries: u32, buffers: u16) -> io::Result<Unstarted> {
+        let single = IoUring::builder()
             .setup_cqsize(entries * 2)
             .setup_single_issuer()
             .setup_defer_taskrun()
-            .build(entries)
-            .or_else(|_| IoUring::builder().setup_cqsize(entries * 2).build(entries))?;
-        let pool = Rc::new(Pool::new(buffers)?);
+            .setup_r_disabled()
+            .build(entries);
+        let (ring, disabled) = match single {
+            Ok(ring) => (ring, true),
+            Err(_) => (
+                IoUring::builder().setup_cqsize(entries * 2).build(entries)?,
+                false,
+            ),
+        };
+        let pool = Pool::new(buffers)?;
         // SAFETY: the pool's ring of entries is page-aligned, `buffers`
         // entries long, and outlives the ring (`Ring`'s field order, and
         // the connections' streams share it).
@@ -153,15 +179,30 @@ impl Ring {
             ring.submitter()
                 .register_buf_ring_with_flags(pool.entries.as_ptr() as u64, buffers, GROUP, 0)?;
         }
+        Ok(Unstarted { ring, pool, disabled })
+    }
+}
+
+impl Ring {
+    /// The ring, on the thread of the worker that uses it.
+    pub(super) fn start(unstarted: Unstarted) -> io::Result<Ring> {
+        let Unstarted { ring, pool, disabled } = unstarted;
+        if disabled {
+            ring.submitter().register_enable_rings()?;
+        }
         let ring = Ring {
             ring,
-            pool,
+            pool: Rc::new(pool),
             spec: Box::new(Timespec::new()),
         };
-        for bid in 0..buffers {
+        for bid in 0..ring.pool.count {
             ring.pool.give_back(bid);
         }
         Ok(ring)
+    }
+
+    fn new(entries: u32, buffers: u16) -> io::Result<Ring> {
+        Ring::start(Unstarted::with(entries, buffers)?)
     }
 
     /// Queues an entry, submitting what is queued first if the queue is
@@ -308,8 +349,10 @@ impl Pool {
             .map_err(io::Error::other)?;
         let memory_layout =
             Layout::from_size_align(usize::from(count) * BUFFER_SIZE, 4096).map_err(io::Error::other)?;
-        // SAFETY: both layouts have a non-zero size.
-        let (entries, memory) = unsafe { (alloc_zeroed(entries_layout), alloc_zeroed(memory_layout)) };
+        // SAFETY: both layouts have a non-zero size. The buffers are not
+        // zeroed (megabytes, which would delay a worker's start): a
+        // buffer is read only up to what the kernel wrote into it.
+        let (entries, memory) = unsafe { (alloc_zeroed(entries_layout), alloc(memory_layout)) };
         let (Some(entries), Some(memory)) = (NonNull::new(entries.cast()), NonNull::new(memory)) else {
             return Err(io::ErrorKind::OutOfMemory.into());
         };
@@ -368,6 +411,11 @@ impl Pool {
         }
     }
 }
+
+// SAFETY: a pool owns its memory, which no other value points into until
+// it is shared (by `Rc`, on the worker's thread): it may move to that
+// thread before.
+unsafe impl Send for Pool {}
 
 impl Drop for Pool {
     fn drop(&mut self) {

@@ -203,6 +203,15 @@ impl RingStream {
         self.sending() || self.receive != Receive::Idle
     }
 
+    /// Whether bytes have arrived that the drive step has not read: in
+    /// the inbox, or still in the socket, not yet received by the ring.
+    pub(super) fn has_unread(&self) -> bool {
+        use rustix::net::{RecvFlags, recv};
+        let mut byte = [0u8; 1];
+        let peeked = recv(&self.socket, &mut byte, RecvFlags::PEEK | RecvFlags::DONTWAIT);
+        !self.inbox.is_empty() || matches!(peeked, Ok((n, _)) if n > 0)
+    }
+
     /// Bytes written and not yet taken by the kernel.
     fn holds_output(&self) -> bool {
         !self.outbox.is_empty() || !matches!(self.sending, Sending::Idle | Sending::Failed(_))

@@ -20,7 +20,7 @@ use std::time::Instant;
 
 use rustix::event::{EventfdFlags, eventfd};
 
-use super::ring::{BUFFER_SIZE, Completion, Op, Ring};
+use super::ring::{BUFFER_SIZE, Completion, Op, Ring, Unstarted};
 use super::stream::RingStream;
 use crate::io_adapters::proxy_protocol::ProxyHeaderReader;
 use crate::io_adapters::server::mio::shared::{Mail, Mailbox, Shared, Waker};
@@ -153,8 +153,9 @@ pub(super) struct Worker<H> {
 }
 
 impl<H: Handler> Worker<H> {
-    /// Made on the worker's own thread: the ring has a single issuer.
+    /// Made on the worker's own thread, the ring's one issuer.
     pub(super) fn new(
+        ring: Unstarted,
         listeners: Vec<std::net::TcpListener>,
         handler: Arc<H>,
         options: ServerOptions,
@@ -162,7 +163,7 @@ impl<H: Handler> Worker<H> {
         shared: Arc<Shared>,
         sockets: Arc<OpenSockets>,
     ) -> io::Result<Self> {
-        let mut ring = Ring::for_worker()?;
+        let mut ring = Ring::start(ring)?;
         let wake = Arc::new(EventWaker(eventfd(
             0,
             EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK,
@@ -225,6 +226,10 @@ impl<H: Handler> Worker<H> {
             let mut completions = std::mem::take(&mut self.completions);
             self.ring.complete(want, |done| completions.push(done))?;
             self.round += 1;
+            // The mail is read after the turns: a connection asked to
+            // close for a newcomer answers by what it received in this
+            // batch too.
+            let woken = completions.iter().any(|done| done.op == Op::Wake);
             for done in completions.drain(..) {
                 self.take(done);
             }
@@ -240,6 +245,9 @@ impl<H: Handler> Worker<H> {
             }
             touched.clear();
             self.touched = touched;
+            if woken {
+                self.read_mail();
+            }
             self.fire_timers();
         }
     }
@@ -269,7 +277,6 @@ impl<H: Handler> Worker<H> {
                     // The poll ended (it should not): armed again.
                     let _ = self.ring.poll_wake(self.wake.0.as_raw_fd());
                 }
-                self.read_mail();
             }
             Op::Aside => {}
         }
@@ -422,7 +429,9 @@ impl<H: Handler> Worker<H> {
             return;
         };
         if client.member.tell(client.driver.is_idle()) == Told::Close {
-            let closing = client.driver.close_idle();
+            // Bytes the ring has not brought to the drive step yet are a
+            // message begun, which keeps a connection open (D3).
+            let closing = !client.stream.get_ref().has_unread() && client.driver.close_idle();
             client.member.answer(closing);
             if closing {
                 self.drive(slot);
