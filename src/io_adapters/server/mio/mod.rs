@@ -63,7 +63,7 @@ use worker::Worker;
 use super::{Bounded, ConnectionSettings, Handler, ServerOptions, listen_group};
 use crate::io_adapters::transport::IoMode;
 
-mod connection;
+pub(super) mod connection;
 pub(super) mod shared;
 mod worker;
 

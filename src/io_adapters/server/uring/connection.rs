@@ -4,7 +4,6 @@
 //! and receives on the ring, and closes it once the ring is done with its
 //! socket.
 
-use std::io;
 use std::net::TcpStream;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -13,10 +12,11 @@ use std::time::Instant;
 use super::MODE;
 use super::ring::{Completion, Op};
 use super::stream::{Receive, RingStream};
-use super::worker::{Client, Slot, Worker};
+use super::worker::{Client, Slot, Stage, Worker};
 use crate::io_adapters::proxy_protocol::ProxyHeaderReader;
+use crate::io_adapters::server::mio::connection::{HeaderRead, read_proxy_header};
 use crate::io_adapters::server::mio::shared::Mail;
-use crate::io_adapters::server::{Accepted, CloseCause, Driver, Handler, Step, proxied_peer};
+use crate::io_adapters::server::{Accepted, CloseCause, Driver, Handler, Step};
 
 impl<H: Handler> Worker<H> {
     /// Serves a client accepted under the cap.
@@ -169,37 +169,19 @@ impl<H: Handler> Worker<H> {
     }
 
     /// Reads what has arrived of the client's PROXY header, if it is still
-    /// due (D21); whether the connection can go on to its messages. It
-    /// reads from the socket itself, under any TLS session, and never past
-    /// the header.
+    /// due (D21); whether the connection can go on to its messages.
     fn read_header(&mut self, slot: usize) -> bool {
         let Some(Slot::Serving(client)) = self.slots.get_mut(slot) else {
             return false;
         };
-        let Some(header) = &mut client.header else {
-            return true;
-        };
-        let (reader, deadline) = &mut **header;
-        let (peer, deadline) = (client.driver.peer(), *deadline);
-        let header = match reader.read_from(client.stream.get_mut()) {
-            Ok(Some(header)) => Ok(header),
-            Ok(None) if self.stage == super::worker::Stage::Serving && Instant::now() < deadline => {
+        let (stream, stopping) = (client.stream.get_mut(), self.stage == Stage::Stopping);
+        match read_proxy_header(&mut client.header, stream, &mut client.driver, stopping) {
+            HeaderRead::Done => true,
+            HeaderRead::Wait(deadline) => {
                 self.set_timer(slot, Some(deadline));
-                return false;
+                false
             }
-            // A silent peer cannot hold its slot past the message
-            // timeout (D3), nor delay a shutdown.
-            Ok(None) => Err(io::ErrorKind::TimedOut.into()),
-            Err(e) => Err(e),
-        };
-        match proxied_peer(header, peer) {
-            Some(client_addr) => {
-                client.header = None;
-                client.driver.set_peer(client_addr);
-                true
-            }
-            None => {
-                client.driver.refuse_proxy_header();
+            HeaderRead::Refused => {
                 self.close(slot);
                 false
             }
