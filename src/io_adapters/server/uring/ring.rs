@@ -201,7 +201,7 @@ impl Ring {
         Ok(ring)
     }
 
-    fn new(entries: u32, buffers: u16) -> io::Result<Ring> {
+    pub(super) fn new(entries: u32, buffers: u16) -> io::Result<Ring> {
         Ring::start(Unstarted::with(entries, buffers)?)
     }
 

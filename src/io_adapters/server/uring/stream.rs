@@ -307,3 +307,88 @@ impl Transport for RingStream {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::net::TcpListener;
+
+    use super::super::ring::Ring;
+    use super::*;
+
+    /// A stream over a loopback connection, with the ring whose pool it
+    /// reads from.
+    fn stream() -> (RingStream, TcpStream, Ring) {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let peer = TcpStream::connect(listener.local_addr().expect("addr")).expect("connect");
+        let (socket, _) = listener.accept().expect("accept");
+        let ring = Ring::new(8, 8).expect("io_uring");
+        (RingStream::new(socket, Rc::clone(ring.pool())), peer, ring)
+    }
+
+    #[test]
+    fn writes_fill_the_outbox_then_would_block_and_shutting_waits_for_the_send() {
+        let (mut stream, _peer, _ring) = stream();
+        let big = vec![b'x'; OUTBOX + 10];
+        assert_eq!(stream.write(&big).expect("taken"), OUTBOX);
+        let full = stream.write(b"more").expect_err("the outbox is full");
+        assert_eq!(full.kind(), io::ErrorKind::WouldBlock);
+        // Our side is shut only once what was written has left.
+        let held = stream.shutdown_write().expect_err("output held");
+        assert_eq!(held.kind(), io::ErrorKind::WouldBlock);
+        assert!(stream.acknowledged().is_none_or(|told| told.holds_more));
+        // A send takes it all; its completion frees the outbox.
+        assert_eq!(stream.next_send().map(<[u8]>::len), Some(OUTBOX));
+        assert!(stream.next_send().is_none(), "one send at a time");
+        assert_eq!(stream.write(b"more").expect("room again"), 4);
+        stream.sent(i32::try_from(OUTBOX - 6).expect("fits"));
+        assert_eq!(
+            stream.next_send().map(<[u8]>::len),
+            Some(6),
+            "the rest of a short send"
+        );
+        stream.sent(6);
+        assert_eq!(stream.next_send(), Some(&b"more"[..]));
+        stream.sent(4);
+        stream.shutdown_write().expect("nothing held");
+    }
+
+    #[test]
+    fn reads_take_what_the_ring_received_then_the_end() {
+        let (mut stream, mut peer, mut ring) = stream();
+        let mut buf = [0u8; 4];
+        let nothing = stream.read(&mut buf).expect_err("nothing received");
+        assert_eq!(nothing.kind(), io::ErrorKind::WouldBlock);
+        assert!(stream.wants_receive());
+        peer.write_all(b"abcdef").expect("sent");
+        peer.shutdown(Shutdown::Write).expect("our end");
+        ring.receive(stream.fd(), 0).expect("armed");
+        stream.set_receive(Receive::Armed);
+        // The bytes, then the end: the receive's last completion.
+        while stream.in_flight() {
+            let mut done = Vec::new();
+            ring.complete(1, |completion| done.push(completion))
+                .expect("completions");
+            for completion in &done {
+                stream.received(completion);
+            }
+        }
+        assert_eq!(stream.read(&mut buf).expect("bytes"), 4);
+        assert_eq!(&buf, b"abcd");
+        assert_eq!(stream.read(&mut buf).expect("the rest"), 2);
+        assert_eq!(&buf[..2], b"ef");
+        assert_eq!(stream.read(&mut buf).expect("the end"), 0);
+        assert!(!stream.wants_receive(), "the peer's stream is over");
+        assert!(ring.pool().has_free(), "the buffer is back in the pool");
+    }
+
+    #[test]
+    fn a_send_that_fails_fails_the_writes_after_it() {
+        let (mut stream, _peer, _ring) = stream();
+        stream.write_all(b"answer").expect("taken");
+        assert!(stream.next_send().is_some());
+        stream.sent(-libc::EPIPE);
+        assert!(!stream.sending());
+        let failed = stream.write(b"next").expect_err("the peer is gone");
+        assert_eq!(failed.raw_os_error(), Some(libc::EPIPE));
+    }
+}
