@@ -138,7 +138,7 @@ impl<H: Handler> Worker<H> {
     /// what it wrote (submitted with every other connection's at the next
     /// round), and its receive armed, or cancelled while it holds enough
     /// unread.
-    fn queue_io(&mut self, slot: usize) {
+    pub(super) fn queue_io(&mut self, slot: usize) {
         let Some(Slot::Serving(client)) = self.slots.get_mut(slot) else {
             return;
         };
@@ -156,6 +156,9 @@ impl<H: Handler> Worker<H> {
             if stream.wants_receive() && self.ring.pool().has_free() {
                 self.ring.receive(fd, slot)?;
                 stream.set_receive(Receive::Armed);
+            } else if stream.wants_receive() {
+                // Armed once buffers are back in the pool.
+                self.starved.push(slot);
             } else if stream.holds_too_much() {
                 self.ring.cancel(Op::Recv(slot))?;
                 stream.set_receive(Receive::Cancelling);

@@ -138,6 +138,9 @@ pub(super) struct Worker<H> {
     pub(super) again: Vec<usize>,
     /// Connections a completion concerned this round.
     touched: Vec<usize>,
+    /// Connections whose receive waits for the pool to have buffers again
+    /// (a receive ends when it finds none).
+    pub(super) starved: Vec<usize>,
     completions: Vec<Completion>,
     /// Counts the rounds of the loop: one turn per connection per round.
     pub(super) round: u64,
@@ -196,6 +199,7 @@ impl<H: Handler> Worker<H> {
             timer: Timer::Unarmed,
             again: Vec::new(),
             touched: Vec::new(),
+            starved: Vec::new(),
             completions: Vec::new(),
             round: 0,
             scratch: vec![0; SCRATCH],
@@ -249,6 +253,14 @@ impl<H: Handler> Worker<H> {
                 self.read_mail();
             }
             self.fire_timers();
+            if !self.starved.is_empty() && self.ring.pool().has_free() {
+                let mut starved = std::mem::take(&mut self.starved);
+                starved.sort_unstable();
+                starved.dedup();
+                for slot in starved {
+                    self.queue_io(slot);
+                }
+            }
         }
     }
 
