@@ -25,6 +25,9 @@ const OUTBOX: usize = 256 * 1024;
 /// cancelled until it has read them: one connection whose handler is slow
 /// to take its input cannot keep the pool's buffers from the others.
 const HELD_BUFFERS: usize = 4;
+/// Capacity an outbox keeps once sent, for the next answers: more (a
+/// large answer's) is given back, so that an idle connection stays small.
+const KEPT: usize = 16 * 1024;
 
 /// Bytes received into a pool buffer, not yet read.
 #[derive(Debug)]
@@ -171,6 +174,9 @@ impl RingStream {
             Sending::Idle if !self.outbox.is_empty() => {
                 self.flight.clear();
                 std::mem::swap(&mut self.flight, &mut self.outbox);
+                if self.outbox.capacity() > KEPT {
+                    self.outbox = Vec::new();
+                }
                 0
             }
             Sending::Short { sent } => sent,
@@ -190,6 +196,9 @@ impl RingStream {
             Ok(_) => Sending::Idle,
             Err(_) => Sending::Failed(-result),
         };
+        if matches!(self.sending, Sending::Idle | Sending::Failed(_)) && self.flight.capacity() > KEPT {
+            self.flight = Vec::new();
+        }
     }
 
     /// Whether a send is under way, whose bytes the kernel reads.
@@ -350,6 +359,8 @@ mod tests {
         assert_eq!(stream.next_send(), Some(&b"more"[..]));
         stream.sent(4);
         stream.shutdown_write().expect("nothing held");
+        // A large answer's buffers are not kept by an idle connection.
+        assert!(stream.outbox.capacity() <= KEPT && stream.flight.capacity() <= KEPT);
     }
 
     #[test]
