@@ -1,8 +1,9 @@
-//! A handler of your own on the mio or the std adapter.
+//! A handler of your own on the mio, the io_uring or the std adapter.
 //!
 //! ```text
 //! cargo run --example hello_server            # mio, 127.0.0.1:8080
 //! cargo run --example hello_server -- std 127.0.0.1:9000
+//! cargo run --example hello_server --features uring -- uring 127.0.0.1:9000
 //! jsontp get localhost:8080/anything
 //! ```
 #![allow(clippy::disallowed_methods)] // an application owns its threads
@@ -51,8 +52,20 @@ fn main() -> std::io::Result<()> {
             eprintln!("hello_server (mio) on {}", server.local_addr()?);
             server.run()
         }
+        #[cfg(all(feature = "uring", target_os = "linux"))]
+        "uring" => {
+            use jsontp_protocol::io_adapters::server::uring::UringServer;
+            let server = UringServer::bind(&addr, Hello, options)?;
+            eprintln!("hello_server (uring) on {}", server.local_addr()?);
+            server.run()
+        }
+        #[cfg(not(all(feature = "uring", target_os = "linux")))]
+        "uring" => {
+            eprintln!("built without io_uring: build with `--features uring`, on Linux");
+            std::process::exit(2)
+        }
         other => {
-            eprintln!("unknown adapter {other:?}: use std or mio");
+            eprintln!("unknown adapter {other:?}: use std, mio or uring");
             std::process::exit(2)
         }
     }

@@ -712,6 +712,9 @@ fn a_slow_reader_that_keeps_taking_output_is_not_closed_on_mio_and_tokio() {
     a_slow_reader_that_keeps_taking_output(Runtime::Mio);
     #[cfg(feature = "tokio")]
     a_slow_reader_that_keeps_taking_output(Runtime::Tokio);
+    // The outbox counts as output the peer has not taken (D3).
+    #[cfg(all(feature = "uring", target_os = "linux"))]
+    a_slow_reader_that_keeps_taking_output(Runtime::Uring);
 }
 
 #[test]

@@ -152,6 +152,8 @@ fn every_runtime_counts_requests_connections_and_bytes_exactly() {
         match runtime {
             #[cfg(feature = "mio")]
             Runtime::Mio => assert_eq!(last.workers(), workers, "one shard per worker"),
+            #[cfg(all(feature = "uring", target_os = "linux"))]
+            Runtime::Uring => assert_eq!(last.workers(), workers, "one shard per worker"),
             _ => assert_eq!(last.workers(), 1, "{runtime:?} counts as worker 0"),
         }
         let (_, memory_limit) = last.content_memory().expect("watched once started");

@@ -217,6 +217,8 @@ fn descriptor_starved_server() {
         Ok("mio") => Runtime::Mio,
         #[cfg(feature = "tokio")]
         Ok("tokio") => Runtime::Tokio,
+        #[cfg(all(feature = "uring", target_os = "linux"))]
+        Ok("uring") => Runtime::Uring,
         _ => return,
     };
     let server = start(runtime, Echo, options(ServerConfig::default(), 1));

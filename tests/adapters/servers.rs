@@ -197,6 +197,12 @@ fn mio_serves_200_clients_at_once() {
     many_clients(Runtime::Mio, 2, 200);
 }
 
+#[cfg(all(feature = "uring", target_os = "linux"))]
+#[test]
+fn uring_serves_200_clients_at_once() {
+    many_clients(Runtime::Uring, 2, 200);
+}
+
 #[cfg(feature = "tokio")]
 #[test]
 fn tokio_serves_200_clients_at_once() {

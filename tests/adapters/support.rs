@@ -107,6 +107,8 @@ pub enum Runtime {
     Mio,
     #[cfg(feature = "tokio")]
     Tokio,
+    #[cfg(all(feature = "uring", target_os = "linux"))]
+    Uring,
 }
 
 /// Every server runtime this build has.
@@ -116,6 +118,8 @@ pub const RUNTIMES: &[Runtime] = &[
     Runtime::Mio,
     #[cfg(feature = "tokio")]
     Runtime::Tokio,
+    #[cfg(all(feature = "uring", target_os = "linux"))]
+    Runtime::Uring,
 ];
 
 /// In a child process a test started to run a server of its own: the
@@ -218,6 +222,17 @@ pub fn start<H: Handler>(runtime: Runtime, handler: H, options: ServerOptions) -
         Runtime::Mio => {
             use jsontp_protocol::io_adapters::server::mio::MioServer;
             let server = MioServer::bind("127.0.0.1:0", handler, options).expect("bind");
+            let (addr, handle) = (server.local_addr().expect("addr"), server.shutdown_handle());
+            Running {
+                addr,
+                stop: Box::new(move || handle.shutdown()),
+                thread: std::thread::spawn(move || server.run()),
+            }
+        }
+        #[cfg(all(feature = "uring", target_os = "linux"))]
+        Runtime::Uring => {
+            use jsontp_protocol::io_adapters::server::uring::UringServer;
+            let server = UringServer::bind("127.0.0.1:0", handler, options).expect("bind");
             let (addr, handle) = (server.local_addr().expect("addr"), server.shutdown_handle());
             Running {
                 addr,

@@ -19,6 +19,8 @@ pub enum Runtime {
     Std,
     #[cfg(feature = "mio")]
     Mio,
+    #[cfg(all(feature = "uring", target_os = "linux"))]
+    Uring,
     #[cfg(feature = "tower")]
     Tokio,
 }
@@ -31,6 +33,8 @@ impl Runtime {
             Runtime::Std => true,
             #[cfg(feature = "mio")]
             Runtime::Mio => true,
+            #[cfg(all(feature = "uring", target_os = "linux"))]
+            Runtime::Uring => true,
             #[cfg(feature = "tower")]
             Runtime::Tokio => false,
         }
@@ -41,6 +45,8 @@ pub const RUNTIMES: &[Runtime] = &[
     Runtime::Std,
     #[cfg(feature = "mio")]
     Runtime::Mio,
+    #[cfg(all(feature = "uring", target_os = "linux"))]
+    Runtime::Uring,
     #[cfg(feature = "tower")]
     Runtime::Tokio,
 ];
@@ -107,6 +113,17 @@ pub fn start(runtime: Runtime, router: Router, options: ServerOptions) -> Runnin
         Runtime::Mio => {
             use jsontp_protocol::io_adapters::server::mio::MioServer;
             let server = MioServer::bind("127.0.0.1:0", router, options).expect("bind");
+            let (addr, handle) = (server.local_addr().expect("addr"), server.shutdown_handle());
+            Running {
+                addr,
+                stop: Some(Box::new(move || handle.shutdown())),
+                thread: Some(std::thread::spawn(move || server.run())),
+            }
+        }
+        #[cfg(all(feature = "uring", target_os = "linux"))]
+        Runtime::Uring => {
+            use jsontp_protocol::io_adapters::server::uring::UringServer;
+            let server = UringServer::bind("127.0.0.1:0", router, options).expect("bind");
             let (addr, handle) = (server.local_addr().expect("addr"), server.shutdown_handle());
             Running {
                 addr,

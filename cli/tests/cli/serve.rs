@@ -199,3 +199,37 @@ fn d1_an_http_request_gets_a_sentence_in_http_and_other_strays_json() {
     }
     let _ = std::fs::remove_dir_all(root);
 }
+
+/// The names of the process's threads.
+#[cfg(target_os = "linux")]
+fn thread_names(pid: u32) -> Vec<String> {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).expect("the server's threads");
+    tasks
+        .flatten()
+        .filter_map(|task| std::fs::read_to_string(task.path().join("comm")).ok())
+        .map(|name| name.trim().to_owned())
+        .collect()
+}
+
+#[test]
+#[cfg(target_os = "linux")]
+fn runtime_uring_serves_a_get_on_io_uring_workers() {
+    let root = temp_root("uring");
+    let (server, addr, mut log) = serve(&root, &["--runtime", "uring"]);
+    let response = get(addr, "/hello.txt");
+    assert_eq!(response["status"]["code"], 200);
+    assert_eq!(response["body"]["content"], "Hello, world!");
+    let mut line = String::new();
+    log.read_line(&mut line).expect("access log line");
+    assert!(
+        line.contains("/hello.txt") && line.contains(" status=200 "),
+        "the access log, not a fallback to mio: {line:?}"
+    );
+    let names = thread_names(server.0.id());
+    assert!(
+        names.iter().any(|name| name == "jsontp-uring-0")
+            && !names.iter().any(|name| name.starts_with("jsontp-mio")),
+        "served by io_uring workers: {names:?}"
+    );
+    let _ = std::fs::remove_dir_all(root);
+}

@@ -5,6 +5,7 @@
 //! |---|---|---|---|
 //! | std | [`blocking`] | one per open connection (a warm pool of `workers`, more on demand) | `max_connections` |
 //! | mio (feature `mio`, default) | `mio` | `workers` event loops | `max_connections` |
+//! | io_uring (feature `uring`, Linux) | `uring` | `workers` event loops, one ring each | `max_connections` |
 //! | tokio (feature `tokio`) | `tokio` | the runtime's | `max_connections` |
 //!
 //! Each runtime only performs the I/O [`Driver::step`] asks for; the
@@ -14,13 +15,13 @@
 //! TLS stream), `tokio::serve_connection` any `AsyncRead + AsyncWrite`.
 //!
 //! Every TCP server binds with [`listen`] (a backlog of
-//! [`LISTEN_BACKLOG`]; the mio server one socket per worker with
+//! [`LISTEN_BACKLOG`]; the mio and io_uring servers one socket per worker with
 //! [`listen_group`], which the kernel balances), keeps at most [`ServerOptions::max_connections`]
 //! open (at the cap, the connection idle longest is closed to admit a new
 //! client; with none idle, new clients wait in the kernel's backlog, D3),
 //! backs off and retries when it runs out of descriptors, and on shutdown
 //! closes its listening socket at once, so that new clients are refused
-//! rather than left waiting (the mio server's `hand_over` instead leaves
+//! rather than left waiting (the mio and io_uring servers' `hand_over` instead leaves
 //! its sockets to the process that took them over). Every server runs at most [`ServerOptions::max_handlers`]
 //! handler calls at once, and returns once
 //! [`ServerOptions::shutdown_timeout`] has passed, whatever its handlers
@@ -55,6 +56,8 @@ mod reply;
 mod spool;
 #[cfg(feature = "tokio")]
 pub mod tokio;
+#[cfg(all(feature = "uring", target_os = "linux"))]
+pub mod uring;
 
 pub use drive::{ConnectionSettings, Driver, Step};
 pub use metrics::{CloseCause, ConnectionState, MetricsSnapshot, ServerMetrics};

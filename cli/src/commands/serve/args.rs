@@ -22,6 +22,15 @@ pub const TOKEN_ENV: &str = "JSONTP_TOKEN";
 /// machine reaches a server started without thinking about it.
 const DEFAULT_HOST: &str = "127.0.0.1";
 
+/// The server runtime `--runtime` names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Runtime {
+    /// The mio event loops (epoll).
+    Mio,
+    /// One io_uring per event loop.
+    Uring,
+}
+
 /// Arguments of `jsontp serve`, each also read from the environment
 /// variable `--help` names and from the `--config` file under its long
 /// name (the command line wins over both, the variable over the file).
@@ -79,6 +88,11 @@ pub struct ServeArgs {
     /// Event-loop threads (default: one per core).
     #[arg(long, env = "JSONTP_WORKERS", default_value_t = 0, hide_default_value = true)]
     pub(super) workers: usize,
+    /// What runs the event loops: mio (epoll), or io_uring (Linux 6.0 and
+    /// later), which serves on mio instead, saying why, where the kernel
+    /// refuses it.
+    #[arg(long, env = "JSONTP_RUNTIME", value_enum, default_value_t = Runtime::Mio)]
+    pub(super) runtime: Runtime,
     /// The most connections open at once; more wait in the listen queue.
     #[arg(
         long,

@@ -25,8 +25,8 @@ use self::adapter::{
     Handled, Handler, HeadCheck, Incoming, RequestInfo, ServerMetrics, ServerTls, ShutdownHandle,
 };
 use self::admin::{Admin, Health, Serving};
-use self::args::ListenAddr;
 pub use self::args::ServeArgs;
+use self::args::{ListenAddr, Runtime};
 use self::config::Settings;
 use self::reload::{Live, Ready, Reloader};
 use self::sockets::{Inherited, Keeper, Successor};
@@ -147,6 +147,7 @@ impl Serve {
         };
         let scheme = if tls.is_some() { "jsontps" } else { "jsontp" };
         let mut limits = Limits {
+            runtime: args.runtime,
             workers: args.workers,
             max_connections: args.max_connections,
             tls: tls.clone(),
@@ -272,6 +273,8 @@ impl Serve {
 
 /// The server's capacity, as the options give it.
 struct Limits {
+    /// What runs the event loops.
+    runtime: Runtime,
     workers: usize,
     max_connections: NonZeroUsize,
     /// TLS settings, when serving TLS (D20).
@@ -326,7 +329,10 @@ fn clear_old_spool(root: &Path) -> u64 {
 /// handle and the handler trait.
 mod adapter {
     pub use jsontp_protocol::io_adapters::server::ServerMetrics;
-    pub use jsontp_protocol::io_adapters::server::mio::{MioServer as Server, ShutdownHandle};
+    use jsontp_protocol::io_adapters::server::mio::MioServer;
+    pub use jsontp_protocol::io_adapters::server::mio::ShutdownHandle;
+    #[cfg(target_os = "linux")]
+    use jsontp_protocol::io_adapters::server::uring::{self, UringServer};
     pub use jsontp_protocol::io_adapters::server::{
         AccessRecord as Exchange, Handled, Handler, HeadCheck, Incoming, RequestInfo,
     };
@@ -336,7 +342,61 @@ mod adapter {
 
     pub use jsontp_protocol::io_adapters::server::listen;
 
-    use super::{Limits, Listening};
+    use super::{Limits, Listening, Runtime};
+
+    /// The server on the runtime chosen.
+    pub enum Server<H> {
+        Mio(MioServer<H>),
+        #[cfg(target_os = "linux")]
+        Uring(UringServer<H>),
+    }
+
+    impl<H: Handler> Server<H> {
+        pub fn local_addr(&self) -> std::io::Result<std::net::SocketAddr> {
+            match self {
+                Server::Mio(server) => server.local_addr(),
+                #[cfg(target_os = "linux")]
+                Server::Uring(server) => server.local_addr(),
+            }
+        }
+
+        pub fn listeners(&self) -> &[std::net::TcpListener] {
+            match self {
+                Server::Mio(server) => server.listeners(),
+                #[cfg(target_os = "linux")]
+                Server::Uring(server) => server.listeners(),
+            }
+        }
+
+        pub fn shutdown_handle(&self) -> ShutdownHandle {
+            match self {
+                Server::Mio(server) => server.shutdown_handle(),
+                #[cfg(target_os = "linux")]
+                Server::Uring(server) => server.shutdown_handle(),
+            }
+        }
+
+        pub fn run(self) -> std::io::Result<()> {
+            match self {
+                Server::Mio(server) => server.run(),
+                #[cfg(target_os = "linux")]
+                Server::Uring(server) => server.run(),
+            }
+        }
+    }
+
+    /// Whether the io_uring runtime can serve here; if not, says why on
+    /// one line, and that mio serves instead.
+    fn uring_serves() -> bool {
+        #[cfg(target_os = "linux")]
+        let refused = uring::available().err().map(|e| e.to_string());
+        #[cfg(not(target_os = "linux"))]
+        let refused = Some("io_uring is Linux's".to_owned());
+        if let Some(why) = &refused {
+            tracing::warn!("--runtime uring: {why}; serving on mio instead");
+        }
+        refused.is_none()
+    }
 
     /// Serves `handler` on the sockets `listening` names or gives.
     pub fn serve<H: Handler>(
@@ -364,10 +424,18 @@ mod adapter {
         if let Some(metrics) = limits.metrics {
             options = options.with_metrics(metrics);
         }
-        match listening {
-            Listening::Bind(addr) => Server::bind((addr.host.as_str(), addr.port), handler, options),
-            Listening::Given(sockets) => Server::from_listeners(sockets, handler, options),
+        let listeners = match listening {
+            Listening::Bind(addr) => jsontp_protocol::io_adapters::server::listen_group(
+                (addr.host.as_str(), addr.port),
+                options.worker_count(),
+            )?,
+            Listening::Given(sockets) => sockets,
+        };
+        if limits.runtime == Runtime::Uring && uring_serves() {
+            #[cfg(target_os = "linux")]
+            return UringServer::from_listeners(listeners, handler, options).map(Server::Uring);
         }
+        MioServer::from_listeners(listeners, handler, options).map(Server::Mio)
     }
 }
 

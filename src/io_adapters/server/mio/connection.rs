@@ -16,6 +16,52 @@ use super::worker::{Client, Worker};
 use crate::io_adapters::proxy_protocol::ProxyHeaderReader;
 use crate::io_adapters::server::{Accepted, CloseCause, Driver, Handler, Step, proxied_peer};
 
+/// Where a connection's PROXY header stands after a read (D21).
+pub(in crate::io_adapters::server) enum HeaderRead {
+    /// Read (or none due): the connection goes on to its messages.
+    Done,
+    /// Not all in yet: read again when more arrives, or at this time.
+    Wait(Instant),
+    /// None valid in time: the connection is over, without a response.
+    Refused,
+}
+
+/// Reads what has arrived of a connection's PROXY header, if it is still
+/// due (`header`: its reader, and the time by which it must have
+/// arrived), from `io`, the socket itself under any TLS session, never
+/// past the header; once read, the client it names is the driver's peer.
+/// A silent peer cannot hold its slot past the message timeout (D3), nor
+/// delay a shutdown (`stopping`).
+pub(in crate::io_adapters::server) fn read_proxy_header<R: io::Read + ?Sized>(
+    header: &mut Option<Box<(ProxyHeaderReader, Instant)>>,
+    io: &mut R,
+    driver: &mut Driver,
+    stopping: bool,
+) -> HeaderRead {
+    let Some(due) = header else {
+        return HeaderRead::Done;
+    };
+    let (reader, deadline) = &mut **due;
+    let deadline = *deadline;
+    let read = match reader.read_from(io) {
+        Ok(Some(read)) => Ok(read),
+        Ok(None) if !stopping && Instant::now() < deadline => return HeaderRead::Wait(deadline),
+        Ok(None) => Err(io::ErrorKind::TimedOut.into()),
+        Err(e) => Err(e),
+    };
+    match proxied_peer(read, driver.peer()) {
+        Some(client) => {
+            *header = None;
+            driver.set_peer(client);
+            HeaderRead::Done
+        }
+        None => {
+            driver.refuse_proxy_header();
+            HeaderRead::Refused
+        }
+    }
+}
+
 impl<H: Handler> Worker<H> {
     pub(super) fn add(&mut self, stream: TcpStream, peer: SocketAddr) {
         self.settings.count_accepted();
@@ -110,37 +156,19 @@ impl<H: Handler> Worker<H> {
     }
 
     /// Reads what has arrived of the client's PROXY header, if it is still
-    /// due (D21); whether the connection can go on to its messages. It
-    /// reads from the socket itself, under any TLS session, and never past
-    /// the header.
+    /// due (D21); whether the connection can go on to its messages.
     fn read_header(&mut self, slot: usize) -> bool {
         let Some(Some(client)) = self.clients.get_mut(slot) else {
             return false;
         };
-        let Some(header) = &mut client.header else {
-            return true;
-        };
-        let (reader, deadline) = &mut **header;
-        let (peer, deadline) = (client.driver.peer(), *deadline);
-        let header = match reader.read_from(client.stream.get_mut()) {
-            Ok(Some(header)) => Ok(header),
-            Ok(None) if !self.stopped && Instant::now() < deadline => {
+        let stream = client.stream.get_mut();
+        match read_proxy_header(&mut client.header, stream, &mut client.driver, self.stopped) {
+            HeaderRead::Done => true,
+            HeaderRead::Wait(deadline) => {
                 self.set_timer(slot, Some(deadline));
-                return false;
+                false
             }
-            // A silent peer cannot hold its slot past the message
-            // timeout (D3), nor delay a shutdown.
-            Ok(None) => Err(io::ErrorKind::TimedOut.into()),
-            Err(e) => Err(e),
-        };
-        match proxied_peer(header, peer) {
-            Some(client_addr) => {
-                client.header = None;
-                client.driver.set_peer(client_addr);
-                true
-            }
-            None => {
-                client.driver.refuse_proxy_header();
+            HeaderRead::Refused => {
                 self.remove(slot);
                 false
             }

@@ -51,21 +51,20 @@
 
 use std::io;
 use std::net::{SocketAddr, ToSocketAddrs};
-use std::sync::atomic::{AtomicBool, AtomicUsize};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::Arc;
 
 use mio::Token;
 use mio::net::TcpListener;
 
 pub use shared::ShutdownHandle;
-use shared::{Ending, Shared};
+use shared::{Shared, run_workers};
 use worker::Worker;
 
-use super::{Bounded, ConnectionSettings, Handler, OpenSockets, Places, ServerOptions, listen_group};
+use super::{Bounded, ConnectionSettings, Handler, ServerOptions, listen_group};
 use crate::io_adapters::transport::IoMode;
 
-mod connection;
-mod shared;
+pub(super) mod connection;
+pub(super) mod shared;
 mod worker;
 
 const WAKER: Token = Token(usize::MAX);
@@ -128,34 +127,7 @@ impl<H: Handler> MioServer<H> {
         handler: H,
         options: ServerOptions,
     ) -> io::Result<Self> {
-        if listeners.is_empty() {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "no listening socket to serve",
-            ));
-        }
-        let mut handles = Vec::with_capacity(listeners.len());
-        for listener in &listeners {
-            listener.set_nonblocking(true)?;
-            handles.push(listener.try_clone()?);
-        }
-        // A worker runs one handler at a time: places are needed only
-        // when there are fewer than workers.
-        let places = (options.max_handlers < options.worker_count())
-            .then(|| Arc::new(Places::new(options.max_handlers)));
-        let shared = Arc::new(Shared {
-            stopping: AtomicBool::new(false),
-            wakers: Mutex::new(Vec::new()),
-            open: AtomicUsize::new(0),
-            max: options.max_connections.max(1),
-            roster: Arc::default(),
-            listeners: Mutex::new(handles),
-            places,
-            shutdown_timeout: options.shutdown_timeout,
-            drain_until: Mutex::new(None),
-            ended: Mutex::new(0),
-            changed: Condvar::new(),
-        });
+        let shared = Arc::new(Shared::serving(&listeners, &options)?);
         Ok(MioServer {
             listeners,
             handler: Arc::new(handler),
@@ -186,71 +158,25 @@ impl<H: Handler> MioServer<H> {
     /// Serves until [`ShutdownHandle::shutdown`] and every worker is done,
     /// or the shutdown's deadline has passed (see [`ShutdownHandle`]).
     pub fn run(self) -> io::Result<()> {
-        let mut threads = Vec::new();
-        let mut sockets = Vec::new();
-        let mut result = Ok(());
         let settings = ConnectionSettings::new(&self.options);
         let places = self.shared.places.clone();
         let handler = Arc::new(Bounded::new(Arc::clone(&self.handler), places));
         let workers = self.options.worker_count();
-        for n in 0..workers {
-            let open = Arc::new(OpenSockets::default());
-            let worker = share_out(&self.listeners, workers, n).and_then(|listeners| {
-                Worker::new(
-                    listeners,
-                    Arc::clone(&handler),
-                    self.options.clone(),
-                    settings.for_worker(n, &self.options),
-                    Arc::clone(&self.shared),
-                    Arc::clone(&open),
-                )
-            });
-            let thread = std::thread::Builder::new().name(format!("jsontp-mio-{n}"));
-            let shared = Arc::clone(&self.shared);
-            let started = worker.and_then(|mut worker| {
-                thread.spawn(move || {
-                    let _ending = Ending(shared);
-                    worker.run()
-                })
-            });
-            match started {
-                Ok(thread) => {
-                    threads.push(thread);
-                    sockets.push(open);
-                }
-                Err(e) => {
-                    result = Err(e);
-                    ShutdownHandle {
-                        shared: Arc::clone(&self.shared),
-                    }
-                    .shutdown();
-                    break;
-                }
-            }
-        }
-        // The workers hold their own handles; once they drop them at
-        // shutdown, the sockets are closed (unless handed over).
-        drop(self.listeners);
-        if !self.shared.wait_for_workers(threads.len()) {
-            tracing::warn!(
-                "shutdown deadline passed with handlers still running: their connections are closed"
-            );
-            for open in &sockets {
-                open.shut_all();
-            }
-        }
-        for thread in threads {
-            // A worker still held by a handler is left to end on its own.
-            if !thread.is_finished() {
-                continue;
-            }
-            match thread.join() {
-                Ok(Ok(())) => {}
-                Ok(Err(e)) => result = Err(e),
-                Err(_) => result = Err(io::Error::other("a server worker panicked")),
-            }
-        }
-        result
+        let (listeners, options, shared) = (self.listeners, self.options, self.shared);
+        run_workers(&shared, listeners, workers, "jsontp-mio", |n, listeners, open| {
+            let mut worker = Worker::new(
+                share_out(listeners, workers, n)?
+                    .into_iter()
+                    .map(TcpListener::from_std)
+                    .collect(),
+                Arc::clone(&handler),
+                options.clone(),
+                settings.for_worker(n, &options),
+                Arc::clone(&shared),
+                open,
+            )?;
+            Ok(Box::new(move || worker.run()))
+        })
     }
 }
 
@@ -258,13 +184,15 @@ impl<H: Handler> MioServer<H> {
 /// one from the `n`th when there are enough to go round, else one that
 /// it shares with other workers. No socket is left without a worker: a
 /// client the kernel queued on it would wait for nobody.
-fn share_out(listeners: &[std::net::TcpListener], workers: usize, n: usize) -> io::Result<Vec<TcpListener>> {
+pub(super) fn share_out(
+    listeners: &[std::net::TcpListener],
+    workers: usize,
+    n: usize,
+) -> io::Result<Vec<std::net::TcpListener>> {
     let mine: Vec<&std::net::TcpListener> = if listeners.len() >= workers {
         listeners.iter().skip(n).step_by(workers).collect()
     } else {
         vec![&listeners[n % listeners.len()]]
     };
-    mine.into_iter()
-        .map(|listener| Ok(TcpListener::from_std(listener.try_clone()?)))
-        .collect()
+    mine.into_iter().map(std::net::TcpListener::try_clone).collect()
 }

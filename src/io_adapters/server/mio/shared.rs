@@ -1,17 +1,36 @@
-//! What every worker of a [`MioServer`](super::MioServer) shares: the
+//! What every worker of an event-loop server shares (a
+//! [`MioServer`](super::MioServer)'s, and the io_uring server's): the
 //! count of open connections under the cap, the roster of idle ones and
 //! the [`Mail`] that asks one to close for a newcomer (D3), the drain
-//! deadline; and the [`ShutdownHandle`] that starts the shutdown.
+//! deadline; the [`ShutdownHandle`] that starts the shutdown, and
+//! [`run_workers`], which starts the workers' threads and waits for them.
 
+use std::io;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use mio::Waker;
+use crate::io_adapters::server::{OpenSockets, Places, Roster, ServerOptions, Wake, stop_listening};
 
-use crate::io_adapters::server::{Places, Roster, Wake, stop_listening};
+/// Wakes a worker's event loop from another thread.
+pub(in crate::io_adapters::server) type Waker = Arc<dyn WakeWorker>;
 
-/// Stops a running [`MioServer`](super::MioServer): it stops listening at once (new clients
+/// What wakes a worker: a mio `Waker`, an io_uring worker's eventfd.
+pub(in crate::io_adapters::server) trait WakeWorker:
+    Wake + std::fmt::Debug + Send + Sync
+{
+}
+
+impl<W: Wake + std::fmt::Debug + Send + Sync> WakeWorker for W {}
+
+impl Wake for mio::Waker {
+    fn wake(&self) {
+        // Fails only if the poll is gone, and with it the worker.
+        let _ = mio::Waker::wake(self);
+    }
+}
+
+/// Stops a running [`MioServer`](super::MioServer) (or io_uring server): it stops listening at once (new clients
 /// are refused; [`hand_over`](Self::hand_over) leaves them to another process), every worker closes its idle connections and those
 /// awaiting the full request of a handshake, finishes the exchanges under
 /// way (bounded by the D3 timers), and `run` returns.
@@ -25,35 +44,35 @@ use crate::io_adapters::server::{Places, Roster, Wake, stop_listening};
 /// then ends it).
 #[derive(Debug, Clone)]
 pub struct ShutdownHandle {
-    pub(super) shared: Arc<Shared>,
+    pub(in crate::io_adapters::server) shared: Arc<Shared>,
 }
 
 #[derive(Debug)]
-pub(super) struct Shared {
-    pub(super) stopping: AtomicBool,
-    pub(super) wakers: Mutex<Vec<Arc<Waker>>>,
+pub(in crate::io_adapters::server) struct Shared {
+    pub(in crate::io_adapters::server) stopping: AtomicBool,
+    pub(in crate::io_adapters::server) wakers: Mutex<Vec<Waker>>,
     /// Connections open, all workers together.
-    pub(super) open: AtomicUsize,
-    pub(super) max: usize,
+    pub(in crate::io_adapters::server) open: AtomicUsize,
+    pub(in crate::io_adapters::server) max: usize,
     /// The open connections, all workers together, which of them are
     /// idle, to make room at the cap (D3).
-    pub(super) roster: Arc<Roster<Mail>>,
+    pub(in crate::io_adapters::server) roster: Arc<Roster<Mail>>,
     /// Handles on the listening sockets, to stop them listening from the
     /// shutdown handle (emptied once it has).
-    pub(super) listeners: Mutex<Vec<std::net::TcpListener>>,
+    pub(in crate::io_adapters::server) listeners: Mutex<Vec<std::net::TcpListener>>,
     /// The places handlers take, when there are fewer than workers.
-    pub(super) places: Option<Arc<Places>>,
-    pub(super) shutdown_timeout: Duration,
+    pub(in crate::io_adapters::server) places: Option<Arc<Places>>,
+    pub(in crate::io_adapters::server) shutdown_timeout: Duration,
     /// When the graceful shutdown must be over, once one has begun.
-    pub(super) drain_until: Mutex<Option<Instant>>,
+    pub(in crate::io_adapters::server) drain_until: Mutex<Option<Instant>>,
     /// Workers whose thread has ended.
-    pub(super) ended: Mutex<usize>,
+    pub(in crate::io_adapters::server) ended: Mutex<usize>,
     /// A worker ended, or shutdown began.
-    pub(super) changed: Condvar,
+    pub(in crate::io_adapters::server) changed: Condvar,
 }
 
 /// Counts its worker as ended when its thread does, panicking or not.
-pub(super) struct Ending(pub(super) Arc<Shared>);
+pub(in crate::io_adapters::server) struct Ending(pub(in crate::io_adapters::server) Arc<Shared>);
 
 impl Drop for Ending {
     fn drop(&mut self) {
@@ -63,22 +82,64 @@ impl Drop for Ending {
 }
 
 impl Shared {
+    /// What the workers of a server with `options` serving `listeners`
+    /// share, the sockets made non-blocking; an empty list is an error.
+    pub(in crate::io_adapters::server) fn serving(
+        listeners: &[std::net::TcpListener],
+        options: &ServerOptions,
+    ) -> io::Result<Shared> {
+        if listeners.is_empty() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "no listening socket to serve",
+            ));
+        }
+        let mut handles = Vec::with_capacity(listeners.len());
+        for listener in listeners {
+            listener.set_nonblocking(true)?;
+            handles.push(listener.try_clone()?);
+        }
+        Ok(Shared::new(options, handles))
+    }
+
+    /// What the workers of a server with `options` share, `listeners`
+    /// being handles on its listening sockets.
+    fn new(options: &ServerOptions, listeners: Vec<std::net::TcpListener>) -> Shared {
+        // A worker runs one handler at a time: places are needed only
+        // when there are fewer than workers.
+        let places = (options.max_handlers < options.worker_count())
+            .then(|| Arc::new(Places::new(options.max_handlers)));
+        Shared {
+            stopping: AtomicBool::new(false),
+            wakers: Mutex::new(Vec::new()),
+            open: AtomicUsize::new(0),
+            max: options.max_connections.max(1),
+            roster: Arc::default(),
+            listeners: Mutex::new(listeners),
+            places,
+            shutdown_timeout: options.shutdown_timeout,
+            drain_until: Mutex::new(None),
+            ended: Mutex::new(0),
+            changed: Condvar::new(),
+        }
+    }
+
     /// When `run` stops waiting for the workers: the drain deadline, and a
     /// little more, in which every worker not held by a handler has closed
     /// its connections itself.
-    pub(super) fn given_up_at(&self) -> Option<Instant> {
+    pub(in crate::io_adapters::server) fn given_up_at(&self) -> Option<Instant> {
         let until = *self.drain_until.lock().unwrap_or_else(|p| p.into_inner());
         until.map(|until| until + Duration::from_millis(200))
     }
 
-    pub(super) fn wake_all(&self) {
+    pub(in crate::io_adapters::server) fn wake_all(&self) {
         for waker in self.wakers.lock().unwrap_or_else(|p| p.into_inner()).iter() {
-            let _ = waker.wake();
+            waker.wake();
         }
     }
 
     /// Takes a place for one more connection, if there is room.
-    pub(super) fn reserve(&self) -> bool {
+    pub(in crate::io_adapters::server) fn reserve(&self) -> bool {
         if self.open.fetch_add(1, Ordering::SeqCst) < self.max {
             return true;
         }
@@ -87,13 +148,13 @@ impl Shared {
     }
 
     /// Gives back a place taken for an accept that brought no connection.
-    pub(super) fn unreserve(&self) {
+    pub(in crate::io_adapters::server) fn unreserve(&self) {
         self.open.fetch_sub(1, Ordering::SeqCst);
     }
 
     /// Gives a connection's place back; wakes the workers when that makes
     /// room again.
-    pub(super) fn release(&self) {
+    pub(in crate::io_adapters::server) fn release(&self) {
         if self.open.fetch_sub(1, Ordering::SeqCst) == self.max {
             self.wake_all();
         }
@@ -103,7 +164,7 @@ impl Shared {
 impl Shared {
     /// Waits until `workers` threads have ended; once a shutdown began, no
     /// later than its deadline (`false` then).
-    pub(super) fn wait_for_workers(&self, workers: usize) -> bool {
+    pub(in crate::io_adapters::server) fn wait_for_workers(&self, workers: usize) -> bool {
         let mut ended = self.ended.lock().unwrap_or_else(|p| p.into_inner());
         while *ended < workers {
             ended = match self.given_up_at() {
@@ -178,17 +239,17 @@ enum Listening {
 /// Where a worker is told which of its connections were asked to close
 /// to make room at the cap (D3), from any worker.
 #[derive(Debug)]
-pub(super) struct Mailbox {
-    pub(super) waker: Arc<Waker>,
-    pub(super) asked: Mutex<Vec<usize>>,
+pub(in crate::io_adapters::server) struct Mailbox {
+    pub(in crate::io_adapters::server) waker: Waker,
+    pub(in crate::io_adapters::server) asked: Mutex<Vec<usize>>,
 }
 
 /// Wakes the worker of the connection in `slot` to read that it was asked
 /// to close.
 #[derive(Debug)]
-pub(super) struct Mail {
-    pub(super) mailbox: Arc<Mailbox>,
-    pub(super) slot: usize,
+pub(in crate::io_adapters::server) struct Mail {
+    pub(in crate::io_adapters::server) mailbox: Arc<Mailbox>,
+    pub(in crate::io_adapters::server) slot: usize,
 }
 
 impl Wake for Mail {
@@ -198,6 +259,83 @@ impl Wake for Mail {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .push(self.slot);
-        let _ = self.mailbox.waker.wake();
+        self.mailbox.waker.wake();
     }
+}
+
+/// A worker of an event-loop server, made ready to run on a thread of
+/// its own.
+pub(in crate::io_adapters::server) type Work = Box<dyn FnOnce() -> io::Result<()> + Send>;
+
+/// Starts `workers` threads named `name-N`, worker `n`'s work made by
+/// `make(n, the listeners, its open sockets)`, and waits for them: until they all ended,
+/// or a shutdown's deadline passed (then the connections of workers still
+/// held by a handler are shut from here, and their threads are left to
+/// end on their own). `listeners`, the server's handles on its sockets,
+/// are dropped once the workers hold their own.
+pub(in crate::io_adapters::server) fn run_workers(
+    shared: &Arc<Shared>,
+    listeners: Vec<std::net::TcpListener>,
+    workers: usize,
+    name: &str,
+    mut make: impl FnMut(usize, &[std::net::TcpListener], Arc<OpenSockets>) -> io::Result<Work>,
+) -> io::Result<()> {
+    let mut threads = Vec::new();
+    let mut sockets = Vec::new();
+    // Every worker made before any starts, so that they start accepting
+    // together: a worker still being made would leave the clients the
+    // kernel queued on its socket waiting behind later ones.
+    let made: Vec<_> = (0..workers)
+        .map(|n| {
+            let open = Arc::new(OpenSockets::default());
+            make(n, &listeners, Arc::clone(&open)).map(|work| (work, open))
+        })
+        .collect();
+    let mut result = Ok(());
+    for (n, made) in made.into_iter().enumerate() {
+        let thread = std::thread::Builder::new().name(format!("{name}-{n}"));
+        let ending = Arc::clone(shared);
+        let started = made.and_then(|(work, open)| {
+            let thread = thread.spawn(move || {
+                let _ending = Ending(ending);
+                work()
+            });
+            thread.map(|thread| (thread, open))
+        });
+        match started {
+            Ok((thread, open)) => {
+                threads.push(thread);
+                sockets.push(open);
+            }
+            Err(e) => {
+                result = Err(e);
+                ShutdownHandle {
+                    shared: Arc::clone(shared),
+                }
+                .shutdown();
+                break;
+            }
+        }
+    }
+    // The workers hold their own handles; once they drop them at
+    // shutdown, the sockets are closed (unless handed over).
+    drop(listeners);
+    if !shared.wait_for_workers(threads.len()) {
+        tracing::warn!("shutdown deadline passed with handlers still running: their connections are closed");
+        for open in &sockets {
+            open.shut_all();
+        }
+    }
+    for thread in threads {
+        // A worker still held by a handler is left to end on its own.
+        if !thread.is_finished() {
+            continue;
+        }
+        match thread.join() {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => result = Err(e),
+            Err(_) => result = Err(io::Error::other("a server worker panicked")),
+        }
+    }
+    result
 }

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Waker};
 
-use super::shared::{Mail, Mailbox, Shared};
+use super::shared::{self, Mail, Mailbox, Shared};
 use super::{SCRATCH, WAKER, listener_of, listener_token};
 use crate::io_adapters::proxy_protocol::ProxyHeaderReader;
 use crate::io_adapters::server::{
@@ -111,7 +111,7 @@ impl<H: Handler> Worker<H> {
                 .register(&mut socket, listener_token(n), Interest::READABLE)?;
             listening.push(Listening { socket, ready: true });
         }
-        let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
+        let waker: shared::Waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
         shared
             .wakers
             .lock()
