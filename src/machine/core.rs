@@ -125,34 +125,6 @@ enum Delivery {
     GivenUp,
 }
 
-/// How long output has waited on the transport: from a write it took
-/// only part of (its buffer was full) to the next write it took bytes of.
-#[derive(Debug, Default, Clone, Copy)]
-struct Waited {
-    /// The waits that ended.
-    total: Duration,
-    /// The last write left output pending, at this moment.
-    since: Option<Instant>,
-}
-
-impl Waited {
-    /// The transport took bytes at `at`; `short` when it left some.
-    fn wrote(&mut self, short: bool, at: Instant) {
-        if let Some(since) = self.since.take() {
-            self.total += at.saturating_duration_since(since);
-        }
-        self.since = short.then_some(at);
-    }
-
-    /// The time waited up to `at`, a wait under way included.
-    fn until(&self, at: Instant) -> Duration {
-        self.total
-            + self
-                .since
-                .map_or(Duration::ZERO, |since| at.saturating_duration_since(since))
-    }
-}
-
 /// The deadlines of one moment; `None` for a timer that does not run.
 #[derive(Debug, Default, Clone, Copy)]
 pub(super) struct Timers {
@@ -312,9 +284,6 @@ pub(super) struct Core<E> {
     /// Since when the peer has taken none of our output; `None` while
     /// nothing is outstanding (pending, or held by the transport, D3).
     stalled_since: Option<Instant>,
-    /// How long output has waited on the transport, which paces the
-    /// compression of streamed content ([`Drain`]).
-    waited: Waited,
 
     /// Events wait inline; a quiet connection gives the queue back with its
     /// buffers.
@@ -335,7 +304,6 @@ impl<E: RoleEvent> Core<E> {
             output: Output::default(),
             delivery: Delivery::OnConsume,
             stalled_since: None,
-            waited: Waited::default(),
             events: VecDeque::new(),
             next_id: 0,
         }
@@ -592,9 +560,10 @@ impl<E: RoleEvent> Core<E> {
                 UsageError::OutOfTurn(id)
             });
         }
+        // The output still queued paces the compression (`Drain`).
         outbound.encoder.drained(Drain {
             at: now.instant,
-            waited: self.waited.until(now.instant),
+            pending: self.output.len(),
         });
         let mut result = Ok(());
         self.queue_output(now, |out| result = outbound.encoder.encode(data, out));
@@ -656,7 +625,6 @@ impl<E: RoleEvent> Core<E> {
         if n == 0 {
             return 0;
         }
-        self.waited.wrote(!self.output.is_empty(), now.instant);
         let delivered = match &mut self.delivery {
             Delivery::OnConsume => true,
             // In the transport now, not yet at the peer.

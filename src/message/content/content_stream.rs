@@ -732,7 +732,7 @@ pub struct ContentEncoder {
     /// How hard a compressed encoding works on the next piece, once the
     /// caller tells how the output drains ([`drained`](Self::drained));
     /// `None` until then: the effort is the content's alone.
-    pace: Option<Pace>,
+    pace: Option<Box<Pace>>,
 }
 
 impl fmt::Debug for ContentEncoder {
@@ -812,7 +812,10 @@ impl ContentEncoder {
             // at a fixed effort keeps it.
             Stage::Text { .. } | Stage::Compressing { .. } | Stage::Finished => return,
         };
-        self.pace.get_or_insert_with(Pace::new).observe(drain, ceiling);
+        match &mut self.pace {
+            Some(pace) => pace.observe(drain, ceiling),
+            None => self.pace = Some(Box::new(Pace::new(drain))),
+        }
     }
 
     /// The encoding written.
@@ -839,7 +842,7 @@ impl ContentEncoder {
                 base64,
                 scratch,
             } => {
-                let effort = self.pace.map_or(*ceiling, |pace| pace.effort(*ceiling));
+                let effort = self.pace.as_ref().map_or(*ceiling, |pace| pace.effort(*ceiling));
                 paced.write(bytes, effort, scratch);
                 base64.encode(scratch, out);
                 scratch.clear();
@@ -868,7 +871,7 @@ impl ContentEncoder {
     fn start(&mut self, compressed: Compressed, first: &[u8], out: &mut Vec<u8>) {
         let ceiling = Effort::judge(first);
         let mut base64 = base64::Encoder::default();
-        if let Some(pace) = self.pace {
+        if let Some(pace) = &self.pace {
             let mut paced = Box::new(Paced::new(compressed));
             let mut scratch = Vec::new();
             paced.write(first, pace.effort(ceiling), &mut scratch);
@@ -1043,12 +1046,13 @@ mod tests {
     }
 
     /// How the output drains while one piece is encoded: a millisecond
-    /// passes, of which the output waited this long on the transport.
+    /// passes, and output is still queued when the next piece is due, or
+    /// not.
     #[derive(Clone, Copy)]
     enum Link {
         /// The transport takes everything at once.
         Fast,
-        /// The output waits on the transport nearly all the time.
+        /// The transport's buffer is full: output waits on it.
         Slow,
     }
 
@@ -1057,18 +1061,16 @@ mod tests {
     /// eighth of the content; returns the text.
     fn paced(encoding: Encoding, content: &[u8], links: &[Link]) -> Vec<u8> {
         let mut encoder = ContentEncoder::new(encoding);
-        let mut drain = Drain {
-            at: Instant::now(),
-            waited: Duration::ZERO,
-        };
+        let mut at = Instant::now();
         let mut out = Vec::new();
         let pieces = content.chunks(64 * 1024).collect::<Vec<_>>();
         for (i, piece) in pieces.iter().enumerate() {
-            drain.at += Duration::from_millis(1);
-            if let Link::Slow = links[i * links.len() / pieces.len()] {
-                drain.waited += Duration::from_micros(900);
-            }
-            encoder.drained(drain);
+            at += Duration::from_millis(1);
+            let pending = match links[i * links.len() / pieces.len()] {
+                Link::Fast => 0,
+                Link::Slow => 100_000,
+            };
+            encoder.drained(Drain { at, pending });
             encoder.encode(piece, &mut out).unwrap();
         }
         encoder.finish(&mut out).unwrap();

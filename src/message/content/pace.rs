@@ -6,8 +6,8 @@
 //! link, a slow peer), the compressor has time to spare, so the effort
 //! rises, up to what the content is judged worth ([`Effort::judge`]).
 //!
-//! Decisions come from data only ([`Drain`]: the moment, and how long the
-//! output has waited on the transport in all), never from a clock, so a
+//! Decisions come from data only ([`Drain`]: the moment of each piece,
+//! and how much output was still queued then), never from a clock, so a
 //! sequence of observations always gives the same efforts.
 
 use std::time::{Duration, Instant};
@@ -18,13 +18,14 @@ use super::codec::Effort;
 /// how its output is draining.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Drain {
-    /// The moment of the piece.
+    /// The moment of the piece. Pieces given at one moment (a caller's
+    /// turn) count as one observation: the first of them.
     pub at: Instant,
-    /// How long, in all since the connection began, output has waited on
-    /// the transport: from a write the transport took only part of (its
-    /// buffer was full) to the next write it took bytes of. The count
-    /// only grows.
-    pub waited: Duration,
+    /// Bytes of output queued and not yet taken by the transport. Output
+    /// still queued when the next piece is due means the transport's
+    /// buffer was full: from that moment to the next one, output waited
+    /// on the transport.
+    pub pending: usize,
 }
 
 /// The shortest stretch judged at once: shorter ones hold too few
@@ -37,18 +38,29 @@ const WINDOW: Duration = Duration::from_millis(10);
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Pace {
     effort: Effort,
-    /// The first observation of the stretch being judged; `None` before
-    /// any.
-    since: Option<Drain>,
+    /// When the stretch being judged began.
+    since: Instant,
+    /// How long output waited on the transport in the stretch, up to
+    /// `last`.
+    waited: Duration,
+    /// The moment of the last observation.
+    last: Instant,
+    /// Whether output was still queued at `last`: the time from it to the
+    /// next observation was spent waiting on the transport.
+    backed_up: bool,
 }
 
 impl Pace {
-    /// A pace that starts with the least work: until the output is seen to
-    /// wait, compressing could only slow the transfer.
-    pub(super) fn new() -> Pace {
+    /// A pace that starts, at the first observation, with the least work:
+    /// until the output is seen to wait, compressing could only slow the
+    /// transfer.
+    pub(super) fn new(first: Drain) -> Pace {
         Pace {
             effort: Effort::Store,
-            since: None,
+            since: first.at,
+            waited: Duration::ZERO,
+            last: first.at,
+            backed_up: first.pending > 0,
         }
     }
 
@@ -64,24 +76,29 @@ impl Pace {
     /// anything between keeps it, so that a transfer near the balance does
     /// not change compressor at every stretch.
     pub(super) fn observe(&mut self, drain: Drain, ceiling: Effort) {
-        let Some(since) = self.since else {
-            self.since = Some(drain);
+        if drain.at <= self.last {
+            // The same moment (or a caller's clock gone back): no time
+            // passed, so nothing is known of the drain.
             return;
-        };
-        let elapsed = drain.at.saturating_duration_since(since.at);
+        }
+        if self.backed_up {
+            self.waited += drain.at - self.last;
+        }
+        self.last = drain.at;
+        self.backed_up = drain.pending > 0;
+        let elapsed = drain.at - self.since;
         if elapsed < WINDOW {
             return;
         }
-        // The count only grows; a caller's fault must not raise the effort.
-        let waited = drain.waited.saturating_sub(since.waited).min(elapsed);
-        self.effort = if waited * 2 >= elapsed {
+        self.effort = if self.waited * 2 >= elapsed {
             self.effort.raised(ceiling)
-        } else if waited * 4 < elapsed {
+        } else if self.waited * 4 < elapsed {
             self.effort.lowered()
         } else {
             self.effort.min(ceiling)
         };
-        self.since = Some(drain);
+        self.since = drain.at;
+        self.waited = Duration::ZERO;
     }
 }
 
@@ -89,51 +106,42 @@ impl Pace {
 mod tests {
     use super::*;
 
-    /// Observations every `step`, the output waiting `waited_each` of each.
-    fn run(
-        pace: &mut Pace,
-        start: &mut Drain,
-        n: usize,
-        step: Duration,
-        waited_each: Duration,
-        ceiling: Effort,
-    ) -> Vec<Effort> {
+    const MS: Duration = Duration::from_millis(1);
+
+    /// Observations every millisecond from `pace`'s last, each with
+    /// output still queued or not as `backed_up` says; the efforts after
+    /// each.
+    fn run(pace: &mut Pace, n: usize, backed_up: impl Fn(usize) -> bool, ceiling: Effort) -> Vec<Effort> {
+        let mut at = pace.last;
         (0..n)
-            .map(|_| {
-                start.at += step;
-                start.waited += waited_each;
-                pace.observe(*start, ceiling);
+            .map(|i| {
+                at += MS;
+                let pending = if backed_up(i) { 40_000 } else { 0 };
+                pace.observe(Drain { at, pending }, ceiling);
                 pace.effort(ceiling)
             })
             .collect()
     }
 
-    fn origin() -> Drain {
-        Drain {
+    fn start() -> Pace {
+        Pace::new(Drain {
             at: Instant::now(),
-            waited: Duration::ZERO,
-        }
+            pending: 0,
+        })
     }
-
-    const MS: Duration = Duration::from_millis(1);
 
     #[test]
     fn a_peer_that_takes_everything_gets_the_bytes_as_they_are() {
-        let mut pace = Pace::new();
-        let mut at = origin();
-        pace.observe(at, Effort::Balanced);
+        let mut pace = start();
         assert_eq!(pace.effort(Effort::Balanced), Effort::Store);
-        let efforts = run(&mut pace, &mut at, 100, MS, Duration::ZERO, Effort::Balanced);
+        let efforts = run(&mut pace, 100, |_| false, Effort::Balanced);
         assert!(efforts.iter().all(|&e| e == Effort::Store), "{efforts:?}");
     }
 
     #[test]
     fn output_that_backs_up_raises_the_effort_a_step_a_stretch_up_to_the_ceiling() {
-        let mut pace = Pace::new();
-        let mut at = origin();
-        pace.observe(at, Effort::Balanced);
-        // Nine tenths of every millisecond waiting on the transport.
-        let efforts = run(&mut pace, &mut at, 35, MS, MS * 9 / 10, Effort::Balanced);
+        let mut pace = start();
+        let efforts = run(&mut pace, 35, |_| true, Effort::Balanced);
         assert_eq!(
             efforts[8],
             Effort::Store,
@@ -143,23 +151,19 @@ mod tests {
         assert_eq!(efforts[19], Effort::Balanced);
         assert_eq!(efforts[34], Effort::Balanced);
         // Binary content is worth a fast level at most; random bytes none.
-        let mut pace = Pace::new();
-        let efforts = run(&mut pace, &mut origin(), 50, MS, MS, Effort::Fast);
+        let efforts = run(&mut start(), 50, |_| true, Effort::Fast);
         assert_eq!(efforts.last(), Some(&Effort::Fast));
-        let mut pace = Pace::new();
-        let efforts = run(&mut pace, &mut origin(), 50, MS, MS, Effort::Store);
+        let efforts = run(&mut start(), 50, |_| true, Effort::Store);
         assert!(efforts.iter().all(|&e| e == Effort::Store));
     }
 
     #[test]
     fn when_the_transport_catches_up_the_effort_falls_back() {
-        let mut pace = Pace::new();
-        let mut at = origin();
-        pace.observe(at, Effort::Balanced);
-        run(&mut pace, &mut at, 40, MS, MS, Effort::Balanced);
+        let mut pace = start();
+        run(&mut pace, 40, |_| true, Effort::Balanced);
         assert_eq!(pace.effort(Effort::Balanced), Effort::Balanced);
         // The output no longer waits: a step down each stretch.
-        let efforts = run(&mut pace, &mut at, 30, MS, Duration::ZERO, Effort::Balanced);
+        let efforts = run(&mut pace, 30, |_| false, Effort::Balanced);
         assert_eq!(efforts[9], Effort::Fast);
         assert_eq!(efforts[19], Effort::Store);
         assert_eq!(efforts[29], Effort::Store);
@@ -167,38 +171,61 @@ mod tests {
 
     #[test]
     fn near_the_balance_the_effort_holds() {
-        let mut pace = Pace::new();
-        let mut at = origin();
-        pace.observe(at, Effort::Balanced);
-        run(&mut pace, &mut at, 10, MS, MS, Effort::Balanced);
+        let mut pace = start();
+        run(&mut pace, 10, |_| true, Effort::Balanced);
         assert_eq!(pace.effort(Effort::Balanced), Effort::Fast);
         // A third of the time waiting: neither idle nor backed up.
-        let efforts = run(&mut pace, &mut at, 100, MS * 3, MS, Effort::Balanced);
+        let efforts = run(&mut pace, 300, |i| i % 3 == 0, Effort::Balanced);
         assert!(efforts.iter().all(|&e| e == Effort::Fast), "{efforts:?}");
     }
 
     #[test]
-    fn many_pieces_at_one_moment_decide_nothing() {
+    fn a_long_wait_between_bursts_is_a_slow_link() {
+        // A slow link seen from a caller whose socket buffer is large:
+        // bursts of pieces the transport takes at once, then a long wait
+        // after a write it took only part of.
+        let mut pace = start();
+        let mut at = pace.last;
+        for _ in 0..3 {
+            for _ in 0..5 {
+                at += MS / 10;
+                pace.observe(Drain { at, pending: 0 }, Effort::Balanced);
+            }
+            pace.observe(
+                Drain {
+                    at: at + MS / 10,
+                    pending: 50_000,
+                },
+                Effort::Balanced,
+            );
+            at += MS * 40;
+        }
+        pace.observe(Drain { at, pending: 0 }, Effort::Balanced);
+        assert_eq!(pace.effort(Effort::Balanced), Effort::Balanced);
+    }
+
+    #[test]
+    fn pieces_at_one_moment_count_once() {
         // A caller that passes its turn's moment gives several pieces the
-        // same one: no time passed, so nothing is known of the drain.
-        let mut pace = Pace::new();
-        let at = origin();
-        pace.observe(at, Effort::Balanced);
-        for i in 0..100 {
-            let same = Drain {
-                at: at.at,
-                waited: MS * i,
-            };
-            pace.observe(same, Effort::Balanced);
+        // same one, the later ones seeing the output of the first queued:
+        // that is no wait.
+        let mut pace = start();
+        let mut at = pace.last;
+        for _ in 0..100 {
+            at += MS;
+            pace.observe(Drain { at, pending: 0 }, Effort::Balanced);
+            pace.observe(Drain { at, pending: 90_000 }, Effort::Balanced);
         }
         assert_eq!(pace.effort(Effort::Balanced), Effort::Store);
-        // A waited count that goes backwards is no wait.
-        let mut pace = Pace::new();
-        let mut at = origin();
-        at.waited = Duration::from_secs(5);
-        pace.observe(at, Effort::Balanced);
-        at.waited = Duration::ZERO;
-        let efforts = run(&mut pace, &mut at, 30, MS, Duration::ZERO, Effort::Balanced);
-        assert!(efforts.iter().all(|&e| e == Effort::Store));
+        // A moment before the last is none either.
+        pace.observe(
+            Drain {
+                at: at - MS * 50,
+                pending: 90_000,
+            },
+            Effort::Balanced,
+        );
+        run(&mut pace, 30, |_| false, Effort::Balanced);
+        assert_eq!(pace.effort(Effort::Balanced), Effort::Store);
     }
 }
