@@ -20,7 +20,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 size_mib=${1:-64}
-runs=${COMPRESS_RUNS:-3}
+runs=${COMPRESS_RUNS:-5}
 note() { printf 'compress-bench: %s\n' "$*" >&2; }
 
 if [ "$(id -u)" -ne 0 ]; then
@@ -97,30 +97,47 @@ in_ns() {
     if [ -n "$ns" ]; then ip netns exec "$ns" "$@"; else "$@"; fi
 }
 
-# The median time, in seconds, of $runs downloads of URL with the extra
-# arguments given; the first download's bytes are checked against the file.
-fetch() {
-    local ns=$1 url=$2 limit=$3
-    shift 3
-    local times=() began ended
-    for i in $(seq "$runs"); do
-        local out=/dev/null
-        [ "$i" -eq 1 ] && out=$work/got
-        began=$(date +%s%N)
-        if ! in_ns "$ns" timeout "$limit" "$jsontp" get "$url" -s "$@" >"$out" 2>"$work/get.err"; then
-            note "failed: jsontp get $url $* ($(head -c 300 "$work/get.err"))"
-            echo 0
-            return
-        fi
-        ended=$(date +%s%N)
-        if [ "$i" -eq 1 ] && ! cmp -s "$work/got" "$file"; then
-            note "wrong content from jsontp get $url $*"
-            echo 0
-            return
-        fi
-        times+=("$((ended - began))")
+# One download of URL (in namespace NS when given) with the extra
+# arguments given, in seconds; with `check`, its bytes are compared with
+# the file's. 0 when it fails.
+once() {
+    local ns=$1 url=$2 limit=$3 check=$4
+    shift 4
+    local out=/dev/null began ended
+    [ "$check" = check ] && out=$work/got
+    began=$(date +%s%N)
+    if ! in_ns "$ns" timeout "$limit" "$jsontp" get "$url" -s "$@" >"$out" 2>"$work/get.err"; then
+        note "failed: jsontp get $url $* ($(head -c 300 "$work/get.err"))"
+        echo 0
+        return
+    fi
+    ended=$(date +%s%N)
+    if [ "$check" = check ] && ! cmp -s "$work/got" "$file"; then
+        note "wrong content from jsontp get $url $*"
+        echo 0
+        return
+    fi
+    awk -v n="$((ended - began))" 'BEGIN { printf "%.3f", n / 1e9 }'
+}
+
+# Identity and the default, one after the other $runs times (so that a
+# machine busy with something else weighs on both alike); prints the
+# median of each. The first download of each is checked.
+both() {
+    local ns=$1 url=$2 limit=$3 identity=() default=() check=check
+    for _ in $(seq "$runs"); do
+        identity+=("$(once "$ns" "$url" "$limit" "$check" -H accept-encoding=identity)")
+        default+=("$(once "$ns" "$url" "$limit" "$check")")
+        check=
     done
-    printf '%s\n' "${times[@]}" | sort -n | awk '{ t[NR] = $1 } END { printf "%.3f", t[int((NR + 1) / 2)] / 1e9 }'
+    echo "$(median "${identity[@]}") $(median "${default[@]}")"
+}
+median() {
+    if printf '%s\n' "$@" | grep -qx 0; then
+        echo 0
+        return
+    fi
+    printf '%s\n' "$@" | sort -n | awk '{ t[NR] = $1 } END { print t[int((NR + 1) / 2)] }'
 }
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
@@ -139,8 +156,7 @@ note "loopback"
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 serve "" "127.0.0.1:$port"
 url="jsontp://127.0.0.1:$port/big.txt"
-loop_identity=$(fetch "" "$url" 60 -H accept-encoding=identity)
-loop_default=$(fetch "" "$url" 60)
+read -r loop_identity loop_default <<<"$(both "" "$url" 60)"
 stop_server
 
 note "100 Mbit/s between two namespaces"
@@ -164,8 +180,7 @@ fi
 serve "$server_ns" "10.231.45.1:7745"
 url="jsontp://10.231.45.1:7745/big.txt"
 runs=1
-link_identity=$(fetch "$client_ns" "$url" 60 -H accept-encoding=identity)
-link_default=$(fetch "$client_ns" "$url" 60)
+read -r link_identity link_default <<<"$(both "$client_ns" "$url" 60)"
 stop_server
 
 echo
@@ -173,7 +188,7 @@ echo "jsontp get of $bytes bytes of text (the repository's sources), default (br
 echo
 echo "| link | identity (s) | default (s) | default / identity |"
 echo "|---|---|---|---|"
-echo "| loopback, median of ${COMPRESS_RUNS:-3} | $loop_identity | $loop_default | $(ratio "$loop_default" "$loop_identity") |"
+echo "| loopback, median of ${COMPRESS_RUNS:-5}, alternating | $loop_identity | $loop_default | $(ratio "$loop_default" "$loop_identity") |"
 echo "| 100 Mbit/s ($shaper) | $link_identity | $link_default | $(ratio "$link_default" "$link_identity") |"
 echo
 check "loopback: the default within 1.2x identity's time" \

@@ -829,6 +829,7 @@ impl ContentEncoder {
     /// how hard it works ([`codec::encode`](crate::message::codec::encode)
     /// says how).
     pub fn encode(&mut self, bytes: &[u8], out: &mut Vec<u8>) -> Result<(), EncodeError> {
+        let before = out.len();
         let result = match &mut self.stage {
             Stage::Text { carry } => text(carry, self.taken, bytes, out),
             Stage::Finished => Ok(()),
@@ -862,6 +863,9 @@ impl ContentEncoder {
                 Ok(())
             }
         };
+        if let Some(pace) = &mut self.pace {
+            pace.produced(out.len() - before);
+        }
         self.taken += bytes.len() as u64;
         result
     }
@@ -1045,29 +1049,36 @@ mod tests {
         bytes
     }
 
-    /// How the output drains while one piece is encoded: a millisecond
-    /// passes, and output is still queued when the next piece is due, or
+    /// How the output drains while one piece is encoded: two milliseconds
+    /// pass, and output is still queued when the next piece is due, or
     /// not.
     #[derive(Clone, Copy)]
     enum Link {
         /// The transport takes everything at once.
         Fast,
-        /// The transport's buffer is full: output waits on it.
+        /// The transport's buffer is full three pieces of four: output
+        /// waits on it.
         Slow,
     }
 
     /// Encodes `content` in 64 KiB pieces, each told how the output
     /// drained over the millisecond before it, `links` in turn for each
     /// eighth of the content; returns the text.
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "the origin of a test's time; every moment after is data"
+    )]
     fn paced(encoding: Encoding, content: &[u8], links: &[Link]) -> Vec<u8> {
         let mut encoder = ContentEncoder::new(encoding);
         let mut at = Instant::now();
         let mut out = Vec::new();
         let pieces = content.chunks(64 * 1024).collect::<Vec<_>>();
         for (i, piece) in pieces.iter().enumerate() {
-            at += Duration::from_millis(1);
+            // Under 50 MB/s: a link worth compressing for.
+            at += Duration::from_millis(2);
             let pending = match links[i * links.len() / pieces.len()] {
                 Link::Fast => 0,
+                Link::Slow if i % 4 == 3 => 0,
                 Link::Slow => 100_000,
             };
             encoder.drained(Drain { at, pending });
