@@ -827,7 +827,8 @@ impl ContentEncoder {
     /// makes (JSON-escaped, without quotes) to `out`. The first bytes of a
     /// compressed encoding (half a KiB at least, held until they come) set
     /// how hard it works ([`codec::encode`](crate::message::codec::encode)
-    /// says how).
+    /// says how); once paced ([`drained`](Self::drained)), that is the most
+    /// it works, and the pace chooses each piece's effort below it.
     pub fn encode(&mut self, bytes: &[u8], out: &mut Vec<u8>) -> Result<(), EncodeError> {
         let before = out.len();
         let result = match &mut self.stage {
