@@ -12,7 +12,7 @@ use super::table::{Exchange, ExchangeState, Input, Role, TransitionError};
 use super::{Limits, Now, PeerError, RequestId, UsageError};
 pub(super) use crate::message::decoder::{ContentOutcome, Decoded};
 use crate::message::decoder::{Decoder, Grammar};
-use crate::message::{ContentEncoder, EncodeError, Encoding, STREAMED_TAIL, WholeMessage};
+use crate::message::{ContentEncoder, Drain, EncodeError, Encoding, STREAMED_TAIL, WholeMessage};
 
 /// How long a quiet server connection keeps its emptied buffers before
 /// giving them back. A busy keep-alive peer's next request comes sooner
@@ -560,6 +560,11 @@ impl<E: RoleEvent> Core<E> {
                 UsageError::OutOfTurn(id)
             });
         }
+        // The output still queued paces the compression (`Drain`).
+        outbound.encoder.drained(Drain {
+            at: now.instant,
+            pending: self.output.len(),
+        });
         let mut result = Ok(());
         self.queue_output(now, |out| result = outbound.encoder.encode(data, out));
         self.trim_buffers();

@@ -55,6 +55,7 @@ pub(crate) use write::{STREAMED_TAIL, WholeMessage};
 
 pub use content::content_stream::{ContentDecoder, ContentEncoder, EncodeError};
 pub use content::encoding::Encoding;
+pub use content::pace::Drain;
 pub use headers::cookies::Cookies;
 pub use headers::date::Date;
 pub use headers::language::{LanguageRange, LanguageTag};

@@ -55,7 +55,10 @@ pub struct CommonArgs {
     /// value is sent as a string; `[…]` and `{…}` that parse as JSON are
     /// sent as JSON, and `ignore-invalid-headers=true|false` as a boolean.
     /// `accept-encoding` is `["br","gzip","deflate","identity"]` unless
-    /// given here.
+    /// given here: a server that paces its compression (`jsontp serve`
+    /// does, for large files) sends the bytes as they are, in base64, while
+    /// they are taken as fast as they come, and compresses as the link backs
+    /// up, so the default is never much slower than identity.
     #[arg(short = 'H', long = "header", value_name = "NAME=VALUE")]
     pub headers: Vec<String>,
     /// Accept responses without `date`/`language` or with an empty

@@ -147,6 +147,11 @@ opens them to the requests that carry it. Give the token in JSONTP_TOKEN or
 --token-file rather than --token, which every user sees in `ps`; giving it
 two ways is a usage error.
 
+A file goes out in the encoding the client's accept-encoding picks. A large
+file (over 64 KiB) streams, compressed only as hard as the link repays: its
+bytes as they are while the client takes them as fast as they come, more
+compression as the link backs up (random-looking bytes are never compressed).
+
 Examples:
   jsontp serve                                  the current folder, read-only, on 127.0.0.1:8080
   jsontp serve --root site --addr 0.0.0.0:9000  every interface, port 9000

@@ -13,7 +13,9 @@ use serde_json::{Map, Value};
 /// four, so it accepts all four, most compact first (what `curl
 /// --compressed` and browsers do). Without it a server has to guess, and a
 /// server that reads an absent header as "identity only" cannot send a
-/// binary file at all.
+/// binary file at all. `br` first costs no time against a server that
+/// paces its compression by the link, as `jsontp serve` does for streamed
+/// files: stored while the link keeps up, compressed as it backs up.
 pub const DEFAULT_ACCEPT_ENCODING: [&str; 4] = ["br", "gzip", "deflate", "identity"];
 
 /// Where the content comes from.

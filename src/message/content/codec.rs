@@ -130,7 +130,11 @@ pub fn encode(bytes: &[u8], encoding: Encoding) -> String {
 /// gains: images, archives and video already are, and compressing them
 /// again spends most of a transfer's time for nothing (zlib's default level
 /// runs at ~40 MB/s on such bytes, a stored stream at ~300).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+///
+/// Ordered from the least work to the most: a streamed content's pace
+/// ([`Pace`](super::pace::Pace)) moves between them, up to what the
+/// content is judged worth.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub(super) enum Effort {
     /// The bytes look random (already compressed or encrypted): the
     /// cheapest valid stream, the bytes as they are in the encoding's
@@ -182,6 +186,32 @@ impl Effort {
     /// `compressed`, for bytes judged not to compress; `None` for others.
     pub(super) fn stored(self, compressed: Compressed) -> Option<Stored> {
         (self == Effort::Store).then(|| Stored::new(compressed))
+    }
+
+    /// One step more work, never past `ceiling`.
+    pub(super) fn raised(self, ceiling: Effort) -> Effort {
+        let next = match self {
+            Effort::Store => Effort::Fast,
+            Effort::Fast | Effort::Balanced => Effort::Balanced,
+        };
+        next.min(ceiling)
+    }
+
+    /// One step less work.
+    pub(super) fn lowered(self) -> Effort {
+        match self {
+            Effort::Store | Effort::Fast => Effort::Store,
+            Effort::Balanced => Effort::Fast,
+        }
+    }
+
+    /// The Brotli quality of the compressing efforts (see
+    /// [`brotli_writer`]); `Store` has no compressor.
+    pub(super) fn brotli_quality(self) -> u32 {
+        match self {
+            Effort::Store | Effort::Fast => 2,
+            Effort::Balanced => 5,
+        }
     }
 
     /// The gzip and deflate level: none (stored blocks, which `Stored`
@@ -256,15 +286,11 @@ pub(super) fn brotli_writer(
     effort: Effort,
 ) -> brotli::CompressorWriter<Vec<u8>> {
     const SMALL_CONTENT: usize = 1024;
-    const STREAM_WINDOW_BITS: u32 = 19;
     const MAX_WINDOW_BITS: u32 = 22;
     // Quality 5 with a window under 128 KiB (17) switches to a hasher whose
     // tables take milliseconds to set up.
     const MIN_WINDOW_BITS_AT_5: u32 = 17;
-    let quality = match effort {
-        Effort::Store | Effort::Fast => 2,
-        Effort::Balanced => 5,
-    };
+    let quality = effort.brotli_quality();
     let (quality, window_bits) = match len {
         Some(len) if len < SMALL_CONTENT => (3, 10),
         Some(len) => {
@@ -279,6 +305,9 @@ pub(super) fn brotli_writer(
     };
     brotli::CompressorWriter::new(sink, 4096, quality, window_bits)
 }
+/// The Brotli window of a streamed content: see [`brotli_writer`].
+pub(super) const STREAM_WINDOW_BITS: u32 = 19;
+
 /// Size of the scratch buffer decompressors write into before the output
 /// takes the bytes.
 pub(super) const CHUNK: usize = 16 * 1024;

@@ -27,6 +27,8 @@ use flate2::{Crc, Decompress, FlushDecompress, Status};
 
 use super::base64;
 use super::encoding::Compressed;
+use super::pace::{Drain, Pace};
+use super::paced::Paced;
 use super::stored::Stored;
 use crate::message::Encoding;
 use crate::message::ValueError;
@@ -727,6 +729,10 @@ pub struct ContentEncoder {
     stage: Stage,
     /// Content bytes taken.
     taken: u64,
+    /// How hard a compressed encoding works on the next piece, once the
+    /// caller tells how the output drains ([`drained`](Self::drained));
+    /// `None` until then: the effort is the content's alone.
+    pace: Option<Box<Pace>>,
 }
 
 impl fmt::Debug for ContentEncoder {
@@ -753,6 +759,15 @@ enum Stage {
         compress: Compress,
         base64: base64::Encoder,
     },
+    /// Compressing with the effort of the pace, up to `ceiling`, what the
+    /// content's first bytes are judged worth.
+    Paced {
+        paced: Box<Paced>,
+        ceiling: Effort,
+        base64: base64::Encoder,
+        /// The compressed bytes of a piece, before base64.
+        scratch: Vec<u8>,
+    },
     /// The content ended and its text is out.
     Finished,
 }
@@ -777,6 +792,29 @@ impl ContentEncoder {
                 Some(compressed) => Stage::Unstarted(compressed, Vec::new()),
             },
             taken: 0,
+            pace: None,
+        }
+    }
+
+    /// Tells how the output drains before the next piece (D19): from the
+    /// first call on, a compressed encoding works as hard as the pace
+    /// allows ([`Drain`]; the bytes as they are while the transport waits
+    /// on the compressor, more as the output waits on the transport), never
+    /// harder than the content is worth. Without it the effort is the
+    /// content's alone, as [`codec::encode`](crate::message::codec::encode)
+    /// chooses it. Call it before the first piece for the whole content
+    /// to be paced; the encoded text is one valid stream either way.
+    pub fn drained(&mut self, drain: Drain) {
+        let ceiling = match &self.stage {
+            Stage::Paced { ceiling, .. } => *ceiling,
+            Stage::Unstarted(..) => Effort::Balanced,
+            // Identity does no work to pace; a stream already compressing
+            // at a fixed effort keeps it.
+            Stage::Text { .. } | Stage::Compressing { .. } | Stage::Finished => return,
+        };
+        match &mut self.pace {
+            Some(pace) => pace.observe(drain, ceiling),
+            None => self.pace = Some(Box::new(Pace::new(drain))),
         }
     }
 
@@ -789,13 +827,27 @@ impl ContentEncoder {
     /// makes (JSON-escaped, without quotes) to `out`. The first bytes of a
     /// compressed encoding (half a KiB at least, held until they come) set
     /// how hard it works ([`codec::encode`](crate::message::codec::encode)
-    /// says how).
+    /// says how); once paced ([`drained`](Self::drained)), that is the most
+    /// it works, and the pace chooses each piece's effort below it.
     pub fn encode(&mut self, bytes: &[u8], out: &mut Vec<u8>) -> Result<(), EncodeError> {
+        let before = out.len();
         let result = match &mut self.stage {
             Stage::Text { carry } => text(carry, self.taken, bytes, out),
             Stage::Finished => Ok(()),
             Stage::Compressing { compress, base64 } => {
                 base64.encode(&compress.write(bytes), out);
+                Ok(())
+            }
+            Stage::Paced {
+                paced,
+                ceiling,
+                base64,
+                scratch,
+            } => {
+                let effort = self.pace.as_ref().map_or(*ceiling, |pace| pace.effort(*ceiling));
+                paced.write(bytes, effort, scratch);
+                base64.encode(scratch, out);
+                scratch.clear();
                 Ok(())
             }
             Stage::Unstarted(compressed, held) if held.is_empty() && bytes.len() >= Effort::MIN_SAMPLE => {
@@ -812,6 +864,9 @@ impl ContentEncoder {
                 Ok(())
             }
         };
+        if let Some(pace) = &mut self.pace {
+            pace.produced(out.len() - before);
+        }
         self.taken += bytes.len() as u64;
         result
     }
@@ -819,8 +874,23 @@ impl ContentEncoder {
     /// Chooses the compressor by the content's first bytes, `first`, and
     /// compresses them.
     fn start(&mut self, compressed: Compressed, first: &[u8], out: &mut Vec<u8>) {
-        let mut compress = Compress::new(compressed, Effort::judge(first));
+        let ceiling = Effort::judge(first);
         let mut base64 = base64::Encoder::default();
+        if let Some(pace) = &self.pace {
+            let mut paced = Box::new(Paced::new(compressed));
+            let mut scratch = Vec::new();
+            paced.write(first, pace.effort(ceiling), &mut scratch);
+            base64.encode(&scratch, out);
+            scratch.clear();
+            self.stage = Stage::Paced {
+                paced,
+                ceiling,
+                base64,
+                scratch,
+            };
+            return;
+        }
+        let mut compress = Compress::new(compressed, ceiling);
         base64.encode(&compress.write(first), out);
         self.stage = Stage::Compressing { compress, base64 };
     }
@@ -841,6 +911,17 @@ impl ContentEncoder {
             Stage::Text { .. } | Stage::Unstarted(..) | Stage::Finished => Ok(()),
             Stage::Compressing { compress, mut base64 } => {
                 base64.encode(&compress.finish(), out);
+                base64.finish(out);
+                Ok(())
+            }
+            Stage::Paced {
+                paced,
+                mut base64,
+                mut scratch,
+                ..
+            } => {
+                paced.finish(&mut scratch);
+                base64.encode(&scratch, out);
                 base64.finish(out);
                 Ok(())
             }
@@ -945,5 +1026,149 @@ fn utf8_length(lead: u8) -> usize {
         0xe0..=0xef => 3,
         0xf0..=0xf7 => 4,
         _ => 1,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use super::*;
+
+    /// Text that compresses, with a period longer than every window.
+    fn text(len: usize) -> Vec<u8> {
+        let mut bytes = Vec::with_capacity(len + 64);
+        let mut i = 0u64;
+        while bytes.len() < len {
+            i += 1;
+            let word = i.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 52;
+            bytes.extend_from_slice(
+                format!("entry {i}: {word} brown foxes, {} lazy dogs\n", word % 89).as_bytes(),
+            );
+        }
+        bytes.truncate(len);
+        bytes
+    }
+
+    /// How the output drains while one piece is encoded: two milliseconds
+    /// pass, and output is still queued when the next piece is due, or
+    /// not.
+    #[derive(Clone, Copy)]
+    enum Link {
+        /// The transport takes everything at once.
+        Fast,
+        /// The transport's buffer is full three pieces of four: output
+        /// waits on it.
+        Slow,
+    }
+
+    /// Encodes `content` in 64 KiB pieces, each told how the output
+    /// drained over the millisecond before it, `links` in turn for each
+    /// eighth of the content; returns the text.
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "the origin of a test's time; every moment after is data"
+    )]
+    fn paced(encoding: Encoding, content: &[u8], links: &[Link]) -> Vec<u8> {
+        let mut encoder = ContentEncoder::new(encoding);
+        let mut at = Instant::now();
+        let mut out = Vec::new();
+        let pieces = content.chunks(64 * 1024).collect::<Vec<_>>();
+        for (i, piece) in pieces.iter().enumerate() {
+            // Under 50 MB/s: a link worth compressing for.
+            at += Duration::from_millis(2);
+            let pending = match links[i * links.len() / pieces.len()] {
+                Link::Fast => 0,
+                Link::Slow if i % 4 == 3 => 0,
+                Link::Slow => 100_000,
+            };
+            encoder.drained(Drain { at, pending });
+            encoder.encode(piece, &mut out).unwrap();
+        }
+        encoder.finish(&mut out).unwrap();
+        out
+    }
+
+    fn decoded(encoding: Encoding, text: &[u8]) -> Vec<u8> {
+        let mut decoder = ContentDecoder::new(encoding, 1 << 26);
+        let mut out = Vec::new();
+        for piece in text.chunks(10_000) {
+            decoder.decode(piece, &mut out, usize::MAX).unwrap();
+        }
+        assert!(decoder.finish(&mut out, usize::MAX).unwrap());
+        out
+    }
+
+    const COMPRESSED: [Encoding; 3] = [Encoding::Gzip, Encoding::Deflate, Encoding::Br];
+
+    #[test]
+    fn d19_a_fast_link_gets_the_bytes_as_they_are_a_slow_one_compressed() {
+        let content = text(4 << 20);
+        for encoding in COMPRESSED {
+            let fast = paced(encoding, &content, &[Link::Fast]);
+            let slow = paced(encoding, &content, &[Link::Slow]);
+            // Base64 of stored blocks: four thirds of the content.
+            assert!(
+                fast.len() >= content.len() * 4 / 3,
+                "{encoding}: {} fast",
+                fast.len()
+            );
+            // The first stretches go stored, until the wait shows.
+            assert!(slow.len() * 2 < fast.len(), "{encoding}: {} slow", slow.len());
+            assert!(decoded(encoding, &fast) == content, "{encoding} fast");
+            assert!(decoded(encoding, &slow) == content, "{encoding} slow");
+        }
+    }
+
+    #[test]
+    fn d19_a_stream_whose_effort_changes_midway_decodes_to_the_content() {
+        use Link::{Fast, Slow};
+        let content = text(6 << 20);
+        for encoding in COMPRESSED {
+            let text = paced(
+                encoding,
+                &content,
+                &[Fast, Slow, Slow, Fast, Slow, Fast, Fast, Slow],
+            );
+            assert!(decoded(encoding, &text) == content, "{encoding}");
+            assert!(
+                crate::message::codec::decode(std::str::from_utf8(&text).unwrap(), encoding, 1 << 26)
+                    == Ok(content.clone()),
+                "{encoding}, decoded whole"
+            );
+            let (fast, slow) = (
+                paced(encoding, &content, &[Fast]).len(),
+                paced(encoding, &content, &[Slow]).len(),
+            );
+            assert!(
+                slow < text.len() && text.len() < fast,
+                "{encoding}: {slow} < {} < {fast}",
+                text.len()
+            );
+        }
+    }
+
+    #[test]
+    fn d19_random_bytes_stay_stored_and_identity_is_unpaced() {
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        let random: Vec<u8> = (0..1 << 20)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect();
+        for encoding in COMPRESSED {
+            let text = paced(encoding, &random, &[Link::Slow]);
+            assert!(text.len() >= random.len() * 4 / 3, "{encoding}");
+            assert!(decoded(encoding, &text) == random, "{encoding}");
+        }
+        let content = text(200_000);
+        let text = paced(Encoding::Identity, &content, &[Link::Slow]);
+        let mut unpaced = ContentEncoder::new(Encoding::Identity);
+        let mut expected = Vec::new();
+        unpaced.encode(&content, &mut expected).unwrap();
+        assert!(text == expected, "identity is escaped text, paced or not");
     }
 }

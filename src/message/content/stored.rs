@@ -13,22 +13,22 @@ use flate2::Crc;
 use super::encoding::Compressed;
 
 /// The longest stored block.
-const BLOCK: usize = u16::MAX as usize;
+pub(super) const BLOCK: usize = u16::MAX as usize;
 
 /// Small writes are gathered into blocks of at least this much, so that
 /// content given a few bytes at a time costs no more framing.
-const GATHER: usize = 16 * 1024;
+pub(super) const GATHER: usize = 16 * 1024;
 
 /// A gzip member header (RFC 1952 §2.3): deflate, no flags, no time, the
 /// operating system unknown; as flate2 writes it.
-const GZIP_HEADER: [u8; 10] = [0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff];
+pub(super) const GZIP_HEADER: [u8; 10] = [0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff];
 
 /// A zlib header (RFC 1950 §2.2): deflate with a 32 KiB window, the
 /// fastest level, and the check bits that make it a multiple of 31.
-const ZLIB_HEADER: [u8; 2] = [0x78, 0x01];
+pub(super) const ZLIB_HEADER: [u8; 2] = [0x78, 0x01];
 
 /// The last block: final, stored, empty.
-const LAST_BLOCK: [u8; 5] = [0x01, 0x00, 0x00, 0xff, 0xff];
+pub(super) const LAST_BLOCK: [u8; 5] = [0x01, 0x00, 0x00, 0xff, 0xff];
 
 /// A Brotli stream's first byte, from the lowest bit: a window of 16 bits
 /// (`0`), then an empty metadata meta-block (not last `0`, `MNIBBLES` 0
@@ -38,7 +38,7 @@ const BROTLI_HEADER: [u8; 1] = [0x0c];
 
 /// A Brotli stream's end: a last, empty meta-block (`ISLAST` and
 /// `ISLASTEMPTY`), padded.
-const BROTLI_LAST: [u8; 1] = [0x03];
+pub(super) const BROTLI_LAST: [u8; 1] = [0x03];
 
 /// A stream of stored blocks, written as content comes.
 pub(super) struct Stored {
