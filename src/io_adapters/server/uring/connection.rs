@@ -23,6 +23,14 @@ impl<H: Handler> Worker<H> {
     pub(super) fn add(&mut self, socket: TcpStream) {
         self.settings.count_accepted();
         let _ = socket.set_nodelay(true);
+        // `sendfile` on it must answer that it would block, not wait: the
+        // ring's operations on a socket do not block either way.
+        if let Err(e) = socket.set_nonblocking(true) {
+            tracing::warn!(error = %e, "a client's socket could not be made non-blocking: not served");
+            self.settings.count_unserved(CloseCause::TransportFailed);
+            self.shared.release();
+            return;
+        }
         let peer = socket.peer_addr();
         let stream = Accepted::new(
             RingStream::new(socket, Rc::clone(self.ring.pool())),
@@ -61,8 +69,9 @@ impl<H: Handler> Worker<H> {
         self.drive(slot);
     }
 
-    /// Takes in a receive's or send's completion for the connection in
-    /// `slot`; frees the slot once a closed connection's last one is in.
+    /// Takes in a receive's, send's or poll for room's completion for the
+    /// connection in `slot`; frees the slot once a closed connection's last
+    /// one is in.
     pub(super) fn completed(&mut self, slot: usize, done: &Completion) {
         let stream = match self.slots.get_mut(slot) {
             Some(Slot::Serving(client)) => client.stream.get_mut(),
@@ -71,6 +80,7 @@ impl<H: Handler> Worker<H> {
         };
         match done.op {
             Op::Recv(_) => stream.received(done),
+            Op::Room(_) => stream.room(),
             _ => stream.sent(done.result),
         }
         match &self.slots[slot] {
@@ -136,8 +146,8 @@ impl<H: Handler> Worker<H> {
 
     /// Queues what the connection's socket needs of the ring: the send of
     /// what it wrote (submitted with every other connection's at the next
-    /// round), and its receive armed, or cancelled while it holds enough
-    /// unread.
+    /// round) or the poll for room that `sendfile` found missing, and its
+    /// receive armed, or cancelled while it holds enough unread.
     pub(super) fn queue_io(&mut self, slot: usize) {
         let Some(Slot::Serving(client)) = self.slots.get_mut(slot) else {
             return;
@@ -153,6 +163,10 @@ impl<H: Handler> Worker<H> {
             None => Ok(()),
         };
         let queued = queued.and_then(|()| {
+            if stream.wants_room() {
+                self.ring.poll_room(fd, slot)?;
+                stream.polled();
+            }
             if stream.wants_receive() && self.ring.pool().has_free() {
                 self.ring.receive(fd, slot)?;
                 stream.set_receive(Receive::Armed);
@@ -240,6 +254,9 @@ impl<H: Handler> Worker<H> {
         }
         if stream.sending() {
             let _ = self.ring.cancel(Op::Send(slot));
+        }
+        if stream.polling() {
+            let _ = self.ring.cancel(Op::Room(slot));
         }
         self.shared.release();
         let Slot::Serving(client) = std::mem::replace(&mut self.slots[slot], Slot::Vacant) else {

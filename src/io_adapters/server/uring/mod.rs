@@ -29,8 +29,12 @@
 //! - **send**: the drive step writes into the connection's outbox (256
 //!   KiB; full, it would block); every connection's sends of a round of
 //!   the loop are submitted together, with the wait for the next
-//!   completion, in one `io_uring_enter`. Prepared bodies (files) go out
-//!   through the outbox too: this server does not use `sendfile`;
+//!   completion, in one `io_uring_enter`. A prepared body's sealed copy
+//!   (`Body::add_sendfile_copy`) goes out from its file instead, on plain
+//!   TCP, with a direct `sendfile` on the socket (non-blocking, as mio
+//!   sends it), once nothing of the outbox is left to send, so that the
+//!   bytes keep their order; when the socket is full, a one-shot poll for
+//!   room (`POLLOUT`) gives the connection its next turn;
 //! - **timers**: one timeout entry for the earliest deadline of the
 //!   worker's connections (the D3 limits the drive step asks for, the
 //!   held clients' next look for room, an accept's back-off), moved
@@ -41,7 +45,8 @@
 //! A connection is a slot holding `Vacant`, `Serving` (its socket, its
 //! [`Driver`](super::Driver)) or `Closing`: over, its place under the cap given
 //! back, its socket kept until the ring's last completion for it (a
-//! cancelled receive or send) so that no operation names freed memory.
+//! cancelled receive, send or poll for room) so that no operation names
+//! freed memory or a reused slot.
 //! Handlers run on the worker thread, one at a time, as on mio.
 //!
 //! Where the kernel refuses io_uring (no io_uring, `ENOSYS`; refused to

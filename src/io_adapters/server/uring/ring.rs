@@ -40,6 +40,9 @@ pub(super) enum Op {
     Recv(usize),
     /// The send of the connection in the slot.
     Send(usize),
+    /// The one-shot poll for room in the socket of the connection in the
+    /// slot, after `sendfile` found it full.
+    Room(usize),
     /// The worker's timer.
     Timer,
     /// The poll of the worker's wake-up descriptor.
@@ -58,6 +61,7 @@ impl Op {
             Op::Timer => (3, 0),
             Op::Wake => (4, 0),
             Op::Aside => (5, 0),
+            Op::Room(n) => (6, n),
         };
         (n as u64) << 8 | kind
     }
@@ -70,6 +74,7 @@ impl Op {
             2 => Op::Send(n),
             3 => Op::Timer,
             4 => Op::Wake,
+            6 => Op::Room(n),
             _ => Op::Aside,
         }
     }
@@ -265,6 +270,16 @@ impl Ring {
             .build()
             .user_data(Op::Aside.encode());
         // SAFETY: names no memory.
+        unsafe { self.push(entry) }
+    }
+
+    /// Polls `socket` once for room to send (or its end, or an error).
+    pub(super) fn poll_room(&mut self, socket: RawFd, slot: usize) -> io::Result<()> {
+        let entry = opcode::PollAdd::new(Fd(socket), libc::POLLOUT as u32)
+            .build()
+            .user_data(Op::Room(slot).encode());
+        // SAFETY: names no memory; the socket is kept open until the
+        // poll's completion.
         unsafe { self.push(entry) }
     }
 

@@ -2,20 +2,25 @@
 //! non-blocking [`Transport`] over memory. Reads take what the ring's
 //! receive completions left in the pool's buffers; writes fill an outbox
 //! that the worker sends with one send entry per connection, every
-//! connection's together, once per round of its loop. "Would block" means
-//! nothing received yet, or the outbox full; the completions that change
-//! that give the connection its next turn.
+//! connection's together, once per round of its loop. A prepared body's
+//! sealed copy ([`Transport::send_copy`]) goes from its file with a direct
+//! `sendfile` on the (non-blocking) socket, once nothing of the outbox is
+//! left to send, so that the bytes keep their order. "Would block" means
+//! nothing received yet, the outbox full, the outbox still to send before
+//! a copy, or the socket full for `sendfile`; the completions that change
+//! that (a receive, a send, a poll for room) give the connection its next
+//! turn.
 
 use std::collections::VecDeque;
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpStream};
-use std::os::fd::{AsFd, AsRawFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 use std::rc::Rc;
 use std::time::Duration;
 
 use super::ring::{Completion, Pool};
 use crate::io_adapters::transport::{Transport, tcp_acknowledged};
-use crate::machine::Acknowledged;
+use crate::machine::{Acknowledged, OutputCopy};
 
 /// Bytes the outbox takes before writes would block: the drive step's
 /// output goes out in sends of at most this much, while the previous
@@ -59,7 +64,8 @@ pub(super) enum Receive {
     Cancelling,
 }
 
-/// The connection's send.
+/// The connection's send: of the outbox through the ring, or of a copy
+/// with `sendfile`, never both at once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Sending {
     /// None under way.
@@ -69,6 +75,10 @@ enum Sending {
     /// The kernel took `flight[..sent]` of it: the rest is to be sent
     /// again.
     Short { sent: usize },
+    /// `sendfile` found the socket full: a poll for room is to be armed.
+    Full,
+    /// The poll for room is armed; its completion brings the next turn.
+    Polling,
     /// A send failed with this `errno`: nothing more can be sent.
     Failed(i32),
 }
@@ -206,10 +216,58 @@ impl RingStream {
         matches!(self.sending, Sending::Submitted { .. })
     }
 
+    /// Whether to arm a poll for room in the socket: `sendfile` found it
+    /// full. The caller arms it, then calls [`polled`](Self::polled).
+    pub(super) fn wants_room(&self) -> bool {
+        self.sending == Sending::Full
+    }
+
+    /// The poll for room is armed.
+    pub(super) fn polled(&mut self) {
+        if self.sending == Sending::Full {
+            self.sending = Sending::Polling;
+        }
+    }
+
+    /// Whether the poll for room is armed (to be cancelled at the close).
+    pub(super) fn polling(&self) -> bool {
+        self.sending == Sending::Polling
+    }
+
+    /// Takes in the poll's completion: room, the socket's end, or its
+    /// cancellation. The next `sendfile` tells which.
+    pub(super) fn room(&mut self) {
+        if self.sending == Sending::Polling {
+            self.sending = Sending::Idle;
+        }
+    }
+
     /// Whether an operation of the ring still names this stream: it must
     /// be kept until the last completion.
     pub(super) fn in_flight(&self) -> bool {
-        self.sending() || self.receive != Receive::Idle
+        self.sending() || self.polling() || self.receive != Receive::Idle
+    }
+
+    /// Sends from a file with `send`, given the socket, once nothing of
+    /// the outbox is left to send before it: until then, and while the
+    /// socket is full, it would block. `None` (the copy is not a file)
+    /// is passed on.
+    fn send_from(
+        &mut self,
+        send: impl FnOnce(BorrowedFd<'_>) -> Option<io::Result<usize>>,
+    ) -> Option<io::Result<usize>> {
+        match self.sending {
+            Sending::Idle if self.outbox.is_empty() => {}
+            Sending::Failed(errno) => return Some(Err(io::Error::from_raw_os_error(errno))),
+            // The outbox's bytes come first (the send's completion brings
+            // the next turn), or the socket is full (the poll's does).
+            _ => return Some(Err(io::ErrorKind::WouldBlock.into())),
+        }
+        let sent = send(self.socket.as_fd())?;
+        if matches!(&sent, Err(e) if e.kind() == io::ErrorKind::WouldBlock) {
+            self.sending = Sending::Full;
+        }
+        Some(sent)
     }
 
     /// Whether bytes have arrived that the drive step has not read: in
@@ -221,9 +279,10 @@ impl RingStream {
         !self.inbox.is_empty() || matches!(peeked, Ok((n, _)) if n > 0)
     }
 
-    /// Bytes written and not yet taken by the kernel.
+    /// Bytes written and not yet taken by the kernel (`sendfile` hands
+    /// the kernel its bytes in the call).
     fn holds_output(&self) -> bool {
-        !self.outbox.is_empty() || !matches!(self.sending, Sending::Idle | Sending::Failed(_))
+        !self.outbox.is_empty() || matches!(self.sending, Sending::Submitted { .. } | Sending::Short { .. })
     }
 }
 
@@ -314,6 +373,13 @@ impl Transport for RingStream {
             bytes: told.bytes,
             holds_more: told.holds_more || self.holds_output(),
         })
+    }
+
+    /// Sends a prepared body's sealed copy from its file with `sendfile`,
+    /// in order after the outbox (see [`send_from`](Self::send_from)).
+    fn send_copy(&mut self, pending: OutputCopy<'_>) -> Option<io::Result<usize>> {
+        pending.file()?;
+        self.send_from(|socket| crate::io_adapters::sendfile::send(socket, pending))
     }
 }
 

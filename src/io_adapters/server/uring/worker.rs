@@ -66,8 +66,8 @@ pub(super) enum Slot {
     /// A connection being served.
     Serving(Box<Client>),
     /// A connection over, whose socket the ring's operations still name
-    /// (a receive or send being cancelled): freed at their last
-    /// completion.
+    /// (a receive, send or poll for room being cancelled): freed at their
+    /// last completion.
     Closing(Accepted<RingStream>),
 }
 
@@ -280,7 +280,7 @@ impl<H: Handler> Worker<H> {
     fn take(&mut self, done: Completion) {
         match done.op {
             Op::Accept(n) => self.accepted(n, &done),
-            Op::Recv(slot) | Op::Send(slot) => self.completed(slot, &done),
+            Op::Recv(slot) | Op::Send(slot) | Op::Room(slot) => self.completed(slot, &done),
             Op::Timer => self.timer = Timer::Unarmed,
             Op::Wake => {
                 let mut count = [0; 8];
