@@ -387,7 +387,7 @@ impl Transport for RingStream {
 mod tests {
     use std::net::TcpListener;
 
-    use super::super::ring::Ring;
+    use super::super::ring::{Op, Ring};
     use super::*;
 
     /// A stream over a loopback connection, with the ring whose pool it
@@ -456,6 +456,117 @@ mod tests {
         assert_eq!(stream.read(&mut buf).expect("the end"), 0);
         assert!(!stream.wants_receive(), "the peer's stream is over");
         assert!(ring.pool().has_free(), "the buffer is back in the pool");
+    }
+
+    /// A sealed-like file of `len` bytes of `y`, and a `sendfile` of it
+    /// from `offset` for [`RingStream::send_from`].
+    fn file(len: usize) -> std::fs::File {
+        let fd = rustix::fs::memfd_create("ring-test", rustix::fs::MemfdFlags::CLOEXEC).expect("memfd");
+        let mut file = std::fs::File::from(fd);
+        file.write_all(&vec![b'y'; len]).expect("written");
+        file
+    }
+
+    fn sendfile(
+        file: &std::fs::File,
+        offset: usize,
+        len: usize,
+    ) -> impl FnOnce(BorrowedFd<'_>) -> Option<io::Result<usize>> + '_ {
+        move |socket| {
+            let mut at = offset as u64;
+            Some(rustix::fs::sendfile(socket, file, Some(&mut at), len).map_err(io::Error::from))
+        }
+    }
+
+    /// Takes completions until one of `op` (bounded by the ring's timer).
+    fn until(ring: &mut Ring, op: Op) -> Completion {
+        ring.time(Duration::from_secs(10), false).expect("timer");
+        loop {
+            let mut done = Vec::new();
+            ring.complete(1, |completion| done.push(completion))
+                .expect("completions");
+            assert!(
+                done.iter().all(|c| c.op != Op::Timer),
+                "no completion of {op:?} in time"
+            );
+            if let Some(found) = done.iter().find(|c| c.op == op) {
+                return *found;
+            }
+        }
+    }
+
+    /// Fills the socket by `sendfile` from `at` until it would block;
+    /// where it stopped.
+    fn fill(stream: &mut RingStream, file: &std::fs::File, mut at: usize, len: usize) -> usize {
+        loop {
+            match stream.send_from(sendfile(file, at, len - at)).expect("a file") {
+                Ok(n) => {
+                    assert!(n > 0 && at + n < len, "the socket never filled");
+                    at += n;
+                }
+                Err(e) => {
+                    assert_eq!(e.kind(), io::ErrorKind::WouldBlock, "{e}");
+                    return at;
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_copy_goes_by_sendfile_after_the_outbox_and_waits_for_room_in_a_full_socket() {
+        let (mut stream, mut peer, mut ring) = stream();
+        stream.socket.set_nonblocking(true).expect("non-blocking");
+        rustix::net::sockopt::set_socket_send_buffer_size(&stream.socket, 16 * 1024).expect("small");
+        let len = 8 << 20;
+        let copy = file(len);
+        stream.write_all(b"head").expect("taken");
+        // The outbox's bytes go first: the copy would block until they are
+        // sent, and nothing but the send's completion is awaited.
+        let first = stream.send_from(sendfile(&copy, 0, len)).expect("a file");
+        assert_eq!(
+            first.expect_err("the outbox first").kind(),
+            io::ErrorKind::WouldBlock
+        );
+        assert!(!stream.wants_room());
+        let fd = stream.fd();
+        let bytes = stream.next_send().expect("the outbox");
+        // SAFETY: the bytes are the stream's, untouched until the send's
+        // completion, taken in below.
+        #[allow(unsafe_code)]
+        unsafe { ring.send(fd, bytes, 0) }.expect("queued");
+        stream.sent(until(&mut ring, Op::Send(0)).result);
+        // Then the copy, until the socket is full: a poll for room is due,
+        // and the stream is kept while it is armed.
+        let at = fill(&mut stream, &copy, 0, len);
+        assert!(stream.wants_room() && !stream.in_flight());
+        ring.poll_room(fd, 0).expect("armed");
+        stream.polled();
+        assert!(stream.in_flight() && !stream.wants_room());
+        let waiting = stream.send_from(|_| panic!("no sendfile while the poll is armed"));
+        assert_eq!(
+            waiting.expect("a file").expect_err("full").kind(),
+            io::ErrorKind::WouldBlock
+        );
+        // The peer reads, in order: the poll completes, the copy goes on.
+        let mut got = vec![0; at + 4];
+        peer.set_read_timeout(Some(Duration::from_secs(10)))
+            .expect("bounded");
+        peer.read_exact(&mut got).expect("what was sent");
+        assert!(got.starts_with(b"head") && got[4..].iter().all(|&b| b == b'y'));
+        until(&mut ring, Op::Room(0));
+        stream.room();
+        assert!(!stream.in_flight());
+        let more = stream.send_from(sendfile(&copy, at, len - at)).expect("a file");
+        assert!(more.expect("room") > 0);
+        // Full again, and closed: the poll is cancelled, and the stream
+        // kept until its completion.
+        fill(&mut stream, &copy, at, len);
+        ring.poll_room(fd, 0).expect("armed");
+        stream.polled();
+        ring.cancel(Op::Room(0)).expect("cancelled");
+        assert_eq!(until(&mut ring, Op::Room(0)).result, -libc::ECANCELED);
+        stream.room();
+        assert!(!stream.in_flight());
     }
 
     #[test]
