@@ -74,10 +74,19 @@ fn beyond_the_connection_cap_clients_wait_in_the_backlog() {
             options(ServerConfig::default(), 2).with_max_connections(2),
         );
         // Each busy with a message begun: an idle one would be closed to
-        // make room instead (fair_connections.rs).
+        // make room instead (fair_connections.rs). Each is answered once
+        // first: with a listening socket per worker, a client queued for a
+        // worker still starting would otherwise leave the third one room.
         let mut open: Vec<TcpStream> = (0..2)
             .map(|n| {
                 let mut client = connect(server.addr);
+                client
+                    .write_all(request("GET", &format!("/first{n}"), "").as_bytes())
+                    .expect("write");
+                assert!(
+                    answered_within(&mut client, Duration::from_secs(5)),
+                    "{runtime:?}: connection {n} is served"
+                );
                 let text = request("GET", &format!("/open{n}"), "");
                 client
                     .write_all(&text.as_bytes()[..text.len() / 2])
