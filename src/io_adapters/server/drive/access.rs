@@ -66,10 +66,15 @@ impl Driver {
         now: Instant,
     ) {
         self.logged_bytes += bytes;
-        // Responses leave in request order (D2): it is the front one.
-        if let Some(at) = self.answers.iter().position(|a| a.id == Some(id))
-            && let Some(done) = self.answers.remove(at)
-        {
+        // Responses leave in request order (D2): the front one is taken
+        // without a search.
+        let done = if self.answers.front().is_some_and(|a| a.id == Some(id)) {
+            self.answers.pop_front()
+        } else {
+            let at = self.answers.iter().position(|a| a.id == Some(id));
+            at.and_then(|at| self.answers.remove(at))
+        };
+        if let Some(done) = done {
             let echo = self.log(handler, done, bytes, true, now);
             self.recycle_echo(echo);
         }

@@ -178,18 +178,20 @@ impl Driver {
                 && !write_blocked
                 && self.turn.moved() < TURN_BYTES
                 && !(self.mode.is_blocking() && self.offer == Offer::Offered);
-            // Bytes held as a possible HTTP line are a message begun (D3).
-            let deadline = match (self.conn.poll_timeout(), self.first_line.deadline()) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, b) => a.or(b),
-            };
-            if !output_untried && deadline.is_some_and(|t| t <= at.instant) {
-                // The stall timer is the peer's progress (D3): what the
-                // transport says the peer acknowledged decides whether it
-                // took any, so it is asked at every due timer.
-                self.report_acknowledged(io, at);
-                self.act_on_timers(at);
-                continue;
+            // The nearest deadline is asked only where it decides
+            // something: a turn that writes and reads again does not need it.
+            let mut known = None;
+            if !output_untried {
+                let deadline = self.deadline();
+                if deadline.is_some_and(|t| t <= at.instant) {
+                    // The stall timer is the peer's progress (D3): what the
+                    // transport says the peer acknowledged decides whether
+                    // it took any, so it is asked at every due timer.
+                    self.report_acknowledged(io, at);
+                    self.act_on_timers(at);
+                    continue;
+                }
+                known = Some(deadline);
             }
             if !pending && (self.conn.is_closed() || self.may_stop()) {
                 let why = if self.conn.is_closed() {
@@ -203,8 +205,14 @@ impl Driver {
             let over_budget = self.turn.moved() >= TURN_BYTES;
             let mut moved = false;
 
+            // Only a blocking call is bounded by it.
+            let io_deadline = if self.mode.is_blocking() {
+                *known.get_or_insert_with(|| self.deadline())
+            } else {
+                None
+            };
             if pending && !write_blocked && !over_budget {
-                match self.write_out(io, deadline, at) {
+                match self.write_out(io, io_deadline, at) {
                     Transfer::Moved | Transfer::Drained => moved = true,
                     Transfer::Blocked => write_blocked = true,
                     Transfer::Lingers => continue,
@@ -219,7 +227,7 @@ impl Driver {
             let read_turn = !self.mode.is_blocking() || !pending || write_blocked;
             let room = scratch.len().min(TURN_BYTES.saturating_sub(self.turn.moved()));
             if want_read && read_turn && !read_blocked && room > 0 {
-                match self.read_in(io, &mut scratch[..room], deadline, at) {
+                match self.read_in(io, &mut scratch[..room], io_deadline, at) {
                     Transfer::Moved => moved = true,
                     Transfer::Drained => (moved, read_blocked) = (true, true),
                     Transfer::Blocked => read_blocked = true,
@@ -227,7 +235,11 @@ impl Driver {
                     Transfer::Over(step) => return step,
                 }
             }
-            if moved || deadline.is_some_and(|t| t <= at.instant) {
+            if moved {
+                continue;
+            }
+            let deadline = known.unwrap_or_else(|| self.deadline());
+            if deadline.is_some_and(|t| t <= at.instant) {
                 continue;
             }
             let budget_stopped = (want_read && !read_blocked) || (pending && !write_blocked);
@@ -379,6 +391,15 @@ impl Driver {
     pub(super) fn report_acknowledged<T: Transport + ?Sized>(&mut self, io: &T, at: Now) {
         if let Some(told) = io.acknowledged() {
             self.conn.transport_acknowledged(told, at);
+        }
+    }
+
+    /// The nearest deadline: the machine's timers, and a possible HTTP
+    /// line held, which is a message begun (D3).
+    fn deadline(&self) -> Option<Instant> {
+        match (self.conn.poll_timeout(), self.first_line.deadline()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
         }
     }
 
