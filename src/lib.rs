@@ -153,3 +153,5 @@ pub mod io_adapters;
 pub mod machine;
 pub mod message;
 pub mod rules;
+#[cfg(test)]
+mod test_origin;

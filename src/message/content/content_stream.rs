@@ -1031,7 +1031,7 @@ fn utf8_length(lead: u8) -> usize {
 
 #[cfg(test)]
 mod tests {
-    use std::time::{Duration, Instant};
+    use std::time::Duration;
 
     use super::*;
 
@@ -1065,13 +1065,9 @@ mod tests {
     /// Encodes `content` in 64 KiB pieces, each told how the output
     /// drained over the millisecond before it, `links` in turn for each
     /// eighth of the content; returns the text.
-    #[allow(
-        clippy::disallowed_methods,
-        reason = "the origin of a test's time; every moment after is data"
-    )]
     fn paced(encoding: Encoding, content: &[u8], links: &[Link]) -> Vec<u8> {
         let mut encoder = ContentEncoder::new(encoding);
-        let mut at = Instant::now();
+        let mut at = crate::test_origin::origin();
         let mut out = Vec::new();
         let pieces = content.chunks(64 * 1024).collect::<Vec<_>>();
         for (i, piece) in pieces.iter().enumerate() {

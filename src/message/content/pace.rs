@@ -156,13 +156,9 @@ mod tests {
             .collect()
     }
 
-    #[allow(
-        clippy::disallowed_methods,
-        reason = "the origin of a test's time; every moment after is data"
-    )]
     fn start() -> Pace {
         Pace::new(Drain {
-            at: Instant::now(),
+            at: crate::test_origin::origin(),
             pending: 0,
         })
     }
