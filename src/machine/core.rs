@@ -18,8 +18,11 @@ use crate::message::{ContentEncoder, Drain, EncodeError, Encoding, STREAMED_TAIL
 /// giving them back. A busy keep-alive peer's next request comes sooner
 /// and reuses them, instead of paying an allocation and a free for each
 /// buffer per request; a connection that stays quiet costs its fixed state
-/// only once this has passed.
-pub(super) const KEEP_BUFFERS: Duration = Duration::from_millis(10);
+/// only once this has passed. A tenth of a second covers a peer among
+/// many that each wait their turn on a loaded worker (a few milliseconds
+/// would not, and each of its requests would pay for its buffers again),
+/// and is still far shorter than any idle keep-alive connection lives.
+pub(super) const KEEP_BUFFERS: Duration = Duration::from_millis(100);
 
 /// Received bytes the input may hold, unread by the machine, while the
 /// caller has events to take: beyond it the machine wants no more input,
