@@ -135,7 +135,27 @@ fn the_metrics_parse_and_count_exactly_what_was_sent() {
         assert_eq!(exchange(addr, &get("/missing.txt")), 404);
     }
     assert_eq!(exchange(addr, "{\"jsontp\": 1}\n"), 400);
-    let scrape = scrape(admin);
+    // An exchange is counted once its response has wholly left, which a
+    // worker sees just after the client may have read it: scraped again
+    // until all eleven show, within the wait.
+    let until = std::time::Instant::now() + WAIT;
+    let scrape = loop {
+        let scrape = scrape(admin);
+        let counted: f64 = scrape
+            .samples
+            .iter()
+            .filter(|s| s.metric == "jsontp_requests_total")
+            .map(|s| match s.value {
+                prometheus_parse::Value::Counter(v) | prometheus_parse::Value::Untyped(v) => v,
+                _ => 0.0,
+            })
+            .sum();
+        let counted = counted >= 11.0;
+        if counted || std::time::Instant::now() >= until {
+            break scrape;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
     assert_eq!(sample(&scrape, "jsontp_requests_total", &[("code", "200")]), 7.0);
     assert_eq!(sample(&scrape, "jsontp_requests_total", &[("code", "404")]), 3.0);
     assert_eq!(sample(&scrape, "jsontp_requests_total", &[("code", "400")]), 1.0);
