@@ -137,12 +137,15 @@ pub const SPOOL_FOLDER: &str = ".jsontp-spool";
 /// ones stream from the open file (D19).
 const STREAM_ABOVE: u64 = 64 * 1024;
 
-/// How much file content the small-file cache keeps by default: room for
-/// the escaped form of a text file of the largest size kept
-/// ([`SmallFiles::MAX_ESCAPED`], about three times the file), beside
-/// small files.
+/// How much file content the cache keeps by default. A large text
+/// file's escaped form costs about three times the file while it is kept
+/// (its content and escaped text in the heap, and a sealed copy), so the
+/// default leaves large files to stream in constant memory and keeps
+/// their escaped forms only up to a few MiB; a server with memory to
+/// spare raises it ([`FileServer::with_cache_bytes`]) to keep text files
+/// of up to [`SmallFiles::MAX_ESCAPED`].
 #[cfg(target_os = "linux")]
-const DEFAULT_CACHE_BYTES: usize = 256 << 20;
+const DEFAULT_CACHE_BYTES: usize = 16 << 20;
 
 /// Serves the files of one folder over jsontp: built with
 /// [`new`](Self::new) and the `with_` methods, then served as a
@@ -414,8 +417,9 @@ impl FileServer {
     /// and text files of up to 64 MiB with their escaped form alone, the
     /// form `identity` sends (their compressed forms stream), `max_bytes`
     /// in all, content, written forms and their copies for `sendfile`
-    /// included (default 256 MiB, room for one 64 MiB text file beside
-    /// small ones; `0` keeps none; a file that would not fit streams),
+    /// included (default 16 MiB: large files stream, see
+    /// `DEFAULT_CACHE_BYTES`; `0` keeps none; a file that would not fit
+    /// streams),
     /// and, of larger files, whether they are UTF-8 text (else each request
     /// reads the file through before sending it).
     /// Each use checks, with one `stat`, that the path still names the very

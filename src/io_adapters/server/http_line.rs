@@ -117,6 +117,11 @@ impl FirstLine {
         }
     }
 
+    /// Whether nothing has been received yet.
+    pub(crate) fn is_watching(&self) -> bool {
+        matches!(self, FirstLine::Watching)
+    }
+
     /// When held bytes must go to the machine at the latest.
     pub(crate) fn deadline(&self) -> Option<Instant> {
         match self {

@@ -1,7 +1,7 @@
 //! Where a connection is in its life ([`Phase`]) and why it ends
 //! ([`CloseCause`]).
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::{Driver, Receiving, Step};
 use crate::io_adapters::linger::Linger;
@@ -37,7 +37,9 @@ pub(super) enum Phase {
     Serving { closing: Option<CloseCause> },
     /// A graceful shutdown began: what is under way may finish until
     /// `until`; the connection then closes whatever its peer does.
-    /// `closing`: as in `Serving`.
+    /// `closing`: as in `Serving`. A connection that has received
+    /// nothing waits a moment for its first request
+    /// ([`FIRST_REQUEST_GRACE`]).
     Draining {
         until: Instant,
         closing: Option<CloseCause>,
@@ -78,6 +80,14 @@ impl Phase {
     }
 }
 
+/// How long a draining connection that has received nothing waits for its
+/// first request. A client the server accepted just before its shutdown
+/// (or an upgrade's hand-over) began cannot know of it: its request is
+/// on its way, and closing the connection under it would lose a request
+/// the new process would have served. A connection opened and left
+/// silent only holds the drain this long.
+pub(super) const FIRST_REQUEST_GRACE: Duration = Duration::from_secs(1);
+
 impl Driver {
     /// Moves to `next`, out of the metrics' count of the phase it leaves
     /// and into that of `next`: the one place `phase` changes after the
@@ -97,6 +107,20 @@ impl Driver {
             tracing::debug!("draining: the server shuts down");
             self.enter(Phase::Draining { until, closing });
         }
+    }
+
+    /// Until when a draining connection that has received nothing waits
+    /// for its first request: [`FIRST_REQUEST_GRACE`] from the drain's
+    /// start, within the drain. `None` for any other connection.
+    pub(super) fn first_request_by(&self) -> Option<Instant> {
+        let Phase::Draining { until, .. } = self.phase else {
+            return None;
+        };
+        if !self.first_line.is_watching() {
+            return None;
+        }
+        let began = until.checked_sub(self.settings.0.shutdown_timeout)?;
+        Some((began + FIRST_REQUEST_GRACE).min(until))
     }
 
     /// The machine closed for `why` (or closes once its last output has

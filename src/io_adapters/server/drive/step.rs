@@ -407,8 +407,10 @@ impl Driver {
     /// nearest timer, or the end of a shutdown's drain.
     pub(super) fn wake_at(&self, machine: Option<Instant>) -> Option<Instant> {
         match (&self.phase, machine) {
-            (Phase::Draining { until, .. }, Some(t)) => Some(t.min(*until)),
-            (Phase::Draining { until, .. }, None) => Some(*until),
+            (Phase::Draining { until, .. }, machine) => {
+                let drain = self.first_request_by().unwrap_or(*until);
+                Some(machine.map_or(drain, |t| t.min(drain)))
+            }
             (_, machine) => machine,
         }
     }
@@ -435,9 +437,17 @@ impl Driver {
     /// Whether a shutting-down connection may close now: nothing half
     /// received and nothing left to write, or only the full request of a
     /// handshake awaited (which may take 300 s, D3).
+    /// A connection that has received nothing yet waits a moment for its
+    /// first request ([`FIRST_REQUEST_GRACE`](super::phase::FIRST_REQUEST_GRACE)).
     pub(super) fn may_stop(&self) -> bool {
         if !matches!(self.phase, Phase::Draining { .. }) {
             return false;
+        }
+        if let Some(by) = self.first_request_by() {
+            let now = self.turn.clock.map_or_else(|| self.now().instant, |c| c.instant);
+            if now < by {
+                return false;
+            }
         }
         let received = !self.intake_due();
         received && (self.conn.is_idle() || self.conn.awaits_full_request())

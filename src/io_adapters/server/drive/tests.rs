@@ -255,3 +255,41 @@ fn every_phase_move_and_exchange_is_counted_in_the_metrics() {
     assert_eq!(snapshot.closed(CloseCause::Dropped), 1);
     assert_eq!(snapshot.closed_total(), 2);
 }
+
+/// A client accepted just before a shutdown began cannot know of it: a
+/// connection that has received nothing waits a moment for its first
+/// request instead of closing under it, and no longer than that (nor than
+/// the drain); one that has spoken closes at once when idle.
+#[test]
+fn a_draining_connection_that_received_nothing_waits_a_moment_for_its_first_request() {
+    use std::sync::{Arc, Mutex};
+    let time = Arc::new(Mutex::new(crate::io_adapters::now()));
+    let source = Arc::clone(&time);
+    let clock = crate::io_adapters::Clock::from_fn(move || *source.lock().expect("time"));
+    let options = ServerOptions::default().with_clock(clock);
+    let peer = "127.0.0.1:9".parse().expect("address");
+    let mut silent = Driver::new(peer, &options, IoMode::NonBlocking);
+    let start = time.lock().expect("time").instant;
+    silent.move_to_draining();
+    assert!(!silent.may_stop(), "its first request may be on its way");
+    let grace = super::phase::FIRST_REQUEST_GRACE;
+    assert_eq!(
+        silent.wake_at(None),
+        Some(start + grace),
+        "stepped again when the grace ends"
+    );
+    time.lock().expect("time").instant += grace;
+    assert!(
+        silent.may_stop(),
+        "a connection left silent holds the drain no longer"
+    );
+    // One that has received bytes is not waited for: idle, it closes.
+    let mut spoken = Driver::new(peer, &options, IoMode::NonBlocking);
+    let _ = spoken.first_line.look(b"{", start, Duration::from_secs(1));
+    spoken.move_to_draining();
+    assert!(!spoken.first_line.is_watching());
+    assert!(
+        spoken.may_stop(),
+        "a connection that spoke and is idle closes at once"
+    );
+}
