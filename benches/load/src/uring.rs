@@ -45,19 +45,7 @@ pub fn uring(settings: &Settings, root: &Path, about: &About) -> io::Result<(Str
         .chain(FILE_SERVERS)
         .filter(|&k| settings.programs.has(k) && settings.only.contains(&k))
         .collect();
-    let cases = hello_cases(&servers);
-    let results = suite::throughput(
-        settings,
-        root,
-        &servers,
-        &cases,
-        settings.runs,
-        settings.seconds,
-        settings.warmup,
-    )?;
-    let mut clean = results
-        .iter()
-        .all(|(_, outcomes)| outcomes.iter().all(|o| o.errors == 0 && o.completed > 0));
+    let (results, mut clean) = hello_rounds(settings, root, &servers)?;
     let mut instructions = BTreeMap::new();
     let mut syscalls = BTreeMap::new();
     for kind in [ServerKind::Hyper, ServerKind::MioHello, ServerKind::UringHello] {
@@ -117,20 +105,7 @@ pub fn uring(settings: &Settings, root: &Path, about: &About) -> io::Result<(Str
 /// Mode `versus`: the section's Markdown, and whether every load ran
 /// clean.
 pub fn versus(settings: &Settings, root: &Path, about: &About) -> io::Result<(String, bool)> {
-    let servers = [ServerKind::BaselineHello, ServerKind::MioHello];
-    let cases = hello_cases(&servers);
-    let results = suite::throughput(
-        settings,
-        root,
-        &servers,
-        &cases,
-        settings.runs,
-        settings.seconds,
-        settings.warmup,
-    )?;
-    let clean = results
-        .iter()
-        .all(|(_, outcomes)| outcomes.iter().all(|o| o.errors == 0 && o.completed > 0));
+    let (results, clean) = hello_rounds(settings, root, &[ServerKind::BaselineHello, ServerKind::MioHello])?;
     let baseline = settings
         .programs
         .baseline
@@ -139,6 +114,27 @@ pub fn versus(settings: &Settings, root: &Path, about: &About) -> io::Result<(St
     let text = suite::simple_header(about, settings, &format!("the baseline: `{baseline}`"))
         + &versus_table(&results, settings.runs);
     Ok((text, clean))
+}
+
+/// Each load with its runs, round by round.
+type Rounds = Vec<(Case, Vec<Outcome>)>;
+
+/// The hello on each of `servers` at each pipeline depth, the suite's
+/// rounds interleaved; and whether every load ran without an error.
+fn hello_rounds(settings: &Settings, root: &Path, servers: &[ServerKind]) -> io::Result<(Rounds, bool)> {
+    let results = suite::throughput(
+        settings,
+        root,
+        servers,
+        &hello_cases(servers),
+        settings.runs,
+        settings.seconds,
+        settings.warmup,
+    )?;
+    let clean = results
+        .iter()
+        .all(|(_, outcomes)| outcomes.iter().all(|o| o.errors == 0 && o.completed > 0));
+    Ok((results, clean))
 }
 
 /// The hello at each pipeline depth, 16 connections, on each of `servers`.
