@@ -112,15 +112,9 @@ pub(crate) fn parse_request_quick<R: From<Request>>(
     limits: &MessageLimits,
     streams_content: bool,
 ) -> Option<(usize, Result<R, Rejection>)> {
-    let mut env = Envelope::default();
-    let end = quick::read(
-        bytes,
-        leading_whitespace(bytes),
-        limits,
-        streams_content,
-        &mut env,
-    )?;
-    Some((end, validate_request(&env, context, limits)))
+    read_quick(bytes, limits, streams_content, |env| {
+        judge_request(env, context, limits)
+    })
 }
 
 /// The one-pass reader, then `validate` on what it read, the refusal
