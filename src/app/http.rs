@@ -290,9 +290,9 @@ const STRING_HEADERS: [HeaderName; 7] = [
 fn string_value(headers: &Headers, name: HeaderName) -> Option<String> {
     match name {
         HeaderName::ContentType => headers.content_type.as_ref().map(ToString::to_string),
-        HeaderName::Authorization => headers.authorization.clone(),
-        HeaderName::IfModifiedSince => headers.if_modified_since.map(|date| date.to_string()),
-        HeaderName::IfUnmodifiedSince => headers.if_unmodified_since.map(|date| date.to_string()),
+        HeaderName::Authorization => headers.authorization().map(str::to_owned),
+        HeaderName::IfModifiedSince => headers.if_modified_since().map(|date| date.to_string()),
+        HeaderName::IfUnmodifiedSince => headers.if_unmodified_since().map(|date| date.to_string()),
         HeaderName::Expect => headers.expect_continue.then(|| "100-continue".to_owned()),
         HeaderName::Date => headers.date.map(|date| date.to_string()),
         HeaderName::Language => headers.language.map(|tag| tag.as_str().to_owned()),
@@ -364,15 +364,16 @@ fn set(headers: &mut Headers, name: &str, value: &str, direction: Direction) -> 
     match HeaderName::from_lowercase(name) {
         Some(HeaderName::ContentType) => value.parse().map(|v| headers.content_type = Some(v)).is_ok(),
         Some(HeaderName::Authorization) => {
-            headers.authorization = Some(value.to_owned());
+            headers.more_mut().authorization = Some(value.to_owned());
             true
         }
-        Some(HeaderName::IfModifiedSince) => {
-            value.parse().map(|v| headers.if_modified_since = Some(v)).is_ok()
-        }
+        Some(HeaderName::IfModifiedSince) => value
+            .parse()
+            .map(|v| headers.more_mut().if_modified_since = Some(v))
+            .is_ok(),
         Some(HeaderName::IfUnmodifiedSince) => value
             .parse()
-            .map(|v| headers.if_unmodified_since = Some(v))
+            .map(|v| headers.more_mut().if_unmodified_since = Some(v))
             .is_ok(),
         // The one value the protocol takes (D10).
         Some(HeaderName::Expect) if value.eq_ignore_ascii_case("100-continue") => {
@@ -385,13 +386,10 @@ fn set(headers: &mut Headers, name: &str, value: &str, direction: Direction) -> 
         Some(_) => false,
         None if direction == Direction::Request => {
             let value = serde_json::Value::String(value.to_owned());
-            match headers
-                .unlisted
-                .iter_mut()
-                .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            {
+            let unlisted = &mut headers.more_mut().unlisted;
+            match unlisted.iter_mut().find(|(n, _)| n.eq_ignore_ascii_case(name)) {
                 Some(entry) => entry.1 = value,
-                None => headers.unlisted.push((name.to_owned(), value)),
+                None => unlisted.push((name.to_owned(), value)),
             }
             true
         }
@@ -403,14 +401,17 @@ fn set(headers: &mut Headers, name: &str, value: &str, direction: Direction) -> 
 fn remove(headers: &mut Headers, name: &str) {
     match HeaderName::from_lowercase(name) {
         Some(HeaderName::ContentType) => headers.content_type = None,
-        Some(HeaderName::Authorization) => headers.authorization = None,
-        Some(HeaderName::IfModifiedSince) => headers.if_modified_since = None,
-        Some(HeaderName::IfUnmodifiedSince) => headers.if_unmodified_since = None,
+        Some(HeaderName::Authorization) => headers.more_mut().authorization = None,
+        Some(HeaderName::IfModifiedSince) => headers.more_mut().if_modified_since = None,
+        Some(HeaderName::IfUnmodifiedSince) => headers.more_mut().if_unmodified_since = None,
         Some(HeaderName::Expect) => headers.expect_continue = false,
         Some(HeaderName::Date) => headers.date = None,
         Some(HeaderName::Language) => headers.language = None,
         Some(_) => {}
-        None => headers.unlisted.retain(|(n, _)| !n.eq_ignore_ascii_case(name)),
+        None => headers
+            .more_mut()
+            .unlisted
+            .retain(|(n, _)| !n.eq_ignore_ascii_case(name)),
     }
 }
 

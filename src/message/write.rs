@@ -276,33 +276,35 @@ fn write_headers(out: &mut Vec<u8>, h: &Headers) {
         key(out, HeaderName::ContentType);
         media_type_string(out, v);
     }
-    if let Some(v) = h.accept.as_deref() {
-        key(out, HeaderName::Accept);
-        string_array(out, v);
-    }
-    if let Some(v) = h.accept_encoding.as_deref() {
-        key(out, HeaderName::AcceptEncoding);
-        string_array(out, v);
-    }
-    if let Some(v) = h.accept_language.as_deref() {
-        key(out, HeaderName::AcceptLanguage);
-        string_array(out, v);
-    }
-    if let Some(v) = h.authorization.as_deref() {
-        key(out, HeaderName::Authorization);
-        string(out, v);
-    }
-    if let Some(v) = &h.cookies {
-        key(out, HeaderName::Cookies);
-        cookie_object(out, v);
-    }
-    if let Some(v) = h.if_modified_since {
-        key(out, HeaderName::IfModifiedSince);
-        plain_string(out, &v);
-    }
-    if let Some(v) = h.if_unmodified_since {
-        key(out, HeaderName::IfUnmodifiedSince);
-        plain_string(out, &v);
+    if let Some(more) = h.more_if_any() {
+        if let Some(v) = more.accept.as_deref() {
+            key(out, HeaderName::Accept);
+            string_array(out, v);
+        }
+        if let Some(v) = more.accept_encoding.as_deref() {
+            key(out, HeaderName::AcceptEncoding);
+            string_array(out, v);
+        }
+        if let Some(v) = more.accept_language.as_deref() {
+            key(out, HeaderName::AcceptLanguage);
+            string_array(out, v);
+        }
+        if let Some(v) = more.authorization.as_deref() {
+            key(out, HeaderName::Authorization);
+            string(out, v);
+        }
+        if let Some(v) = &more.cookies {
+            key(out, HeaderName::Cookies);
+            cookie_object(out, v);
+        }
+        if let Some(v) = more.if_modified_since {
+            key(out, HeaderName::IfModifiedSince);
+            plain_string(out, &v);
+        }
+        if let Some(v) = more.if_unmodified_since {
+            key(out, HeaderName::IfUnmodifiedSince);
+            plain_string(out, &v);
+        }
     }
     if h.expect_continue {
         key(out, HeaderName::Expect);
@@ -320,18 +322,20 @@ fn write_headers(out: &mut Vec<u8>, h: &Headers) {
         key(out, HeaderName::Language);
         quoted(out, v.as_bytes());
     }
-    if let Some(v) = &h.set_cookies {
-        key(out, HeaderName::SetCookies);
-        cookie_object(out, v);
-    }
-    for (name, value) in &h.unlisted {
-        if !std::mem::take(&mut first) {
-            out.push(b',');
+    if let Some(more) = h.more_if_any() {
+        if let Some(v) = &more.set_cookies {
+            key(out, HeaderName::SetCookies);
+            cookie_object(out, v);
         }
-        string(out, name);
-        out.push(b':');
-        // A `Value` always serialises.
-        let _ = serde_json::to_writer(&mut *out, value);
+        for (name, value) in &more.unlisted {
+            if !std::mem::take(&mut first) {
+                out.push(b',');
+            }
+            string(out, name);
+            out.push(b':');
+            // A `Value` always serialises.
+            let _ = serde_json::to_writer(&mut *out, value);
+        }
     }
     out.push(b'}');
 }

@@ -282,9 +282,24 @@ pub(crate) type LanguageList = SmallVec<[Weighted<LanguageRange>; 2]>;
 /// The three negotiation lists (`accept`, `accept-encoding`,
 /// `accept-language`) are never empty: D8 reads an empty list as no header,
 /// so an empty list given to their setters removes the header.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Clone, Default, Eq)]
 pub struct Headers {
+    // What a response carries (`content-type`, and the `date` and
+    // `language` every response gets) is held here; the others, which
+    // most messages lack, behind one pointer, so that a message moves as
+    // a small value and its headers cost no allocation until one of them
+    // is set.
     pub(crate) content_type: Option<MediaType>,
+    pub(crate) date: Option<Date>,
+    pub(crate) language: Option<LanguageTag>,
+    pub(crate) expect_continue: bool,
+    pub(crate) ignore_invalid_headers: bool,
+    more: Option<Box<MoreHeaders>>,
+}
+
+/// The headers a [`Headers`] keeps behind a pointer.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct MoreHeaders {
     pub(crate) accept: Option<Vec<Weighted<MediaRange>>>,
     pub(crate) accept_encoding: Option<EncodingList>,
     pub(crate) accept_language: Option<LanguageList>,
@@ -292,14 +307,88 @@ pub struct Headers {
     pub(crate) cookies: Option<Cookies>,
     pub(crate) if_modified_since: Option<Date>,
     pub(crate) if_unmodified_since: Option<Date>,
-    pub(crate) expect_continue: bool,
-    pub(crate) ignore_invalid_headers: bool,
-    pub(crate) date: Option<Date>,
-    pub(crate) language: Option<LanguageTag>,
     pub(crate) set_cookies: Option<Cookies>,
     /// Names outside the protocol's list, to send as given (never filled
     /// from a received message: D8 drops or refuses those).
     pub(crate) unlisted: Vec<(String, serde_json::Value)>,
+}
+
+/// What a [`Headers`] without the boxed ones reads as.
+static NO_MORE: MoreHeaders = MoreHeaders {
+    accept: None,
+    accept_encoding: None,
+    accept_language: None,
+    authorization: None,
+    cookies: None,
+    if_modified_since: None,
+    if_unmodified_since: None,
+    set_cookies: None,
+    unlisted: Vec::new(),
+};
+
+impl Headers {
+    /// The headers kept behind the pointer (all unset when there is none).
+    #[inline]
+    pub(crate) fn more(&self) -> &MoreHeaders {
+        self.more.as_deref().unwrap_or(&NO_MORE)
+    }
+
+    /// The headers kept behind the pointer, to set one.
+    #[inline]
+    pub(crate) fn more_mut(&mut self) -> &mut MoreHeaders {
+        self.more.get_or_insert_with(Box::default)
+    }
+
+    /// Sets or removes one of the boxed headers; removing one where none
+    /// was ever set allocates nothing.
+    #[inline]
+    fn set_more<T>(&mut self, value: Option<T>, field: impl FnOnce(&mut MoreHeaders) -> &mut Option<T>) {
+        if value.is_some() || self.more.is_some() {
+            *field(self.more_mut()) = value;
+        }
+    }
+
+    /// The boxed headers, if any was ever set: a writer skips them all
+    /// when there are none.
+    #[inline]
+    pub(crate) fn more_if_any(&self) -> Option<&MoreHeaders> {
+        self.more.as_deref()
+    }
+}
+
+// Equal headers are the same headers set, however they are stored: a
+// pointer to headers all unset equals no pointer.
+impl PartialEq for Headers {
+    fn eq(&self, other: &Headers) -> bool {
+        self.content_type == other.content_type
+            && self.date == other.date
+            && self.language == other.language
+            && self.expect_continue == other.expect_continue
+            && self.ignore_invalid_headers == other.ignore_invalid_headers
+            && self.more() == other.more()
+    }
+}
+
+impl fmt::Debug for Headers {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let more = self.more();
+        f.debug_struct("Headers")
+            .field("content_type", &self.content_type)
+            .field("accept", &more.accept)
+            .field("accept_encoding", &more.accept_encoding)
+            .field("accept_language", &more.accept_language)
+            .field("authorization", &more.authorization)
+            .field("cookies", &more.cookies)
+            .field("if_modified_since", &more.if_modified_since)
+            .field("if_unmodified_since", &more.if_unmodified_since)
+            .field("expect_continue", &self.expect_continue)
+            .field("ignore_invalid_headers", &self.ignore_invalid_headers)
+            .field("date", &self.date)
+            .field("language", &self.language)
+            .field("set_cookies", &more.set_cookies)
+            .field("unlisted", &more.unlisted)
+            .finish()
+    }
 }
 
 macro_rules! accessors {
@@ -322,9 +411,38 @@ macro_rules! accessors {
     };
 }
 
+/// As `accessors!`, for the headers kept behind the pointer: removing one
+/// that was never set allocates nothing.
+macro_rules! boxed_accessors {
+    ($( $(#[$doc:meta])* $field:ident, $setter:ident: $ty:ty, $get:ty $(, $via:ident)?; )*) => {
+        impl Headers {
+            $(
+                $(#[$doc])*
+                pub fn $field(&self) -> Option<$get> {
+                    // Copy values are returned as they are; others by reference.
+                    self.more().$field$(.$via())?
+                }
+
+                #[doc = concat!("Sets `", stringify!($field), "` (builder style); `None` removes it.")]
+                pub fn $setter(mut self, value: impl Into<Option<$ty>>) -> Self {
+                    self.set_more(value.into(), |more| &mut more.$field);
+                    self
+                }
+            )*
+        }
+    };
+}
+
 accessors! {
     /// `content-type`: the media type of the body.
     content_type, with_content_type: MediaType, &MediaType, as_ref;
+    /// `date`: when the response was made (D16).
+    date, with_date: Date, Date;
+    /// `language`: the language of the response (D18).
+    language, with_language: LanguageTag, LanguageTag;
+}
+
+boxed_accessors! {
     /// `authorization`: the client's credentials (D14).
     authorization, with_authorization: String, &str, as_deref;
     /// `cookies`, from either form (D15).
@@ -333,10 +451,6 @@ accessors! {
     if_modified_since, with_if_modified_since: Date, Date;
     /// `if-unmodified-since` (D16, D17).
     if_unmodified_since, with_if_unmodified_since: Date, Date;
-    /// `date`: when the response was made (D16).
-    date, with_date: Date, Date;
-    /// `language`: the language of the response (D18).
-    language, with_language: LanguageTag, LanguageTag;
     /// `set-cookies`: cookies the server sets (D15).
     set_cookies, with_set_cookies: Cookies, &Cookies, as_ref;
 }
@@ -358,13 +472,13 @@ impl Headers {
     /// `accept`: the media ranges the client takes, with their weights, in
     /// its order (D8, D18). Never an empty slice.
     pub fn accept(&self) -> Option<&[Weighted<MediaRange>]> {
-        self.accept.as_deref()
+        self.more().accept.as_deref()
     }
 
     /// Sets `accept` (builder style): media ranges, weighted or not. An
     /// empty list removes the header (D8).
     pub fn with_accept(mut self, ranges: impl IntoIterator<Item = impl Into<Weighted<MediaRange>>>) -> Self {
-        self.accept = non_empty(ranges);
+        self.set_more(non_empty(ranges), |more| &mut more.accept);
         self
     }
 
@@ -374,7 +488,7 @@ impl Headers {
     /// `*;q=0`, "nothing known is acceptable", so that `412` follows and the
     /// header writes back with the same meaning. Never an empty slice.
     pub fn accept_encoding(&self) -> Option<&[Weighted<EncodingRange>]> {
-        self.accept_encoding.as_deref()
+        self.more().accept_encoding.as_deref()
     }
 
     /// Sets `accept-encoding` (builder style): encodings or ranges,
@@ -384,14 +498,14 @@ impl Headers {
         mut self,
         encodings: impl IntoIterator<Item = impl Into<Weighted<EncodingRange>>>,
     ) -> Self {
-        self.accept_encoding = non_empty(encodings);
+        self.set_more(non_empty(encodings), |more| &mut more.accept_encoding);
         self
     }
 
     /// `accept-language`: the language ranges the client takes, with their
     /// weights, in its order (D18). Never an empty slice.
     pub fn accept_language(&self) -> Option<&[Weighted<LanguageRange>]> {
-        self.accept_language.as_deref()
+        self.more().accept_language.as_deref()
     }
 
     /// Sets `accept-language` (builder style): tags or ranges, weighted or
@@ -400,7 +514,7 @@ impl Headers {
         mut self,
         languages: impl IntoIterator<Item = impl Into<Weighted<LanguageRange>>>,
     ) -> Self {
-        self.accept_language = non_empty(languages);
+        self.set_more(non_empty(languages), |more| &mut more.accept_language);
         self
     }
 
@@ -432,32 +546,33 @@ impl Headers {
     /// `ignore-invalid-headers` is on, and then drops it (D8). `name` is
     /// sent as it is (names are compared in lower case).
     pub fn with_unlisted(mut self, name: impl Into<String>, value: serde_json::Value) -> Self {
-        self.unlisted.push((name.into(), value));
+        self.more_mut().unlisted.push((name.into(), value));
         self
     }
 
     /// The headers outside the protocol's list that will be sent.
     pub fn unlisted(&self) -> &[(String, serde_json::Value)] {
-        &self.unlisted
+        &self.more().unlisted
     }
 
     /// Whether the header `name` is set. `expect` and
     /// `ignore-invalid-headers` count as set when they are on.
     pub fn contains(&self, name: HeaderName) -> bool {
+        let more = self.more();
         match name {
             HeaderName::ContentType => self.content_type.is_some(),
-            HeaderName::Accept => self.accept.is_some(),
-            HeaderName::AcceptEncoding => self.accept_encoding.is_some(),
-            HeaderName::AcceptLanguage => self.accept_language.is_some(),
-            HeaderName::Authorization => self.authorization.is_some(),
-            HeaderName::Cookies => self.cookies.is_some(),
-            HeaderName::IfModifiedSince => self.if_modified_since.is_some(),
-            HeaderName::IfUnmodifiedSince => self.if_unmodified_since.is_some(),
+            HeaderName::Accept => more.accept.is_some(),
+            HeaderName::AcceptEncoding => more.accept_encoding.is_some(),
+            HeaderName::AcceptLanguage => more.accept_language.is_some(),
+            HeaderName::Authorization => more.authorization.is_some(),
+            HeaderName::Cookies => more.cookies.is_some(),
+            HeaderName::IfModifiedSince => more.if_modified_since.is_some(),
+            HeaderName::IfUnmodifiedSince => more.if_unmodified_since.is_some(),
             HeaderName::Expect => self.expect_continue,
             HeaderName::IgnoreInvalidHeaders => self.ignore_invalid_headers,
             HeaderName::Date => self.date.is_some(),
             HeaderName::Language => self.language.is_some(),
-            HeaderName::SetCookies => self.set_cookies.is_some(),
+            HeaderName::SetCookies => more.set_cookies.is_some(),
         }
     }
 
@@ -534,6 +649,43 @@ mod tests {
         assert_eq!(
             Weighted::<EncodingRange>::from(Encoding::Gzip).to_string(),
             "gzip"
+        );
+    }
+
+    #[test]
+    fn headers_behind_the_pointer_are_equal_however_stored() {
+        // Removing a header never set makes no room for it.
+        let none = Headers::new()
+            .with_authorization(None)
+            .with_accept_encoding(None::<Encoding>);
+        assert!(none.more_if_any().is_none());
+        // Set and removed again, it reads and compares as never set.
+        let emptied = Headers::new()
+            .with_authorization("token".to_owned())
+            .with_authorization(None);
+        assert!(emptied.more_if_any().is_some());
+        assert_eq!(emptied, Headers::new());
+        assert!(emptied.is_empty());
+        assert_eq!(format!("{emptied:?}"), format!("{:?}", Headers::new()));
+        let set = Headers::new().with_if_modified_since(Date::from_unix_seconds(1));
+        assert_ne!(set, Headers::new());
+        assert_eq!(set.names().collect::<Vec<_>>(), [HeaderName::IfModifiedSince]);
+    }
+
+    #[test]
+    fn a_message_moves_as_a_small_value() {
+        // Every response moves several times between a handler and the
+        // writer: the headers most messages lack are boxed so that it
+        // stays small.
+        assert!(
+            std::mem::size_of::<Headers>() <= 96,
+            "{}",
+            std::mem::size_of::<Headers>()
+        );
+        assert!(
+            std::mem::size_of::<crate::message::Response>() <= 232,
+            "{}",
+            std::mem::size_of::<crate::message::Response>()
         );
     }
 

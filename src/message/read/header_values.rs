@@ -75,22 +75,32 @@ pub(crate) fn request_header<'a>(
     match name {
         HeaderName::ContentType => headers.content_type = Some(parse_string(name, value)?),
         HeaderName::Accept => {
-            weighted_list(name, value, &mut headers.accept, |item| item.parse(), Vec::push)?;
+            weighted_list(
+                name,
+                value,
+                &mut headers.more_mut().accept,
+                |item| item.parse(),
+                Vec::push,
+            )?;
         }
-        HeaderName::AcceptEncoding => known_encodings(name, value, &mut headers.accept_encoding)?,
+        HeaderName::AcceptEncoding => known_encodings(name, value, &mut headers.more_mut().accept_encoding)?,
         HeaderName::AcceptLanguage => {
             weighted_list(
                 name,
                 value,
-                &mut headers.accept_language,
+                &mut headers.more_mut().accept_language,
                 |item| item.parse(),
                 SmallVec::push,
             )?;
         }
-        HeaderName::Authorization => headers.authorization = Some(string(name, value)?.to_owned()),
-        HeaderName::Cookies => headers.cookies = Some(cookies(name, value, true)?),
-        HeaderName::IfModifiedSince => headers.if_modified_since = Some(parse_string(name, value)?),
-        HeaderName::IfUnmodifiedSince => headers.if_unmodified_since = Some(parse_string(name, value)?),
+        HeaderName::Authorization => headers.more_mut().authorization = Some(string(name, value)?.to_owned()),
+        HeaderName::Cookies => headers.more_mut().cookies = Some(cookies(name, value, true)?),
+        HeaderName::IfModifiedSince => {
+            headers.more_mut().if_modified_since = Some(parse_string(name, value)?)
+        }
+        HeaderName::IfUnmodifiedSince => {
+            headers.more_mut().if_unmodified_since = Some(parse_string(name, value)?)
+        }
         HeaderName::Expect => *expect = Some(string(name, value)?),
         HeaderName::IgnoreInvalidHeaders => match value {
             Loose::Bool(on) => headers.ignore_invalid_headers = *on,
@@ -117,7 +127,7 @@ pub(crate) fn sent_header(name: HeaderName, value: &Loose<'_>, headers: &mut Hea
     match name {
         HeaderName::Date => headers.date = Some(parse_string(name, value)?),
         HeaderName::Language => headers.language = Some(parse_string(name, value)?),
-        HeaderName::SetCookies => headers.set_cookies = Some(cookies(name, value, false)?),
+        HeaderName::SetCookies => headers.more_mut().set_cookies = Some(cookies(name, value, false)?),
         HeaderName::Expect => {
             let written = string(name, value)?;
             if !written.eq_ignore_ascii_case("100-continue") {
@@ -157,7 +167,7 @@ impl Headers {
     /// ```
     pub fn insert_json(&mut self, name: &str, value: &serde_json::Value) -> Result<(), ValueError> {
         let Some(listed) = HeaderName::from_name(name) else {
-            self.unlisted.push((name.to_owned(), value.clone()));
+            self.more_mut().unlisted.push((name.to_owned(), value.clone()));
             return Ok(());
         };
         let loose = loose_of(value);
@@ -204,7 +214,7 @@ pub(crate) fn response_headers(
             HeaderName::ContentType => headers.content_type = Some(parse_string(name, value)?),
             HeaderName::Date => headers.date = Some(parse_string(name, value)?),
             HeaderName::Language => headers.language = Some(parse_string(name, value)?),
-            HeaderName::SetCookies => headers.set_cookies = Some(cookies(name, value, false)?),
+            HeaderName::SetCookies => headers.more_mut().set_cookies = Some(cookies(name, value, false)?),
             // Request headers in a response: accepted and ignored.
             _ => {}
         }
