@@ -155,8 +155,11 @@ impl Driver {
         // A dispatch that only logs leaves the turn's reading to the next
         // step; one that did work (a handler, writing its answer out, a
         // spool) may have taken long enough for the stall timer to see it,
-        // so the next step reads the clock again.
+        // so the next step goes on from a reading taken after that work:
+        // the one after the last handler (`fresh`) when nothing slow came
+        // after it, or a new one.
         let mut busy = self.intake_due() || self.streams();
+        let mut fresh = None;
         if let Intake::Deferred(inbox) = &mut self.intake
             && !inbox.is_empty()
         {
@@ -185,12 +188,22 @@ impl Driver {
                         self.receiving = decided;
                     }
                     at = self.now();
+                    fresh = Some(at);
                 }
-                ServerEvent::Content { id, data } => self.spool(id, &data),
-                ServerEvent::ContentDiscarded { id } => self.drop_spool(id),
+                ServerEvent::Content { id, data } => {
+                    self.spool(id, &data);
+                    fresh = None;
+                }
+                ServerEvent::ContentDiscarded { id } => {
+                    self.drop_spool(id);
+                    fresh = None;
+                }
                 ServerEvent::Request { id, request } => {
                     match self.answer_request(handler, id, request, answering, at) {
-                        ControlFlow::Continue(answered) => at = answered,
+                        ControlFlow::Continue(answered) => {
+                            at = answered;
+                            fresh = Some(answered);
+                        }
                         ControlFlow::Break(deferred) => {
                             handed_out = Some(deferred);
                             break;
@@ -199,6 +212,7 @@ impl Driver {
                 }
                 ServerEvent::ContinueRequested { id, request } => {
                     at = self.check_handshake(handler, id, *request, at);
+                    fresh = Some(at);
                 }
                 ServerEvent::PeerError(PeerError::Rejected {
                     id,
@@ -215,9 +229,13 @@ impl Driver {
                 _ => {}
             }
         }
-        self.send_content(at);
+        if self.streams() {
+            // Reading a streamed reply's content may take a while.
+            self.send_content(at);
+            fresh = None;
+        }
         if busy {
-            self.turn.clock = None;
+            self.turn.clock = fresh;
         }
         handed_out
     }
