@@ -1283,7 +1283,11 @@ fn language_header(language: LanguageTag) -> Headers {
     Headers::new().with_language(language)
 }
 
-fn refuse(code: StatusCode, message: impl Into<String>, language: LanguageTag) -> Refusal {
+fn refuse(
+    code: StatusCode,
+    message: impl Into<std::borrow::Cow<'static, str>>,
+    language: LanguageTag,
+) -> Refusal {
     Box::new(Response::from_code(code, message).with_headers(language_header(language)))
 }
 

@@ -319,7 +319,7 @@ impl FileRules {
 
         // Level 6: the token, the method, then the resource and its conditions.
         let refuse = |code: StatusCode, message: &str| {
-            Box::new(Response::from_code(code, message).with_headers(language_header(language)))
+            Box::new(Response::from_code(code, message.to_owned()).with_headers(language_header(language)))
         };
         self.authorize(request)?;
         let conditions = |last_modified: Option<Date>| {
@@ -444,7 +444,8 @@ fn read_only(method: Method, allowed: &'static [Method]) -> Response {
         "this server is read-only, so {method} is not allowed (allowed here: {}); its operator can \
          allow writes (jsontp serve --writable, or --token TOKEN to require a token for them)",
         names.join(", ")
-    );
+    )
+    .into();
     response
 }
 

@@ -214,7 +214,7 @@ fn layer_answer(status: http::StatusCode, reached: Reached) -> Reply {
         status,
         http::StatusCode::REQUEST_TIMEOUT | http::StatusCode::GATEWAY_TIMEOUT
     );
-    let answer = |code, message: &str| Response::from_code(code, message).into();
+    let answer = |code, message: &str| Response::from_code(code, message.to_owned()).into();
     if timeout {
         // The same answers the tokio server gives tower's own timeout (D13).
         return reached.timed_out().into();

@@ -2,6 +2,8 @@
 //! `Response::new(Status::new(StatusCode::…, "…"))`, and the `405` and
 //! `OPTIONS` answers of D11 with their `allowed-methods` body.
 
+use std::borrow::Cow;
+
 use serde_json::Value;
 
 use super::{Body, Method, Response, Status, StatusCode};
@@ -21,7 +23,7 @@ macro_rules! shortcuts {
                     "A `", stringify!($code), "` response with this `human-message` ",
                     "(never empty: an empty one becomes the reason phrase, D12)."
                 )]
-                pub fn $name(human_message: impl Into<String>) -> Response {
+                pub fn $name(human_message: impl Into<Cow<'static, str>>) -> Response {
                     Response::from_code(StatusCode::$code, human_message)
                 }
             )*
@@ -55,7 +57,7 @@ fn allowed_methods_body(allowed: &[Method]) -> Body {
 impl Response {
     /// A response with `code` and this `human-message`, no headers and an
     /// empty body.
-    pub fn from_code(code: StatusCode, human_message: impl Into<String>) -> Response {
+    pub fn from_code(code: StatusCode, human_message: impl Into<Cow<'static, str>>) -> Response {
         Response::new(Status::new(code, human_message))
     }
 

@@ -1,5 +1,6 @@
 //! Status codes, their registered reason phrases, and the `status` object.
 
+use std::borrow::Cow;
 use std::fmt;
 
 /// An HTTP status code as jsontp uses it (reference: Errors).
@@ -187,17 +188,20 @@ impl fmt::Display for StatusCode {
 pub struct Status {
     /// The status code.
     pub code: StatusCode,
-    /// Free text for people; never empty (D12).
-    pub human_message: String,
+    /// Free text for people; never empty (D12). A message fixed in the
+    /// program (`&'static str`) is borrowed, so that answering with it
+    /// allocates nothing.
+    pub human_message: Cow<'static, str>,
 }
 
 impl Status {
-    /// A status with a human message. An empty message is replaced by the
-    /// reason phrase, so that the field is never empty (D12).
-    pub fn new(code: StatusCode, human_message: impl Into<String>) -> Self {
+    /// A status with a human message: a `&'static str` (borrowed) or a
+    /// `String`. An empty message is replaced by the reason phrase, so
+    /// that the field is never empty (D12).
+    pub fn new(code: StatusCode, human_message: impl Into<Cow<'static, str>>) -> Self {
         let mut human_message = human_message.into();
         if human_message.is_empty() {
-            human_message = code.reason().to_owned();
+            human_message = Cow::Borrowed(code.reason());
         }
         Status { code, human_message }
     }
@@ -211,6 +215,16 @@ impl Status {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_fixed_message_is_borrowed_and_an_empty_one_is_the_reason_phrase() {
+        let fixed = Status::new(StatusCode::OK, "hello");
+        assert!(matches!(fixed.human_message, Cow::Borrowed("hello")));
+        let empty = Status::new(StatusCode::NOT_FOUND, String::new());
+        assert!(matches!(empty.human_message, Cow::Borrowed("Not Found")));
+        let made = Status::new(StatusCode::OK, format!("{} files", 3));
+        assert_eq!(made.human_message, "3 files");
+    }
 
     #[test]
     fn registered_codes_only() {

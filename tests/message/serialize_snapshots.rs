@@ -15,7 +15,7 @@ fn headers() -> Headers {
 }
 
 fn response(code: StatusCode, human: &str, body: Body) -> Response {
-    Response::new(Status::new(code, human))
+    Response::new(Status::new(code, human.to_owned()))
         .with_resource("/hello.txt")
         .with_headers(headers())
         .with_body(body)

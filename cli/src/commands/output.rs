@@ -189,7 +189,7 @@ mod tests {
 
     fn response(code: u16, human: &str) -> Response {
         let code = StatusCode::from_u16(code).expect("a status code");
-        Response::new(Status::new(code, human)).with_resource("/x")
+        Response::new(Status::new(code, human.to_owned())).with_resource("/x")
     }
 
     #[test]

@@ -724,7 +724,7 @@ fn status(raw: &RawStatus<'_>) -> Result<Status, Problem> {
             "field \"status.{key}\" is not one of code, formal-message, human-message"
         )));
     }
-    Ok(Status::new(code, human))
+    Ok(Status::new(code, human.to_owned()))
 }
 
 fn number_text(n: Number) -> Cow<'static, str> {

@@ -241,7 +241,7 @@ async fn call_service<T: Answers>(mut service: T, mut incoming: Incoming) -> Rep
 ///   client).
 #[cfg(feature = "tower")]
 fn error_reply(error: &(dyn std::error::Error + 'static), reached: Reached) -> Reply {
-    let answer = |code, message: &str| Response::from_code(code, message).into();
+    let answer = |code, message: &str| Response::from_code(code, message.to_owned()).into();
     if error.is::<tower::load_shed::error::Overloaded>() {
         tracing::warn!("the application is overloaded; answering 503");
         return answer(
