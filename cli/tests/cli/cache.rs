@@ -1,0 +1,125 @@
+//! The file cache's large text forms as `jsontp serve` keeps them (Linux):
+//! a kept escaped form is sent byte for byte as the file, and neither
+//! making it nor sending it holds the file in the server's memory.
+#![allow(clippy::disallowed_methods)] // the tests own their threads
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::process::Stdio;
+use std::time::Duration;
+
+use crate::admin::{free_port, http_get};
+use crate::support::{Serve, serve_command, temp_root};
+
+const WAIT: Duration = Duration::from_secs(60);
+
+/// The answer to a GET of `resource` asking for identity, on its own
+/// connection: the response's line, as it came.
+fn get_identity(addr: SocketAddr, resource: &str) -> Vec<u8> {
+    let mut stream = TcpStream::connect(addr).expect("connect");
+    stream.set_read_timeout(Some(WAIT)).expect("timeout");
+    let request = serde_json::json!({
+        "jsontp": "1.0", "type": "request", "resource": resource, "method": "GET",
+        "headers": {"accept-encoding": "identity"},
+        "body": {"content": "", "encoding": "identity"}
+    });
+    stream
+        .write_all(format!("{request}\n").as_bytes())
+        .expect("ask");
+    let mut line = Vec::new();
+    BufReader::new(stream)
+        .read_until(b'\n', &mut line)
+        .expect("an answer");
+    line
+}
+
+/// The most memory the process `pid` has held resident, in bytes
+/// (`VmHWM`).
+fn peak_resident(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("/proc status");
+    let kib: u64 = status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmHWM:"))
+        .and_then(|rest| rest.trim().strip_suffix("kB"))
+        .and_then(|kib| kib.trim().parse().ok())
+        .expect("VmHWM");
+    kib * 1024
+}
+
+#[test]
+fn a_kept_40_mib_text_goes_out_byte_exact_while_the_server_stays_under_32_mib() {
+    let root = temp_root("cache-resident");
+    // Rich in escapes and in UTF-8 of every length.
+    let unit = "a \"quoted\" line \\ with\ttabs, é, € and 𝄞\n";
+    let text = unit.repeat((40 << 20) / unit.len());
+    std::fs::write(root.join("large.txt"), &text).expect("the file");
+    let admin: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().expect("addr");
+    let mut child = serve_command(
+        &[
+            "--addr",
+            "127.0.0.1:0",
+            "--workers",
+            "1",
+            "--quiet",
+            // Room for the content and its escaped text.
+            "--cache-bytes",
+            "96M",
+            "--admin",
+            &admin.to_string(),
+        ],
+        &[],
+    )
+    .arg("--root")
+    .arg(&root)
+    .stdout(Stdio::null())
+    .stderr(Stdio::piped())
+    .spawn()
+    .expect("start jsontp serve");
+    let pid = child.id();
+    let mut log = BufReader::new(child.stderr.take().expect("stderr"));
+    let _serve = Serve(child);
+    let mut start = String::new();
+    log.read_line(&mut start).expect("a start line");
+    let addr: SocketAddr = start
+        .trim()
+        .rsplit("://")
+        .next()
+        .and_then(|a| a.parse().ok())
+        .unwrap_or_else(|| panic!("jsontp serve did not start: {start:?}"));
+    std::thread::spawn(move || std::io::copy(&mut log, &mut std::io::sink()));
+
+    let mut first = None;
+    for round in 0..4 {
+        let answer = get_identity(addr, "/large.txt");
+        let value: serde_json::Value = serde_json::from_slice(&answer).expect("JSON");
+        assert_eq!(value["status"]["code"], 200, "{round}: {}", value["status"]);
+        assert_eq!(value["body"]["encoding"], "identity");
+        assert!(
+            value["body"]["content"].as_str() == Some(text.as_str()),
+            "{round}: the file, byte for byte"
+        );
+        // The body as written, the same each time (the head's date may
+        // move on).
+        let body = answer
+            .windows(7)
+            .position(|w| w == b"\"body\":")
+            .map(|at| answer[at..].to_vec())
+            .expect("a body");
+        match &first {
+            None => first = Some(body),
+            Some(first) => assert!(*first == body, "{round}: the same bytes on the wire"),
+        }
+    }
+    // Kept: the content and its escaped text, each once.
+    let (status, metrics) = http_get(admin, "/metrics");
+    assert_eq!(status, 200);
+    let kept: f64 = metrics
+        .lines()
+        .find_map(|line| line.strip_prefix("jsontp_file_cache_bytes "))
+        .and_then(|n| n.parse().ok())
+        .expect("the cache's bytes");
+    assert!(kept > 2.0 * text.len() as f64, "kept {kept} bytes");
+    let peak = peak_resident(pid);
+    assert!(peak < 32 << 20, "the server's peak resident memory: {peak} bytes");
+    let _ = std::fs::remove_dir_all(&root);
+}
