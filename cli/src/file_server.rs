@@ -1330,7 +1330,11 @@ mod tests {
         assert!(cache.escaped(&slot).is_some(), "kept");
         // Past the builds that may run at once, the same.
         let others: Vec<_> = (0..SmallFiles::MAX_BUILDS)
-            .map(|n| cache.build(&Slot::new(PathBuf::from(n.to_string()), stamp)).expect("room"))
+            .map(|n| {
+                cache
+                    .build(&Slot::new(PathBuf::from(n.to_string()), stamp))
+                    .expect("room")
+            })
             .collect();
         fs::write(folder.path().join("other.txt"), &text).expect("write");
         let request = Request::new(Method::Get, "/other.txt".parse().expect("resource"));

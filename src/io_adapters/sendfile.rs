@@ -278,7 +278,7 @@ mod tests {
         assert!(file.set_len(1).is_err(), "sealed against shrinking");
     }
 
-/// Hands out at most `.1` bytes a read.
+    /// Hands out at most `.1` bytes a read.
     struct Trickle<'a>(&'a [u8], usize);
 
     impl Read for Trickle<'_> {
@@ -306,7 +306,10 @@ mod tests {
                 assert!(body.content() == text.as_bytes(), "{shift} {step}: the content");
                 assert_eq!(body, prepared);
                 let (held, own) = (body.written().expect("held"), prepared.written().expect("own"));
-                assert!(held.text.as_bytes() == own.text.as_bytes(), "{shift} {step}: the text");
+                assert!(
+                    held.text.as_bytes() == own.text.as_bytes(),
+                    "{shift} {step}: the text"
+                );
                 assert!(body.has_sendfile_copy());
                 let copy = held.copy.as_deref().expect("a copy");
                 let file = &copy.downcast_ref::<SealedCopy>().expect("a sealed file").0;
@@ -316,8 +319,15 @@ mod tests {
                     n += read;
                 }
                 assert!(copied[..n] == *own.text.as_bytes(), "{shift} {step}: the copy");
-                let response = |body: &Body| crate::message::Response::ok("ok").with_body(body.clone()).to_bytes();
-                assert!(response(&body) == response(&prepared), "{shift} {step}: on the wire");
+                let response = |body: &Body| {
+                    crate::message::Response::ok("ok")
+                        .with_body(body.clone())
+                        .to_bytes()
+                };
+                assert!(
+                    response(&body) == response(&prepared),
+                    "{shift} {step}: on the wire"
+                );
             }
         }
         assert!(straddled > 0, "some sequence straddles two pieces");

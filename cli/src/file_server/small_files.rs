@@ -641,7 +641,11 @@ mod tests {
         assert!(cache.build(&slot("a", 1)).is_none(), "a is being built");
         assert!(cache.build(&slot("a", 2)).is_none(), "whatever the version");
         let others: Vec<_> = (1..SmallFiles::MAX_BUILDS)
-            .map(|n| cache.build(&slot(&n.to_string(), 1)).expect("room for another path"))
+            .map(|n| {
+                cache
+                    .build(&slot(&n.to_string(), 1))
+                    .expect("room for another path")
+            })
             .collect();
         assert!(cache.build(&slot("b", 1)).is_none(), "as many as may run at once");
         drop(first);

@@ -24,9 +24,7 @@ fn get_identity(addr: SocketAddr, resource: &str) -> Vec<u8> {
         "headers": {"accept-encoding": "identity"},
         "body": {"content": "", "encoding": "identity"}
     });
-    stream
-        .write_all(format!("{request}\n").as_bytes())
-        .expect("ask");
+    stream.write_all(format!("{request}\n").as_bytes()).expect("ask");
     let mut line = Vec::new();
     BufReader::new(stream)
         .read_until(b'\n', &mut line)
@@ -162,6 +160,9 @@ fn over_tls_a_kept_escaped_form_is_read_from_its_mapping_byte_exact() {
         assert_eq!(got.status.code(), Some(0), "{round}: {}", stderr(&got));
         assert!(got.stdout == text.as_bytes(), "{round}: the file, byte for byte");
     }
-    assert!(kept_bytes(admin) > 2.0 * text.len() as f64, "sent from the kept form");
+    assert!(
+        kept_bytes(admin) > 2.0 * text.len() as f64,
+        "sent from the kept form"
+    );
     let _ = std::fs::remove_dir_all(&root);
 }
