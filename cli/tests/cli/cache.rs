@@ -5,12 +5,12 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::process::Stdio;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::admin::{free_port, http_get};
 use crate::pki::Pki;
-use crate::support::{Serve, jsontp, serve_command, spawn_serve, stderr, temp_root};
+use crate::support::{Serve, jsontp, spawn_serve, stderr, temp_root};
 
 const WAIT: Duration = Duration::from_secs(60);
 
@@ -45,6 +45,13 @@ fn peak_resident(pid: u32) -> u64 {
     kib * 1024
 }
 
+/// About `len` bytes of text rich in escapes and in UTF-8 of every
+/// length.
+fn rich_text(len: usize) -> String {
+    let unit = "a \"quoted\" line \\ with\ttabs, é, € and 𝄞\n";
+    unit.repeat(len / unit.len())
+}
+
 /// The bytes the file cache keeps, as the admin listener at `admin`
 /// shows them.
 fn kept_bytes(admin: SocketAddr) -> f64 {
@@ -57,47 +64,27 @@ fn kept_bytes(admin: SocketAddr) -> f64 {
         .expect("the cache's bytes")
 }
 
+/// `jsontp serve --quiet --admin ADDR EXTRA…` on a fresh folder named
+/// after `name` holding `large.txt`, `text`: the server, its address,
+/// its admin listener's and the folder.
+fn serve_large(name: &str, text: &str, extra: &[&str]) -> (Serve, SocketAddr, SocketAddr, PathBuf) {
+    let root = temp_root(name);
+    std::fs::write(root.join("large.txt"), text).expect("the file");
+    let admin: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().expect("addr");
+    let admin_arg = admin.to_string();
+    let mut args = vec!["--quiet", "--admin", &admin_arg];
+    args.extend_from_slice(extra);
+    let (serve, addr, mut log) = spawn_serve(&root, &args);
+    std::thread::spawn(move || std::io::copy(&mut log, &mut std::io::sink()));
+    (serve, addr, admin, root)
+}
+
 #[test]
 fn a_kept_40_mib_text_goes_out_byte_exact_while_the_server_stays_under_32_mib() {
-    let root = temp_root("cache-resident");
-    // Rich in escapes and in UTF-8 of every length.
-    let unit = "a \"quoted\" line \\ with\ttabs, é, € and 𝄞\n";
-    let text = unit.repeat((40 << 20) / unit.len());
-    std::fs::write(root.join("large.txt"), &text).expect("the file");
-    let admin: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().expect("addr");
-    let mut child = serve_command(
-        &[
-            "--addr",
-            "127.0.0.1:0",
-            "--workers",
-            "1",
-            "--quiet",
-            // Room for the content and its escaped text.
-            "--cache-bytes",
-            "96M",
-            "--admin",
-            &admin.to_string(),
-        ],
-        &[],
-    )
-    .arg("--root")
-    .arg(&root)
-    .stdout(Stdio::null())
-    .stderr(Stdio::piped())
-    .spawn()
-    .expect("start jsontp serve");
-    let pid = child.id();
-    let mut log = BufReader::new(child.stderr.take().expect("stderr"));
-    let _serve = Serve(child);
-    let mut start = String::new();
-    log.read_line(&mut start).expect("a start line");
-    let addr: SocketAddr = start
-        .trim()
-        .rsplit("://")
-        .next()
-        .and_then(|a| a.parse().ok())
-        .unwrap_or_else(|| panic!("jsontp serve did not start: {start:?}"));
-    std::thread::spawn(move || std::io::copy(&mut log, &mut std::io::sink()));
+    let text = rich_text(40 << 20);
+    // Room for the content and its escaped text.
+    let (serve, addr, admin, root) = serve_large("cache-resident", &text, &["--cache-bytes", "96M"]);
+    let pid = serve.0.id();
 
     let mut first = None;
     for round in 0..4 {
@@ -134,24 +121,15 @@ fn over_tls_a_kept_escaped_form_is_read_from_its_mapping_byte_exact() {
     // TLS cannot send from the sealed file: it encrypts the text the
     // body maps.
     let pki = Pki::new();
-    let root = temp_root("cache-tls");
-    let unit = "a \"quoted\" line \\ with\ttabs, é, € and 𝄞\n";
-    let text = unit.repeat((3 << 20) / unit.len());
-    std::fs::write(root.join("large.txt"), &text).expect("the file");
-    let admin: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().expect("addr");
-    let (_serve, addr, mut log) = spawn_serve(
-        &root,
-        &[
-            "--quiet",
-            "--admin",
-            &admin.to_string(),
-            "--tls-cert",
-            &pki.path("server.pem").to_string_lossy(),
-            "--tls-key",
-            &pki.path("server.key").to_string_lossy(),
-        ],
-    );
-    std::thread::spawn(move || std::io::copy(&mut log, &mut std::io::sink()));
+    let text = rich_text(3 << 20);
+    let (cert, key) = (pki.path("server.pem"), pki.path("server.key"));
+    let tls = [
+        "--tls-cert",
+        cert.to_str().expect("path"),
+        "--tls-key",
+        key.to_str().expect("path"),
+    ];
+    let (_serve, addr, admin, root) = serve_large("cache-tls", &text, &tls);
     let url = format!("jsontps://localhost:{}/large.txt", addr.port());
     let ca = pki.path("ca.pem").to_string_lossy().into_owned();
     // The first answer makes the form, the others send it as kept.

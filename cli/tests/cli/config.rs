@@ -101,6 +101,15 @@ fn write_config(folder: &Path, text: &str) -> PathBuf {
     file
 }
 
+/// The first lines of a file that serves `folder` quietly with one
+/// worker on a free port.
+fn quiet_head(folder: &Path) -> String {
+    format!(
+        "root = '{}'\naddr = \"127.0.0.1:0\"\nworkers = 1\nquiet = true\n",
+        folder.display()
+    )
+}
+
 fn canonical(path: &Path) -> String {
     std::fs::canonicalize(path)
         .expect("canonical")
@@ -315,10 +324,7 @@ fn check_config_checks_what_a_start_would_and_says_so_in_one_line() {
 #[test]
 fn sighup_applies_a_new_setting_and_keeps_the_old_ones_when_the_file_is_bad() {
     let folder = temp_root("config-reload");
-    let head = format!(
-        "root = '{}'\naddr = \"127.0.0.1:0\"\nworkers = 1\nquiet = true\n",
-        folder.display()
-    );
+    let head = quiet_head(&folder);
     let config = write_config(&folder, &format!("{head}list = false\n"));
     let server = Running::start(&["--config", &config.to_string_lossy()], &[]);
     assert_eq!(server.status("/"), 404);
@@ -362,10 +368,7 @@ fn gauge(admin: &str, name: &str) -> Option<f64> {
 #[test]
 fn cache_bytes_is_layered_as_every_option_and_applied_on_sighup() {
     let folder = temp_root("config-cache-bytes");
-    let head = format!(
-        "root = '{}'\naddr = \"127.0.0.1:0\"\nworkers = 1\nquiet = true\n",
-        folder.display()
-    );
+    let head = quiet_head(&folder);
     let config = write_config(&folder, &format!("{head}cache-bytes = \"1M\"\n"));
     let config = config.to_string_lossy();
     let (limit, files) = ("jsontp_file_cache_limit_bytes", "jsontp_file_cache_files");
