@@ -966,6 +966,10 @@ impl FileServer {
             let Some(_building) = cache.may_copy().then(|| cache.build(slot)).flatten() else {
                 return Ok(Escaped::Stream(file));
             };
+            // Made by a build that ended since the look-up above.
+            if let Some(body) = cache.escaped(slot) {
+                return Ok(Escaped::Body(body));
+            }
             let mut file = file;
             let body = Body::prepared_text(&mut file)?;
             cache.put_escaped(slot, &body);
