@@ -52,8 +52,10 @@
 //!   file as the peer takes them (D19), in constant memory; their UTF-8
 //!   check (for `identity`, D8) reads the file once before. A text file of
 //!   up to 64 MiB sent as `identity` goes out instead from its escaped
-//!   form, which the cache keeps (Linux; read whole and escaped once per
-//!   version of the file). A file whose
+//!   form when the cache has room for it (Linux; read and escaped piece
+//!   by piece into sealed in-memory files once per version of the file,
+//!   one build per path at a time; the requests that come meanwhile
+//!   stream it). A file whose
 //!   size or times change after it was opened, or that ends early, is cut
 //!   off rather than sent wrong (the peer sees the message end early, D1);
 //!   one changed while read whole is `503`. A limit can be set
@@ -138,12 +140,13 @@ pub const SPOOL_FOLDER: &str = ".jsontp-spool";
 const STREAM_ABOVE: u64 = 64 * 1024;
 
 /// How much file content the cache keeps by default. A large text
-/// file's escaped form costs about three times the file while it is kept
-/// (its content and escaped text in the heap, and a sealed copy), so the
-/// default leaves large files to stream in constant memory and keeps
-/// their escaped forms only up to a few MiB; a server with memory to
-/// spare raises it ([`FileServer::with_cache_bytes`]) to keep text files
-/// of up to [`SmallFiles::MAX_ESCAPED`].
+/// file's escaped form costs about twice the file while it is kept (its
+/// content and its escaped text, each in a sealed in-memory file: shared
+/// memory, not the heap), so the default leaves large files to stream in
+/// constant memory and keeps their escaped forms only up to about 7 MiB;
+/// a server with memory to spare raises it
+/// ([`FileServer::with_cache_bytes`]) to keep text files of up to
+/// [`SmallFiles::MAX_ESCAPED`].
 #[cfg(target_os = "linux")]
 const DEFAULT_CACHE_BYTES: usize = 16 << 20;
 
@@ -413,15 +416,20 @@ impl FileServer {
 
     /// Keeps files of up to 1 MiB in memory, each with every written form
     /// sent of it (escaped text or compressed, so that a file is prepared
-    /// once per version, not once per request, and sent without a copy),
-    /// and text files of up to 64 MiB with their escaped form alone, the
-    /// form `identity` sends (their compressed forms stream), `max_bytes`
-    /// in all, content, written forms and their copies for `sendfile`
-    /// included (default 16 MiB: large files stream, see
-    /// `DEFAULT_CACHE_BYTES`; `0` keeps none; a file that would not fit
-    /// streams),
-    /// and, of larger files, whether they are UTF-8 text (else each request
-    /// reads the file through before sending it).
+    /// once per version, not once per request, and sent without a copy;
+    /// a form of 16 KiB or more also in a sealed file for `sendfile`,
+    /// counted twice), and text files of up to 64 MiB with their escaped
+    /// form alone, the form `identity` sends (their compressed forms
+    /// stream), `max_bytes` in all. Such an escaped form costs its content
+    /// and its escaped text once each, about twice the file, in sealed
+    /// in-memory files that plain TCP sends with `sendfile`, never in the
+    /// heap: it is made piece by piece, one build per path at a time and
+    /// two in all, while other requests for the file stream it. So a
+    /// 64 MiB text file is kept with `max_bytes` of 136 MiB or more (its
+    /// content, and room for its text an eighth longer). Default 16 MiB (large files stream, see
+    /// `DEFAULT_CACHE_BYTES`); `0` keeps none; a file that would not fit
+    /// streams. Also kept, of larger files, whether they are UTF-8 text
+    /// (else each request reads the file through before sending it).
     /// Each use checks, with one `stat`, that the path still names the very
     /// same file (device, inode, size, modification and change times); any
     /// change is read afresh. Linux only; elsewhere every request reads the
@@ -952,16 +960,18 @@ impl FileServer {
             if let Some(body) = cache.escaped(slot) {
                 return Ok(Escaped::Body(body));
             }
-            let mut file = file;
-            let mut content = Vec::with_capacity(usize::try_from(file.measured_len()).unwrap_or(0));
-            io::Read::read_to_end(&mut file, &mut content)?;
-            let mut body =
-                Body::prepared(Arc::from(content), Encoding::Identity).map_err(io::Error::other)?;
-            // As a small file's forms: sent with sendfile from a sealed
-            // copy, or from memory past the cache's count of copies.
-            if cache.may_copy() {
-                let _ = body.add_sendfile_copy();
+            // One build per path, few at once, each holding a descriptor
+            // while kept: a request that finds no room streams the file,
+            // as one for a file not kept does.
+            let Some(_building) = cache.may_copy().then(|| cache.build(slot)).flatten() else {
+                return Ok(Escaped::Stream(file));
+            };
+            // Made by a build that ended since the look-up above.
+            if let Some(body) = cache.escaped(slot) {
+                return Ok(Escaped::Body(body));
             }
+            let mut file = file;
+            let body = Body::prepared_text(&mut file)?;
             cache.put_escaped(slot, &body);
             return Ok(Escaped::Body(body));
         }
@@ -1294,6 +1304,53 @@ fn refuse(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn requests_that_come_while_an_escaped_form_is_made_stream_the_file() {
+        use jsontp_protocol::io_adapters::server::{Handler, Incoming, RequestInfo};
+        let folder = tempfile::tempdir().expect("folder");
+        let text = "a \"line\"\n".repeat(SmallFiles::MAX_FILE / 4);
+        fs::write(folder.path().join("large.txt"), &text).expect("write");
+        let server = FileServer::new(folder.path()).expect("server");
+        let cache = server.small_files.clone().expect("a cache");
+        let router = server.into_router();
+        // Whether the answer streams, and its body.
+        let get = || {
+            let request = Request::new(Method::Get, "/large.txt".parse().expect("resource"));
+            let info = RequestInfo::new("127.0.0.1:1".parse().expect("addr"));
+            let (response, reader) = router.respond(Incoming::new(request, info)).wait().into_parts();
+            (reader.is_some(), response.body)
+        };
+        let root = fs::File::open(folder.path()).expect("root");
+        let stamp = Stamp::of_path(&root, Path::new("large.txt")).expect("a file");
+        let slot = Slot::new(PathBuf::from("large.txt"), stamp);
+        // Another request is making its escaped form.
+        let building = cache.build(&slot).expect("room to build");
+        for _ in 0..3 {
+            assert!(get().0, "streamed while another request builds");
+        }
+        assert!(cache.escaped(&slot).is_none(), "no second build");
+        drop(building);
+        let (streamed, body) = get();
+        assert!(!streamed, "made, and sent whole");
+        assert!(body.has_sendfile_copy() && body.content() == text.as_bytes());
+        assert!(cache.escaped(&slot).is_some(), "kept");
+        // Past the builds that may run at once, the same.
+        let others: Vec<_> = (0..SmallFiles::MAX_BUILDS)
+            .map(|n| {
+                cache
+                    .build(&Slot::new(PathBuf::from(n.to_string()), stamp))
+                    .expect("room")
+            })
+            .collect();
+        fs::write(folder.path().join("other.txt"), &text).expect("write");
+        let request = Request::new(Method::Get, "/other.txt".parse().expect("resource"));
+        let info = RequestInfo::new("127.0.0.1:1".parse().expect("addr"));
+        let (_, reader) = router.respond(Incoming::new(request, info)).wait().into_parts();
+        assert!(reader.is_some(), "no room for a build: streamed");
+        drop(others);
+    }
 
     #[test]
     fn temporary_names_are_hidden_unpredictable_and_distinct() {

@@ -16,20 +16,29 @@
 //! it. The machine carries it without knowing what it is
 //! ([`OutputCopy`]); [`OutputCopy::file`] finds the file again.
 //!
+//! A large text need not pass through the program's memory at all
+//! ([`Body::prepared_text`]): read and escaped piece by piece into sealed
+//! files, it is read back through read-only mappings of them, which the
+//! core holds as bytes it does not look behind.
+//!
 //! [`Transport::send_copy`]: super::Transport::send_copy
 
-use std::io::{self, Write};
+use std::io::{self, Read, Write};
 use std::os::fd::BorrowedFd;
 use std::sync::Arc;
 
 use rustix::fs::{MemfdFlags, SealFlags};
 
 use crate::machine::OutputCopy;
-use crate::message::{Body, TransportCopy};
+use crate::message::{Body, ContentEncoder, Encoding, TransportCopy};
 
 /// A body's text in a sealed `memfd`: what [`Body::add_sendfile_copy`]
 /// gives the machine to carry.
 struct SealedCopy(std::fs::File);
+
+/// How much of a text [`Body::prepared_text`] reads and escapes at a
+/// time.
+const PIECE: usize = 256 * 1024;
 
 impl Body {
     /// Keeps the text of a [`prepared`](Body::prepared) body also in a
@@ -42,20 +51,24 @@ impl Body {
     ///
     /// Text shorter than the machine sends as a piece of its own (16 KiB)
     /// is copied into each response anyway: it gets no file. Nor does a
-    /// body that was not prepared. On an error (no `memfd` here, no
-    /// descriptor left) the body stays as it was, and is sent from memory.
+    /// body that was not prepared, or whose text is already in one
+    /// ([`prepared_text`](Body::prepared_text)). On an error (no `memfd`
+    /// here, no descriptor left) the body stays as it was, and is sent
+    /// from memory.
     ///
     /// `sendfile` cannot ask the kernel not to raise `SIGPIPE` on a socket
     /// the peer closed; Rust programs ignore the signal unless they ask
     /// for it.
     pub fn add_sendfile_copy(&mut self) -> io::Result<()> {
-        let Some(written) = self.written() else {
+        let Some(written) = self.written().filter(|written| written.copy.is_none()) else {
             return Ok(());
         };
         if !crate::machine::splices(written.text.len()) {
             return Ok(());
         }
-        let copy: TransportCopy = Arc::new(SealedCopy(sealed_copy(written.text.as_bytes())?));
+        let mut file = memfd("jsontp-prepared")?;
+        file.write_all(written.text.as_bytes())?;
+        let copy: TransportCopy = Arc::new(SealedCopy(sealed(file)?));
         self.set_written_copy(copy);
         Ok(())
     }
@@ -65,6 +78,54 @@ impl Body {
     /// costs a cache besides the text.
     pub fn has_sendfile_copy(&self) -> bool {
         self.written().is_some_and(|written| written.copy.is_some())
+    }
+
+    /// [`Body::prepared`] in `identity` for the UTF-8 text `source` reads
+    /// to its end, made without ever holding the text in the program's
+    /// memory: read 256 KiB at a time, checked as UTF-8 across the pieces
+    /// and escaped as `prepared` escapes it, the content and its escaped
+    /// form each go into a sealed in-memory file (Linux `memfd`), which
+    /// the body reads through a read-only mapping. The escaped one is also
+    /// its copy for `sendfile` ([`add_sendfile_copy`](Body::add_sendfile_copy)),
+    /// which holds its descriptor for as long as a clone of the body
+    /// lives (the content's is closed once mapped).
+    ///
+    /// For a cache of large text files: the body costs the content and
+    /// its escaped text once each, in shared memory, and the process's
+    /// resident memory only where something reads them: a transport that
+    /// cannot send from the file (TLS) reads the text, and
+    /// [`content`](Body::content) the content. Plain TCP sends it with
+    /// `sendfile` and reads none of it.
+    ///
+    /// Errors: `source`'s own; `InvalidData` for content that is not UTF-8
+    /// text (saying after which byte); those of making the files (no
+    /// `memfd` here, no descriptor left).
+    pub fn prepared_text(mut source: impl Read) -> io::Result<Body> {
+        let (mut content, mut text) = (memfd("jsontp-content")?, memfd("jsontp-prepared")?);
+        let mut encoder = ContentEncoder::new(Encoding::Identity);
+        let not_text = |e| io::Error::new(io::ErrorKind::InvalidData, e);
+        let mut piece = vec![0; PIECE];
+        let mut escaped = Vec::with_capacity(PIECE + PIECE / 8);
+        loop {
+            let n = match source.read(&mut piece) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            encoder.encode(&piece[..n], &mut escaped).map_err(not_text)?;
+            content.write_all(&piece[..n])?;
+            text.write_all(&escaped)?;
+            escaped.clear();
+        }
+        encoder.finish(&mut escaped).map_err(not_text)?;
+        text.write_all(&escaped)?;
+        let content = mapping::Mapped::of(&sealed(content)?)?;
+        let text = sealed(text)?;
+        let mapped = mapping::Mapped::of(&text)?;
+        let copy = crate::machine::splices(mapped.as_ref().len())
+            .then(|| Arc::new(SealedCopy(text)) as TransportCopy);
+        Ok(Body::held_text(Arc::new(content), Arc::new(mapped), copy))
     }
 }
 
@@ -77,17 +138,103 @@ impl<'a> OutputCopy<'a> {
     }
 }
 
-/// A `memfd` holding `bytes`, sealed: it can no longer be written,
-/// shrunk, grown, or unsealed.
-fn sealed_copy(bytes: &[u8]) -> io::Result<std::fs::File> {
-    let fd = rustix::fs::memfd_create("jsontp-prepared", MemfdFlags::CLOEXEC | MemfdFlags::ALLOW_SEALING)?;
-    let mut file = std::fs::File::from(fd);
-    file.write_all(bytes)?;
+/// An empty `memfd` that can be sealed.
+fn memfd(name: &str) -> io::Result<std::fs::File> {
+    let fd = rustix::fs::memfd_create(name, MemfdFlags::CLOEXEC | MemfdFlags::ALLOW_SEALING)?;
+    Ok(std::fs::File::from(fd))
+}
+
+/// `file`, a `memfd`, sealed: it can no longer be written, shrunk, grown,
+/// or unsealed.
+fn sealed(file: std::fs::File) -> io::Result<std::fs::File> {
     rustix::fs::fcntl_add_seals(
         &file,
         SealFlags::WRITE | SealFlags::SHRINK | SealFlags::GROW | SealFlags::SEAL,
     )?;
     Ok(file)
+}
+
+/// Sealed files read through memory: the one place here that needs
+/// `unsafe`.
+#[allow(unsafe_code)]
+mod mapping {
+    use std::io;
+    use std::ptr::NonNull;
+
+    use rustix::fs::SealFlags;
+    use rustix::mm::{MapFlags, ProtFlags};
+
+    /// A sealed file mapped whole, read-only: its bytes, as long as it
+    /// lives. The mapping keeps the file's memory alive; its descriptor
+    /// may be closed.
+    pub(super) struct Mapped {
+        at: NonNull<u8>,
+        /// Zero for an empty file, which is not mapped.
+        len: usize,
+    }
+
+    // SAFETY: the mapped bytes never change (`of`) and `Mapped` only reads
+    // them, as a `&[u8]` may be read from any thread.
+    unsafe impl Send for Mapped {}
+    // SAFETY: as for `Send`.
+    unsafe impl Sync for Mapped {}
+
+    impl Mapped {
+        /// Maps `file`, which must be sealed against writes and against
+        /// shrinking: the kernel then refuses every change to its bytes
+        /// and every cut that would leave a mapped page without a file
+        /// behind it (`SIGBUS`).
+        pub(super) fn of(file: &std::fs::File) -> io::Result<Mapped> {
+            let needed = SealFlags::WRITE | SealFlags::SHRINK;
+            if !rustix::fs::fcntl_get_seals(file)?.contains(needed) {
+                return Err(io::Error::other("the file to map is not sealed against changes"));
+            }
+            let len = usize::try_from(file.metadata()?.len()).map_err(io::Error::other)?;
+            if len == 0 {
+                return Ok(Mapped {
+                    at: NonNull::dangling(),
+                    len,
+                });
+            }
+            // SAFETY: a new shared, read-only mapping at an address the
+            // kernel chooses, so it overlaps no memory Rust knows of; the
+            // file holds `len` bytes and, sealed, never fewer.
+            let at = unsafe {
+                rustix::mm::mmap(
+                    std::ptr::null_mut(),
+                    len,
+                    ProtFlags::READ,
+                    MapFlags::SHARED,
+                    file,
+                    0,
+                )
+            }?;
+            let at = NonNull::new(at.cast::<u8>()).ok_or_else(|| io::Error::other("mapped at null"))?;
+            Ok(Mapped { at, len })
+        }
+    }
+
+    impl AsRef<[u8]> for Mapped {
+        fn as_ref(&self) -> &[u8] {
+            if self.len == 0 {
+                return &[];
+            }
+            // SAFETY: `len` readable bytes at `at`, mapped until `self`
+            // drops, which the returned borrow outlives not; sealed and
+            // mapped read-only, nothing writes them meanwhile.
+            unsafe { std::slice::from_raw_parts(self.at.as_ptr(), self.len) }
+        }
+    }
+
+    impl Drop for Mapped {
+        fn drop(&mut self) {
+            if self.len > 0 {
+                // SAFETY: the mapping `of` made, unmapped once; no borrow
+                // of it outlives `self`.
+                let _ = unsafe { rustix::mm::munmap(self.at.as_ptr().cast(), self.len) };
+            }
+        }
+    }
 }
 
 /// Sends `pending` from its file into `socket`: how many bytes went, or
@@ -105,7 +252,6 @@ mod tests {
     use std::os::unix::fs::FileExt;
 
     use super::*;
-    use crate::message::Encoding;
 
     fn prepared(len: usize) -> Body {
         let text = "a \"quoted\" line\n".repeat(len / 16 + 1);
@@ -130,6 +276,79 @@ mod tests {
         file.rewind().expect("seekable");
         assert!(file.write_all(b"x").is_err(), "sealed against writes");
         assert!(file.set_len(1).is_err(), "sealed against shrinking");
+    }
+
+    /// Hands out at most `.1` bytes a read.
+    struct Trickle<'a>(&'a [u8], usize);
+
+    impl Read for Trickle<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            let n = self.1.min(buf.len()).min(self.0.len());
+            buf[..n].copy_from_slice(&self.0[..n]);
+            self.0 = &self.0[n..];
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn prepared_text_is_what_prepared_writes_whatever_the_pieces() {
+        // Every kind of escape, and UTF-8 sequences of every length, some
+        // of them across the pieces' boundaries.
+        let unit = "a \"q\" \\ \t\n\r\u{1}\u{1f}\u{7f} é € 𝄞 \u{2028}/ x";
+        let base = unit.repeat(3 * PIECE / unit.len() + 2);
+        let mut straddled = 0;
+        for shift in 0..4 {
+            let text = format!("{}{base}", "z".repeat(shift));
+            straddled += (1..=3).filter(|n| !text.is_char_boundary(n * PIECE)).count();
+            let prepared = Body::prepared(Arc::from(text.as_bytes()), Encoding::Identity).expect("text");
+            for step in [usize::MAX, 100_003] {
+                let body = Body::prepared_text(Trickle(text.as_bytes(), step)).expect("text");
+                assert!(body.content() == text.as_bytes(), "{shift} {step}: the content");
+                assert_eq!(body, prepared);
+                let (held, own) = (body.written().expect("held"), prepared.written().expect("own"));
+                assert!(
+                    held.text.as_bytes() == own.text.as_bytes(),
+                    "{shift} {step}: the text"
+                );
+                assert!(body.has_sendfile_copy());
+                let copy = held.copy.as_deref().expect("a copy");
+                let file = &copy.downcast_ref::<SealedCopy>().expect("a sealed file").0;
+                let mut copied = vec![0; own.text.len() + 1];
+                let mut n = 0;
+                while let Ok(read @ 1..) = file.read_at(&mut copied[n..], n as u64) {
+                    n += read;
+                }
+                assert!(copied[..n] == *own.text.as_bytes(), "{shift} {step}: the copy");
+                let response = |body: &Body| {
+                    crate::message::Response::ok("ok")
+                        .with_body(body.clone())
+                        .to_bytes()
+                };
+                assert!(
+                    response(&body) == response(&prepared),
+                    "{shift} {step}: on the wire"
+                );
+            }
+        }
+        assert!(straddled > 0, "some sequence straddles two pieces");
+    }
+
+    #[test]
+    fn prepared_text_refuses_what_is_not_utf8_even_across_pieces() {
+        let mut cut = vec![b'a'; PIECE - 1];
+        // A sequence begun at the end of one piece, broken in the next.
+        cut.extend_from_slice(&[0xc3, b'x']);
+        // A sequence the text ends inside.
+        let mut short = vec![b'a'; PIECE + 10];
+        short.extend_from_slice(&[0xe2, 0x82]);
+        for bytes in [cut, short] {
+            let error = Body::prepared_text(&bytes[..]).expect_err("not UTF-8");
+            assert_eq!(error.kind(), io::ErrorKind::InvalidData, "{error}");
+            assert!(error.to_string().contains("not UTF-8"), "{error}");
+        }
+        let empty = Body::prepared_text(&b""[..]).expect("empty text");
+        assert!(empty.content().is_empty() && !empty.has_sendfile_copy());
+        assert_eq!(empty.written_len(), Some(0));
     }
 
     #[test]

@@ -19,10 +19,9 @@
 use std::any::Any;
 use std::collections::VecDeque;
 use std::io::IoSlice;
-use std::sync::Arc;
 
 use crate::message::buffer::Buffer;
-use crate::message::{TransportCopy, Written};
+use crate::message::{TransportCopy, Written, WrittenText};
 
 /// What a buffer starts with after idle: a small response's head and
 /// content, and within the allocator's per-thread cache.
@@ -95,7 +94,7 @@ impl std::fmt::Debug for OutputCopy<'_> {
 struct Splice {
     /// The offset of its first byte in the whole output.
     at: u64,
-    text: Arc<str>,
+    text: WrittenText,
     /// An adapter's copy of the same bytes, if there is one.
     copy: Option<TransportCopy>,
 }
@@ -147,7 +146,7 @@ impl Output {
         }
         self.splices.get_or_insert_default().push_back(Splice {
             at: self.queued,
-            text: Arc::clone(text),
+            text: text.clone(),
             copy: written.copy.clone(),
         });
         self.queued += text.len() as u64;
@@ -282,6 +281,7 @@ impl Output {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::Arc;
 
     fn drain(output: &mut Output, step: usize) -> Vec<u8> {
         let mut got = Vec::new();
@@ -298,7 +298,7 @@ mod tests {
     /// inside it.
     fn written(text: &str, copied: bool) -> Written {
         Written {
-            text: Arc::from(text),
+            text: Arc::<str>::from(text).into(),
             copy: copied.then(|| Arc::new(()) as TransportCopy),
         }
     }

@@ -69,5 +69,5 @@ pub use rejection::{Rejection, RejectionKind, ValueError};
 pub use resource::Resource;
 pub use status::{Status, StatusCode};
 pub use types::{Body, MessageLimits, Request, Response};
-pub(crate) use types::{TransportCopy, Written};
+pub(crate) use types::{TransportCopy, Written, WrittenText};
 pub use version::Version;

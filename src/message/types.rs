@@ -62,9 +62,51 @@ pub struct Body {
 /// them again (`Body::add_sendfile_copy`, Linux: a sealed file).
 #[derive(Clone)]
 pub(crate) struct Written {
-    pub(crate) text: Arc<str>,
+    pub(crate) text: WrittenText,
     pub(crate) copy: Option<TransportCopy>,
 }
+
+/// Where a prepared body's text lives: in the program's memory, or held
+/// by an adapter (`Body::prepared_text`, Linux: a sealed file mapped
+/// read-only), which vouches for it as UTF-8 text escaped as
+/// [`Body::prepared`] escapes it. The core only reads the bytes.
+#[derive(Clone)]
+pub(crate) enum WrittenText {
+    Shared(Arc<str>),
+    // Made by the Linux adapters only.
+    #[cfg_attr(not(all(feature = "adapters", target_os = "linux")), allow(dead_code))]
+    Held(HeldBytes),
+}
+
+impl WrittenText {
+    pub(crate) fn as_bytes(&self) -> &[u8] {
+        match self {
+            WrittenText::Shared(text) => text.as_bytes(),
+            WrittenText::Held(bytes) => (**bytes).as_ref(),
+        }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.as_bytes().len()
+    }
+}
+
+impl From<Arc<str>> for WrittenText {
+    fn from(text: Arc<str>) -> WrittenText {
+        WrittenText::Shared(text)
+    }
+}
+
+impl fmt::Debug for WrittenText {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WrittenText").field("len", &self.len()).finish()
+    }
+}
+
+/// Bytes an adapter holds in a form of its own, which the core reads and
+/// never looks behind (`Body::prepared_text`, Linux: a sealed file mapped
+/// read-only): the core stays free of I/O and of what the bytes live in.
+pub(crate) type HeldBytes = Arc<dyn AsRef<[u8]> + Send + Sync>;
 
 /// What an adapter keeps beside a prepared body's text: the same bytes in
 /// a form its transport sends from. The core never looks inside; it only
@@ -72,12 +114,16 @@ pub(crate) struct Written {
 pub(crate) type TransportCopy = Arc<dyn std::any::Any + Send + Sync>;
 
 /// Where a body's decoded bytes live: its own, or shared with the program
-/// or a cache, so that answering with them copies nothing.
+/// or a cache, or held by an adapter, so that answering with them copies
+/// nothing.
 #[derive(Clone)]
 pub(crate) enum Content {
     Owned(Vec<u8>),
     Shared(Arc<[u8]>),
     Static(&'static [u8]),
+    // Made by the Linux adapters only.
+    #[cfg_attr(not(all(feature = "adapters", target_os = "linux")), allow(dead_code))]
+    Held(HeldBytes),
 }
 
 impl Content {
@@ -86,6 +132,7 @@ impl Content {
             Content::Owned(bytes) => bytes,
             Content::Shared(bytes) => bytes,
             Content::Static(bytes) => bytes,
+            Content::Held(bytes) => (**bytes).as_ref(),
         }
     }
 
@@ -94,6 +141,7 @@ impl Content {
             Content::Owned(bytes) => bytes,
             Content::Shared(bytes) => bytes.to_vec(),
             Content::Static(bytes) => bytes.to_vec(),
+            Content::Held(bytes) => (*bytes).as_ref().to_vec(),
         }
     }
 }
@@ -205,10 +253,28 @@ impl Body {
             other => super::codec::encode(body.content(), other),
         };
         body.written = Some(Written {
-            text: Arc::from(written),
+            text: WrittenText::Shared(Arc::from(written)),
             copy: None,
         });
         Ok(body)
+    }
+
+    /// A [`prepared`](Self::prepared) `identity` body whose content and
+    /// written text an adapter holds (`Body::prepared_text`), with the
+    /// copy its transport sends from, if any. The adapter vouches that
+    /// `content` is UTF-8 and `text` its escaped form, byte for byte what
+    /// `prepared` writes.
+    #[cfg(all(feature = "adapters", target_os = "linux"))]
+    pub(crate) fn held_text(content: HeldBytes, text: HeldBytes, copy: Option<TransportCopy>) -> Body {
+        Body {
+            content: Content::Held(content),
+            encoding: Encoding::Identity,
+            extra: None,
+            written: Some(Written {
+                text: WrittenText::Held(text),
+                copy,
+            }),
+        }
     }
 
     /// The content's text as it goes between the quotes of `content`, if

@@ -25,17 +25,22 @@
 //! Of larger files, which stream (D19), whether they are UTF-8 text is
 //! kept: reading a file through to find out costs as much as sending it.
 //! A larger text file of at most [`SmallFiles::MAX_ESCAPED`] sent as
-//! `identity` also keeps its escaped form, with its sealed copy: escaping
-//! is then done once per version of the file, and each answer after the
-//! first goes out with `sendfile` as nginx sends a file. Its other
-//! encodings still stream from the file, compressed as the transfer goes.
+//! `identity` also keeps its escaped form ([`Body::prepared_text`]): read
+//! and escaped piece by piece into sealed in-memory files, its content
+//! and its escaped text once each, never whole in the heap, so that
+//! escaping is done once per version of the file and each answer after
+//! the first goes out with `sendfile` as nginx sends a file. One build
+//! runs per path at a time, and [`SmallFiles::MAX_BUILDS`] in all: a
+//! request that finds no room streams the file meanwhile, as one for a
+//! file not kept does. Its other encodings still stream from the file,
+//! compressed as the transfer goes.
 //!
 //! Memory is bounded: files of at most [`SmallFiles::MAX_FILE`] whole,
 //! escaped forms of at most [`SmallFiles::MAX_ESCAPED`], and a total the
-//! server sets, content, written forms and their sealed copies included;
+//! server sets, content, written forms and their sealed files included;
 //! past it, entries are dropped in no particular order.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
 use std::fs;
 use std::os::fd::AsFd;
@@ -126,6 +131,22 @@ pub(super) struct SmallFiles {
     max_bytes: usize,
     /// Whether each version of a large file is UTF-8 text.
     texts: Mutex<HashMap<OsString, (Stamp, bool)>>,
+    /// The paths whose escaped form is being made.
+    building: Mutex<HashSet<OsString>>,
+}
+
+/// The right to make the escaped form of one path
+/// ([`SmallFiles::build`]), given back when it drops.
+pub(super) struct Building<'a> {
+    cache: &'a SmallFiles,
+    rel: OsString,
+}
+
+impl Drop for Building<'_> {
+    fn drop(&mut self) {
+        let mut building = self.cache.building.lock().unwrap_or_else(|p| p.into_inner());
+        building.remove(&self.rel);
+    }
 }
 
 #[derive(Debug, Default)]
@@ -152,8 +173,9 @@ enum Kept {
     /// content prepared in each encoding asked for so far, shared with
     /// the answers that looked the entry up.
     Whole { cached: Cached, encoded: Arc<[Body]> },
-    /// A larger text file: its escaped form alone (`identity`, prepared
-    /// from the content, which it holds). Other encodings stream.
+    /// A larger text file: its escaped form alone (`identity`, made by
+    /// [`Body::prepared_text`]: the content and the escaped text, each in
+    /// a sealed file). Other encodings stream.
     Escaped(Body),
 }
 
@@ -164,10 +186,11 @@ fn written_bytes(body: &Body) -> usize {
     body.written_len().unwrap_or(0) * copies
 }
 
-/// The bytes an escaped form keeps: the content it holds, its written
-/// form and its sealed copy.
+/// The bytes an escaped form ([`Body::prepared_text`]) keeps: its content
+/// and its escaped text, each once, in sealed files (the text's is also
+/// its copy for `sendfile`).
 fn escaped_bytes(body: &Body) -> usize {
-    body.content().len() + written_bytes(body)
+    body.content().len() + body.written_len().unwrap_or(0)
 }
 
 impl Entry {
@@ -216,10 +239,15 @@ impl SmallFiles {
 
     /// The largest text file whose escaped form is kept: written once and
     /// sent with `sendfile`, it goes out at the kernel's speed where
-    /// escaping each time would bound it. It costs about three times the
-    /// file against the bound (the content, the escaped text, and its
-    /// sealed copy).
+    /// escaping each time would bound it. It costs about twice the file
+    /// against the bound (the content and the escaped text, each in a
+    /// sealed file; none of it in the heap).
     pub(super) const MAX_ESCAPED: usize = 64 * 1024 * 1024;
+
+    /// How many escaped forms are made at once, all paths together: each
+    /// build reads a file through and holds a few hundred KiB while it
+    /// runs.
+    pub(super) const MAX_BUILDS: usize = 2;
 
     /// How many large files' verdicts are kept (a path and a few words
     /// each).
@@ -236,6 +264,7 @@ impl SmallFiles {
             entries: Mutex::new(Entries::default()),
             max_bytes,
             texts: Mutex::new(HashMap::new()),
+            building: Mutex::new(HashSet::new()),
         }
     }
 
@@ -266,13 +295,14 @@ impl SmallFiles {
     /// Whether the escaped form of a text file of `len` bytes, too large
     /// to be kept whole, would be kept: at most
     /// [`MAX_ESCAPED`](Self::MAX_ESCAPED), and within the bound with room
-    /// for its escapes (an eighth more than the text, an escape every
-    /// eight bytes; text denser in escapes is sent, and not kept).
+    /// for its escapes (the content, and the text an eighth longer, an
+    /// escape every eight bytes; text denser in escapes is sent, and not
+    /// kept).
     pub(super) fn would_keep_escaped(&self, len: u64) -> bool {
         let Ok(len) = usize::try_from(len) else {
             return false;
         };
-        let cost = len.saturating_add(len.saturating_add(len / 8).saturating_mul(2));
+        let cost = len.saturating_add(len.saturating_add(len / 8));
         len > Self::MAX_FILE && len <= Self::MAX_ESCAPED && cost <= self.max_bytes
     }
 
@@ -289,9 +319,25 @@ impl SmallFiles {
         }
     }
 
+    /// The right to make the escaped form of the file at `slot` now:
+    /// `None` while another request makes it, or while
+    /// [`MAX_BUILDS`](Self::MAX_BUILDS) are under way.
+    pub(super) fn build(&self, slot: &Slot) -> Option<Building<'_>> {
+        let mut building = self.building.lock().unwrap_or_else(|p| p.into_inner());
+        let rel = slot.rel.as_os_str();
+        if building.len() >= Self::MAX_BUILDS || building.contains(rel) {
+            return None;
+        }
+        building.insert(rel.to_owned());
+        Some(Building {
+            cache: self,
+            rel: rel.to_owned(),
+        })
+    }
+
     /// Keeps `body`, the escaped form of the version `slot` of a larger
-    /// text file, in place of what the entry held; other entries make
-    /// room for it.
+    /// text file ([`Body::prepared_text`]), in place of what the entry
+    /// held; other entries make room for it.
     pub(super) fn put_escaped(&self, slot: &Slot, body: &Body) {
         let more = escaped_bytes(body);
         if more > self.max_bytes || body.content().len() > Self::MAX_ESCAPED {
@@ -553,7 +599,7 @@ mod tests {
     fn escaped_forms_belong_to_their_version_are_bounded_and_never_taken_for_whole_files() {
         let text = "a \"line\"\n".repeat(SmallFiles::MAX_FILE / 8);
         let len = text.len();
-        let cache = SmallFiles::new(len * 4);
+        let cache = SmallFiles::new(len * 3);
         assert!(cache.would_keep_escaped(len as u64));
         assert!(
             !cache.would_keep_escaped(SmallFiles::MAX_FILE as u64),
@@ -561,11 +607,10 @@ mod tests {
         );
         assert!(
             !SmallFiles::new(len * 2).would_keep_escaped(len as u64),
-            "over the bound"
+            "over the bound: the content and the text an eighth longer"
         );
         assert!(!SmallFiles::new(usize::MAX).would_keep_escaped(SmallFiles::MAX_ESCAPED as u64 + 1));
-        let mut body = prepared(text.as_bytes(), Encoding::Identity);
-        body.add_sendfile_copy().expect("a memfd");
+        let body = Body::prepared_text(text.as_bytes()).expect("text");
         cache.put_escaped(&slot("big", 1), &body);
         assert!(cache.escaped(&slot("big", 1)) == Some(body.clone()));
         assert!(cache.escaped(&slot("big", 2)).is_none(), "another version");
@@ -573,7 +618,9 @@ mod tests {
             cache.get(Path::new("big"), stamp(1)).is_none(),
             "not a whole file"
         );
-        assert_eq!(cache.bytes(), len + 2 * body.written_len().expect("prepared"));
+        // The content and the escaped text once each: the text's sealed
+        // file is its copy for sendfile too.
+        assert_eq!(cache.bytes(), len + body.written_len().expect("prepared"));
         assert_eq!(cache.entries.lock().expect("entries").copies, 1);
         // A small file's entry makes room; the escaped form goes with its
         // copy.
@@ -584,7 +631,28 @@ mod tests {
         );
         assert!(cache.escaped(&slot("big", 1)).is_none(), "dropped for room");
         assert_eq!(cache.entries.lock().expect("entries").copies, 0);
-        assert!(cache.bytes() <= len * 4);
+        assert!(cache.bytes() <= len * 3);
+    }
+
+    #[test]
+    fn one_build_runs_per_path_and_few_in_all() {
+        let cache = SmallFiles::new(1 << 30);
+        let first = cache.build(&slot("a", 1)).expect("the first build of a");
+        assert!(cache.build(&slot("a", 1)).is_none(), "a is being built");
+        assert!(cache.build(&slot("a", 2)).is_none(), "whatever the version");
+        let others: Vec<_> = (1..SmallFiles::MAX_BUILDS)
+            .map(|n| {
+                cache
+                    .build(&slot(&n.to_string(), 1))
+                    .expect("room for another path")
+            })
+            .collect();
+        assert!(cache.build(&slot("b", 1)).is_none(), "as many as may run at once");
+        drop(first);
+        assert!(cache.build(&slot("b", 1)).is_some(), "room given back");
+        let again = cache.build(&slot("a", 1));
+        assert!(again.is_some(), "a may be built again once b's build ended");
+        drop(others);
     }
 
     #[test]

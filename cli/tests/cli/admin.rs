@@ -12,7 +12,7 @@ use crate::support::{Serve, serve_command, temp_root};
 const WAIT: Duration = Duration::from_secs(15);
 
 /// A free loopback port for the admin listener.
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .expect("a free port")
@@ -59,7 +59,7 @@ fn serve_with_admin(root: &std::path::Path, workers: &str) -> (Serve, SocketAddr
 }
 
 /// An HTTP/1.1 GET on the admin listener: the status and the body.
-fn http_get(admin: SocketAddr, path: &str) -> (u16, String) {
+pub(crate) fn http_get(admin: SocketAddr, path: &str) -> (u16, String) {
     let mut stream = TcpStream::connect(admin).expect("connect to the admin listener");
     stream.set_read_timeout(Some(WAIT)).expect("timeout");
     write!(stream, "GET {path} HTTP/1.1\r\nHost: localhost\r\n\r\n").expect("ask");

@@ -101,6 +101,15 @@ fn write_config(folder: &Path, text: &str) -> PathBuf {
     file
 }
 
+/// The first lines of a file that serves `folder` quietly with one
+/// worker on a free port.
+fn quiet_head(folder: &Path) -> String {
+    format!(
+        "root = '{}'\naddr = \"127.0.0.1:0\"\nworkers = 1\nquiet = true\n",
+        folder.display()
+    )
+}
+
 fn canonical(path: &Path) -> String {
     std::fs::canonicalize(path)
         .expect("canonical")
@@ -207,6 +216,10 @@ fn a_bad_file_is_refused_naming_the_key_and_the_line() {
             ":2: unknown key max_uplod; did you mean max-upload?",
         ),
         (
+            "cache-bytes = \"lots\"\n",
+            ":1: cache-bytes: invalid value 'lots' for '--cache-bytes <SIZE>': expected a size such as",
+        ),
+        (
             "config = \"other.toml\"\n",
             ":1: config: set on the command line or in the environment only",
         ),
@@ -311,10 +324,7 @@ fn check_config_checks_what_a_start_would_and_says_so_in_one_line() {
 #[test]
 fn sighup_applies_a_new_setting_and_keeps_the_old_ones_when_the_file_is_bad() {
     let folder = temp_root("config-reload");
-    let head = format!(
-        "root = '{}'\naddr = \"127.0.0.1:0\"\nworkers = 1\nquiet = true\n",
-        folder.display()
-    );
+    let head = quiet_head(&folder);
     let config = write_config(&folder, &format!("{head}list = false\n"));
     let server = Running::start(&["--config", &config.to_string_lossy()], &[]);
     assert_eq!(server.status("/"), 404);
@@ -342,6 +352,71 @@ fn sighup_applies_a_new_setting_and_keeps_the_old_ones_when_the_file_is_bad() {
     assert!(!line.contains("list"), "{line}");
     server.wait_for("reloaded the settings");
     assert_eq!(server.status("/"), 404, "list = false after SIGHUP");
+    drop(server);
+    let _ = std::fs::remove_dir_all(&folder);
+}
+
+/// The value of the gauge `name` on the admin listener at `admin`;
+/// `None` when it shows none.
+fn gauge(admin: &str, name: &str) -> Option<f64> {
+    let (status, text) = crate::admin::http_get(admin.parse().expect("addr"), "/metrics");
+    assert_eq!(status, 200);
+    text.lines()
+        .find_map(|line| line.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+}
+
+#[test]
+fn cache_bytes_is_layered_as_every_option_and_applied_on_sighup() {
+    let folder = temp_root("config-cache-bytes");
+    let head = quiet_head(&folder);
+    let config = write_config(&folder, &format!("{head}cache-bytes = \"1M\"\n"));
+    let config = config.to_string_lossy();
+    let (limit, files) = ("jsontp_file_cache_limit_bytes", "jsontp_file_cache_files");
+    let admin = || format!("127.0.0.1:{}", crate::admin::free_port());
+
+    // The file alone.
+    let at = admin();
+    let server = Running::start(&["--config", &config, "--admin", &at], &[]);
+    assert_eq!(server.status("/hello.txt"), 200);
+    assert_eq!(gauge(&at, limit), Some(f64::from(1 << 20)), "the file's 1M");
+    assert_eq!(gauge(&at, files), Some(1.0), "hello.txt kept");
+    drop(server);
+
+    // The variable over the file.
+    let at = admin();
+    let server = Running::start(
+        &["--config", &config, "--admin", &at],
+        &[("JSONTP_CACHE_BYTES", "2M")],
+    );
+    assert_eq!(gauge(&at, limit), Some(f64::from(2 << 20)), "the variable's 2M");
+    drop(server);
+
+    // The flag over both: 0 keeps nothing, so there is no cache to show,
+    // and files are still served.
+    let at = admin();
+    let server = Running::start(
+        &["--config", &config, "--admin", &at, "--cache-bytes", "0"],
+        &[("JSONTP_CACHE_BYTES", "2M")],
+    );
+    assert_eq!(server.status("/hello.txt"), 200);
+    assert_eq!(gauge(&at, files), None, "--cache-bytes 0: no cache");
+    assert_eq!(gauge(&at, limit), None);
+    drop(server);
+
+    // SIGHUP applies a new size to the running server, with no warning
+    // that it waits for a restart.
+    let at = admin();
+    let server = Running::start(&["--config", &config, "--admin", &at], &[]);
+    write_config(&folder, &format!("{head}cache-bytes = \"3M\"\n"));
+    server.signal("HUP");
+    loop {
+        let line = server.log.recv_timeout(WAIT).expect("the reload's lines");
+        assert!(!line.contains("restart or upgrade"), "{line}");
+        if line.contains("reloaded the settings") {
+            break;
+        }
+    }
+    assert_eq!(gauge(&at, limit), Some(f64::from(3 << 20)), "reloaded: 3M");
     drop(server);
     let _ = std::fs::remove_dir_all(&folder);
 }

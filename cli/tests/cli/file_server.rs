@@ -1192,7 +1192,7 @@ fn a_text_file_over_a_mebibyte_goes_out_as_identity_from_its_kept_escaped_form_a
     assert_eq!(text_on_the_wire(&response), third, "replaced");
 
     // A cache too small for it: the file streams, as before.
-    let small = fixture.server().with_cache_bytes(4 << 20).into_router();
+    let small = fixture.server().with_cache_bytes(2 << 20).into_router();
     let (response, streamed) = get_streamed(&small, "/large.txt", Encoding::Identity);
     assert!(streamed, "too large for the cache's bound");
     assert!(response.body.content() == third.as_bytes());

@@ -6,6 +6,9 @@
 mod file_server;
 
 mod admin;
+// Linux: the cache's sealed files, and the server's memory in /proc.
+#[cfg(target_os = "linux")]
+mod cache;
 mod client;
 // Unix: SIGHUP.
 #[cfg(unix)]

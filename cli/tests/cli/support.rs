@@ -51,7 +51,7 @@ impl Drop for Serve {
 
 /// Every variable `jsontp serve` reads: cleared for the servers the tests
 /// start, so that the developer's environment cannot change a test.
-pub const SERVE_ENV: [&str; 18] = [
+pub const SERVE_ENV: [&str; 19] = [
     "JSONTP_CONFIG",
     "JSONTP_ROOT",
     "JSONTP_ADDR",
@@ -70,6 +70,7 @@ pub const SERVE_ENV: [&str; 18] = [
     "JSONTP_MAX_SPOOL",
     "JSONTP_ADMIN",
     "JSONTP_DRAIN_GRACE",
+    "JSONTP_CACHE_BYTES",
 ];
 
 /// `jsontp serve ARGS…` with none of [`SERVE_ENV`] set but `env`.

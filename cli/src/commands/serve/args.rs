@@ -183,6 +183,14 @@ pub struct ServeArgs {
     /// larger ones are answered 500. Default: no limit (files stream).
     #[arg(long, env = "JSONTP_MAX_FILE", value_name = "SIZE", value_parser = parse_size)]
     pub(super) max_file: Option<u64>,
+    /// The most bytes the file cache keeps, as --max-upload writes sizes:
+    /// files of up to 1 MiB whole, with the forms they were sent in, and
+    /// the escaped form of a larger text file sent as identity (up to
+    /// 64 MiB files, about twice the file each, in sealed in-memory files
+    /// sent with sendfile). 0 keeps nothing: every request reads the file.
+    /// Default: 16M (Linux; elsewhere there is no cache).
+    #[arg(long, env = "JSONTP_CACHE_BYTES", value_name = "SIZE", value_parser = parse_size)]
+    pub(super) cache_bytes: Option<u64>,
     /// How many seconds a stop (SIGTERM) goes on accepting and serving
     /// after /ready and the health check (`OPTIONS *`) begin to answer
     /// 503, so that a balancer takes the server out before it stops

@@ -21,7 +21,7 @@ use super::config::{self, Settings, Source, TokenSource};
 
 /// The options a running server applies on a reload; every other one
 /// waits for the next process.
-const LIVE: [&str; 11] = [
+const LIVE: [&str; 12] = [
     "log-level",
     "writable",
     "token",
@@ -29,6 +29,7 @@ const LIVE: [&str; 11] = [
     "list",
     "language",
     "max-file",
+    "cache-bytes",
     "quiet",
     "tls-cert",
     "tls-key",
@@ -118,6 +119,12 @@ pub fn prepare(settings: &Settings) -> Result<Ready, String> {
 
 /// The file server's settings that may change while it runs.
 fn configure(files: FileServer, args: &ServeArgs, token: Option<String>, writable: bool) -> FileServer {
+    // Each generation has a cache of its own (the folder is reopened), so
+    // a new size takes effect as the other file server settings do.
+    let files = match args.cache_bytes {
+        Some(bytes) => files.with_cache_bytes(usize::try_from(bytes).unwrap_or(usize::MAX)),
+        None => files,
+    };
     files
         .with_writes(writable)
         .with_token(token)
