@@ -97,7 +97,7 @@ impl Driver {
         let span = self.span();
         let _entered = span.enter();
         let at = self.now();
-        self.respond(pending.exchange, reply, at);
+        let _ = self.respond(pending.exchange, reply, at);
         self.send_content(at);
         self.turn.clock = None;
     }
@@ -200,9 +200,9 @@ impl Driver {
                 }
                 ServerEvent::Request { id, request } => {
                     match self.answer_request(handler, id, request, answering, at) {
-                        ControlFlow::Continue(answered) => {
+                        ControlFlow::Continue((answered, quick)) => {
                             at = answered;
-                            fresh = Some(answered);
+                            fresh = quick.then_some(answered);
                         }
                         ControlFlow::Break(deferred) => {
                             handed_out = Some(deferred);
@@ -211,8 +211,9 @@ impl Driver {
                     }
                 }
                 ServerEvent::ContinueRequested { id, request } => {
-                    at = self.check_handshake(handler, id, *request, at);
-                    fresh = Some(at);
+                    let quick;
+                    (at, quick) = self.check_handshake(handler, id, *request, at);
+                    fresh = quick.then_some(at);
                 }
                 ServerEvent::PeerError(PeerError::Rejected {
                     id,
@@ -254,7 +255,8 @@ impl Driver {
 
     /// Hands complete request `id` to `handler` with its content (or
     /// answers it as its head's check or the spool decided), and sends the
-    /// answer; the clock's reading after it. An answer that comes later
+    /// answer; the clock's reading after it, and whether it still stands (the
+    /// answer was quick to write). An answer that comes later
     /// is awaited here, or handed out (`Break`) when `answering` says so.
     fn answer_request<H: Handler + ?Sized>(
         &mut self,
@@ -263,7 +265,7 @@ impl Driver {
         mut request: Box<Request>,
         answering: Answering,
         at: Now,
-    ) -> ControlFlow<Deferred, Now> {
+    ) -> ControlFlow<Deferred, (Now, bool)> {
         let exchange = Exchange {
             id,
             method: request.method,
@@ -302,20 +304,21 @@ impl Driver {
             }
         };
         let at = self.now();
-        self.respond(exchange, reply, at);
-        ControlFlow::Continue(at)
+        let quick = self.respond(exchange, reply, at);
+        ControlFlow::Continue((at, quick))
     }
 
     /// Asks `handler` whether handshake `id` may send its content (D10):
     /// refused, it is answered now; otherwise the full request is awaited.
-    /// The clock's reading after it.
+    /// The clock's reading after it, and whether it still stands (the
+    /// answer was quick to write).
     fn check_handshake<H: Handler + ?Sized>(
         &mut self,
         handler: &H,
         id: RequestId,
         request: Request,
         at: Now,
-    ) -> Now {
+    ) -> (Now, bool) {
         let started = at.instant;
         let decision = handler.check_head(&request, &self.info);
         let at = self.now();
@@ -327,7 +330,8 @@ impl Driver {
                     resource: self.echo_of(request.resource.as_str()),
                     started,
                 };
-                self.respond(exchange, (*response).into(), at);
+                let quick = self.respond(exchange, (*response).into(), at);
+                return (at, quick);
             }
             wanted_or_not => {
                 // The full request is now awaited (D10). It names the same
@@ -340,7 +344,7 @@ impl Driver {
                 let _ = self.conn.accept_continue(id, at);
             }
         }
-        at
+        (at, true)
     }
 
     /// Every response the machine writes on its own (framing, limits,
@@ -370,7 +374,9 @@ impl Driver {
     /// other than the acknowledgement, D12) would leave the exchange
     /// unanswered and stall every pipelined response behind it, so it is
     /// replaced by a `500`.
-    fn respond(&mut self, exchange: Exchange, reply: Reply, at: Now) {
+    /// Whether writing the answer was quick: a reading of the clock taken
+    /// before it still stands after it (see `dispatch_events`).
+    fn respond(&mut self, exchange: Exchange, reply: Reply, at: Now) -> bool {
         let Exchange {
             id,
             method,
@@ -411,8 +417,14 @@ impl Driver {
             content_bytes,
             started,
         });
+        // Escaping or compressing a large answer takes time of its own.
+        content_bytes <= QUICK_ANSWER
     }
 }
+
+/// The largest content whose writing out counts as no time: a few tens of
+/// microseconds, against timers that count in hundreds of milliseconds.
+const QUICK_ANSWER: u64 = 64 * 1024;
 
 /// Hands `incoming` to the handler; a handler that panics gets its
 /// request answered `500` instead of taking down the worker and every
