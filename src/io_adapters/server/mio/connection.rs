@@ -11,6 +11,7 @@ use mio::net::TcpStream;
 use mio::{Interest, Token};
 
 use super::MODE;
+use super::deadlines::Deadline;
 use super::shared::Mail;
 use super::worker::{Client, Worker};
 use crate::io_adapters::proxy_protocol::ProxyHeaderReader;
@@ -99,8 +100,7 @@ impl<H: Handler> Worker<H> {
             driver: Driver::with_settings(peer, &self.settings, mode),
             member,
             header,
-            timer: None,
-            armed: None,
+            deadline: Deadline::default(),
             round: self.round,
         };
         if slot == self.clients.len() {
@@ -176,44 +176,17 @@ impl<H: Handler> Worker<H> {
     }
 
     fn set_timer(&mut self, slot: usize, at: Option<Instant>) {
-        let Some(Some(client)) = self.clients.get_mut(slot) else {
-            return;
-        };
-        client.timer = at;
-        if let Some(at) = at
-            && client.armed.is_none_or(|armed| at < armed)
-        {
-            self.timers.insert((at, slot));
-            client.armed = Some(at);
+        if let Some(Some(client)) = self.clients.get_mut(slot) {
+            self.deadlines.set(&mut client.deadline, slot, at);
         }
     }
 
     pub(super) fn fire_timers(&mut self) {
         let now = Instant::now();
-        while let Some(&(at, slot)) = self.timers.first() {
-            if at > now {
-                break;
-            }
-            self.timers.pop_first();
-            let Some(Some(client)) = self.clients.get_mut(slot) else {
-                continue;
-            };
-            if client.armed != Some(at) {
-                // An entry an earlier deadline replaced.
-                continue;
-            }
-            client.armed = None;
-            match client.timer {
-                Some(later) if later > now => {
-                    self.timers.insert((later, slot));
-                    client.armed = Some(later);
-                }
-                Some(_) => {
-                    client.timer = None;
-                    self.turn(slot);
-                }
-                None => {}
-            }
+        while let Some(slot) = self.deadlines.next_due(now, &mut self.clients, |clients, slot| {
+            Some(&mut clients.get_mut(slot)?.as_mut()?.deadline)
+        }) {
+            self.turn(slot);
         }
     }
 
@@ -221,9 +194,7 @@ impl<H: Handler> Worker<H> {
         let Some(mut client) = self.clients.get_mut(slot).and_then(Option::take) else {
             return;
         };
-        if let Some(at) = client.armed {
-            self.timers.remove(&(at, slot));
-        }
+        self.deadlines.forget(&mut client.deadline, slot);
         self.again.retain(|s| *s != slot);
         let _ = self.poll.registry().deregister(client.stream.get_mut());
         // Out of the set before it closes (dropped below).

@@ -64,6 +64,7 @@ use super::{Bounded, ConnectionSettings, Handler, ServerOptions, listen_group};
 use crate::io_adapters::transport::IoMode;
 
 pub(super) mod connection;
+pub(super) mod deadlines;
 pub(super) mod shared;
 mod worker;
 

@@ -2,7 +2,6 @@
 //! cap until there is room), the mail from other workers, and its
 //! shutdown. What it does for each connection is in `connection.rs`.
 
-use std::collections::BTreeSet;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
@@ -12,6 +11,7 @@ use std::time::{Duration, Instant};
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Waker};
 
+use super::deadlines::{Deadline, Deadlines};
 use super::shared::{self, Mail, Mailbox, Shared};
 use super::{SCRATCH, WAKER, listener_of, listener_token};
 use crate::io_adapters::proxy_protocol::ProxyHeaderReader;
@@ -44,14 +44,8 @@ pub(super) struct Client {
     /// connection's first bytes only.
     pub(super) header: Option<Box<(ProxyHeaderReader, Instant)>>,
 
-    /// The deadline the client's machine asks for.
-    pub(super) timer: Option<Instant>,
-    /// Its entry in the worker's timer set, never later than `timer`: a
-    /// deadline that moves later (every request moves the idle deadline)
-    /// leaves the set alone, and the entry, when it comes, arms the new
-    /// one. Earlier entries it replaced stay in the set until their time,
-    /// and are passed over.
-    pub(super) armed: Option<Instant>,
+    /// Its deadline, as the worker's set keeps it.
+    pub(super) deadline: Deadline,
     /// The last round of the event loop in which it had a turn.
     pub(super) round: u64,
 }
@@ -78,7 +72,7 @@ pub(super) struct Worker<H> {
     pub(super) sockets: Arc<OpenSockets>,
     pub(super) clients: Vec<Option<Client>>,
     pub(super) free: Vec<usize>,
-    pub(super) timers: BTreeSet<(Instant, usize)>,
+    pub(super) deadlines: Deadlines,
     /// Clients that used their turn and still have work.
     pub(super) again: Vec<usize>,
     /// Counts the rounds of the event loop: one turn per client per round.
@@ -131,7 +125,7 @@ impl<H: Handler> Worker<H> {
             sockets,
             clients: Vec::new(),
             free: Vec::new(),
-            timers: BTreeSet::new(),
+            deadlines: Deadlines::default(),
             again: Vec::new(),
             round: 0,
             scratch: vec![0; SCRATCH],
@@ -158,7 +152,7 @@ impl<H: Handler> Worker<H> {
                 let accept_at = self
                     .accept_after
                     .filter(|_| self.listening.iter().any(|l| l.ready));
-                let first = self.timers.first().map(|(at, _)| *at);
+                let first = self.deadlines.first();
                 let look_at = self.held.as_ref().map(|held| held.look_at);
                 [first, accept_at, look_at]
                     .into_iter()

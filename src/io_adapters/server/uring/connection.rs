@@ -15,6 +15,7 @@ use super::stream::{Receive, RingStream};
 use super::worker::{Client, Slot, Stage, Worker};
 use crate::io_adapters::proxy_protocol::ProxyHeaderReader;
 use crate::io_adapters::server::mio::connection::{HeaderRead, read_proxy_header};
+use crate::io_adapters::server::mio::deadlines::Deadline;
 use crate::io_adapters::server::mio::shared::Mail;
 use crate::io_adapters::server::{Accepted, CloseCause, Driver, Handler, Step};
 
@@ -58,8 +59,10 @@ impl<H: Handler> Worker<H> {
             stream,
             member,
             header,
-            timer: None,
+            deadline: Deadline::default(),
             round: self.round,
+            // No round yet: rounds count up from 0.
+            touched: u64::MAX,
         };
         if slot == self.slots.len() {
             self.slots.push(Slot::Serving(Box::new(client)));
@@ -73,13 +76,22 @@ impl<H: Handler> Worker<H> {
     /// connection in `slot`; frees the slot once a closed connection's last
     /// one is in.
     pub(super) fn completed(&mut self, slot: usize, done: &Completion) {
-        let stream = match self.slots.get_mut(slot) {
-            Some(Slot::Serving(client)) => client.stream.get_mut(),
-            Some(Slot::Closing(stream)) => stream.get_mut(),
+        let (stream, driver) = match self.slots.get_mut(slot) {
+            Some(Slot::Serving(client)) => (client.stream.get_mut(), Some(&mut client.driver)),
+            Some(Slot::Closing(stream)) => (stream.get_mut(), None),
             _ => return,
         };
         match done.op {
-            Op::Recv(_) => stream.received(done),
+            Op::Recv(_) => {
+                stream.received(done);
+                if let Some(driver) = driver
+                    && !stream.input_open()
+                {
+                    // A short read no longer shows the buffers emptied of
+                    // everything the peer will send (see `MODE`).
+                    driver.peer_closed_reading();
+                }
+            }
             Op::Room(_) => stream.room(),
             _ => stream.sent(done.result),
         }
@@ -207,33 +219,22 @@ impl<H: Handler> Worker<H> {
 
     /// Keeps the connection's deadline in the worker's set.
     fn set_timer(&mut self, slot: usize, at: Option<Instant>) {
-        let Some(Slot::Serving(client)) = self.slots.get_mut(slot) else {
-            return;
-        };
-        if client.timer == at {
-            return;
+        if let Some(Slot::Serving(client)) = self.slots.get_mut(slot) {
+            self.deadlines.set(&mut client.deadline, slot, at);
         }
-        if let Some(old) = client.timer.take() {
-            self.timers.remove(&(old, slot));
-        }
-        if let Some(at) = at {
-            self.timers.insert((at, slot));
-        }
-        client.timer = at;
     }
 
     /// Gives every connection whose deadline has come its turn.
     pub(super) fn fire_timers(&mut self) {
         let now = Instant::now();
-        while let Some(&(at, slot)) = self.timers.first() {
-            if at > now {
-                break;
-            }
-            self.timers.pop_first();
-            if let Some(Slot::Serving(client)) = self.slots.get_mut(slot) {
-                client.timer = None;
-                self.turn(slot);
-            }
+        while let Some(slot) =
+            self.deadlines
+                .next_due(now, &mut self.slots, |slots, slot| match slots.get_mut(slot) {
+                    Some(Slot::Serving(client)) => Some(&mut client.deadline),
+                    _ => None,
+                })
+        {
+            self.turn(slot);
         }
     }
 
@@ -244,9 +245,7 @@ impl<H: Handler> Worker<H> {
         let Some(Slot::Serving(client)) = self.slots.get_mut(slot) else {
             return;
         };
-        if let Some(at) = client.timer {
-            self.timers.remove(&(at, slot));
-        }
+        self.deadlines.forget(&mut client.deadline, slot);
         self.again.retain(|s| *s != slot);
         let stream = client.stream.get_mut();
         if stream.receive() == Receive::Armed && self.ring.cancel(Op::Recv(slot)).is_ok() {

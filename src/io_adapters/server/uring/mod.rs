@@ -95,10 +95,13 @@ mod ring;
 mod stream;
 mod worker;
 
-/// How the drive step sees a connection's stream: reads and writes that
-/// would block, over memory (a short read does not mean that nothing more
-/// arrived: the rest may be in the next buffer).
-const MODE: IoMode = IoMode::NonBlocking;
+/// How the drive step sees a connection's stream: as an edge-triggered
+/// socket. A read takes from every buffer the ring has filled, so a short
+/// read has emptied them, and bytes that arrive later come as a completion,
+/// which gives the connection a turn: the read that would only answer
+/// `WouldBlock` is spared. The end of the peer's stream is told to the
+/// driver when its completion comes, so that a short read does not hide it.
+const MODE: IoMode = IoMode::EdgeTriggered;
 
 /// Whether this kernel lets the process use io_uring as the server does:
 /// an error of kind [`Unsupported`](io::ErrorKind::Unsupported) saying

@@ -270,6 +270,12 @@ impl RingStream {
         Some(sent)
     }
 
+    /// Whether the peer's stream may bring more bytes: it has neither
+    /// ended nor failed.
+    pub(super) fn input_open(&self) -> bool {
+        self.input == Input::Open
+    }
+
     /// Whether bytes have arrived that the drive step has not read: in
     /// the inbox, or still in the socket, not yet received by the ring.
     pub(super) fn has_unread(&self) -> bool {

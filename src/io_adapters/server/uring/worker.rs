@@ -10,7 +10,7 @@
 //! completion, give each connection it concerns a turn of the drive step,
 //! and the connections due their turn (timers, yielded turns).
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::VecDeque;
 use std::io;
 use std::net::TcpStream;
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -23,6 +23,7 @@ use rustix::event::{EventfdFlags, eventfd};
 use super::ring::{BUFFER_SIZE, Completion, Op, Ring, Unstarted};
 use super::stream::RingStream;
 use crate::io_adapters::proxy_protocol::ProxyHeaderReader;
+use crate::io_adapters::server::mio::deadlines::{Deadline, Deadlines};
 use crate::io_adapters::server::mio::shared::{Mail, Mailbox, Shared, Waker};
 use crate::io_adapters::server::{
     ACCEPT_BACKOFF, ADMISSION_RETRY, AcceptFaults, Accepted, ConnectionSettings, Driver, Enrolled, Handler,
@@ -53,10 +54,13 @@ pub(super) struct Client {
     /// Until the PROXY header is in (D21): its reader, and the time by
     /// which the header must have arrived.
     pub(super) header: Option<Box<(ProxyHeaderReader, Instant)>>,
-    /// Its entry in the worker's timer set, if it waits for a deadline.
-    pub(super) timer: Option<Instant>,
+    /// Its deadline, as the worker's set keeps it.
+    pub(super) deadline: Deadline,
     /// The last round of the loop in which it had a turn.
     pub(super) round: u64,
+    /// The last round in which a completion marked it for a turn: marked
+    /// once however many of its completions a round brings.
+    pub(super) touched: u64,
 }
 
 /// What a connection slot holds.
@@ -132,7 +136,7 @@ pub(super) struct Worker<H> {
     pub(super) slots: Vec<Slot>,
     pub(super) free: Vec<usize>,
     /// The connections' deadlines.
-    pub(super) timers: BTreeSet<(Instant, usize)>,
+    pub(super) deadlines: Deadlines,
     timer: Timer,
     /// Connections that used their turn and still have work.
     pub(super) again: Vec<usize>,
@@ -195,7 +199,7 @@ impl<H: Handler> Worker<H> {
             sockets,
             slots: Vec::new(),
             free: Vec::new(),
-            timers: BTreeSet::new(),
+            deadlines: Deadlines::default(),
             timer: Timer::Unarmed,
             again: Vec::new(),
             touched: Vec::new(),
@@ -242,8 +246,6 @@ impl<H: Handler> Worker<H> {
             // concerned it, it yielded its last, or its deadline came.
             let mut touched = std::mem::take(&mut self.touched);
             let again = std::mem::take(&mut self.again);
-            touched.sort_unstable();
-            touched.dedup();
             for &slot in touched.iter().chain(&again) {
                 self.turn(slot);
             }
@@ -391,7 +393,7 @@ impl<H: Handler> Worker<H> {
     /// when it is earlier than the one armed (a timer that comes early
     /// only makes a round with nothing due).
     fn arm_timer(&mut self) -> io::Result<()> {
-        let connection = self.timers.first().map(|(at, _)| *at);
+        let connection = self.deadlines.first();
         let held = self.held.front().map(|held| held.look_at);
         let accept = self.listening.iter().filter_map(|l| match l.accepting {
             Accepting::Backoff(at) => Some(at),
@@ -453,6 +455,12 @@ impl<H: Handler> Worker<H> {
 
     /// Marks the connection in `slot` for a turn this round.
     pub(super) fn touch(&mut self, slot: usize) {
-        self.touched.push(slot);
+        let Some(Slot::Serving(client)) = self.slots.get_mut(slot) else {
+            return;
+        };
+        if client.touched != self.round {
+            client.touched = self.round;
+            self.touched.push(slot);
+        }
     }
 }
