@@ -53,8 +53,8 @@ pub struct Body {
     /// The content's text as it goes on the wire, between the quotes of
     /// `content`, when it was written before ([`Body::prepared`]): how
     /// fast the body is written, not what it is, so equality and `Debug`
-    /// leave it out.
-    written: Option<Written>,
+    /// leave it out. Shared: a cache clones the body for every answer.
+    written: Option<Arc<Written>>,
 }
 
 /// A prepared body's text as it goes on the wire, and maybe an adapter's
@@ -252,10 +252,10 @@ impl Body {
             }
             other => super::codec::encode(body.content(), other),
         };
-        body.written = Some(Written {
+        body.written = Some(Arc::new(Written {
             text: WrittenText::Shared(Arc::from(written)),
             copy: None,
-        });
+        }));
         Ok(body)
     }
 
@@ -270,17 +270,17 @@ impl Body {
             content: Content::Held(content),
             encoding: Encoding::Identity,
             extra: None,
-            written: Some(Written {
+            written: Some(Arc::new(Written {
                 text: WrittenText::Held(text),
                 copy,
-            }),
+            })),
         }
     }
 
     /// The content's text as it goes between the quotes of `content`, if
     /// the body was [`prepared`](Self::prepared).
     pub(crate) fn written(&self) -> Option<&Written> {
-        self.written.as_ref()
+        self.written.as_deref()
     }
 
     /// Gives the prepared text an adapter's copy of the same bytes; the
@@ -288,7 +288,7 @@ impl Body {
     #[cfg(all(feature = "adapters", target_os = "linux"))]
     pub(crate) fn set_written_copy(&mut self, copy: TransportCopy) {
         if let Some(written) = &mut self.written {
-            written.copy = Some(copy);
+            Arc::make_mut(written).copy = Some(copy);
         }
     }
 

@@ -97,7 +97,7 @@ impl Driver {
         let span = self.span();
         let _entered = span.enter();
         let at = self.now();
-        let _ = self.respond(pending.exchange, reply, at);
+        self.respond(pending.exchange, reply, at);
         self.send_content(at);
         self.turn.clock = None;
     }
@@ -200,9 +200,9 @@ impl Driver {
                 }
                 ServerEvent::Request { id, request } => {
                     match self.answer_request(handler, id, request, answering, at) {
-                        ControlFlow::Continue((answered, quick)) => {
+                        ControlFlow::Continue(answered) => {
                             at = answered;
-                            fresh = quick.then_some(answered);
+                            fresh = self.answered_quickly().then_some(answered);
                         }
                         ControlFlow::Break(deferred) => {
                             handed_out = Some(deferred);
@@ -211,9 +211,8 @@ impl Driver {
                     }
                 }
                 ServerEvent::ContinueRequested { id, request } => {
-                    let quick;
-                    (at, quick) = self.check_handshake(handler, id, *request, at);
-                    fresh = quick.then_some(at);
+                    at = self.check_handshake(handler, id, *request, at);
+                    fresh = self.answered_quickly().then_some(at);
                 }
                 ServerEvent::PeerError(PeerError::Rejected {
                     id,
@@ -255,8 +254,7 @@ impl Driver {
 
     /// Hands complete request `id` to `handler` with its content (or
     /// answers it as its head's check or the spool decided), and sends the
-    /// answer; the clock's reading after it, and whether it still stands (the
-    /// answer was quick to write). An answer that comes later
+    /// answer; the clock's reading after it. An answer that comes later
     /// is awaited here, or handed out (`Break`) when `answering` says so.
     fn answer_request<H: Handler + ?Sized>(
         &mut self,
@@ -265,7 +263,7 @@ impl Driver {
         mut request: Box<Request>,
         answering: Answering,
         at: Now,
-    ) -> ControlFlow<Deferred, (Now, bool)> {
+    ) -> ControlFlow<Deferred, Now> {
         let exchange = Exchange {
             id,
             method: request.method,
@@ -304,21 +302,20 @@ impl Driver {
             }
         };
         let at = self.now();
-        let quick = self.respond(exchange, reply, at);
-        ControlFlow::Continue((at, quick))
+        self.respond(exchange, reply, at);
+        ControlFlow::Continue(at)
     }
 
     /// Asks `handler` whether handshake `id` may send its content (D10):
     /// refused, it is answered now; otherwise the full request is awaited.
-    /// The clock's reading after it, and whether it still stands (the
-    /// answer was quick to write).
+    /// The clock's reading after it.
     fn check_handshake<H: Handler + ?Sized>(
         &mut self,
         handler: &H,
         id: RequestId,
         request: Request,
         at: Now,
-    ) -> (Now, bool) {
+    ) -> Now {
         let started = at.instant;
         let decision = handler.check_head(&request, &self.info);
         let at = self.now();
@@ -330,8 +327,7 @@ impl Driver {
                     resource: self.echo_of(request.resource.as_str()),
                     started,
                 };
-                let quick = self.respond(exchange, (*response).into(), at);
-                return (at, quick);
+                self.respond(exchange, (*response).into(), at);
             }
             wanted_or_not => {
                 // The full request is now awaited (D10). It names the same
@@ -344,7 +340,7 @@ impl Driver {
                 let _ = self.conn.accept_continue(id, at);
             }
         }
-        (at, true)
+        at
     }
 
     /// Every response the machine writes on its own (framing, limits,
@@ -374,9 +370,7 @@ impl Driver {
     /// other than the acknowledgement, D12) would leave the exchange
     /// unanswered and stall every pipelined response behind it, so it is
     /// replaced by a `500`.
-    /// Whether writing the answer was quick: a reading of the clock taken
-    /// before it still stands after it (see `dispatch_events`).
-    fn respond(&mut self, exchange: Exchange, reply: Reply, at: Now) -> bool {
+    fn respond(&mut self, exchange: Exchange, reply: Reply, at: Now) {
         let Exchange {
             id,
             method,
@@ -417,8 +411,16 @@ impl Driver {
             content_bytes,
             started,
         });
-        // Escaping or compressing a large answer takes time of its own.
-        content_bytes <= QUICK_ANSWER
+    }
+
+    /// Whether writing the last answer out was quick: a reading of the
+    /// clock taken before it still stands after it (see
+    /// `dispatch_events`). Escaping or compressing a large answer takes
+    /// time of its own.
+    fn answered_quickly(&self) -> bool {
+        self.answers
+            .back()
+            .is_none_or(|answer| answer.content_bytes <= QUICK_ANSWER)
     }
 }
 
