@@ -683,7 +683,7 @@ mod tests {
             std::mem::size_of::<Headers>()
         );
         assert!(
-            std::mem::size_of::<crate::message::Response>() <= 232,
+            std::mem::size_of::<crate::message::Response>() <= 216,
             "{}",
             std::mem::size_of::<crate::message::Response>()
         );
