@@ -246,6 +246,20 @@ pub(crate) fn send(socket: BorrowedFd<'_>, pending: OutputCopy<'_>) -> Option<io
     Some(rustix::fs::sendfile(socket, file, Some(&mut offset), pending.len).map_err(io::Error::from))
 }
 
+/// Writes `bufs` into `socket`, telling the kernel that more follows at
+/// once (`MSG_MORE`): they wait to leave in one packet with the bytes sent
+/// next from a copy.
+pub(crate) fn write_more(socket: BorrowedFd<'_>, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+    use rustix::net::{SendAncillaryBuffer, SendFlags};
+    let flags = SendFlags::MORE | SendFlags::NOSIGNAL;
+    Ok(rustix::net::sendmsg(
+        socket,
+        bufs,
+        &mut SendAncillaryBuffer::default(),
+        flags,
+    )?)
+}
+
 #[cfg(test)]
 mod tests {
     use std::io::Seek;

@@ -56,6 +56,14 @@ pub trait Transport: Read + Write {
         let _ = pending;
         None
     }
+
+    /// Writes `bufs`, which output sent with [`send_copy`](Self::send_copy)
+    /// follows at once: where the system can hold them back to leave with
+    /// it (`MSG_MORE` on a TCP socket, on Linux), it does, rather than
+    /// send them as a small packet of their own. Elsewhere a plain write.
+    fn write_before_copy(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+        self.write_vectored(bufs)
+    }
 }
 
 /// What the peer has acknowledged of a TCP socket's output (`TCP_INFO`'s
@@ -189,6 +197,11 @@ impl Transport for TcpStream {
     fn send_copy(&mut self, pending: OutputCopy<'_>) -> Option<io::Result<usize>> {
         super::sendfile::send(std::os::fd::AsFd::as_fd(self), pending)
     }
+
+    #[cfg(target_os = "linux")]
+    fn write_before_copy(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+        super::sendfile::write_more(std::os::fd::AsFd::as_fd(self), bufs)
+    }
 }
 
 #[cfg(unix)]
@@ -222,6 +235,11 @@ impl Transport for mio::net::TcpStream {
     fn send_copy(&mut self, pending: OutputCopy<'_>) -> Option<io::Result<usize>> {
         super::sendfile::send(std::os::fd::AsFd::as_fd(self), pending)
     }
+
+    #[cfg(target_os = "linux")]
+    fn write_before_copy(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+        super::sendfile::write_more(std::os::fd::AsFd::as_fd(self), bufs)
+    }
 }
 
 impl<T: Transport + ?Sized> Transport for &mut T {
@@ -240,6 +258,10 @@ impl<T: Transport + ?Sized> Transport for &mut T {
     fn send_copy(&mut self, pending: OutputCopy<'_>) -> Option<io::Result<usize>> {
         (**self).send_copy(pending)
     }
+
+    fn write_before_copy(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+        (**self).write_before_copy(bufs)
+    }
 }
 
 impl<T: Transport + ?Sized> Transport for Box<T> {
@@ -257,6 +279,10 @@ impl<T: Transport + ?Sized> Transport for Box<T> {
 
     fn send_copy(&mut self, pending: OutputCopy<'_>) -> Option<io::Result<usize>> {
         (**self).send_copy(pending)
+    }
+
+    fn write_before_copy(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+        (**self).write_before_copy(bufs)
     }
 }
 

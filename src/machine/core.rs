@@ -612,6 +612,12 @@ impl<E: RoleEvent> Core<E> {
         self.output.pending_copy()
     }
 
+    /// Whether the pending pieces are followed at once by text sent from
+    /// an adapter's copy.
+    pub(super) fn output_copy_follows(&self) -> bool {
+        self.output.copy_follows()
+    }
+
     /// The pending pieces, as many as fit in `slices`; returns how many.
     pub(super) fn pending_output_vectored<'a>(&'a self, slices: &mut [std::io::IoSlice<'a>]) -> usize {
         self.output.pending_vectored(slices)

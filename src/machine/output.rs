@@ -167,6 +167,14 @@ impl Output {
         })
     }
 
+    /// Whether the pending bytes before the first splice are followed at
+    /// once by text an adapter sends from its copy: what
+    /// [`pending_vectored`](Self::pending_vectored) fills then stops there.
+    pub(super) fn copy_follows(&self) -> bool {
+        self.front_splice()
+            .is_some_and(|splice| splice.copy.is_some() && splice.at > self.written)
+    }
+
     /// The first piece of what is pending: a run of the buffer or of a
     /// splice (empty when nothing is).
     pub(super) fn pending(&self) -> &[u8] {
@@ -343,6 +351,32 @@ mod tests {
         assert_eq!(n, 2);
         assert_eq!(&*two[0], b"ad");
         assert_eq!(two[1].len(), SPLICE_AT_LEAST + 3);
+    }
+
+    #[test]
+    fn the_bytes_before_a_copied_text_are_told_to_be_followed_by_it() {
+        let big = "x".repeat(SPLICE_AT_LEAST);
+        let mut output = Output::default();
+        output.append(|out| out.extend_from_slice(b"head"));
+        output.splice(&written(&big, true));
+        output.append(|out| out.extend_from_slice(b"tail"));
+        // The head: a vectored write stops before the copied text.
+        assert!(output.copy_follows());
+        let mut slices = [IoSlice::new(&[]); 4];
+        assert_eq!(output.pending_vectored(&mut slices), 1);
+        assert_eq!(&*slices[0], b"head");
+        output.consume(3);
+        assert!(output.copy_follows(), "part of the head is still before it");
+        output.consume(1);
+        // The copied text itself, then the tail: nothing copied follows.
+        assert!(!output.copy_follows());
+        assert!(output.pending_copy().is_some());
+        output.consume(big.len());
+        assert!(!output.copy_follows());
+        assert_eq!(output.pending(), b"tail");
+        // Text without a copy is written from memory with the rest.
+        let (output, _) = build();
+        assert!(!output.copy_follows());
     }
 
     #[test]

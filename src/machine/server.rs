@@ -358,6 +358,16 @@ impl ServerConnection {
         self.core.pending_output_vectored(slices)
     }
 
+    /// Whether what [`pending_output_vectored`](Self::pending_output_vectored)
+    /// gives is followed at once by a prepared body that an adapter sends
+    /// from its copy ([`pending_output_copy`](Self::pending_output_copy)
+    /// then gives it): a transport can hold those bytes back to leave
+    /// with it (`MSG_MORE` on a TCP socket) rather than as a small packet
+    /// of their own.
+    pub fn pending_output_copy_follows(&self) -> bool {
+        self.core.output_copy_follows()
+    }
+
     /// When the pending output starts with a large prepared body that an
     /// adapter keeps a copy of as well (`Body::add_sendfile_copy`, Linux:
     /// a sealed file): the copy, and where those bytes lie in it. A

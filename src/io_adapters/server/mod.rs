@@ -352,6 +352,14 @@ impl<S: Transport> Transport for Accepted<S> {
             Accepted::Tls(_) => None,
         }
     }
+
+    fn write_before_copy(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+        match self {
+            Accepted::Plain(s) => s.write_before_copy(bufs),
+            #[cfg(feature = "tls")]
+            Accepted::Tls(s) => io::Write::write_vectored(s, bufs),
+        }
+    }
 }
 
 /// What an adapter knows about a request besides the message itself.

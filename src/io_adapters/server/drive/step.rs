@@ -499,6 +499,10 @@ pub(super) fn write_pending<W: Transport + ?Sized>(
     }
     let mut slices = [std::io::IoSlice::new(&[]); 4];
     match conn.pending_output_vectored(&mut slices) {
+        n if conn.pending_output_copy_follows() => (
+            io.write_before_copy(&slices[..n]),
+            slices[..n].iter().map(|slice| slice.len()).sum(),
+        ),
         0 | 1 => (io.write(&slices[0]), slices[0].len()),
         n => (
             io.write_vectored(&slices[..n]),
