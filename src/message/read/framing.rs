@@ -900,11 +900,9 @@ impl Scanner {
             |end: usize| buf[start..end].iter().rev().take_while(|&&b| b == b'\\').count();
         let mut from = start;
         let (i, last) = loop {
-            let found = words::find(
-                &buf[from..],
-                |word| words::equal(word, b'"'),
-                |rest| memchr(b'"', rest),
-            );
+            // Sixteen bytes at a time: content quotes often (every
+            // escaped quote is a stop), so a search without set-up.
+            let found = words::find16(&buf[from..], [b'"']);
             let Some(offset) = found else {
                 // An escape the next bytes complete is kept for then.
                 break (buf.len() - backslashes_before(buf.len()) % 2, false);
