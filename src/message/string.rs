@@ -328,17 +328,24 @@ fn plain_text(text: &[u8], out: &mut Vec<u8>, limit: usize) -> usize {
 ///
 /// Sixteen bytes at a time: each chunk is written whole and the count cut
 /// back to its first stop, so that a run between escapes costs a chunk or
-/// two, not a call to search and another to copy. The last fifteen bytes
-/// of the text or the room go through the word search.
+/// two, not a call to search and another to copy. A run still going after
+/// a few clean chunks is long (base64, text without escapes): a vectorised
+/// search and copy serve it better, as they do the last fifteen bytes of
+/// the text or the room.
 fn plain_into(text: &[u8], room: &mut [u8]) -> (usize, usize) {
     let (mut i, mut o) = (0, 0);
     loop {
         // The run to the next stop, when it lies in a chunk with room for
-        // all of it.
+        // all of it; `None` once it is long or fewer than sixteen bytes
+        // are left.
+        let mut clean = 0;
         let stop = loop {
             let (Some(chunk), Some(slot)) = (text.get(i..i + 16), room.get_mut(o..o + 16)) else {
                 break None;
             };
+            if clean == words::SHORT16 / 16 {
+                break None;
+            }
             slot.copy_from_slice(chunk);
             let found = words::flags16(chunk.try_into().expect("sixteen bytes"), STOPS);
             if found != 0 {
@@ -346,6 +353,7 @@ fn plain_into(text: &[u8], room: &mut [u8]) -> (usize, usize) {
             }
             i += 16;
             o += 16;
+            clean += 1;
         };
         match stop {
             // Inside the chunk just written: there is room for the byte.

@@ -902,7 +902,7 @@ impl Scanner {
         let (i, last) = loop {
             // Sixteen bytes at a time: content quotes often (every
             // escaped quote is a stop), so a search without set-up.
-            let found = words::find16(&buf[from..], [b'"']);
+            let found = words::find16(&buf[from..], [b'"'], |rest| memchr(b'"', rest));
             let Some(offset) = found else {
                 // An escape the next bytes complete is kept for then.
                 break (buf.len() - backslashes_before(buf.len()) % 2, false);
