@@ -470,6 +470,24 @@ mod tests {
         json5::from_str::<String>(&format!("\"{text}\"")).ok()
     }
 
+    /// The string's bytes read by one reader in pieces that end at `cuts`,
+    /// each call given at most `room`: what came out, or the refusal.
+    fn read_in_pieces(bytes: &[u8], cuts: &[usize], room: usize) -> Result<Vec<u8>, String> {
+        let mut reader = Unescape::default();
+        let mut out = Vec::new();
+        let mut at = 0;
+        let mut ends: Vec<usize> = cuts.iter().map(|&c| c.min(bytes.len())).collect();
+        ends.push(bytes.len());
+        ends.sort_unstable();
+        for end in ends {
+            while at < end || reader.holds() {
+                at += reader.run(&bytes[at..end], &mut out, room)?;
+            }
+        }
+        reader.finish()?;
+        Ok(out)
+    }
+
     proptest! {
         /// However the text is cut, and however small the room, the same
         /// bytes come out, or the same refusal.
@@ -479,26 +497,9 @@ mod tests {
                            room in 1usize..6) {
             let bytes = text.as_bytes();
             let whole = unescape(bytes);
-            let mut reader = Unescape::default();
-            let mut out = Vec::new();
-            let mut at = 0;
-            let mut ends: Vec<usize> = cuts.iter().map(|&c| c.min(bytes.len())).collect();
-            ends.push(bytes.len());
-            ends.sort_unstable();
-            let mut result = Ok(());
-            'pieces: for end in ends {
-                while at < end || reader.holds() {
-                    match reader.run(&bytes[at..end], &mut out, room) {
-                        Ok(taken) => at += taken,
-                        Err(e) => { result = Err(e); break 'pieces; }
-                    }
-                }
-            }
-            if result.is_ok() {
-                result = reader.finish();
-            }
+            let result = read_in_pieces(bytes, &cuts, room);
             match (whole, result) {
-                (Ok(expected), Ok(())) => prop_assert_eq!(out, expected),
+                (Ok(expected), Ok(out)) => prop_assert_eq!(out, expected),
                 (Err(a), Err(b)) => prop_assert_eq!(a, b),
                 (a, b) => prop_assert!(false, "whole {:?}, in pieces {:?}", a, b),
             }
@@ -513,26 +514,9 @@ mod tests {
             cuts in proptest::collection::vec(0usize..400, 0..4),
             room in prop_oneof![1usize..20, 15usize..40, Just(usize::MAX)],
         ) {
-            let bytes = text.as_bytes();
-            let mut reader = Unescape::default();
-            let mut out = Vec::new();
-            let mut at = 0;
-            let mut ends: Vec<usize> = cuts.iter().map(|&c| c.min(bytes.len())).collect();
-            ends.push(bytes.len());
-            ends.sort_unstable();
-            let mut read = Ok(());
-            'pieces: for end in ends {
-                while at < end || reader.holds() {
-                    match reader.run(&bytes[at..end], &mut out, room) {
-                        Ok(taken) => at += taken,
-                        Err(e) => {
-                            read = Err(e);
-                            break 'pieces;
-                        }
-                    }
-                }
-            }
-            let ours = read.and_then(|()| reader.finish()).ok().map(|()| String::from_utf8(out).expect("UTF-8"));
+            let ours = read_in_pieces(text.as_bytes(), &cuts, room)
+                .ok()
+                .map(|out| String::from_utf8(out).expect("UTF-8"));
             prop_assert_eq!(ours, json5_reads(&text));
         }
 
