@@ -51,16 +51,15 @@
 
 use std::io;
 use std::net::{SocketAddr, ToSocketAddrs};
-use std::sync::Arc;
 
 use mio::Token;
 use mio::net::TcpListener;
 
+use shared::Prepared;
 pub use shared::ShutdownHandle;
-use shared::{Shared, run_workers};
 use worker::Worker;
 
-use super::{Bounded, ConnectionSettings, Handler, ServerOptions, listen_group};
+use super::{Handler, ServerOptions, listen_group};
 use crate::io_adapters::transport::IoMode;
 
 pub(super) mod connection;
@@ -94,10 +93,7 @@ const MODE: IoMode = if cfg!(windows) {
 /// A non-blocking jsontp server on `workers` event loops.
 #[derive(Debug)]
 pub struct MioServer<H> {
-    listeners: Vec<std::net::TcpListener>,
-    handler: Arc<H>,
-    options: ServerOptions,
-    shared: Arc<Shared>,
+    prepared: Prepared<H>,
 }
 
 impl<H: Handler> MioServer<H> {
@@ -128,72 +124,41 @@ impl<H: Handler> MioServer<H> {
         handler: H,
         options: ServerOptions,
     ) -> io::Result<Self> {
-        let shared = Arc::new(Shared::serving(&listeners, &options)?);
         Ok(MioServer {
-            listeners,
-            handler: Arc::new(handler),
-            options,
-            shared,
+            prepared: Prepared::new(listeners, handler, options)?,
         })
     }
 
     /// The address the server listens on (useful after binding port 0):
     /// its first socket's.
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        self.listeners[0].local_addr()
+        self.prepared.local_addr()
     }
 
     /// The listening sockets, to hand them to another process (an upgrade
     /// in place) with [`ShutdownHandle::hand_over`].
     pub fn listeners(&self) -> &[std::net::TcpListener] {
-        &self.listeners
+        self.prepared.listeners()
     }
 
     /// A handle that stops the server from another thread.
     pub fn shutdown_handle(&self) -> ShutdownHandle {
-        ShutdownHandle {
-            shared: Arc::clone(&self.shared),
-        }
+        self.prepared.shutdown_handle()
     }
 
     /// Serves until [`ShutdownHandle::shutdown`] and every worker is done,
     /// or the shutdown's deadline has passed (see [`ShutdownHandle`]).
     pub fn run(self) -> io::Result<()> {
-        let settings = ConnectionSettings::new(&self.options);
-        let places = self.shared.places.clone();
-        let handler = Arc::new(Bounded::new(Arc::clone(&self.handler), places));
-        let workers = self.options.worker_count();
-        let (listeners, options, shared) = (self.listeners, self.options, self.shared);
-        run_workers(&shared, listeners, workers, "jsontp-mio", |n, listeners, open| {
+        self.prepared.run("jsontp-mio", |parts| {
             let mut worker = Worker::new(
-                share_out(listeners, workers, n)?
-                    .into_iter()
-                    .map(TcpListener::from_std)
-                    .collect(),
-                Arc::clone(&handler),
-                options.clone(),
-                settings.for_worker(n, &options),
-                Arc::clone(&shared),
-                open,
+                parts.listeners.into_iter().map(TcpListener::from_std).collect(),
+                parts.handler,
+                parts.options,
+                parts.settings,
+                parts.shared,
+                parts.open,
             )?;
             Ok(Box::new(move || worker.run()))
         })
     }
-}
-
-/// The sockets worker `n` of `workers` accepts from: every `workers`th
-/// one from the `n`th when there are enough to go round, else one that
-/// it shares with other workers. No socket is left without a worker: a
-/// client the kernel queued on it would wait for nobody.
-pub(super) fn share_out(
-    listeners: &[std::net::TcpListener],
-    workers: usize,
-    n: usize,
-) -> io::Result<Vec<std::net::TcpListener>> {
-    let mine: Vec<&std::net::TcpListener> = if listeners.len() >= workers {
-        listeners.iter().skip(n).step_by(workers).collect()
-    } else {
-        vec![&listeners[n % listeners.len()]]
-    };
-    mine.into_iter().map(std::net::TcpListener::try_clone).collect()
 }

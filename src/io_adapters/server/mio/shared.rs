@@ -10,7 +10,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::io_adapters::server::{OpenSockets, Places, Roster, ServerOptions, Wake, stop_listening};
+use crate::io_adapters::server::{
+    Bounded, ConnectionSettings, Handler, OpenSockets, Places, Roster, ServerOptions, Wake, stop_listening,
+};
 
 /// Wakes a worker's event loop from another thread.
 pub(in crate::io_adapters::server) type Waker = Arc<dyn WakeWorker>;
@@ -338,4 +340,103 @@ pub(in crate::io_adapters::server) fn run_workers(
         }
     }
     result
+}
+
+/// What a server on worker threads holds until it runs: its listening
+/// sockets, its handler, its options and the state its workers share. The
+/// mio and io_uring servers are each this, with workers of their own.
+#[derive(Debug)]
+pub(in crate::io_adapters::server) struct Prepared<H> {
+    listeners: Vec<std::net::TcpListener>,
+    handler: Arc<H>,
+    options: ServerOptions,
+    shared: Arc<Shared>,
+}
+
+/// What one worker starts with: the sockets it accepts from
+/// ([`share_out`]), the handler within the server's places, the options,
+/// its settings (and metrics shard), the shared state and its open
+/// sockets.
+pub(in crate::io_adapters::server) struct WorkerParts<H> {
+    pub(in crate::io_adapters::server) listeners: Vec<std::net::TcpListener>,
+    pub(in crate::io_adapters::server) handler: Arc<Bounded<H>>,
+    pub(in crate::io_adapters::server) options: ServerOptions,
+    pub(in crate::io_adapters::server) settings: ConnectionSettings,
+    pub(in crate::io_adapters::server) shared: Arc<Shared>,
+    pub(in crate::io_adapters::server) open: Arc<OpenSockets>,
+}
+
+impl<H: Handler> Prepared<H> {
+    /// Serving `handler` on `listeners` (an empty list is an error).
+    pub(in crate::io_adapters::server) fn new(
+        listeners: Vec<std::net::TcpListener>,
+        handler: H,
+        options: ServerOptions,
+    ) -> io::Result<Self> {
+        let shared = Arc::new(Shared::serving(&listeners, &options)?);
+        Ok(Prepared {
+            listeners,
+            handler: Arc::new(handler),
+            options,
+            shared,
+        })
+    }
+
+    /// The first listening socket's address.
+    pub(in crate::io_adapters::server) fn local_addr(&self) -> io::Result<std::net::SocketAddr> {
+        self.listeners[0].local_addr()
+    }
+
+    /// The listening sockets.
+    pub(in crate::io_adapters::server) fn listeners(&self) -> &[std::net::TcpListener] {
+        &self.listeners
+    }
+
+    /// A handle that stops the server from another thread.
+    pub(in crate::io_adapters::server) fn shutdown_handle(&self) -> ShutdownHandle {
+        ShutdownHandle {
+            shared: Arc::clone(&self.shared),
+        }
+    }
+
+    /// Runs the workers the options ask for on threads named `name-N`
+    /// ([`run_workers`]), worker `n`'s work made by `make` from its parts.
+    pub(in crate::io_adapters::server) fn run(
+        self,
+        name: &str,
+        make: impl Fn(WorkerParts<H>) -> io::Result<Work>,
+    ) -> io::Result<()> {
+        let settings = ConnectionSettings::new(&self.options);
+        let places = self.shared.places.clone();
+        let handler = Arc::new(Bounded::new(Arc::clone(&self.handler), places));
+        let workers = self.options.worker_count();
+        let (options, shared) = (self.options, self.shared);
+        run_workers(&shared, self.listeners, workers, name, |n, listeners, open| {
+            make(WorkerParts {
+                listeners: share_out(listeners, workers, n)?,
+                handler: Arc::clone(&handler),
+                settings: settings.for_worker(n, &options),
+                options: options.clone(),
+                shared: Arc::clone(&shared),
+                open,
+            })
+        })
+    }
+}
+
+/// The sockets worker `n` of `workers` accepts from: every `workers`th
+/// one from the `n`th when there are enough to go round, else one that
+/// it shares with other workers. No socket is left without a worker: a
+/// client the kernel queued on it would wait for nobody.
+pub(in crate::io_adapters::server) fn share_out(
+    listeners: &[std::net::TcpListener],
+    workers: usize,
+    n: usize,
+) -> io::Result<Vec<std::net::TcpListener>> {
+    let mine: Vec<&std::net::TcpListener> = if listeners.len() >= workers {
+        listeners.iter().skip(n).step_by(workers).collect()
+    } else {
+        vec![&listeners[n % listeners.len()]]
+    };
+    mine.into_iter().map(std::net::TcpListener::try_clone).collect()
 }

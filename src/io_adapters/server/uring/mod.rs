@@ -81,12 +81,10 @@
 
 use std::io;
 use std::net::{SocketAddr, ToSocketAddrs};
-use std::sync::Arc;
 
 pub use super::mio::ShutdownHandle;
-use super::mio::share_out;
-use super::mio::shared::{Shared, run_workers};
-use super::{Bounded, ConnectionSettings, Handler, ServerOptions, listen_group};
+use super::mio::shared::{Prepared, WorkerParts};
+use super::{Handler, ServerOptions, listen_group};
 use crate::io_adapters::transport::IoMode;
 use worker::Worker;
 
@@ -113,10 +111,7 @@ pub fn available() -> io::Result<()> {
 /// A jsontp server on `workers` threads, each with its own io_uring.
 #[derive(Debug)]
 pub struct UringServer<H> {
-    listeners: Vec<std::net::TcpListener>,
-    handler: Arc<H>,
-    options: ServerOptions,
-    shared: Arc<Shared>,
+    prepared: Prepared<H>,
 }
 
 impl<H: Handler> UringServer<H> {
@@ -150,59 +145,46 @@ impl<H: Handler> UringServer<H> {
         options: ServerOptions,
     ) -> io::Result<Self> {
         available()?;
-        let shared = Arc::new(Shared::serving(&listeners, &options)?);
         Ok(UringServer {
-            listeners,
-            handler: Arc::new(handler),
-            options,
-            shared,
+            prepared: Prepared::new(listeners, handler, options)?,
         })
     }
 
     /// The address the server listens on (useful after binding port 0):
     /// its first socket's.
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        self.listeners[0].local_addr()
+        self.prepared.local_addr()
     }
 
     /// The listening sockets, to hand them to another process (an upgrade
     /// in place) with [`ShutdownHandle::hand_over`].
     pub fn listeners(&self) -> &[std::net::TcpListener] {
-        &self.listeners
+        self.prepared.listeners()
     }
 
     /// A handle that stops the server from another thread.
     pub fn shutdown_handle(&self) -> ShutdownHandle {
-        ShutdownHandle {
-            shared: Arc::clone(&self.shared),
-        }
+        self.prepared.shutdown_handle()
     }
 
     /// Serves until [`ShutdownHandle::shutdown`] and every worker is done,
     /// or the shutdown's deadline has passed (see [`ShutdownHandle`]).
     pub fn run(self) -> io::Result<()> {
-        let settings = ConnectionSettings::new(&self.options);
-        let places = self.shared.places.clone();
-        let handler = Arc::new(Bounded::new(Arc::clone(&self.handler), places));
-        let workers = self.options.worker_count();
-        let (listeners, options, shared) = (self.listeners, self.options, self.shared);
-        run_workers(
-            &shared,
-            listeners,
-            workers,
-            "jsontp-uring",
-            |n, listeners, open| {
-                let mine = share_out(listeners, workers, n)?;
-                let (handler, options) = (Arc::clone(&handler), options.clone());
-                let (settings, shared) = (settings.for_worker(n, &options), Arc::clone(&shared));
-                // The ring is made here, so that the thread starts
-                // accepting at once, and enabled on the worker's thread,
-                // its one issuer.
-                let ring = ring::Unstarted::new()?;
-                Ok(Box::new(move || {
-                    Worker::new(ring, mine, handler, options, settings, shared, open)?.run()
-                }))
-            },
-        )
+        self.prepared.run("jsontp-uring", |parts| {
+            // The ring is made here, so that the thread starts accepting
+            // at once, and enabled on the worker's thread, its one issuer.
+            let ring = ring::Unstarted::new()?;
+            Ok(Box::new(move || {
+                let WorkerParts {
+                    listeners,
+                    handler,
+                    options,
+                    settings,
+                    shared,
+                    open,
+                } = parts;
+                Worker::new(ring, listeners, handler, options, settings, shared, open)?.run()
+            }))
+        })
     }
 }
