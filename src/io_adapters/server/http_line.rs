@@ -376,7 +376,8 @@ mod tests {
         use std::sync::atomic::{AtomicU64, Ordering};
 
         use crate::io_adapters::Clock;
-        use crate::io_adapters::server::{Driver, IoMode, ServerOptions, Step};
+        use crate::io_adapters::IoMode;
+        use crate::io_adapters::server::{Driver, ServerOptions, Step};
         use crate::machine::Now;
         use crate::message::{Date, Request, Response};
 
