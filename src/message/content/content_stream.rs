@@ -1037,17 +1037,9 @@ mod tests {
 
     /// Text that compresses, with a period longer than every window.
     fn text(len: usize) -> Vec<u8> {
-        let mut bytes = Vec::with_capacity(len + 64);
-        let mut i = 0u64;
-        while bytes.len() < len {
-            i += 1;
-            let word = i.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 52;
-            bytes.extend_from_slice(
-                format!("entry {i}: {word} brown foxes, {} lazy dogs\n", word % 89).as_bytes(),
-            );
-        }
-        bytes.truncate(len);
-        bytes
+        super::super::periodic_text(len, |i, word| {
+            format!("entry {i}: {word} brown foxes, {} lazy dogs\n", word % 89)
+        })
     }
 
     /// How the output drains while one piece is encoded: two milliseconds

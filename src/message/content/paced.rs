@@ -257,17 +257,9 @@ mod tests {
 
     /// Text that compresses, with a period longer than every window.
     fn text(len: usize) -> Vec<u8> {
-        let mut bytes = Vec::with_capacity(len + 64);
-        let mut i = 0u64;
-        while bytes.len() < len {
-            i += 1;
-            let word = i.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 52;
-            bytes.extend_from_slice(
-                format!("line {i}: the fox {word} jumps over the dog {}\n", word % 97).as_bytes(),
-            );
-        }
-        bytes.truncate(len);
-        bytes
+        super::super::periodic_text(len, |i, word| {
+            format!("line {i}: the fox {word} jumps over the dog {}\n", word % 97)
+        })
     }
 
     fn paced(compressed: Compressed, pieces: &[(&[u8], Effort)]) -> Vec<u8> {
