@@ -250,34 +250,27 @@ mod tests {
     fn a_fast_peer_that_falls_behind_keeps_the_bytes_as_they_are() {
         // The transport's buffer is full most of the time, but the peer
         // takes 200 KB a millisecond: 200 MB/s.
-        let mut pace = start();
-        let mut at = pace.last;
-        for i in 0..300 {
-            at += MS;
-            pace.observe(
-                Drain {
-                    at,
-                    pending: if i % 4 == 3 { 0 } else { 100_000 },
-                },
-                Effort::Balanced,
-            );
-            pace.produced(200_000);
-        }
-        assert_eq!(pace.effort(Effort::Balanced), Effort::Store);
+        let mut at = start().last;
+        // 300 ms of a buffer full three turns in four, the peer taking
+        // `per_ms` bytes a millisecond.
+        let mut run = |per_ms: usize| {
+            let mut pace = start();
+            for i in 0..300 {
+                at += MS;
+                pace.observe(
+                    Drain {
+                        at,
+                        pending: if i % 4 == 3 { 0 } else { 100_000 },
+                    },
+                    Effort::Balanced,
+                );
+                pace.produced(per_ms);
+            }
+            pace.effort(Effort::Balanced)
+        };
+        assert_eq!(run(200_000), Effort::Store);
         // The same at 20 MB/s is a slow link.
-        let mut pace = start();
-        for i in 0..300 {
-            at += MS;
-            pace.observe(
-                Drain {
-                    at,
-                    pending: if i % 4 == 3 { 0 } else { 100_000 },
-                },
-                Effort::Balanced,
-            );
-            pace.produced(20_000);
-        }
-        assert_eq!(pace.effort(Effort::Balanced), Effort::Balanced);
+        assert_eq!(run(20_000), Effort::Balanced);
     }
 
     #[test]
