@@ -129,16 +129,8 @@ fn flags(chunk: &[u8; CHUNK]) -> u32 {
 #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
 #[target_feature(enable = "sse2")]
 fn flags_sse2(chunk: &[u8; CHUNK]) -> u32 {
-    use std::arch::x86_64::{
-        _mm_cmpeq_epi8, _mm_min_epu8, _mm_movemask_epi8, _mm_or_si128, _mm_set_epi64x, _mm_set1_epi8,
-    };
-    let [low, high] = [&chunk[..8], &chunk[8..]].map(|half| {
-        let mut word = [0u8; 8];
-        word.copy_from_slice(half);
-        i64::from_le_bytes(word)
-    });
-    // The two halves become one unaligned load.
-    let bytes = _mm_set_epi64x(high, low);
+    use std::arch::x86_64::{_mm_cmpeq_epi8, _mm_min_epu8, _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8};
+    let bytes = words::load16(chunk);
     let control = _mm_cmpeq_epi8(_mm_min_epu8(bytes, _mm_set1_epi8(0x1f)), bytes);
     let quote = _mm_cmpeq_epi8(bytes, _mm_set1_epi8(b'"' as i8));
     let backslash = _mm_cmpeq_epi8(bytes, _mm_set1_epi8(b'\\' as i8));

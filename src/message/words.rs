@@ -106,20 +106,28 @@ pub(crate) fn flags16<const N: usize>(chunk: &[u8; 16], targets: [u8; N]) -> u32
 #[target_feature(enable = "sse2")]
 fn flags16_sse2<const N: usize>(chunk: &[u8; 16], targets: [u8; N]) -> u32 {
     use std::arch::x86_64::{
-        _mm_cmpeq_epi8, _mm_movemask_epi8, _mm_or_si128, _mm_set_epi64x, _mm_set1_epi8, _mm_setzero_si128,
+        _mm_cmpeq_epi8, _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8, _mm_setzero_si128,
     };
-    let [low, high] = [&chunk[..8], &chunk[8..]].map(|half| {
-        let mut word = [0u8; 8];
-        word.copy_from_slice(half);
-        i64::from_le_bytes(word)
-    });
-    // The two halves become one unaligned load.
-    let bytes = _mm_set_epi64x(high, low);
+    let bytes = load16(chunk);
     let mut found = _mm_setzero_si128();
     for target in targets {
         found = _mm_or_si128(found, _mm_cmpeq_epi8(bytes, _mm_set1_epi8(target as i8)));
     }
     _mm_movemask_epi8(found) as u32
+}
+
+/// The sixteen bytes of `chunk` in a vector register, read without a
+/// pointer (the two halves become one unaligned load).
+#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+#[target_feature(enable = "sse2")]
+#[inline]
+pub(crate) fn load16(chunk: &[u8; 16]) -> std::arch::x86_64::__m128i {
+    let [low, high] = [&chunk[..8], &chunk[8..]].map(|half| {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(half);
+        i64::from_le_bytes(word)
+    });
+    std::arch::x86_64::_mm_set_epi64x(high, low)
 }
 
 /// [`flags16`] byte by byte, with no vector instructions.
