@@ -333,15 +333,7 @@ where
         places: places(options),
         trips: Trips::InPlace,
     };
-    run(
-        stream,
-        peer,
-        app,
-        options.clone(),
-        None,
-        None,
-        (|_| None, no_copy),
-    )
+    run_alone(stream, peer, app, options.clone())
 }
 
 /// Serves one connection over `stream` with `service`, and `hooks` for
@@ -365,15 +357,7 @@ where
     H: Handler,
 {
     let app = App::serving(service, hooks, places(options));
-    run(
-        stream,
-        peer,
-        app,
-        options.clone(),
-        None,
-        None,
-        (|_| None, no_copy),
-    )
+    run_alone(stream, peer, app, options.clone())
 }
 
 /// Serves an accepted connection: reads its PROXY header first when the
@@ -507,6 +491,17 @@ enum Turn {
 /// [`PolledIo`]: what the peer acknowledged, and a send from an adapter's
 /// copy.
 type StreamCalls<S> = (fn(&S) -> Option<crate::machine::Acknowledged>, PolledSendCopy<S>);
+
+/// [`run`] for a connection the program hands over itself: no server
+/// stop to watch, no place in a roster, nothing asked of the kernel about
+/// the stream.
+async fn run_alone<S, A>(stream: S, peer: SocketAddr, app: A, options: ServerOptions)
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send,
+    A: Dispatch,
+{
+    run(stream, peer, app, options, None, None, (|_| None, no_copy)).await
+}
 
 /// Performs what the drive step asks, from accept to close.
 async fn run<S, A>(
