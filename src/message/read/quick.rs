@@ -392,7 +392,7 @@ impl<'a> Reader<'a> {
         macro_rules! whole {
             ($slot:expr, $written:literal, $value:expr) => {
                 if $slot.is_none() && self.take_literal($written) {
-                    $slot = Some($value);
+                    $slot.get_or_insert($value);
                     return Some(likely);
                 }
             };

@@ -22,6 +22,7 @@ use jsontp_protocol::message::{MessageLimits, RequestContext, parse_request};
 /// The typical request: a GET with the headers a browser-like client sends.
 pub const JSONTP: &[u8] = br#"{"jsontp":"1.0","type":"request","resource":"/hello.txt","method":"GET","headers":{"accept-encoding":["gzip","identity"],"accept-language":"en-US","if-modified-since":"2021-06-01T00:00:00Z+0000"},"body":{"content":"","encoding":"identity"}}"#;
 
+pub const HELLO: &[u8] = br#"{"jsontp":"1.0","type":"request","resource":"/hello.txt","method":"GET","headers":{},"body":{"content":"","encoding":"identity"}}"#;
 /// The same request in HTTP/1.1.
 pub const HTTP: &[u8] = b"GET /hello.txt HTTP/1.1\r\nHost: localhost\r\nAccept-Encoding: gzip, identity\r\nAccept-Language: en-US\r\nIf-Modified-Since: Tue, 01 Jun 2021 00:00:00 GMT\r\n\r\n";
 
@@ -36,6 +37,7 @@ fn main() -> ExitCode {
     for _ in 0..n {
         let parsed = match what.as_str() {
             "jsontp" => parse_request(black_box(JSONTP), RequestContext::Fresh, &limits).is_ok(),
+            "hello" => parse_request(black_box(HELLO), RequestContext::Fresh, &limits).is_ok(),
             "httparse" => {
                 let mut headers = [httparse::EMPTY_HEADER; 16];
                 let mut request = httparse::Request::new(&mut headers);
