@@ -156,6 +156,13 @@ fn word_flags(word: u64) -> u64 {
 /// [`escape_utf8`] a word at a time, for text shorter than a chunk: each
 /// run between escapes copied whole, each escape as [`ESCAPED`] has it.
 fn escape_short(bytes: &[u8], out: &mut Vec<u8>) {
+    // Most short strings (a resource, a status message, a header value)
+    // have nothing to escape: a few words say so, where a search would
+    // read their last bytes one by one.
+    if all_plain(bytes) {
+        out.extend_from_slice(bytes);
+        return;
+    }
     let mut from = 0;
     loop {
         let at = next_to_escape(bytes, from);
@@ -167,6 +174,33 @@ fn escape_short(bytes: &[u8], out: &mut Vec<u8>) {
         out.extend_from_slice(&escaped[..usize::from(escaped[7])]);
         from = at + 1;
     }
+}
+
+/// Whether `bytes`, of four or more, hold no byte to escape; `false` for
+/// fewer. They are read as words, the last two overlapping the others:
+/// a word flags something exactly when one of its bytes must be escaped.
+fn all_plain(bytes: &[u8]) -> bool {
+    let n = bytes.len();
+    let word = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().expect("eight bytes"));
+    let half = |at: usize| {
+        u64::from(u32::from_le_bytes(
+            bytes[at..at + 4].try_into().expect("four bytes"),
+        ))
+    };
+    let flags = if n >= 8 {
+        let mut flags = word_flags(word(n - 8));
+        let mut at = 0;
+        while at + 8 < n {
+            flags |= word_flags(word(at));
+            at += 8;
+        }
+        flags
+    } else if n >= 4 {
+        word_flags(half(0) | half(n - 4) << 32)
+    } else {
+        return false;
+    };
+    flags == 0
 }
 
 /// Whether a JSON string must escape `b`: a control character, `"` or `\`.
