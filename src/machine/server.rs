@@ -113,8 +113,9 @@ struct Slot {
     /// is queued). Boxed, like the `100`: a slot moves through a queue, and
     /// a small one is cheap to move and to give back when idle.
     response: Option<Box<Response>>,
-    /// A streamed answer's content (D19).
-    outbound: Option<Outbound>,
+    /// A streamed answer's content (D19). Boxed for the same reason: its
+    /// encoder's state is most of a slot, and most answers stream nothing.
+    outbound: Option<Box<Outbound>>,
     /// The connection closes after this answer (D1, D3, D10).
     closes: bool,
 }
@@ -257,7 +258,7 @@ impl ServerConnection {
         let encoding = response.body.encoding();
         let result = self.answer(id, response, Input::ResponseHead, now).map(|slot| {
             if let Some(slot) = slot {
-                slot.outbound = Some(Outbound::new(encoding));
+                slot.outbound = Some(Box::new(Outbound::new(encoding)));
             }
         });
         self.settle(now);
@@ -270,7 +271,13 @@ impl ServerConnection {
     /// Zero for an exchange that is not streaming.
     pub fn content_room(&self, id: RequestId) -> usize {
         match self.slots.front() {
-            Some(front) if front.id == id && front.outbound.as_ref().is_some_and(Outbound::takes_content) => {
+            Some(front)
+                if front.id == id
+                    && front
+                        .outbound
+                        .as_ref()
+                        .is_some_and(|outbound| outbound.takes_content()) =>
+            {
                 self.core.content_room()
             }
             _ => 0,
@@ -1124,5 +1131,17 @@ impl ServerConnection {
             }
         }
         timers
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// A slot moves into and out of the queue once a request: what only a
+    /// streamed or acknowledged answer uses is boxed, so that the move
+    /// stays a few words.
+    #[test]
+    fn a_slot_is_small() {
+        let size = std::mem::size_of::<super::Slot>();
+        assert!(size <= 96, "a Slot is {size} bytes");
     }
 }
