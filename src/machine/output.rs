@@ -261,7 +261,9 @@ impl Output {
     /// nothing is pending.
     pub(super) fn release(&mut self) {
         self.owned.release();
-        if self.front_splice().is_none() {
+        // Only an empty queue is dropped: assigning over `None` would cost
+        // a call to drop it on every quiet turn.
+        if self.splices.as_ref().is_some_and(|splices| splices.is_empty()) {
             self.splices = None;
         }
     }

@@ -1032,7 +1032,19 @@ impl ServerConnection {
     }
 
     /// Writes out every answer that has reached the front, in order (D2).
+    #[inline]
     fn flush(&mut self, now: Now) {
+        // Most calls find nothing to write (no request, or its answer not
+        // given yet): said here, without entering the writing below.
+        let ready =
+            |front: &Slot| front.interim.is_some() || front.response.is_some() || front.outbound.is_some();
+        if self.slots.front().is_some_and(ready) {
+            self.flush_front(now);
+        }
+    }
+
+    /// [`flush`](Self::flush) once the front has something to write.
+    fn flush_front(&mut self, now: Now) {
         while let Some(front) = self.slots.front_mut() {
             if let Some(ack) = front.interim.take() {
                 self.core.queue_output(now, |out| ack.write_to(out));
