@@ -314,14 +314,89 @@ fn plain_run(text: &[u8]) -> usize {
 /// must take over: another escape, a raw line end, the end of the text or
 /// of the room.
 fn plain_text(text: &[u8], out: &mut Vec<u8>, limit: usize) -> usize {
-    // Decoding never makes more bytes than it takes. The room is written
-    // as a slice: pushes onto the vector would reload its length after
-    // every store, which may alias it.
+    // Decoding never makes more bytes than it takes.
+    let room = limit.saturating_sub(out.len()).min(text.len());
+    let mut taken = 0;
+    if text.len() >= WINDOW && room > BLOCK {
+        let stopped;
+        (taken, stopped) = plain_blocks(text, room, out);
+        if stopped {
+            return taken;
+        }
+    }
+    // What is left is shorter than a window of text or a block of room. It is written as a slice: pushes onto the vector would reload
+    // its length after every store, which may alias it.
+    let text = &text[taken..];
     let start = out.len();
     out.resize(start + limit.saturating_sub(start).min(text.len()), 0);
-    let (taken, written) = plain_into(text, &mut out[start..]);
+    let (tail, written) = plain_into(text, &mut out[start..]);
     out.truncate(start + written);
-    taken
+    taken + tail
+}
+
+/// How many text bytes [`plain_blocks`] reads at once: their stops are
+/// flagged in one mask, and every one-byte escape among them is resolved
+/// from it.
+const BLOCK: usize = 64;
+
+/// How much text [`plain_blocks`] reads from a block's start: the block,
+/// and the block after an escape in its last two bytes, copied whole.
+const WINDOW: usize = 2 * BLOCK + 2;
+
+/// [`plain_text`] a block at a time, while a [`WINDOW`] is left in the
+/// text and a block and a byte in the `room` (no more than the text):
+/// (text bytes taken, whether it stopped where the state machine must
+/// take over).
+///
+/// A block is copied whole, and after each escape in it the block's text
+/// that follows the escape, whole again, over what came after the byte
+/// the escape made: a fixed number of vector moves per escape, with no
+/// branch on the length of the run between escapes. What a block makes is
+/// written to a stage on the stack and appended to `out` a stage at a
+/// time: room in `out` written slice-wise would have to be zeroed first.
+fn plain_blocks(text: &[u8], room: usize, out: &mut Vec<u8>) -> (usize, bool) {
+    // Room for all it may make, at once: growing as stages come would
+    // copy what came before each time.
+    out.reserve(room);
+    let mut stage = [0u8; 2048];
+    let (mut i, mut o) = (0, 0);
+    let stopped = loop {
+        let (Some(window), true) = (text.get(i..i + WINDOW), i + BLOCK < room) else {
+            break false;
+        };
+        if o + 2 * BLOCK + 1 > stage.len() {
+            out.extend_from_slice(&stage[..o]);
+            o = 0;
+        }
+        let block = window.first_chunk::<BLOCK>().expect("a block");
+        let mut stops = words::flags64(block, STOPS);
+        stage[o..o + BLOCK].copy_from_slice(block);
+        // Where the text not yet decoded starts, and where it goes.
+        let mut from = 0;
+        while stops != 0 {
+            let at = stops.trailing_zeros() as usize;
+            o += at - from;
+            let made = match block[at] {
+                b'\\' => one_byte_escape(window[at + 1]),
+                _ => None,
+            };
+            let Some(made) = made else {
+                out.extend_from_slice(&stage[..o]);
+                return (i + at, true);
+            };
+            stage[o] = made;
+            o += 1;
+            from = at + 2;
+            stage[o..o + BLOCK].copy_from_slice(&window[from..from + BLOCK]);
+            // The escape's second byte, a backslash too in `\\`, is
+            // not a stop.
+            stops &= !(3 << at);
+        }
+        o += BLOCK.saturating_sub(from);
+        i += from.max(BLOCK);
+    };
+    out.extend_from_slice(&stage[..o]);
+    (i, stopped)
 }
 
 /// [`plain_text`] into `room`: (text bytes taken, bytes written).
