@@ -595,6 +595,45 @@ mod tests {
             prop_assert_eq!(ours, json5_reads(&text));
         }
 
+        /// Text long enough to be read a block at a time, with escapes of
+        /// every kind at every offset of a block (runs of backslashes of
+        /// every length among them), cut anywhere and into any room, reads
+        /// as a byte at a time into a byte of room reads it, or is refused
+        /// alike.
+        #[test]
+        fn blocks_read_as_a_byte_at_a_time(
+            lead in 0usize..140,
+            parts in proptest::collection::vec(
+                prop_oneof![
+                    8 => "[a-z \"']{0,70}",
+                    4 => Just(r"\\".to_owned()),
+                    4 => Just(r"\\\\".to_owned()),
+                    4 => Just(r#"\""#.to_owned()),
+                    4 => Just(r"\n".to_owned()),
+                    2 => Just(r"\t".to_owned()),
+                    2 => Just(r"\q".to_owned()),
+                    2 => Just(r"\0".to_owned()),
+                    2 => Just(r"\x41".to_owned()),
+                    2 => "\\\\u00[0-7][0-9a-f]",
+                    2 => Just("\\\n".to_owned()),
+                    2 => Just("\u{e9}".to_owned()),
+                    // Refused: a raw line end, an escape JSON5 lacks.
+                    1 => Just("\n".to_owned()),
+                    1 => Just(r"\1".to_owned()),
+                ],
+                0..40,
+            ),
+            cuts in proptest::collection::vec(0usize..1200, 0..4),
+            room in prop_oneof![1usize..20, 60usize..200, Just(usize::MAX)],
+        ) {
+            let text = "a".repeat(lead) + &parts.concat();
+            let bytes = text.as_bytes();
+            let every: Vec<usize> = (1..bytes.len()).collect();
+            let expected = read_in_pieces(bytes, &every, 1);
+            prop_assert_eq!(&unescape(bytes), &expected);
+            prop_assert_eq!(read_in_pieces(bytes, &cuts, room), expected);
+        }
+
         /// The reader takes what the json5 crate takes, with the same
         /// meaning, and refuses what it refuses.
         #[test]
