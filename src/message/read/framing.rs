@@ -1081,58 +1081,61 @@ fn hex_digit(byte: u8) -> Option<u16> {
 /// between escapes; or, when none is there, whether `text` ends inside an
 /// escape (after an odd run of backslashes).
 ///
-/// A quote closes the string when the backslashes right before it are even
-/// in number (each pair an escaped backslash), and is escaped when they are
-/// odd. Quotes and backslashes are flagged sixteen bytes at a time, a block
-/// of four at once, and each quote's backslashes counted from the flags:
-/// content has an escaped quote every few lines, and none of them stops
-/// the search.
+/// A quote closes the string unless a backslash escapes it: unless the
+/// backslashes right before it are odd in number (each pair an escaped
+/// backslash). Quotes and backslashes are flagged a block of sixty-four
+/// bytes at a time, and the escaped bytes of the block worked out from
+/// the flags at once: content has an escaped quote every few lines, and
+/// none of them stops the search or costs a branch.
 fn closing_quote(text: &[u8]) -> Result<usize, bool> {
     let (blocks, rest) = text.as_chunks::<64>();
     // Whether the backslashes that run up to the block's start are odd.
     let mut odd = false;
     for (n, block) in blocks.iter().enumerate() {
-        odd = match quote_in_block(block, 64, odd) {
-            Ok(quote) => return Ok(64 * n + quote),
-            Err(odd) => odd,
-        };
+        let (escaped, odd_at_end) = escaped(words::flags64(block, [b'\\']), odd);
+        let closing = words::flags64(block, [b'"']) & !escaped;
+        if closing != 0 {
+            return Ok(64 * n + closing.trailing_zeros() as usize);
+        }
+        odd = odd_at_end;
     }
     // Zeros are neither quotes nor backslashes.
     let mut last = [0u8; 64];
     last[..rest.len()].copy_from_slice(rest);
-    quote_in_block(&last, rest.len(), odd).map(|quote| 64 * blocks.len() + quote)
+    let (escaped, _) = escaped(words::flags64(&last, [b'\\']), odd);
+    let closing = words::flags64(&last, [b'"']) & !escaped;
+    if closing != 0 {
+        return Ok(64 * blocks.len() + closing.trailing_zeros() as usize);
+    }
+    // The byte after the text, were there one, would be escaped.
+    Err(escaped >> rest.len() & 1 == 1)
 }
 
-/// [`closing_quote`] in a block whose first `len` bytes are text, when the
-/// backslashes that run up to it are `odd`: the closing quote, or whether
-/// the backslashes that run to the text's end are odd.
+/// The bytes of a block that follow a run of backslashes and are escaped
+/// by it, from the flags of its `backslashes`, when those that run up to
+/// the block are `odd` (its first byte is escaped); and whether the run at
+/// its end is odd (the next block's first byte is escaped). Bytes within a
+/// run are not told apart: they are backslashes, never a quote.
+///
+/// The byte after a run is escaped when the run is odd in length: when the
+/// byte and the run's start are of unlike parity. Adding a run's first
+/// flag to the run carries to the byte after it; runs starting on even and
+/// on odd bytes are carried apart, and each end kept when its parity is
+/// the other.
 #[inline]
-fn quote_in_block(block: &[u8; 64], len: usize, odd: bool) -> Result<usize, bool> {
-    let mut quotes = words::flags64(block, [b'"']);
-    if quotes == 0 && block[len.max(1) - 1] != b'\\' {
-        // No quote, and no backslash at the end: only the first byte of
-        // an empty text could continue a run.
-        return Err(len == 0 && odd);
-    }
-    let backslashes = words::flags64(block, [b'\\']);
-    while quotes != 0 {
-        let quote = quotes.trailing_zeros();
-        if !odd_before(backslashes, quote, odd) {
-            return Ok(quote as usize);
-        }
-        quotes &= quotes - 1;
-    }
-    Err(odd_before(backslashes, len as u32, odd))
-}
-
-/// Whether the run of flagged `backslashes` right before bit `at` of a
-/// block is odd; a run back to the block's start continues the one before
-/// it, whose oddness is `odd`.
-fn odd_before(backslashes: u64, at: u32, odd: bool) -> bool {
-    // The flags below `at` moved to the top, counted down to the first
-    // byte that is not a backslash.
-    let run = backslashes.checked_shl(64 - at).unwrap_or(0).leading_ones();
-    (run % 2 == 1) != (run == at && odd)
+fn escaped(backslashes: u64, odd: bool) -> (u64, bool) {
+    const EVEN: u64 = 0x5555_5555_5555_5555;
+    let first = u64::from(odd);
+    // A backslash that is escaped starts no run.
+    let runs = backslashes & !first;
+    // A run continued from the block before starts at its first byte: the
+    // backslashes before are even.
+    let starts = runs & !(runs << 1);
+    let after_even = runs.wrapping_add(starts & EVEN) & !runs & !EVEN;
+    // A run from an odd byte to the block's end carries out of it: odd.
+    let (after_odd, odd_at_end) = runs.overflowing_add(starts & !EVEN);
+    let after_odd = after_odd & !runs & EVEN;
+    (first | after_even | after_odd, odd_at_end)
 }
 
 /// The first quote or backslash in a string body: in a key or a header
