@@ -34,6 +34,10 @@ pub(crate) struct Unescape {
     held: [u8; 4],
     held_from: u8,
     held_to: u8,
+    /// Where text read a block at a time is decoded before it is
+    /// appended: made once and kept, not zeroed for every run of text
+    /// between two escapes the blocks do not take.
+    stage: Vec<u8>,
 }
 
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -74,7 +78,7 @@ impl Unescape {
                         return Err(lone_surrogate());
                     }
                     if self.high.is_none() {
-                        i += plain_text(&text[i..], out, limit);
+                        i += plain_text(&text[i..], out, limit, &mut self.stage);
                         if i == text.len() {
                             return Ok(i);
                         }
@@ -313,13 +317,13 @@ fn plain_run(text: &[u8]) -> usize {
 /// returns how many text bytes it took. It stops where the state machine
 /// must take over: another escape, a raw line end, the end of the text or
 /// of the room.
-fn plain_text(text: &[u8], out: &mut Vec<u8>, limit: usize) -> usize {
+fn plain_text(text: &[u8], out: &mut Vec<u8>, limit: usize, stage: &mut Vec<u8>) -> usize {
     // Decoding never makes more bytes than it takes.
     let room = limit.saturating_sub(out.len()).min(text.len());
     let mut taken = 0;
     if text.len() >= WINDOW && room > BLOCK {
         let stopped;
-        (taken, stopped) = plain_blocks(text, room, out);
+        (taken, stopped) = plain_blocks(text, room, out, stage);
         if stopped {
             return taken;
         }
@@ -339,6 +343,10 @@ fn plain_text(text: &[u8], out: &mut Vec<u8>, limit: usize) -> usize {
 /// from it.
 const BLOCK: usize = 64;
 
+/// How many bytes [`plain_blocks`] decodes before it appends them: a few
+/// blocks' worth, so that appending costs little a byte.
+const STAGE: usize = 2048;
+
 /// How much text [`plain_blocks`] reads from a block's start: the block,
 /// and the block after an escape in its last two bytes, copied whole.
 const WINDOW: usize = 2 * BLOCK + 2;
@@ -352,13 +360,14 @@ const WINDOW: usize = 2 * BLOCK + 2;
 /// that follows the escape, whole again, over what came after the byte
 /// the escape made: a fixed number of vector moves per escape, with no
 /// branch on the length of the run between escapes. What a block makes is
-/// written to a stage on the stack and appended to `out` a stage at a
-/// time: room in `out` written slice-wise would have to be zeroed first.
-fn plain_blocks(text: &[u8], room: usize, out: &mut Vec<u8>) -> (usize, bool) {
+/// written to the `stage` and appended to `out` a stage at a time: room in
+/// `out` written slice-wise would have to be zeroed first.
+fn plain_blocks(text: &[u8], room: usize, out: &mut Vec<u8>, stage: &mut Vec<u8>) -> (usize, bool) {
     // Room for all it may make, at once: growing as stages come would
     // copy what came before each time.
     out.reserve(room);
-    let mut stage = [0u8; 2048];
+    stage.resize(STAGE, 0);
+    let stage = &mut stage[..STAGE];
     let (mut i, mut o) = (0, 0);
     let stopped = loop {
         let (Some(window), true) = (text.get(i..i + WINDOW), i + BLOCK < room) else {
