@@ -328,8 +328,9 @@ fn plain_text(text: &[u8], out: &mut Vec<u8>, limit: usize, stage: &mut Vec<u8>)
             return taken;
         }
     }
-    // What is left is shorter than a window of text or a block of room. It is written as a slice: pushes onto the vector would reload
-    // its length after every store, which may alias it.
+    // What is left is shorter than a window of text or a block of room.
+    // It is written as a slice: pushes onto the vector would reload its
+    // length after every store, which may alias it.
     let text = &text[taken..];
     let start = out.len();
     out.resize(start + limit.saturating_sub(start).min(text.len()), 0);
