@@ -323,7 +323,10 @@ fn plain_text(text: &[u8], out: &mut Vec<u8>, limit: usize, stage: &mut Vec<u8>)
     let mut taken = 0;
     if text.len() >= WINDOW && room > BLOCK {
         let stopped;
-        (taken, stopped) = plain_blocks(text, room, out, stage);
+        (taken, stopped) = words::wide(
+            #[inline(always)]
+            || plain_blocks(text, room, out, stage),
+        );
         if stopped {
             return taken;
         }
@@ -363,6 +366,7 @@ const WINDOW: usize = 2 * BLOCK + 2;
 /// branch on the length of the run between escapes. What a block makes is
 /// written to the `stage` and appended to `out` a stage at a time: room in
 /// `out` written slice-wise would have to be zeroed first.
+#[inline(always)]
 fn plain_blocks(text: &[u8], room: usize, out: &mut Vec<u8>, stage: &mut Vec<u8>) -> (usize, bool) {
     // Room for all it may make, at once: growing as stages come would
     // copy what came before each time.

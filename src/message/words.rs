@@ -152,6 +152,31 @@ fn flags16_bytewise<const N: usize>(chunk: &[u8; 16], targets: [u8; N]) -> u32 {
         .fold(0, |flags, (at, b)| flags | u32::from(targets.contains(b)) << at)
 }
 
+/// Runs `f` compiled for AVX2 where the processor has it (asked once, the
+/// answer kept by the standard library): the sixteen-byte comparisons in
+/// three-operand form, with no copies of the bytes they keep, and the
+/// copies of a block in half as many moves. Only what is inlined into it
+/// is compiled so: the closure and the loop it runs are marked
+/// `#[inline(always)]`.
+#[inline(always)]
+pub(crate) fn wide<R>(f: impl FnOnce() -> R) -> R {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the processor has AVX2, the one feature `avx2_run`
+        // enables.
+        #[allow(unsafe_code)]
+        return unsafe { avx2_run(f) };
+    }
+    f()
+}
+
+/// [`wide`] where the processor has AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn avx2_run<R>(f: impl FnOnce() -> R) -> R {
+    f()
+}
+
 /// How many bytes a search sixteen bytes at a time goes before it hands
 /// over to one with wider vectors: a run still going past them is long,
 /// and such a search (with its set-up) serves it better.

@@ -890,7 +890,10 @@ impl Scanner {
     /// whose escape the next bytes complete).
     fn content_run(&mut self, buf: &[u8]) -> Scan {
         let start = self.pos;
-        let (i, last) = match closing_quote(&buf[start..]) {
+        let (i, last) = match words::wide(
+            #[inline(always)]
+            || closing_quote(&buf[start..]),
+        ) {
             Ok(quote) => (start + quote, true),
             // An escape the next bytes complete is kept for then.
             Err(odd) => (buf.len() - usize::from(odd), false),
@@ -1087,6 +1090,7 @@ fn hex_digit(byte: u8) -> Option<u16> {
 /// bytes at a time, and the escaped bytes of the block worked out from
 /// the flags at once: content has an escaped quote every few lines, and
 /// none of them stops the search or costs a branch.
+#[inline(always)]
 fn closing_quote(text: &[u8]) -> Result<usize, bool> {
     let (blocks, rest) = text.as_chunks::<64>();
     // Whether the backslashes that run up to the block's start are odd.
