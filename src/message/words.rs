@@ -1,8 +1,9 @@
 //! Byte searches eight bytes at a time, in a machine word: faster than a
 //! byte loop on the short strings of a message, and with no set-up, unlike
 //! a vectorised search. Content, where runs between the bytes searched for
-//! are long or many, is searched sixteen bytes at a time ([`flags16`]),
-//! with SSE2 where the build has it.
+//! are long or many, is flagged sixteen bytes at a time ([`flags16`]),
+//! with SSE2 where the build has it, or a block of sixty-four at once
+//! ([`flags64`]).
 //!
 //! A flag is the high bit of a byte. The lowest flagged byte of a word is
 //! always a true match; higher ones may be false (a borrow runs upwards),
@@ -101,6 +102,18 @@ pub(crate) fn flags16<const N: usize>(chunk: &[u8; 16], targets: [u8; N]) -> u32
     flags16_bytewise(chunk, targets)
 }
 
+/// A bit for each byte of `chunk` equal to one of `targets`, the first
+/// byte's lowest: [`flags16`] over its four quarters. Text with a stop
+/// every few dozen bytes is read a block at a time, every stop in it
+/// taken from one mask, not a search from each stop to the next.
+#[inline]
+pub(crate) fn flags64<const N: usize>(chunk: &[u8; 64], targets: [u8; N]) -> u64 {
+    let (quarters, _) = chunk.as_chunks::<16>();
+    quarters.iter().enumerate().fold(0, |flags, (at, quarter)| {
+        flags | u64::from(flags16(quarter, targets)) << (16 * at)
+    })
+}
+
 /// [`flags16`] in one comparison of all sixteen bytes with each target.
 #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
 #[target_feature(enable = "sse2")]
@@ -139,39 +152,35 @@ fn flags16_bytewise<const N: usize>(chunk: &[u8; 16], targets: [u8; N]) -> u32 {
         .fold(0, |flags, (at, b)| flags | u32::from(targets.contains(b)) << at)
 }
 
-/// How many bytes [`find16`] searches sixteen at a time before it hands
-/// over to a search with wider vectors: a run still going past them is
-/// long, and such a search (with its set-up) serves it better.
-pub(crate) const SHORT16: usize = 64;
-
-/// The first byte of `bytes` equal to one of `targets`: sixteen bytes at a
-/// time within the first [`SHORT16`], then `long` (a vectorised search for
-/// the same bytes) over the rest; a word at a time over the last fifteen
-/// of shorter text.
-#[inline]
-pub(crate) fn find16<const N: usize>(
-    bytes: &[u8],
-    targets: [u8; N],
-    long: impl FnOnce(&[u8]) -> Option<usize>,
-) -> Option<usize> {
-    let mut at = 0;
-    while let Some(chunk) = bytes.get(at..at + 16) {
-        if at == SHORT16 {
-            return long(&bytes[at..]).map(|offset| offset + at);
-        }
-        let found = flags16(chunk.try_into().expect("sixteen bytes"), targets);
-        if found != 0 {
-            return Some(at + found.trailing_zeros() as usize);
-        }
-        at += 16;
+/// Runs `f` compiled for AVX2 where the processor has it (asked once, the
+/// answer kept by the standard library): the sixteen-byte comparisons in
+/// three-operand form, with no copies of the bytes they keep, and the
+/// copies of a block in half as many moves. Only what is inlined into it
+/// is compiled so: the closure and the loop it runs are marked
+/// `#[inline(always)]`.
+#[inline(always)]
+pub(crate) fn wide<R>(f: impl FnOnce() -> R) -> R {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the processor has AVX2, the one feature `avx2_run`
+        // enables.
+        #[allow(unsafe_code)]
+        return unsafe { avx2_run(f) };
     }
-    let flags = |word| {
-        targets
-            .iter()
-            .fold(0, |flags, &target| flags | equal(word, target))
-    };
-    find(&bytes[at..], flags, |_| None).map(|offset| at + offset)
+    f()
 }
+
+/// [`wide`] where the processor has AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn avx2_run<R>(f: impl FnOnce() -> R) -> R {
+    f()
+}
+
+/// How many bytes a search sixteen bytes at a time goes before it hands
+/// over to one with wider vectors: a run still going past them is long,
+/// and such a search (with its set-up) serves it better.
+pub(crate) const SHORT16: usize = 64;
 
 #[cfg(test)]
 mod tests {
@@ -180,27 +189,26 @@ mod tests {
     use super::*;
 
     proptest! {
-        /// The vector search finds what a byte loop finds, at every offset
-        /// of every length (the bytes drawn mostly from the targets and
-        /// their neighbours, where a comparison could go wrong).
+        /// The vector flags are the bytes a byte loop finds, at every
+        /// offset (the bytes drawn mostly from the targets and their
+        /// neighbours, where a comparison could go wrong).
         #[test]
-        fn find16_finds_the_first_target_as_a_byte_loop_does(
+        fn the_flags_are_the_targets_a_byte_loop_finds(
             bytes in proptest::collection::vec(
                 prop_oneof![Just(b'"'), Just(b'\\'), Just(b'\n'), Just(b'\r'), Just(b'!'), Just(0x80u8), Just(0xDCu8), any::<u8>()],
-                0..160,
+                64..100,
             ),
         ) {
             let targets = [b'\\', b'\n', b'\r'];
-            for start in 0..bytes.len().min(20) {
-                let rest = &bytes[start..];
-                let expected = rest.iter().position(|b| targets.contains(b));
-                let long = |bytes: &[u8]| memchr::memchr3(b'\\', b'\n', b'\r', bytes);
-                prop_assert_eq!(find16(rest, targets, long), expected);
-                let quote = rest.iter().position(|&b| b == b'"');
-                prop_assert_eq!(find16(rest, [b'"'], |bytes| memchr::memchr(b'"', bytes)), quote);
-                if let Some(chunk) = rest.first_chunk::<16>() {
-                    prop_assert_eq!(flags16(chunk, targets), flags16_bytewise(chunk, targets));
-                }
+            for start in 0..=bytes.len() - 64 {
+                let block = bytes[start..].first_chunk::<64>().expect("64 bytes");
+                let expected = block
+                    .iter()
+                    .enumerate()
+                    .fold(0u64, |flags, (at, b)| flags | u64::from(targets.contains(b)) << at);
+                prop_assert_eq!(flags64(block, targets), expected);
+                let chunk = block.first_chunk::<16>().expect("16 bytes");
+                prop_assert_eq!(flags16(chunk, targets), flags16_bytewise(chunk, targets));
             }
         }
     }

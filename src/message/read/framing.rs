@@ -888,30 +888,15 @@ impl Scanner {
     /// Reports the content text from `pos` to the closing quote or as far
     /// as the buffer goes (never ending a run just after a backslash,
     /// whose escape the next bytes complete).
-    ///
-    /// Only quotes are searched for: a quote closes the string when the
-    /// backslashes right before it are even in number (each pair an
-    /// escaped backslash), and is escaped when they are odd. A run starts
-    /// between escapes, so counting stops at its start; each backslash is
-    /// counted at most once, before the one quote that follows it.
     fn content_run(&mut self, buf: &[u8]) -> Scan {
         let start = self.pos;
-        let backslashes_before =
-            |end: usize| buf[start..end].iter().rev().take_while(|&&b| b == b'\\').count();
-        let mut from = start;
-        let (i, last) = loop {
-            // Sixteen bytes at a time: content quotes often (every
-            // escaped quote is a stop), so a search without set-up.
-            let found = words::find16(&buf[from..], [b'"'], |rest| memchr(b'"', rest));
-            let Some(offset) = found else {
-                // An escape the next bytes complete is kept for then.
-                break (buf.len() - backslashes_before(buf.len()) % 2, false);
-            };
-            let quote = from + offset;
-            if backslashes_before(quote) % 2 == 0 {
-                break (quote, true);
-            }
-            from = quote + 1;
+        let (i, last) = match words::wide(
+            #[inline(always)]
+            || closing_quote(&buf[start..]),
+        ) {
+            Ok(quote) => (start + quote, true),
+            // An escape the next bytes complete is kept for then.
+            Err(odd) => (buf.len() - usize::from(odd), false),
         };
         let Some(track) = &mut self.content else {
             return Scan::Partial;
@@ -1095,6 +1080,68 @@ fn hex_digit(byte: u8) -> Option<u16> {
     (byte as char).to_digit(16).map(|d| d as u16)
 }
 
+/// Where the quote that closes a string is in `text`, text that starts
+/// between escapes; or, when none is there, whether `text` ends inside an
+/// escape (after an odd run of backslashes).
+///
+/// A quote closes the string unless a backslash escapes it: unless the
+/// backslashes right before it are odd in number (each pair an escaped
+/// backslash). Quotes and backslashes are flagged a block of sixty-four
+/// bytes at a time, and the escaped bytes of the block worked out from
+/// the flags at once: content has an escaped quote every few lines, and
+/// none of them stops the search or costs a branch.
+#[inline(always)]
+fn closing_quote(text: &[u8]) -> Result<usize, bool> {
+    let (blocks, rest) = text.as_chunks::<64>();
+    // Whether the backslashes that run up to the block's start are odd.
+    let mut odd = false;
+    for (n, block) in blocks.iter().enumerate() {
+        let (escaped, odd_at_end) = escaped(words::flags64(block, [b'\\']), odd);
+        let closing = words::flags64(block, [b'"']) & !escaped;
+        if closing != 0 {
+            return Ok(64 * n + closing.trailing_zeros() as usize);
+        }
+        odd = odd_at_end;
+    }
+    // Zeros are neither quotes nor backslashes.
+    let mut last = [0u8; 64];
+    last[..rest.len()].copy_from_slice(rest);
+    let (escaped, _) = escaped(words::flags64(&last, [b'\\']), odd);
+    let closing = words::flags64(&last, [b'"']) & !escaped;
+    if closing != 0 {
+        return Ok(64 * blocks.len() + closing.trailing_zeros() as usize);
+    }
+    // The byte after the text, were there one, would be escaped.
+    Err(escaped >> rest.len() & 1 == 1)
+}
+
+/// The bytes of a block that follow a run of backslashes and are escaped
+/// by it, from the flags of its `backslashes`, when those that run up to
+/// the block are `odd` (its first byte is escaped); and whether the run at
+/// its end is odd (the next block's first byte is escaped). Bytes within a
+/// run are not told apart: they are backslashes, never a quote.
+///
+/// The byte after a run is escaped when the run is odd in length: when the
+/// byte and the run's start are of unlike parity. Adding a run's first
+/// flag to the run carries to the byte after it; runs starting on even and
+/// on odd bytes are carried apart, and each end kept when its parity is
+/// the other.
+#[inline]
+fn escaped(backslashes: u64, odd: bool) -> (u64, bool) {
+    const EVEN: u64 = 0x5555_5555_5555_5555;
+    let first = u64::from(odd);
+    // A backslash that is escaped starts no run.
+    let runs = backslashes & !first;
+    // A run continued from the block before starts at its first byte: the
+    // backslashes before are even.
+    let starts = runs & !(runs << 1);
+    let after_even = runs.wrapping_add(starts & EVEN) & !runs & !EVEN;
+    // A run from an odd byte to the block's end carries out of it: odd.
+    let (after_odd, odd_at_end) = runs.overflowing_add(starts & !EVEN);
+    let after_odd = after_odd & !runs & EVEN;
+    (first | after_even | after_odd, odd_at_end)
+}
+
 /// The first quote or backslash in a string body: in a key or a header
 /// value within a few words, in content at the next escape.
 #[inline]
@@ -1123,6 +1170,8 @@ pub(crate) fn leading_whitespace(bytes: &[u8]) -> usize {
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+
     use super::*;
 
     /// Feeds `input` one byte at a time and returns the first non-partial
@@ -1372,5 +1421,107 @@ mod tests {
             (&message[run.range()], run.encoding()),
             (&b"abc"[..], Some(crate::message::Encoding::Br))
         );
+    }
+
+    /// Where a byte loop finds the closing quote of `text`: `Err` and
+    /// whether the text ends inside an escape when it has none.
+    fn closing_quote_bytewise(text: &[u8]) -> Result<usize, bool> {
+        let mut at = 0;
+        while at < text.len() {
+            match text[at] {
+                b'"' => return Ok(at),
+                b'\\' if at + 1 == text.len() => return Err(true),
+                b'\\' => at += 2,
+                _ => at += 1,
+            }
+        }
+        Err(false)
+    }
+
+    /// Text of quotes after runs of backslashes of every length, so that
+    /// runs and quotes fall on every offset of a block and across blocks.
+    fn escape_heavy_text() -> impl Strategy<Value = Vec<u8>> {
+        proptest::collection::vec(
+            (
+                0usize..70,
+                0usize..7,
+                prop_oneof![Just(b'"'), Just(b'a'), Just(b'\\')],
+            ),
+            0..12,
+        )
+        .prop_map(|parts| {
+            let mut text = Vec::new();
+            for (plain, backslashes, then) in parts {
+                text.extend((0..plain).map(|i| [b'a', b'#', b'\'', b'\n', 0xE2][i % 5]));
+                text.extend(std::iter::repeat_n(b'\\', backslashes));
+                text.push(then);
+            }
+            text
+        })
+    }
+
+    proptest! {
+        /// The quote found from the blocks' flags is the one a byte loop
+        /// finds, from every start between escapes.
+        #[test]
+        fn the_closing_quote_is_the_one_a_byte_loop_finds(text in escape_heavy_text()) {
+            let mut from = 0;
+            while from <= text.len() {
+                prop_assert_eq!(
+                    closing_quote(&text[from..]),
+                    closing_quote_bytewise(&text[from..]),
+                    "from {}", from
+                );
+                // The next start between escapes.
+                from += if text.get(from) == Some(&b'\\') { 2 } else { 1 };
+            }
+        }
+
+        /// Content text received in any pieces comes out in runs that are
+        /// the whole text, each ending between escapes, the last at the
+        /// closing quote.
+        #[test]
+        fn content_runs_in_any_pieces_are_the_text(
+            text in escape_heavy_text(),
+            cuts in proptest::collection::vec(0usize..900, 0..6),
+        ) {
+            // Text before its closing quote: the strategy's ends an escape
+            // or closes it early.
+            let content = match closing_quote_bytewise(&text) {
+                Ok(quote) => &text[..quote],
+                Err(odd) => &text[..text.len() - usize::from(odd)],
+            };
+            let mut message = b"{\"body\":{\"content\":\"".to_vec();
+            message.extend_from_slice(content);
+            message.extend_from_slice(b"\"}}");
+            let mut ends: Vec<usize> = cuts.iter().map(|&cut| cut.min(message.len())).collect();
+            ends.push(message.len());
+            ends.sort_unstable();
+            let mut scanner = Scanner::new().with_content_runs();
+            let (mut buffer, mut fed, mut runs) = (Vec::new(), 0, Vec::new());
+            let mut complete = false;
+            for end in ends {
+                buffer.extend_from_slice(&message[fed..end]);
+                fed = end;
+                loop {
+                    match scanner.scan(&buffer) {
+                        Scan::Content(run) => {
+                            let piece = &buffer[run.range()];
+                            prop_assert!(closing_quote_bytewise(piece) == Err(false), "{:?}", piece);
+                            runs.extend_from_slice(piece);
+                            buffer.drain(run.range());
+                        }
+                        Scan::Complete(_) => {
+                            complete = true;
+                            break;
+                        }
+                        Scan::Partial => break,
+                        other => prop_assert!(false, "{:?}", other),
+                    }
+                }
+            }
+            prop_assert!(complete);
+            prop_assert_eq!(runs, content);
+        }
     }
 }
