@@ -140,13 +140,13 @@ fi
 # also depends on how the requests happen to batch into reads, which
 # moves it by up to 6 % from run to run: those budgets are the highest of
 # recent runs plus 5 %. Raise one only with the reason in the commit.
-BUDGET_MIO_HELLO_P1=8530
-BUDGET_MIO_HELLO_P16=5880
-BUDGET_URING_HELLO_P1=9760
-BUDGET_URING_HELLO_P16=6000
-BUDGET_SERVE_P1=11790
-BUDGET_SERVE_P16=9230
-BUDGET_PARSE=4480
+BUDGET_MIO_HELLO_P1=7290
+BUDGET_MIO_HELLO_P16=5160
+BUDGET_URING_HELLO_P1=8390
+BUDGET_URING_HELLO_P16=5270
+BUDGET_SERVE_P1=10480
+BUDGET_SERVE_P16=8300
+BUDGET_PARSE=4240
 
 if [ "$mode" = budget ]; then
     measured=$(mktemp)
