@@ -1096,8 +1096,7 @@ fn closing_quote(text: &[u8]) -> Result<usize, bool> {
     // Whether the backslashes that run up to the block's start are odd.
     let mut odd = false;
     for (n, block) in blocks.iter().enumerate() {
-        let (escaped, odd_at_end) = escaped(words::flags64(block, [b'\\']), odd);
-        let closing = words::flags64(block, [b'"']) & !escaped;
+        let (closing, _, odd_at_end) = block_quotes(block, odd);
         if closing != 0 {
             return Ok(64 * n + closing.trailing_zeros() as usize);
         }
@@ -1106,13 +1105,21 @@ fn closing_quote(text: &[u8]) -> Result<usize, bool> {
     // Zeros are neither quotes nor backslashes.
     let mut last = [0u8; 64];
     last[..rest.len()].copy_from_slice(rest);
-    let (escaped, _) = escaped(words::flags64(&last, [b'\\']), odd);
-    let closing = words::flags64(&last, [b'"']) & !escaped;
+    let (closing, escaped, _) = block_quotes(&last, odd);
     if closing != 0 {
         return Ok(64 * blocks.len() + closing.trailing_zeros() as usize);
     }
     // The byte after the text, were there one, would be escaped.
     Err(escaped >> rest.len() & 1 == 1)
+}
+
+/// A block's quotes that close the string, its escaped bytes and whether
+/// the backslashes that run to its end are odd, when those that run up to
+/// it are `odd` (see [`escaped`]).
+#[inline(always)]
+fn block_quotes(block: &[u8; 64], odd: bool) -> (u64, u64, bool) {
+    let (escaped, odd_at_end) = escaped(words::flags64(block, [b'\\']), odd);
+    (words::flags64(block, [b'"']) & !escaped, escaped, odd_at_end)
 }
 
 /// The bytes of a block that follow a run of backslashes and are escaped
