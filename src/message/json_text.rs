@@ -188,13 +188,12 @@ fn all_plain(bytes: &[u8]) -> bool {
         ))
     };
     let flags = if n >= 8 {
-        let mut flags = word_flags(word(n - 8));
-        let mut at = 0;
-        while at + 8 < n {
-            flags |= word_flags(word(at));
-            at += 8;
+        let (at, found) = words::first_flagged(bytes, 0, word_flags);
+        if at < n {
+            found | word_flags(word(n - 8))
+        } else {
+            found
         }
-        flags
     } else if n >= 4 {
         word_flags(half(0) | half(n - 4) << 32)
     } else {
