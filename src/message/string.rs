@@ -22,7 +22,7 @@
 //! and writes no more than the room it is given; what an escape made past
 //! the room waits for the next call.
 
-use crate::message::words;
+use crate::message::words::{self, Lanes};
 
 /// The decoding of one string's text, resumable at any byte.
 #[derive(Debug, Default)]
@@ -279,25 +279,28 @@ pub(crate) fn unescape(text: &[u8]) -> Result<Vec<u8>, String> {
 /// The byte a backslash and `next` stand for, when the two are the whole
 /// escape: JSON's `\" \\ \/ \b \f \n \r \t` and JSON5's `\' \v`.
 fn one_byte_escape(next: u8) -> Option<u8> {
-    // A table, not a `match`: text has an escape every few dozen bytes,
-    // and a jump table's indirect branch mispredicts on them.
-    const MADE: [u8; 256] = {
-        let mut made = [0u8; 256];
-        made[b'"' as usize] = b'"';
-        made[b'\'' as usize] = b'\'';
-        made[b'\\' as usize] = b'\\';
-        made[b'/' as usize] = b'/';
-        made[b'b' as usize] = 0x08;
-        made[b'f' as usize] = 0x0c;
-        made[b'n' as usize] = b'\n';
-        made[b'r' as usize] = b'\r';
-        made[b't' as usize] = b'\t';
-        made[b'v' as usize] = 0x0b;
-        made
-    };
     // No escape of one byte makes a zero (`\0` is one of its own).
-    Some(MADE[usize::from(next)]).filter(|&made| made != 0)
+    Some(ONE_BYTE_ESCAPES[usize::from(next)]).filter(|&made| made != 0)
 }
+
+/// What each byte after a backslash makes as an escape of one byte, zero
+/// where it is not one. A table, not a `match`: text has an escape every
+/// few dozen bytes, and a jump table's indirect branch mispredicts on
+/// them; the blocks look up a whole block's escapes in its first half.
+const ONE_BYTE_ESCAPES: [u8; 256] = {
+    let mut made = [0u8; 256];
+    made[b'"' as usize] = b'"';
+    made[b'\'' as usize] = b'\'';
+    made[b'\\' as usize] = b'\\';
+    made[b'/' as usize] = b'/';
+    made[b'b' as usize] = 0x08;
+    made[b'f' as usize] = 0x0c;
+    made[b'n' as usize] = b'\n';
+    made[b'r' as usize] = b'\r';
+    made[b't' as usize] = b'\t';
+    made[b'v' as usize] = 0x0b;
+    made
+};
 
 /// Where text stops standing for itself: a backslash or a raw line end.
 const STOPS: [u8; 3] = [b'\\', b'\n', b'\r'];
@@ -325,7 +328,7 @@ fn plain_text(text: &[u8], out: &mut Vec<u8>, limit: usize, stage: &mut Vec<u8>)
         let stopped;
         (taken, stopped) = words::wide(
             #[inline(always)]
-            || plain_blocks(text, room, out, stage),
+            |lanes| plain_blocks(text, room, out, stage, lanes),
         );
         if stopped {
             return taken;
@@ -367,7 +370,13 @@ const WINDOW: usize = 2 * BLOCK + 2;
 /// written to the `stage` and appended to `out` a stage at a time: room in
 /// `out` written slice-wise would have to be zeroed first.
 #[inline(always)]
-fn plain_blocks(text: &[u8], room: usize, out: &mut Vec<u8>, stage: &mut Vec<u8>) -> (usize, bool) {
+fn plain_blocks(
+    text: &[u8],
+    room: usize,
+    out: &mut Vec<u8>,
+    stage: &mut Vec<u8>,
+    lanes: Lanes,
+) -> (usize, bool) {
     // Room for all it may make, at once: growing as stages come would
     // copy what came before each time.
     out.reserve(room);
@@ -383,7 +392,19 @@ fn plain_blocks(text: &[u8], room: usize, out: &mut Vec<u8>, stage: &mut Vec<u8>
             o = 0;
         }
         let block = window.first_chunk::<BLOCK>().expect("a block");
-        let mut stops = words::flags64(block, STOPS);
+        #[cfg(target_arch = "x86_64")]
+        if lanes.avx512() {
+            let slot = (&mut stage[o..o + BLOCK]).try_into().expect("a block of room");
+            // SAFETY: only `wide` makes a `Lanes` that says AVX-512, having
+            // found the processor has it.
+            #[allow(unsafe_code)]
+            if let Some((taken, made)) = unsafe { block_avx512(block, slot) } {
+                i += taken;
+                o += made;
+                continue;
+            }
+        }
+        let mut stops = words::flags64(block, STOPS, lanes);
         stage[o..o + BLOCK].copy_from_slice(block);
         // Where the text not yet decoded starts, and where it goes.
         let mut from = 0;
@@ -411,6 +432,64 @@ fn plain_blocks(text: &[u8], room: usize, out: &mut Vec<u8>, stage: &mut Vec<u8>
     };
     out.extend_from_slice(&stage[..o]);
     (i, stopped)
+}
+
+/// The backslashes of a block that start an escape, from the flags of all
+/// its `backslashes`, the block starting between escapes: in a run of
+/// them, the first, the third and so on (the others are escaped by the
+/// one before). Adding a run's first flag to the run carries out of it,
+/// which tells the runs that start on an even byte from the others.
+#[inline]
+fn escape_starts(backslashes: u64) -> u64 {
+    const EVEN: u64 = 0x5555_5555_5555_5555;
+    let runs_start = backslashes & !(backslashes << 1);
+    let from_even = backslashes & !backslashes.wrapping_add(runs_start & EVEN);
+    (from_even & EVEN) | (backslashes & !from_even & !EVEN)
+}
+
+/// One block of [`plain_blocks`] with AVX-512, with no branch on its
+/// escapes: each escaped byte is replaced by what it makes, looked up for
+/// the whole block at once, and the backslashes that start the escapes
+/// are compressed out; the block is written whole to `slot`. Returns the
+/// text bytes taken (all sixty-four, or the first sixty-three when the
+/// last starts an escape the next block ends) and the bytes made; `None`
+/// when the block holds what only the state machine reads (a raw line
+/// end, an escape of more than one byte or a refused one), which the
+/// caller then reads as the other widths do.
+///
+/// # Safety
+/// The processor must have AVX-512 F, BW, VBMI and VBMI2, and POPCNT.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vbmi,avx512vbmi2,popcnt")]
+#[inline]
+#[allow(unsafe_code)]
+unsafe fn block_avx512(block: &[u8; BLOCK], slot: &mut [u8; BLOCK]) -> Option<(usize, usize)> {
+    use std::arch::x86_64::{
+        _mm512_cmpeq_epi8_mask, _mm512_mask_blend_epi8, _mm512_maskz_compress_epi8, _mm512_movepi8_mask,
+        _mm512_permutex2var_epi8, _mm512_set1_epi8, _mm512_setzero_si512, _mm512_storeu_si512,
+    };
+    let bytes = words::load64(block);
+    let is = |byte: u8| _mm512_cmpeq_epi8_mask(bytes, _mm512_set1_epi8(byte as i8));
+    if is(b'\n') | is(b'\r') != 0 {
+        return None;
+    }
+    let starts = escape_starts(is(b'\\'));
+    let escaped = starts << 1;
+    let (low, high) = ONE_BYTE_ESCAPES.split_first_chunk::<64>().expect("256 entries");
+    let high = high.first_chunk::<64>().expect("256 entries");
+    // The index's high bit is not read: an escaped byte of 0x80 or more
+    // is refused with the bytes that make nothing.
+    let made = _mm512_permutex2var_epi8(words::load64(low), bytes, words::load64(high));
+    let refused = _mm512_cmpeq_epi8_mask(made, _mm512_setzero_si512()) | _mm512_movepi8_mask(bytes);
+    if escaped & refused != 0 {
+        return None;
+    }
+    let kept = !starts;
+    let decoded = _mm512_maskz_compress_epi8(kept, _mm512_mask_blend_epi8(escaped, bytes, made));
+    // SAFETY: `slot` is sixty-four bytes, all written; the store asks for
+    // no alignment.
+    unsafe { _mm512_storeu_si512(slot.as_mut_ptr().cast(), decoded) };
+    Some((BLOCK - (starts >> 63) as usize, kept.count_ones() as usize))
 }
 
 /// [`plain_text`] into `room`: (text bytes taken, bytes written).
@@ -646,6 +725,53 @@ mod tests {
             let expected = read_in_pieces(bytes, &every, 1);
             prop_assert_eq!(&unescape(bytes), &expected);
             prop_assert_eq!(read_in_pieces(bytes, &cuts, room), expected);
+        }
+
+        /// The blocks decode alike at every width the processor has (AVX-512
+        /// compresses a block's escapes out; the narrower code walks them):
+        /// the same bytes made, taken, and the same stop.
+        #[test]
+        fn blocks_decode_alike_at_every_width(
+            parts in proptest::collection::vec(
+                prop_oneof![
+                    8 => "[a-z \"'\u{e9}]{0,70}",
+                    4 => Just(r"\\".to_owned()),
+                    4 => Just(r"\\\\\\".to_owned()),
+                    4 => Just(r#"\""#.to_owned()),
+                    4 => Just(r"\n".to_owned()),
+                    2 => Just(r"\v".to_owned()),
+                    2 => Just(r"\q".to_owned()),
+                    2 => Just(r"\u00e9".to_owned()),
+                    1 => Just("\n".to_owned()),
+                    1 => Just("\\\u{e9}".to_owned()),
+                ],
+                0..60,
+            ),
+            room in prop_oneof![130usize..400, Just(usize::MAX)],
+        ) {
+            let text = parts.concat();
+            let bytes = text.as_bytes();
+            let room = room.min(bytes.len());
+            let decode = |lanes| {
+                let (mut out, mut stage) = (Vec::new(), Vec::new());
+                let (taken, stopped) = plain_blocks(bytes, room, &mut out, &mut stage, lanes);
+                (out, taken, stopped)
+            };
+            let (wide, narrow) = (words::wide(decode), decode(words::NARROW));
+            // Each ends between escapes (the widths may end a byte or two
+            // apart around an escape cut by a block's end), having made
+            // what its text means.
+            for (out, taken, _) in [&wide, &narrow] {
+                prop_assert_eq!(Ok(out.clone()), unescape(&bytes[..*taken]));
+            }
+            // A stop is where the state machine must take over: the same
+            // for both, unless one ended before reaching it.
+            match (wide.2, narrow.2) {
+                (true, true) => prop_assert_eq!(wide.1, narrow.1),
+                (true, false) => prop_assert!(narrow.1 <= wide.1),
+                (false, true) => prop_assert!(wide.1 <= narrow.1),
+                (false, false) => {}
+            }
         }
 
         /// The reader takes what the json5 crate takes, with the same

@@ -3,7 +3,8 @@
 //! a vectorised search. Content, where runs between the bytes searched for
 //! are long or many, is flagged sixteen bytes at a time ([`flags16`]),
 //! with SSE2 where the build has it, or a block of sixty-four at once
-//! ([`flags64`]).
+//! ([`flags64`]), in one comparison where the processor has AVX-512 and
+//! the loop runs under [`wide`].
 //!
 //! A flag is the high bit of a byte. The lowest flagged byte of a word is
 //! always a true match; higher ones may be false (a borrow runs upwards),
@@ -103,15 +104,49 @@ pub(crate) fn flags16<const N: usize>(chunk: &[u8; 16], targets: [u8; N]) -> u32
 }
 
 /// A bit for each byte of `chunk` equal to one of `targets`, the first
-/// byte's lowest: [`flags16`] over its four quarters. Text with a stop
-/// every few dozen bytes is read a block at a time, every stop in it
-/// taken from one mask, not a search from each stop to the next.
-#[inline]
-pub(crate) fn flags64<const N: usize>(chunk: &[u8; 64], targets: [u8; N]) -> u64 {
+/// byte's lowest: one comparison of the block with each target where
+/// `lanes` has AVX-512, else [`flags16`] over its four quarters. Text with
+/// a stop every few dozen bytes is read a block at a time, every stop in
+/// it taken from one mask, not a search from each stop to the next.
+#[inline(always)]
+pub(crate) fn flags64<const N: usize>(chunk: &[u8; 64], targets: [u8; N], lanes: Lanes) -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    if lanes.avx512() {
+        // SAFETY: only `wide` makes a `Lanes` that says AVX-512, having
+        // found the processor has it.
+        #[allow(unsafe_code)]
+        return unsafe { flags64_avx512(chunk, targets) };
+    }
+    let _ = lanes;
     let (quarters, _) = chunk.as_chunks::<16>();
     quarters.iter().enumerate().fold(0, |flags, (at, quarter)| {
         flags | u64::from(flags16(quarter, targets)) << (16 * at)
     })
+}
+
+/// [`flags64`] in one comparison of all sixty-four bytes with each target.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw")]
+#[inline]
+fn flags64_avx512<const N: usize>(chunk: &[u8; 64], targets: [u8; N]) -> u64 {
+    use std::arch::x86_64::{_mm512_cmpeq_epi8_mask, _mm512_set1_epi8};
+    let bytes = load64(chunk);
+    targets.iter().fold(0, |flags, &target| {
+        flags | _mm512_cmpeq_epi8_mask(bytes, _mm512_set1_epi8(target as i8))
+    })
+}
+
+/// The sixty-four bytes of `chunk` in one vector register.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[inline]
+pub(crate) fn load64(chunk: &[u8; 64]) -> std::arch::x86_64::__m512i {
+    // SAFETY: `chunk` is sixty-four bytes, all read; the load asks for no
+    // alignment.
+    #[allow(unsafe_code)]
+    unsafe {
+        std::arch::x86_64::_mm512_loadu_si512(chunk.as_ptr().cast())
+    }
 }
 
 /// [`flags16`] in one comparison of all sixteen bytes with each target.
@@ -152,30 +187,75 @@ fn flags16_bytewise<const N: usize>(chunk: &[u8; 16], targets: [u8; N]) -> u32 {
         .fold(0, |flags, (at, b)| flags | u32::from(targets.contains(b)) << at)
 }
 
-/// Runs `f` compiled for AVX2 where the processor has it (asked once, the
-/// answer kept by the standard library): the sixteen-byte comparisons in
-/// three-operand form, with no copies of the bytes they keep, and the
-/// copies of a block in half as many moves. Only what is inlined into it
-/// is compiled so: the closure and the loop it runs are marked
-/// `#[inline(always)]`.
-#[inline(always)]
-pub(crate) fn wide<R>(f: impl FnOnce() -> R) -> R {
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") {
-        // SAFETY: the processor has AVX2, the one feature `avx2_run`
-        // enables.
-        #[allow(unsafe_code)]
-        return unsafe { avx2_run(f) };
+/// The vector instructions a block loop run by [`wide`] may use. Only
+/// `wide` makes one, after asking the processor, so holding one that says
+/// AVX-512 is the proof that the instructions are there.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Lanes {
+    avx512: bool,
+}
+
+impl Lanes {
+    /// Whether AVX-512 (F, BW, VBMI and VBMI2, with BMI2 and POPCNT) is
+    /// there: sixty-four bytes compared at once, bytes compressed out of a
+    /// register or spread over it.
+    #[inline(always)]
+    pub(crate) fn avx512(self) -> bool {
+        self.avx512
     }
-    f()
+}
+
+/// Runs `f` compiled for the widest vectors the processor has (asked once,
+/// the answer kept by the standard library): AVX-512, where a block of
+/// sixty-four bytes is compared with a byte in one instruction; else AVX2,
+/// where the sixteen-byte comparisons take the three-operand form, with no
+/// copies of the bytes they keep, and the copies of a block take half as
+/// many moves. Only what is inlined into it is compiled so: the closure
+/// and the loop it runs are marked `#[inline(always)]`; `f` learns from
+/// its [`Lanes`] which code it may take.
+#[inline(always)]
+pub(crate) fn wide<R>(f: impl FnOnce(Lanes) -> R) -> R {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("avx512bw")
+            && std::arch::is_x86_feature_detected!("avx512vbmi")
+            && std::arch::is_x86_feature_detected!("avx512vbmi2")
+            && std::arch::is_x86_feature_detected!("bmi2")
+            && std::arch::is_x86_feature_detected!("popcnt")
+        {
+            // SAFETY: the processor has the features `avx512_run` enables.
+            #[allow(unsafe_code)]
+            return unsafe { avx512_run(f) };
+        }
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the processor has AVX2, the one feature `avx2_run`
+            // enables.
+            #[allow(unsafe_code)]
+            return unsafe { avx2_run(f) };
+        }
+    }
+    f(Lanes { avx512: false })
+}
+
+/// [`wide`] where the processor has AVX-512.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,avx512f,avx512bw,avx512vbmi,avx512vbmi2,bmi2,popcnt")]
+fn avx512_run<R>(f: impl FnOnce(Lanes) -> R) -> R {
+    f(Lanes { avx512: true })
 }
 
 /// [`wide`] where the processor has AVX2.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-fn avx2_run<R>(f: impl FnOnce() -> R) -> R {
-    f()
+fn avx2_run<R>(f: impl FnOnce(Lanes) -> R) -> R {
+    f(Lanes { avx512: false })
 }
+
+/// A [`Lanes`] without AVX-512, for tests of the narrower code on any
+/// processor.
+#[cfg(test)]
+pub(crate) const NARROW: Lanes = Lanes { avx512: false };
 
 /// How many bytes a search sixteen bytes at a time goes before it hands
 /// over to one with wider vectors: a run still going past them is long,
@@ -206,7 +286,8 @@ mod tests {
                     .iter()
                     .enumerate()
                     .fold(0u64, |flags, (at, b)| flags | u64::from(targets.contains(b)) << at);
-                prop_assert_eq!(flags64(block, targets), expected);
+                prop_assert_eq!(flags64(block, targets, NARROW), expected);
+                prop_assert_eq!(wide(|lanes| flags64(block, targets, lanes)), expected);
                 let chunk = block.first_chunk::<16>().expect("16 bytes");
                 prop_assert_eq!(flags16(chunk, targets), flags16_bytewise(chunk, targets));
             }

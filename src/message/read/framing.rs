@@ -45,7 +45,7 @@ use std::ops::Range;
 use memchr::{memchr, memchr2, memchr3};
 use smallvec::SmallVec;
 
-use crate::message::words;
+use crate::message::words::{self, Lanes};
 
 /// What a scan of the buffered bytes found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -892,7 +892,7 @@ impl Scanner {
         let start = self.pos;
         let (i, last) = match words::wide(
             #[inline(always)]
-            || closing_quote(&buf[start..]),
+            |lanes| closing_quote(&buf[start..], lanes),
         ) {
             Ok(quote) => (start + quote, true),
             // An escape the next bytes complete is kept for then.
@@ -1091,12 +1091,12 @@ fn hex_digit(byte: u8) -> Option<u16> {
 /// the flags at once: content has an escaped quote every few lines, and
 /// none of them stops the search or costs a branch.
 #[inline(always)]
-fn closing_quote(text: &[u8]) -> Result<usize, bool> {
+fn closing_quote(text: &[u8], lanes: Lanes) -> Result<usize, bool> {
     let (blocks, rest) = text.as_chunks::<64>();
     // Whether the backslashes that run up to the block's start are odd.
     let mut odd = false;
     for (n, block) in blocks.iter().enumerate() {
-        let (closing, _, odd_at_end) = block_quotes(block, odd);
+        let (closing, _, odd_at_end) = block_quotes(block, odd, lanes);
         if closing != 0 {
             return Ok(64 * n + closing.trailing_zeros() as usize);
         }
@@ -1105,7 +1105,7 @@ fn closing_quote(text: &[u8]) -> Result<usize, bool> {
     // Zeros are neither quotes nor backslashes.
     let mut last = [0u8; 64];
     last[..rest.len()].copy_from_slice(rest);
-    let (closing, escaped, _) = block_quotes(&last, odd);
+    let (closing, escaped, _) = block_quotes(&last, odd, lanes);
     if closing != 0 {
         return Ok(64 * blocks.len() + closing.trailing_zeros() as usize);
     }
@@ -1117,9 +1117,13 @@ fn closing_quote(text: &[u8]) -> Result<usize, bool> {
 /// the backslashes that run to its end are odd, when those that run up to
 /// it are `odd` (see [`escaped`]).
 #[inline(always)]
-fn block_quotes(block: &[u8; 64], odd: bool) -> (u64, u64, bool) {
-    let (escaped, odd_at_end) = escaped(words::flags64(block, [b'\\']), odd);
-    (words::flags64(block, [b'"']) & !escaped, escaped, odd_at_end)
+fn block_quotes(block: &[u8; 64], odd: bool, lanes: Lanes) -> (u64, u64, bool) {
+    let (escaped, odd_at_end) = escaped(words::flags64(block, [b'\\'], lanes), odd);
+    (
+        words::flags64(block, [b'"'], lanes) & !escaped,
+        escaped,
+        odd_at_end,
+    )
 }
 
 /// The bytes of a block that follow a run of backslashes and are escaped
@@ -1474,10 +1478,13 @@ mod tests {
         fn the_closing_quote_is_the_one_a_byte_loop_finds(text in escape_heavy_text()) {
             let mut from = 0;
             while from <= text.len() {
+                let expected = closing_quote_bytewise(&text[from..]);
+                prop_assert_eq!(closing_quote(&text[from..], words::NARROW), expected, "from {}", from);
                 prop_assert_eq!(
-                    closing_quote(&text[from..]),
-                    closing_quote_bytewise(&text[from..]),
-                    "from {}", from
+                    words::wide(|lanes| closing_quote(&text[from..], lanes)),
+                    expected,
+                    "from {} (the widest vectors here)",
+                    from
                 );
                 // The next start between escapes.
                 from += if text.get(from) == Some(&b'\\') { 2 } else { 1 };
