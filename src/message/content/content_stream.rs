@@ -33,7 +33,7 @@ use super::stored::Stored;
 use crate::message::Encoding;
 use crate::message::ValueError;
 use crate::message::codec::{CHUNK, DecodeError, Effort, VEC_WRITE, brotli_writer};
-use crate::message::json_text::escape;
+use crate::message::json_text::{escape, escape_utf8};
 use crate::message::string::Unescape;
 
 /// How much base64 text is turned into compressed bytes at a time: the
@@ -422,6 +422,11 @@ impl Utf8Check {
             }
             self.seen += want as u64;
             self.carried = 0;
+        }
+        // Most text is ASCII, which this says at twice the speed.
+        if bytes.is_ascii() {
+            self.seen += bytes.len() as u64;
+            return Ok(());
         }
         match std::str::from_utf8(bytes) {
             Ok(_) => self.seen += bytes.len() as u64,
@@ -951,6 +956,11 @@ fn text(carry: &mut Vec<u8>, taken: u64, piece: &[u8], out: &mut Vec<u8>) -> Res
     }
     // Content bytes of this piece before `bytes`.
     let offset = taken + (piece.len() - bytes.len()) as u64;
+    // Most text is ASCII, which this says at twice the speed.
+    if bytes.is_ascii() {
+        escape_utf8(bytes, out);
+        return Ok(());
+    }
     match std::str::from_utf8(bytes) {
         Ok(s) => escape(s, out),
         Err(e) => {
