@@ -33,7 +33,18 @@ const CHUNK_ROOM: usize = CHUNK * 6 + CHUNK;
 
 /// [`escape`] for bytes the caller knows to be UTF-8: every byte that is
 /// not escaped is copied as it is, so UTF-8 in is UTF-8 out.
+#[inline]
 pub(crate) fn escape_utf8(bytes: &[u8], out: &mut Vec<u8>) {
+    if bytes.len() < 2 * CHUNK {
+        // A key, a header value, a status message: most strings.
+        escape_short(bytes, out);
+    } else {
+        escape_long(bytes, out);
+    }
+}
+
+/// [`escape_utf8`] for thirty-two bytes or more: content, mostly.
+fn escape_long(bytes: &[u8], out: &mut Vec<u8>) {
     let mut rest = bytes;
     if rest.len() >= BLOCK {
         rest = words::wide(
