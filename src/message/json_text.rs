@@ -52,6 +52,13 @@ fn escape_long(bytes: &[u8], out: &mut Vec<u8>) {
             |lanes| escape_blocks(rest, out, lanes),
         );
     }
+    escape_chunked(rest, out);
+}
+
+/// [`escape_utf8`] without AVX-512: sixteen bytes at a time, then a word
+/// at a time.
+fn escape_chunked(bytes: &[u8], out: &mut Vec<u8>) {
+    let mut rest = bytes;
     while rest.len() >= 2 * CHUNK {
         // Room for the rest written plainly, an eighth more for its
         // escapes, and the most a chunk writes; more, later, if escapes
@@ -515,6 +522,21 @@ mod tests {
             buffer.extend_from_slice(&bytes);
             let mut out = Vec::new();
             proptest::prop_assert_eq!(escaped_bytes(&buffer[align..], &mut out), reference(&bytes));
+        }
+
+        /// Processors without AVX-512 take the sixteen-byte chunks all the
+        /// way: the same text.
+        #[test]
+        fn without_avx512_any_bytes_are_escaped_as_the_reference_does(
+            bytes in proptest::collection::vec(
+                proptest::sample::select(b"ab\"\\\n\x00\x1f\x7f\xc3\xa9 plain text".to_vec()),
+                0..700,
+            ),
+        ) {
+            let mut out = b"before".to_vec();
+            escape_chunked(&bytes, &mut out);
+            proptest::prop_assert_eq!(&out[..6], b"before");
+            proptest::prop_assert_eq!(&out[6..], &reference(&bytes)[..]);
         }
 
         #[test]
