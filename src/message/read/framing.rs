@@ -1137,6 +1137,10 @@ fn block_quotes(block: &[u8; 64], odd: bool, lanes: Lanes) -> (u64, u64, bool) {
 /// flag to the run carries to the byte after it; runs starting on even and
 /// on odd bytes are carried apart, and each end kept when its parity is
 /// the other.
+///
+/// Whether the run at the end is odd takes only its length, and `odd`
+/// only when the whole block is one run: the next block waits on two
+/// steps of this one, not on all of them, so blocks overlap.
 #[inline]
 fn escaped(backslashes: u64, odd: bool) -> (u64, bool) {
     const EVEN: u64 = 0x5555_5555_5555_5555;
@@ -1147,9 +1151,13 @@ fn escaped(backslashes: u64, odd: bool) -> (u64, bool) {
     // backslashes before are even.
     let starts = runs & !(runs << 1);
     let after_even = runs.wrapping_add(starts & EVEN) & !runs & !EVEN;
-    // A run from an odd byte to the block's end carries out of it: odd.
-    let (after_odd, odd_at_end) = runs.overflowing_add(starts & !EVEN);
-    let after_odd = after_odd & !runs & EVEN;
+    let after_odd = runs.wrapping_add(starts & !EVEN) & !runs & EVEN;
+    let run_at_end = (!backslashes).leading_zeros();
+    let odd_at_end = if run_at_end == 64 {
+        odd
+    } else {
+        run_at_end % 2 == 1
+    };
     (first | after_even | after_odd, odd_at_end)
 }
 
@@ -1455,7 +1463,8 @@ mod tests {
         proptest::collection::vec(
             (
                 0usize..70,
-                0usize..7,
+                // Runs a block long or longer, now and then.
+                prop_oneof![8 => 0usize..7, 1 => 60usize..140],
                 prop_oneof![Just(b'"'), Just(b'a'), Just(b'\\')],
             ),
             0..12,
