@@ -33,7 +33,9 @@ const CHUNK_ROOM: usize = CHUNK * 6 + CHUNK;
 
 /// [`escape`] for bytes the caller knows to be UTF-8: every byte that is
 /// not escaped is copied as it is, so UTF-8 in is UTF-8 out.
-#[inline]
+// Out of line: every string a message writes calls it, and the writers
+// around it stay small enough to be inlined themselves.
+#[inline(never)]
 pub(crate) fn escape_utf8(bytes: &[u8], out: &mut Vec<u8>) {
     if bytes.len() < 2 * CHUNK {
         // A key, a header value, a status message: most strings.
@@ -44,6 +46,7 @@ pub(crate) fn escape_utf8(bytes: &[u8], out: &mut Vec<u8>) {
 }
 
 /// [`escape_utf8`] for thirty-two bytes or more: content, mostly.
+#[inline(never)]
 fn escape_long(bytes: &[u8], out: &mut Vec<u8>) {
     let mut rest = bytes;
     if rest.len() >= BLOCK {
