@@ -7,9 +7,9 @@
 //! Whole messages and streamed content (D19) both go through here, so a
 //! large text's transfer runs at this pass's speed. Text is mostly plain,
 //! with an escape every line or so. Where the processor has AVX-512, long
-//! text is escaped thirty-two bytes at a time with no branch on its
-//! escapes: the bytes are spread over the slots of their escaped text in
-//! one instruction. Elsewhere sixteen bytes at a time are compared with
+//! text is escaped sixty-four bytes at a time with no branch on its
+//! escapes: the bytes are spread over the slots of their escaped text, a
+//! half-block in one instruction. Elsewhere sixteen bytes at a time are compared with
 //! every byte to escape at once (SSE2 on x86-64, byte by byte elsewhere),
 //! each sixteen go to the output whole, and each escape is written over
 //! what follows it there: no call to copy a short run, no branch per byte.
@@ -72,8 +72,7 @@ fn escape_chunked(bytes: &[u8], out: &mut Vec<u8>) {
     escape_short(rest, out);
 }
 
-/// How many bytes [`escape_blocks`] reads at once (it escapes half of
-/// them: their escaped text fits one vector).
+/// How many bytes [`escape_blocks`] reads at once.
 const BLOCK: usize = 64;
 
 /// Escapes the front of `bytes` onto `out` a block at a time where `lanes`
@@ -107,13 +106,14 @@ const LETTERS: [u8; 64] = {
     letters
 };
 
-/// [`escape_blocks`] with AVX-512, with no branch on the escapes: thirty-
-/// two bytes at a time (read as the front of a block), each byte to escape
-/// given a backslash before it by spreading the bytes out over the slots
-/// of their escaped text (where the backslashes go is worked out from the
-/// bits of the escapes, `pdep` then `pext`), and a control character
-/// turned into its letter, sixty-four bytes written at once. Thirty-two
-/// bytes with a control character that takes `\u00XX` go the short way.
+/// [`escape_blocks`] with AVX-512, with no branch on the escapes: a block
+/// of sixty-four bytes classified at once, each byte to escape given a
+/// backslash before it by spreading the bytes out over the slots of their
+/// escaped text (where the backslashes go is worked out from the bits of
+/// the escapes, `pdep` then `pext`), and a control character turned into
+/// its letter; each half of the block is spread and written whole (its
+/// escaped text fits one vector). A block with a control character that
+/// takes `\u00XX` goes the short way.
 ///
 /// # Safety
 /// The processor must have AVX-512 F, BW, VBMI and VBMI2, BMI2 and
@@ -124,11 +124,21 @@ const LETTERS: [u8; 64] = {
 #[allow(unsafe_code)]
 unsafe fn escape_avx512<'a>(bytes: &'a [u8], out: &mut Vec<u8>) -> &'a [u8] {
     use std::arch::x86_64::{
-        _mm512_cmpeq_epi8_mask, _mm512_cmple_epu8_mask, _mm512_mask_blend_epi8, _mm512_mask_expand_epi8,
-        _mm512_permutexvar_epi8, _mm512_set1_epi8, _mm512_storeu_si512, _pdep_u64, _pext_u64,
+        __m512i, _mm512_cmpeq_epi8_mask, _mm512_cmple_epu8_mask, _mm512_mask_blend_epi8,
+        _mm512_mask_expand_epi8, _mm512_permutexvar_epi8, _mm512_set1_epi8, _mm512_shuffle_i64x2,
+        _mm512_storeu_si512, _pdep_u64, _pext_u64,
     };
-    const HALF: u64 = 0xffff_ffff;
     const EVEN: u64 = 0x5555_5555_5555_5555;
+    // The escaped text of the 32 bytes at the front of `text`, whose
+    // escapes are the low bits of `escapes`: (the text, its length).
+    let spread = |text: __m512i, escapes: u64| {
+        // A bit for each slot of the escaped text: two for a byte to
+        // escape (its backslash, then itself), one for any other.
+        let slots = _pdep_u64(escapes, EVEN);
+        let backslashes = _pext_u64(slots, slots | !EVEN);
+        let escaped = _mm512_mask_expand_epi8(_mm512_set1_epi8(b'\\' as i8), !backslashes, text);
+        (escaped, BLOCK / 2 + escapes.count_ones() as usize)
+    };
     let letters = words::load64(&LETTERS);
     let mut at = 0;
     // The escaped text's end in `out`, whose length is set once a run of
@@ -138,39 +148,36 @@ unsafe fn escape_avx512<'a>(bytes: &'a [u8], out: &mut Vec<u8>) -> &'a [u8] {
     while let Some(block) = bytes.get(at..at + BLOCK) {
         let block = block.first_chunk::<BLOCK>().expect("a block");
         let v = words::load64(block);
-        let controls = _mm512_cmple_epu8_mask(v, _mm512_set1_epi8(0x1f)) & HALF;
+        let controls = _mm512_cmple_epu8_mask(v, _mm512_set1_epi8(0x1f));
         let escapes = controls
-            | (_mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8(b'"' as i8))
-                | _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8(b'\\' as i8)))
-                & HALF;
+            | _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8(b'"' as i8))
+            | _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8(b'\\' as i8));
         let letter = _mm512_permutexvar_epi8(v, letters);
         if controls & _mm512_cmpeq_epi8_mask(letter, _mm512_set1_epi8(0)) != 0 {
             // SAFETY: the bytes up to `len` are written (below).
             unsafe { out.set_len(len) };
-            escape_short(&block[..BLOCK / 2], out);
+            escape_short(block, out);
             len = out.len();
-            at += BLOCK / 2;
+            at += BLOCK;
             continue;
         }
-        // A bit for each slot of the escaped text: two for a byte to
-        // escape (its backslash, then itself), one for any other.
-        let spread = _pdep_u64(escapes, EVEN);
-        let backslashes = _pext_u64(spread, spread | !EVEN);
-        let escaped = _mm512_mask_expand_epi8(
-            _mm512_set1_epi8(b'\\' as i8),
-            !backslashes,
-            _mm512_mask_blend_epi8(controls, v, letter),
-        );
-        if out.capacity() - len < BLOCK {
+        let text = _mm512_mask_blend_epi8(controls, v, letter);
+        let (low, low_len) = spread(text, escapes & 0xffff_ffff);
+        let (high, high_len) = spread(_mm512_shuffle_i64x2::<0b11_10_11_10>(text, text), escapes >> 32);
+        if out.capacity() - len < 2 * BLOCK {
             // SAFETY: the bytes up to `len` are written (below).
             unsafe { out.set_len(len) };
-            out.reserve(bytes.len() - at + BLOCK);
+            out.reserve(bytes.len() - at + 2 * BLOCK);
         }
-        // SAFETY: there is room for sixty-four bytes past `len` (above),
-        // all written by the store, which asks for no alignment.
-        unsafe { _mm512_storeu_si512(out.as_mut_ptr().add(len).cast(), escaped) };
-        len += BLOCK / 2 + escapes.count_ones() as usize;
-        at += BLOCK / 2;
+        // SAFETY: there is room for 128 bytes past `len` (above), the
+        // first `low_len` written by the first store and the next
+        // `high_len` by the second; the stores ask for no alignment.
+        unsafe {
+            _mm512_storeu_si512(out.as_mut_ptr().add(len).cast(), low);
+            _mm512_storeu_si512(out.as_mut_ptr().add(len + low_len).cast(), high);
+        }
+        len += low_len + high_len;
+        at += BLOCK;
     }
     // SAFETY: as above.
     unsafe { out.set_len(len) };
