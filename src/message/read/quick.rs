@@ -305,6 +305,7 @@ impl<'a> Reader<'a> {
         found
     }
 
+    #[inline(always)]
     fn loose_string(&mut self) -> Option<Loose<'a>> {
         Some(Loose::Str(Cow::Borrowed(self.string()?)))
     }
