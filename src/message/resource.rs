@@ -12,11 +12,12 @@ use super::{ValueError, words};
 /// One string holds everything: the resource as written, followed by the
 /// normalised path only when that path is not already a slice of it (the
 /// usual `/hello.txt` is). The parts are byte ranges into it, so a parse
-/// makes one allocation, not one per part.
+/// makes one allocation at most, not one per part, and none when the
+/// string is short enough to be held in place (nearly every path is).
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct Resource {
     /// The original string, then (sometimes) the normalised path.
-    text: String,
+    text: Text,
     /// Where the original string ends in `text`.
     original_end: usize,
     scheme: bool,
@@ -25,6 +26,78 @@ pub struct Resource {
     path: Span,
     query: Option<Span>,
     fragment: Option<Span>,
+}
+
+/// How many bytes of text a [`Resource`] holds in place: a path as
+/// requests usually name one fits, and costs no allocation to parse, to
+/// copy or to drop.
+const IN_PLACE: usize = 22;
+
+/// The text of a [`Resource`]: in place when it is short, else on the
+/// heap. Compared and hashed as the string it holds, however it holds it.
+#[derive(Clone)]
+enum Text {
+    /// The first `len` bytes of `bytes`, copied from a `str`.
+    InPlace {
+        len: u8,
+        bytes: [u8; IN_PLACE],
+    },
+    Heap(String),
+}
+
+impl Text {
+    /// `s`, in place if it fits.
+    #[inline]
+    fn copied(s: &str) -> Text {
+        match u8::try_from(s.len()) {
+            Ok(len) if s.len() <= IN_PLACE => {
+                let mut bytes = [0; IN_PLACE];
+                bytes[..s.len()].copy_from_slice(s.as_bytes());
+                Text::InPlace { len, bytes }
+            }
+            _ => Text::Heap(s.to_owned()),
+        }
+    }
+
+    #[inline]
+    fn as_str(&self) -> &str {
+        match self {
+            Text::InPlace { len, bytes } => {
+                let bytes = bytes.get(..usize::from(*len)).unwrap_or_default();
+                // SAFETY: the bytes were copied whole from a `str`
+                // (`copied`), so they are UTF-8.
+                #[allow(unsafe_code)]
+                unsafe {
+                    std::str::from_utf8_unchecked(bytes)
+                }
+            }
+            Text::Heap(text) => text,
+        }
+    }
+
+    #[inline]
+    fn len(&self) -> usize {
+        self.as_str().len()
+    }
+
+    #[inline]
+    fn get<I: std::slice::SliceIndex<str>>(&self, range: I) -> Option<&I::Output> {
+        self.as_str().get(range)
+    }
+}
+
+impl PartialEq for Text {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl Eq for Text {}
+
+impl std::hash::Hash for Text {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.as_str().hash(state);
+    }
 }
 
 /// A byte range of [`Resource::text`]; always on character boundaries.
@@ -55,7 +128,7 @@ impl Resource {
 
     /// `text`, all of it a path from the root already in normal form:
     /// no host, no query, no fragment.
-    fn path_only(text: String) -> Resource {
+    fn path_only(text: Text) -> Resource {
         let end = text.len();
         Resource {
             text,
@@ -144,7 +217,7 @@ fn plain_path(s: &str) -> Option<Resource> {
     // Printable ASCII, and none of the bytes that start an escape, a
     // query or a fragment.
     let plain = |b: u8| matches!(b, b'!'..=b'~') && !matches!(b, b'%' | b'?' | b'#');
-    segments_in_normal_form(segments.as_bytes(), |b| !plain(b)).then(|| Resource::path_only(s.to_owned()))
+    segments_in_normal_form(segments.as_bytes(), |b| !plain(b)).then(|| Resource::path_only(Text::copied(s)))
 }
 
 /// Any resource: one of the seven shapes of D7, with D7's host rule for a
@@ -184,19 +257,20 @@ fn parse_any(s: &str) -> Result<Resource, ValueError> {
         }
     };
 
-    let mut text;
+    let text;
     let path = match normal_form(raw_path) {
         // Already normal: a slice of the original.
         Some(NormalForm::AsWritten) => {
-            text = s.to_owned();
+            text = Text::copied(s);
             Span::of(s, raw_path)
         }
         // Normal once a `/` is put in front.
         Some(NormalForm::WithRoot) => {
-            text = String::with_capacity(s.len() + 1 + raw_path.len());
-            text.push_str(s);
-            text.push('/');
-            text.push_str(raw_path);
+            let mut joined = String::with_capacity(s.len() + 1 + raw_path.len());
+            joined.push_str(s);
+            joined.push('/');
+            joined.push_str(raw_path);
+            text = Text::Heap(joined);
             Span {
                 start: s.len(),
                 end: text.len(),
@@ -204,9 +278,10 @@ fn parse_any(s: &str) -> Result<Resource, ValueError> {
         }
         None => {
             let path = normalise_path(raw_path)?;
-            text = String::with_capacity(s.len() + path.len());
-            text.push_str(s);
-            text.push_str(&path);
+            let mut joined = String::with_capacity(s.len() + path.len());
+            joined.push_str(s);
+            joined.push_str(&path);
+            text = Text::Heap(joined);
             Span {
                 start: s.len(),
                 end: text.len(),
@@ -464,6 +539,33 @@ mod tests {
 
     fn res(s: &str) -> Resource {
         s.parse().unwrap_or_else(|e| panic!("{s:?}: {e}"))
+    }
+
+    #[test]
+    fn short_text_is_held_in_place_and_reads_as_the_same_string_either_way() {
+        use std::hash::{BuildHasher, RandomState};
+        let hasher = RandomState::new();
+        // Around the in-place size, in characters of one to four bytes.
+        for filler in ["a", "é", "€", "😀"] {
+            for count in 0..=IN_PLACE + 2 {
+                let path = format!("/{}", filler.repeat(count));
+                let parsed = res(&path);
+                assert_eq!(parsed.as_str(), path);
+                assert_eq!(parsed.path(), path);
+                let in_place = matches!(parsed.text, Text::InPlace { .. });
+                assert_eq!(in_place, path.len() <= IN_PLACE, "{path}");
+                // However the text is held, the same string is the same
+                // resource, with the same hash.
+                let mut other = parsed.clone();
+                other.text = Text::Heap(path.clone());
+                assert_eq!(parsed, other);
+                assert_eq!(hasher.hash_one(&parsed), hasher.hash_one(&other));
+            }
+        }
+        // A resource whose normal path is appended to it: on the heap.
+        let joined = res("/a/../b");
+        assert_eq!((joined.as_str(), joined.path()), ("/a/../b", "/b"));
+        assert_ne!(res("/ab"), res("/a"));
     }
 
     fn refusal(s: &str) -> String {
