@@ -213,11 +213,27 @@ impl FromStr for Resource {
 /// read.
 #[inline]
 fn plain_path(s: &str) -> Option<Resource> {
-    let segments = s.strip_prefix('/')?;
-    // Printable ASCII, and none of the bytes that start an escape, a
-    // query or a fragment.
-    let plain = |b: u8| matches!(b, b'!'..=b'~') && !matches!(b, b'%' | b'?' | b'#');
-    segments_in_normal_form(segments.as_bytes(), |b| !plain(b)).then(|| Resource::path_only(Text::copied(s)))
+    let segments = s.strip_prefix('/')?.as_bytes();
+    // Eight bytes at a time while every one is plain and none is a `/`:
+    // the exact test runs from the first word that flags one, the
+    // segment still starting at the first byte.
+    let (from, _) = words::first_flagged(segments, 0, |word| {
+        words::below(word, b'!')
+            | (word & 0x8080_8080_8080_8080)
+            | words::equal(word, 0x7f)
+            | words::equal(word, b'%')
+            | words::equal(word, b'?')
+            | words::equal(word, b'#')
+            | words::equal(word, b'/')
+    });
+    segments_in_normal_form(segments, from, |b| !plain_byte(b)).then(|| Resource::path_only(Text::copied(s)))
+}
+
+/// Printable ASCII, and none of the bytes that start an escape, a query
+/// or a fragment.
+#[inline]
+fn plain_byte(b: u8) -> bool {
+    matches!(b, b'!'..=b'~') && !matches!(b, b'%' | b'?' | b'#')
 }
 
 /// Any resource: one of the seven shapes of D7, with D7's host rule for a
@@ -372,16 +388,17 @@ fn normal_form(raw: &str) -> Option<NormalForm> {
         Some(after) => (after, NormalForm::AsWritten),
         None => (raw, NormalForm::WithRoot),
     };
-    segments_in_normal_form(segments.as_bytes(), |b| b == b'%').then_some(form)
+    segments_in_normal_form(segments.as_bytes(), 0, |b| b == b'%').then_some(form)
 }
 
 /// Whether the segments of a path (what follows its first `/`) are in
 /// normal form, in one pass: no empty, `.` or `..` segment but an empty
 /// last one (a trailing `/`, or the root), and no byte `refused` flags.
+/// The bytes before `from` are known to be neither refused nor `/`.
 #[inline]
-fn segments_in_normal_form(segments: &[u8], refused: impl Fn(u8) -> bool) -> bool {
+fn segments_in_normal_form(segments: &[u8], from: usize, refused: impl Fn(u8) -> bool) -> bool {
     let mut start = 0;
-    for (i, &b) in segments.iter().enumerate() {
+    for (i, &b) in segments.iter().enumerate().skip(from) {
         if refused(b) {
             return false;
         }
@@ -875,6 +892,41 @@ mod tests {
             "localhost/a",
         ] {
             assert_eq!(plain_path(s), None, "{s:?}");
+        }
+    }
+
+    #[test]
+    fn the_plain_path_reading_takes_what_a_byte_by_byte_reading_takes() {
+        // The plain reading as a byte loop: every byte plain, every
+        // segment but an empty last one neither empty nor a dot segment.
+        let bytewise = |s: &str| {
+            let Some(segments) = s.strip_prefix('/') else {
+                return false;
+            };
+            let parts: Vec<&str> = segments.split('/').collect();
+            segments.bytes().all(plain_byte)
+                && parts[..parts.len() - 1]
+                    .iter()
+                    .all(|p| !matches!(*p, "" | "." | ".."))
+                && !matches!(*parts.last().unwrap_or(&""), "." | "..")
+        };
+        // Every byte at every position of three words, in paths made of
+        // plain bytes, dots and slashes.
+        for base in [
+            "/abcdefghijklmnopqrstuvw",
+            "/a/b/c/d/e/f/g/h/i/j/k/l",
+            "/./../../.a/b./.c./d../",
+        ] {
+            for at in 1..base.len() {
+                for byte in 0..=0x80u8 {
+                    let mut bytes = base.as_bytes().to_vec();
+                    bytes[at] = byte;
+                    let text = String::from_utf8(bytes).unwrap_or_else(|_| format!("{base}\u{e9}"));
+                    for s in [&text[..], &text[..at + 1]] {
+                        assert_eq!(plain_path(s).is_some(), bytewise(s), "{s:?}");
+                    }
+                }
+            }
         }
     }
 
