@@ -292,13 +292,15 @@ impl<'a> Reader<'a> {
     #[inline(always)]
     fn take_quoted(&mut self, text: &str, then: Option<u8>) -> bool {
         self.skip_whitespace();
-        let rest = &self.bytes[self.pos..];
         let len = text.len();
         let last = len + 1 + usize::from(then.is_some());
-        let found = rest.get(last) == Some(then.as_ref().unwrap_or(&b'"'))
-            && rest[0] == b'"'
-            && rest[len + 1] == b'"'
-            && &rest[1..=len] == text.as_bytes();
+        // One bounds check for all of it, then comparisons within.
+        let found = self.bytes.get(self.pos..=self.pos + last).is_some_and(|written| {
+            written[last] == then.unwrap_or(b'"')
+                && written[0] == b'"'
+                && written[len + 1] == b'"'
+                && written[1..=len] == *text.as_bytes()
+        });
         if found {
             self.pos += last + 1;
         }
