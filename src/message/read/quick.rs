@@ -509,8 +509,10 @@ impl<'a> Reader<'a> {
         }
         let at = |index: usize| {
             let name: &'static str = HEADER_NAMES[index];
-            let after = rest[1..].strip_prefix(name.as_bytes())?;
-            after.starts_with(b"\":").then_some((name, index))
+            let len = name.len();
+            // One bounds check for the name and the `":` after it.
+            let written = rest.get(..len + 3)?;
+            (written[1..=len] == *name.as_bytes() && written[len + 1..] == *b"\":").then_some((name, index))
         };
         let found = match rest.get(1)? {
             b'a' => at(2).or_else(|| at(3)).or_else(|| at(1)).or_else(|| at(4)),
