@@ -42,6 +42,10 @@ pub(crate) fn request_headers<'a>(
     raw: &'a RawHeaders<'_>,
     headers: &mut Headers,
 ) -> Result<Option<&'a str>, String> {
+    // Nothing to look up or judge, nor to save registers for.
+    if raw.entries.is_empty() {
+        return Ok(None);
+    }
     let ignore_unknown = raw.entries.iter().any(|(_, listed, value)| {
         listed.and_then(HeaderName::from_index) == Some(HeaderName::IgnoreInvalidHeaders)
             && *value == Loose::Bool(true)
@@ -64,7 +68,7 @@ pub(crate) fn request_headers<'a>(
 
 /// Checks one request header of the protocol's list (D8) into `headers`;
 /// the value of `expect` goes to `expect`, as written.
-#[inline]
+#[inline(always)]
 pub(crate) fn request_header<'a>(
     name: HeaderName,
     value: &'a Loose<'a>,
