@@ -276,23 +276,27 @@ fn for_each_item<'v>(
     value: &'v Loose<'v>,
     mut each: impl FnMut(&'v str) -> Result<(), String>,
 ) -> Result<(), String> {
-    let mut non_empty = |item: &'v str| {
+    #[inline(always)]
+    fn non_empty<'v>(
+        item: &'v str,
+        each: &mut impl FnMut(&'v str) -> Result<(), String>,
+    ) -> Result<(), String> {
         let item = trim_ows(item);
         if item.is_empty() { Ok(()) } else { each(item) }
-    };
+    }
     match value {
         Loose::Str(s) => {
             // `split(',')` by bytes: its searcher costs more to set up
             // than a short value takes to read.
             let mut rest: &'v str = s;
             while let Some(at) = rest.bytes().position(|b| b == b',') {
-                non_empty(&rest[..at])?;
+                non_empty(&rest[..at], &mut each)?;
                 rest = &rest[at + 1..];
             }
-            non_empty(rest)
+            non_empty(rest, &mut each)
         }
         Loose::Array(items) => items.try_for_each(|i, item| match item {
-            Ok(s) => non_empty(s),
+            Ok(s) => non_empty(s, &mut each),
             Err(kind) => Err(format!(
                 "header \"{name}\": element {i} is {}, not a string",
                 kind.described()
