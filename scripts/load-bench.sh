@@ -140,13 +140,13 @@ fi
 # also depends on how the requests happen to batch into reads, which
 # moves it by up to 6 % from run to run: those budgets are the highest of
 # recent runs plus 5 %. Raise one only with the reason in the commit.
-BUDGET_MIO_HELLO_P1=7290
-BUDGET_MIO_HELLO_P16=5160
-BUDGET_URING_HELLO_P1=8660
-BUDGET_URING_HELLO_P16=5270
-BUDGET_SERVE_P1=10480
-BUDGET_SERVE_P16=8300
-BUDGET_PARSE=4240
+BUDGET_MIO_HELLO_P1=7090
+BUDGET_MIO_HELLO_P16=4890
+BUDGET_URING_HELLO_P1=8480
+BUDGET_URING_HELLO_P16=5010
+BUDGET_SERVE_P1=10290
+BUDGET_SERVE_P16=8080
+BUDGET_PARSE=3650
 
 if [ "$mode" = budget ]; then
     measured=$(mktemp)
