@@ -89,9 +89,23 @@ impl Conn {
     }
 }
 
+/// `IORING_RECVSEND_POLL_FIRST` (Linux 5.19): wait for data before
+/// trying to receive. A receive is armed right after the last one took
+/// what there was, so a first try would only find nothing.
+const POLL_FIRST: u16 = 1;
+
+/// How receives are asked for: waiting for data first, unless the kernel
+/// refused that (older than 5.19), after which they try at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Arming {
+    PollFirst,
+    TryFirst,
+}
+
 /// The ring, with each operation the generator asks for as a method.
 struct Ring {
     ring: IoUring,
+    arming: Arming,
 }
 
 impl Ring {
@@ -112,7 +126,10 @@ impl Ring {
             // An older kernel: a plain ring does the same, a little slower.
             Err(_) => IoUring::builder().setup_cqsize(cq).build(entries)?,
         };
-        Ok(Ring { ring })
+        Ok(Ring {
+            ring,
+            arming: Arming::PollFirst,
+        })
     }
 
     /// Queues `entry`, submitting what is queued first when the queue is
@@ -169,6 +186,10 @@ impl Ring {
             room.as_mut_ptr(),
             u32::try_from(room.len()).unwrap_or(u32::MAX),
         )
+        .ioprio(match self.arming {
+            Arming::PollFirst => POLL_FIRST,
+            Arming::TryFirst => 0,
+        })
         .build()
         .user_data(Op::Recv(i).encode());
         conn.recv = Recv::Armed;
@@ -319,6 +340,10 @@ fn received(
             ring.recv(conn, i)
         }
         Err(_) if retry(result) => ring.recv(conn, i),
+        Err(_) if -result == libc::EINVAL && ring.arming == Arming::PollFirst => {
+            ring.arming = Arming::TryFirst;
+            ring.recv(conn, i)
+        }
         Err(_) => {
             close(
                 conn,
