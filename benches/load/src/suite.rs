@@ -919,10 +919,9 @@ fn locked_version(package: &str) -> Option<String> {
 pub(crate) fn simple_header(about: &About, settings: &Settings, what: &str) -> String {
     let load = procfs::load_average().map_or("-".into(), |l| format!("{:.2}", l[0]));
     format!(
-        "Measured {} with `{}` ({what}{}); {}, {} cores, {}; load average {load} at the end.\n\n",
+        "Measured {} with `{}` ({what}); {}, {} cores, {}; load average {load} at the end.\n\n",
         about.date,
         settings.command,
-        generator_note(settings),
         about.cpu,
         procfs::cpus_online(),
         about.rustc,
@@ -960,9 +959,10 @@ fn header(
     )
 }
 
-/// Which generator a header names: only the io_uring one, epoll being
-/// what every earlier table used.
-fn generator_note(settings: &Settings) -> &'static str {
+/// Which generator drove the throughput loads, for the header of a table
+/// of them: named only when on io_uring, epoll being what every other
+/// table used.
+pub(crate) fn generator_note(settings: &Settings) -> &'static str {
     match settings.generator {
         Driver::Epoll => "",
         Driver::Uring => "; the generator on io_uring (`--generator uring`)",
