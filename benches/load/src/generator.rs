@@ -1,5 +1,7 @@
 //! The closed-loop load generator: N keep-alive connections, each keeping P
-//! requests in flight, on one mio event loop.
+//! requests in flight, on one mio event loop or (`Driver::Uring`, in
+//! `ring_generator`) one io_uring, sharing the tally, the clock and the
+//! framing of responses defined here.
 //!
 //! Closed loop: a connection sends its next request only when a response
 //! comes back, so the offered load is what the server sustains and nothing
