@@ -19,6 +19,8 @@ mod paced;
 mod plot;
 mod procfs;
 mod profile;
+#[cfg(target_os = "linux")]
+mod ring_generator;
 mod servers;
 mod suite;
 mod tls;
@@ -32,6 +34,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use framing::Protocol;
+use generator::Driver;
 use servers::{Programs, ServerKind};
 use suite::{Mode, Settings};
 
@@ -39,14 +42,18 @@ const USAGE: &str = "\
 usage:
   loadbench gen --addr ADDR [--protocol jsontp|http] [--path /hello.txt] [--gzip]
                 [-c CONNECTIONS] [-p PIPELINE] [-d SECONDS] [--warmup SECONDS]
-                [--requests N] [--pid SERVER_PID]...
+                [--requests N] [--pid SERVER_PID]... [--generator epoll|uring]
   loadbench suite MODE [--runs 3] [--seconds 5] [--warmup 1] [--bin-dir target/release]
                 [--hyper PATH] [--nginx PATH|none] [--work DIR] [--write BENCHMARKS.md]
                 [--svg FILE] [--server-cpu N|none] [--idle-max 10000] [--command TEXT]
                 [--servers nginx,jsontp,hyper,mio,floor,uring,jsontp-uring] [--baseline PATH]
+                [--generator epoll|uring]
   MODE: throughput, idle, syscalls, instructions, all, smoke, profile, latency, tls, workers,
         uring (the io_uring runtime beside epoll), versus (this mio hello and --baseline's)
-  loadbench replot [--results target/loadbench/results.json] [--svg FILE]";
+  loadbench replot [--results target/loadbench/results.json] [--svg FILE]
+  --generator: how the generator drives its connections, epoll (the default; plain TCP, TLS,
+        a connection per request) or uring (io_uring: one system call submits every
+        connection's sends and reaps its answers; plain TCP, keep-alive, Linux only)";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -151,6 +158,7 @@ fn generate(args: &[String]) -> Result<bool, String> {
         .map(str::parse::<u32>)
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| format!("--pid: {e}"))?;
+    let driver = generator_option(&mut o)?;
     o.finish()?;
     if !(0.0..=600.0).contains(&seconds) || !(0.0..=60.0).contains(&warmup) {
         return Err("-d: at most 600 s; --warmup: at most 60 s".into());
@@ -172,10 +180,19 @@ fn generate(args: &[String]) -> Result<bool, String> {
         server_pids: pids,
         tls: None,
         reconnect: false,
+        driver,
     };
     let outcome = generator::run(&load).map_err(|e| e.to_string())?;
     println!("{}", serde_json::to_string(&outcome).map_err(|e| e.to_string())?);
     Ok(outcome.errors == 0 && outcome.completed > 0)
+}
+
+/// `--generator epoll|uring`, epoll unless given.
+fn generator_option(o: &mut Options) -> Result<Driver, String> {
+    match o.value(&["--generator"]) {
+        None => Ok(Driver::Epoll),
+        Some(name) => Driver::parse(name).ok_or_else(|| format!("--generator: epoll or uring, not {name:?}")),
+    }
 }
 
 fn suite(args: &[String]) -> Result<bool, String> {
@@ -226,6 +243,7 @@ fn suite(args: &[String]) -> Result<bool, String> {
         write: o.value(&["--write"]).map(PathBuf::from),
         svg: PathBuf::from(o.value(&["--svg"]).unwrap_or("benches/load/throughput.svg")),
         idle_max: o.parsed(&["--idle-max"], 10_000usize)?,
+        generator: generator_option(&mut o)?,
         only: match o.value(&["--servers"]) {
             // Modes that do not compare a server leave it out whatever
             // this says.

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::generator::{self, Load, Outcome};
+use crate::generator::{self, Driver, Load, Outcome};
 use crate::idle::{self, IdleMemory};
 use crate::paced::{self, Paced};
 use crate::plot::{self, Series};
@@ -102,6 +102,10 @@ pub struct Settings {
     pub idle_max: usize,
     /// The servers to measure.
     pub only: Vec<ServerKind>,
+    /// How the generator drives the throughput loads' connections (the
+    /// other loads, which count a server's instructions or system calls
+    /// or pace requests, always use epoll).
+    pub generator: Driver,
 }
 
 /// Which file a load asks for.
@@ -686,6 +690,7 @@ pub(crate) fn load_for(
         server_pids: server.pids(),
         tls: None,
         reconnect: false,
+        driver: Driver::Epoll,
     }
 }
 
@@ -722,6 +727,7 @@ pub(crate) fn throughput(
                 server_pids: server.pids(),
                 tls: None,
                 reconnect: false,
+                driver: settings.generator,
             };
             let outcome = generator::run(&load)?;
             eprintln!(
@@ -942,14 +948,25 @@ fn header(
         "Measured {} with `{}`: loopback, {pinned}; each cell the median of {runs} \
          run(s) of {seconds} s after {warmup} s of warm-up, the loads interleaved \
          round by round; a ratio is the median of the per-round ratios of two \
-         servers measured one after the other. {}, {} cores, {}; load average \
+         servers measured one after the other{}. {}, {} cores, {}; load average \
          (1 min) {loads}: other builds share this machine.\n\n",
         about.date,
         settings.command,
+        generator_note(settings),
         about.cpu,
         procfs::cpus_online(),
         about.rustc,
     )
+}
+
+/// Which generator drove the throughput loads, for the header of a table
+/// of them: named only when on io_uring, epoll being what every other
+/// table used.
+pub(crate) fn generator_note(settings: &Settings) -> &'static str {
+    match settings.generator {
+        Driver::Epoll => "",
+        Driver::Uring => "; the generator on io_uring (`--generator uring`)",
+    }
 }
 
 fn svg_link(settings: &Settings) -> String {

@@ -178,7 +178,7 @@ mod tests {
 
     use super::*;
     use crate::framing::Protocol;
-    use crate::generator::{self, Load};
+    use crate::generator::{self, Driver, Load};
 
     const OK: &[u8] = br#"{"jsontp":"1.0","type":"response","status":{"code":200,"formal-message":"OK","human-message":"hi"},"resource":"/","headers":{},"body":{"content":"Hello, world!","encoding":"identity"}}"#;
 
@@ -240,6 +240,7 @@ mod tests {
             server_pids: Vec::new(),
             tls: Some(Arc::clone(client)),
             reconnect,
+            driver: Driver::Epoll,
         }
     }
 

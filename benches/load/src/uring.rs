@@ -97,7 +97,10 @@ pub fn uring(settings: &Settings, root: &Path, about: &About) -> io::Result<(Str
     let text = suite::simple_header(
         about,
         settings,
-        "16 connections, rounds interleaved; callgrind and strace as in the tables above",
+        &format!(
+            "16 connections, rounds interleaved{}; callgrind and strace as in the tables above",
+            suite::generator_note(settings)
+        ),
     ) + &uring_table(&results, &instructions, &syscalls, settings.runs);
     Ok((text, clean))
 }
@@ -111,8 +114,8 @@ pub fn versus(settings: &Settings, root: &Path, about: &About) -> io::Result<(St
         .baseline
         .as_ref()
         .map_or_else(String::new, |p| p.display().to_string());
-    let text = suite::simple_header(about, settings, &format!("the baseline: `{baseline}`"))
-        + &versus_table(&results, settings.runs);
+    let what = format!("the baseline: `{baseline}`{}", suite::generator_note(settings));
+    let text = suite::simple_header(about, settings, &what) + &versus_table(&results, settings.runs);
     Ok((text, clean))
 }
 

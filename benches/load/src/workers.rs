@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::generator::{self, Load, Outcome};
+use crate::generator::{self, Driver, Load, Outcome};
 use crate::procfs;
 use crate::servers::{self, Launch, ServerKind};
 use crate::suite::{self, About, Case, Payload, Settings};
@@ -197,6 +197,7 @@ fn one_run(
         server_pids: server.pids(),
         tls: None,
         reconnect: new_connections,
+        driver: Driver::Epoll,
     };
     let outcome = generator::run(&generated);
     let after = match (server.admin, &outcome) {
