@@ -434,19 +434,6 @@ fn plain_blocks(
     (i, stopped)
 }
 
-/// The backslashes of a block that start an escape, from the flags of all
-/// its `backslashes`, the block starting between escapes: in a run of
-/// them, the first, the third and so on (the others are escaped by the
-/// one before). Adding a run's first flag to the run carries out of it,
-/// which tells the runs that start on an even byte from the others.
-#[inline]
-fn escape_starts(backslashes: u64) -> u64 {
-    const EVEN: u64 = 0x5555_5555_5555_5555;
-    let runs_start = backslashes & !(backslashes << 1);
-    let from_even = backslashes & !backslashes.wrapping_add(runs_start & EVEN);
-    (from_even & EVEN) | (backslashes & !from_even & !EVEN)
-}
-
 /// One block of [`plain_blocks`] with AVX-512, with no branch on its
 /// escapes: each escaped byte is replaced by what it makes, looked up for
 /// the whole block at once, and the backslashes that start the escapes
@@ -473,7 +460,7 @@ unsafe fn block_avx512(block: &[u8; BLOCK], slot: &mut [u8; BLOCK]) -> Option<(u
     if is(b'\n') | is(b'\r') != 0 {
         return None;
     }
-    let starts = escape_starts(is(b'\\'));
+    let starts = words::escape_starts(is(b'\\'));
     let escaped = starts << 1;
     let (low, high) = ONE_BYTE_ESCAPES.split_first_chunk::<64>().expect("256 entries");
     let high = high.first_chunk::<64>().expect("256 entries");

@@ -44,6 +44,20 @@ pub(crate) fn first_flagged(bytes: &[u8], from: usize, flags: impl Fn(u64) -> u6
     (at, 0)
 }
 
+/// The backslashes of a block of up to 64 bytes that start an escape,
+/// from the flags of all its `backslashes`, the block starting between
+/// escapes: in a run of them, the first, the third and so on (the others
+/// are escaped by the one before). Adding a run's first flag to the run
+/// carries out of it, which tells the runs that start on an even byte from
+/// the others.
+#[inline]
+pub(crate) fn escape_starts(backslashes: u64) -> u64 {
+    const EVEN: u64 = 0x5555_5555_5555_5555;
+    let runs_start = backslashes & !(backslashes << 1);
+    let from_even = backslashes & !backslashes.wrapping_add(runs_start & EVEN);
+    (from_even & EVEN) | (backslashes & !from_even & !EVEN)
+}
+
 /// The index, within its word, of the lowest flagged byte.
 #[inline]
 pub(crate) fn lowest(found: u64) -> usize {

@@ -1126,39 +1126,26 @@ fn block_quotes(block: &[u8; 64], odd: bool, lanes: Lanes) -> (u64, u64, bool) {
     )
 }
 
-/// The bytes of a block that follow a run of backslashes and are escaped
-/// by it, from the flags of its `backslashes`, when those that run up to
-/// the block are `odd` (its first byte is escaped); and whether the run at
-/// its end is odd (the next block's first byte is escaped). Bytes within a
-/// run are not told apart: they are backslashes, never a quote.
-///
-/// The byte after a run is escaped when the run is odd in length: when the
-/// byte and the run's start are of unlike parity. Adding a run's first
-/// flag to the run carries to the byte after it; runs starting on even and
-/// on odd bytes are carried apart, and each end kept when its parity is
-/// the other.
+/// The bytes of a block that a backslash escapes, from the flags of its
+/// `backslashes`, when those that run up to the block are `odd` (its
+/// first byte is escaped); and whether the run at its end is odd (the
+/// next block's first byte is escaped).
 ///
 /// Whether the run at the end is odd takes only its length, and `odd`
 /// only when the whole block is one run: the next block waits on two
 /// steps of this one, not on all of them, so blocks overlap.
 #[inline]
 fn escaped(backslashes: u64, odd: bool) -> (u64, bool) {
-    const EVEN: u64 = 0x5555_5555_5555_5555;
     let first = u64::from(odd);
     // A backslash that is escaped starts no run.
-    let runs = backslashes & !first;
-    // A run continued from the block before starts at its first byte: the
-    // backslashes before are even.
-    let starts = runs & !(runs << 1);
-    let after_even = runs.wrapping_add(starts & EVEN) & !runs & !EVEN;
-    let after_odd = runs.wrapping_add(starts & !EVEN) & !runs & EVEN;
+    let escaped = words::escape_starts(backslashes & !first) << 1 | first;
     let run_at_end = (!backslashes).leading_zeros();
     let odd_at_end = if run_at_end == 64 {
         odd
     } else {
         run_at_end % 2 == 1
     };
-    (first | after_even | after_odd, odd_at_end)
+    (escaped, odd_at_end)
 }
 
 /// The first quote or backslash in a string body: in a key or a header
