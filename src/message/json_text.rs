@@ -95,14 +95,17 @@ fn escape_blocks<'a>(bytes: &'a [u8], out: &mut Vec<u8>, lanes: words::Lanes) ->
 }
 
 /// The letter of each control character JSON writes as a backslash and a
-/// letter (`\b \t \n \f \r`), zero for the others, indexed by the byte.
+/// letter (`\b \t \n \f \r`), zero for the others, indexed by the byte:
+/// read off [`ESCAPED`], which says how each is written.
 const LETTERS: [u8; 64] = {
     let mut letters = [0u8; 64];
-    letters[0x08] = b'b';
-    letters[0x09] = b't';
-    letters[0x0a] = b'n';
-    letters[0x0c] = b'f';
-    letters[0x0d] = b'r';
+    let mut b = 0;
+    while b < 0x20 {
+        if ESCAPED[b][7] == 2 {
+            letters[b] = ESCAPED[b][1];
+        }
+        b += 1;
+    }
     letters
 };
 
