@@ -1087,25 +1087,34 @@ fn hex_digit(byte: u8) -> Option<u16> {
 /// A quote closes the string unless a backslash escapes it: unless the
 /// backslashes right before it are odd in number (each pair an escaped
 /// backslash). Quotes and backslashes are flagged a block of sixty-four
-/// bytes at a time, and the escaped bytes of the block worked out from
-/// the flags at once: content has an escaped quote every few lines, and
-/// none of them stops the search or costs a branch.
+/// bytes at a time, and the escaped bytes of a block that has quotes
+/// worked out from the flags at once: content has an escaped quote every
+/// few lines, and none of them stops the search or costs a branch. The
+/// next block needs only the length of the run of backslashes at the
+/// block's end.
 #[inline(always)]
 fn closing_quote(text: &[u8], lanes: Lanes) -> Result<usize, bool> {
     let (blocks, rest) = text.as_chunks::<64>();
     // Whether the backslashes that run up to the block's start are odd.
     let mut odd = false;
     for (n, block) in blocks.iter().enumerate() {
-        let (closing, _, odd_at_end) = block_quotes(block, odd, lanes);
-        if closing != 0 {
-            return Ok(64 * n + closing.trailing_zeros() as usize);
+        let backslashes = words::flags64(block, [b'\\'], lanes);
+        let quotes = words::flags64(block, [b'"'], lanes);
+        // Most blocks of text have no quote: which of their bytes are
+        // escaped does not matter.
+        if quotes != 0 {
+            let closing = quotes & !escaped(backslashes, odd);
+            if closing != 0 {
+                return Ok(64 * n + closing.trailing_zeros() as usize);
+            }
         }
-        odd = odd_at_end;
+        odd = odd_at_end(backslashes, odd);
     }
     // Zeros are neither quotes nor backslashes.
     let mut last = [0u8; 64];
     last[..rest.len()].copy_from_slice(rest);
-    let (closing, escaped, _) = block_quotes(&last, odd, lanes);
+    let escaped = escaped(words::flags64(&last, [b'\\'], lanes), odd);
+    let closing = words::flags64(&last, [b'"'], lanes) & !escaped;
     if closing != 0 {
         return Ok(64 * blocks.len() + closing.trailing_zeros() as usize);
     }
@@ -1113,39 +1122,28 @@ fn closing_quote(text: &[u8], lanes: Lanes) -> Result<usize, bool> {
     Err(escaped >> rest.len() & 1 == 1)
 }
 
-/// A block's quotes that close the string, its escaped bytes and whether
-/// the backslashes that run to its end are odd, when those that run up to
-/// it are `odd` (see [`escaped`]).
-#[inline(always)]
-fn block_quotes(block: &[u8; 64], odd: bool, lanes: Lanes) -> (u64, u64, bool) {
-    let (escaped, odd_at_end) = escaped(words::flags64(block, [b'\\'], lanes), odd);
-    (
-        words::flags64(block, [b'"'], lanes) & !escaped,
-        escaped,
-        odd_at_end,
-    )
-}
-
 /// The bytes of a block that a backslash escapes, from the flags of its
 /// `backslashes`, when those that run up to the block are `odd` (its
-/// first byte is escaped); and whether the run at its end is odd (the
-/// next block's first byte is escaped).
-///
-/// Whether the run at the end is odd takes only its length, and `odd`
-/// only when the whole block is one run: the next block waits on two
-/// steps of this one, not on all of them, so blocks overlap.
+/// first byte is escaped).
 #[inline]
-fn escaped(backslashes: u64, odd: bool) -> (u64, bool) {
+fn escaped(backslashes: u64, odd: bool) -> u64 {
     let first = u64::from(odd);
     // A backslash that is escaped starts no run.
-    let escaped = words::escape_starts(backslashes & !first) << 1 | first;
+    words::escape_starts(backslashes & !first) << 1 | first
+}
+
+/// Whether the backslashes that run to a block's end are odd, from the
+/// flags of its `backslashes`, when those that run up to it are `odd`:
+/// only the last run's length counts, and `odd` only when the whole block
+/// is one run, so the next block waits on two steps of this one.
+#[inline]
+fn odd_at_end(backslashes: u64, odd: bool) -> bool {
     let run_at_end = (!backslashes).leading_zeros();
-    let odd_at_end = if run_at_end == 64 {
+    if run_at_end == 64 {
         odd
     } else {
         run_at_end % 2 == 1
-    };
-    (escaped, odd_at_end)
+    }
 }
 
 /// The first quote or backslash in a string body: in a key or a header
