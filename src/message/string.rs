@@ -383,6 +383,9 @@ fn plain_blocks(
     stage.resize(STAGE, 0);
     let stage = &mut stage[..STAGE];
     let (mut i, mut o) = (0, 0);
+    // Whether the last block ended in a backslash that starts an escape,
+    // dropped there, whose escaped byte opens this block.
+    let mut pending = false;
     let stopped = loop {
         let (Some(window), true) = (text.get(i..i + WINDOW), i + BLOCK < room) else {
             break false;
@@ -398,9 +401,16 @@ fn plain_blocks(
             // SAFETY: only `wide` makes a `Lanes` that says AVX-512, having
             // found the processor has it.
             #[allow(unsafe_code)]
-            if let Some((taken, made)) = unsafe { block_avx512(block, slot) } {
-                i += taken;
+            if let Some((made, ends_in_escape)) = unsafe { block_avx512(block, pending, slot) } {
+                i += BLOCK;
                 o += made;
+                pending = ends_in_escape;
+                continue;
+            }
+            if pending {
+                // The narrower way reads the escape from its backslash.
+                i -= 1;
+                pending = false;
                 continue;
             }
         }
@@ -431,18 +441,23 @@ fn plain_blocks(
         i += from.max(BLOCK);
     };
     out.extend_from_slice(&stage[..o]);
-    (i, stopped)
+    // An escape begun at the last block's end is the state machine's.
+    (i - usize::from(pending), stopped)
 }
 
 /// One block of [`plain_blocks`] with AVX-512, with no branch on its
 /// escapes: each escaped byte is replaced by what it makes, looked up for
 /// the whole block at once, and the backslashes that start the escapes
-/// are compressed out; the block is written whole to `slot`. Returns the
-/// text bytes taken (all sixty-four, or the first sixty-three when the
-/// last starts an escape the next block ends) and the bytes made; `None`
-/// when the block holds what only the state machine reads (a raw line
-/// end, an escape of more than one byte or a refused one), which the
-/// caller then reads as the other widths do.
+/// are compressed out; the block is written whole to `slot`. `pending`:
+/// the block's first byte is escaped, by a backslash the block before
+/// ended with. Returns the bytes made, and whether the block ends in a
+/// backslash that starts an escape (dropped here: the next block's first
+/// byte is what it escapes); `None` when the block holds what only the
+/// state machine reads (a raw line end, an escape of more than one byte
+/// or a refused one), which the caller then reads as the other widths do.
+///
+/// The next block is read whatever this one holds, and waits only on
+/// whether it ends in an escape, which takes two steps: blocks overlap.
 ///
 /// # Safety
 /// The processor must have AVX-512 F, BW, VBMI and VBMI2, and POPCNT.
@@ -450,7 +465,7 @@ fn plain_blocks(
 #[target_feature(enable = "avx512f,avx512bw,avx512vbmi,avx512vbmi2,popcnt")]
 #[inline]
 #[allow(unsafe_code)]
-unsafe fn block_avx512(block: &[u8; BLOCK], slot: &mut [u8; BLOCK]) -> Option<(usize, usize)> {
+unsafe fn block_avx512(block: &[u8; BLOCK], pending: bool, slot: &mut [u8; BLOCK]) -> Option<(usize, bool)> {
     use std::arch::x86_64::{
         _mm512_cmpeq_epi8_mask, _mm512_mask_blend_epi8, _mm512_maskz_compress_epi8, _mm512_movepi8_mask,
         _mm512_permutex2var_epi8, _mm512_set1_epi8, _mm512_setzero_si512, _mm512_storeu_si512,
@@ -460,8 +475,8 @@ unsafe fn block_avx512(block: &[u8; BLOCK], slot: &mut [u8; BLOCK]) -> Option<(u
     if is(b'\n') | is(b'\r') != 0 {
         return None;
     }
-    let starts = words::escape_starts(is(b'\\'));
-    let escaped = starts << 1;
+    let backslashes = is(b'\\');
+    let (starts, escaped) = words::escapes(backslashes, pending);
     let (low, high) = ONE_BYTE_ESCAPES.split_first_chunk::<64>().expect("256 entries");
     let high = high.first_chunk::<64>().expect("256 entries");
     // The index's high bit is not read: an escaped byte of 0x80 or more
@@ -476,7 +491,10 @@ unsafe fn block_avx512(block: &[u8; BLOCK], slot: &mut [u8; BLOCK]) -> Option<(u
     // SAFETY: `slot` is sixty-four bytes, all written; the store asks for
     // no alignment.
     unsafe { _mm512_storeu_si512(slot.as_mut_ptr().cast(), decoded) };
-    Some((BLOCK - (starts >> 63) as usize, kept.count_ones() as usize))
+    Some((
+        kept.count_ones() as usize,
+        words::odd_at_end(backslashes, pending),
+    ))
 }
 
 /// [`plain_text`] into `room`: (text bytes taken, bytes written).
@@ -652,6 +670,9 @@ mod tests {
             4 => Just(r"\\".to_owned()),
             4 => Just(r"\\\\".to_owned()),
             4 => Just(r"\\\\\\".to_owned()),
+            // Runs of escaped backslashes a block long and longer, which
+            // a block must carry whole into the next.
+            2 => r"(\\\\){30,70}",
             4 => Just(r#"\""#.to_owned()),
             4 => Just(r"\n".to_owned()),
             2 => Just(r"\t".to_owned()),

@@ -58,6 +58,33 @@ pub(crate) fn escape_starts(backslashes: u64) -> u64 {
     (from_even & EVEN) | (backslashes & !from_even & !EVEN)
 }
 
+/// The backslashes of a block that start an escape, and the bytes they
+/// escape, from the flags of its `backslashes`, when its first byte is
+/// escaped by a backslash that ended the block before (`odd`).
+#[inline]
+pub(crate) fn escapes(backslashes: u64, odd: bool) -> (u64, u64) {
+    let first = u64::from(odd);
+    // A backslash that is escaped starts no run.
+    let starts = escape_starts(backslashes & !first);
+    (starts, starts << 1 | first)
+}
+
+/// Whether a block of 64 bytes ends in a backslash that starts an escape
+/// (the next block's first byte is escaped), from the flags of its
+/// `backslashes`, when its own first byte is escaped (`odd`). Only the
+/// length of the run of backslashes at its end counts, and `odd` only when
+/// the whole block is one run: a block after it waits on two steps of
+/// this one, not on [`escape_starts`].
+#[inline]
+pub(crate) fn odd_at_end(backslashes: u64, odd: bool) -> bool {
+    let run_at_end = (!backslashes).leading_zeros();
+    if run_at_end == 64 {
+        odd
+    } else {
+        run_at_end % 2 == 1
+    }
+}
+
 /// The index, within its word, of the lowest flagged byte.
 #[inline]
 pub(crate) fn lowest(found: u64) -> usize {

@@ -1103,47 +1103,23 @@ fn closing_quote(text: &[u8], lanes: Lanes) -> Result<usize, bool> {
         // Most blocks of text have no quote: which of their bytes are
         // escaped does not matter.
         if quotes != 0 {
-            let closing = quotes & !escaped(backslashes, odd);
+            let closing = quotes & !words::escapes(backslashes, odd).1;
             if closing != 0 {
                 return Ok(64 * n + closing.trailing_zeros() as usize);
             }
         }
-        odd = odd_at_end(backslashes, odd);
+        odd = words::odd_at_end(backslashes, odd);
     }
     // Zeros are neither quotes nor backslashes.
     let mut last = [0u8; 64];
     last[..rest.len()].copy_from_slice(rest);
-    let escaped = escaped(words::flags64(&last, [b'\\'], lanes), odd);
+    let (_, escaped) = words::escapes(words::flags64(&last, [b'\\'], lanes), odd);
     let closing = words::flags64(&last, [b'"'], lanes) & !escaped;
     if closing != 0 {
         return Ok(64 * blocks.len() + closing.trailing_zeros() as usize);
     }
     // The byte after the text, were there one, would be escaped.
     Err(escaped >> rest.len() & 1 == 1)
-}
-
-/// The bytes of a block that a backslash escapes, from the flags of its
-/// `backslashes`, when those that run up to the block are `odd` (its
-/// first byte is escaped).
-#[inline]
-fn escaped(backslashes: u64, odd: bool) -> u64 {
-    let first = u64::from(odd);
-    // A backslash that is escaped starts no run.
-    words::escape_starts(backslashes & !first) << 1 | first
-}
-
-/// Whether the backslashes that run to a block's end are odd, from the
-/// flags of its `backslashes`, when those that run up to it are `odd`:
-/// only the last run's length counts, and `odd` only when the whole block
-/// is one run, so the next block waits on two steps of this one.
-#[inline]
-fn odd_at_end(backslashes: u64, odd: bool) -> bool {
-    let run_at_end = (!backslashes).leading_zeros();
-    if run_at_end == 64 {
-        odd
-    } else {
-        run_at_end % 2 == 1
-    }
 }
 
 /// The first quote or backslash in a string body: in a key or a header
