@@ -14,7 +14,9 @@
 //! each sixteen go to the output whole, and each escape is written over
 //! what follows it there: no call to copy a short run, no branch per byte.
 //! Fewer than thirty-two bytes (a key, a header value, a tail) are
-//! searched a word at a time.
+//! checked a word at a time; the search for the next escape, which the
+//! readers also use to find a string's end, reads sixteen bytes at a time
+//! while that many are left.
 
 use crate::message::words;
 
@@ -352,9 +354,20 @@ fn must_escape(b: u8) -> bool {
     b < 0x20 || b == b'"' || b == b'\\'
 }
 
-/// Where the first byte to escape at or after `from` stands, or the end.
+/// Where the first byte to escape at or after `from` stands, or the end:
+/// sixteen bytes at a time while that many are left (one comparison finds
+/// the end of most strings of a message), then a word at a time, then
+/// byte by byte.
 pub(crate) fn next_to_escape(bytes: &[u8], from: usize) -> usize {
-    let (mut at, found) = words::first_flagged(bytes, from, word_flags);
+    let mut at = from;
+    while let Some(chunk) = bytes.get(at..).and_then(<[u8]>::first_chunk::<CHUNK>) {
+        let found = flags(chunk);
+        if found != 0 {
+            return at + found.trailing_zeros() as usize;
+        }
+        at += CHUNK;
+    }
+    let (mut at, found) = words::first_flagged(bytes, at, word_flags);
     if found != 0 {
         return at + words::lowest(found);
     }
