@@ -24,6 +24,7 @@ use serde_json::map::Entry;
 use serde_json::{Map, Value};
 use smallvec::SmallVec;
 
+use crate::message::json_text::next_to_escape;
 use crate::message::read::reader::TextReader;
 
 // ---------------------------------------------------------------------------
@@ -87,9 +88,10 @@ pub(crate) enum Items<'a> {
     /// Each element as the text reader read it.
     Read(Vec<StrOr<'a>>),
     /// The text between the brackets of an array whose elements are all
-    /// strings without escapes, as the one-pass reader (`quick.rs`) took
-    /// it: each element is the text between two quotes, found when the
-    /// array is walked, so taking the array allocates nothing.
+    /// strings with no byte to escape (no escape, no control character),
+    /// as the one-pass reader (`quick.rs`) took it: each element is the
+    /// text between two quotes, found when the array is walked, so taking
+    /// the array allocates nothing.
     Plain(&'a str),
 }
 
@@ -116,7 +118,9 @@ impl<'a> Items<'a> {
                 let mut from = 0;
                 let mut index = 0;
                 while let Some(open) = quote(from) {
-                    let end = quote(open + 1).unwrap_or(text.len());
+                    // No element holds a byte to escape: the first one
+                    // after the opening quote is the closing quote.
+                    let end = next_to_escape(text.as_bytes(), open + 1);
                     // Both ends are ASCII quotes: character boundaries.
                     each(index, Ok(text.get(open + 1..end).unwrap_or_default()))?;
                     index += 1;
