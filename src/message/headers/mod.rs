@@ -241,11 +241,7 @@ impl FromStr for Weighted<EncodingRange> {
 
     /// `gzip`, `*;q=0.5`, …
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let (value, weight) = split_weight(s)?;
-        Ok(Weighted {
-            value: value.parse()?,
-            weight,
-        })
+        weighted(s)
     }
 }
 
@@ -254,12 +250,23 @@ impl FromStr for Weighted<LanguageRange> {
 
     /// `en-US`, `*;q=0.5`, …
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let (value, weight) = split_weight(s)?;
-        Ok(Weighted {
-            value: value.parse()?,
-            weight,
-        })
+        // Most entries are a tag alone, which holds neither a `;` nor
+        // whitespace: its weight is 1, as `weighted` would find.
+        if let Ok(value) = s.parse() {
+            return Ok(Weighted::new(value));
+        }
+        weighted(s)
     }
+}
+
+/// An entry of a weighted list: its weight split off, then the rest read
+/// as a `T`.
+fn weighted<T: FromStr<Err = ValueError>>(s: &str) -> Result<Weighted<T>, ValueError> {
+    let (value, weight) = split_weight(s)?;
+    Ok(Weighted {
+        value: value.parse()?,
+        weight,
+    })
 }
 
 // ---------------------------------------------------------------------------
@@ -650,6 +657,22 @@ mod tests {
             Weighted::<EncodingRange>::from(Encoding::Gzip).to_string(),
             "gzip"
         );
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn a_language_entry_reads_as_its_weight_split_off_then_its_tag(
+            pieces in proptest::collection::vec(
+                proptest::sample::select(vec![
+                    "en-US", "eN-uS", "fr-CH", "xx-US", "en-XX", "*", "en", "-", "e", "US", "1", ";", "q=",
+                    "Q=", "0.5", "0", " ", "\t", ".", ",", "\u{e9}",
+                ]),
+                0..6,
+            )
+        ) {
+            let s = pieces.concat();
+            proptest::prop_assert_eq!(s.parse::<Weighted<LanguageRange>>(), weighted::<LanguageRange>(&s), "{:?}", s);
+        }
     }
 
     #[test]
