@@ -37,7 +37,8 @@ pub(crate) fn quoted(s: &str) -> String {
 /// stands: it is a few hundred bytes), and gives the `expect` value as
 /// written, judged at D5 level 4 (`501`). Unknown names are refused unless
 /// `ignore-invalid-headers` is `true`, wherever that flag stands in the
-/// object, so the flag is looked up first.
+/// object, so the flag is looked up among all of them at the first
+/// unknown name.
 pub(crate) fn request_headers<'a>(
     raw: &'a RawHeaders<'_>,
     headers: &mut Headers,
@@ -46,14 +47,12 @@ pub(crate) fn request_headers<'a>(
     if raw.entries.is_empty() {
         return Ok(None);
     }
-    let ignore_unknown = raw.entries.iter().any(|(_, listed, value)| {
-        listed.and_then(HeaderName::from_index) == Some(HeaderName::IgnoreInvalidHeaders)
-            && *value == Loose::Bool(true)
-    });
+    // Most requests have no unknown name, and look nothing up.
+    let mut ignore_unknown = None;
     let mut expect = None;
     for (written, listed, value) in &raw.entries {
         let Some(name) = listed.and_then(HeaderName::from_index) else {
-            if ignore_unknown {
+            if *ignore_unknown.get_or_insert_with(|| ignores_unknown(raw)) {
                 continue;
             }
             return Err(format!(
@@ -64,6 +63,17 @@ pub(crate) fn request_headers<'a>(
         request_header(name, value, headers, &mut expect)?;
     }
     Ok(expect)
+}
+
+/// Whether `raw` holds `"ignore-invalid-headers": true`, wherever it
+/// stands. Cold, out of the loop over the headers: few requests name an
+/// unknown header.
+#[cold]
+fn ignores_unknown(raw: &RawHeaders<'_>) -> bool {
+    raw.entries.iter().any(|(_, listed, value)| {
+        listed.and_then(HeaderName::from_index) == Some(HeaderName::IgnoreInvalidHeaders)
+            && *value == Loose::Bool(true)
+    })
 }
 
 /// Checks one request header of the protocol's list (D8) into `headers`;
