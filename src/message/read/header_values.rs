@@ -305,13 +305,18 @@ fn for_each_item<'v>(
             }
             non_empty(rest, &mut each)
         }
-        Loose::Array(items) => items.try_for_each(|i, item| match item {
-            Ok(s) => non_empty(s, &mut each),
-            Err(kind) => Err(format!(
-                "header \"{name}\": element {i} is {}, not a string",
-                kind.described()
-            )),
-        }),
+        // Inlined into the walk: a call for each element costs more
+        // than most elements take to judge.
+        Loose::Array(items) => items.try_for_each(
+            #[inline(always)]
+            |i, item| match item {
+                Ok(s) => non_empty(s, &mut each),
+                Err(kind) => Err(format!(
+                    "header \"{name}\": element {i} is {}, not a string",
+                    kind.described()
+                )),
+            },
+        ),
         other => Err(format!(
             "header \"{name}\" must be a string or an array of strings, not {}",
             other.kind().described()
@@ -351,19 +356,25 @@ fn known_encodings(
 ) -> Result<(), String> {
     let known = slot.insert(EncodingList::new());
     let mut listed = false;
-    for_each_item(name, value, |item| {
-        listed = true;
-        // Most entries are a name alone.
-        if let Ok(encoding) = item.parse::<Encoding>() {
-            known.push(Weighted::from(encoding));
-            return Ok(());
-        }
-        let (range, weight) = split_weight(item).map_err(|e| refusal(name, item, &e))?;
-        if let Ok(value) = range.parse::<EncodingRange>() {
-            known.push(Weighted { value, weight });
-        }
-        Ok(())
-    })?;
+    // Inlined into the walk over the entries, as in `for_each_item`.
+    for_each_item(
+        name,
+        value,
+        #[inline(always)]
+        |item| {
+            listed = true;
+            // Most entries are a name alone.
+            if let Ok(encoding) = item.parse::<Encoding>() {
+                known.push(Weighted::from(encoding));
+                return Ok(());
+            }
+            let (range, weight) = split_weight(item).map_err(|e| refusal(name, item, &e))?;
+            if let Ok(value) = range.parse::<EncodingRange>() {
+                known.push(Weighted { value, weight });
+            }
+            Ok(())
+        },
+    )?;
     if !listed {
         *slot = None;
     } else if known.is_empty() {
