@@ -114,8 +114,7 @@ fn parse(b: &[u8]) -> Option<Date> {
     if off_h > 23 || off_m > 59 {
         return None;
     }
-    let local =
-        days_from_civil(i64::from(year), month, day) * 86_400 + i64::from(hour * 3600 + minute * 60 + second);
+    let local = days_from_civil(year, month, day) * 86_400 + i64::from(hour * 3600 + minute * 60 + second);
     let offset = sign * i64::from(off_h * 3600 + off_m * 60);
     Some(Date(local - offset))
 }
@@ -133,16 +132,17 @@ fn days_in_month(year: u32, month: u32) -> u32 {
     }
 }
 
-/// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's
-/// `days_from_civil`), exact for every year.
-fn days_from_civil(year: i64, month: u32, day: u32) -> i64 {
-    let y = if month <= 2 { year - 1 } else { year };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let m = i64::from(month);
-    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + i64::from(day) - 1;
+/// Days since 1970-01-01 of a proleptic Gregorian date of the years D16
+/// writes, 0000 to 9999 (H. Hinnant's `days_from_civil`). The years are
+/// counted from one era (400 years) earlier, so that none is negative and
+/// each division is an unsigned one.
+fn days_from_civil(year: u32, month: u32, day: u32) -> i64 {
+    const ERA_DAYS: i64 = 146_097;
+    let y = year + 400 - u32::from(month <= 2);
+    let (era, yoe) = (y / 400, y % 400);
+    let doy = (153 * (if month > 2 { month - 3 } else { month + 9 }) + 2) / 5 + day - 1;
     let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
+    i64::from(era) * ERA_DAYS + i64::from(doe) - 719_468 - ERA_DAYS
 }
 
 /// The inverse of [`days_from_civil`]: (year, month, day).
@@ -279,6 +279,25 @@ mod tests {
             let d = Date::from_unix_seconds(t);
             assert_eq!(d.to_string().parse::<Date>(), Ok(d));
             t += 7 * 86_400 + 13 * 3_600 + 7;
+        }
+    }
+
+    #[test]
+    fn d16_every_first_and_last_of_a_month_agrees_with_chrono() {
+        // The ends of the years D16 writes, both sides of 1970 and of
+        // leap days, centuries and eras.
+        for year in [
+            0, 1, 3, 4, 99, 100, 399, 400, 401, 1600, 1900, 1969, 1970, 2000, 2024, 9998, 9999,
+        ] {
+            for month in 1..=12 {
+                for day in [1, days_in_month(year, month)] {
+                    let text = format!("{year:04}-{month:02}-{day:02}T00:00:00Z+0000");
+                    let expected = chrono::NaiveDate::from_ymd_opt(year as i32, month, day)
+                        .and_then(|d| d.and_hms_opt(0, 0, 0))
+                        .map(|t| t.and_utc().timestamp());
+                    assert_eq!(date(&text).ok(), expected, "{text}");
+                }
+            }
         }
     }
 
