@@ -357,6 +357,9 @@ impl Body {
     }
 
     /// Built by the parser, which has already checked every part.
+    // Inlined into the judges, as the body's checks are: the body is
+    // built where it is handed on, not returned through memory.
+    #[inline(always)]
     pub(crate) fn from_parts(
         content: Vec<u8>,
         encoding: Encoding,
