@@ -532,6 +532,8 @@ pub(super) fn decode_content(
         Encoding::Identity if content.len() > limits.max_decoded_body => {
             Err(too_large(limits.max_decoded_body))
         }
+        // Most requests carry none: no call to set up an empty vector.
+        Encoding::Identity if content.is_empty() => Ok(Vec::new()),
         Encoding::Identity => Ok(content.as_bytes().to_vec()),
         _ => codec::decode(content, encoding, limits.max_decoded_body).map_err(|e| match e {
             DecodeError::Corrupt(why) => (
