@@ -219,7 +219,7 @@ fn plain_path(s: &str) -> Option<Resource> {
     // segment still starting at the first byte.
     let (from, _) = words::first_flagged(segments, 0, |word| {
         words::below(word, b'!')
-            | (word & 0x8080_8080_8080_8080)
+            | words::high(word)
             | words::equal(word, 0x7f)
             | words::equal(word, b'%')
             | words::equal(word, b'?')

@@ -20,6 +20,12 @@ pub(crate) fn equal(word: u64, byte: u8) -> u64 {
     x.wrapping_sub(ONES) & !x & HIGHS
 }
 
+/// Flags the bytes of `word` that are not ASCII (`0x80` and above).
+#[inline]
+pub(crate) fn high(word: u64) -> u64 {
+    word & HIGHS
+}
+
 /// Flags the bytes of `word` below `bound` (at most `0x80`).
 #[inline]
 pub(crate) fn below(word: u64, bound: u8) -> u64 {
@@ -51,7 +57,7 @@ pub(crate) fn first_flagged(bytes: &[u8], from: usize, flags: impl Fn(u64) -> u6
 /// carries out of it, which tells the runs that start on an even byte from
 /// the others.
 #[inline]
-pub(crate) fn escape_starts(backslashes: u64) -> u64 {
+fn escape_starts(backslashes: u64) -> u64 {
     const EVEN: u64 = 0x5555_5555_5555_5555;
     let runs_start = backslashes & !(backslashes << 1);
     let from_even = backslashes & !backslashes.wrapping_add(runs_start & EVEN);

@@ -23,6 +23,7 @@ use crate::message::headers::HEADER_NAMES;
 use crate::message::json_text::next_to_escape;
 use crate::message::read::envelope::{Envelope, RawBody, RawHeaders, RawStatus, listed_header};
 use crate::message::read::syntax::{Items, Loose, Number};
+use crate::message::words;
 
 /// How deep the messages this reader takes nest: the message, `headers`,
 /// an array in it.
@@ -138,16 +139,15 @@ pub(crate) fn read<'a>(
 /// what the bytes are.
 #[inline]
 fn ascii_text(bytes: &[u8]) -> Option<&str> {
-    const HIGHS: u64 = 0x8080_8080_8080_8080;
     const BLOCK: usize = 64;
     let word = |chunk: &[u8; 8]| u64::from_le_bytes(*chunk);
-    let block_high = |block: &[u8; BLOCK]| {
-        let (words, _) = block.as_chunks::<8>();
-        words.iter().fold(0, |high, w| high | word(w))
+    let folded = |block: &[u8; BLOCK]| {
+        let (chunks, _) = block.as_chunks::<8>();
+        chunks.iter().fold(0, |high, w| high | word(w))
     };
     let (blocks, rest) = bytes.as_chunks::<BLOCK>();
     for block in blocks {
-        if block_high(block) & HIGHS != 0 {
+        if words::high(folded(block)) != 0 {
             return None;
         }
     }
@@ -155,16 +155,16 @@ fn ascii_text(bytes: &[u8]) -> Option<&str> {
     // read again as a block: no loop over words, no copy of a tail.
     let high = match (rest.is_empty(), bytes.last_chunk::<BLOCK>()) {
         (true, _) => 0,
-        (false, Some(last)) => block_high(last),
+        (false, Some(last)) => folded(last),
         // Shorter than a block: a word at a time.
         (false, None) => {
-            let (words, tail) = rest.as_chunks::<8>();
+            let (chunks, tail) = rest.as_chunks::<8>();
             let mut last = [0u8; 8];
             last[..tail.len()].copy_from_slice(tail);
-            words.iter().fold(word(&last), |high, w| high | word(w))
+            chunks.iter().fold(word(&last), |high, w| high | word(w))
         }
     };
-    if high & HIGHS != 0 {
+    if words::high(high) != 0 {
         return None;
     }
     // SAFETY: every byte is below 0x80, and ASCII text is UTF-8.
