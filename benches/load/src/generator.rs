@@ -473,12 +473,8 @@ fn receive(conn: &mut Conn, tally: &mut Tally) -> usize {
     loop {
         match conn.stream.read(conn.inbound.room()) {
             Ok(0) => {
-                let (n, broken) = frame(&mut conn.inbound, &mut conn.in_flight, tally);
-                if let Some(why) = broken {
-                    tally.error(why);
-                }
-                let what = server_closed(conn.in_flight);
-                close(conn, tally, what);
+                let (n, why) = server_closed(&mut conn.inbound, &mut conn.in_flight, tally);
+                close(conn, tally, why);
                 return answered + n;
             }
             Ok(n) => {
@@ -501,13 +497,24 @@ fn receive(conn: &mut Conn, tally: &mut Tally) -> usize {
     }
 }
 
-/// Why a connection the server closed is an error.
-pub(crate) fn server_closed(in_flight: usize) -> String {
-    if in_flight > 0 {
+/// The server closed the connection: takes the whole responses left in
+/// `inbound` (counting bytes that are none as an error of their own);
+/// how many, and why the closing is an error.
+pub(crate) fn server_closed(
+    inbound: &mut Inbound,
+    in_flight: &mut usize,
+    tally: &mut Tally,
+) -> (usize, String) {
+    let (answered, broken) = frame(inbound, in_flight, tally);
+    if let Some(why) = broken {
+        tally.error(why);
+    }
+    let why = if *in_flight > 0 {
         format!("the server closed with {in_flight} responses owed")
     } else {
         "the server closed an idle connection".to_string()
-    }
+    };
+    (answered, why)
 }
 
 /// Takes every whole response from `inbound`, each answering one of the

@@ -317,11 +317,7 @@ fn received(
     }
     match usize::try_from(result) {
         Ok(0) => {
-            let (_, broken) = generator::frame(&mut conn.inbound, &mut conn.in_flight, tally);
-            if let Some(why) = broken {
-                tally.error(why);
-            }
-            let why = generator::server_closed(conn.in_flight);
+            let (_, why) = generator::server_closed(&mut conn.inbound, &mut conn.in_flight, tally);
             close(conn, tally, why);
             Ok(())
         }
