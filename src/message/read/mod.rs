@@ -435,8 +435,7 @@ fn message_type(env: &Envelope<'_>, expected: &str) -> Result<(), Problem> {
     Ok(())
 }
 
-// Inlined into the judges, as the body's other checks are: a call that
-// hands its result back through memory costs more than the check.
+// Inlined, as `body_fields` is.
 #[inline(always)]
 fn unknown_field(env: &Envelope<'_>, not_here: &str) -> Result<(), Problem> {
     let unknown = env.unknown.as_deref().or_else(|| {
@@ -467,7 +466,7 @@ struct BodyFields<'e> {
 }
 
 /// Level 3 for `body`: field types, `encoding` present, no `null` key.
-// Inlined into the judges, as the body's other checks are: a call that
+// Inlined into the judges, each called once a message: a call that
 // hands its result back through memory costs more than the check.
 #[inline(always)]
 fn body_fields<'e>(body: &'e RawBody<'_>) -> Result<BodyFields<'e>, Problem> {
@@ -500,8 +499,7 @@ fn body_fields<'e>(body: &'e RawBody<'_>) -> Result<BodyFields<'e>, Problem> {
 }
 
 /// Level 4: `body.encoding` is one of the four (`412`, D9).
-// Inlined into the judges, as the body's other checks are: a call that
-// hands its result back through memory costs more than the check.
+// Inlined, as `body_fields` is.
 #[inline(always)]
 fn encoding(text: &str) -> Result<Encoding, Problem> {
     text.parse().map_err(|e| {
@@ -513,8 +511,7 @@ fn encoding(text: &str) -> Result<Encoding, Problem> {
 }
 
 /// Level 4: the content decodes (`400`) within the limit (`413`, D3).
-// Inlined into the judges, as the body's other checks are: a call that
-// hands its result back through memory costs more than the check.
+// Inlined, as `body_fields` is.
 #[inline(always)]
 pub(super) fn decode_content(
     content: &str,
