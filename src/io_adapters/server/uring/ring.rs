@@ -427,6 +427,37 @@ impl Pool {
     }
 }
 
+/// The kernel's part, played by a test: a pool that no ring takes buffers
+/// from, so that the test hands them over with the bytes it chooses.
+#[cfg(test)]
+impl Pool {
+    /// `count` buffers (a power of two), all the "kernel's".
+    pub(super) fn unregistered(count: u16) -> Rc<Pool> {
+        let pool = Pool::new(count).expect("memory for the pool");
+        for bid in 0..count {
+            pool.give_back(bid);
+        }
+        Rc::new(pool)
+    }
+
+    /// Writes `bytes` into buffer `bid`, as a receive would before its
+    /// completion hands the buffer over.
+    pub(super) fn fill(&self, bid: u16, bytes: &[u8]) {
+        assert!(bid < self.count && bytes.len() <= BUFFER_SIZE);
+        // SAFETY: within buffer `bid`, which the caller has not handed
+        // over: nothing reads it meanwhile, and no ring writes this pool.
+        unsafe {
+            let at = self.memory.as_ptr().add(usize::from(bid) * BUFFER_SIZE);
+            std::ptr::copy_nonoverlapping(bytes.as_ptr(), at, bytes.len());
+        }
+    }
+
+    /// Buffers the kernel holds.
+    pub(super) fn free(&self) -> u16 {
+        self.free.get()
+    }
+}
+
 // SAFETY: a pool owns its memory, which no other value points into until
 // it is shared (by `Rc`, on the worker's thread): it may move to that
 // thread before.
