@@ -175,4 +175,76 @@ mod tests {
         assert_eq!(next, None);
         assert_eq!(deadlines.first(), None);
     }
+
+    /// What a worker does to its deadlines: sets a connection's (seconds
+    /// from now, or none), forgets a connection, or lets time pass and
+    /// gives the due connections their turns.
+    #[derive(Debug, Clone)]
+    enum Move {
+        Set(usize, Option<u64>),
+        Forget(usize),
+        Pass(u64),
+    }
+
+    fn moves() -> impl proptest::strategy::Strategy<Value = Vec<Move>> {
+        use proptest::prelude::*;
+        let slot = 0..4usize;
+        proptest::collection::vec(
+            prop_oneof![
+                4 => (slot.clone(), proptest::option::weighted(0.8, 0..20u64)).prop_map(|(s, at)| Move::Set(s, at)),
+                1 => slot.prop_map(Move::Forget),
+                3 => (0..8u64).prop_map(Move::Pass),
+            ],
+            1..60,
+        )
+    }
+
+    proptest::proptest! {
+        /// Against the plain account (each connection's deadline, or
+        /// none): a connection gets its turn once its deadline has come,
+        /// and only then, once; the worker never waits past a deadline;
+        /// and a connection with none, or forgotten, gets no turn.
+        #[test]
+        fn every_deadline_comes_once_at_its_time_whatever_the_moves(moves in moves()) {
+            let t0 = Instant::now();
+            let at = |s: u64| t0 + Duration::from_secs(s);
+            let mut deadlines = Deadlines::default();
+            let mut slots = [Deadline::default(); 4];
+            let mut wanted: [Option<Instant>; 4] = [None; 4];
+            let mut now = 0;
+            for step in moves {
+                match step {
+                    Move::Set(slot, after) => {
+                        let when = after.map(|s| at(now + s));
+                        deadlines.set(&mut slots[slot], slot, when);
+                        wanted[slot] = when;
+                    }
+                    Move::Forget(slot) => {
+                        deadlines.forget(&mut slots[slot], slot);
+                        wanted[slot] = None;
+                    }
+                    Move::Pass(seconds) => {
+                        now += seconds;
+                        let mut turns = due(&mut deadlines, &mut slots, at(now));
+                        turns.sort_unstable();
+                        let mut expected: Vec<usize> =
+                            (0..4).filter(|&s| wanted[s].is_some_and(|w| w <= at(now))).collect();
+                        expected.sort_unstable();
+                        proptest::prop_assert_eq!(&turns, &expected, "the due connections, each once, at {}", now);
+                        for slot in turns {
+                            wanted[slot] = None;
+                        }
+                    }
+                }
+                let earliest = wanted.iter().flatten().min().copied();
+                if let Some(earliest) = earliest {
+                    let first = deadlines.first();
+                    proptest::prop_assert!(
+                        first.is_some_and(|first| first <= earliest),
+                        "the worker waits until {first:?}, past a deadline at {earliest:?}"
+                    );
+                }
+            }
+        }
+    }
 }
