@@ -268,7 +268,9 @@ pub(crate) fn wide<R>(f: impl FnOnce(Lanes) -> R) -> R {
             && std::arch::is_x86_feature_detected!("avx512bw")
             && std::arch::is_x86_feature_detected!("avx512vbmi")
             && std::arch::is_x86_feature_detected!("avx512vbmi2")
+            && std::arch::is_x86_feature_detected!("bmi1")
             && std::arch::is_x86_feature_detected!("bmi2")
+            && std::arch::is_x86_feature_detected!("lzcnt")
             && std::arch::is_x86_feature_detected!("popcnt")
         {
             // SAFETY: the processor has the features `avx512_run` enables.
@@ -287,7 +289,7 @@ pub(crate) fn wide<R>(f: impl FnOnce(Lanes) -> R) -> R {
 
 /// [`wide`] where the processor has AVX-512.
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,avx512f,avx512bw,avx512vbmi,avx512vbmi2,bmi2,popcnt")]
+#[target_feature(enable = "avx2,avx512f,avx512bw,avx512vbmi,avx512vbmi2,bmi1,bmi2,lzcnt,popcnt")]
 fn avx512_run<R>(f: impl FnOnce(Lanes) -> R) -> R {
     f(Lanes { avx512: true })
 }

@@ -1097,18 +1097,30 @@ fn closing_quote(text: &[u8], lanes: Lanes) -> Result<usize, bool> {
     let (blocks, rest) = text.as_chunks::<64>();
     // Whether the backslashes that run up to the block's start are odd.
     let mut odd = false;
-    for (n, block) in blocks.iter().enumerate() {
-        let backslashes = words::flags64(block, [b'\\'], lanes);
-        let quotes = words::flags64(block, [b'"'], lanes);
-        // Most blocks of text have no quote: which of their bytes are
-        // escaped does not matter.
-        if quotes != 0 {
-            let closing = quotes & !words::escapes(backslashes, odd).1;
-            if closing != 0 {
-                return Ok(64 * n + closing.trailing_zeros() as usize);
+    let (steps, left) = blocks.as_chunks::<QUOTE_FREE_STEP>();
+    for (n, step) in steps.iter().enumerate() {
+        // Most blocks of text have no quote: then which of their bytes are
+        // escaped does not matter, only the parity of the backslashes the
+        // step ends with.
+        let quotes = step.each_ref().map(|block| words::flags64(block, [b'"'], lanes));
+        if quotes == [0; QUOTE_FREE_STEP] {
+            odd = step.iter().fold(odd, |odd, block| {
+                words::odd_at_end(words::flags64(block, [b'\\'], lanes), odd)
+            });
+            continue;
+        }
+        for (k, block) in step.iter().enumerate() {
+            match closing_in_block(block, odd, lanes) {
+                Ok(at) => return Ok(64 * (QUOTE_FREE_STEP * n + k) + at),
+                Err(ends_odd) => odd = ends_odd,
             }
         }
-        odd = words::odd_at_end(backslashes, odd);
+    }
+    for (k, block) in left.iter().enumerate() {
+        match closing_in_block(block, odd, lanes) {
+            Ok(at) => return Ok(64 * (QUOTE_FREE_STEP * steps.len() + k) + at),
+            Err(ends_odd) => odd = ends_odd,
+        }
     }
     // Zeros are neither quotes nor backslashes.
     let mut last = [0u8; 64];
@@ -1120,6 +1132,24 @@ fn closing_quote(text: &[u8], lanes: Lanes) -> Result<usize, bool> {
     }
     // The byte after the text, were there one, would be escaped.
     Err(escaped >> rest.len() & 1 == 1)
+}
+
+/// Blocks [`closing_quote`] takes a step while none of them holds a quote:
+/// one test of their quotes and one branch for both. Over text, two a step
+/// measured a fifth faster than one; four were slower than one.
+const QUOTE_FREE_STEP: usize = 2;
+
+/// [`closing_quote`] in one block: where its closing quote is, or else
+/// whether the backslashes it ends with are odd; `odd`: whether those it
+/// starts after are.
+#[inline(always)]
+fn closing_in_block(block: &[u8; 64], odd: bool, lanes: Lanes) -> Result<usize, bool> {
+    let backslashes = words::flags64(block, [b'\\'], lanes);
+    let closing = words::flags64(block, [b'"'], lanes) & !words::escapes(backslashes, odd).1;
+    if closing != 0 {
+        return Ok(closing.trailing_zeros() as usize);
+    }
+    Err(words::odd_at_end(backslashes, odd))
 }
 
 /// The first quote or backslash in a string body: in a key or a header
