@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use criterion::{Criterion, criterion_group, criterion_main};
 use jsontp_protocol::message::{
     Body, ContentDecoder, ContentEncoder, Date, Encoding, Headers, LanguageTag, MediaType, MessageLimits,
-    RequestContext, Response, Status, StatusCode, codec, parse_request,
+    RequestContext, Response, Status, StatusCode, Validation, codec, parse_request, parse_response,
 };
 
 /// Requests of the kinds a file server receives: small GETs, GETs with
@@ -194,6 +194,23 @@ fn large(c: &mut Criterion) {
         group.bench_function(format!("client receives {name} ({encoding})"), |b| {
             b.iter(|| client_receives(black_box(&response)))
         });
+        if encoding == Encoding::Identity {
+            // The same response read whole, as a client that does not
+            // stream content reads it: the lexer, the reader and the
+            // string's decoding.
+            let limits = MessageLimits {
+                max_message_bytes: 2 * response.len(),
+                max_decoded_body: 2 * SIZE,
+                ..MessageLimits::default()
+            };
+            group.bench_function(format!("parse whole {name} ({encoding})"), |b| {
+                b.iter(|| {
+                    let parsed =
+                        parse_response(black_box(&response), Validation::Strict, &limits).expect("parses");
+                    parsed.message.body.content().len()
+                })
+            });
+        }
         group.bench_function(format!("decode {name} ({encoding})"), |b| {
             b.iter(|| {
                 let mut decoder = ContentDecoder::new(encoding, usize::MAX);

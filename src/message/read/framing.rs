@@ -892,7 +892,7 @@ impl Scanner {
         let start = self.pos;
         let (i, last) = match words::wide(
             #[inline(always)]
-            |lanes| closing_quote(&buf[start..], lanes),
+            |lanes| string_end(&buf[start..], b'"', Stops::Closing, lanes),
         ) {
             Ok(quote) => (start + quote, true),
             // An escape the next bytes complete is kept for then.
@@ -950,6 +950,47 @@ impl Scanner {
                 _ => {
                     self.state = State::Escape(Within::Str(quote));
                     return;
+                }
+            }
+            if end - from >= 64 {
+                return self.string_blocks(buf, quote, from, end);
+            }
+        }
+    }
+
+    /// The rest of a string that has escapes, from `from` (between
+    /// escapes), a block at a time: to its closing quote, to the next `\u`
+    /// escape, which the state machine reads, or to `end`. A search from
+    /// one escape to the next would cost a call per line of a text file.
+    #[inline(never)]
+    fn string_blocks(&mut self, buf: &[u8], quote: u8, from: usize, end: usize) {
+        let found = words::wide(
+            #[inline(always)]
+            |lanes| string_end(&buf[from..end], quote, Stops::Unicode, lanes),
+        );
+        match found {
+            Ok(offset) if buf[from + offset] == quote => {
+                let hit = from + offset;
+                self.pos = hit + 1;
+                self.state = State::Object;
+                self.string_ended(buf, quote, None, hit);
+            }
+            Ok(offset) => {
+                // The `u` of a `\u` escape; its backslash is the byte before.
+                let u = from + offset;
+                self.escape_at = self.mark(u - 1);
+                self.pos = u + 1;
+                self.state = State::Hex {
+                    within: Within::Str(quote),
+                    digits: 0,
+                    value: 0,
+                };
+            }
+            Err(odd) => {
+                self.pos = end;
+                if odd {
+                    self.escape_at = self.mark(end - 1);
+                    self.state = State::Escape(Within::Str(quote));
                 }
             }
         }
@@ -1080,8 +1121,31 @@ fn hex_digit(byte: u8) -> Option<u16> {
     (byte as char).to_digit(16).map(|d| d as u16)
 }
 
+/// Where the quote that closes a string is in `text` (the bytes after its
+/// opening `quote`), if the string ends there: a block at a time, as the
+/// scanner finds the end of content (see [`string_end`]).
+pub(crate) fn closing_quote(text: &[u8], quote: u8) -> Option<usize> {
+    words::wide(
+        #[inline(always)]
+        |lanes| string_end(text, quote, Stops::Closing, lanes),
+    )
+    .ok()
+}
+
+/// What a search through a string's text stops at besides its closing
+/// quote.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stops {
+    /// Nothing else: the search finds where the text ends.
+    Closing,
+    /// Also the `u` of each `\u` escape, whose code unit the scanner reads
+    /// to find lone surrogates (D4).
+    Unicode,
+}
+
 /// Where the quote that closes a string is in `text`, text that starts
-/// between escapes; or, when none is there, whether `text` ends inside an
+/// between escapes (or, with [`Stops::Unicode`], the `u` of a `\u` escape
+/// before it); or, when neither is there, whether `text` ends inside an
 /// escape (after an odd run of backslashes).
 ///
 /// A quote closes the string unless a backslash escapes it: unless the
@@ -1093,61 +1157,82 @@ fn hex_digit(byte: u8) -> Option<u16> {
 /// next block needs only the length of the run of backslashes at the
 /// block's end.
 #[inline(always)]
-fn closing_quote(text: &[u8], lanes: Lanes) -> Result<usize, bool> {
+fn string_end(text: &[u8], quote: u8, stops: Stops, lanes: Lanes) -> Result<usize, bool> {
     let (blocks, rest) = text.as_chunks::<64>();
     // Whether the backslashes that run up to the block's start are odd.
     let mut odd = false;
     let (steps, left) = blocks.as_chunks::<QUOTE_FREE_STEP>();
     for (n, step) in steps.iter().enumerate() {
-        // Most blocks of text have no quote: then which of their bytes are
-        // escaped does not matter, only the parity of the backslashes the
-        // step ends with.
-        let quotes = step.each_ref().map(|block| words::flags64(block, [b'"'], lanes));
-        if quotes == [0; QUOTE_FREE_STEP] {
-            odd = step.iter().fold(odd, |odd, block| {
-                words::odd_at_end(words::flags64(block, [b'\\'], lanes), odd)
-            });
+        let backslashes = step.each_ref().map(|block| words::flags64(block, [b'\\'], lanes));
+        // Most blocks of text have no quote (and no backslash before a
+        // `u`): then which of their bytes are escaped does not matter, only
+        // the parity of the backslashes the step ends with.
+        let candidates = std::array::from_fn::<_, QUOTE_FREE_STEP, _>(|k| {
+            let quotes = words::flags64(&step[k], [quote], lanes);
+            match stops {
+                Stops::Closing => quotes,
+                // A `u` the block's first byte could be is counted too.
+                Stops::Unicode => {
+                    quotes | words::flags64(&step[k], [b'u'], lanes) & (backslashes[k] << 1 | 1)
+                }
+            }
+        });
+        if candidates == [0; QUOTE_FREE_STEP] {
+            odd = backslashes
+                .iter()
+                .fold(odd, |odd, &found| words::odd_at_end(found, odd));
             continue;
         }
         for (k, block) in step.iter().enumerate() {
-            match closing_in_block(block, odd, lanes) {
+            match stop_in_block(block, backslashes[k], quote, stops, odd, lanes) {
                 Ok(at) => return Ok(64 * (QUOTE_FREE_STEP * n + k) + at),
                 Err(ends_odd) => odd = ends_odd,
             }
         }
     }
     for (k, block) in left.iter().enumerate() {
-        match closing_in_block(block, odd, lanes) {
+        let backslashes = words::flags64(block, [b'\\'], lanes);
+        match stop_in_block(block, backslashes, quote, stops, odd, lanes) {
             Ok(at) => return Ok(64 * (QUOTE_FREE_STEP * steps.len() + k) + at),
             Err(ends_odd) => odd = ends_odd,
         }
     }
-    // Zeros are neither quotes nor backslashes.
+    // Zeros are neither quotes, backslashes nor `u`.
     let mut last = [0u8; 64];
     last[..rest.len()].copy_from_slice(rest);
-    let (_, escaped) = words::escapes(words::flags64(&last, [b'\\'], lanes), odd);
-    let closing = words::flags64(&last, [b'"'], lanes) & !escaped;
-    if closing != 0 {
-        return Ok(64 * blocks.len() + closing.trailing_zeros() as usize);
+    let backslashes = words::flags64(&last, [b'\\'], lanes);
+    if let Ok(at) = stop_in_block(&last, backslashes, quote, stops, odd, lanes) {
+        return Ok(64 * blocks.len() + at);
     }
     // The byte after the text, were there one, would be escaped.
+    let (_, escaped) = words::escapes(backslashes, odd);
     Err(escaped >> rest.len() & 1 == 1)
 }
 
-/// Blocks [`closing_quote`] takes a step while none of them holds a quote:
+/// Blocks [`string_end`] takes a step while none of them holds a quote:
 /// one test of their quotes and one branch for both. Over text, two a step
 /// measured a fifth faster than one; four were slower than one.
 const QUOTE_FREE_STEP: usize = 2;
 
-/// [`closing_quote`] in one block: where its closing quote is, or else
-/// whether the backslashes it ends with are odd; `odd`: whether those it
-/// starts after are.
+/// [`string_end`] in one block whose `backslashes` are flagged: where its
+/// first stop is, or else whether the backslashes it ends with are odd;
+/// `odd`: whether those it starts after are.
 #[inline(always)]
-fn closing_in_block(block: &[u8; 64], odd: bool, lanes: Lanes) -> Result<usize, bool> {
-    let backslashes = words::flags64(block, [b'\\'], lanes);
-    let closing = words::flags64(block, [b'"'], lanes) & !words::escapes(backslashes, odd).1;
-    if closing != 0 {
-        return Ok(closing.trailing_zeros() as usize);
+fn stop_in_block(
+    block: &[u8; 64],
+    backslashes: u64,
+    quote: u8,
+    stops: Stops,
+    odd: bool,
+    lanes: Lanes,
+) -> Result<usize, bool> {
+    let escaped = words::escapes(backslashes, odd).1;
+    let mut found = words::flags64(block, [quote], lanes) & !escaped;
+    if stops == Stops::Unicode {
+        found |= words::flags64(block, [b'u'], lanes) & escaped;
+    }
+    if found != 0 {
+        return Ok(found.trailing_zeros() as usize);
     }
     Err(words::odd_at_end(backslashes, odd))
 }
@@ -1436,11 +1521,17 @@ mod tests {
     /// Where a byte loop finds the closing quote of `text`: `Err` and
     /// whether the text ends inside an escape when it has none.
     fn closing_quote_bytewise(text: &[u8]) -> Result<usize, bool> {
+        string_end_bytewise(text, Stops::Closing)
+    }
+
+    /// [`string_end`] as a byte loop.
+    fn string_end_bytewise(text: &[u8], stops: Stops) -> Result<usize, bool> {
         let mut at = 0;
         while at < text.len() {
             match text[at] {
                 b'"' => return Ok(at),
                 b'\\' if at + 1 == text.len() => return Err(true),
+                b'\\' if stops == Stops::Unicode && text[at + 1] == b'u' => return Ok(at + 1),
                 b'\\' => at += 2,
                 _ => at += 1,
             }
@@ -1456,14 +1547,14 @@ mod tests {
                 0usize..70,
                 // Runs a block long or longer, now and then.
                 prop_oneof![8 => 0usize..7, 1 => 60usize..140],
-                prop_oneof![Just(b'"'), Just(b'a'), Just(b'\\')],
+                prop_oneof![Just(b'"'), Just(b'a'), Just(b'\\'), Just(b'u')],
             ),
             0..12,
         )
         .prop_map(|parts| {
             let mut text = Vec::new();
             for (plain, backslashes, then) in parts {
-                text.extend((0..plain).map(|i| [b'a', b'#', b'\'', b'\n', 0xE2][i % 5]));
+                text.extend((0..plain).map(|i| [b'a', b'#', b'\'', b'\n', 0xE2, b'u'][i % 6]));
                 text.extend(std::iter::repeat_n(b'\\', backslashes));
                 text.push(then);
             }
@@ -1478,17 +1569,56 @@ mod tests {
         fn the_closing_quote_is_the_one_a_byte_loop_finds(text in escape_heavy_text()) {
             let mut from = 0;
             while from <= text.len() {
-                let expected = closing_quote_bytewise(&text[from..]);
-                prop_assert_eq!(closing_quote(&text[from..], words::NARROW), expected, "from {}", from);
-                prop_assert_eq!(
-                    words::wide(|lanes| closing_quote(&text[from..], lanes)),
-                    expected,
-                    "from {} (the widest vectors here)",
-                    from
-                );
+                for stops in [Stops::Closing, Stops::Unicode] {
+                    let expected = string_end_bytewise(&text[from..], stops);
+                    prop_assert_eq!(
+                        string_end(&text[from..], b'"', stops, words::NARROW),
+                        expected,
+                        "from {} {:?}",
+                        from,
+                        stops
+                    );
+                    prop_assert_eq!(
+                        words::wide(|lanes| string_end(&text[from..], b'"', stops, lanes)),
+                        expected,
+                        "from {} {:?} (the widest vectors here)",
+                        from,
+                        stops
+                    );
+                }
                 // The next start between escapes.
                 from += if text.get(from) == Some(&b'\\') { 2 } else { 1 };
             }
+        }
+
+        /// A long string with escapes, read a block at a time when it
+        /// comes whole, frames as it does a byte at a time and in any
+        /// pieces: the same end, the same first lone surrogate (D4).
+        #[test]
+        fn long_strings_frame_the_same_whole_and_in_pieces(
+            pieces in proptest::collection::vec(prop::sample::select(vec![
+                "a", "u", "'", "\"", "é", "\\\\", "\\\"", "\\'", "\\n", "\\u0041", "\\uD83D", "\\uDE00",
+                "\\uD83D\\uDE00", "\\\\u", "\\u12", "\\\\\\u00e9", "the quick brown fox jumps over the dog",
+            ]), 0..40),
+            single in any::<bool>(),
+        ) {
+            let quote = if single { '\'' } else { '"' };
+            // The string's own quote is escaped, or it would end it early.
+            let text: String = pieces
+                .iter()
+                .map(|piece| if piece.starts_with(quote) { format!("\\{quote}") } else { piece.to_string() })
+                .collect();
+            let message = format!("{{\"a\":{quote}x\\n{text}{quote},\"b\":[1]}}");
+            let bytes = message.as_bytes();
+            let whole = scan(bytes);
+            prop_assert_eq!(bytewise(bytes), whole, "{}", message);
+            for cut in 0..bytes.len() {
+                let mut scanner = Scanner::new();
+                let first = scanner.scan(&bytes[..cut]);
+                let found = if first == Scan::Partial { scanner.scan(bytes) } else { first };
+                prop_assert_eq!(found, whole, "cut at {} of {}", cut, message);
+            }
+            prop_assert!(matches!(whole, Scan::Complete(frame) if frame.end() == bytes.len()), "{:?}", whole);
         }
 
         /// Content text received in any pieces comes out in runs that are

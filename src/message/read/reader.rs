@@ -31,6 +31,7 @@ use serde::de::value::{BorrowedStrDeserializer, StringDeserializer};
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 
 use crate::message::json_text::next_to_escape;
+use crate::message::read::framing;
 use crate::message::string;
 
 /// The deepest nesting the reader recurses into: serde_json's own limit,
@@ -203,16 +204,8 @@ impl<'de> TextReader<'de> {
             }
         }
         // The closing quote: the first one no backslash stands before.
-        let mut at = start;
-        let close = loop {
-            match bytes
-                .get(at..)
-                .and_then(|rest| memchr::memchr2(quote, b'\\', rest))
-            {
-                None => return Err(self.error(open, "a string that does not end")),
-                Some(i) if bytes[at + i] == quote => break at + i,
-                Some(i) => at += i + 2,
-            }
+        let Some(close) = framing::closing_quote(&bytes[start..], quote).map(|at| start + at) else {
+            return Err(self.error(open, "a string that does not end"));
         };
         self.pos = close + 1;
         let raw = &self.text[start..close];
