@@ -888,6 +888,7 @@ impl Scanner {
     /// Reports the content text from `pos` to the closing quote or as far
     /// as the buffer goes (never ending a run just after a backslash,
     /// whose escape the next bytes complete).
+    #[inline(never)]
     fn content_run(&mut self, buf: &[u8]) -> Scan {
         let start = self.pos;
         let (i, last) = match words::wide(
@@ -1167,16 +1168,13 @@ fn string_end(text: &[u8], quote: u8, stops: Stops, lanes: Lanes) -> Result<usiz
         // Most blocks of text have no quote (and no backslash before a
         // `u`): then which of their bytes are escaped does not matter, only
         // the parity of the backslashes the step ends with.
-        let candidates = std::array::from_fn::<_, QUOTE_FREE_STEP, _>(|k| {
-            let quotes = words::flags64(&step[k], [quote], lanes);
-            match stops {
-                Stops::Closing => quotes,
+        let mut candidates = step.each_ref().map(|block| words::flags64(block, [quote], lanes));
+        if stops == Stops::Unicode {
+            for (k, block) in step.iter().enumerate() {
                 // A `u` the block's first byte could be is counted too.
-                Stops::Unicode => {
-                    quotes | words::flags64(&step[k], [b'u'], lanes) & (backslashes[k] << 1 | 1)
-                }
+                candidates[k] |= words::flags64(block, [b'u'], lanes) & (backslashes[k] << 1 | 1);
             }
-        });
+        }
         if candidates == [0; QUOTE_FREE_STEP] {
             odd = backslashes
                 .iter()
