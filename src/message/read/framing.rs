@@ -1164,21 +1164,24 @@ fn string_end(text: &[u8], quote: u8, stops: Stops, lanes: Lanes) -> Result<usiz
     let mut odd = false;
     let (steps, left) = blocks.as_chunks::<QUOTE_FREE_STEP>();
     for (n, step) in steps.iter().enumerate() {
-        let backslashes = step.each_ref().map(|block| words::flags64(block, [b'\\'], lanes));
-        // Most blocks of text have no quote (and no backslash before a
-        // `u`): then which of their bytes are escaped does not matter, only
-        // the parity of the backslashes the step ends with.
-        let mut candidates = step.each_ref().map(|block| words::flags64(block, [quote], lanes));
-        if stops == Stops::Unicode {
-            for (k, block) in step.iter().enumerate() {
+        // Loops, not closures over arrays: those are not always inlined
+        // into the vector code, and each mask then costs a call.
+        let (mut backslashes, mut candidates) = ([0; QUOTE_FREE_STEP], [0; QUOTE_FREE_STEP]);
+        for (k, block) in step.iter().enumerate() {
+            backslashes[k] = words::flags64(block, [b'\\'], lanes);
+            candidates[k] = words::flags64(block, [quote], lanes);
+            if stops == Stops::Unicode {
                 // A `u` the block's first byte could be is counted too.
                 candidates[k] |= words::flags64(block, [b'u'], lanes) & (backslashes[k] << 1 | 1);
             }
         }
+        // Most blocks of text have no quote (and no backslash before a
+        // `u`): then which of their bytes are escaped does not matter, only
+        // the parity of the backslashes the step ends with.
         if candidates == [0; QUOTE_FREE_STEP] {
-            odd = backslashes
-                .iter()
-                .fold(odd, |odd, &found| words::odd_at_end(found, odd));
+            for found in backslashes {
+                odd = words::odd_at_end(found, odd);
+            }
             continue;
         }
         for (k, block) in step.iter().enumerate() {
