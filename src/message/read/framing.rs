@@ -534,7 +534,7 @@ impl Scanner {
     /// state.
     fn run(&mut self, buf: &[u8]) -> Scan {
         loop {
-            if self.state == State::Content {
+            if matches!(self.state, State::Content) {
                 // Content does not count against the size limit (D19).
                 return self.content_run(buf);
             }
@@ -566,12 +566,16 @@ impl Scanner {
                     }
                 }
                 State::Bom1 | State::Bom2 => {
-                    let wanted = if self.state == State::Bom1 { 0xBB } else { 0xBF };
+                    let wanted = if matches!(self.state, State::Bom1) {
+                        0xBB
+                    } else {
+                        0xBF
+                    };
                     if byte != wanted {
                         return fail(at, Fault::NotAMessageStart);
                     }
                     self.pos += 1;
-                    self.state = if self.state == State::Bom1 {
+                    self.state = if matches!(self.state, State::Bom1) {
                         State::Bom2
                     } else {
                         State::Between
