@@ -929,9 +929,11 @@ impl Scanner {
 
     /// Reads a string's text from `at` to its closing quote, or to `end`.
     /// An escape whose second byte is already here and does not start
-    /// `\u` is stepped over in place: text with many escapes (lines of a
-    /// file, each ending in `\n`) then costs a search per escape, not a
-    /// turn of the state machine.
+    /// `\u` is stepped over in place, and the rest of the string, once 64
+    /// bytes or more are buffered after it, is read a block at a time
+    /// ([`string_blocks`](Self::string_blocks)): text with many escapes
+    /// (lines of a file, each ending in `\n`) costs neither a turn of the
+    /// state machine nor a search per escape.
     fn string_body(&mut self, buf: &[u8], quote: u8, at: usize, end: usize) {
         let mut from = at;
         loop {
