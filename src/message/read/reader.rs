@@ -196,15 +196,19 @@ impl<'de> TextReader<'de> {
         let bytes = self.text.as_bytes();
         let open = self.pos;
         let start = open + 1;
+        // Where the search for the closing quote starts: no quote or
+        // backslash stands before the first byte a JSON string must
+        // escape, so the text up to it is not read twice.
+        let mut from = start;
         if quote == b'"' {
-            let stop = next_to_escape(bytes, start);
-            if bytes.get(stop) == Some(&b'"') {
-                self.pos = stop + 1;
-                return Ok(Cow::Borrowed(&self.text[start..stop]));
+            from = next_to_escape(bytes, start);
+            if bytes.get(from) == Some(&b'"') {
+                self.pos = from + 1;
+                return Ok(Cow::Borrowed(&self.text[start..from]));
             }
         }
         // The closing quote: the first one no backslash stands before.
-        let Some(close) = framing::closing_quote(&bytes[start..], quote).map(|at| start + at) else {
+        let Some(close) = framing::closing_quote(&bytes[from..], quote).map(|at| from + at) else {
             return Err(self.error(open, "a string that does not end"));
         };
         self.pos = close + 1;
