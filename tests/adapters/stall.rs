@@ -8,7 +8,8 @@ use std::time::{Duration, Instant};
 
 use jsontp_protocol::machine::ServerConfig;
 
-use crate::support::{Echo, child_runtime, each_runtime, options, request, start};
+use crate::hostile::small_window;
+use crate::support::{Echo, Runtime, child_runtime, each_runtime, options, request, start};
 
 #[test]
 fn a_peer_that_never_reads_is_closed_after_the_stall_limit() {
@@ -58,6 +59,62 @@ fn a_peer_that_never_reads_is_closed_after_the_stall_limit() {
         );
         server.shutdown_and_join();
     });
+}
+
+/// Every runtime: a reader that pauses now and then, long enough for the
+/// server's buffers to fill each time, gets the rest of the answer as soon
+/// as it reads again, not at the stall timer's next check. The checks come
+/// every 64th of the stall limit, here almost five seconds: a runtime that
+/// misses the socket's room (io_uring's send completing while the step
+/// waits to write) would wait for one at every pause.
+#[test]
+fn a_reader_that_pauses_is_sent_the_rest_when_it_reads_again() {
+    each_runtime(|runtime| {
+        let server = start(runtime, Echo, options(patient(), 1));
+        let mut stream = small_window(server.addr, 4096);
+        stream
+            .write_all(request("GET", &format!("/big/{PAUSED_ANSWER}"), "").as_bytes())
+            .expect("write");
+        read_with_pauses(&mut stream, runtime);
+        server.shutdown_and_join();
+    });
+}
+
+/// The answer [`read_with_pauses`] reads.
+pub(crate) const PAUSED_ANSWER: usize = 8 << 20;
+
+/// A stall limit that long, its checks are seconds apart.
+pub(crate) fn patient() -> ServerConfig {
+    let mut config = ServerConfig::default();
+    config.limits.stall_timeout = Duration::from_secs(300);
+    config
+}
+
+/// Reads [`PAUSED_ANSWER`] bytes, pausing 50 ms before each eighth, and
+/// fails if that took much more than the pauses.
+pub(crate) fn read_with_pauses(stream: &mut impl Read, runtime: Runtime) {
+    const PAUSES: usize = 8;
+    let started = Instant::now();
+    let (mut received, mut chunk, mut paused) = (0usize, vec![0u8; 64 * 1024], 0);
+    while received < PAUSED_ANSWER {
+        if received >= paused * (PAUSED_ANSWER / PAUSES) {
+            std::thread::sleep(Duration::from_millis(50));
+            paused += 1;
+        }
+        match stream.read(&mut chunk) {
+            Ok(0) => panic!("{runtime:?}: closed after {received} bytes"),
+            Ok(n) => received += n,
+            Err(e) => panic!("{runtime:?}: nothing more after {received} bytes: {e}"),
+        }
+    }
+    // Eight pauses of 50 ms, and the answer's building and escaping (a
+    // fraction of a second in a debug build); one missed wake-up alone
+    // would take more than all that.
+    let took = started.elapsed();
+    assert!(
+        took < Duration::from_millis(2000),
+        "{runtime:?}: {PAUSED_ANSWER} bytes with {PAUSES} pauses took {took:?}"
+    );
 }
 
 /// The child process of [`memory_returns_after_a_stalled_peer_is_closed`]:

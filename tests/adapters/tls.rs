@@ -313,6 +313,43 @@ fn behind_a_proxy_the_header_comes_before_the_tls_session() {
     }
 }
 
+/// Over TLS, on every runtime: a reader that pauses gets the rest as soon
+/// as it reads again. The session keeps records the socket would not
+/// take, and sends them at its next call: the runtime must make that call
+/// once there is room, even though the drive step wrote everything.
+#[test]
+fn a_reader_that_pauses_over_tls_is_sent_the_rest_when_it_reads_again() {
+    use std::io::Write;
+
+    use crate::hostile::small_window;
+    use crate::stall::{PAUSED_ANSWER, patient, read_with_pauses};
+    use crate::support::request;
+
+    let pki = Pki::new();
+    let client_config = Arc::new(
+        rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+            .with_safe_default_protocol_versions()
+            .expect("versions")
+            .with_root_certificates(pki.roots())
+            .with_no_client_auth(),
+    );
+    for &runtime in RUNTIMES {
+        let server = start(runtime, Echo, options(patient(), 1).with_tls(pki.server(false)));
+        let session = rustls::ClientConnection::new(
+            Arc::clone(&client_config),
+            "localhost".try_into().expect("a name"),
+        )
+        .expect("session");
+        let mut stream = rustls::StreamOwned::new(session, small_window(server.addr, 4096));
+        stream
+            .write_all(request("GET", &format!("/big/{PAUSED_ANSWER}"), "").as_bytes())
+            .expect("write");
+        stream.flush().expect("flush");
+        read_with_pauses(&mut stream, runtime);
+        server.shutdown_and_join();
+    }
+}
+
 /// D3 over TLS: a reader taking 64 KiB of a 16 MiB answer every 100 ms,
 /// for several stall times of 500 ms, is never closed as stalled. Under
 /// TLS the answer waits in the session's buffer before the socket's, and

@@ -12,7 +12,7 @@ use std::time::Instant;
 use super::MODE;
 use super::ring::{Completion, Op};
 use super::stream::{Receive, RingStream};
-use super::worker::{Client, Slot, Stage, Worker};
+use super::worker::{Client, Output, Slot, Stage, Worker};
 use crate::io_adapters::proxy_protocol::ProxyHeaderReader;
 use crate::io_adapters::server::mio::connection::{HeaderRead, read_proxy_header};
 use crate::io_adapters::server::mio::deadlines::Deadline;
@@ -63,6 +63,7 @@ impl<H: Handler> Worker<H> {
             round: self.round,
             // No round yet: rounds count up from 0.
             touched: u64::MAX,
+            output: Output::Waiting,
         };
         if slot == self.slots.len() {
             self.slots.push(Slot::Serving(Box::new(client)));
@@ -96,6 +97,17 @@ impl<H: Handler> Worker<H> {
             _ => stream.sent(done.result),
         }
         match &self.slots[slot] {
+            // A send that completed while the drive step waits only to
+            // read changes nothing it waits for: the rest of a short one
+            // is sent, and the turn skipped (a failure is the step's to
+            // see).
+            Slot::Serving(client)
+                if matches!(done.op, Op::Send(_))
+                    && client.output == Output::Handed
+                    && !client.stream.get_ref().send_failed() =>
+            {
+                self.queue_io(slot);
+            }
             Slot::Serving(_) => self.touch(slot),
             Slot::Closing(stream) if !stream.get_ref().in_flight() => {
                 let Slot::Closing(stream) = std::mem::replace(&mut self.slots[slot], Slot::Vacant) else {
@@ -140,12 +152,21 @@ impl<H: Handler> Worker<H> {
             };
             match client.driver.step(&mut client.stream, &mut self.scratch) {
                 Step::Dispatch => client.driver.dispatch(&*self.handler),
-                Step::Wait { deadline, .. } => {
+                Step::Wait { deadline, write, .. } => {
+                    // A TLS session holds records the outbox would not
+                    // take, sent at its next call, whatever the step says.
+                    let plain = matches!(client.stream, Accepted::Plain(_));
+                    client.output = if write || !plain {
+                        Output::Waiting
+                    } else {
+                        Output::Handed
+                    };
                     self.set_timer(slot, deadline);
                     self.settle(slot);
                     return self.queue_io(slot);
                 }
                 Step::Yield => {
+                    client.output = Output::Waiting;
                     if !self.again.contains(&slot) {
                         self.again.push(slot);
                     }

@@ -61,6 +61,20 @@ pub(super) struct Client {
     /// The last round in which a completion marked it for a turn: marked
     /// once however many of its completions a round brings.
     pub(super) touched: u64,
+    /// Whether its send's completion concerns the drive step.
+    pub(super) output: Output,
+}
+
+/// What a connection's drive step asked of its output at its last wait.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Output {
+    /// Everything written was taken by the stream: a send's completion
+    /// only starts the rest of a short send, and needs no turn.
+    Handed,
+    /// The stream would not take it all, the step waits for it to be
+    /// sent (a close after the last answer), or a TLS session may hold
+    /// some: a send's completion brings the connection's next turn.
+    Waiting,
 }
 
 /// What a connection slot holds.
