@@ -215,12 +215,12 @@ impl RingStream {
         }
     }
 
-    /// Whether a send is under way, whose bytes the kernel reads.
     /// Whether a send failed: the drive step learns it at its next write.
     pub(super) fn send_failed(&self) -> bool {
         matches!(self.sending, Sending::Failed(_))
     }
 
+    /// Whether a send is under way, whose bytes the kernel reads.
     pub(super) fn sending(&self) -> bool {
         matches!(self.sending, Sending::Submitted { .. })
     }
