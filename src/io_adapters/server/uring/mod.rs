@@ -20,7 +20,8 @@
 //!   brought meanwhile are held until there is room, as mio holds one;
 //! - **receive**: one multishot receive per connection into a pool of
 //!   buffers provided to the kernel (a buffer ring of 512 buffers of 16
-//!   KiB per worker), so that an idle connection holds no buffer. The
+//!   KiB per worker, in huge pages where the system gives them on
+//!   request), so that an idle connection holds no buffer. The
 //!   drive step reads from the buffers received (a read that finds none
 //!   would block), and each goes back to the pool once read. A connection
 //!   that holds four buffers unread has its receive cancelled until it
