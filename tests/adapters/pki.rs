@@ -87,6 +87,27 @@ impl Pki {
         roots
     }
 
+    /// A bare rustls client session over `socket`, for `localhost`,
+    /// trusting the test CA: for tests that read and write the session
+    /// themselves.
+    // The command's tests speak TLS through `jsontp get` instead.
+    #[allow(dead_code)]
+    pub fn raw_session(
+        &self,
+        socket: std::net::TcpStream,
+    ) -> rustls::StreamOwned<rustls::ClientConnection, std::net::TcpStream> {
+        let config =
+            rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+                .with_safe_default_protocol_versions()
+                .expect("versions")
+                .with_root_certificates(self.roots())
+                .with_no_client_auth();
+        let session =
+            rustls::ClientConnection::new(Arc::new(config), "localhost".try_into().expect("a name"))
+                .expect("session");
+        rustls::StreamOwned::new(session, socket)
+    }
+
     /// A client that shows the client certificate.
     pub fn client_with_cert(&self) -> ClientTls {
         let roots = self.roots();

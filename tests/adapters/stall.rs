@@ -230,7 +230,6 @@ fn memory_returns_after_a_stalled_peer_is_closed() {
 mod stopped_downloads {
     use std::io::{Read, Write};
     use std::net::{SocketAddr, TcpStream};
-    use std::sync::Arc;
     use std::time::{Duration, Instant};
 
     use jsontp_protocol::machine::ServerConfig;
@@ -262,16 +261,7 @@ mod stopped_downloads {
             socket.write_all(text.as_bytes()).expect("write");
             return (socket, Instant::now());
         };
-        let config = Arc::new(
-            rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-                .with_safe_default_protocol_versions()
-                .expect("versions")
-                .with_root_certificates(pki.roots())
-                .with_no_client_auth(),
-        );
-        let session =
-            rustls::ClientConnection::new(config, "localhost".try_into().expect("a name")).expect("session");
-        let mut stream = rustls::StreamOwned::new(session, socket);
+        let mut stream = pki.raw_session(socket);
         stream.write_all(text.as_bytes()).expect("write");
         stream.flush().expect("flush");
         (stream.sock, Instant::now())

@@ -4,7 +4,6 @@
 #![cfg(feature = "tls")]
 
 use std::net::SocketAddr;
-use std::sync::Arc;
 
 use jsontp_protocol::io_adapters::client::{Answer, ClientError};
 use jsontp_protocol::io_adapters::server::ServerOptions;
@@ -326,21 +325,9 @@ fn a_reader_that_pauses_over_tls_is_sent_the_rest_when_it_reads_again() {
     use crate::support::request;
 
     let pki = Pki::new();
-    let client_config = Arc::new(
-        rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-            .with_safe_default_protocol_versions()
-            .expect("versions")
-            .with_root_certificates(pki.roots())
-            .with_no_client_auth(),
-    );
     for &runtime in RUNTIMES {
         let server = start(runtime, Echo, options(patient(), 1).with_tls(pki.server(false)));
-        let session = rustls::ClientConnection::new(
-            Arc::clone(&client_config),
-            "localhost".try_into().expect("a name"),
-        )
-        .expect("session");
-        let mut stream = rustls::StreamOwned::new(session, small_window(server.addr, 4096));
+        let mut stream = pki.raw_session(small_window(server.addr, 4096));
         stream
             .write_all(request("GET", &format!("/big/{PAUSED_ANSWER}"), "").as_bytes())
             .expect("write");
@@ -365,24 +352,11 @@ fn a_slow_reader_that_keeps_taking_output_over_tls_is_not_closed() {
     use crate::support::request;
 
     let pki = Pki::new();
-    let roots = pki.roots();
-    let client_config = Arc::new(
-        rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-            .with_safe_default_protocol_versions()
-            .expect("versions")
-            .with_root_certificates(roots)
-            .with_no_client_auth(),
-    );
     for &runtime in RUNTIMES {
         let mut config = hostile_config();
         config.limits.stall_timeout = Duration::from_millis(500);
         let server = start(runtime, Streamer, options(config, 2).with_tls(pki.server(false)));
-        let session = rustls::ClientConnection::new(
-            Arc::clone(&client_config),
-            "localhost".try_into().expect("a name"),
-        )
-        .expect("session");
-        let mut stream = rustls::StreamOwned::new(session, small_window(server.addr, 64 << 10));
+        let mut stream = pki.raw_session(small_window(server.addr, 64 << 10));
         stream
             .write_all(request("GET", &format!("/stream/{SLOW_ANSWER}"), "").as_bytes())
             .expect("write");
