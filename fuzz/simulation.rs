@@ -904,13 +904,13 @@ impl Transport for SimTransport {
     #[cfg(target_os = "linux")]
     fn send_copy(&mut self, pending: OutputCopy<'_>) -> Option<io::Result<usize>> {
         use std::os::unix::fs::FileExt;
-        let file = pending.file()?;
+        let (file, at) = pending.file()?;
         let n = match self.accepts(pending.len) {
             Ok(n) => n,
             Err(e) => return Some(Err(e)),
         };
         let mut piece = vec![0; n];
-        let sent = file.read_at(&mut piece, pending.offset).inspect(|&read| {
+        let sent = file.read_at(&mut piece, at).inspect(|&read| {
             self.out.extend_from_slice(&piece[..read]);
             self.from_files += read;
         });

@@ -990,12 +990,8 @@ impl FileServer {
             }
             let mut body = Body::prepared(content.into_shared(), encoding)?;
             // Large text goes out with sendfile from a sealed copy, as
-            // nginx sends files; without one (past the cache's count of
-            // copies, or an error here) it goes out from memory, which
-            // costs the kernel a copy per answer.
-            if cache.may_copy() {
-                let _ = body.add_sendfile_copy();
-            }
+            // nginx sends files.
+            cache.add_copy(&mut body);
             cache.put_encoded(slot, &body);
             return Ok(body);
         }

@@ -39,6 +39,8 @@ pub mod tls;
 mod transport;
 
 pub use clock::Clock;
+#[cfg(target_os = "linux")]
+pub use sendfile::CopyArena;
 pub use transport::{IoMode, Transport};
 
 /// Reads both clocks the machine needs (a monotonic instant for timers, the

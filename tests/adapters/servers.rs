@@ -388,31 +388,42 @@ fn bytes_read_from_files() -> u64 {
 #[cfg(target_os = "linux")]
 #[test]
 fn every_runtime_sends_a_prepared_body_from_its_sealed_copy_on_plain_tcp() {
+    use jsontp_protocol::io_adapters::CopyArena;
     use jsontp_protocol::message::{Body, Encoding};
     let text = "a \"quoted\" line \\ of text\n".repeat(40_000);
-    let mut body = Body::prepared(Arc::from(text.as_bytes()), Encoding::Identity).expect("text");
-    body.add_sendfile_copy().expect("a memfd");
-    let written = body.written_len().expect("prepared");
-    each_runtime(|adapter| {
-        let server = start(
-            adapter,
-            Prepared(body.clone()),
-            options(with_policy(ContinuePolicy::AutoAccept), 2),
-        );
-        let mut client = Reader::new(connect(server.addr));
-        let before = bytes_read_from_files();
-        client.send(&request("GET", "/f", ""));
-        let response = client.expect();
-        let read = bytes_read_from_files() - before;
-        assert!(content(&response) == text, "{adapter:?}: the text, whole");
-        // The written text went from the copy: read from its file, not
-        // written from memory.
-        assert!(
-            read >= written as u64,
-            "{adapter:?}: {read} bytes read from files, the text is {written}"
-        );
-        server.shutdown_and_join();
-    });
+    let prepared = |text: &str| Body::prepared(Arc::from(text.as_bytes()), Encoding::Identity).expect("text");
+    // A copy in a file of its own, and one in a huge page shared with
+    // another text before it (where the kernel makes huge pages).
+    let mut own = prepared(&text);
+    own.add_sendfile_copy().expect("a memfd");
+    let arena = CopyArena::new(4 << 20);
+    let mut before_it = prepared(&"another text\n".repeat(20_000));
+    before_it.add_sendfile_copy_in(&arena).expect("a copy");
+    let mut shared = prepared(&text);
+    shared.add_sendfile_copy_in(&arena).expect("a copy");
+    let written = own.written_len().expect("prepared");
+    for body in [own, shared] {
+        each_runtime(|adapter| {
+            let server = start(
+                adapter,
+                Prepared(body.clone()),
+                options(with_policy(ContinuePolicy::AutoAccept), 2),
+            );
+            let mut client = Reader::new(connect(server.addr));
+            let before = bytes_read_from_files();
+            client.send(&request("GET", "/f", ""));
+            let response = client.expect();
+            let read = bytes_read_from_files() - before;
+            assert!(content(&response) == text, "{adapter:?}: the text, whole");
+            // The written text went from the copy: read from its file, not
+            // written from memory.
+            assert!(
+                read >= written as u64,
+                "{adapter:?}: {read} bytes read from files, the text is {written}"
+            );
+            server.shutdown_and_join();
+        });
+    }
 }
 
 #[test]

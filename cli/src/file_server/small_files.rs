@@ -38,7 +38,9 @@
 //! Memory is bounded: files of at most [`SmallFiles::MAX_FILE`] whole,
 //! escaped forms of at most [`SmallFiles::MAX_ESCAPED`], and a total the
 //! server sets, content, written forms and their sealed files included;
-//! past it, entries are dropped in no particular order.
+//! past it, entries are dropped in no particular order. The sealed files
+//! of small forms share huge pages ([`CopyArena`]), which a form dropped
+//! may leave partly used: at most a quarter of the total more.
 
 use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
@@ -47,6 +49,7 @@ use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use jsontp_protocol::io_adapters::CopyArena;
 use jsontp_protocol::message::negotiate::ContentKind;
 use jsontp_protocol::message::{Body, Date, Encoding, MediaType};
 
@@ -129,6 +132,8 @@ impl Slot {
 pub(super) struct SmallFiles {
     entries: Mutex<Entries>,
     max_bytes: usize,
+    /// The huge pages the sendfile copies of small forms share.
+    arena: CopyArena,
     /// Whether each version of a large file is UTF-8 text.
     texts: Mutex<HashMap<OsString, (Stamp, bool)>>,
     /// The paths whose escaped form is being made.
@@ -263,6 +268,7 @@ impl SmallFiles {
         SmallFiles {
             entries: Mutex::new(Entries::default()),
             max_bytes,
+            arena: CopyArena::new(max_bytes / 4),
             texts: Mutex::new(HashMap::new()),
             building: Mutex::new(HashSet::new()),
         }
@@ -381,11 +387,23 @@ impl SmallFiles {
     }
 
     /// Whether a form prepared now may have a sendfile copy
-    /// ([`Body::add_sendfile_copy`]): each holds a descriptor for as long
-    /// as the form is kept, so at most [`MAX_COPIES`](Self::MAX_COPIES)
-    /// do (a few more while forms being kept race).
+    /// ([`Body::add_sendfile_copy`]): each may hold a descriptor for as
+    /// long as the form is kept, so at most
+    /// [`MAX_COPIES`](Self::MAX_COPIES) do (a few more while forms being
+    /// kept race).
     pub(super) fn may_copy(&self) -> bool {
         self.entries.lock().unwrap_or_else(|p| p.into_inner()).copies < Self::MAX_COPIES
+    }
+
+    /// Gives `body`, a form prepared now, a sendfile copy
+    /// ([`Body::add_sendfile_copy_in`], in the huge pages small forms
+    /// share) if [`may_copy`](Self::may_copy). Without one (past the
+    /// count, or on an error) the form goes out from memory, which costs
+    /// the kernel a copy per answer.
+    pub(super) fn add_copy(&self, body: &mut Body) {
+        if self.may_copy() {
+            let _ = body.add_sendfile_copy_in(&self.arena);
+        }
     }
 
     /// Whether a file of `len` bytes would be kept.

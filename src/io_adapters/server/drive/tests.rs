@@ -111,7 +111,8 @@ impl Transport for Pipe {
     fn send_copy(&mut self, pending: crate::machine::OutputCopy<'_>) -> Option<std::io::Result<usize>> {
         use std::os::unix::fs::FileExt;
         let mut piece = vec![0; pending.len.min(5000)];
-        let read = pending.file()?.read_at(&mut piece, pending.offset);
+        let (file, at) = pending.file()?;
+        let read = file.read_at(&mut piece, at);
         Some(read.inspect(|&n| {
             self.output.extend_from_slice(&piece[..n]);
             self.from_files += n;
