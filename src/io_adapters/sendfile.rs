@@ -27,7 +27,7 @@
 //! together ([`CopyArena`]). Shared memory otherwise holds a file in
 //! pages of 4 KiB, and `sendfile` hands the socket each page on its own:
 //! the sender looks every page up and the receiver copies it apart. On
-//! loopback that made a 300 KiB answer cost the server about a third
+//! loopback that made a 300 KiB answer cost the server about a fifth
 //! more than from huge pages, and a reader of a 64 MiB copy spend twice
 //! what a reader of nginx's file on ext4, in large pages, spends.
 //!
@@ -202,7 +202,8 @@ impl<'a> OutputCopy<'a> {
 /// 2 MiB, too much for one short text, so the arena fills one with
 /// text after text, and starts another when the next does not fit.
 ///
-/// Memory: a huge page stays while any copy in it does. The arena holds
+/// Memory: a huge page stays while any copy in it does, and the one
+/// being filled for as long as the arena lives. The arena holds
 /// at most the number of huge pages its bound allows; past that, or
 /// where the kernel will not make huge pages of shared memory, a copy
 /// gets a file of its own in small pages.
