@@ -1,6 +1,8 @@
 //! The file cache's large text forms as `jsontp serve` keeps them (Linux):
 //! a kept escaped form is sent byte for byte as the file, and neither
-//! making it nor sending it holds the file in the server's memory.
+//! making it nor sending it holds the file in the server's memory; the
+//! copies of small files, packed into shared huge pages, each go out as
+//! their own file.
 #![allow(clippy::disallowed_methods)] // the tests own their threads
 
 use std::io::{BufRead, BufReader, Write};
@@ -142,5 +144,35 @@ fn over_tls_a_kept_escaped_form_is_read_from_its_mapping_byte_exact() {
         kept_bytes(admin) > 2.0 * text.len() as f64,
         "sent from the kept form"
     );
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+#[test]
+fn small_files_whose_copies_share_huge_pages_each_go_out_as_the_file() {
+    // Forms of 16 KiB and more get sendfile copies; these lie one after
+    // another in the cache's shared huge pages (where the kernel makes
+    // them), each sent from where it starts.
+    let root = temp_root("cache-shared-pages");
+    let texts: Vec<String> = (0..5)
+        .map(|n| format!("file {n}: {}", rich_text((40 + 70 * n) << 10)))
+        .collect();
+    for (n, text) in texts.iter().enumerate() {
+        std::fs::write(root.join(format!("f{n}.txt")), text).expect("a file");
+    }
+    let (_serve, addr, mut log) = spawn_serve(&root, &["--quiet"]);
+    std::thread::spawn(move || std::io::copy(&mut log, &mut std::io::sink()));
+    // The first round makes each form and its copy, the others send
+    // them as kept, in another order.
+    for round in 0..3 {
+        for n in (0..texts.len()).rev().cycle().skip(round).take(texts.len()) {
+            let answer = get_identity(addr, &format!("/f{n}.txt"));
+            let value: serde_json::Value = serde_json::from_slice(&answer).expect("JSON");
+            assert_eq!(value["status"]["code"], 200, "{round} f{n}: {}", value["status"]);
+            assert!(
+                value["body"]["content"].as_str() == Some(texts[n].as_str()),
+                "{round} f{n}: the file, byte for byte"
+            );
+        }
+    }
     let _ = std::fs::remove_dir_all(&root);
 }
