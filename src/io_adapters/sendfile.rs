@@ -322,9 +322,7 @@ mod mapping {
     use rustix::fs::SealFlags;
     use rustix::mm::{MapFlags, ProtFlags};
 
-    /// The size of a huge page, and the alignment that lets the kernel map
-    /// one at a time.
-    pub(super) const HUGE_PAGE: usize = 2 << 20;
+    pub(super) use crate::io_adapters::HUGE_PAGE;
 
     /// `MADV_COLLAPSE` (Linux 6.1), which not every `libc` binding names:
     /// move a range's memory into huge pages now, whatever the system's
@@ -366,21 +364,7 @@ mod mapping {
                 });
             }
             let room = Reserved::new(len)?;
-            // SAFETY: a shared, read-only mapping over the start of address
-            // space reserved above, which no memory Rust knows of
-            // overlaps; the file holds `len` bytes and, sealed, never
-            // fewer.
-            let at = unsafe {
-                rustix::mm::mmap(
-                    room.aligned.cast(),
-                    len,
-                    ProtFlags::READ,
-                    MapFlags::SHARED | MapFlags::FIXED,
-                    file,
-                    0,
-                )
-            }?;
-            let at = NonNull::new(at.cast::<u8>()).ok_or_else(|| io::Error::other("mapped at null"))?;
+            let at = room.map(file, 0, len)?;
             room.keep(len);
             Ok(Mapped { at, len })
         }
@@ -438,6 +422,30 @@ mod mapping {
             })
         }
 
+        /// Maps `len` bytes of `file` from `offset`, read-only, at the
+        /// aligned start, over whatever was mapped there before.
+        ///
+        /// `file` must be sealed against shrinking and hold those bytes:
+        /// no read of the mapping can then find a page without a file
+        /// behind it (`SIGBUS`).
+        fn map(&self, file: &std::fs::File, offset: u64, len: usize) -> io::Result<NonNull<u8>> {
+            debug_assert!(len <= self.size - HUGE_PAGE);
+            // SAFETY: a shared, read-only mapping over address space this
+            // reservation holds (`size` is `len` and the alignment's
+            // slack at most), which no memory Rust knows of overlaps.
+            let at = unsafe {
+                rustix::mm::mmap(
+                    self.aligned.cast(),
+                    len,
+                    ProtFlags::READ,
+                    MapFlags::SHARED | MapFlags::FIXED,
+                    file,
+                    offset,
+                )
+            }?;
+            NonNull::new(at.cast::<u8>()).ok_or_else(|| io::Error::other("mapped at null"))
+        }
+
         /// The first `len` bytes from the aligned start now belong to a
         /// mapping of their own; only the rest is given back.
         fn keep(mut self, len: usize) {
@@ -484,25 +492,13 @@ mod mapping {
         };
         let mut moved = 0;
         while moved < whole {
-            // SAFETY: a shared, read-only mapping over the window reserved
-            // above (replacing the stretch mapped there before), which no
-            // memory Rust knows of overlaps; the sealed file holds the
-            // stretch and never less.
-            let mapped = unsafe {
-                rustix::mm::mmap(
-                    window.aligned.cast(),
-                    HUGE_PAGE,
-                    ProtFlags::READ,
-                    MapFlags::SHARED | MapFlags::FIXED,
-                    file,
-                    moved as u64,
-                )
+            // Each stretch replaces the one before in the window.
+            let Ok(stretch) = window.map(file, moved as u64, HUGE_PAGE) else {
+                break;
             };
-            // SAFETY: advice on the window mapped just above; it changes
+            // SAFETY: advice on the stretch mapped just above; it changes
             // where the file's bytes lie, never what they are.
-            if mapped.is_err()
-                || unsafe { libc::madvise(window.aligned.cast(), HUGE_PAGE, MADV_COLLAPSE) } != 0
-            {
+            if unsafe { libc::madvise(stretch.as_ptr().cast(), HUGE_PAGE, MADV_COLLAPSE) } != 0 {
                 break;
             }
             moved += HUGE_PAGE;

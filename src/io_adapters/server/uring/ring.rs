@@ -27,9 +27,6 @@ const BUFFERS: u16 = 512;
 /// Size of each: a typical request, or a pipelined batch of them, fits
 /// in one; content arrives in as many as it needs.
 pub(super) const BUFFER_SIZE: usize = 16 * 1024;
-/// The size of a huge page (x86-64, arm64 with 4 KiB pages): the pool's
-/// alignment, so that its memory can be mapped in them.
-const HUGE_PAGE: usize = 2 << 20;
 /// The group id of the pool (one per ring).
 const GROUP: u16 = 0;
 
@@ -366,7 +363,8 @@ impl Pool {
         let entries_layout = Layout::from_size_align(usize::from(count) * size_of::<BufRingEntry>(), 4096)
             .map_err(io::Error::other)?;
         let memory_layout =
-            Layout::from_size_align(usize::from(count) * BUFFER_SIZE, HUGE_PAGE).map_err(io::Error::other)?;
+            Layout::from_size_align(usize::from(count) * BUFFER_SIZE, crate::io_adapters::HUGE_PAGE)
+                .map_err(io::Error::other)?;
         // SAFETY: both layouts have a non-zero size. The buffers are not
         // zeroed (megabytes, which would delay a worker's start): a
         // buffer is read only up to what the kernel wrote into it.
