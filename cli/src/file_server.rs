@@ -107,7 +107,7 @@ mod steady;
 use listings::Listings;
 #[cfg(target_os = "linux")]
 use small_files::{Cached, Slot, SmallFiles, Stamp};
-use steady::{Measure, Steady, is_change};
+use steady::{Measure, Steady};
 
 /// Where the small-file cache keeps a file: there is no cache off Linux.
 #[cfg(not(target_os = "linux"))]
@@ -138,6 +138,12 @@ pub const SPOOL_FOLDER: &str = ".jsontp-spool";
 /// Files up to this size are read whole and sent in one message; larger
 /// ones stream from the open file (D19).
 const STREAM_ABOVE: u64 = 64 * 1024;
+
+/// The most content whose written form is made in the answer, on the
+/// worker: gzip, the slowest encoding, makes it in well under a
+/// millisecond, where a whole cached file (1 MiB) takes tens of them.
+#[cfg(target_os = "linux")]
+const PREPARE_HERE: usize = 16 * 1024;
 
 /// How much file content the cache keeps by default. A large text
 /// file's escaped form costs about twice the file while it is kept (its
@@ -265,6 +271,15 @@ impl Content {
             Content::Shared(bytes) => bytes,
         }
     }
+}
+
+/// How a file read whole goes out ([`FileServer::form_of`]).
+enum Form {
+    /// In one message.
+    Whole(Body),
+    /// Streamed while its form is made.
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+    Stream(Arc<[u8]>),
 }
 
 /// What a large file is sent as ([`FileServer::escaped`]).
@@ -596,30 +611,16 @@ impl FileServer {
         {
             let headers = headers.with_content_type(media);
             let file = match self.escaped(file, encoding, text, slot) {
-                Ok(Escaped::Body(body)) => {
+                Escaped::Body(body) => {
                     return Ok(Reply::from(
                         Response::ok("here is the file")
                             .with_headers(headers)
                             .with_body(body),
                     ));
                 }
-                Ok(Escaped::Stream(file)) => file,
-                // As a small file read whole (D13: a retry may pass).
-                Err(e) if is_change(&e) => {
-                    let changed = Unreadable::Changed.response();
-                    return Err(refuse(
-                        changed.status.code,
-                        changed.status.human_message,
-                        language,
-                    ));
-                }
-                Err(e) => return Err(Box::new(files::access_failed(&e, language))),
+                Escaped::Stream(file) => file,
             };
-            let body = Body::empty().with_encoding(encoding).unwrap_or_default();
-            let head = Response::ok("here is the file")
-                .with_headers(headers)
-                .with_body(body);
-            return Ok(Reply::streamed(head, file));
+            return Ok(streamed(headers, encoding, file));
         }
         let response = match plan.action {
             Action::Serve {
@@ -629,21 +630,28 @@ impl FileServer {
                 slot,
                 next,
             } => {
-                let body = self
-                    .body_of(content, encoding, slot)
-                    .and_then(|body| match next {
-                        Some(next) => body.with_extra("next-page", serde_json::Value::String(next)),
-                        None => Ok(body),
-                    })
-                    .map_err(|e| {
-                        refuse(
-                            StatusCode::INTERNAL_SERVER_ERROR,
-                            format!("the file {e}"),
-                            language,
-                        )
-                    })?;
+                let headers = headers.with_content_type(media);
+                let failed = |e: ValueError| {
+                    refuse(
+                        StatusCode::INTERNAL_SERVER_ERROR,
+                        format!("the file {e}"),
+                        language,
+                    )
+                };
+                let body = match self.form_of(content, encoding, slot).map_err(failed)? {
+                    Form::Whole(body) => body,
+                    Form::Stream(content) => {
+                        return Ok(streamed(headers, encoding, io::Cursor::new(content)));
+                    }
+                };
+                let body = match next {
+                    Some(next) => body
+                        .with_extra("next-page", serde_json::Value::String(next))
+                        .map_err(failed)?,
+                    None => body,
+                };
                 Ok(Response::ok("here is the file")
-                    .with_headers(headers.with_content_type(media))
+                    .with_headers(headers)
                     .with_body(body))
             }
             Action::Write { folder, name } => {
@@ -939,67 +947,62 @@ impl FileServer {
         is_utf8(file)
     }
 
-    /// A large file sent as `identity`: its escaped form, kept by the
-    /// cache for this version of the file, made now (the file read whole
-    /// as it was measured) if the cache would keep it; the file itself,
-    /// to stream, when it is not text, goes out compressed, or is too
-    /// large for the cache. A file that changes while it is read is an
-    /// error ([`is_change`]).
-    fn escaped(
-        &self,
-        file: Steady,
-        encoding: Encoding,
-        text: bool,
-        slot: Option<Slot>,
-    ) -> io::Result<Escaped> {
+    /// A large file sent as `identity`: its escaped form, if the cache
+    /// keeps it for this version of the file; else the file itself, to
+    /// stream. When the cache would keep the form, this answer starts
+    /// making it, on a thread of its own (the file read again, whole, as
+    /// it was measured), for the answers after it.
+    fn escaped(&self, file: Steady, encoding: Encoding, text: bool, slot: Option<Slot>) -> Escaped {
         #[cfg(target_os = "linux")]
         if let (Some(cache), Some(slot), Encoding::Identity, true) =
             (&self.small_files, &slot, encoding, text)
             && cache.would_keep_escaped(file.measured_len())
         {
             if let Some(body) = cache.escaped(slot) {
-                return Ok(Escaped::Body(body));
+                return Escaped::Body(body);
             }
-            // One build per path, few at once, each holding a descriptor
-            // while kept: a request that finds no room streams the file,
-            // as one for a file not kept does.
-            let Some(_building) = cache.may_copy().then(|| cache.build(slot)).flatten() else {
-                return Ok(Escaped::Stream(file));
-            };
-            // Made by a build that ended since the look-up above.
-            if let Some(body) = cache.escaped(slot) {
-                return Ok(Escaped::Body(body));
+            // Without a second descriptor, nothing is kept: this answer
+            // streams all the same.
+            if let Ok(again) = file.reading_again() {
+                cache.build_escaped(slot, again);
             }
-            let mut file = file;
-            let body = Body::prepared_text(&mut file)?;
-            cache.put_escaped(slot, &body);
-            return Ok(Escaped::Body(body));
+            return Escaped::Stream(file);
         }
         let _ = (encoding, text, slot);
-        Ok(Escaped::Stream(file))
+        Escaped::Stream(file)
     }
 
-    /// The body of a file served whole. A cached file's written form is
+    /// How a file read whole goes out. A cached file's written form is
     /// kept with it: escaped or compressed once per version of the file,
-    /// not once per request.
-    fn body_of(&self, content: Content, encoding: Encoding, slot: Option<Slot>) -> Result<Body, ValueError> {
+    /// not once per request. A form longer to make than a worker should
+    /// keep its other connections waiting (content over
+    /// [`PREPARE_HERE`]) is made on a thread of its own, and the answers
+    /// that come before it is kept stream the content, encoded as the
+    /// transfer goes.
+    fn form_of(&self, content: Content, encoding: Encoding, slot: Option<Slot>) -> Result<Form, ValueError> {
         #[cfg(target_os = "linux")]
         if let (Some(cache), Some(slot)) = (&self.small_files, &slot) {
             if let Some(body) = slot.form(encoding) {
-                return Ok(body.clone());
+                return Ok(Form::Whole(body.clone()));
             }
-            let mut body = Body::prepared(content.into_shared(), encoding)?;
+            let content = content.into_shared();
+            if content.len() > PREPARE_HERE {
+                cache.build_form(slot, Arc::clone(&content), encoding);
+                return Ok(Form::Stream(content));
+            }
+            let mut body = Body::prepared(content, encoding)?;
             // Large text goes out with sendfile from a sealed copy, as
             // nginx sends files.
             cache.add_copy(&mut body);
             cache.put_encoded(slot, &body);
-            return Ok(body);
+            return Ok(Form::Whole(body));
         }
         let _ = slot;
         match content {
             Content::Owned(bytes) => Body::new(bytes, encoding),
             Content::Shared(bytes) => Body::shared(bytes, encoding),
         }
+        .map(Form::Whole)
     }
 
     /// One page of a folder's listing: the first [`files::LISTING_PAGE`] entries
@@ -1172,6 +1175,15 @@ fn store(content: app::Content, folder: &Path, target: &Path) -> io::Result<()> 
     }
 }
 
+/// A file's answer whose content `reader` streams in `encoding`.
+fn streamed(headers: Headers, encoding: Encoding, reader: impl io::Read + Send + 'static) -> Reply {
+    let body = Body::empty().with_encoding(encoding).unwrap_or_default();
+    let head = Response::ok("here is the file")
+        .with_headers(headers)
+        .with_body(body);
+    Reply::streamed(head, reader)
+}
+
 /// The media type a folder sends: its `index.html`'s.
 fn index_media() -> MediaType {
     media_type_of("/")
@@ -1303,49 +1315,108 @@ mod tests {
 
     #[cfg(target_os = "linux")]
     #[test]
-    fn requests_that_come_while_an_escaped_form_is_made_stream_the_file() {
+    fn an_escaped_form_is_made_apart_while_requests_stream_the_file() {
         use jsontp_protocol::io_adapters::server::{Handler, Incoming, RequestInfo};
         let folder = tempfile::tempdir().expect("folder");
         let text = "a \"line\"\n".repeat(SmallFiles::MAX_FILE / 4);
         fs::write(folder.path().join("large.txt"), &text).expect("write");
+        fs::write(folder.path().join("other.txt"), &text).expect("write");
         let server = FileServer::new(folder.path()).expect("server");
         let cache = server.small_files.clone().expect("a cache");
         let router = server.into_router();
         // Whether the answer streams, and its body.
-        let get = || {
-            let request = Request::new(Method::Get, "/large.txt".parse().expect("resource"));
+        let get = |path: &str| {
+            let request = Request::new(Method::Get, path.parse().expect("resource"));
             let info = RequestInfo::new("127.0.0.1:1".parse().expect("addr"));
             let (response, reader) = router.respond(Incoming::new(request, info)).wait().into_parts();
             (reader.is_some(), response.body)
         };
         let root = fs::File::open(folder.path()).expect("root");
-        let stamp = Stamp::of_path(&root, Path::new("large.txt")).expect("a file");
-        let slot = Slot::new(PathBuf::from("large.txt"), stamp);
+        let slot_of = |name: &str| {
+            let stamp = Stamp::of_path(&root, Path::new(name)).expect("a file");
+            Slot::new(PathBuf::from(name), stamp)
+        };
+        let (large, other) = (slot_of("large.txt"), slot_of("other.txt"));
         // Another request is making its escaped form.
-        let building = cache.build(&slot).expect("room to build");
+        let building = cache.build(&large).expect("room to build");
         for _ in 0..3 {
-            assert!(get().0, "streamed while another request builds");
+            assert!(get("/large.txt").0, "streamed while another request builds");
         }
-        assert!(cache.escaped(&slot).is_none(), "no second build");
+        assert!(cache.escaped(&large).is_none(), "no second build");
         drop(building);
-        let (streamed, body) = get();
+        // The next answer streams too, and starts the build, which ends
+        // without another request.
+        assert!(get("/large.txt").0, "the answer does not wait for the build");
+        // At most 30 s.
+        for waits in 0.. {
+            if cache.escaped(&large).is_some() {
+                break;
+            }
+            assert!(waits < 6000, "the build ends");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        let (streamed, body) = get("/large.txt");
         assert!(!streamed, "made, and sent whole");
         assert!(body.has_sendfile_copy() && body.content() == text.as_bytes());
-        assert!(cache.escaped(&slot).is_some(), "kept");
-        // Past the builds that may run at once, the same.
+        // Past the builds that may run at once, a request streams and
+        // starts none: the path is free to build once they end.
         let others: Vec<_> = (0..SmallFiles::MAX_BUILDS)
             .map(|n| {
                 cache
-                    .build(&Slot::new(PathBuf::from(n.to_string()), stamp))
+                    .build(&Slot::new(PathBuf::from(n.to_string()), other.stamp))
                     .expect("room")
             })
             .collect();
-        fs::write(folder.path().join("other.txt"), &text).expect("write");
-        let request = Request::new(Method::Get, "/other.txt".parse().expect("resource"));
-        let info = RequestInfo::new("127.0.0.1:1".parse().expect("addr"));
-        let (_, reader) = router.respond(Incoming::new(request, info)).wait().into_parts();
-        assert!(reader.is_some(), "no room for a build: streamed");
+        assert!(get("/other.txt").0, "no room for a build: streamed");
         drop(others);
+        assert!(cache.build(&other).is_some(), "no build of it was started");
+        assert!(cache.escaped(&other).is_none());
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_long_cached_file_streams_while_its_written_form_is_made_apart() {
+        use jsontp_protocol::io_adapters::server::{Handler, Incoming, RequestInfo};
+        let folder = tempfile::tempdir().expect("folder");
+        let long = "a \"line\" of text\n".repeat(200 * 1024 / 18);
+        let short = &long[..PREPARE_HERE];
+        fs::write(folder.path().join("long.txt"), &long).expect("write");
+        fs::write(folder.path().join("short.txt"), short).expect("write");
+        let server = FileServer::new(folder.path()).expect("server");
+        let cache = server.small_files.clone().expect("a cache");
+        let router = server.into_router();
+        // Whether the answer streams, and its body.
+        let get = |path: &str| {
+            let headers = Headers::new().with_accept_encoding([Encoding::Gzip]);
+            let request = Request::new(Method::Get, path.parse().expect("resource")).with_headers(headers);
+            let info = RequestInfo::new("127.0.0.1:1".parse().expect("addr"));
+            let (response, reader) = router.respond(Incoming::new(request, info)).wait().into_parts();
+            (reader.is_some(), response.body)
+        };
+        let root = fs::File::open(folder.path()).expect("root");
+        let gzip_kept = |name: &str| {
+            let stamp = Stamp::of_path(&root, Path::new(name)).expect("a file");
+            cache
+                .get(Path::new(name), stamp)
+                .is_some_and(|(_, forms)| forms.iter().any(|form| form.encoding() == Encoding::Gzip))
+        };
+        // Short content is made in the answer, and kept.
+        let (streamed, body) = get("/short.txt");
+        assert!(!streamed && body.encoding() == Encoding::Gzip && body.content() == short.as_bytes());
+        assert!(gzip_kept("short.txt"));
+        // Longer content streams, its form made apart; at most 30 s.
+        let (streamed, body) = get("/long.txt");
+        assert!(streamed && body.encoding() == Encoding::Gzip, "streamed, in gzip");
+        for waits in 0.. {
+            if gzip_kept("long.txt") {
+                break;
+            }
+            assert!(waits < 6000, "the build ends");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        let (streamed, body) = get("/long.txt");
+        assert!(!streamed, "sent whole, as kept");
+        assert!(body.encoding() == Encoding::Gzip && body.content() == long.as_bytes());
     }
 
     #[test]

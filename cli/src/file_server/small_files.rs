@@ -19,7 +19,9 @@
 //! (escaped text for identity, base64 of gzip, deflate or br), prepared
 //! once per version of the file, not once per request
 //! ([`Body::prepared`]): an answer sends that form from where it lies,
-//! without a copy. A large form is also kept in a sealed in-memory file
+//! without a copy. A form that takes long to make is made on a thread of
+//! its own ([`SmallFiles::build_form`]) while answers stream the content.
+//! A large form is also kept in a sealed in-memory file
 //! ([`Body::add_sendfile_copy`]), which a plain TCP connection sends with
 //! `sendfile`, so that the kernel copies nothing into the socket either.
 //! Of larger files, which stream (D19), whether they are UTF-8 text is
@@ -29,11 +31,14 @@
 //! and escaped piece by piece into sealed in-memory files, its content
 //! and its escaped text once each, never whole in the heap, so that
 //! escaping is done once per version of the file and each answer after
-//! the first goes out with `sendfile` as nginx sends a file. One build
-//! runs per path at a time, and [`SmallFiles::MAX_BUILDS`] in all: a
-//! request that finds no room streams the file meanwhile, as one for a
-//! file not kept does. Its other encodings still stream from the file,
-//! compressed as the transfer goes.
+//! the first goes out with `sendfile` as nginx sends a file. The form is
+//! made on a thread of its own too ([`SmallFiles::build_escaped`]):
+//! reading and escaping 64 MiB takes longer than a tenth of a second,
+//! which no worker's other connections should wait. One build runs per
+//! path at a time, and [`SmallFiles::MAX_BUILDS`] in all; the request
+//! that starts it, those that come before it ends, and those that find
+//! no room stream the file, as one for a file not kept does. Its other encodings
+//! still stream from the file, compressed as the transfer goes.
 //!
 //! Memory is bounded: files of at most [`SmallFiles::MAX_FILE`] whole,
 //! escaped forms of at most [`SmallFiles::MAX_ESCAPED`], and a total the
@@ -45,6 +50,7 @@
 use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
 use std::fs;
+use std::io::Read;
 use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -142,12 +148,12 @@ pub(super) struct SmallFiles {
 
 /// The right to make the escaped form of one path
 /// ([`SmallFiles::build`]), given back when it drops.
-pub(super) struct Building<'a> {
-    cache: &'a SmallFiles,
+pub(super) struct Building {
+    cache: Arc<SmallFiles>,
     rel: OsString,
 }
 
-impl Drop for Building<'_> {
+impl Drop for Building {
     fn drop(&mut self) {
         let mut building = self.cache.building.lock().unwrap_or_else(|p| p.into_inner());
         building.remove(&self.rel);
@@ -249,9 +255,9 @@ impl SmallFiles {
     /// sealed file; none of it in the heap).
     pub(super) const MAX_ESCAPED: usize = 64 * 1024 * 1024;
 
-    /// How many escaped forms are made at once, all paths together: each
-    /// build reads a file through and holds a few hundred KiB while it
-    /// runs.
+    /// How many forms are made at once, all paths together, each on a
+    /// thread of its own: an escaped form's build reads a file through and
+    /// holds a few hundred KiB while it runs.
     pub(super) const MAX_BUILDS: usize = 2;
 
     /// How many large files' verdicts are kept (a path and a few words
@@ -328,7 +334,7 @@ impl SmallFiles {
     /// The right to make the escaped form of the file at `slot` now:
     /// `None` while another request makes it, or while
     /// [`MAX_BUILDS`](Self::MAX_BUILDS) are under way.
-    pub(super) fn build(&self, slot: &Slot) -> Option<Building<'_>> {
+    pub(super) fn build(self: &Arc<Self>, slot: &Slot) -> Option<Building> {
         let mut building = self.building.lock().unwrap_or_else(|p| p.into_inner());
         let rel = slot.rel.as_os_str();
         if building.len() >= Self::MAX_BUILDS || building.contains(rel) {
@@ -336,9 +342,66 @@ impl SmallFiles {
         }
         building.insert(rel.to_owned());
         Some(Building {
-            cache: self,
+            cache: Arc::clone(self),
             rel: rel.to_owned(),
         })
+    }
+
+    /// Starts making the escaped form of the text file at `slot`, which
+    /// `file` reads from its start ([`Body::prepared_text`]), on a thread
+    /// of its own, and keeps it once made; whether it started. It does
+    /// not while the path's form is being made, while
+    /// [`MAX_BUILDS`](Self::MAX_BUILDS) are, or when no more forms may
+    /// hold a sendfile copy ([`may_copy`](Self::may_copy)). A file that
+    /// changes meanwhile leaves nothing kept: the next request starts
+    /// again.
+    pub(super) fn build_escaped(self: &Arc<Self>, slot: &Slot, mut file: impl Read + Send + 'static) -> bool {
+        if !self.may_copy() {
+            return false;
+        }
+        self.build_apart(slot, move |cache, slot| match Body::prepared_text(&mut file) {
+            Ok(body) => cache.put_escaped(slot, &body),
+            Err(e) if super::steady::is_change(&e) => {}
+            Err(e) => tracing::warn!(
+                file = %slot.rel.display(),
+                error = %e,
+                "cannot keep the escaped form of a large text file; it goes on streaming"
+            ),
+        })
+    }
+
+    /// Starts preparing `content`, the file at `slot`, in `encoding`
+    /// ([`Body::prepared`], with a sendfile copy as
+    /// [`add_copy`](Self::add_copy) gives one) on a thread of its own,
+    /// and keeps the form once made; whether it started. As
+    /// [`build_escaped`](Self::build_escaped), one build runs per path.
+    pub(super) fn build_form(self: &Arc<Self>, slot: &Slot, content: Arc<[u8]>, encoding: Encoding) -> bool {
+        self.build_apart(slot, move |cache, slot| {
+            // Content that is not what the encoding may carry (D8) has
+            // no form to keep: its answers say so.
+            if let Ok(mut body) = Body::prepared(content, encoding) {
+                cache.add_copy(&mut body);
+                cache.put_encoded(slot, &body);
+            }
+        })
+    }
+
+    /// Runs `make` for the path at `slot` on a thread of its own, holding
+    /// the right to build it ([`build`](Self::build)) until it returns;
+    /// whether it started.
+    fn build_apart(
+        self: &Arc<Self>,
+        slot: &Slot,
+        make: impl FnOnce(&SmallFiles, &Slot) + Send + 'static,
+    ) -> bool {
+        let Some(building) = self.build(slot) else {
+            return false;
+        };
+        let slot = slot.clone();
+        let started = std::thread::Builder::new()
+            .name("jsontp-cache-build".into())
+            .spawn(move || make(&building.cache, &slot));
+        started.is_ok()
     }
 
     /// Keeps `body`, the escaped form of the version `slot` of a larger
@@ -654,7 +717,7 @@ mod tests {
 
     #[test]
     fn one_build_runs_per_path_and_few_in_all() {
-        let cache = SmallFiles::new(1 << 30);
+        let cache = Arc::new(SmallFiles::new(1 << 30));
         let first = cache.build(&slot("a", 1)).expect("the first build of a");
         assert!(cache.build(&slot("a", 1)).is_none(), "a is being built");
         assert!(cache.build(&slot("a", 2)).is_none(), "whatever the version");

@@ -3,7 +3,9 @@
 //! opened, and reading stops at the measured size. A change, or an end
 //! before that size, is an error: the streamed response is then cut off,
 //! so the client sees an incomplete message (D1) instead of a complete
-//! answer made of the old content and the new, or a short one.
+//! answer made of the old content and the new, or a short one. Reads are
+//! positioned (on Unix), so that a second reader of the same open file
+//! ([`Steady::reading_again`]) reads it through on its own.
 
 use std::fs;
 use std::io::{self, Read};
@@ -59,53 +61,78 @@ impl std::fmt::Display for Changed {
 impl std::error::Error for Changed {}
 
 /// Whether `error` says the file changed while it was read ([`changed`]).
+#[cfg(any(target_os = "linux", test))]
 pub(super) fn is_change(error: &io::Error) -> bool {
     error.get_ref().is_some_and(|inner| inner.is::<Changed>())
 }
 
-/// An open file read up to its measured size, as long as it stays as
-/// measured.
+/// An open file read from its start up to its measured size, as long as
+/// it stays as measured.
 #[derive(Debug)]
 pub(super) struct Steady {
     file: fs::File,
     measure: Measure,
-    left: u64,
+    /// Where the next read starts.
+    at: u64,
 }
 
 impl Steady {
     /// Reads `file` as `metadata` measured it.
     pub(super) fn new(file: fs::File, metadata: &fs::Metadata) -> Steady {
-        let measure = Measure::of(metadata);
         Steady {
             file,
-            left: measure.len,
-            measure,
+            measure: Measure::of(metadata),
+            at: 0,
         }
     }
-}
 
-impl Steady {
     /// The file's size as measured: all a whole read gives.
     pub(super) fn measured_len(&self) -> u64 {
         self.measure.len
+    }
+
+    /// A second reader of the same open file, from its start, held to the
+    /// same measure; the two read apart (on Unix, where reads are
+    /// positioned).
+    #[cfg(target_os = "linux")]
+    pub(super) fn reading_again(&self) -> io::Result<Steady> {
+        Ok(Steady {
+            file: self.file.try_clone()?,
+            measure: self.measure.clone(),
+            at: 0,
+        })
     }
 }
 
 impl Read for Steady {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        if self.left == 0 || buf.is_empty() {
+        let left = self.measure.len.saturating_sub(self.at);
+        if left == 0 || buf.is_empty() {
             return Ok(0);
         }
-        let want = buf.len().min(usize::try_from(self.left).unwrap_or(usize::MAX));
-        let n = self.file.read(&mut buf[..want])?;
+        let want = buf.len().min(usize::try_from(left).unwrap_or(usize::MAX));
+        let n = read_at(&self.file, &mut buf[..want], self.at)?;
         // Shorter than measured, or changed since: what was read may mix
         // two versions of the file.
         if n == 0 || !self.measure.holds_for(&self.file)? {
             return Err(changed());
         }
-        self.left -= n as u64;
+        self.at += n as u64;
         Ok(n)
     }
+}
+
+/// Reads `file` at `at`, leaving its offset alone.
+#[cfg(unix)]
+fn read_at(file: &fs::File, buf: &mut [u8], at: u64) -> io::Result<usize> {
+    std::os::unix::fs::FileExt::read_at(file, buf, at)
+}
+
+/// Reads `file` where its offset is: a `Steady` there is its file's only
+/// reader, from the start.
+#[cfg(not(unix))]
+fn read_at(mut file: &fs::File, buf: &mut [u8], _at: u64) -> io::Result<usize> {
+    file.read(buf)
 }
 
 #[cfg(test)]
@@ -130,6 +157,26 @@ mod tests {
             .read_to_string(&mut read)
             .expect("read");
         assert_eq!(read, "hello, steady world");
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_second_reader_reads_the_file_through_on_its_own() {
+        let content: Vec<u8> = (0..50_000u32).map(|n| (n % 251) as u8).collect();
+        let (_temp, mut file, metadata) = file_with(&content);
+        // The offset the first reader is given with does not matter.
+        file.seek(io::SeekFrom::Start(123)).expect("seek");
+        let mut first = Steady::new(file, &metadata);
+        let mut head = vec![0u8; 20_000];
+        first.read_exact(&mut head).expect("the first part");
+        let mut second = first.reading_again().expect("a second reader");
+        let mut whole = Vec::new();
+        second.read_to_end(&mut whole).expect("read through");
+        let mut rest = Vec::new();
+        first.read_to_end(&mut rest).expect("the rest");
+        assert!(whole == content, "the second reads it all, from the start");
+        head.extend_from_slice(&rest);
+        assert!(head == content, "the first goes on where it was");
     }
 
     #[test]

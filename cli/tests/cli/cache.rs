@@ -1,6 +1,7 @@
 //! The file cache's large text forms as `jsontp serve` keeps them (Linux):
-//! a kept escaped form is sent byte for byte as the file, and neither
-//! making it nor sending it holds the file in the server's memory; the
+//! a kept escaped form is sent byte for byte as the file, as the answer
+//! that streamed it before sent it, and neither making it nor sending it
+//! holds the file in the server's memory; the
 //! copies of small files, packed into shared huge pages, each go out as
 //! their own file.
 #![allow(clippy::disallowed_methods)] // the tests own their threads
@@ -66,6 +67,16 @@ fn kept_bytes(admin: SocketAddr) -> f64 {
         .expect("the cache's bytes")
 }
 
+/// Waits until the cache at `admin` keeps more than `bytes`: the escaped
+/// form a first answer starts making is made apart from it.
+fn wait_kept(admin: SocketAddr, bytes: usize) {
+    let began = std::time::Instant::now();
+    while kept_bytes(admin) <= bytes as f64 {
+        assert!(began.elapsed() < WAIT, "the escaped form is kept within {WAIT:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// `jsontp serve --quiet --admin ADDR EXTRA…` on a fresh folder named
 /// after `name` holding `large.txt`, `text`: the server, its address,
 /// its admin listener's and the folder.
@@ -88,8 +99,13 @@ fn a_kept_40_mib_text_goes_out_byte_exact_while_the_server_stays_under_32_mib() 
     let (serve, addr, admin, root) = serve_large("cache-resident", &text, &["--cache-bytes", "96M"]);
     let pid = serve.0.id();
 
+    // The first answer streams the file and starts making its escaped
+    // form; the others send the form kept, the same bytes.
     let mut first = None;
     for round in 0..4 {
+        if round == 1 {
+            wait_kept(admin, 2 * text.len());
+        }
         let answer = get_identity(addr, "/large.txt");
         let value: serde_json::Value = serde_json::from_slice(&answer).expect("JSON");
         assert_eq!(value["status"]["code"], 200, "{round}: {}", value["status"]);
@@ -134,8 +150,12 @@ fn over_tls_a_kept_escaped_form_is_read_from_its_mapping_byte_exact() {
     let (_serve, addr, admin, root) = serve_large("cache-tls", &text, &tls);
     let url = format!("jsontps://localhost:{}/large.txt", addr.port());
     let ca = pki.path("ca.pem").to_string_lossy().into_owned();
-    // The first answer makes the form, the others send it as kept.
+    // The first answer streams and starts making the form, the others
+    // send it as kept.
     for round in 0..3 {
+        if round == 1 {
+            wait_kept(admin, 2 * text.len());
+        }
         let got = jsontp(&["get", "--cacert", &ca, &url, "-H", "accept-encoding=identity"]);
         assert_eq!(got.status.code(), Some(0), "{round}: {}", stderr(&got));
         assert!(got.stdout == text.as_bytes(), "{round}: the file, byte for byte");
