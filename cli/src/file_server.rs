@@ -194,6 +194,10 @@ pub struct CacheUse {
     pub files: u64,
     /// The most bytes it keeps.
     pub limit: u64,
+    /// Bytes of the shared huge pages its forms' sendfile copies lie in
+    /// (counted in `bytes` by the copies' own size): at most a quarter of
+    /// `limit` more.
+    pub shared_page_bytes: u64,
 }
 
 impl CacheGauge {

@@ -236,9 +236,10 @@ impl CopyArena {
         }
     }
 
-    /// Bytes of huge pages held now.
-    #[cfg(test)]
-    fn held_bytes(&self) -> usize {
+    /// Bytes of huge pages held now: those a copy still lies in, the
+    /// partly filled one included. A cache counts its copies' own bytes;
+    /// this is what the pages cost past them, at most `max_bytes`.
+    pub fn held_bytes(&self) -> usize {
         let mut arena = self.state.lock().unwrap_or_else(|p| p.into_inner());
         arena.made.retain(|page| page.strong_count() > 0);
         arena.made.len() * mapping::HUGE_PAGE

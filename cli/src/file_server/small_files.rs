@@ -287,6 +287,7 @@ impl SmallFiles {
             bytes: entries.bytes as u64,
             files: entries.map.len() as u64,
             limit: self.max_bytes as u64,
+            shared_page_bytes: self.arena.held_bytes() as u64,
         }
     }
 

@@ -83,13 +83,20 @@ fn wait_kept(admin: SocketAddr, bytes: usize) {
 fn serve_large(name: &str, text: &str, extra: &[&str]) -> (Serve, SocketAddr, SocketAddr, PathBuf) {
     let root = temp_root(name);
     std::fs::write(root.join("large.txt"), text).expect("the file");
+    let (serve, addr, admin) = serve_with_admin(&root, extra);
+    (serve, addr, admin, root)
+}
+
+/// `jsontp serve --quiet --admin ADDR EXTRA…` on `root`: the server, its
+/// address and its admin listener's.
+fn serve_with_admin(root: &std::path::Path, extra: &[&str]) -> (Serve, SocketAddr, SocketAddr) {
     let admin: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().expect("addr");
     let admin_arg = admin.to_string();
     let mut args = vec!["--quiet", "--admin", &admin_arg];
     args.extend_from_slice(extra);
-    let (serve, addr, mut log) = spawn_serve(&root, &args);
+    let (serve, addr, mut log) = spawn_serve(root, &args);
     std::thread::spawn(move || std::io::copy(&mut log, &mut std::io::sink()));
-    (serve, addr, admin, root)
+    (serve, addr, admin)
 }
 
 #[test]
@@ -179,11 +186,15 @@ fn small_files_whose_copies_share_huge_pages_each_go_out_as_the_file() {
     for (n, text) in texts.iter().enumerate() {
         std::fs::write(root.join(format!("f{n}.txt")), text).expect("a file");
     }
-    let (_serve, addr, mut log) = spawn_serve(&root, &["--quiet"]);
-    std::thread::spawn(move || std::io::copy(&mut log, &mut std::io::sink()));
-    // The first round makes each form and its copy, the others send
-    // them as kept, in another order.
+    let (_serve, addr, admin) = serve_with_admin(&root, &[]);
+    // The first round streams each file and starts making its form and
+    // copy; the others send them as kept, in another order.
+    let total: usize = texts.iter().map(String::len).sum();
     for round in 0..3 {
+        if round == 1 {
+            // Each file's content and its escaped form.
+            wait_kept(admin, 2 * total);
+        }
         for n in (0..texts.len()).rev().cycle().skip(round).take(texts.len()) {
             let answer = get_identity(addr, &format!("/f{n}.txt"));
             let value: serde_json::Value = serde_json::from_slice(&answer).expect("JSON");
@@ -194,5 +205,21 @@ fn small_files_whose_copies_share_huge_pages_each_go_out_as_the_file() {
             );
         }
     }
+    // Where the kernel made huge pages of the copies, the metric shows
+    // them, whole pages within a quarter of the bound.
+    let (status, metrics) = http_get(admin, "/metrics");
+    assert_eq!(status, 200);
+    let gauge = |name: &str| -> u64 {
+        metrics
+            .lines()
+            .find_map(|line| line.strip_prefix(name)?.strip_prefix(' '))
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("{name} in {metrics}"))
+    };
+    let pages = gauge("jsontp_file_cache_shared_page_bytes");
+    assert!(
+        pages % (2 << 20) == 0 && pages <= gauge("jsontp_file_cache_limit_bytes") / 4,
+        "{pages} bytes of shared pages"
+    );
     let _ = std::fs::remove_dir_all(&root);
 }

@@ -668,8 +668,11 @@ fn scrape(metrics: Option<ServerMetrics>, live: reload::Current) -> impl Fn(&mut
                  jsontp_file_cache_limit_bytes {}\n\
                  # HELP jsontp_file_cache_files Small files kept in memory.\n\
                  # TYPE jsontp_file_cache_files gauge\n\
-                 jsontp_file_cache_files {}\n",
-                cache.bytes, cache.limit, cache.files
+                 jsontp_file_cache_files {}\n\
+                 # HELP jsontp_file_cache_shared_page_bytes Bytes of the shared huge pages the kept forms' sendfile copies lie in.\n\
+                 # TYPE jsontp_file_cache_shared_page_bytes gauge\n\
+                 jsontp_file_cache_shared_page_bytes {}\n",
+                cache.bytes, cache.limit, cache.files, cache.shared_page_bytes
             );
         }
     }
