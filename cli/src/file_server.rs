@@ -442,8 +442,10 @@ impl FileServer {
     /// stream), `max_bytes` in all. Such an escaped form costs its content
     /// and its escaped text once each, about twice the file, in sealed
     /// in-memory files that plain TCP sends with `sendfile`, never in the
-    /// heap: it is made piece by piece, one build per path at a time and
-    /// two in all, while other requests for the file stream it. So a
+    /// heap: it is made piece by piece. A form that takes long to make (an
+    /// escaped form, or another of content over 16 KiB) is made on a
+    /// thread of its own, one build per path at a time and two in all,
+    /// while requests for the file stream it. So a
     /// 64 MiB text file is kept with `max_bytes` of 136 MiB or more (its
     /// content, and room for its text an eighth longer). Default 16 MiB (large files stream, see
     /// `DEFAULT_CACHE_BYTES`); `0` keeps none; a file that would not fit
