@@ -60,7 +60,7 @@ use jsontp_protocol::message::negotiate::ContentKind;
 use jsontp_protocol::message::{Body, Date, Encoding, MediaType};
 
 /// One version of one regular file, as `stat` describes it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(super) struct Stamp {
     dev: u64,
     ino: u64,
@@ -144,6 +144,23 @@ pub(super) struct SmallFiles {
     texts: Mutex<HashMap<OsString, (Stamp, bool)>>,
     /// The paths whose escaped form is being made.
     building: Mutex<HashSet<OsString>>,
+    /// The forms made apart that their version of the file can never keep
+    /// ([`Keeping::Never`]): not made again for it
+    /// ([`MAX_TEXTS`](Self::MAX_TEXTS) at most).
+    unkeepable: Mutex<HashSet<(OsString, Stamp, Encoding)>>,
+}
+
+/// What became of a form given to the cache to keep.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Keeping {
+    /// Kept.
+    Kept,
+    /// Never, for this version of the file: the form does not fit the
+    /// bound beside what the entry keeps, or there is no form of the
+    /// content in that encoding.
+    Never,
+    /// Not now: the cache no longer holds that version of the file.
+    Stale,
 }
 
 /// The right to make the escaped form of one path
@@ -260,8 +277,9 @@ impl SmallFiles {
     /// holds a few hundred KiB while it runs.
     pub(super) const MAX_BUILDS: usize = 2;
 
-    /// How many large files' verdicts are kept (a path and a few words
-    /// each).
+    /// How many verdicts on files are kept, of each kind: whether a large
+    /// file is text, and which forms of a version can never be kept (a
+    /// path and a few words each).
     pub(super) const MAX_TEXTS: usize = 4096;
 
     /// How many kept forms may hold a sendfile copy, and so a descriptor:
@@ -277,6 +295,7 @@ impl SmallFiles {
             arena: CopyArena::new(max_bytes / 4),
             texts: Mutex::new(HashMap::new()),
             building: Mutex::new(HashSet::new()),
+            unkeepable: Mutex::new(HashSet::new()),
         }
     }
 
@@ -360,15 +379,23 @@ impl SmallFiles {
         if !self.may_copy() {
             return false;
         }
-        self.build_apart(slot, move |cache, slot| match Body::prepared_text(&mut file) {
-            Ok(body) => cache.put_escaped(slot, &body),
-            Err(e) if super::steady::is_change(&e) => {}
-            Err(e) => tracing::warn!(
-                file = %slot.rel.display(),
-                error = %e,
-                "cannot keep the escaped form of a large text file; it goes on streaming"
-            ),
-        })
+        self.build_apart(
+            slot,
+            Encoding::Identity,
+            move |cache, slot| match Body::prepared_text(&mut file) {
+                Ok(body) => cache.put_escaped(slot, &body),
+                Err(e) => {
+                    if !super::steady::is_change(&e) {
+                        tracing::warn!(
+                            file = %slot.rel.display(),
+                            error = %e,
+                            "cannot keep the escaped form of a large text file; it goes on streaming"
+                        );
+                    }
+                    Keeping::Stale
+                }
+            },
+        )
     }
 
     /// Starts preparing `content`, the file at `slot`, in `encoding`
@@ -377,41 +404,68 @@ impl SmallFiles {
     /// and keeps the form once made; whether it started. As
     /// [`build_escaped`](Self::build_escaped), one build runs per path.
     pub(super) fn build_form(self: &Arc<Self>, slot: &Slot, content: Arc<[u8]>, encoding: Encoding) -> bool {
-        self.build_apart(slot, move |cache, slot| {
-            // Content that is not what the encoding may carry (D8) has
-            // no form to keep: its answers say so.
-            if let Ok(mut body) = Body::prepared(content, encoding) {
-                cache.add_copy(&mut body);
-                cache.put_encoded(slot, &body);
+        self.build_apart(slot, encoding, move |cache, slot| {
+            match Body::prepared(content, encoding) {
+                Ok(mut body) => {
+                    cache.add_copy(&mut body);
+                    cache.put_encoded(slot, &body)
+                }
+                // Content that is not what the encoding may carry (D8)
+                // has no form to keep: its answers say so.
+                Err(_) => Keeping::Never,
             }
         })
     }
 
     /// Runs `make` for the path at `slot` on a thread of its own, holding
     /// the right to build it ([`build`](Self::build)) until it returns;
-    /// whether it started.
+    /// whether it started. A form in `encoding` that this version of the
+    /// file could not keep before is not made again: each build would be
+    /// thrown away.
     fn build_apart(
         self: &Arc<Self>,
         slot: &Slot,
-        make: impl FnOnce(&SmallFiles, &Slot) + Send + 'static,
+        encoding: Encoding,
+        make: impl FnOnce(&SmallFiles, &Slot) -> Keeping + Send + 'static,
     ) -> bool {
+        let key = (slot.rel.as_os_str().to_owned(), slot.stamp, encoding);
+        if self
+            .unkeepable
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(&key)
+        {
+            return false;
+        }
         let Some(building) = self.build(slot) else {
             return false;
         };
         let slot = slot.clone();
         let started = std::thread::Builder::new()
             .name("jsontp-cache-build".into())
-            .spawn(move || make(&building.cache, &slot));
+            .spawn(move || {
+                let cache = &building.cache;
+                if make(cache, &slot) == Keeping::Never {
+                    let mut unkeepable = cache.unkeepable.lock().unwrap_or_else(|p| p.into_inner());
+                    if unkeepable.len() >= Self::MAX_TEXTS {
+                        let victim = unkeepable.iter().next().cloned();
+                        if let Some(victim) = victim {
+                            unkeepable.remove(&victim);
+                        }
+                    }
+                    unkeepable.insert(key);
+                }
+            });
         started.is_ok()
     }
 
     /// Keeps `body`, the escaped form of the version `slot` of a larger
     /// text file ([`Body::prepared_text`]), in place of what the entry
     /// held; other entries make room for it.
-    pub(super) fn put_escaped(&self, slot: &Slot, body: &Body) {
+    pub(super) fn put_escaped(&self, slot: &Slot, body: &Body) -> Keeping {
         let more = escaped_bytes(body);
         if more > self.max_bytes || body.content().len() > Self::MAX_ESCAPED {
-            return;
+            return Keeping::Never;
         }
         let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(old) = entries.map.remove(slot.rel.as_os_str()) {
@@ -425,6 +479,7 @@ impl SmallFiles {
             kept: Kept::Escaped(body.clone()),
         };
         entries.map.insert(slot.rel.as_os_str().to_owned(), entry);
+        Keeping::Kept
     }
 
     /// Whether the file at `slot` is UTF-8 text, if that was kept for this
@@ -477,19 +532,20 @@ impl SmallFiles {
 
     /// Keeps `body`, the content at `slot` prepared in its encoding, while
     /// the entry holds that version; other entries make room for it.
-    pub(super) fn put_encoded(&self, slot: &Slot, body: &Body) {
+    pub(super) fn put_encoded(&self, slot: &Slot, body: &Body) -> Keeping {
         let more = written_bytes(body);
         if more > self.max_bytes {
-            return;
+            return Keeping::Never;
         }
         let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
-        let fits = |entry: &Entry| {
-            entry.stamp == slot.stamp
-                && matches!(entry.kept, Kept::Whole { .. })
-                && entry.bytes() + more <= self.max_bytes
+        let Some(entry) = entries.map.get(slot.rel.as_os_str()) else {
+            return Keeping::Stale;
         };
-        if !entries.map.get(slot.rel.as_os_str()).is_some_and(fits) {
-            return;
+        if entry.stamp != slot.stamp || !matches!(entry.kept, Kept::Whole { .. }) {
+            return Keeping::Stale;
+        }
+        if entry.bytes() + more > self.max_bytes {
+            return Keeping::Never;
         }
         entries.make_room(more, self.max_bytes, &slot.rel);
         let Some(Entry {
@@ -497,14 +553,15 @@ impl SmallFiles {
             ..
         }) = entries.map.get_mut(slot.rel.as_os_str())
         else {
-            return;
+            return Keeping::Stale;
         };
         if encoded.iter().any(|kept| kept.encoding() == body.encoding()) {
-            return;
+            return Keeping::Kept;
         }
         *encoded = encoded.iter().chain([body]).cloned().collect();
         entries.bytes += more;
         entries.copies += usize::from(body.has_sendfile_copy());
+        Keeping::Kept
     }
 
     /// Keeps `cached`, read from the version `stamp` of `rel`, dropping
@@ -735,6 +792,58 @@ mod tests {
         let again = cache.build(&slot("a", 1));
         assert!(again.is_some(), "a may be built again once b's build ended");
         drop(others);
+    }
+
+    /// Waits until no build holds the path at `slot`: at most 30 s.
+    fn build_ended(cache: &Arc<SmallFiles>, slot: &Slot) {
+        for _ in 0..6000 {
+            if cache.build(slot).is_some() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        panic!("a build of {} runs past 30 s", slot.rel.display());
+    }
+
+    #[test]
+    fn a_form_made_apart_that_can_never_be_kept_is_not_made_again() {
+        let text = "a line of text\n".repeat(2000);
+        // Room for the content, not for its escaped text beside it.
+        let cache = Arc::new(SmallFiles::new(text.len() * 3 / 2));
+        cache.put(Path::new("a"), stamp(1), cached(text.as_bytes()));
+        let content: Arc<[u8]> = Arc::from(text.as_bytes());
+        let make = |slot: &Slot| cache.build_form(slot, Arc::clone(&content), Encoding::Identity);
+        assert!(make(&slot("a", 1)), "the first build starts");
+        build_ended(&cache, &slot("a", 1));
+        assert!(
+            encoded(&cache, &slot("a", 1), Encoding::Identity).is_none(),
+            "not kept"
+        );
+        assert!(!make(&slot("a", 1)), "nor made again for that version");
+        assert!(
+            cache.build_form(&slot("a", 1), Arc::clone(&content), Encoding::Gzip),
+            "another encoding may fit"
+        );
+        build_ended(&cache, &slot("a", 1));
+        assert!(
+            encoded(&cache, &slot("a", 1), Encoding::Gzip).is_some(),
+            "and does"
+        );
+        // A version the cache does not hold is no verdict on the form.
+        let gzip = |slot: &Slot| cache.build_form(slot, Arc::clone(&content), Encoding::Gzip);
+        assert!(gzip(&slot("a", 2)), "another version starts");
+        build_ended(&cache, &slot("a", 2));
+        assert!(
+            encoded(&cache, &slot("a", 2), Encoding::Gzip).is_none(),
+            "not held"
+        );
+        cache.put(Path::new("a"), stamp(2), cached(text.as_bytes()));
+        assert!(gzip(&slot("a", 2)), "and starts again once it is held");
+        build_ended(&cache, &slot("a", 2));
+        assert!(
+            encoded(&cache, &slot("a", 2), Encoding::Gzip).is_some(),
+            "kept then"
+        );
     }
 
     #[test]
