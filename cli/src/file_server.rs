@@ -54,8 +54,9 @@
 //!   up to 64 MiB sent as `identity` goes out instead from its escaped
 //!   form when the cache has room for it (Linux; read and escaped piece
 //!   by piece into sealed in-memory files once per version of the file,
-//!   one build per path at a time; the requests that come meanwhile
-//!   stream it). A file whose
+//!   on a thread of its own, one build per path at a time; the request
+//!   that starts it and those that come meanwhile stream the file). A
+//!   file whose
 //!   size or times change after it was opened, or that ends early, is cut
 //!   off rather than sent wrong (the peer sees the message end early, D1);
 //!   one changed while read whole is `503`. A limit can be set

@@ -37,8 +37,9 @@
 //! which no worker's other connections should wait. One build runs per
 //! path at a time, and [`SmallFiles::MAX_BUILDS`] in all; the request
 //! that starts it, those that come before it ends, and those that find
-//! no room stream the file, as one for a file not kept does. Its other encodings
-//! still stream from the file, compressed as the transfer goes.
+//! no room stream the file, as one for a file not kept does. A form its
+//! version of the file can never keep is not made again. Its other
+//! encodings still stream from the file, compressed as the transfer goes.
 //!
 //! Memory is bounded: files of at most [`SmallFiles::MAX_FILE`] whole,
 //! escaped forms of at most [`SmallFiles::MAX_ESCAPED`], and a total the
@@ -142,7 +143,7 @@ pub(super) struct SmallFiles {
     arena: CopyArena,
     /// Whether each version of a large file is UTF-8 text.
     texts: Mutex<HashMap<OsString, (Stamp, bool)>>,
-    /// The paths whose escaped form is being made.
+    /// The paths a form of which is being made.
     building: Mutex<HashSet<OsString>>,
     /// The forms made apart that their version of the file can never keep
     /// ([`Keeping::Never`]): not made again for it
@@ -163,8 +164,8 @@ pub(super) enum Keeping {
     Stale,
 }
 
-/// The right to make the escaped form of one path
-/// ([`SmallFiles::build`]), given back when it drops.
+/// The right to make a form of one path ([`SmallFiles::build`]), given
+/// back when it drops.
 pub(super) struct Building {
     cache: Arc<SmallFiles>,
     rel: OsString,
@@ -351,9 +352,9 @@ impl SmallFiles {
         }
     }
 
-    /// The right to make the escaped form of the file at `slot` now:
-    /// `None` while another request makes it, or while
-    /// [`MAX_BUILDS`](Self::MAX_BUILDS) are under way.
+    /// The right to make a form of the file at `slot` now: `None` while
+    /// another is made for it, or while [`MAX_BUILDS`](Self::MAX_BUILDS)
+    /// are under way.
     pub(super) fn build(self: &Arc<Self>, slot: &Slot) -> Option<Building> {
         let mut building = self.building.lock().unwrap_or_else(|p| p.into_inner());
         let rel = slot.rel.as_os_str();
