@@ -101,6 +101,8 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+#[cfg(target_os = "linux")]
+mod builders;
 mod listings;
 #[cfg(target_os = "linux")]
 mod small_files;

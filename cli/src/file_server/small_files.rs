@@ -19,8 +19,9 @@
 //! (escaped text for identity, base64 of gzip, deflate or br), prepared
 //! once per version of the file, not once per request
 //! ([`Body::prepared`]): an answer sends that form from where it lies,
-//! without a copy. A form that takes long to make is made on a thread of
-//! its own ([`SmallFiles::build_form`]) while answers stream the content.
+//! without a copy. A form that takes long to make is made on a builder
+//! thread ([`SmallFiles::build_form`], [`super::builders`]) while answers
+//! stream the content.
 //! A large form is also kept in a sealed in-memory file
 //! ([`Body::add_sendfile_copy`]), which a plain TCP connection sends with
 //! `sendfile`, so that the kernel copies nothing into the socket either.
@@ -32,7 +33,7 @@
 //! and its escaped text once each, never whole in the heap, so that
 //! escaping is done once per version of the file and each answer after
 //! the first goes out with `sendfile` as nginx sends a file. The form is
-//! made on a thread of its own too ([`SmallFiles::build_escaped`]):
+//! made on a builder thread too ([`SmallFiles::build_escaped`]):
 //! reading and escaping 64 MiB takes longer than a tenth of a second,
 //! which no worker's other connections should wait. One build runs per
 //! path at a time, and [`SmallFiles::MAX_BUILDS`] in all; the request
@@ -56,6 +57,7 @@ use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use super::builders::Builders;
 use jsontp_protocol::io_adapters::CopyArena;
 use jsontp_protocol::message::negotiate::ContentKind;
 use jsontp_protocol::message::{Body, Date, Encoding, MediaType};
@@ -149,6 +151,8 @@ pub(super) struct SmallFiles {
     /// ([`Keeping::Never`]): not made again for it
     /// ([`MAX_TEXTS`](Self::MAX_TEXTS) at most).
     unkeepable: Mutex<HashSet<(OsString, Stamp, Encoding)>>,
+    /// The threads that make forms apart from the workers.
+    builders: Builders,
 }
 
 /// What became of a form given to the cache to keep.
@@ -273,9 +277,9 @@ impl SmallFiles {
     /// sealed file; none of it in the heap).
     pub(super) const MAX_ESCAPED: usize = 64 * 1024 * 1024;
 
-    /// How many forms are made at once, all paths together, each on a
-    /// thread of its own: an escaped form's build reads a file through and
-    /// holds a few hundred KiB while it runs.
+    /// How many forms are made at once, all paths together, and so how
+    /// many builder threads there are: an escaped form's build reads a
+    /// file through and holds a few hundred KiB while it runs.
     pub(super) const MAX_BUILDS: usize = 2;
 
     /// How many verdicts on files are kept, of each kind: whether a large
@@ -297,6 +301,7 @@ impl SmallFiles {
             texts: Mutex::new(HashMap::new()),
             building: Mutex::new(HashSet::new()),
             unkeepable: Mutex::new(HashSet::new()),
+            builders: Builders::new(Self::MAX_BUILDS),
         }
     }
 
@@ -369,8 +374,8 @@ impl SmallFiles {
     }
 
     /// Starts making the escaped form of the text file at `slot`, which
-    /// `file` reads from its start ([`Body::prepared_text`]), on a thread
-    /// of its own, and keeps it once made; whether it started. It does
+    /// `file` reads from its start ([`Body::prepared_text`]), on a builder
+    /// thread, and keeps it once made; whether it started. It does
     /// not while the path's form is being made, while
     /// [`MAX_BUILDS`](Self::MAX_BUILDS) are, or when no more forms may
     /// hold a sendfile copy ([`may_copy`](Self::may_copy)). A file that
@@ -401,8 +406,8 @@ impl SmallFiles {
 
     /// Starts preparing `content`, the file at `slot`, in `encoding`
     /// ([`Body::prepared`], with a sendfile copy as
-    /// [`add_copy`](Self::add_copy) gives one) on a thread of its own,
-    /// and keeps the form once made; whether it started. As
+    /// [`add_copy`](Self::add_copy) gives one) on a builder thread, and
+    /// keeps the form once made; whether it started. As
     /// [`build_escaped`](Self::build_escaped), one build runs per path.
     pub(super) fn build_form(self: &Arc<Self>, slot: &Slot, content: Arc<[u8]>, encoding: Encoding) -> bool {
         self.build_apart(slot, encoding, move |cache, slot| {
@@ -418,7 +423,7 @@ impl SmallFiles {
         })
     }
 
-    /// Runs `make` for the path at `slot` on a thread of its own, holding
+    /// Runs `make` for the path at `slot` on a builder thread, holding
     /// the right to build it ([`build`](Self::build)) until it returns;
     /// whether it started. A form in `encoding` that this version of the
     /// file could not keep before is not made again: each build would be
@@ -442,22 +447,19 @@ impl SmallFiles {
             return false;
         };
         let slot = slot.clone();
-        let started = std::thread::Builder::new()
-            .name("jsontp-cache-build".into())
-            .spawn(move || {
-                let cache = &building.cache;
-                if make(cache, &slot) == Keeping::Never {
-                    let mut unkeepable = cache.unkeepable.lock().unwrap_or_else(|p| p.into_inner());
-                    if unkeepable.len() >= Self::MAX_TEXTS {
-                        let victim = unkeepable.iter().next().cloned();
-                        if let Some(victim) = victim {
-                            unkeepable.remove(&victim);
-                        }
+        self.builders.run(move || {
+            let cache = &building.cache;
+            if make(cache, &slot) == Keeping::Never {
+                let mut unkeepable = cache.unkeepable.lock().unwrap_or_else(|p| p.into_inner());
+                if unkeepable.len() >= Self::MAX_TEXTS {
+                    let victim = unkeepable.iter().next().cloned();
+                    if let Some(victim) = victim {
+                        unkeepable.remove(&victim);
                     }
-                    unkeepable.insert(key);
                 }
-            });
-        started.is_ok()
+                unkeepable.insert(key);
+            }
+        })
     }
 
     /// Keeps `body`, the escaped form of the version `slot` of a larger
