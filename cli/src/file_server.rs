@@ -280,21 +280,27 @@ impl Content {
     }
 }
 
-/// How a file read whole goes out ([`FileServer::form_of`]).
-enum Form {
-    /// In one message.
+/// How a file's content goes out: whole in one message, or streamed
+/// from `R` (D19) ([`FileServer::form_of`], [`FileServer::escaped`]).
+enum Form<R> {
+    /// Its written form, in one message.
     Whole(Body),
-    /// Streamed while its form is made.
-    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
-    Stream(Arc<[u8]>),
+    /// The content as `R` reads it, encoded as the transfer goes.
+    Stream(R),
 }
 
-/// What a large file is sent as ([`FileServer::escaped`]).
-enum Escaped {
-    /// Its escaped form, kept by the cache.
-    Body(Body),
-    /// The file, streamed (D19).
-    Stream(Steady),
+impl<R: io::Read + Send + 'static> Form<R> {
+    /// The answer that sends it in `encoding`, with `headers`.
+    fn into_reply(self, headers: Headers, encoding: Encoding) -> Reply {
+        let head = Response::ok("here is the file").with_headers(headers);
+        match self {
+            Form::Whole(body) => Reply::from(head.with_body(body)),
+            Form::Stream(reader) => {
+                let body = Body::empty().with_encoding(encoding).unwrap_or_default();
+                Reply::streamed(head.with_body(body), reader)
+            }
+        }
+    }
 }
 
 /// A file that `GET`/`POST` return, as read in the checks.
@@ -619,17 +625,9 @@ impl FileServer {
         } = plan.action
         {
             let headers = headers.with_content_type(media);
-            let file = match self.escaped(file, encoding, text, slot) {
-                Escaped::Body(body) => {
-                    return Ok(Reply::from(
-                        Response::ok("here is the file")
-                            .with_headers(headers)
-                            .with_body(body),
-                    ));
-                }
-                Escaped::Stream(file) => file,
-            };
-            return Ok(streamed(headers, encoding, file));
+            return Ok(self
+                .escaped(file, encoding, text, slot)
+                .into_reply(headers, encoding));
         }
         let response = match plan.action {
             Action::Serve {
@@ -647,21 +645,14 @@ impl FileServer {
                         language,
                     )
                 };
-                let body = match self.form_of(content, encoding, slot).map_err(failed)? {
-                    Form::Whole(body) => body,
-                    Form::Stream(content) => {
-                        return Ok(streamed(headers, encoding, io::Cursor::new(content)));
-                    }
+                let form = match (self.form_of(content, encoding, slot).map_err(failed)?, next) {
+                    (Form::Whole(body), Some(next)) => Form::Whole(
+                        body.with_extra("next-page", serde_json::Value::String(next))
+                            .map_err(failed)?,
+                    ),
+                    (form, _) => form,
                 };
-                let body = match next {
-                    Some(next) => body
-                        .with_extra("next-page", serde_json::Value::String(next))
-                        .map_err(failed)?,
-                    None => body,
-                };
-                Ok(Response::ok("here is the file")
-                    .with_headers(headers)
-                    .with_body(body))
+                return Ok(form.into_reply(headers, encoding));
             }
             Action::Write { folder, name } => {
                 // Only PUT plans a write, and PUT's handler takes the
@@ -961,24 +952,22 @@ impl FileServer {
     /// stream. When the cache would keep the form, this answer starts
     /// making it, on a thread of its own (the file read again, whole, as
     /// it was measured), for the answers after it.
-    fn escaped(&self, file: Steady, encoding: Encoding, text: bool, slot: Option<Slot>) -> Escaped {
+    fn escaped(&self, file: Steady, encoding: Encoding, text: bool, slot: Option<Slot>) -> Form<Steady> {
         #[cfg(target_os = "linux")]
         if let (Some(cache), Some(slot), Encoding::Identity, true) =
             (&self.small_files, &slot, encoding, text)
             && cache.would_keep_escaped(file.measured_len())
         {
             if let Some(body) = cache.escaped(slot) {
-                return Escaped::Body(body);
+                return Form::Whole(body);
             }
             // Without a second descriptor, nothing is kept: this answer
             // streams all the same.
-            if let Ok(again) = file.reading_again() {
-                cache.build_escaped(slot, again);
-            }
-            return Escaped::Stream(file);
+            cache.build_escaped(slot, || file.reading_again());
+            return Form::Stream(file);
         }
         let _ = (encoding, text, slot);
-        Escaped::Stream(file)
+        Form::Stream(file)
     }
 
     /// How a file read whole goes out. A cached file's written form is
@@ -988,7 +977,12 @@ impl FileServer {
     /// [`PREPARE_HERE`]) is made on a thread of its own, and the answers
     /// that come before it is kept stream the content, encoded as the
     /// transfer goes.
-    fn form_of(&self, content: Content, encoding: Encoding, slot: Option<Slot>) -> Result<Form, ValueError> {
+    fn form_of(
+        &self,
+        content: Content,
+        encoding: Encoding,
+        slot: Option<Slot>,
+    ) -> Result<Form<io::Cursor<Arc<[u8]>>>, ValueError> {
         #[cfg(target_os = "linux")]
         if let (Some(cache), Some(slot)) = (&self.small_files, &slot) {
             if let Some(body) = slot.form(encoding) {
@@ -997,7 +991,7 @@ impl FileServer {
             let content = content.into_shared();
             if content.len() > PREPARE_HERE {
                 cache.build_form(slot, Arc::clone(&content), encoding);
-                return Ok(Form::Stream(content));
+                return Ok(Form::Stream(io::Cursor::new(content)));
             }
             let mut body = Body::prepared(content, encoding)?;
             // Large text goes out with sendfile from a sealed copy, as
@@ -1184,15 +1178,6 @@ fn store(content: app::Content, folder: &Path, target: &Path) -> io::Result<()> 
     }
 }
 
-/// A file's answer whose content `reader` streams in `encoding`.
-fn streamed(headers: Headers, encoding: Encoding, reader: impl io::Read + Send + 'static) -> Reply {
-    let body = Body::empty().with_encoding(encoding).unwrap_or_default();
-    let head = Response::ok("here is the file")
-        .with_headers(headers)
-        .with_body(body);
-    Reply::streamed(head, reader)
-}
-
 /// The media type a folder sends: its `index.html`'s.
 fn index_media() -> MediaType {
     media_type_of("/")
@@ -1322,10 +1307,31 @@ fn refuse(
 mod tests {
     use super::*;
 
+    /// Waits until `done`, at most 30 s; `what` says what it waits for.
+    pub(super) fn eventually(what: &str, mut done: impl FnMut() -> bool) {
+        for _ in 0..6000 {
+            if done() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        panic!("{what}: not within 30 s");
+    }
+
+    /// The answer of `router` to a `GET` of `path` with `headers`: whether
+    /// it streams, and its body.
+    #[cfg(target_os = "linux")]
+    fn get(router: &Router, path: &str, headers: Headers) -> (bool, Body) {
+        use jsontp_protocol::io_adapters::server::{Handler, Incoming, RequestInfo};
+        let request = Request::new(Method::Get, path.parse().expect("resource")).with_headers(headers);
+        let info = RequestInfo::new("127.0.0.1:1".parse().expect("addr"));
+        let (response, reader) = router.respond(Incoming::new(request, info)).wait().into_parts();
+        (reader.is_some(), response.body)
+    }
+
     #[cfg(target_os = "linux")]
     #[test]
     fn an_escaped_form_is_made_apart_while_requests_stream_the_file() {
-        use jsontp_protocol::io_adapters::server::{Handler, Incoming, RequestInfo};
         let folder = tempfile::tempdir().expect("folder");
         let text = "a \"line\"\n".repeat(SmallFiles::MAX_FILE / 4);
         fs::write(folder.path().join("large.txt"), &text).expect("write");
@@ -1333,13 +1339,7 @@ mod tests {
         let server = FileServer::new(folder.path()).expect("server");
         let cache = server.small_files.clone().expect("a cache");
         let router = server.into_router();
-        // Whether the answer streams, and its body.
-        let get = |path: &str| {
-            let request = Request::new(Method::Get, path.parse().expect("resource"));
-            let info = RequestInfo::new("127.0.0.1:1".parse().expect("addr"));
-            let (response, reader) = router.respond(Incoming::new(request, info)).wait().into_parts();
-            (reader.is_some(), response.body)
-        };
+        let get = |path: &str| get(&router, path, Headers::new());
         let root = fs::File::open(folder.path()).expect("root");
         let slot_of = |name: &str| {
             let stamp = Stamp::of_path(&root, Path::new(name)).expect("a file");
@@ -1356,14 +1356,7 @@ mod tests {
         // The next answer streams too, and starts the build, which ends
         // without another request.
         assert!(get("/large.txt").0, "the answer does not wait for the build");
-        // At most 30 s.
-        for waits in 0.. {
-            if cache.escaped(&large).is_some() {
-                break;
-            }
-            assert!(waits < 6000, "the build ends");
-            std::thread::sleep(std::time::Duration::from_millis(5));
-        }
+        eventually("the build ends", || cache.escaped(&large).is_some());
         let (streamed, body) = get("/large.txt");
         assert!(!streamed, "made, and sent whole");
         assert!(body.has_sendfile_copy() && body.content() == text.as_bytes());
@@ -1385,7 +1378,6 @@ mod tests {
     #[cfg(target_os = "linux")]
     #[test]
     fn a_long_cached_file_streams_while_its_written_form_is_made_apart() {
-        use jsontp_protocol::io_adapters::server::{Handler, Incoming, RequestInfo};
         let folder = tempfile::tempdir().expect("folder");
         let long = "a \"line\" of text\n".repeat(200 * 1024 / 18);
         let short = &long[..PREPARE_HERE];
@@ -1394,13 +1386,12 @@ mod tests {
         let server = FileServer::new(folder.path()).expect("server");
         let cache = server.small_files.clone().expect("a cache");
         let router = server.into_router();
-        // Whether the answer streams, and its body.
         let get = |path: &str| {
-            let headers = Headers::new().with_accept_encoding([Encoding::Gzip]);
-            let request = Request::new(Method::Get, path.parse().expect("resource")).with_headers(headers);
-            let info = RequestInfo::new("127.0.0.1:1".parse().expect("addr"));
-            let (response, reader) = router.respond(Incoming::new(request, info)).wait().into_parts();
-            (reader.is_some(), response.body)
+            get(
+                &router,
+                path,
+                Headers::new().with_accept_encoding([Encoding::Gzip]),
+            )
         };
         let root = fs::File::open(folder.path()).expect("root");
         let gzip_kept = |name: &str| {
@@ -1413,16 +1404,10 @@ mod tests {
         let (streamed, body) = get("/short.txt");
         assert!(!streamed && body.encoding() == Encoding::Gzip && body.content() == short.as_bytes());
         assert!(gzip_kept("short.txt"));
-        // Longer content streams, its form made apart; at most 30 s.
+        // Longer content streams, its form made apart.
         let (streamed, body) = get("/long.txt");
         assert!(streamed && body.encoding() == Encoding::Gzip, "streamed, in gzip");
-        for waits in 0.. {
-            if gzip_kept("long.txt") {
-                break;
-            }
-            assert!(waits < 6000, "the build ends");
-            std::thread::sleep(std::time::Duration::from_millis(5));
-        }
+        eventually("the build ends", || gzip_kept("long.txt"));
         let (streamed, body) = get("/long.txt");
         assert!(!streamed, "sent whole, as kept");
         assert!(body.encoding() == Encoding::Gzip && body.content() == long.as_bytes());

@@ -41,12 +41,12 @@ mod transport;
 pub use clock::Clock;
 #[cfg(target_os = "linux")]
 pub use sendfile::CopyArena;
+pub use transport::{IoMode, Transport};
 
 /// The size of a huge page (x86-64, and arm64 with 4 KiB pages), and the
 /// alignment that lets the kernel map memory one at a time.
 #[cfg(target_os = "linux")]
 pub(crate) const HUGE_PAGE: usize = 2 << 20;
-pub use transport::{IoMode, Transport};
 
 /// Reads both clocks the machine needs (a monotonic instant for timers, the
 /// wall clock for `date`) into a [`Now`]. The sans-I/O core never calls

@@ -135,12 +135,8 @@ mod tests {
         }));
         finished.recv_timeout(WAIT).expect("ran");
         // The job has returned; give its drop a moment.
-        for _ in 0..6000 {
-            if Arc::strong_count(&held) == 1 {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        panic!("the job still holds what it took");
+        super::super::tests::eventually("the job lets go of what it took", || {
+            Arc::strong_count(&held) == 1
+        });
     }
 }

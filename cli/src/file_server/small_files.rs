@@ -52,7 +52,7 @@
 use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
 use std::fs;
-use std::io::Read;
+use std::io::{self, Read};
 use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -374,21 +374,26 @@ impl SmallFiles {
     }
 
     /// Starts making the escaped form of the text file at `slot`, which
-    /// `file` reads from its start ([`Body::prepared_text`]), on a builder
-    /// thread, and keeps it once made; whether it started. It does
-    /// not while the path's form is being made, while
-    /// [`MAX_BUILDS`](Self::MAX_BUILDS) are, or when no more forms may
-    /// hold a sendfile copy ([`may_copy`](Self::may_copy)). A file that
-    /// changes meanwhile leaves nothing kept: the next request starts
-    /// again.
-    pub(super) fn build_escaped(self: &Arc<Self>, slot: &Slot, mut file: impl Read + Send + 'static) -> bool {
+    /// the reader `open` gives reads from its start
+    /// ([`Body::prepared_text`]), on a builder thread, and keeps it once
+    /// made; whether it started. It does not while the path's form is
+    /// being made, while [`MAX_BUILDS`](Self::MAX_BUILDS) are, or when no
+    /// more forms may hold a sendfile copy ([`may_copy`](Self::may_copy));
+    /// `open` is called only when it does. A file that changes meanwhile
+    /// leaves nothing kept: the next request starts again.
+    pub(super) fn build_escaped<R: Read + Send + 'static>(
+        self: &Arc<Self>,
+        slot: &Slot,
+        open: impl FnOnce() -> io::Result<R>,
+    ) -> bool {
         if !self.may_copy() {
             return false;
         }
         self.build_apart(
             slot,
             Encoding::Identity,
-            move |cache, slot| match Body::prepared_text(&mut file) {
+            || open().ok(),
+            move |cache, slot, mut file| match Body::prepared_text(&mut file) {
                 Ok(body) => cache.put_escaped(slot, &body),
                 Err(e) => {
                     if !super::steady::is_change(&e) {
@@ -410,29 +415,36 @@ impl SmallFiles {
     /// keeps the form once made; whether it started. As
     /// [`build_escaped`](Self::build_escaped), one build runs per path.
     pub(super) fn build_form(self: &Arc<Self>, slot: &Slot, content: Arc<[u8]>, encoding: Encoding) -> bool {
-        self.build_apart(slot, encoding, move |cache, slot| {
-            match Body::prepared(content, encoding) {
-                Ok(mut body) => {
-                    cache.add_copy(&mut body);
-                    cache.put_encoded(slot, &body)
+        self.build_apart(
+            slot,
+            encoding,
+            || Some(content),
+            move |cache, slot, content| {
+                match Body::prepared(content, encoding) {
+                    Ok(mut body) => {
+                        cache.add_copy(&mut body);
+                        cache.put_encoded(slot, &body)
+                    }
+                    // Content that is not what the encoding may carry (D8)
+                    // has no form to keep: its answers say so.
+                    Err(_) => Keeping::Never,
                 }
-                // Content that is not what the encoding may carry (D8)
-                // has no form to keep: its answers say so.
-                Err(_) => Keeping::Never,
-            }
-        })
+            },
+        )
     }
 
-    /// Runs `make` for the path at `slot` on a builder thread, holding
-    /// the right to build it ([`build`](Self::build)) until it returns;
-    /// whether it started. A form in `encoding` that this version of the
-    /// file could not keep before is not made again: each build would be
-    /// thrown away.
-    fn build_apart(
+    /// Runs `make` for the path at `slot` on a builder thread, with what
+    /// `input` gives once the build may start, holding the right to build
+    /// it ([`build`](Self::build)) until it returns; whether it started
+    /// (not when `input` gives nothing). A form in `encoding` that this
+    /// version of the file could not keep before is not made again: each
+    /// build would be thrown away.
+    fn build_apart<T: Send + 'static>(
         self: &Arc<Self>,
         slot: &Slot,
         encoding: Encoding,
-        make: impl FnOnce(&SmallFiles, &Slot) -> Keeping + Send + 'static,
+        input: impl FnOnce() -> Option<T>,
+        make: impl FnOnce(&SmallFiles, &Slot, T) -> Keeping + Send + 'static,
     ) -> bool {
         let key = (slot.rel.as_os_str().to_owned(), slot.stamp, encoding);
         if self
@@ -446,10 +458,13 @@ impl SmallFiles {
         let Some(building) = self.build(slot) else {
             return false;
         };
+        let Some(input) = input() else {
+            return false;
+        };
         let slot = slot.clone();
         self.builders.run(move || {
             let cache = &building.cache;
-            if make(cache, &slot) == Keeping::Never {
+            if make(cache, &slot, input) == Keeping::Never {
                 let mut unkeepable = cache.unkeepable.lock().unwrap_or_else(|p| p.into_inner());
                 if unkeepable.len() >= Self::MAX_TEXTS {
                     let victim = unkeepable.iter().next().cloned();
@@ -799,13 +814,7 @@ mod tests {
 
     /// Waits until no build holds the path at `slot`: at most 30 s.
     fn build_ended(cache: &Arc<SmallFiles>, slot: &Slot) {
-        for _ in 0..6000 {
-            if cache.build(slot).is_some() {
-                return;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(5));
-        }
-        panic!("a build of {} runs past 30 s", slot.rel.display());
+        super::super::tests::eventually("the build ends", || cache.build(slot).is_some());
     }
 
     #[test]
@@ -815,37 +824,24 @@ mod tests {
         let cache = Arc::new(SmallFiles::new(text.len() * 3 / 2));
         cache.put(Path::new("a"), stamp(1), cached(text.as_bytes()));
         let content: Arc<[u8]> = Arc::from(text.as_bytes());
-        let make = |slot: &Slot| cache.build_form(slot, Arc::clone(&content), Encoding::Identity);
-        assert!(make(&slot("a", 1)), "the first build starts");
-        build_ended(&cache, &slot("a", 1));
-        assert!(
-            encoded(&cache, &slot("a", 1), Encoding::Identity).is_none(),
-            "not kept"
-        );
-        assert!(!make(&slot("a", 1)), "nor made again for that version");
-        assert!(
-            cache.build_form(&slot("a", 1), Arc::clone(&content), Encoding::Gzip),
-            "another encoding may fit"
-        );
-        build_ended(&cache, &slot("a", 1));
-        assert!(
-            encoded(&cache, &slot("a", 1), Encoding::Gzip).is_some(),
-            "and does"
-        );
+        // Builds version `ino` of "a" in `encoding`: whether the build
+        // started, and whether the form is kept once no build runs.
+        let build = |ino, encoding| {
+            let at = slot("a", ino);
+            let started = cache.build_form(&at, Arc::clone(&content), encoding);
+            build_ended(&cache, &at);
+            (started, encoded(&cache, &at, encoding).is_some())
+        };
+        assert_eq!(build(1, Encoding::Identity), (true, false), "started, not kept");
+        assert!(!build(1, Encoding::Identity).0, "nor made again for that version");
+        assert_eq!(build(1, Encoding::Gzip), (true, true), "another encoding fits");
         // A version the cache does not hold is no verdict on the form.
-        let gzip = |slot: &Slot| cache.build_form(slot, Arc::clone(&content), Encoding::Gzip);
-        assert!(gzip(&slot("a", 2)), "another version starts");
-        build_ended(&cache, &slot("a", 2));
-        assert!(
-            encoded(&cache, &slot("a", 2), Encoding::Gzip).is_none(),
-            "not held"
-        );
+        assert_eq!(build(2, Encoding::Gzip), (true, false), "started, not held");
         cache.put(Path::new("a"), stamp(2), cached(text.as_bytes()));
-        assert!(gzip(&slot("a", 2)), "and starts again once it is held");
-        build_ended(&cache, &slot("a", 2));
-        assert!(
-            encoded(&cache, &slot("a", 2), Encoding::Gzip).is_some(),
-            "kept then"
+        assert_eq!(
+            build(2, Encoding::Gzip),
+            (true, true),
+            "started again once held, and kept"
         );
     }
 
