@@ -47,7 +47,7 @@
 //! The same router serves on every server as a
 //! [`Handler`](crate::io_adapters::server::Handler) (std, mio, tokio: a
 //! synchronous handler runs where it may block, an `async` one is awaited
-//! on tokio, or run to its end on std and mio), and, with the feature
+//! on tokio, mio and io_uring, or run to its end on std), and, with the feature
 //! `tower`, as a `tower::Service` on the tokio server, where tower's layers (timeouts, concurrency limits, load
 //! shedding) wrap it unchanged, and tower-http's http-typed ones (trace,
 //! request id, timeouts, authorization) through `app::http::layer`. Only

@@ -492,9 +492,10 @@ impl<S> Node<S> {
 /// refused when the router is built: [`route`](Self::route) and
 /// [`nest`](Self::nest) panic naming both.
 ///
-/// A router is a [`Handler`] for the std and mio servers (an `async`
-/// handler is then run to its end on the server's thread, which suits
-/// futures that need no runtime), and, with the feature `tower`, a
+/// A router is a [`Handler`] for the std, mio and io_uring servers (an
+/// `async` handler's future is awaited by the worker on mio and io_uring,
+/// run to its end on the connection's thread on std; either way it must
+/// need no runtime of its own), and, with the feature `tower`, a
 /// `tower::Service` for the tokio server, where synchronous handlers run on
 /// the blocking pool and `async` ones are awaited.
 ///

@@ -6,6 +6,7 @@
 //! time.
 #![allow(clippy::disallowed_methods)] // tests own threads and the clock
 
+mod awaited;
 mod clients;
 mod fair_connections;
 mod handlers;

@@ -43,6 +43,8 @@ use crate::machine::ServerConfig;
 use crate::message::{Method, Request, Response, StatusCode};
 
 mod accepted;
+#[cfg(any(feature = "mio", feature = "tokio"))]
+mod awaited;
 pub mod blocking;
 mod drive;
 mod http_line;
@@ -411,10 +413,12 @@ pub trait Handler: Send + Sync + 'static {
     /// `incoming.upload` (D19). Protocol errors never get here: the
     /// connection answers them itself (D5 levels 1–4).
     ///
-    /// Called where it may block (a std connection's thread, a mio worker,
-    /// tokio's blocking pool, in one of the server's handler places,
-    /// [`ServerOptions::max_handlers`]); an `async` answer is
-    /// [`Handled::Later`].
+    /// Called where it may block (a std connection's thread, a mio or
+    /// io_uring worker, tokio's blocking pool, in one of the server's
+    /// handler places, [`ServerOptions::max_handlers`]), though on a mio
+    /// or io_uring worker it holds the worker's other connections until it
+    /// returns. An `async` answer is [`Handled::Later`]: it takes no place
+    /// and holds no thread while it waits.
     fn respond(&self, incoming: Incoming) -> Handled;
 
     /// Decides, from a request's head (every field but its content), what

@@ -114,7 +114,7 @@ impl<H: Handler> Bounded<H> {
     #[inline(never)]
     fn respond_in_place(&self, places: &Places, incoming: Incoming) -> Handled {
         match places.take() {
-            Some(_place) => Handled::Now(self.handler.respond(incoming).wait()),
+            Some(_place) => self.handler.respond(incoming),
             None => Response::new(Status::new(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "the server is shutting down and never began this request; try again later",
@@ -129,15 +129,15 @@ impl<H: Handler> Handler for Bounded<H> {
         self.handler.check_head(head, info)
     }
 
-    /// Runs in a place until the answer is ready (an `async` one run to
-    /// its end here, as a server without a runtime must). A request still
+    /// Runs in a place until the handler returns; an `async` answer is
+    /// awaited after it, in no place (dropping it cancels it, as on
+    /// tokio). A request still
     /// waiting for a place when the drain deadline passes was never handed
     /// to the handler: `503` (D13), its upload dropped with it.
     fn respond(&self, incoming: Incoming) -> Handled {
         match &self.places {
             Some(places) => self.respond_in_place(places, incoming),
-            // The server's thread bounds the call, and runs a later
-            // answer to its end itself.
+            // The server's threads bound the calls.
             None => self.handler.respond(incoming),
         }
     }

@@ -73,13 +73,17 @@ pub type ReplyFuture = std::pin::Pin<Box<dyn std::future::Future<Output = Reply>
 /// the future of one.
 ///
 /// [`Handler::respond`](super::Handler::respond) runs where it may block
-/// (a std connection's thread, a mio worker, tokio's blocking pool), so a
-/// synchronous answer is simply [`Now`](Handled::Now). An `async` one is
-/// [`Later`](Handled::Later): the tokio server awaits it on the runtime,
-/// watching the connection meanwhile (a peer gone drops the future, which
-/// cancels it); the std and mio servers, which have no runtime, run it to
-/// its end on their own thread, which suits futures that need no runtime
-/// of their own (no tokio timers or sockets).
+/// (a std connection's thread, a mio or io_uring worker, tokio's blocking
+/// pool), so a synchronous answer is simply [`Now`](Handled::Now). An
+/// `async` one is [`Later`](Handled::Later), and holds no thread while it
+/// waits: the tokio server awaits it on the runtime; a mio or io_uring
+/// worker polls it between its other connections' turns, whenever its
+/// waker is woken. Either watches the connection meanwhile: a peer gone
+/// drops the future, which cancels it, and so does a shutdown's drain
+/// deadline. The std server runs it to its end on the connection's
+/// thread. On mio, io_uring and std the future must need no runtime of
+/// its own (no tokio timers or sockets): it may await anything woken from
+/// another thread (a channel, a pool's job, a lock).
 // Made and taken apart once per request, mostly `Now`: boxing the reply
 // would cost every synchronous answer an allocation.
 #[allow(clippy::large_enum_variant)]
@@ -125,6 +129,31 @@ impl fmt::Debug for Handled {
             Handled::Later(_) => f.write_str("Later(..)"),
         }
     }
+}
+
+/// Polls an `async` answer once: its reply, or `500` if the future
+/// panicked (the panic is logged; the connection goes on).
+pub(crate) fn poll_caught(
+    future: &mut ReplyFuture,
+    cx: &mut std::task::Context<'_>,
+) -> std::task::Poll<Reply> {
+    use std::panic::{AssertUnwindSafe, catch_unwind};
+    match catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(cx))) {
+        Ok(polled) => polled,
+        Err(_) => {
+            tracing::error!("the application panicked; answering 500");
+            std::task::Poll::Ready(failed())
+        }
+    }
+}
+
+/// The answer to a request whose application failed: `500`.
+pub(crate) fn failed() -> Reply {
+    Response::from_code(
+        crate::message::StatusCode::INTERNAL_SERVER_ERROR,
+        "the server failed while answering this request",
+    )
+    .into()
 }
 
 /// Runs `future` to its end on this thread, parking it while the future

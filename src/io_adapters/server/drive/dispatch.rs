@@ -28,7 +28,7 @@ enum Answering {
 
 /// A request whose answer comes later ([`Handled::Later`]), handed out by
 /// [`Driver::dispatch_handing_out`] to the runtime that awaits it.
-#[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+#[cfg_attr(not(any(feature = "tokio", feature = "mio")), allow(dead_code))]
 pub(crate) struct Deferred {
     /// What the answer's record needs; the request itself is the handler's.
     exchange: Exchange,
@@ -38,7 +38,7 @@ pub(crate) struct Deferred {
     future: super::super::ReplyFuture,
 }
 
-#[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+#[cfg_attr(not(any(feature = "tokio", feature = "mio")), allow(dead_code))]
 impl Deferred {
     /// The answer's future, for the runtime to await, and what the driver
     /// takes back with the answer ([`Driver::answer_later`]).
@@ -85,14 +85,14 @@ impl Driver {
     /// later is handed out, for the runtime to await: give it with
     /// [`answer_later`](Self::answer_later) before stepping again. The
     /// events after it wait in the machine.
-    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+    #[cfg_attr(not(any(feature = "tokio", feature = "mio")), allow(dead_code))]
     pub(crate) fn dispatch_handing_out<H: Handler + ?Sized>(&mut self, handler: &H) -> Option<Deferred> {
         self.dispatch_events(handler, Answering::HandOut)
     }
 
     /// Sends the answer of a request
     /// [`dispatch_handing_out`](Self::dispatch_handing_out) handed out.
-    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+    #[cfg_attr(not(any(feature = "tokio", feature = "mio")), allow(dead_code))]
     pub(crate) fn answer_later(&mut self, pending: Pending, reply: Reply) {
         let span = self.span();
         let _entered = span.enter();
@@ -106,8 +106,22 @@ impl Driver {
     /// awaited: the answer is dropped (an `async` handler cancelled), the
     /// request recorded as never answered (`503`, nothing written, not
     /// complete), and the connection closed.
-    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+    #[cfg_attr(not(any(feature = "tokio", feature = "mio")), allow(dead_code))]
     pub(crate) fn answer_abandoned(&mut self, pending: Pending) {
+        self.end_unanswered(pending, StatusCode::SERVICE_UNAVAILABLE, CloseCause::PeerLeft);
+    }
+
+    /// The shutdown's drain deadline passed while the answer of a request
+    /// handed out was awaited: the answer is dropped, the request recorded
+    /// as `504` (the application had it and may still finish, D13;
+    /// nothing written, not complete), and the connection closed.
+    #[cfg(feature = "mio")]
+    pub(crate) fn answer_cut_short(&mut self, pending: Pending) {
+        self.end_unanswered(pending, StatusCode::GATEWAY_TIMEOUT, CloseCause::DrainDeadline);
+    }
+
+    #[cfg_attr(not(any(feature = "tokio", feature = "mio")), allow(dead_code))]
+    fn end_unanswered(&mut self, pending: Pending, status: StatusCode, why: CloseCause) {
         let span = self.span();
         let _entered = span.enter();
         let Exchange {
@@ -119,17 +133,34 @@ impl Driver {
         self.answers.push_back(Answer {
             id: Some(id),
             method: Some(method),
-            status: StatusCode::SERVICE_UNAVAILABLE,
+            status,
             resource,
             content_bytes: 0,
             started,
         });
-        let _ = self.move_to_closed(CloseCause::PeerLeft, None);
+        let _ = self.move_to_closed(why, None);
+    }
+
+    /// When a draining connection must be over; `None` when no shutdown
+    /// began.
+    #[cfg(feature = "mio")]
+    pub(crate) fn drain_deadline(&self) -> Option<Instant> {
+        match self.phase {
+            Phase::Draining { until, .. } => Some(until),
+            _ => None,
+        }
+    }
+
+    /// Whether the peer's stream ended, or a readiness event said it is
+    /// ending (EPOLLRDHUP).
+    #[cfg(feature = "mio")]
+    pub(crate) fn peer_input_ended(&self) -> bool {
+        self.input != PeerInput::Open
     }
 
     /// Whether nothing of a response is on its way out: a byte written to
     /// the peer now falls between messages.
-    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+    #[cfg_attr(not(any(feature = "tokio", feature = "mio")), allow(dead_code))]
     pub(crate) fn between_messages(&self) -> bool {
         self.conn.pending_output().is_empty() && self.streaming.is_none()
     }

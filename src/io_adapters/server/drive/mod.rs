@@ -37,6 +37,8 @@ mod streamed;
 use access::{Answer, SpareEchoes};
 #[allow(unused_imports, reason = "the path the async runtime names it by")]
 pub(crate) use dispatch::Deferred;
+#[cfg(feature = "mio")]
+pub(crate) use dispatch::Pending;
 use phase::Phase;
 use receiving::{Receiving, Taken};
 use step::{Intake, Offer, PeerInput, Turn};

@@ -15,7 +15,8 @@ use super::deadlines::Deadline;
 use super::shared::Mail;
 use super::worker::{Client, Worker};
 use crate::io_adapters::proxy_protocol::ProxyHeaderReader;
-use crate::io_adapters::server::{Accepted, CloseCause, Driver, Handler, Step, proxied_peer};
+use crate::io_adapters::server::awaited::{Awaited, Probe, Turned, peer_gone};
+use crate::io_adapters::server::{Accepted, CloseCause, Driver, Handler, ServerOptions, Step, proxied_peer};
 
 /// Where a connection's PROXY header stands after a read (D21).
 pub(in crate::io_adapters::server) enum HeaderRead {
@@ -27,22 +28,69 @@ pub(in crate::io_adapters::server) enum HeaderRead {
     Refused,
 }
 
+/// What holds a connection's drive step (mio, io_uring), boxed, since
+/// only some moments of a connection need it. The PROXY header comes
+/// before any request, so a connection never waits for both.
+pub(in crate::io_adapters::server) enum Paused {
+    /// Its PROXY header is not all in (D21): the reader, and the time by
+    /// which the header must have arrived.
+    Header(ProxyHeaderReader, Instant),
+    /// The answer its handler gives later is awaited.
+    Answer(Awaited),
+}
+
+impl Paused {
+    /// The connection's PROXY header, due from a new connection when the
+    /// server takes the PROXY protocol.
+    pub(in crate::io_adapters::server) fn header_due(options: &ServerOptions) -> Option<Box<Paused>> {
+        options.proxy_protocol.then(|| {
+            let limit = options.config.limits.message_timeout;
+            Box::new(Paused::Header(ProxyHeaderReader::new(), Instant::now() + limit))
+        })
+    }
+
+    /// The connection's turn while an answer is awaited: `Some(at)` when
+    /// it still is, so that the drive step waits (to be turned again when
+    /// woken, or at `at`); `None` when nothing is awaited or the answer
+    /// just ended (given to `driver`, or dropped). `gone`: whether the
+    /// worker saw the connection reset.
+    pub(in crate::io_adapters::server) fn turn_answer<S: Probe>(
+        paused: &mut Option<Box<Paused>>,
+        driver: &mut Driver,
+        stream: &mut S,
+        gone: impl FnOnce(&S) -> bool,
+    ) -> Option<Option<Instant>> {
+        let Some(Paused::Answer(awaited)) = paused.as_deref_mut() else {
+            return None;
+        };
+        let gone = gone(stream);
+        match awaited.turn(driver, stream, gone) {
+            Turned::Waiting(at) => Some(at),
+            Turned::Ended(ended) => {
+                if let Some(Paused::Answer(awaited)) = paused.take().map(|paused| *paused) {
+                    awaited.end(driver, ended);
+                }
+                None
+            }
+        }
+    }
+}
+
 /// Reads what has arrived of a connection's PROXY header, if it is still
-/// due (`header`: its reader, and the time by which it must have
-/// arrived), from `io`, the socket itself under any TLS session, never
-/// past the header; once read, the client it names is the driver's peer.
-/// A silent peer cannot hold its slot past the message timeout (D3), nor
-/// delay a shutdown (`stopping`).
+/// due (`paused`, with the time by which it must have arrived), from
+/// `io`, the socket itself under any TLS session, never past the header;
+/// once read, the client it names is the driver's peer. A silent peer
+/// cannot hold its slot past the message timeout (D3), nor delay a
+/// shutdown (`stopping`).
 pub(in crate::io_adapters::server) fn read_proxy_header<R: io::Read + ?Sized>(
-    header: &mut Option<Box<(ProxyHeaderReader, Instant)>>,
+    paused: &mut Option<Box<Paused>>,
     io: &mut R,
     driver: &mut Driver,
     stopping: bool,
 ) -> HeaderRead {
-    let Some(due) = header else {
+    let Some(Paused::Header(reader, deadline)) = paused.as_deref_mut() else {
         return HeaderRead::Done;
     };
-    let (reader, deadline) = &mut **due;
     let deadline = *deadline;
     let read = match reader.read_from(io) {
         Ok(Some(read)) => Ok(read),
@@ -52,7 +100,7 @@ pub(in crate::io_adapters::server) fn read_proxy_header<R: io::Read + ?Sized>(
     };
     match proxied_peer(read, driver.peer()) {
         Some(client) => {
-            *header = None;
+            *paused = None;
             driver.set_peer(client);
             HeaderRead::Done
         }
@@ -87,10 +135,6 @@ impl<H: Handler> Worker<H> {
         }
         self.sockets.add(stream.get_ref());
         let mode = stream.mode(MODE);
-        let header = self.options.proxy_protocol.then(|| {
-            let limit = self.options.config.limits.message_timeout;
-            Box::new((ProxyHeaderReader::new(), Instant::now() + limit))
-        });
         let member = self.shared.roster.enroll(Mail {
             mailbox: Arc::clone(&self.mailbox),
             slot,
@@ -99,7 +143,7 @@ impl<H: Handler> Worker<H> {
             stream,
             driver: Driver::with_settings(peer, &self.settings, mode),
             member,
-            header,
+            paused: Paused::header_due(&self.options),
             deadline: Deadline::default(),
             round: self.round,
         };
@@ -129,7 +173,8 @@ impl<H: Handler> Worker<H> {
     }
 
     /// Performs what the drive step asks until the connection waits,
-    /// yields its turn, or closes.
+    /// yields its turn, or closes. While an answer is awaited, the step
+    /// waits for it: the turn polls it and watches the peer.
     pub(super) fn drive(&mut self, slot: usize) {
         if !self.read_header(slot) {
             return;
@@ -138,8 +183,20 @@ impl<H: Handler> Worker<H> {
             let Some(Some(client)) = self.clients.get_mut(slot) else {
                 return;
             };
+            // A reset peer has no answer to wait for.
+            let gone = |stream: &Accepted<TcpStream>| matches!(stream.get_ref().take_error(), Ok(Some(e)) if peer_gone(&e));
+            if let Some(at) =
+                Paused::turn_answer(&mut client.paused, &mut client.driver, &mut client.stream, gone)
+            {
+                return self.set_timer(slot, at);
+            }
             match client.driver.step(&mut client.stream, &mut self.scratch) {
-                Step::Dispatch => client.driver.dispatch(&*self.handler),
+                Step::Dispatch => {
+                    if let Some(deferred) = client.driver.dispatch_handing_out(&*self.handler) {
+                        let waker = self.mailbox.answer_waker(slot);
+                        client.paused = Some(Box::new(Paused::Answer(Awaited::new(deferred, waker))));
+                    }
+                }
                 Step::Wait { deadline, .. } => {
                     self.set_timer(slot, deadline);
                     return self.settle(slot);
@@ -162,7 +219,7 @@ impl<H: Handler> Worker<H> {
             return false;
         };
         let stream = client.stream.get_mut();
-        match read_proxy_header(&mut client.header, stream, &mut client.driver, self.stopped) {
+        match read_proxy_header(&mut client.paused, stream, &mut client.driver, self.stopped) {
             HeaderRead::Done => true,
             HeaderRead::Wait(deadline) => {
                 self.set_timer(slot, Some(deadline));

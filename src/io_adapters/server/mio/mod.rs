@@ -21,7 +21,14 @@
 //! machine. A connection that used its turn's budget waits behind the
 //! others. Handlers run on the worker thread, one at a time, so at most
 //! `workers` at once, or [`ServerOptions::max_handlers`] if that is fewer;
-//! a shutdown's deadline does not wait for them ([`ShutdownHandle`]).
+//! a shutdown's deadline does not wait for them ([`ShutdownHandle`]). An
+//! `async` answer ([`Handled::Later`](super::Handled::Later)) holds
+//! nothing while it waits: the worker polls it when its waker names the
+//! connection in the worker's mailbox, steps the connection no further
+//! until it is ready (what the peer sends meanwhile waits in the kernel),
+//! and drops it (cancelling the handler) when the peer resets the
+//! connection, or closes it (told from a half-close, which still gets its
+//! answer, by a newline now and then, D1), or at the drain deadline.
 //!
 //! At the connection cap a worker holds the client it accepted and asks
 //! the connection idle longest, on whichever worker, to close for it

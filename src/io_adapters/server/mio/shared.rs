@@ -107,8 +107,9 @@ impl Shared {
     /// What the workers of a server with `options` share, `listeners`
     /// being handles on its listening sockets.
     fn new(options: &ServerOptions, listeners: Vec<std::net::TcpListener>) -> Shared {
-        // A worker runs one handler at a time: places are needed only
-        // when there are fewer than workers.
+        // A worker calls one handler at a time (an `async` answer it
+        // awaits takes no place): places are needed only when there are
+        // fewer than workers.
         let places = (options.max_handlers < options.worker_count())
             .then(|| Arc::new(Places::new(options.max_handlers)));
         Shared {
@@ -239,11 +240,62 @@ enum Listening {
 }
 
 /// Where a worker is told which of its connections were asked to close
-/// to make room at the cap (D3), from any worker.
+/// to make room at the cap (D3), from any worker, and which have an
+/// awaited answer to poll again, from any thread.
 #[derive(Debug)]
 pub(in crate::io_adapters::server) struct Mailbox {
     pub(in crate::io_adapters::server) waker: Waker,
     pub(in crate::io_adapters::server) asked: Mutex<Vec<usize>>,
+    woken: Mutex<Vec<usize>>,
+}
+
+impl Mailbox {
+    pub(in crate::io_adapters::server) fn new(waker: Waker) -> Mailbox {
+        Mailbox {
+            waker,
+            asked: Mutex::new(Vec::new()),
+            woken: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The waker of the answer awaited by the connection in `slot`.
+    pub(in crate::io_adapters::server) fn answer_waker(self: &Arc<Self>, slot: usize) -> std::task::Waker {
+        std::task::Waker::from(Arc::new(Woken {
+            mailbox: Arc::clone(self),
+            slot,
+        }))
+    }
+
+    /// The connections whose awaited answers were woken since the last
+    /// call. A connection closed since may be among them, or its slot
+    /// taken by another: a poll too many does a future no harm.
+    pub(in crate::io_adapters::server) fn take_woken(&self) -> Vec<usize> {
+        std::mem::take(&mut *self.woken.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+}
+
+/// Wakes the worker of the connection in `slot` to poll its awaited
+/// answer.
+struct Woken {
+    mailbox: Arc<Mailbox>,
+    slot: usize,
+}
+
+impl std::task::Wake for Woken {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        {
+            let mut woken = self.mailbox.woken.lock().unwrap_or_else(|p| p.into_inner());
+            // Once each: a future that wakes itself often grows nothing.
+            if !woken.contains(&self.slot) {
+                woken.push(self.slot);
+            }
+        }
+        self.mailbox.waker.wake();
+    }
 }
 
 /// Wakes the worker of the connection in `slot` to read that it was asked

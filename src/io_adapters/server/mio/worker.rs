@@ -4,17 +4,17 @@
 
 use std::io;
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Waker};
 
+use super::connection::Paused;
 use super::deadlines::{Deadline, Deadlines};
 use super::shared::{self, Mail, Mailbox, Shared};
 use super::{SCRATCH, WAKER, listener_of, listener_token};
-use crate::io_adapters::proxy_protocol::ProxyHeaderReader;
 use crate::io_adapters::server::{
     ACCEPT_BACKOFF, ADMISSION_RETRY, AcceptFaults, Accepted, ConnectionSettings, Driver, Enrolled, Handler,
     Member, OpenSockets, ServerOptions, Told, client_gave_up,
@@ -39,11 +39,9 @@ pub(super) struct Client {
     pub(super) driver: Driver,
     /// Its place in the server's roster (D3).
     pub(super) member: Enrolled<Mail>,
-    /// Until the PROXY header is in (D21): its reader, and the time by
-    /// which the header must have arrived. Boxed: it is needed for a
-    /// connection's first bytes only.
-    pub(super) header: Option<Box<(ProxyHeaderReader, Instant)>>,
-
+    /// What holds its drive step: its PROXY header not yet in (D21), or
+    /// an answer awaited.
+    pub(super) paused: Option<Box<Paused>>,
     /// Its deadline, as the worker's set keeps it.
     pub(super) deadline: Deadline,
     /// The last round of the event loop in which it had a turn.
@@ -111,10 +109,7 @@ impl<H: Handler> Worker<H> {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .push(Arc::clone(&waker));
-        let mailbox = Arc::new(Mailbox {
-            waker,
-            asked: Mutex::new(Vec::new()),
-        });
+        let mailbox = Arc::new(Mailbox::new(waker));
         Ok(Worker {
             poll,
             listening,
@@ -285,11 +280,15 @@ impl<H: Handler> Worker<H> {
     }
 
     /// Reads which of this worker's connections were asked to close to make
-    /// room at the cap, and lets each answer.
+    /// room at the cap, and lets each answer; and gives a turn to those
+    /// whose awaited answers were woken.
     fn read_mail(&mut self) {
         let asked = std::mem::take(&mut *self.mailbox.asked.lock().unwrap_or_else(|p| p.into_inner()));
         for slot in asked {
             self.settle(slot);
+        }
+        for slot in self.mailbox.take_woken() {
+            self.turn(slot);
         }
     }
 

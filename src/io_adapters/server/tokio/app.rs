@@ -5,11 +5,13 @@
 
 use std::future::{Future, poll_fn};
 use std::sync::Arc;
-use std::task::Poll;
 
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::Semaphore;
 
+#[cfg(feature = "tower")]
+use super::super::reply::failed;
+use super::super::reply::poll_caught;
 use super::super::{Driver, Handler, Reply, ReplyFuture};
 #[cfg(feature = "tower")]
 use super::super::{Handing, Reached};
@@ -141,20 +143,8 @@ impl<H: Handler + ?Sized> Dispatch for App<H> {
 }
 
 /// `future`'s reply, or `500` if it panics.
-async fn caught(future: ReplyFuture) -> Reply {
-    use std::panic::{AssertUnwindSafe, catch_unwind};
-    let mut future = future;
-    let polled = poll_fn(
-        |cx| match catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(cx))) {
-            Ok(poll) => poll.map(Ok),
-            Err(panic) => Poll::Ready(Err(panic)),
-        },
-    )
-    .await;
-    polled.unwrap_or_else(|_| {
-        tracing::error!("the application panicked; answering 500");
-        failed()
-    })
+async fn caught(mut future: ReplyFuture) -> Reply {
+    poll_fn(|cx| poll_caught(&mut future, cx)).await
 }
 
 /// What [`serve_service`](super::serve_service) serves: a tower service
@@ -254,15 +244,6 @@ fn error_reply(error: &(dyn std::error::Error + 'static), reached: Reached) -> R
     }
     tracing::error!(%error, "the application failed; answering 500");
     failed()
-}
-
-/// The answer when the application failed (an error, a panic).
-fn failed() -> Reply {
-    Response::from_code(
-        StatusCode::INTERNAL_SERVER_ERROR,
-        "the server failed while answering this request",
-    )
-    .into()
 }
 
 /// The hooks of a service that decides everything when it is called

@@ -10,6 +10,7 @@ use std::task::Poll;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::READ_CHUNK;
+use crate::io_adapters::server::awaited::{PROBE_FIRST, PROBE_LAST, peer_gone};
 use crate::io_adapters::transport::PolledSendCopy;
 
 /// A tokio TCP stream whose writes ask the kernel when tokio's cached
@@ -294,19 +295,6 @@ enum Watch {
     },
     /// Nothing more to learn: only the answer is awaited.
     Ended,
-}
-
-/// How soon after the first newline the second goes, and the most time
-/// between two later (each wait doubles the last).
-const PROBE_FIRST: std::time::Duration = std::time::Duration::from_millis(20);
-const PROBE_LAST: std::time::Duration = std::time::Duration::from_secs(1);
-
-/// Whether a write failed because the peer is gone.
-fn peer_gone(error: &io::Error) -> bool {
-    matches!(
-        error.kind(),
-        io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionReset | io::ErrorKind::ConnectionAborted
-    )
 }
 
 impl<S: AsyncRead + Unpin> AsyncRead for Watched<S> {

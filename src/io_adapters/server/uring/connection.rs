@@ -1,5 +1,6 @@
 //! What a worker does for each of its connections: takes it in, takes in
-//! its completions, gives it turns of the drive step, reads its PROXY
+//! its completions, gives it turns of the drive step (or, while an `async`
+//! answer is awaited, polls it and watches the peer), reads its PROXY
 //! header (D21), keeps its deadline in the worker's set, queues its sends
 //! and receives on the ring, and closes it once the ring is done with its
 //! socket.
@@ -13,8 +14,8 @@ use super::MODE;
 use super::ring::{Completion, Op};
 use super::stream::{Receive, RingStream};
 use super::worker::{Client, Output, Slot, Stage, Worker};
-use crate::io_adapters::proxy_protocol::ProxyHeaderReader;
-use crate::io_adapters::server::mio::connection::{HeaderRead, read_proxy_header};
+use crate::io_adapters::server::awaited::Awaited;
+use crate::io_adapters::server::mio::connection::{HeaderRead, Paused, read_proxy_header};
 use crate::io_adapters::server::mio::deadlines::Deadline;
 use crate::io_adapters::server::mio::shared::Mail;
 use crate::io_adapters::server::{Accepted, CloseCause, Driver, Handler, Step};
@@ -46,10 +47,6 @@ impl<H: Handler> Worker<H> {
         };
         let slot = self.free.pop().unwrap_or(self.slots.len());
         self.sockets.add(stream.get_ref().socket());
-        let header = self.options.proxy_protocol.then(|| {
-            let limit = self.options.config.limits.message_timeout;
-            Box::new((ProxyHeaderReader::new(), Instant::now() + limit))
-        });
         let member = self.shared.roster.enroll(Mail {
             mailbox: Arc::clone(&self.mailbox),
             slot,
@@ -58,7 +55,7 @@ impl<H: Handler> Worker<H> {
             driver: Driver::with_settings(peer, &self.settings, MODE),
             stream,
             member,
-            header,
+            paused: Paused::header_due(&self.options),
             deadline: Deadline::default(),
             round: self.round,
             // No round yet: rounds count up from 0.
@@ -141,7 +138,9 @@ impl<H: Handler> Worker<H> {
 
     /// Performs what the drive step asks until the connection waits,
     /// yields its turn, or closes; then queues the I/O it left for the
-    /// ring.
+    /// ring. While an answer is awaited, the step waits for it: the turn
+    /// polls it and watches the peer (its receive stays armed, what it
+    /// sends ahead held in the stream, up to `HELD_BUFFERS`).
     pub(super) fn drive(&mut self, slot: usize) {
         if !self.read_header(slot) {
             return self.queue_io(slot);
@@ -150,8 +149,24 @@ impl<H: Handler> Worker<H> {
             let Some(Slot::Serving(client)) = self.slots.get_mut(slot) else {
                 return;
             };
+            // A reset peer, or one no send reaches any more, has no
+            // answer to wait for.
+            let gone = |stream: &Accepted<RingStream>| stream.get_ref().peer_left();
+            if let Some(at) =
+                Paused::turn_answer(&mut client.paused, &mut client.driver, &mut client.stream, gone)
+            {
+                self.set_timer(slot, at);
+                // A probe's newline goes with this round's sends; its
+                // failure, a completion, brings the next turn.
+                return self.queue_io(slot);
+            }
             match client.driver.step(&mut client.stream, &mut self.scratch) {
-                Step::Dispatch => client.driver.dispatch(&*self.handler),
+                Step::Dispatch => {
+                    if let Some(deferred) = client.driver.dispatch_handing_out(&*self.handler) {
+                        let waker = self.mailbox.answer_waker(slot);
+                        client.paused = Some(Box::new(Paused::Answer(Awaited::new(deferred, waker))));
+                    }
+                }
                 Step::Wait { deadline, write, .. } => {
                     // A TLS session holds records the outbox would not
                     // take, sent at its next call, whatever the step says.
@@ -225,7 +240,7 @@ impl<H: Handler> Worker<H> {
             return false;
         };
         let (stream, stopping) = (client.stream.get_mut(), self.stage == Stage::Stopping);
-        match read_proxy_header(&mut client.header, stream, &mut client.driver, stopping) {
+        match read_proxy_header(&mut client.paused, stream, &mut client.driver, stopping) {
             HeaderRead::Done => true,
             HeaderRead::Wait(deadline) => {
                 self.set_timer(slot, Some(deadline));

@@ -41,14 +41,19 @@
 //!   held clients' next look for room, an accept's back-off), moved
 //!   earlier when a nearer one comes;
 //! - **wake-ups** (a shutdown, another worker's request to close an idle
-//!   connection): a multishot poll of an eventfd.
+//!   connection, an awaited `async` answer's waker): a multishot poll of
+//!   an eventfd.
 //!
 //! A connection is a slot holding `Vacant`, `Serving` (its socket, its
 //! [`Driver`](super::Driver)) or `Closing`: over, its place under the cap given
 //! back, its socket kept until the ring's last completion for it (a
 //! cancelled receive, send or poll for room) so that no operation names
 //! freed memory or a reused slot.
-//! Handlers run on the worker thread, one at a time, as on mio.
+//! Handlers run on the worker thread, one at a time, as on mio, and an
+//! `async` answer is awaited as on mio: polled between the worker's
+//! other turns, the connection stepped no further meanwhile (its receive
+//! stays armed until it holds a few buffers unread), dropped when the peer
+//! leaves or at the drain deadline.
 //!
 //! Where the kernel refuses io_uring (no io_uring, `ENOSYS`; refused to
 //! the process, `EPERM`, as `kernel.io_uring_disabled` or a container's

@@ -19,6 +19,7 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use super::ring::{Completion, Pool};
+use crate::io_adapters::server::awaited::peer_gone;
 use crate::io_adapters::transport::{Transport, tcp_acknowledged};
 use crate::machine::{Acknowledged, OutputCopy};
 
@@ -218,6 +219,14 @@ impl RingStream {
     /// Whether a send failed: the drive step learns it at its next write.
     pub(super) fn send_failed(&self) -> bool {
         matches!(self.sending, Sending::Failed(_))
+    }
+
+    /// Whether the peer is gone, as far as the ring has told: its receive
+    /// failed with a reset, or a send failed (nothing more reaches it).
+    pub(super) fn peer_left(&self) -> bool {
+        let reset =
+            matches!(self.input, Input::Failed(errno) if peer_gone(&io::Error::from_raw_os_error(errno)));
+        reset || self.send_failed()
     }
 
     /// Whether a send is under way, whose bytes the kernel reads.

@@ -14,15 +14,15 @@ use std::collections::VecDeque;
 use std::io;
 use std::net::TcpStream;
 use std::os::fd::{AsRawFd, OwnedFd};
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use rustix::event::{EventfdFlags, eventfd};
 
 use super::ring::{BUFFER_SIZE, Completion, Op, Ring, Unstarted};
 use super::stream::RingStream;
-use crate::io_adapters::proxy_protocol::ProxyHeaderReader;
+use crate::io_adapters::server::mio::connection::Paused;
 use crate::io_adapters::server::mio::deadlines::{Deadline, Deadlines};
 use crate::io_adapters::server::mio::shared::{Mail, Mailbox, Shared, Waker};
 use crate::io_adapters::server::{
@@ -51,9 +51,9 @@ pub(super) struct Client {
     pub(super) driver: Driver,
     /// Its place in the server's roster (D3).
     pub(super) member: Enrolled<Mail>,
-    /// Until the PROXY header is in (D21): its reader, and the time by
-    /// which the header must have arrived.
-    pub(super) header: Option<Box<(ProxyHeaderReader, Instant)>>,
+    /// What holds its drive step: its PROXY header not yet in (D21), or
+    /// an answer awaited (its receive stays armed meanwhile).
+    pub(super) paused: Option<Box<Paused>>,
     /// Its deadline, as the worker's set keeps it.
     pub(super) deadline: Deadline,
     /// The last round of the loop in which it had a turn.
@@ -165,7 +165,8 @@ pub(super) struct Worker<H> {
     pub(super) scratch: Vec<u8>,
     /// Clients accepted at the cap, waiting for room.
     held: VecDeque<Held>,
-    /// Where other workers ask this one's connections to close (D3).
+    /// Where other workers ask this one's connections to close (D3), and
+    /// where awaited answers' wakers name their connections.
     pub(super) mailbox: Arc<Mailbox>,
     /// The descriptor the ring polls for wake-ups.
     wake: Arc<EventWaker>,
@@ -222,10 +223,7 @@ impl<H: Handler> Worker<H> {
             round: 0,
             scratch: vec![0; SCRATCH],
             held: VecDeque::new(),
-            mailbox: Arc::new(Mailbox {
-                waker,
-                asked: Mutex::new(Vec::new()),
-            }),
+            mailbox: Arc::new(Mailbox::new(waker)),
             wake,
             accept_faults: AcceptFaults::default(),
             stage: Stage::Serving,
@@ -442,11 +440,16 @@ impl<H: Handler> Worker<H> {
     }
 
     /// Reads which of this worker's connections were asked to close to
-    /// make room at the cap, and lets each answer.
+    /// make room at the cap, and lets each answer; and gives a turn to
+    /// those whose awaited answers were woken (a slot closed since, or
+    /// taken by another connection, only gets a turn too many).
     fn read_mail(&mut self) {
         let asked = std::mem::take(&mut *self.mailbox.asked.lock().unwrap_or_else(|p| p.into_inner()));
         for slot in asked {
             self.settle(slot);
+        }
+        for slot in self.mailbox.take_woken() {
+            self.turn(slot);
         }
     }
 

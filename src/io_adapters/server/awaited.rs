@@ -1,0 +1,195 @@
+//! An `async` answer awaited by an event-loop worker (mio, io_uring).
+//!
+//! The handler's future is polled on the worker's thread, first when the
+//! handler gives it and then each time its waker names the connection in
+//! the worker's mailbox, so that one connection's answer never holds the
+//! worker's other connections. Meanwhile the peer is watched as the tokio
+//! server watches it: what it sends ahead stays for later, a reset ends
+//! the wait, and once its stream has ended a newline now and then (the
+//! whitespace D1 allows between messages) tells a peer that half-closed,
+//! which still gets its answer, from one that left, whose answer is
+//! dropped (an `async` handler cancelled).
+
+use std::io;
+#[cfg(feature = "mio")]
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+#[cfg(feature = "mio")]
+use std::time::Instant;
+
+#[cfg(feature = "mio")]
+use super::drive::{Deferred, Pending};
+#[cfg(feature = "mio")]
+use super::reply::{ReplyFuture, poll_caught};
+#[cfg(feature = "mio")]
+use super::{Driver, Reply};
+
+/// How soon after the first newline the second goes, and the most time
+/// between two later (each wait doubles the last).
+pub(crate) const PROBE_FIRST: Duration = Duration::from_millis(20);
+pub(crate) const PROBE_LAST: Duration = Duration::from_secs(1);
+
+/// Whether a write failed because the peer is gone.
+pub(crate) fn peer_gone(error: &io::Error) -> bool {
+    matches!(
+        error.kind(),
+        io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionReset | io::ErrorKind::ConnectionAborted
+    )
+}
+
+/// A connection's answer, awaited on its worker.
+#[cfg(feature = "mio")]
+pub(crate) struct Awaited {
+    future: ReplyFuture,
+    /// What the driver takes back with the answer.
+    pending: Pending,
+    /// Names the connection in its worker's mailbox.
+    waker: Waker,
+    watch: Watch,
+}
+
+/// How the peer is watched while its answer is awaited.
+#[cfg(feature = "mio")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Watch {
+    /// Its stream is open, as far as the worker knows.
+    Open,
+    /// Its stream ended: the next newline goes at `at`, the one after it
+    /// `wait` later.
+    Probing { at: Instant, wait: Duration },
+    /// Nothing more to learn (the stream ended while a byte written would
+    /// fall inside a message, or a newline could not go out): only the
+    /// answer is awaited.
+    Unwatched,
+}
+
+/// What became of an awaited answer at the connection's turn.
+// Made and taken apart at once, as `Handled` is: boxing the reply would
+// cost an allocation.
+#[allow(clippy::large_enum_variant)]
+#[cfg(feature = "mio")]
+pub(crate) enum Turned {
+    /// Still awaited; the worker turns the connection again when woken,
+    /// or at this time (the next newline, the drain deadline).
+    Waiting(Option<Instant>),
+    /// Over: hand it to [`Awaited::end`], and step the connection on.
+    Ended(Ended),
+}
+
+/// How an awaited answer ended.
+#[allow(clippy::large_enum_variant)]
+#[cfg(feature = "mio")]
+pub(crate) enum Ended {
+    /// The reply is ready.
+    Ready(Reply),
+    /// The peer left: nothing is to be sent.
+    PeerLeft,
+    /// The shutdown's drain deadline passed.
+    DrainDeadline,
+}
+
+/// What a worker's stream can do for the watch.
+#[cfg(feature = "mio")]
+pub(crate) trait Probe {
+    /// Writes one newline towards the peer, flushed: `Err` when the peer
+    /// is gone ([`peer_gone`]) or nothing could be learnt.
+    fn probe(&mut self) -> io::Result<()>;
+}
+
+#[cfg(feature = "mio")]
+impl Awaited {
+    /// The answer `deferred` hands out, woken through `waker`.
+    pub(crate) fn new(deferred: Deferred, waker: Waker) -> Awaited {
+        let (future, pending) = deferred.into_future();
+        Awaited {
+            future,
+            pending,
+            waker,
+            watch: Watch::Open,
+        }
+    }
+
+    /// The connection's turn while its answer is awaited: polls the
+    /// answer, and otherwise watches the peer through `stream` (`gone`:
+    /// the worker saw the connection reset) and the drain deadline.
+    pub(crate) fn turn(&mut self, driver: &Driver, stream: &mut impl Probe, gone: bool) -> Turned {
+        let mut cx = Context::from_waker(&self.waker);
+        if let Poll::Ready(reply) = poll_caught(&mut self.future, &mut cx) {
+            return Turned::Ended(Ended::Ready(reply));
+        }
+        let now = Instant::now();
+        if gone || self.watch(driver, stream, now) {
+            return Turned::Ended(Ended::PeerLeft);
+        }
+        let drain = driver.drain_deadline();
+        if drain.is_some_and(|until| now >= until) {
+            return Turned::Ended(Ended::DrainDeadline);
+        }
+        let probe = match self.watch {
+            Watch::Probing { at, .. } => Some(at),
+            Watch::Open | Watch::Unwatched => None,
+        };
+        Turned::Waiting(probe.into_iter().chain(drain).min())
+    }
+
+    /// Gives the driver what `ended` says: the reply, or the request
+    /// recorded as never answered and the connection closed. The future
+    /// is dropped first (a handler cancelled before its exchange is
+    /// recorded).
+    pub(crate) fn end(self, driver: &mut Driver, ended: Ended) {
+        let Awaited { future, pending, .. } = self;
+        drop(future);
+        match ended {
+            Ended::Ready(reply) => driver.answer_later(pending, reply),
+            Ended::PeerLeft => driver.answer_abandoned(pending),
+            Ended::DrainDeadline => driver.answer_cut_short(pending),
+        }
+    }
+
+    /// Watches the peer at `now`: whether it left.
+    fn watch(&mut self, driver: &Driver, stream: &mut impl Probe, now: Instant) -> bool {
+        if self.watch == Watch::Open && driver.peer_input_ended() {
+            self.watch = if driver.between_messages() {
+                Watch::Probing {
+                    at: now,
+                    wait: PROBE_FIRST,
+                }
+            } else {
+                Watch::Unwatched
+            };
+        }
+        let Watch::Probing { at, wait } = self.watch else {
+            return false;
+        };
+        if now < at {
+            return false;
+        }
+        match stream.probe() {
+            Ok(()) => {
+                self.watch = Watch::Probing {
+                    at: now + wait,
+                    wait: (wait * 2).min(PROBE_LAST),
+                };
+                false
+            }
+            Err(e) if peer_gone(&e) => true,
+            Err(_) => {
+                self.watch = Watch::Unwatched;
+                false
+            }
+        }
+    }
+}
+
+/// A newline written through the connection's stream, as its next bytes
+/// (under TLS, one record).
+#[cfg(feature = "mio")]
+impl<S: crate::io_adapters::transport::Transport> Probe for super::Accepted<S> {
+    fn probe(&mut self) -> io::Result<()> {
+        use std::io::Write;
+        match self.write(b"\n")? {
+            0 => Err(io::ErrorKind::WriteZero.into()),
+            _ => self.flush(),
+        }
+    }
+}
