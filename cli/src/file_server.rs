@@ -101,12 +101,12 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-#[cfg(target_os = "linux")]
 mod builders;
 mod listings;
 #[cfg(target_os = "linux")]
 mod small_files;
 mod steady;
+use builders::Builders;
 use listings::Listings;
 #[cfg(target_os = "linux")]
 use small_files::{Cached, Slot, SmallFiles, Stamp};
@@ -148,6 +148,11 @@ const STREAM_ABOVE: u64 = 64 * 1024;
 #[cfg(target_os = "linux")]
 const PREPARE_HERE: usize = 16 * 1024;
 
+/// How many `PUT`s write at once (each on a thread of its own, started at
+/// the first): more wait for one of them, their connections' workers free
+/// meanwhile.
+const MAX_WRITES: usize = 2;
+
 /// How much file content the cache keeps by default. A large text
 /// file's escaped form costs about twice the file while it is kept (its
 /// content and its escaped text, each in a sealed in-memory file: shared
@@ -178,6 +183,8 @@ pub struct FileServer {
     listing: bool,
     /// The sorted names of folders longer than a page, between pages.
     listings: Listings,
+    /// The threads that write `PUT`'s content.
+    writes: Builders,
 }
 
 /// Reads what a [`FileServer`]'s cache of small files holds
@@ -419,6 +426,7 @@ impl FileServer {
             max_file_bytes: u64::MAX,
             listing: false,
             listings: Listings::new(LISTING_CACHE_BYTES),
+            writes: Builders::new(MAX_WRITES, "jsontp-write"),
         })
     }
 
@@ -1155,13 +1163,26 @@ fn answer(State(files): State<Files>, Planned(plan): Planned) -> Result<Reply, R
     files.act(plan, None).map_err(Refused)
 }
 
-/// `PUT`: the content, in memory or spooled (D19), written atomically.
-fn write(
+/// `PUT`: the content, in memory or spooled (D19), written atomically on
+/// one of the server's writing threads. The disk's work (`fsync`, linking
+/// into place) holds no worker: the answer is awaited.
+async fn write(
     State(files): State<Files>,
     Planned(plan): Planned,
     content: app::Content,
 ) -> Result<Reply, Refused> {
-    files.act(plan, Some(content)).map_err(Refused)
+    let language = plan.language;
+    let server = Arc::clone(&files);
+    let written = files.writes.answer(move || server.act(plan, Some(content))).await;
+    written
+        .unwrap_or_else(|| {
+            Err(refuse(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "the server failed while writing the file",
+                language,
+            ))
+        })
+        .map_err(Refused)
 }
 
 /// Writes `content` at `target` in `folder`, atomically: spooled content
@@ -1327,6 +1348,74 @@ mod tests {
         let info = RequestInfo::new("127.0.0.1:1".parse().expect("addr"));
         let (response, reader) = router.respond(Incoming::new(request, info)).wait().into_parts();
         (reader.is_some(), response.body)
+    }
+
+    /// A `PUT` whose write waits for the disk (here: for every writing
+    /// thread to be free) is awaited apart from the worker: the worker's
+    /// other connections are served meanwhile, and the `PUT` is answered
+    /// once its content is written.
+    #[test]
+    fn a_put_waiting_for_the_disk_holds_no_other_connection() {
+        use jsontp_protocol::io_adapters::server::ServerOptions;
+        use jsontp_protocol::io_adapters::server::mio::MioServer;
+        use std::io::{BufRead, BufReader};
+        use std::net::TcpStream;
+        use std::time::Duration;
+
+        let folder = tempfile::tempdir().expect("folder");
+        fs::write(folder.path().join("small.txt"), "small").expect("write");
+        let server = Arc::new(FileServer::new(folder.path()).expect("server").with_writes(true));
+        // Every writing thread busy until `release` is dropped.
+        let (release, released) = std::sync::mpsc::channel::<()>();
+        let released = Arc::new(std::sync::Mutex::new(released));
+        for _ in 0..MAX_WRITES {
+            let released = Arc::clone(&released);
+            assert!(server.writes.run(move || {
+                let _ = released
+                    .lock()
+                    .expect("lock")
+                    .recv_timeout(Duration::from_secs(30));
+            }));
+        }
+        let options = ServerOptions::default().with_workers(1);
+        let mio = MioServer::bind("127.0.0.1:0", Arc::clone(&server).router(), options).expect("bind");
+        let addr = mio.local_addr().expect("addr");
+        let stop = mio.shutdown_handle();
+        let served = std::thread::Builder::new()
+            .spawn(move || mio.run())
+            .expect("the server's thread");
+        let ask = |method: &str, path: &str, content: &str| {
+            let stream = TcpStream::connect(addr).expect("connect");
+            stream
+                .set_read_timeout(Some(Duration::from_secs(10)))
+                .expect("timeout");
+            let request = serde_json::json!({
+                "jsontp": "1.0", "type": "request", "resource": path, "method": method,
+                "headers": {}, "body": {"content": content, "encoding": "identity"}
+            });
+            (&stream)
+                .write_all(format!("{request}\n").as_bytes())
+                .expect("send");
+            BufReader::new(stream)
+        };
+        let answer = |reader: &mut BufReader<TcpStream>| {
+            let mut line = String::new();
+            reader.read_line(&mut line).expect("an answer in time");
+            let answer: serde_json::Value = serde_json::from_str(&line).expect("JSON");
+            answer["status"]["code"].as_u64().expect("a code")
+        };
+        let mut put = ask("PUT", "/new.txt", "written");
+        // The worker serves another connection while the PUT waits.
+        assert_eq!(answer(&mut ask("GET", "/small.txt", "")), 200);
+        assert!(!folder.path().join("new.txt").exists(), "not written yet");
+        drop(release);
+        assert!(matches!(answer(&mut put), 200 | 201));
+        assert_eq!(
+            fs::read_to_string(folder.path().join("new.txt")).expect("written"),
+            "written"
+        );
+        stop.shutdown();
+        served.join().expect("the server's thread").expect("the server");
     }
 
     #[cfg(target_os = "linux")]

@@ -301,7 +301,7 @@ impl SmallFiles {
             texts: Mutex::new(HashMap::new()),
             building: Mutex::new(HashSet::new()),
             unkeepable: Mutex::new(HashSet::new()),
-            builders: Builders::new(Self::MAX_BUILDS),
+            builders: Builders::new(Self::MAX_BUILDS, "jsontp-cache-build"),
         }
     }
 
