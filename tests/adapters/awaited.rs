@@ -104,6 +104,7 @@ impl Handler for Gated {
                 self.gate.open();
                 answer("open").into()
             }
+            "/large" => answer(&"x".repeat(LARGE)).into(),
             other => answer(other).into(),
         }
     }
@@ -116,6 +117,10 @@ impl Handler for Gated {
         ));
     }
 }
+
+/// The content of `/large`: more than the sockets on either side hold,
+/// less than the output a connection may hold for its peer (D3).
+const LARGE: usize = 768 * 1024;
 
 /// `200` with `text` as its content.
 fn answer(text: &str) -> Response {
@@ -177,6 +182,28 @@ fn an_awaited_answer_holds_none_of_the_other_connections() {
         // The connection goes on.
         waiting.send(&request("GET", "/again", ""));
         assert_eq!(content(&waiting.expect()), "/again", "{runtime:?}");
+        served.stop_within(LIMIT).expect("the server returns");
+    });
+}
+
+#[test]
+fn earlier_answers_go_out_while_a_later_one_is_awaited() {
+    each_runtime(|runtime| {
+        if !awaits_apart(runtime) {
+            return;
+        }
+        let (handler, events, _records) = gated();
+        let served = start(runtime, handler, ServerOptions::default().with_workers(1));
+        let mut waiting = Reader::new(connect(served.addr));
+        waiting.send(&(request("GET", "/large", "") + &request("GET", "/wait", "")));
+        // The whole of the first answer, while the second is awaited.
+        let first = waiting.expect();
+        assert_eq!(content(&first).len(), LARGE, "{runtime:?}");
+        assert_eq!(events.recv_timeout(LIMIT), Ok("began"), "{runtime:?}");
+        let mut opener = Reader::new(connect(served.addr));
+        opener.send(&request("GET", "/open", ""));
+        assert_eq!(code(&opener.expect()), 200, "{runtime:?}");
+        assert_eq!(content(&waiting.expect()), "opened", "{runtime:?}");
         served.stop_within(LIMIT).expect("the server returns");
     });
 }

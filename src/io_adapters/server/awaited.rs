@@ -111,14 +111,15 @@ impl Awaited {
 
     /// The connection's turn while its answer is awaited: polls the
     /// answer, and otherwise watches the peer through `stream` (`gone`:
-    /// the worker saw the connection reset) and the drain deadline.
+    /// the worker saw the connection reset; a connection whose earlier
+    /// answers could not be written is gone too) and the drain deadline.
     pub(crate) fn turn(&mut self, driver: &Driver, stream: &mut impl Probe, gone: bool) -> Turned {
         let mut cx = Context::from_waker(&self.waker);
         if let Poll::Ready(reply) = poll_caught(&mut self.future, &mut cx) {
             return Turned::Ended(Ended::Ready(reply));
         }
         let now = Instant::now();
-        if gone || self.watch(driver, stream, now) {
+        if gone || driver.is_closed() || self.watch(driver, stream, now) {
             return Turned::Ended(Ended::PeerLeft);
         }
         let drain = driver.drain_deadline();

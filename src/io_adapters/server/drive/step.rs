@@ -255,6 +255,32 @@ impl Driver {
         }
     }
 
+    /// While the answer of a request handed out is awaited, and the step
+    /// with it: writes what is left of the earlier answers, their
+    /// streamed content included, until the transport would block or
+    /// nothing is left, so that they do not wait for a later answer.
+    /// Whether output is still pending (the runtime then waits for room).
+    /// A failed write closes the connection ([`is_closed`](Self::is_closed)).
+    #[cfg(any(feature = "mio", feature = "tokio"))]
+    pub(crate) fn write_while_awaited<T: Transport + ?Sized>(&mut self, io: &mut T) -> bool {
+        let span = self.span();
+        let _entered = span.enter();
+        let at = self.now();
+        loop {
+            if self.content_due() {
+                self.send_content(at);
+            }
+            if self.conn.pending_output().is_empty() || self.is_closed() {
+                return false;
+            }
+            match self.write_out(io, None, at) {
+                Transfer::Moved | Transfer::Drained => {}
+                Transfer::Blocked => return true,
+                Transfer::Lingers | Transfer::Over(_) => return false,
+            }
+        }
+    }
+
     /// Offers the pending output to the transport once.
     fn write_out<T: Transport + ?Sized>(
         &mut self,

@@ -17,6 +17,7 @@ use super::worker::{Client, Worker};
 use crate::io_adapters::proxy_protocol::ProxyHeaderReader;
 use crate::io_adapters::server::awaited::{Awaited, Probe, Turned, peer_gone};
 use crate::io_adapters::server::{Accepted, CloseCause, Driver, Handler, ServerOptions, Step, proxied_peer};
+use crate::io_adapters::transport::Transport;
 
 /// Where a connection's PROXY header stands after a read (D21).
 pub(in crate::io_adapters::server) enum HeaderRead {
@@ -49,23 +50,25 @@ impl Paused {
         })
     }
 
-    /// The connection's turn while an answer is awaited: `Some(at)` when
-    /// it still is, so that the drive step waits (to be turned again when
-    /// woken, or at `at`); `None` when nothing is awaited or the answer
-    /// just ended (given to `driver`, or dropped). `gone`: whether the
-    /// worker saw the connection reset.
-    pub(in crate::io_adapters::server) fn turn_answer<S: Probe>(
+    /// The connection's turn while an answer is awaited: what is left of
+    /// the earlier answers written, then the answer polled and the peer
+    /// watched. `Some(awaited)` when it still is, so that the drive step
+    /// waits; `None` when nothing is awaited or the answer just ended
+    /// (given to `driver`, or dropped). `gone`: whether the worker saw the
+    /// connection reset.
+    pub(in crate::io_adapters::server) fn turn_answer<S: Probe + Transport>(
         paused: &mut Option<Box<Paused>>,
         driver: &mut Driver,
         stream: &mut S,
         gone: impl FnOnce(&S) -> bool,
-    ) -> Option<Option<Instant>> {
+    ) -> Option<Awaiting> {
         let Some(Paused::Answer(awaited)) = paused.as_deref_mut() else {
             return None;
         };
+        let writing = driver.write_while_awaited(stream);
         let gone = gone(stream);
         match awaited.turn(driver, stream, gone) {
-            Turned::Waiting(at) => Some(at),
+            Turned::Waiting(until) => Some(Awaiting { until, writing }),
             Turned::Ended(ended) => {
                 if let Some(Paused::Answer(awaited)) = paused.take().map(|paused| *paused) {
                     awaited.end(driver, ended);
@@ -74,6 +77,15 @@ impl Paused {
             }
         }
     }
+}
+
+/// A connection whose answer is still awaited.
+pub(in crate::io_adapters::server) struct Awaiting {
+    /// When to turn it again if nothing wakes it first (the next newline
+    /// to the peer, the drain deadline).
+    pub(in crate::io_adapters::server) until: Option<Instant>,
+    /// Whether earlier answers still wait for room to be written.
+    pub(in crate::io_adapters::server) writing: bool,
 }
 
 /// Reads what has arrived of a connection's PROXY header, if it is still
@@ -185,10 +197,11 @@ impl<H: Handler> Worker<H> {
             };
             // A reset peer has no answer to wait for.
             let gone = |stream: &Accepted<TcpStream>| matches!(stream.get_ref().take_error(), Ok(Some(e)) if peer_gone(&e));
-            if let Some(at) =
+            // Edge-triggered: room for earlier answers brings a turn.
+            if let Some(awaiting) =
                 Paused::turn_answer(&mut client.paused, &mut client.driver, &mut client.stream, gone)
             {
-                return self.set_timer(slot, at);
+                return self.set_timer(slot, awaiting.until);
             }
             match client.driver.step(&mut client.stream, &mut self.scratch) {
                 Step::Dispatch => {

@@ -24,9 +24,10 @@
 //! a shutdown's deadline does not wait for them ([`ShutdownHandle`]). An
 //! `async` answer ([`Handled::Later`](super::Handled::Later)) holds
 //! nothing while it waits: the worker polls it when its waker names the
-//! connection in the worker's mailbox, steps the connection no further
-//! until it is ready (what the peer sends meanwhile waits in the kernel),
-//! and drops it (cancelling the handler) when the peer resets the
+//! connection in the worker's mailbox, reads no further on the
+//! connection until it is ready (what the peer sends meanwhile waits in
+//! the kernel) but writes what is left of the earlier answers, and drops
+//! it (cancelling the handler) when the peer resets the
 //! connection, or closes it (told from a half-close, which still gets its
 //! answer, by a newline now and then, D1), or at the drain deadline.
 //!

@@ -133,8 +133,7 @@ impl<H: Handler + ?Sized> Dispatch for App<H> {
         };
         // An `async` answer takes no place: dropping it cancels it.
         let (future, pending) = deferred.into_future();
-        let probe = driver.between_messages();
-        match io.watching(caught(future), probe).await {
+        match io.watching(caught(future), &mut driver).await {
             Some(reply) => driver.answer_later(pending, reply),
             None => driver.answer_abandoned(pending),
         }

@@ -10,8 +10,9 @@ use std::task::Poll;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::READ_CHUNK;
+use crate::io_adapters::server::Driver;
 use crate::io_adapters::server::awaited::{PROBE_FIRST, PROBE_LAST, peer_gone};
-use crate::io_adapters::transport::PolledSendCopy;
+use crate::io_adapters::transport::{PolledIo, PolledSendCopy};
 
 /// A tokio TCP stream whose writes ask the kernel when tokio's cached
 /// readiness says the socket is full.
@@ -188,28 +189,40 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Watched<S> {
         (self.send_copy)(&mut self.stream, cx, pending)
     }
 
-    /// Awaits `answer` while reading what the peer sends meanwhile: a
-    /// peer that resets the connection (or whose stream fails) is gone,
-    /// and `answer` is dropped unfinished, which cancels an `async`
-    /// handler (`None`).
+    /// Awaits `answer` while writing what is left of `driver`'s earlier
+    /// answers and reading what the peer sends meanwhile: a peer that
+    /// resets the connection (or whose stream fails) is gone, and
+    /// `answer` is dropped unfinished, which cancels an `async` handler
+    /// (`None`).
     ///
     /// An end of stream may be a half-close, whose peer still gets every
     /// answer it is owed (D1), or a peer that closed and left: the two
-    /// look alike until something is written. So when `probe` says a byte
-    /// written now falls between messages, one newline is written (the
+    /// look alike until something is written. So when a byte written now
+    /// falls between messages, one newline is written (the
     /// whitespace D1 allows there): a peer still reading skips it, and one
     /// that left has its system answer with a reset, which makes the next
     /// newline fail (a read cannot tell: after an end of stream it gives
     /// the end again). So a newline goes out now and then, less and less
     /// often, until the answer is ready or a write fails. Without a probe,
     /// only the answer is awaited from then on.
-    pub(super) async fn watching<F: Future>(&mut self, answer: F, probe: bool) -> Option<F::Output> {
+    pub(super) async fn watching<F: Future>(&mut self, answer: F, driver: &mut Driver) -> Option<F::Output> {
         let mut answer = std::pin::pin!(answer);
         let mut watch = Watch::Reading;
         poll_fn(|cx| {
+            let mut io = PolledIo {
+                io: &mut *self,
+                cx: &mut *cx,
+                acknowledged: Self::acknowledged,
+                send_copy: Self::send_copy,
+            };
+            driver.write_while_awaited(&mut io);
+            if driver.is_closed() {
+                return Poll::Ready(None);
+            }
             if let Poll::Ready(out) = answer.as_mut().poll(cx) {
                 return Poll::Ready(Some(out));
             }
+            let probe = driver.between_messages();
             loop {
                 watch = match std::mem::replace(&mut watch, Watch::Ended) {
                     Watch::Reading => match self.read_ahead(cx) {

@@ -152,10 +152,15 @@ impl<H: Handler> Worker<H> {
             // A reset peer, or one no send reaches any more, has no
             // answer to wait for.
             let gone = |stream: &Accepted<RingStream>| stream.get_ref().peer_left();
-            if let Some(at) =
+            if let Some(awaiting) =
                 Paused::turn_answer(&mut client.paused, &mut client.driver, &mut client.stream, gone)
             {
-                self.set_timer(slot, at);
+                // A full outbox: its send's completion brings the next
+                // turn, to write on.
+                if awaiting.writing {
+                    client.output = Output::Waiting;
+                }
+                self.set_timer(slot, awaiting.until);
                 // A probe's newline goes with this round's sends; its
                 // failure, a completion, brings the next turn.
                 return self.queue_io(slot);

@@ -51,9 +51,10 @@
 //! freed memory or a reused slot.
 //! Handlers run on the worker thread, one at a time, as on mio, and an
 //! `async` answer is awaited as on mio: polled between the worker's
-//! other turns, the connection stepped no further meanwhile (its receive
-//! stays armed until it holds a few buffers unread), dropped when the peer
-//! leaves or at the drain deadline.
+//! other turns, the connection read no further meanwhile (its receive
+//! stays armed until it holds a few buffers unread) while the earlier
+//! answers are written, dropped when the peer leaves or at the drain
+//! deadline.
 //!
 //! Where the kernel refuses io_uring (no io_uring, `ENOSYS`; refused to
 //! the process, `EPERM`, as `kernel.io_uring_disabled` or a container's
