@@ -105,6 +105,10 @@ impl Handler for Gated {
                 answer("open").into()
             }
             "/large" => answer(&"x".repeat(LARGE)).into(),
+            "/panic" => Handled::later(async {
+                std::future::ready(()).await;
+                panic!("an async answer that fails")
+            }),
             other => answer(other).into(),
         }
     }
@@ -182,6 +186,20 @@ fn an_awaited_answer_holds_none_of_the_other_connections() {
         // The connection goes on.
         waiting.send(&request("GET", "/again", ""));
         assert_eq!(content(&waiting.expect()), "/again", "{runtime:?}");
+        served.stop_within(LIMIT).expect("the server returns");
+    });
+}
+
+#[test]
+fn an_awaited_answer_that_panics_gets_a_500_and_the_connection_goes_on() {
+    each_runtime(|runtime| {
+        let (handler, _events, _records) = gated();
+        let served = start(runtime, handler, ServerOptions::default().with_workers(1));
+        let mut peer = Reader::new(connect(served.addr));
+        peer.send(&request("GET", "/panic", ""));
+        assert_eq!(code(&peer.expect()), 500, "{runtime:?}");
+        peer.send(&request("GET", "/after", ""));
+        assert_eq!(content(&peer.expect()), "/after", "{runtime:?}");
         served.stop_within(LIMIT).expect("the server returns");
     });
 }

@@ -100,12 +100,13 @@ impl Handled {
         Handled::Later(Box::pin(future))
     }
 
-    /// The reply, awaited on this thread if it comes later: how a server
-    /// without a runtime (std, mio) answers with an `async` handler.
+    /// The reply, awaited on this thread if it comes later: how the std
+    /// server answers with an `async` handler. A future that panics
+    /// answers `500`, as a handler that panics does.
     pub fn wait(self) -> Reply {
         match self {
             Handled::Now(reply) => reply,
-            Handled::Later(future) => block_on(future),
+            Handled::Later(mut future) => block_on(std::future::poll_fn(|cx| poll_caught(&mut future, cx))),
         }
     }
 }
