@@ -43,8 +43,6 @@ use crate::machine::ServerConfig;
 use crate::message::{Method, Request, Response, StatusCode};
 
 mod accepted;
-#[cfg(any(feature = "mio", feature = "tokio"))]
-mod awaited;
 pub mod blocking;
 mod drive;
 mod http_line;
@@ -58,6 +56,8 @@ mod spool;
 pub mod tokio;
 #[cfg(all(feature = "uring", target_os = "linux"))]
 pub mod uring;
+#[cfg(any(feature = "mio", feature = "tokio"))]
+mod watch;
 
 pub use accepted::Accepted;
 pub use drive::{ConnectionSettings, Driver, Step};

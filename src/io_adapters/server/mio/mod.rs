@@ -70,8 +70,10 @@ use worker::Worker;
 use super::{Handler, ServerOptions, listen_group};
 use crate::io_adapters::transport::IoMode;
 
+pub(super) mod awaited;
 pub(super) mod connection;
 pub(super) mod deadlines;
+pub(super) mod paused;
 pub(super) mod shared;
 mod worker;
 

@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Waker};
 
-use super::connection::Paused;
 use super::deadlines::{Deadline, Deadlines};
+use super::paused::Paused;
 use super::shared::{self, Mail, Mailbox, Shared};
 use super::{SCRATCH, WAKER, listener_of, listener_token};
 use crate::io_adapters::server::{

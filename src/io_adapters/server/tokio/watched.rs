@@ -11,7 +11,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::READ_CHUNK;
 use crate::io_adapters::server::Driver;
-use crate::io_adapters::server::awaited::{PROBE_FIRST, PROBE_LAST, peer_gone};
+use crate::io_adapters::server::watch::{PROBE_FIRST, PROBE_LAST, peer_gone};
 use crate::io_adapters::transport::{PolledIo, PolledSendCopy};
 
 /// A tokio TCP stream whose writes ask the kernel when tokio's cached

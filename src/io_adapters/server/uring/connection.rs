@@ -14,9 +14,10 @@ use super::MODE;
 use super::ring::{Completion, Op};
 use super::stream::{Receive, RingStream};
 use super::worker::{Client, Output, Slot, Stage, Worker};
-use crate::io_adapters::server::awaited::Awaited;
-use crate::io_adapters::server::mio::connection::{HeaderRead, Paused, read_proxy_header};
+use crate::io_adapters::server::mio::awaited::Awaited;
+use crate::io_adapters::server::mio::connection::{HeaderRead, read_proxy_header};
 use crate::io_adapters::server::mio::deadlines::Deadline;
+use crate::io_adapters::server::mio::paused::Paused;
 use crate::io_adapters::server::mio::shared::Mail;
 use crate::io_adapters::server::{Accepted, CloseCause, Driver, Handler, Step};
 

@@ -19,7 +19,7 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use super::ring::{Completion, Pool};
-use crate::io_adapters::server::awaited::peer_gone;
+use crate::io_adapters::server::watch::peer_gone;
 use crate::io_adapters::transport::{Transport, tcp_acknowledged};
 use crate::machine::{Acknowledged, OutputCopy};
 

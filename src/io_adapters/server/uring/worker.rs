@@ -22,8 +22,8 @@ use rustix::event::{EventfdFlags, eventfd};
 
 use super::ring::{BUFFER_SIZE, Completion, Op, Ring, Unstarted};
 use super::stream::RingStream;
-use crate::io_adapters::server::mio::connection::Paused;
 use crate::io_adapters::server::mio::deadlines::{Deadline, Deadlines};
+use crate::io_adapters::server::mio::paused::Paused;
 use crate::io_adapters::server::mio::shared::{Mail, Mailbox, Shared, Waker};
 use crate::io_adapters::server::{
     ACCEPT_BACKOFF, ADMISSION_RETRY, AcceptFaults, Accepted, ConnectionSettings, Driver, Enrolled, Handler,

@@ -4,41 +4,21 @@
 //! handler gives it and then each time its waker names the connection in
 //! the worker's mailbox, so that one connection's answer never holds the
 //! worker's other connections. Meanwhile the peer is watched as the tokio
-//! server watches it: what it sends ahead stays for later, a reset ends
-//! the wait, and once its stream has ended a newline now and then (the
-//! whitespace D1 allows between messages) tells a peer that half-closed,
-//! which still gets its answer, from one that left, whose answer is
-//! dropped (an `async` handler cancelled).
+//! server watches it ([`watch`](crate::io_adapters::server::watch)): a
+//! reset ends the wait, and so does a peer that closed and left, told by
+//! the newlines it no longer takes; the drain deadline ends it too.
 
 use std::io;
-#[cfg(feature = "mio")]
 use std::task::{Context, Poll, Waker};
-use std::time::Duration;
-#[cfg(feature = "mio")]
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-#[cfg(feature = "mio")]
-use super::drive::{Deferred, Pending};
-#[cfg(feature = "mio")]
-use super::reply::{ReplyFuture, poll_caught};
-#[cfg(feature = "mio")]
-use super::{Driver, Reply};
-
-/// How soon after the first newline the second goes, and the most time
-/// between two later (each wait doubles the last).
-pub(crate) const PROBE_FIRST: Duration = Duration::from_millis(20);
-pub(crate) const PROBE_LAST: Duration = Duration::from_secs(1);
-
-/// Whether a write failed because the peer is gone.
-pub(crate) fn peer_gone(error: &io::Error) -> bool {
-    matches!(
-        error.kind(),
-        io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionReset | io::ErrorKind::ConnectionAborted
-    )
-}
+use crate::io_adapters::server::drive::{Deferred, Pending};
+use crate::io_adapters::server::reply::{ReplyFuture, poll_caught};
+use crate::io_adapters::server::watch::{PROBE_FIRST, PROBE_LAST, peer_gone};
+use crate::io_adapters::server::{Accepted, Driver, Reply};
+use crate::io_adapters::transport::Transport;
 
 /// A connection's answer, awaited on its worker.
-#[cfg(feature = "mio")]
 pub(crate) struct Awaited {
     future: ReplyFuture,
     /// What the driver takes back with the answer.
@@ -49,7 +29,6 @@ pub(crate) struct Awaited {
 }
 
 /// How the peer is watched while its answer is awaited.
-#[cfg(feature = "mio")]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Watch {
     /// Its stream is open, as far as the worker knows.
@@ -67,7 +46,6 @@ enum Watch {
 // Made and taken apart at once, as `Handled` is: boxing the reply would
 // cost an allocation.
 #[allow(clippy::large_enum_variant)]
-#[cfg(feature = "mio")]
 pub(crate) enum Turned {
     /// Still awaited; the worker turns the connection again when woken,
     /// or at this time (the next newline, the drain deadline).
@@ -78,7 +56,6 @@ pub(crate) enum Turned {
 
 /// How an awaited answer ended.
 #[allow(clippy::large_enum_variant)]
-#[cfg(feature = "mio")]
 pub(crate) enum Ended {
     /// The reply is ready.
     Ready(Reply),
@@ -89,14 +66,12 @@ pub(crate) enum Ended {
 }
 
 /// What a worker's stream can do for the watch.
-#[cfg(feature = "mio")]
 pub(crate) trait Probe {
     /// Writes one newline towards the peer, flushed: `Err` when the peer
     /// is gone ([`peer_gone`]) or nothing could be learnt.
     fn probe(&mut self) -> io::Result<()>;
 }
 
-#[cfg(feature = "mio")]
 impl Awaited {
     /// The answer `deferred` hands out, woken through `waker`.
     pub(crate) fn new(deferred: Deferred, waker: Waker) -> Awaited {
@@ -184,8 +159,7 @@ impl Awaited {
 
 /// A newline written through the connection's stream, as its next bytes
 /// (under TLS, one record).
-#[cfg(feature = "mio")]
-impl<S: crate::io_adapters::transport::Transport> Probe for super::Accepted<S> {
+impl<S: Transport> Probe for Accepted<S> {
     fn probe(&mut self) -> io::Result<()> {
         use std::io::Write;
         match self.write(b"\n")? {
