@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use jsontp_protocol::io_adapters::server::{AccessRecord, Handled, Handler, Incoming, ServerOptions};
 use jsontp_protocol::message::{Body, Response, Status, StatusCode};
 
-use crate::support::{LIMIT, Reader, Runtime, code, connect, content, each_runtime, request, start};
+use crate::support::{LIMIT, Reader, Running, Runtime, code, connect, content, each_runtime, request, start};
 
 /// A latch that `async` answers await and a request opens.
 #[derive(Default)]
@@ -145,6 +145,28 @@ fn record_of(records: &mpsc::Receiver<Record>, resource: &str) -> (u16, bool) {
     }
 }
 
+/// A connection to `served` that sent `requests`, once the answer of its
+/// `/wait` began (`events`).
+fn awaiting(
+    served: &Running,
+    requests: &str,
+    events: &mpsc::Receiver<&'static str>,
+    runtime: Runtime,
+) -> Reader {
+    let mut waiting = Reader::new(connect(served.addr));
+    waiting.send(requests);
+    assert_eq!(events.recv_timeout(LIMIT), Ok("began"), "{runtime:?}");
+    waiting
+}
+
+/// Opens the gate from a connection of its own, on the server's one
+/// worker: answered while `/wait` is awaited.
+fn open_gate(served: &Running, runtime: Runtime) {
+    let mut opener = Reader::new(connect(served.addr));
+    opener.send(&request("GET", "/open", ""));
+    assert_eq!(content(&opener.expect()), "open", "{runtime:?}");
+}
+
 /// The runtimes that await an answer apart from the connection's thread:
 /// the std server runs it to its end on that thread, as it runs a
 /// blocking handler, and so cannot cancel it.
@@ -170,14 +192,10 @@ fn an_awaited_answer_holds_none_of_the_other_connections() {
         let (handler, events, records) = gated();
         // One worker: every connection shares it.
         let served = start(runtime, handler, ServerOptions::default().with_workers(1));
-        let mut waiting = Reader::new(connect(served.addr));
         // Pipelined behind the awaited answer: answered after it (D2).
-        waiting.send(&(request("GET", "/wait", "") + &request("GET", "/after", "")));
-        assert_eq!(events.recv_timeout(LIMIT), Ok("began"), "{runtime:?}");
-        let mut opener = Reader::new(connect(served.addr));
-        opener.send(&request("GET", "/open", ""));
-        let opened = opener.expect();
-        assert_eq!(content(&opened), "open", "{runtime:?}");
+        let requests = request("GET", "/wait", "") + &request("GET", "/after", "");
+        let mut waiting = awaiting(&served, &requests, &events, runtime);
+        open_gate(&served, runtime);
         let first = waiting.expect();
         assert_eq!(content(&first), "opened", "{runtime:?}");
         assert_eq!(content(&waiting.expect()), "/after", "{runtime:?}");
@@ -212,15 +230,12 @@ fn earlier_answers_go_out_while_a_later_one_is_awaited() {
         }
         let (handler, events, _records) = gated();
         let served = start(runtime, handler, ServerOptions::default().with_workers(1));
-        let mut waiting = Reader::new(connect(served.addr));
-        waiting.send(&(request("GET", "/large", "") + &request("GET", "/wait", "")));
+        let requests = request("GET", "/large", "") + &request("GET", "/wait", "");
+        let mut waiting = awaiting(&served, &requests, &events, runtime);
         // The whole of the first answer, while the second is awaited.
         let first = waiting.expect();
         assert_eq!(content(&first).len(), LARGE, "{runtime:?}");
-        assert_eq!(events.recv_timeout(LIMIT), Ok("began"), "{runtime:?}");
-        let mut opener = Reader::new(connect(served.addr));
-        opener.send(&request("GET", "/open", ""));
-        assert_eq!(code(&opener.expect()), 200, "{runtime:?}");
+        open_gate(&served, runtime);
         assert_eq!(content(&waiting.expect()), "opened", "{runtime:?}");
         served.stop_within(LIMIT).expect("the server returns");
     });
@@ -234,9 +249,7 @@ fn a_peer_that_leaves_cancels_its_awaited_answer() {
         }
         let (handler, events, records) = gated();
         let served = start(runtime, handler, ServerOptions::default().with_workers(1));
-        let mut leaving = Reader::new(connect(served.addr));
-        leaving.send(&request("GET", "/wait", ""));
-        assert_eq!(events.recv_timeout(LIMIT), Ok("began"), "{runtime:?}");
+        let leaving = awaiting(&served, &request("GET", "/wait", ""), &events, runtime);
         let left = Instant::now();
         drop(leaving);
         assert_eq!(
@@ -264,18 +277,14 @@ fn a_peer_that_half_closes_still_gets_its_awaited_answer() {
     each_runtime(|runtime| {
         let (handler, events, _records) = gated();
         let served = start(runtime, handler, ServerOptions::default().with_workers(1));
-        let mut waiting = Reader::new(connect(served.addr));
-        waiting.send(&request("GET", "/wait", ""));
-        assert_eq!(events.recv_timeout(LIMIT), Ok("began"), "{runtime:?}");
+        let mut waiting = awaiting(&served, &request("GET", "/wait", ""), &events, runtime);
         waiting
             .stream
             .shutdown(std::net::Shutdown::Write)
             .expect("half-close");
         // Long enough for several newlines to tell it from a peer gone.
         std::thread::sleep(Duration::from_millis(150));
-        let mut opener = Reader::new(connect(served.addr));
-        opener.send(&request("GET", "/open", ""));
-        assert_eq!(code(&opener.expect()), 200, "{runtime:?}");
+        open_gate(&served, runtime);
         assert_eq!(content(&waiting.expect()), "opened", "{runtime:?}");
         served.stop_within(LIMIT).expect("the server returns");
     });
@@ -293,9 +302,7 @@ fn a_shutdown_cuts_an_awaited_answer_short_at_its_deadline() {
             .with_workers(1)
             .with_shutdown_timeout(DRAIN);
         let served = start(runtime, handler, options);
-        let mut waiting = Reader::new(connect(served.addr));
-        waiting.send(&request("GET", "/wait", ""));
-        assert_eq!(events.recv_timeout(LIMIT), Ok("began"), "{runtime:?}");
+        let mut waiting = awaiting(&served, &request("GET", "/wait", ""), &events, runtime);
         let took = served
             .stop_within(DRAIN + Duration::from_secs(3))
             .unwrap_or_else(|| panic!("{runtime:?}: the server waited for the answer past its deadline"));
