@@ -32,7 +32,7 @@ impl Paused {
 
     /// The connection's turn while an answer is awaited: what is left of
     /// the earlier answers written, then the answer polled and the peer
-    /// watched. `Some(awaited)` when it still is, so that the drive step
+    /// watched. `Some` while it still is, so that the drive step
     /// waits; `None` when nothing is awaited or the answer just ended
     /// (given to `driver`, or dropped). `gone`: whether the worker saw the
     /// connection reset.
