@@ -131,6 +131,16 @@ fn answer(text: &str) -> Response {
     Response::new(Status::new(StatusCode::OK, "fine")).with_body(Body::text(text))
 }
 
+/// `Gated` served on `runtime` with `options` and one worker, which every
+/// connection shares; what its answers tell, and its access log.
+fn serve_gated(
+    runtime: Runtime,
+    options: ServerOptions,
+) -> (Running, mpsc::Receiver<&'static str>, mpsc::Receiver<Record>) {
+    let (handler, events, records) = gated();
+    (start(runtime, handler, options.with_workers(1)), events, records)
+}
+
 /// The next record of `resource`, skipping others.
 fn record_of(records: &mpsc::Receiver<Record>, resource: &str) -> (u16, bool) {
     let until = Instant::now() + LIMIT;
@@ -189,9 +199,8 @@ fn on_tokio(runtime: Runtime) -> bool {
 #[test]
 fn an_awaited_answer_holds_none_of_the_other_connections() {
     each_runtime(|runtime| {
-        let (handler, events, records) = gated();
         // One worker: every connection shares it.
-        let served = start(runtime, handler, ServerOptions::default().with_workers(1));
+        let (served, events, records) = serve_gated(runtime, ServerOptions::default());
         // Pipelined behind the awaited answer: answered after it (D2).
         let requests = request("GET", "/wait", "") + &request("GET", "/after", "");
         let mut waiting = awaiting(&served, &requests, &events, runtime);
@@ -211,8 +220,7 @@ fn an_awaited_answer_holds_none_of_the_other_connections() {
 #[test]
 fn an_awaited_answer_that_panics_gets_a_500_and_the_connection_goes_on() {
     each_runtime(|runtime| {
-        let (handler, _events, _records) = gated();
-        let served = start(runtime, handler, ServerOptions::default().with_workers(1));
+        let (served, _events, _records) = serve_gated(runtime, ServerOptions::default());
         let mut peer = Reader::new(connect(served.addr));
         peer.send(&request("GET", "/panic", ""));
         assert_eq!(code(&peer.expect()), 500, "{runtime:?}");
@@ -228,8 +236,7 @@ fn earlier_answers_go_out_while_a_later_one_is_awaited() {
         if !awaits_apart(runtime) {
             return;
         }
-        let (handler, events, _records) = gated();
-        let served = start(runtime, handler, ServerOptions::default().with_workers(1));
+        let (served, events, _records) = serve_gated(runtime, ServerOptions::default());
         let requests = request("GET", "/large", "") + &request("GET", "/wait", "");
         let mut waiting = awaiting(&served, &requests, &events, runtime);
         // The whole of the first answer, while the second is awaited.
@@ -247,8 +254,7 @@ fn a_peer_that_leaves_cancels_its_awaited_answer() {
         if !awaits_apart(runtime) {
             return;
         }
-        let (handler, events, records) = gated();
-        let served = start(runtime, handler, ServerOptions::default().with_workers(1));
+        let (served, events, records) = serve_gated(runtime, ServerOptions::default());
         let leaving = awaiting(&served, &request("GET", "/wait", ""), &events, runtime);
         let left = Instant::now();
         drop(leaving);
@@ -275,8 +281,7 @@ fn a_peer_that_leaves_cancels_its_awaited_answer() {
 #[test]
 fn a_peer_that_half_closes_still_gets_its_awaited_answer() {
     each_runtime(|runtime| {
-        let (handler, events, _records) = gated();
-        let served = start(runtime, handler, ServerOptions::default().with_workers(1));
+        let (served, events, _records) = serve_gated(runtime, ServerOptions::default());
         let mut waiting = awaiting(&served, &request("GET", "/wait", ""), &events, runtime);
         waiting
             .stream
@@ -297,11 +302,8 @@ fn a_shutdown_cuts_an_awaited_answer_short_at_its_deadline() {
         if !awaits_apart(runtime) {
             return;
         }
-        let (handler, events, records) = gated();
-        let options = ServerOptions::default()
-            .with_workers(1)
-            .with_shutdown_timeout(DRAIN);
-        let served = start(runtime, handler, options);
+        let options = ServerOptions::default().with_shutdown_timeout(DRAIN);
+        let (served, events, records) = serve_gated(runtime, options);
         let mut waiting = awaiting(&served, &request("GET", "/wait", ""), &events, runtime);
         let took = served
             .stop_within(DRAIN + Duration::from_secs(3))

@@ -7,10 +7,16 @@
 use std::io;
 use std::time::Duration;
 
-/// How soon after the first newline the second goes, and the most time
-/// between two later (each wait doubles the last).
+/// How soon after the first newline the second goes.
 pub(crate) const PROBE_FIRST: Duration = Duration::from_millis(20);
-pub(crate) const PROBE_LAST: Duration = Duration::from_secs(1);
+/// The most time between two later newlines.
+const PROBE_LAST: Duration = Duration::from_secs(1);
+
+/// The wait after the next newline, given the wait before it: each
+/// doubles the last, up to [`PROBE_LAST`].
+pub(crate) fn next_probe_wait(wait: Duration) -> Duration {
+    (wait * 2).min(PROBE_LAST)
+}
 
 /// Whether a write failed because the peer is gone.
 pub(crate) fn peer_gone(error: &io::Error) -> bool {

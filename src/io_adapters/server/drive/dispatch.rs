@@ -8,6 +8,7 @@
 use std::ops::ControlFlow;
 use std::time::Instant;
 
+use super::super::reply::failed;
 use super::super::spool::{MemoryHeld, SpoolError};
 use super::super::{Handled, Handler, HeadCheck, Incoming, Reply};
 use super::streamed::Streamed;
@@ -476,10 +477,6 @@ fn answer<H: Handler + ?Sized>(handler: &H, incoming: Incoming, exchange: &Excha
             panic = why,
             "the handler panicked; answering 500"
         );
-        let status = Status::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "the server failed while answering this request",
-        );
-        Response::new(status).into()
+        failed().into()
     })
 }

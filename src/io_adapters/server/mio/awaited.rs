@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use crate::io_adapters::server::drive::{Deferred, Pending};
 use crate::io_adapters::server::reply::{ReplyFuture, poll_caught};
-use crate::io_adapters::server::watch::{PROBE_FIRST, PROBE_LAST, peer_gone};
+use crate::io_adapters::server::watch::{PROBE_FIRST, next_probe_wait, peer_gone};
 use crate::io_adapters::server::{Accepted, Driver, Reply};
 use crate::io_adapters::transport::Transport;
 
@@ -144,7 +144,7 @@ impl Awaited {
             Ok(()) => {
                 self.watch = Watch::Probing {
                     at: now + wait,
-                    wait: (wait * 2).min(PROBE_LAST),
+                    wait: next_probe_wait(wait),
                 };
                 false
             }

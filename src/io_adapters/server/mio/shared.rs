@@ -266,6 +266,19 @@ impl Mailbox {
         }))
     }
 
+    /// Puts `slot` on one of the mailbox's lists (once) and wakes the
+    /// worker to read it.
+    fn post(&self, list: &Mutex<Vec<usize>>, slot: usize) {
+        {
+            let mut list = list.lock().unwrap_or_else(|p| p.into_inner());
+            // Once each: a connection named often grows nothing.
+            if !list.contains(&slot) {
+                list.push(slot);
+            }
+        }
+        self.waker.wake();
+    }
+
     /// The connections whose awaited answers were woken since the last
     /// call. A connection closed since may be among them, or its slot
     /// taken by another: a poll too many does a future no harm.
@@ -287,14 +300,7 @@ impl std::task::Wake for Woken {
     }
 
     fn wake_by_ref(self: &Arc<Self>) {
-        {
-            let mut woken = self.mailbox.woken.lock().unwrap_or_else(|p| p.into_inner());
-            // Once each: a future that wakes itself often grows nothing.
-            if !woken.contains(&self.slot) {
-                woken.push(self.slot);
-            }
-        }
-        self.mailbox.waker.wake();
+        self.mailbox.post(&self.mailbox.woken, self.slot);
     }
 }
 
@@ -308,12 +314,7 @@ pub(in crate::io_adapters::server) struct Mail {
 
 impl Wake for Mail {
     fn wake(&self) {
-        self.mailbox
-            .asked
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(self.slot);
-        self.mailbox.waker.wake();
+        self.mailbox.post(&self.mailbox.asked, self.slot);
     }
 }
 

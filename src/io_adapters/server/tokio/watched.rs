@@ -11,7 +11,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::READ_CHUNK;
 use crate::io_adapters::server::Driver;
-use crate::io_adapters::server::watch::{PROBE_FIRST, PROBE_LAST, peer_gone};
+use crate::io_adapters::server::watch::{PROBE_FIRST, next_probe_wait, peer_gone};
 use crate::io_adapters::transport::{PolledIo, PolledSendCopy};
 
 /// A tokio TCP stream whose writes ask the kernel when tokio's cached
@@ -249,7 +249,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Watched<S> {
                             return Poll::Pending;
                         }
                         Watch::Probing {
-                            wait: (wait * 2).min(PROBE_LAST),
+                            wait: next_probe_wait(wait),
                         }
                     }
                     Watch::Ended => {
